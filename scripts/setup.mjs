@@ -1,0 +1,129 @@
+// Set-up shared by `npm start` and `npm test`: install what is missing, compile, bring up Docker.
+// Plain Node (no dependencies), because it runs before `npm install`.
+import { spawnSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+function log(message) {
+  process.stderr.write(`[setup] ${message}\n`);
+}
+
+/** Runs a program with an argv array (never a shell); exits the process when it fails. */
+export function run(cmd, args, options = {}) {
+  const result = spawnSync(cmd, args, { stdio: 'inherit', cwd: root, ...options });
+  if (result.status !== 0) {
+    log(`${cmd} ${args.join(' ')} failed (exit ${result.status ?? result.signal})`);
+    process.exit(result.status ?? 1);
+  }
+}
+
+function mtime(file) {
+  try {
+    return fs.statSync(file).mtimeMs;
+  } catch {
+    return 0;
+  }
+}
+
+/** `npm install` when node_modules is missing or older than package.json / package-lock.json. */
+export function ensureDependencies() {
+  const stamp = path.join(root, 'node_modules', '.package-lock.json');
+  const newest = Math.max(mtime(path.join(root, 'package.json')), mtime(path.join(root, 'package-lock.json')));
+  if (mtime(stamp) >= newest && mtime(stamp) > 0) return;
+  log('installing dependencies (npm install)…');
+  run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error']);
+}
+
+/** Compiles the TypeScript sources into dist/ (incremental). */
+export function compile() {
+  log('compiling TypeScript…');
+  run(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(root, 'tsconfig.json')]);
+}
+
+function socketPath() {
+  const host = process.env.DOCKER_HOST;
+  if (host === undefined || host === '') return '/var/run/docker.sock';
+  if (host.startsWith('unix://')) return host.slice('unix://'.length);
+  return null; // tcp:// engines are not ours to start
+}
+
+function pingDocker(timeoutMs = 2000) {
+  const socket = socketPath();
+  if (socket === null) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const req = http.get({ socketPath: socket, path: '/_ping', timeout: timeoutMs }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(false));
+  });
+}
+
+function which(cmd) {
+  for (const dir of (process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin').split(':')) {
+    const candidate = path.join(dir, cmd);
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  for (const dir of ['/usr/sbin', '/usr/bin', '/sbin', '/bin']) {
+    if (fs.existsSync(path.join(dir, cmd))) return path.join(dir, cmd);
+  }
+  return null;
+}
+
+const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+
+/** Installs Debian packages with apt-get (root only), updating the index once if needed. */
+export function aptInstall(packages) {
+  if (!isRoot || which('apt-get') === null) {
+    log(`missing: ${packages.join(', ')}. Install them (Debian/Ubuntu: sudo apt-get install -y ${packages.join(' ')}) and retry.`);
+    process.exit(1);
+  }
+  log(`installing ${packages.join(', ')} with apt-get…`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const first = spawnSync('apt-get', ['install', '-y', '--no-install-recommends', '--', ...packages], { stdio: 'inherit', env });
+  if (first.status === 0) return;
+  run('apt-get', ['update'], { env });
+  run('apt-get', ['install', '-y', '--no-install-recommends', '--', ...packages], { env });
+}
+
+/**
+ * Makes sure a Docker engine answers: when none does, installs docker.io (Debian, root) and starts
+ * dockerd in the background, waiting up to 90 s for it.
+ */
+export async function ensureDocker() {
+  if (await pingDocker()) return;
+  if (socketPath() !== '/var/run/docker.sock') {
+    log(`the Docker engine at DOCKER_HOST=${process.env.DOCKER_HOST} does not answer; start it and retry.`);
+    process.exit(1);
+  }
+  if (which('dockerd') === null) aptInstall(['docker.io']);
+  const dockerd = which('dockerd');
+  if (dockerd === null || !isRoot) {
+    log('no Docker engine is running. Start it (e.g. `sudo systemctl start docker`) and retry.');
+    process.exit(1);
+  }
+  log('starting dockerd in the background (log: /var/log/slipway-dockerd.log)…');
+  const out = fs.openSync('/var/log/slipway-dockerd.log', 'a');
+  const child = spawn(dockerd, [], { detached: true, stdio: ['ignore', out, out] });
+  child.unref();
+  const deadline = Date.now() + 90_000;
+  while (Date.now() < deadline) {
+    if (await pingDocker()) {
+      log('Docker engine is up.');
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  log('dockerd did not answer within 90 s; see /var/log/slipway-dockerd.log');
+  process.exit(1);
+}

@@ -1,0 +1,13 @@
+// `npm start`: install what is missing, compile, bring up Docker, run `slipway server`.
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { root, ensureDependencies, compile, ensureDocker } from './setup.mjs';
+
+ensureDependencies();
+compile();
+await ensureDocker();
+const child = spawn(process.execPath, [path.join(root, 'bin', 'slipway.js'), 'server', ...process.argv.slice(2)], {
+  stdio: 'inherit',
+});
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
+child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

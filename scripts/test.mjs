@@ -1,0 +1,32 @@
+// `npm test`: install what is missing, compile, bring up Docker and busybox, run every test file.
+import fs from 'node:fs';
+import path from 'node:path';
+import { root, run, ensureDependencies, compile, ensureDocker, aptInstall } from './setup.mjs';
+
+ensureDependencies();
+compile();
+await ensureDocker();
+if (!fs.existsSync('/bin/busybox')) aptInstall(['busybox-static']);
+
+function findTests(dir) {
+  const found = [];
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) found.push(...findTests(full));
+    else if (entry.name.endsWith('.test.js')) found.push(full);
+  }
+  return found.sort();
+}
+
+const only = process.argv.slice(2);
+const files = findTests(path.join(root, 'dist', 'test')).filter(
+  (file) => only.length === 0 || only.some((pattern) => file.includes(pattern)),
+);
+// Compiled tests of sources deleted since the last build would run stale: only run ones with a .ts.
+const live = files.filter((file) => {
+  const rel = path.relative(path.join(root, 'dist'), file).replace(/\.js$/, '.ts');
+  return fs.existsSync(path.join(root, rel));
+});
+run(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=300000', ...live], {
+  env: { ...process.env, SLIPWAY_ALLOW_PRIVATE_GIT: 'true' },
+});

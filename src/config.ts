@@ -1,0 +1,178 @@
+// Configuration: the environment parsed once, field by field; a bad value stops the start.
+import path from 'node:path';
+import os from 'node:os';
+
+/** Server settings (decisions §1 plus the operational knobs documented in docs/configuration.md). */
+export interface Config {
+  /** SLIPWAY_PORT: the one HTTP port (API, dashboard, app routing, tunnels). */
+  readonly port: number;
+  /** SLIPWAY_HOST: listen address. */
+  readonly host: string;
+  /** SLIPWAY_DOMAIN: apps are served at `<subdomain>.<domain>`. */
+  readonly domain: string;
+  /** SLIPWAY_DATA_DIR: SQLite database, uploads, build logs (absolute). */
+  readonly dataDir: string;
+  /** SLIPWAY_DATABASE_URL: `postgres://…` to use PostgreSQL; undefined = embedded SQLite. */
+  readonly databaseUrl: string | undefined;
+  /** SLIPWAY_ADMIN_EMAIL / SLIPWAY_ADMIN_PASSWORD: admin created on a start with no users. */
+  readonly adminEmail: string | undefined;
+  readonly adminPassword: string | undefined;
+  /** SLIPWAY_MAX_UPLOAD_BYTES: largest archive accepted. */
+  readonly maxUploadBytes: number;
+  /** SLIPWAY_MAX_EXPANDED_BYTES: largest total size of an archive's extracted files. */
+  readonly maxExpandedBytes: number;
+  /** SLIPWAY_MAX_ARCHIVE_ENTRIES: most entries an archive may hold. */
+  readonly maxArchiveEntries: number;
+  /** SLIPWAY_ALLOW_PRIVATE_GIT: allow file:// and loopback/private git hosts. */
+  readonly allowPrivateGit: boolean;
+  /** DOCKER_HOST: the engine to use; undefined = the local socket. */
+  readonly dockerHost: string | undefined;
+  /** SLIPWAY_SESSION_TTL_HOURS: lifetime of a login session. */
+  readonly sessionTtlMs: number;
+  /** SLIPWAY_MAX_CONCURRENT_BUILDS: builds running at once across all deployments. */
+  readonly maxConcurrentBuilds: number;
+  /** SLIPWAY_BUILD_TIMEOUT_SECONDS: time limit of one image build (source fetch included). */
+  readonly buildTimeoutMs: number;
+  /** SLIPWAY_STARTUP_TIMEOUT_SECONDS: time a new container has to pass its health check. */
+  readonly startupTimeoutMs: number;
+  /** SLIPWAY_KEEP_IMAGES: images of the last N succeeded builds kept per deployment for rollback. */
+  readonly keepImages: number;
+  /** SLIPWAY_DEFAULT_MEMORY_MB / SLIPWAY_DEFAULT_CPUS: container limits unless a deployment sets its own. */
+  readonly defaultMemoryBytes: number;
+  readonly defaultNanoCpus: number;
+  /** SLIPWAY_PUBLIC_URL: how users reach this server (scheme, host and port of app URLs); default http://<domain>:<port>. */
+  readonly publicUrl: URL;
+  /** SLIPWAY_TUNNELS_PER_KEY / SLIPWAY_TUNNEL_STREAMS: limits on live tunnels per API key and streams per tunnel. */
+  readonly tunnelsPerKey: number;
+  readonly streamsPerTunnel: number;
+  /** SLIPWAY_LOG_LEVEL: fatal|error|warn|info|debug|trace|silent. */
+  readonly logLevel: string;
+}
+
+/** Client (CLI) settings from the environment. */
+export interface ClientEnv {
+  /** SLIPWAY_URL: server URL overriding the saved login. */
+  readonly url: string | undefined;
+  /** SLIPWAY_API_KEY: API key overriding the saved login. */
+  readonly apiKey: string | undefined;
+  /** Where the CLI keeps its credentials: $XDG_CONFIG_HOME/slipway (default ~/.config/slipway). */
+  readonly configDir: string;
+}
+
+/** Raised when the environment holds a value Slipway cannot use; the message names the variable. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function text(env: Env, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = text(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = text(env, name)?.toLowerCase();
+  if (raw === undefined) return fallback;
+  if (['true', '1', 'yes'].includes(raw)) return true;
+  if (['false', '0', 'no'].includes(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+/** Parses the server's environment once. Throws ConfigError with a clear message on a bad value. */
+export function loadConfig(env: Env = process.env): Config {
+  const port = integer(env, 'SLIPWAY_PORT', 8080, 0, 65535);
+  const host = text(env, 'SLIPWAY_HOST') ?? '127.0.0.1';
+  const domain = (text(env, 'SLIPWAY_DOMAIN') ?? 'localhost').toLowerCase().replace(/\.$/, '');
+  if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(domain)) {
+    throw new ConfigError(`SLIPWAY_DOMAIN must be a DNS name such as "apps.example.com", got "${domain}"`);
+  }
+  const databaseUrl = text(env, 'SLIPWAY_DATABASE_URL');
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('SLIPWAY_DATABASE_URL must start with postgres:// (leave it unset for SQLite)');
+  }
+  const adminEmail = text(env, 'SLIPWAY_ADMIN_EMAIL');
+  const adminPassword = env['SLIPWAY_ADMIN_PASSWORD'];
+  if ((adminEmail === undefined) !== (adminPassword === undefined || adminPassword === '')) {
+    throw new ConfigError('SLIPWAY_ADMIN_EMAIL and SLIPWAY_ADMIN_PASSWORD must be set together');
+  }
+  if (adminEmail !== undefined && !/^[^\s@]+@[^\s@]+$/.test(adminEmail)) {
+    throw new ConfigError(`SLIPWAY_ADMIN_EMAIL is not an e-mail address: "${adminEmail}"`);
+  }
+  if (adminPassword !== undefined && adminPassword !== '' && adminPassword.length < 8) {
+    throw new ConfigError('SLIPWAY_ADMIN_PASSWORD must be at least 8 characters');
+  }
+  const logLevel = text(env, 'SLIPWAY_LOG_LEVEL') ?? 'info';
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`SLIPWAY_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+
+  const publicRaw = text(env, 'SLIPWAY_PUBLIC_URL') ?? `http://${domain}:${port}`;
+  let publicUrl: URL;
+  try {
+    publicUrl = new URL(publicRaw);
+  } catch {
+    throw new ConfigError(`SLIPWAY_PUBLIC_URL is not a URL: "${publicRaw}"`);
+  }
+  if (publicUrl.protocol !== 'http:' && publicUrl.protocol !== 'https:') {
+    throw new ConfigError('SLIPWAY_PUBLIC_URL must be http:// or https://');
+  }
+
+  return {
+    port,
+    host,
+    domain,
+    dataDir: path.resolve(text(env, 'SLIPWAY_DATA_DIR') ?? './data'),
+    databaseUrl,
+    adminEmail,
+    adminPassword: adminEmail === undefined ? undefined : adminPassword,
+    maxUploadBytes: integer(env, 'SLIPWAY_MAX_UPLOAD_BYTES', 536_870_912, 1, Number.MAX_SAFE_INTEGER),
+    maxExpandedBytes: integer(env, 'SLIPWAY_MAX_EXPANDED_BYTES', 2 * 1024 ** 3, 1, Number.MAX_SAFE_INTEGER),
+    maxArchiveEntries: integer(env, 'SLIPWAY_MAX_ARCHIVE_ENTRIES', 100_000, 1, 10_000_000),
+    allowPrivateGit: bool(env, 'SLIPWAY_ALLOW_PRIVATE_GIT', false),
+    dockerHost: text(env, 'DOCKER_HOST'),
+    sessionTtlMs: integer(env, 'SLIPWAY_SESSION_TTL_HOURS', 24 * 7, 1, 24 * 365) * 3_600_000,
+    maxConcurrentBuilds: integer(env, 'SLIPWAY_MAX_CONCURRENT_BUILDS', 2, 1, 64),
+    buildTimeoutMs: integer(env, 'SLIPWAY_BUILD_TIMEOUT_SECONDS', 900, 1, 86_400) * 1000,
+    startupTimeoutMs: integer(env, 'SLIPWAY_STARTUP_TIMEOUT_SECONDS', 60, 1, 3600) * 1000,
+    keepImages: integer(env, 'SLIPWAY_KEEP_IMAGES', 5, 1, 100),
+    defaultMemoryBytes: integer(env, 'SLIPWAY_DEFAULT_MEMORY_MB', 512, 16, 1_048_576) * 1024 * 1024,
+    defaultNanoCpus: Math.round(Number(text(env, 'SLIPWAY_DEFAULT_CPUS') ?? '1') * 1e9) || failCpus(env),
+    publicUrl,
+    tunnelsPerKey: integer(env, 'SLIPWAY_TUNNELS_PER_KEY', 5, 1, 1000),
+    streamsPerTunnel: integer(env, 'SLIPWAY_TUNNEL_STREAMS', 256, 1, 100_000),
+    logLevel,
+  };
+}
+
+function failCpus(env: Env): never {
+  throw new ConfigError(`SLIPWAY_DEFAULT_CPUS must be a positive number, got "${env['SLIPWAY_DEFAULT_CPUS']}"`);
+}
+
+/** Parses the CLI's environment. */
+export function loadClientEnv(env: Env = process.env): ClientEnv {
+  const xdg = text(env, 'XDG_CONFIG_HOME');
+  const home = text(env, 'HOME') ?? os.homedir();
+  return {
+    url: text(env, 'SLIPWAY_URL'),
+    apiKey: text(env, 'SLIPWAY_API_KEY'),
+    configDir: path.join(xdg ?? path.join(home, '.config'), 'slipway'),
+  };
+}
+
+/** The URL an app with `subdomain` is served at. */
+export function appUrl(config: Pick<Config, 'publicUrl' | 'domain'>, subdomain: string): string {
+  const url = new URL(config.publicUrl.href);
+  url.hostname = `${subdomain}.${config.domain}`;
+  url.pathname = '/';
+  return url.href;
+}
