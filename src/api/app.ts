@@ -1,0 +1,75 @@
+// The HTTP API as a Fastify app: public routes beside one authenticated scope. No listen() here.
+import fastify, { type FastifyInstance } from 'fastify';
+import multipart from '@fastify/multipart';
+import swagger from '@fastify/swagger';
+import type { Config } from '../config.js';
+import type { Db } from '../db/database.js';
+import type { BuildLogStore } from '../build/build-logs.js';
+import type { FailureLimiter } from '../domain/rate-limiter.js';
+import type { DeploymentOperations } from '../domain/operations.js';
+import type { SourceStore } from '../source/source-store.js';
+import { installErrorHandlers } from './errors.js';
+import { registerAuthentication } from './authenticate.js';
+import { SHARED_SCHEMAS } from './schemas.js';
+import { authRoutes, logoutRoutes } from './routes/auth-routes.js';
+import { userRoutes } from './routes/user-routes.js';
+import { apiKeyRoutes } from './routes/api-key-routes.js';
+import { deploymentRoutes } from './routes/deployment-routes.js';
+import { buildRoutes } from './routes/build-routes.js';
+import { tunnelRoutes, type TunnelDirectory } from './routes/tunnel-routes.js';
+import { healthRoutes, type HealthCheck } from './routes/health-routes.js';
+
+/** Everything the API needs, wired once in main.ts. */
+export interface ApiDeps {
+  readonly config: Config;
+  readonly db: Db;
+  readonly store: SourceStore;
+  readonly buildLogs: BuildLogStore;
+  readonly loginLimiter: FailureLimiter;
+  readonly operations: DeploymentOperations;
+  readonly tunnels: TunnelDirectory;
+  readonly health: HealthCheck;
+}
+
+/** Builds the Fastify app (routes, validation, errors, OpenAPI). The caller decides how it listens. */
+export async function buildApp(deps: ApiDeps, options: { logger?: boolean | object; serverFactory?: never } = {}): Promise<FastifyInstance> {
+  const app = fastify({
+    logger: options.logger ?? false,
+    trustProxy: false,
+    bodyLimit: 1024 * 1024,
+    // Reject unknown fields instead of silently dropping them; keep types strict.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: true } },
+  });
+  installErrorHandlers(app);
+  for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: { title: 'Slipway API', version: '1.0.0', description: 'Deployments, builds, users, API keys and tunnels.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'session token or API key (slw_k1_…)' } } },
+      security: [{ bearer: [] }],
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json['$id'] ?? `def-${i}`) },
+  });
+  await app.register(multipart, {
+    limits: { fileSize: deps.config.maxUploadBytes + 1, files: 2, fields: 4, fieldSize: 1024 * 1024, parts: 6, headerPairs: 100 },
+  });
+
+  app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  await app.register(healthRoutes, { health: deps.health });
+  await app.register(authRoutes(deps), { prefix: '/api/v1' });
+
+  // Everything below requires a bearer credential, checked by one hook.
+  await app.register(async (scope) => {
+    registerAuthentication(scope, deps.db);
+    await scope.register(logoutRoutes(deps));
+    await scope.register(userRoutes(deps));
+    await scope.register(apiKeyRoutes(deps));
+    await scope.register(deploymentRoutes(deps));
+    await scope.register(buildRoutes(deps));
+    await scope.register(tunnelRoutes(deps));
+  }, { prefix: '/api/v1' });
+
+  return app;
+}

@@ -1,0 +1,33 @@
+// The one authentication hook of the API: a bearer session token or API key becomes `request.principal`.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Db } from '../db/database.js';
+import { authenticateBearer } from '../domain/accounts.js';
+import { DomainError } from '../domain/errors.js';
+import type { Principal } from '../domain/principal.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: Principal | null;
+  }
+}
+
+/** The bearer value of an `Authorization: Bearer <token>` header, if well formed. */
+export function bearerToken(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const match = /^Bearer[ \t]+([^\s]+)[ \t]*$/i.exec(header);
+  return match?.[1];
+}
+
+/** Adds the authentication hook to a scope: every route in it needs a valid credential. */
+export function registerAuthentication(scope: FastifyInstance, db: Db): void {
+  scope.decorateRequest('principal', null);
+  scope.addHook('onRequest', async (request) => {
+    request.principal = await authenticateBearer(db, bearerToken(request.headers.authorization));
+  });
+}
+
+/** The authenticated caller (the hook guarantees one inside the authenticated scope). */
+export function principalOf(request: FastifyRequest): Principal {
+  if (request.principal === null) throw new DomainError('unauthorized', 'missing or invalid credentials');
+  return request.principal;
+}

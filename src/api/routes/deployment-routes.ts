@@ -1,0 +1,223 @@
+// Routes: deployments (create, list, get, delete), upload, and the lifecycle (deploy, stop, restart, rollback, logs).
+import { Readable } from 'node:stream';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { MultipartFile, MultipartValue } from '@fastify/multipart';
+import { Type } from '@sinclair/typebox';
+import { appUrl } from '../../config.js';
+import { presentBuild } from '../../domain/builds.js';
+import {
+  createDeployment,
+  getDeploymentRow,
+  listDeployments,
+  presentCreatedArchive,
+  presentDeployment,
+} from '../../domain/deployments.js';
+import { DomainError } from '../../domain/errors.js';
+import { authorizeUpload, uploadSource, type UploadPart } from '../../domain/uploads.js';
+import { assertRepoHostAllowed } from '../../source/git.js';
+import type { ApiDeps } from '../app.js';
+import { principalOf } from '../authenticate.js';
+import {
+  CreateDeploymentBody,
+  DeployQuery,
+  IdParams,
+  MessageSchema,
+  RollbackBody,
+  RuntimeLogsQuery,
+  UploadResponse,
+  errorResponses,
+} from '../schemas.js';
+
+type IdRequest = { Params: { id: string } };
+
+/** An AbortSignal that fires when the client goes away, for streamed and long-held responses. */
+export function clientGone(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.on('close', () => controller.abort());
+  return controller.signal;
+}
+
+/** Sends an async iterable of text as a streamed `text/plain` response. */
+export function sendText(reply: FastifyReply, chunks: AsyncIterable<string | Buffer>): FastifyReply {
+  return reply
+    .type('text/plain; charset=utf-8')
+    .header('Cache-Control', 'no-store')
+    .header('X-Content-Type-Options', 'nosniff')
+    .send(Readable.from(chunks));
+}
+
+async function* multipartParts(request: FastifyRequest): AsyncGenerator<UploadPart> {
+  for await (const part of request.parts() as AsyncIterable<MultipartFile | MultipartValue>) {
+    if (part.type === 'file') yield { kind: 'file', field: part.fieldname, stream: part.file };
+    else yield { kind: 'field', field: part.fieldname, value: String(part.value) };
+  }
+}
+
+export const deploymentRoutes =
+  (deps: ApiDeps): FastifyPluginAsync =>
+  async (app) => {
+    const urlFor = (subdomain: string): string => appUrl(deps.config, subdomain);
+    const deploymentDeps = {
+      db: deps.db,
+      allowPrivateGit: deps.config.allowPrivateGit,
+      checkRepoHost: (url: string) => assertRepoHostAllowed(url, deps.config.allowPrivateGit),
+    };
+
+    app.get(
+      '/deployments',
+      {
+        schema: {
+          tags: ['deployments'],
+          summary: "The caller's deployments, newest first",
+          response: { 200: Type.Array(Type.Ref('Deployment')), ...errorResponses(401) },
+        },
+      },
+      async (request) => (await listDeployments(deps.db, principalOf(request))).map((row) => presentDeployment(row, urlFor)),
+    );
+
+    app.post<{ Body: CreateDeploymentBody }>(
+      '/deployments',
+      {
+        schema: {
+          tags: ['deployments'],
+          summary: 'Create a deployment from a git repository or (source_type archive) an upload',
+          body: CreateDeploymentBody,
+          response: { 201: Type.Ref('Deployment'), ...errorResponses(400, 401) },
+        },
+      },
+      async (request, reply) => {
+        const row = await createDeployment(deploymentDeps, principalOf(request), request.body);
+        const view = row.source_type === 'archive' ? presentCreatedArchive(row) : presentDeployment(row, urlFor);
+        return reply.code(201).send(view);
+      },
+    );
+
+    app.get<IdRequest>(
+      '/deployments/:id',
+      { schema: { tags: ['deployments'], summary: 'One deployment', params: IdParams, response: { 200: Type.Ref('Deployment'), ...errorResponses(401, 404) } } },
+      async (request) => presentDeployment(await getDeploymentRow(deps.db, principalOf(request), request.params.id), urlFor),
+    );
+
+    app.delete<IdRequest>(
+      '/deployments/:id',
+      {
+        schema: {
+          tags: ['deployments'],
+          summary: 'Delete a deployment with its containers, images, sources and logs',
+          params: IdParams,
+          response: { 204: { type: 'null' }, ...errorResponses(401, 404) },
+        },
+      },
+      async (request, reply) => {
+        await deps.operations.remove(principalOf(request), request.params.id);
+        return reply.code(204).send();
+      },
+    );
+
+    app.post<IdRequest>(
+      '/deployments/:id/upload',
+      {
+        schema: {
+          tags: ['deployments'],
+          summary: 'Upload the source of an archive deployment (multipart: archive = tar.gz, dockerfile = optional text)',
+          consumes: ['multipart/form-data'],
+          params: IdParams,
+          response: { 200: UploadResponse, ...errorResponses(400, 401, 404, 413, 415) },
+        },
+        // Authorize before a single byte of the body is read.
+        preValidation: async (request) => {
+          await authorizeUpload(deps.db, principalOf(request), request.params.id);
+          const length = Number(request.headers['content-length'] ?? 0);
+          if (length > deps.config.maxUploadBytes + 1024 * 1024) {
+            throw new DomainError('payload_too_large', `archive is larger than the limit of ${deps.config.maxUploadBytes} bytes`);
+          }
+          if (!request.isMultipart()) {
+            throw new DomainError('unsupported_media_type', 'upload with Content-Type multipart/form-data');
+          }
+        },
+      },
+      async (request) =>
+        uploadSource(
+          {
+            db: deps.db,
+            store: deps.store,
+            maxUploadBytes: deps.config.maxUploadBytes,
+            archiveLimits: { maxExpandedBytes: deps.config.maxExpandedBytes, maxEntries: deps.config.maxArchiveEntries },
+          },
+          principalOf(request),
+          request.params.id,
+          multipartParts(request),
+        ),
+    );
+
+    app.post<IdRequest & { Querystring: { wait?: boolean } }>(
+      '/deployments/:id/deploy',
+      {
+        schema: {
+          tags: ['deployments'],
+          summary: 'Build and release; 202 with the build record (200 with the finished one when wait=true)',
+          params: IdParams,
+          querystring: DeployQuery,
+          response: { 200: Type.Ref('Build'), 202: Type.Ref('Build'), ...errorResponses(401, 404, 409, 500) },
+        },
+      },
+      async (request, reply) => {
+        const wait = request.query.wait === true;
+        const build = await deps.operations.deploy(principalOf(request), request.params.id, {
+          wait,
+          signal: clientGone(reply),
+        });
+        return reply.code(wait ? 200 : 202).send(presentBuild(build));
+      },
+    );
+
+    for (const action of ['stop', 'restart'] as const) {
+      app.post<IdRequest>(
+        `/deployments/:id/${action}`,
+        {
+          schema: {
+            tags: ['deployments'],
+            summary: action === 'stop' ? 'Stop the app (cancels a build in flight)' : 'Restart the live release',
+            params: IdParams,
+            response: { 200: MessageSchema, ...errorResponses(401, 404, 409) },
+          },
+        },
+        async (request) => deps.operations[action](principalOf(request), request.params.id),
+      );
+    }
+
+    app.post<IdRequest & { Body: RollbackBody }>(
+      '/deployments/:id/rollback',
+      {
+        schema: {
+          tags: ['deployments'],
+          summary: 'Serve an earlier succeeded build again',
+          params: IdParams,
+          body: RollbackBody,
+          response: { 200: MessageSchema, ...errorResponses(400, 401, 404, 409) },
+        },
+      },
+      async (request) => deps.operations.rollback(principalOf(request), request.params.id, request.body.build_id),
+    );
+
+    app.get<IdRequest & { Querystring: { tail?: number; follow?: boolean } }>(
+      '/deployments/:id/logs',
+      {
+        schema: {
+          tags: ['deployments'],
+          summary: "The running container's output (text); tail=N, follow=true streams",
+          params: IdParams,
+          querystring: RuntimeLogsQuery,
+          response: errorResponses(401, 404, 409),
+        },
+      },
+      async (request, reply) => {
+        const chunks = await deps.operations.runtimeLogs(principalOf(request), request.params.id, {
+          tail: request.query.tail,
+          follow: request.query.follow === true,
+          signal: clientGone(reply),
+        });
+        return sendText(reply, chunks);
+      },
+    );
+  };

@@ -1,0 +1,142 @@
+// Request and response schemas (TypeBox): they validate requests and generate the OpenAPI document.
+import { Type, type Static } from '@sinclair/typebox';
+
+const Timestamp = Type.String({ format: 'date-time' });
+const Uuid = Type.String({ description: 'UUID' });
+
+export const ErrorSchema = Type.Object(
+  { error: Type.String({ description: 'stable error code' }), message: Type.String() },
+  { $id: 'Error', description: 'Every failure' },
+);
+
+export const IdParams = Type.Object({ id: Type.String() });
+export const BuildParams = Type.Object({ id: Type.String(), build_id: Type.String() });
+
+export const LoginBody = Type.Object(
+  { email: Type.String({ maxLength: 254 }), password: Type.String({ maxLength: 1024 }) },
+  { additionalProperties: false },
+);
+export type LoginBody = Static<typeof LoginBody>;
+
+export const UserSchema = Type.Object({ id: Uuid, email: Type.String(), created_at: Timestamp }, { $id: 'User' });
+
+export const LoginResponse = Type.Object({ token: Type.String(), expires_at: Timestamp, user: Type.Ref('User') });
+
+export const CreateUserBody = Type.Object(
+  { email: Type.String({ maxLength: 254 }), password: Type.String({ maxLength: 1024 }) },
+  { additionalProperties: false },
+);
+export type CreateUserBody = Static<typeof CreateUserBody>;
+
+export const ChangePasswordBody = Type.Object(
+  { current_password: Type.String({ maxLength: 1024 }), new_password: Type.String({ maxLength: 1024 }) },
+  { additionalProperties: false },
+);
+export type ChangePasswordBody = Static<typeof ChangePasswordBody>;
+
+export const MessageSchema = Type.Object({ message: Type.String() });
+
+export const ApiKeySchema = Type.Object(
+  {
+    id: Uuid,
+    name: Type.String(),
+    key_prefix: Type.String(),
+    created_at: Timestamp,
+    last_used_at: Type.Union([Timestamp, Type.Null()]),
+  },
+  { $id: 'ApiKey' },
+);
+export const CreateApiKeyBody = Type.Object({ name: Type.String({ maxLength: 200 }) }, { additionalProperties: false });
+export type CreateApiKeyBody = Static<typeof CreateApiKeyBody>;
+export const CreateApiKeyResponse = Type.Object({ api_key: Type.Ref('ApiKey'), key: Type.String({ description: 'shown only once' }) });
+
+export const CreateDeploymentBody = Type.Object(
+  {
+    name: Type.String({ maxLength: 1000 }),
+    subdomain: Type.String({ maxLength: 1000 }),
+    source_type: Type.Optional(Type.Union([Type.Literal('git'), Type.Literal('archive')], { default: undefined })),
+    repo_url: Type.Optional(Type.String({ maxLength: 4096 })),
+    branch: Type.Optional(Type.String({ maxLength: 1000 })),
+    dockerfile_path: Type.Optional(Type.String({ maxLength: 1000 })),
+    health_check_path: Type.Optional(Type.String({ maxLength: 1000, description: 'path that must answer 2xx/3xx before traffic moves' })),
+    memory_mb: Type.Optional(Type.Integer({ description: 'memory limit in MiB (default 512)' })),
+    cpus: Type.Optional(Type.Number({ description: 'CPU limit (default 1)' })),
+  },
+  { additionalProperties: false },
+);
+export type CreateDeploymentBody = Static<typeof CreateDeploymentBody>;
+
+export const DeploymentSchema = Type.Object(
+  {
+    id: Uuid,
+    name: Type.String(),
+    subdomain: Type.String(),
+    status: Type.Union(['pending', 'building', 'running', 'stopped', 'failed'].map((s) => Type.Literal(s))),
+    source_type: Type.Union([Type.Literal('git'), Type.Literal('archive')]),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    repo_url: Type.Optional(Type.String()),
+    branch: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+    dockerfile_path: Type.Optional(Type.String()),
+    url: Type.Optional(Type.String()),
+    live_build_id: Type.Optional(Type.Union([Uuid, Type.Null()])),
+    health_check_path: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+    memory_mb: Type.Optional(Type.Union([Type.Number(), Type.Null()])),
+    cpus: Type.Optional(Type.Union([Type.Number(), Type.Null()])),
+  },
+  { $id: 'Deployment' },
+);
+
+export const UploadResponse = Type.Object({
+  status: Type.Literal('uploaded'),
+  size: Type.Integer({ description: 'archive length in bytes' }),
+});
+
+export const BuildSchema = Type.Object(
+  {
+    id: Uuid,
+    deployment_id: Uuid,
+    status: Type.Union(['building', 'succeeded', 'failed', 'cancelled'].map((s) => Type.Literal(s))),
+    commit_sha: Type.String(),
+    started_at: Timestamp,
+    finished_at: Type.Union([Timestamp, Type.Null()]),
+    error: Type.Union([Type.String(), Type.Null()]),
+  },
+  { $id: 'Build' },
+);
+
+export const DeployQuery = Type.Object(
+  { wait: Type.Optional(Type.Boolean({ description: 'hold the response until the build ends' })) },
+  { additionalProperties: false },
+);
+export const FollowQuery = Type.Object(
+  { follow: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false },
+);
+export const RuntimeLogsQuery = Type.Object(
+  { follow: Type.Optional(Type.Boolean()), tail: Type.Optional(Type.Integer({ minimum: 0, maximum: 100000 })) },
+  { additionalProperties: false },
+);
+export const RollbackBody = Type.Object({ build_id: Type.String() }, { additionalProperties: false });
+export type RollbackBody = Static<typeof RollbackBody>;
+
+export const TunnelSchema = Type.Object(
+  {
+    id: Type.String(),
+    subdomain: Type.String(),
+    url: Type.String(),
+    api_key_id: Type.String(),
+    connected_at: Timestamp,
+    state: Type.String(),
+    streams: Type.Integer(),
+  },
+  { $id: 'Tunnel' },
+);
+
+/** Shared schemas registered once, referenced by `$ref`. */
+export const SHARED_SCHEMAS = [ErrorSchema, UserSchema, ApiKeySchema, DeploymentSchema, BuildSchema, TunnelSchema];
+
+/** Standard error responses for the OpenAPI document. */
+export function errorResponses(...statuses: number[]): Record<number, unknown> {
+  return Object.fromEntries(statuses.map((s) => [s, Type.Ref('Error')]));
+}

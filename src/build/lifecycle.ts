@@ -1,0 +1,514 @@
+// The deployment lifecycle on the engine: deploy (build + release), stop, restart, rollback, delete.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import type { Db } from '../db/database.js';
+import { nowIso } from '../db/database.js';
+import type { BuildRow } from '../domain/builds.js';
+import { getBuildRow } from '../domain/builds.js';
+import { assertUuid, getDeploymentRow, type DeploymentRow } from '../domain/deployments.js';
+import { DomainError } from '../domain/errors.js';
+import type { DeploymentOperations } from '../domain/operations.js';
+import type { Principal } from '../domain/principal.js';
+import type { RoutingTable, Upstream } from '../proxy/routing-table.js';
+import type { ContainerEngine } from '../runtime/engine.js';
+import { EngineBuildError, LABEL_DEPLOYMENT, LABEL_MANAGED } from '../runtime/engine.js';
+import { fetchCommit, redactCredentials, resolveCommit } from '../source/git.js';
+import type { SourceStore } from '../source/source-store.js';
+import type { BuildLogStore } from './build-logs.js';
+import { KeyedMutex, Semaphore } from './concurrency.js';
+import { ReleaseError, startRelease } from './release.js';
+
+/** What the lifecycle needs of the data plane: waiting for in-flight requests to an old release. */
+export interface Drainer {
+  drain(upstream: Upstream, timeoutMs: number): Promise<void>;
+}
+
+export interface LifecycleSettings {
+  readonly dataDir: string;
+  readonly allowPrivateGit: boolean;
+  readonly buildTimeoutMs: number;
+  readonly startupTimeoutMs: number;
+  readonly keepImages: number;
+  readonly defaultMemoryBytes: number;
+  readonly defaultNanoCpus: number;
+  readonly maxConcurrentBuilds: number;
+  /** Base environment of git processes ({ PATH, HOME }). */
+  readonly gitEnv: Record<string, string>;
+}
+
+export interface LifecycleDeps {
+  readonly db: Db;
+  readonly engine: ContainerEngine;
+  readonly table: RoutingTable;
+  readonly drainer: Drainer;
+  readonly store: SourceStore;
+  readonly buildLogs: BuildLogStore;
+  readonly settings: LifecycleSettings;
+  readonly log: (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
+}
+
+interface InflightBuild {
+  readonly buildId: string;
+  readonly controller: AbortController;
+  readonly done: Promise<void>;
+}
+
+/** Seconds an old container gets to finish its in-flight requests, then to stop, after a switch. */
+const DRAIN_MS = 30_000;
+const STOP_SECONDS = 10;
+/** Time limit of `git ls-remote` at trigger time. */
+const RESOLVE_TIMEOUT_MS = 60_000;
+
+class Cancelled extends Error {
+  override readonly name = 'Cancelled';
+}
+
+/** Image reference of a build: Slipway's own repository, one tag per build. */
+export const imageTag = (deploymentId: string, buildId: string): string => `slipway/${deploymentId}:${buildId}`;
+
+/**
+ * Runs deployments on the engine. Operations on one deployment are serialized by a per-deployment
+ * lock; a build runs outside it (so it can be cancelled) and takes the lock only to switch traffic.
+ */
+export class DeploymentLifecycle implements DeploymentOperations {
+  readonly #deps: LifecycleDeps;
+  readonly #locks = new KeyedMutex();
+  readonly #buildSlots: Semaphore;
+  readonly #inflight = new Map<string, InflightBuild>();
+  readonly #background = new Set<Promise<unknown>>();
+
+  constructor(deps: LifecycleDeps) {
+    this.#deps = deps;
+    this.#buildSlots = new Semaphore(deps.settings.maxConcurrentBuilds);
+  }
+
+  async deploy(principal: Principal, deploymentId: string, options: { wait: boolean; signal?: AbortSignal }): Promise<BuildRow> {
+    const { db } = this.#deps;
+    const initial = await getDeploymentRow(db, principal, deploymentId);
+    let commitSha: string;
+    let sourceRef: string;
+    if (initial.source_type === 'archive') {
+      if (initial.upload_id === null || initial.upload_sha256 === null) {
+        throw new DomainError('invalid_state', 'nothing has been uploaded yet; upload an archive first');
+      }
+      commitSha = initial.upload_sha256;
+      sourceRef = initial.upload_id;
+    } else {
+      const resolved = await this.#resolve(initial);
+      commitSha = resolved.sha;
+      sourceRef = resolved.branch;
+    }
+
+    const build = await this.#locks.run(deploymentId, async () => {
+      await this.#cancelInflight(deploymentId, 'superseded by a newer deploy');
+      const current = await getDeploymentRow(db, principal, deploymentId);
+      if (current.source_type === 'archive' && current.upload_id !== null && current.upload_id !== sourceRef) {
+        // A newer upload landed while we waited: build what is there now.
+        sourceRef = current.upload_id;
+        commitSha = current.upload_sha256 ?? commitSha;
+      }
+      const row: BuildRow = {
+        id: crypto.randomUUID(),
+        deployment_id: deploymentId,
+        status: 'building',
+        commit_sha: commitSha,
+        source_ref: sourceRef,
+        error: null,
+        image_id: null,
+        container_id: null,
+        host_port: null,
+        started_at: nowIso(),
+        finished_at: null,
+        seq: 0,
+      };
+      const { seq: _seq, ...values } = row;
+      await db.insertInto('builds').values(values).execute();
+      await this.#setStatus(deploymentId, 'building');
+      if (!(await this.#isServing(current))) this.#route(current.subdomain, deploymentId, 'starting');
+      this.#startPipeline(current, row);
+      return row;
+    });
+
+    if (!options.wait) return build;
+    await this.#waitForBuild(deploymentId, build.id, options.signal);
+    const finished = (await getBuildRow(db, principal, deploymentId, build.id)).build;
+    if (finished.status === 'failed') throw new DomainError('build_failed', finished.error ?? 'the build failed');
+    return finished;
+  }
+
+  async stop(principal: Principal, deploymentId: string): Promise<{ message: string }> {
+    return this.#locks.run(deploymentId, async () => {
+      const dep = await getDeploymentRow(this.#deps.db, principal, deploymentId);
+      if (dep.status === 'pending') throw new DomainError('invalid_state', 'the deployment has never been deployed');
+      if (dep.status === 'stopped') return { message: `deployment ${dep.name} is already stopped` };
+      const wasBuilding = this.#inflight.has(deploymentId);
+      const live = await this.#liveBuild(dep);
+      if (dep.status === 'failed' && !wasBuilding && (live === undefined || !(await this.#isServing(dep)))) {
+        throw new DomainError('invalid_state', 'no container is serving this deployment');
+      }
+      await this.#cancelInflight(deploymentId, 'cancelled by stop');
+      if (live?.container_id != null) {
+        if (live.host_port !== null) await this.#deps.drainer.drain({ host: '127.0.0.1', port: live.host_port }, 5_000);
+        await this.#deps.engine.stopContainer(live.container_id, STOP_SECONDS);
+      }
+      await this.#setStatus(deploymentId, 'stopped');
+      this.#route(dep.subdomain, deploymentId, 'stopped');
+      return { message: `deployment ${dep.name} stopped` };
+    });
+  }
+
+  async restart(principal: Principal, deploymentId: string): Promise<{ message: string }> {
+    return this.#locks.run(deploymentId, async () => {
+      const dep = await getDeploymentRow(this.#deps.db, principal, deploymentId);
+      if (dep.status === 'pending') throw new DomainError('invalid_state', 'the deployment has never been deployed');
+      if (dep.status === 'building') throw new DomainError('invalid_state', 'a build is in progress; wait for it or stop it');
+      const live = await this.#liveBuild(dep);
+      if (live === undefined || live.image_id === null || !(await this.#deps.engine.imageExists(live.image_id))) {
+        throw new DomainError('invalid_state', 'no succeeded build to restart; deploy first');
+      }
+      await this.#release(dep, live, AbortSignal.timeout(this.#deps.settings.startupTimeoutMs + 30_000));
+      return { message: `deployment ${dep.name} restarted (build ${live.id})` };
+    });
+  }
+
+  async rollback(principal: Principal, deploymentId: string, buildId: string): Promise<{ message: string }> {
+    const { db } = this.#deps;
+    return this.#locks.run(deploymentId, async () => {
+      const dep = await getDeploymentRow(db, principal, deploymentId);
+      assertUuid(buildId, 'build');
+      const target = await db.selectFrom('builds').selectAll().where('id', '=', buildId).where('deployment_id', '=', dep.id).executeTakeFirst();
+      if (target === undefined) throw new DomainError('not_found', 'build not found');
+      if (target.status !== 'succeeded') throw new DomainError('invalid_state', `build ${buildId} did not succeed (${target.status})`);
+      if (target.image_id === null || !(await this.#deps.engine.imageExists(target.image_id))) {
+        throw new DomainError('invalid_state', `the image of build ${buildId} has been pruned`);
+      }
+      await this.#cancelInflight(deploymentId, 'cancelled by rollback');
+      await this.#release(dep, target, AbortSignal.timeout(this.#deps.settings.startupTimeoutMs + 30_000));
+      return { message: `rolled back to build ${target.id}` };
+    });
+  }
+
+  async remove(principal: Principal, deploymentId: string): Promise<void> {
+    const { db, engine, store, buildLogs, table } = this.#deps;
+    await this.#locks.run(deploymentId, async () => {
+      const dep = await getDeploymentRow(db, principal, deploymentId);
+      await this.#cancelInflight(deploymentId, 'cancelled: the deployment was deleted');
+      await db.deleteFrom('deployments').where('id', '=', dep.id).execute();
+      table.delete(dep.subdomain);
+      await this.#removeEngineObjects(dep.id);
+      await store.removeDeployment(dep.id);
+      await buildLogs.removeDeployment(dep.id);
+    });
+  }
+
+  async runtimeLogs(
+    principal: Principal,
+    deploymentId: string,
+    options: { tail: number | undefined; follow: boolean; signal: AbortSignal },
+  ): Promise<AsyncIterable<string>> {
+    const dep = await getDeploymentRow(this.#deps.db, principal, deploymentId);
+    const live = await this.#liveBuild(dep);
+    if (live?.container_id == null) throw new DomainError('invalid_state', 'no container has run for this deployment yet');
+    return this.#deps.engine.containerLogs(live.container_id, {
+      ...(options.tail === undefined ? {} : { tail: options.tail }),
+      follow: options.follow,
+      signal: options.signal,
+    });
+  }
+
+  /** Waits for every background task (old containers being retired). */
+  async settle(): Promise<void> {
+    while (this.#background.size > 0) await Promise.allSettled([...this.#background]);
+  }
+
+  /** Cancels every build in flight (server shutdown). */
+  async close(): Promise<void> {
+    await Promise.all([...this.#inflight.keys()].map((id) => this.#cancelInflight(id, 'interrupted by a server shutdown')));
+    await this.settle();
+  }
+
+  // ---- internals ----
+
+  async #resolve(dep: DeploymentRow): Promise<{ sha: string; branch: string }> {
+    try {
+      return await resolveCommit(dep.repo_url ?? '', dep.branch ?? undefined, this.#gitOptions(AbortSignal.timeout(RESOLVE_TIMEOUT_MS)));
+    } catch (err) {
+      if (err instanceof DomainError) throw err;
+      throw new DomainError('validation_error', `cannot read the repository: ${redactCredentials(err instanceof Error ? err.message : String(err))}`);
+    }
+  }
+
+  #gitOptions(signal: AbortSignal): { allowPrivate: boolean; timeoutMs: number; signal: AbortSignal; gitEnv: Record<string, string> } {
+    return {
+      allowPrivate: this.#deps.settings.allowPrivateGit,
+      timeoutMs: this.#deps.settings.buildTimeoutMs,
+      signal,
+      gitEnv: this.#deps.settings.gitEnv,
+    };
+  }
+
+  async #setStatus(deploymentId: string, status: DeploymentRow['status'], extra: { live_build_id?: string } = {}): Promise<void> {
+    await this.#deps.db.updateTable('deployments').set({ status, updated_at: nowIso(), ...extra }).where('id', '=', deploymentId).execute();
+  }
+
+  #route(subdomain: string, deploymentId: string, state: 'stopped' | 'failed' | 'starting'): void {
+    this.#deps.table.set(subdomain, { kind: 'app', deploymentId, state });
+  }
+
+  async #liveBuild(dep: DeploymentRow): Promise<BuildRow | undefined> {
+    if (dep.live_build_id === null) return undefined;
+    return this.#deps.db.selectFrom('builds').selectAll().where('id', '=', dep.live_build_id).executeTakeFirst();
+  }
+
+  /** Whether the routing table sends this deployment's traffic to a container now. */
+  async #isServing(dep: DeploymentRow): Promise<boolean> {
+    const route = this.#deps.table.get(dep.subdomain);
+    return route?.kind === 'app' && route.state === 'live';
+  }
+
+  /** Aborts the deployment's build in flight (if any) and waits until it has wound down. */
+  async #cancelInflight(deploymentId: string, reason: string): Promise<void> {
+    const inflight = this.#inflight.get(deploymentId);
+    if (inflight === undefined) return;
+    inflight.controller.abort(new Cancelled(reason));
+    await inflight.done;
+  }
+
+  async #waitForBuild(deploymentId: string, buildId: string, signal?: AbortSignal): Promise<void> {
+    const inflight = this.#inflight.get(deploymentId);
+    if (inflight === undefined || inflight.buildId !== buildId) return;
+    if (signal === undefined) return inflight.done;
+    await Promise.race([inflight.done, new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }))]);
+  }
+
+  #startPipeline(dep: DeploymentRow, build: BuildRow): void {
+    const controller = new AbortController();
+    const done = this.#runPipeline(dep, build, controller.signal).finally(() => {
+      if (this.#inflight.get(dep.id)?.buildId === build.id) this.#inflight.delete(dep.id);
+    });
+    this.#inflight.set(dep.id, { buildId: build.id, controller, done });
+  }
+
+  /** Build → image → healthy container → traffic switch. Never throws: the outcome goes to the database. */
+  async #runPipeline(dep: DeploymentRow, build: BuildRow, cancel: AbortSignal): Promise<void> {
+    const { engine, buildLogs, settings, db } = this.#deps;
+    const log = (text: string): void => buildLogs.append(dep.id, build.id, text);
+    const workDir = path.join(settings.dataDir, 'work', build.id);
+    let image: string | undefined;
+    try {
+      log(`==> build ${build.id} of ${dep.name} (${dep.source_type} ${build.commit_sha})\n`);
+      const releaseSlot = await this.#buildSlots.acquire(cancel);
+      try {
+        const buildSignal = AbortSignal.any([cancel, AbortSignal.timeout(settings.buildTimeoutMs)]);
+        let contextDir: string;
+        if (dep.source_type === 'git') {
+          log(`==> fetching ${redactCredentials(dep.repo_url ?? '')} at ${build.commit_sha}\n`);
+          await fetchCommit(dep.repo_url ?? '', build.commit_sha, workDir, {
+            ...this.#gitOptions(buildSignal),
+            branch: build.source_ref,
+            onOutput: log,
+          });
+          contextDir = workDir;
+        } else {
+          contextDir = this.#deps.store.sourceDir(dep.id, build.source_ref);
+        }
+        if (!fs.existsSync(path.join(contextDir, dep.dockerfile_path))) {
+          throw new EngineBuildError('no Dockerfile', `Dockerfile not found at "${dep.dockerfile_path}" in the source`);
+        }
+        log(`==> building image (${dep.dockerfile_path})\n`);
+        const tag = imageTag(dep.id, build.id);
+        await engine.buildImage({
+          contextDir,
+          dockerfile: dep.dockerfile_path,
+          tag,
+          labels: { [LABEL_MANAGED]: 'true', [LABEL_DEPLOYMENT]: dep.id, 'dev.slipway.build': build.id },
+          signal: buildSignal,
+          onOutput: log,
+        });
+        image = tag;
+        await db.updateTable('builds').set({ image_id: tag }).where('id', '=', build.id).execute();
+      } finally {
+        releaseSlot();
+        await fsp.rm(workDir, { recursive: true, force: true });
+      }
+
+      const container = await startRelease(engine, this.#target(dep, build.id, image), {
+        timeoutMs: settings.startupTimeoutMs,
+        signal: cancel,
+        onOutput: log,
+      });
+      // Switch traffic under the deployment's lock; a canceller holding the lock aborts this wait.
+      let releaseLock: () => void;
+      try {
+        releaseLock = await this.#locks.acquire(dep.id, cancel);
+      } catch (err) {
+        await engine.removeContainer(container.id).catch(() => undefined);
+        throw err;
+      }
+      try {
+        const current = await db.selectFrom('deployments').selectAll().where('id', '=', dep.id).executeTakeFirst();
+        if (current === undefined || cancel.aborted) {
+          await engine.removeContainer(container.id).catch(() => undefined);
+          throw cancel.reason ?? new Cancelled('the deployment was deleted');
+        }
+        await this.#switchTo(current, build.id, container.id, container.hostPort ?? 0);
+      } finally {
+        releaseLock();
+      }
+      log(`==> live at build ${build.id}\n`);
+    } catch (err) {
+      await this.#recordFailure(dep, build, image, err, cancel, log);
+    } finally {
+      await buildLogs.close(build.id);
+    }
+  }
+
+  async #recordFailure(
+    dep: DeploymentRow,
+    build: BuildRow,
+    image: string | undefined,
+    err: unknown,
+    cancel: AbortSignal,
+    log: (text: string) => void,
+  ): Promise<void> {
+    const { db } = this.#deps;
+    const cancelled = cancel.aborted;
+    let message: string;
+    if (cancelled) {
+      message = cancel.reason instanceof Error ? cancel.reason.message : 'cancelled';
+    } else if (err instanceof EngineBuildError) {
+      message = `image build failed: ${err.outputTail.trim() || err.message}`;
+    } else if (err instanceof ReleaseError || err instanceof DomainError) {
+      message = err.message;
+    } else if (err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError')) {
+      message = `the build exceeded its time limit of ${Math.round(this.#deps.settings.buildTimeoutMs / 1000)} s`;
+    } else {
+      message = redactCredentials(err instanceof Error ? err.message : String(err));
+      this.#deps.log('error', 'build failed unexpectedly', { buildId: build.id, err });
+    }
+    log(`==> ${cancelled ? 'cancelled' : 'failed'}: ${message}\n`);
+    await db
+      .updateTable('builds')
+      .set({ status: cancelled ? 'cancelled' : 'failed', error: message, finished_at: nowIso() })
+      .where('id', '=', build.id)
+      .where('status', '=', 'building')
+      .execute();
+    if (image !== undefined) await this.#deps.engine.removeImage(image).catch(() => undefined);
+    await db.updateTable('builds').set({ image_id: null }).where('id', '=', build.id).execute();
+    if (!cancelled) {
+      await this.#setStatus(dep.id, 'failed');
+      const current = await db.selectFrom('deployments').selectAll().where('id', '=', dep.id).executeTakeFirst();
+      if (current !== undefined && !(await this.#isServing(current))) this.#route(current.subdomain, dep.id, 'failed');
+    }
+  }
+
+  #target(dep: DeploymentRow, buildId: string, image: string) {
+    return {
+      deploymentId: dep.id,
+      buildId,
+      image,
+      healthCheckPath: dep.health_check_path,
+      memoryBytes: dep.memory_bytes ?? this.#deps.settings.defaultMemoryBytes,
+      nanoCpus: dep.nano_cpus ?? this.#deps.settings.defaultNanoCpus,
+    };
+  }
+
+  /** Starts `build`'s image as a new container and switches traffic to it (restart and rollback). Caller holds the lock. */
+  async #release(dep: DeploymentRow, build: BuildRow, signal: AbortSignal): Promise<void> {
+    if (build.image_id === null) throw new DomainError('invalid_state', 'the build has no image');
+    let container;
+    try {
+      container = await startRelease(this.#deps.engine, this.#target(dep, build.id, build.image_id), {
+        timeoutMs: this.#deps.settings.startupTimeoutMs,
+        signal,
+      });
+    } catch (err) {
+      if (err instanceof ReleaseError) throw new DomainError('invalid_state', `the release did not start: ${err.message}`);
+      throw err;
+    }
+    await this.#switchTo(dep, build.id, container.id, container.hostPort ?? 0);
+  }
+
+  /**
+   * Makes `buildId`'s new container live: database first (so a crash after this point recovers
+   * to it), then the routing table, then the old container is drained and stopped in the background.
+   */
+  async #switchTo(dep: DeploymentRow, buildId: string, containerId: string, hostPort: number): Promise<void> {
+    const { db, table } = this.#deps;
+    const previous = await db
+      .selectFrom('builds')
+      .select(['id', 'container_id', 'host_port'])
+      .where('deployment_id', '=', dep.id)
+      .where('container_id', 'is not', null)
+      .where('container_id', '!=', containerId)
+      .execute();
+    const now = nowIso();
+    await db.transaction().execute(async (trx) => {
+      await trx.updateTable('builds').set({ container_id: null, host_port: null }).where('deployment_id', '=', dep.id).execute();
+      await trx
+        .updateTable('builds')
+        .set({ container_id: containerId, host_port: hostPort })
+        .where('id', '=', buildId)
+        .execute();
+      await trx
+        .updateTable('builds')
+        .set({ status: 'succeeded', finished_at: now, error: null })
+        .where('id', '=', buildId)
+        .where('status', '=', 'building')
+        .execute();
+      await trx.updateTable('deployments').set({ status: 'running', live_build_id: buildId, updated_at: now }).where('id', '=', dep.id).execute();
+    });
+    table.set(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'live', upstream: { host: '127.0.0.1', port: hostPort } });
+    for (const old of previous) {
+      if (old.container_id !== null) this.#retire(old.container_id, old.host_port);
+    }
+    this.#track(this.#pruneImages(dep.id));
+  }
+
+  /** Drains and stops an old container in the background. */
+  #retire(containerId: string, hostPort: number | null): void {
+    const { engine, drainer } = this.#deps;
+    this.#track(
+      (async () => {
+        if (hostPort !== null) await drainer.drain({ host: '127.0.0.1', port: hostPort }, DRAIN_MS);
+        await engine.stopContainer(containerId, STOP_SECONDS);
+        await engine.removeContainer(containerId);
+      })(),
+    );
+  }
+
+  #track(task: Promise<unknown>): void {
+    const tracked = task.catch((err: unknown) => this.#deps.log('warn', 'background cleanup failed', { err }));
+    this.#background.add(tracked);
+    void tracked.finally(() => this.#background.delete(tracked));
+  }
+
+  /** Keeps the images of the last N succeeded builds (and the live one); removes older ones. */
+  async #pruneImages(deploymentId: string): Promise<void> {
+    const { db, engine, settings } = this.#deps;
+    const dep = await db.selectFrom('deployments').select('live_build_id').where('id', '=', deploymentId).executeTakeFirst();
+    const succeeded = await db
+      .selectFrom('builds')
+      .select(['id', 'image_id'])
+      .where('deployment_id', '=', deploymentId)
+      .where('status', '=', 'succeeded')
+      .where('image_id', 'is not', null)
+      .orderBy('seq', 'desc')
+      .execute();
+    for (const old of succeeded.slice(settings.keepImages)) {
+      if (old.id === dep?.live_build_id || old.image_id === null) continue;
+      await engine.removeImage(old.image_id);
+      await db.updateTable('builds').set({ image_id: null }).where('id', '=', old.id).execute();
+    }
+  }
+
+  /** Removes every container and image the engine holds for a deployment. */
+  async #removeEngineObjects(deploymentId: string): Promise<void> {
+    const { engine } = this.#deps;
+    const labels = { [LABEL_MANAGED]: 'true', [LABEL_DEPLOYMENT]: deploymentId };
+    for (const container of await engine.listContainers(labels)) await engine.removeContainer(container.id);
+    for (const image of await engine.listImages(labels)) await engine.removeImage(image.id);
+  }
+}

@@ -1,0 +1,39 @@
+// `slipway server`: run the Slipway server in the foreground until SIGINT/SIGTERM.
+import { ConfigError, loadConfig } from '../config.js';
+import { startServer } from '../main.js';
+
+/** Starts the server from the environment; prints where it listens and a generated admin password. */
+export async function runServer(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`slipway: configuration error: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const server = await startServer(config);
+  const out = process.stdout;
+  out.write(`Slipway is listening on ${server.url} (apps at http://<subdomain>.${config.domain}:${server.port}/)\n`);
+  out.write(`Data directory: ${config.dataDir}\n`);
+  if (server.generatedAdmin !== undefined) {
+    out.write('\nFirst start: an administrator was created. This password is shown only once:\n');
+    out.write(`  email:    ${server.generatedAdmin.email}\n  password: ${server.generatedAdmin.password}\n\n`);
+  }
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    out.write(`\n${signal}: shutting down…\n`);
+    const force = setTimeout(() => process.exit(1), 15_000);
+    force.unref();
+    server.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}

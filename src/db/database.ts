@@ -1,0 +1,44 @@
+// Database connection: Kysely over better-sqlite3 (WAL), with the dated migrations run on open.
+import fs from 'node:fs';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, Migrator, SqliteDialect, type Migration, type MigrationProvider } from 'kysely';
+import type { Database } from './schema.js';
+import * as initial from './migrations/2026-11-21-001-initial.js';
+
+export type Db = Kysely<Database>;
+
+/** Migrations in date order; a migration, once released, never changes. */
+const MIGRATIONS: Record<string, Migration> = {
+  '2026-11-21-001-initial': initial,
+};
+
+const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
+
+/** Opens (creating if needed) the SQLite database file and brings its schema up to date. */
+export async function openDatabase(options: { file: string }): Promise<Db> {
+  fs.mkdirSync(path.dirname(options.file), { recursive: true });
+  const sqlite = new SQLite(options.file);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('busy_timeout = 5000');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
+  const failed = results?.find((r) => r.status === 'Error');
+  if (error !== undefined || failed !== undefined) {
+    await db.destroy();
+    throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${String(error)}`);
+  }
+  return db;
+}
+
+/** True when the error is a unique-constraint violation (SQLite or PostgreSQL). */
+export function isUniqueViolation(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const code = (err as { code?: unknown }).code;
+  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === '23505';
+}
+
+/** The current time as the ISO 8601 UTC string every timestamp column holds. */
+export const nowIso = (): string => new Date().toISOString();

@@ -1,0 +1,86 @@
+// Database schema: the row types of every table, as Kysely sees them.
+import type { Generated } from 'kysely';
+
+export interface UsersTable {
+  id: string;
+  email: string;
+  password_hash: string;
+  is_admin: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface SessionsTable {
+  id: string;
+  user_id: string;
+  token_hash: string;
+  created_at: string;
+  expires_at: string;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  user_id: string;
+  name: string;
+  key_prefix: string;
+  key_hash: string;
+  created_at: string;
+  last_used_at: string | null;
+}
+
+export interface DeploymentsTable {
+  id: string;
+  user_id: string;
+  name: string;
+  subdomain: string;
+  source_type: 'git' | 'archive';
+  repo_url: string | null;
+  branch: string | null;
+  dockerfile_path: string;
+  status: 'pending' | 'building' | 'running' | 'stopped' | 'failed';
+  /** Directory name (under uploads/<deployment>) of the current validated upload, if any. */
+  upload_id: string | null;
+  upload_size: number | null;
+  upload_sha256: string | null;
+  /** The build whose container serves traffic (or served it last, when stopped). */
+  live_build_id: string | null;
+  health_check_path: string | null;
+  memory_bytes: number | null;
+  nano_cpus: number | null;
+  created_at: string;
+  updated_at: string;
+  seq: Generated<number>;
+}
+
+export interface BuildsTable {
+  id: string;
+  deployment_id: string;
+  status: 'building' | 'succeeded' | 'failed' | 'cancelled';
+  commit_sha: string;
+  /** git: the branch resolved; archive: the upload id snapshotted at trigger time. */
+  source_ref: string;
+  error: string | null;
+  image_id: string | null;
+  container_id: string | null;
+  host_port: number | null;
+  started_at: string;
+  finished_at: string | null;
+  seq: Generated<number>;
+}
+
+export interface TunnelsTable {
+  id: string;
+  user_id: string;
+  api_key_id: string;
+  subdomain: string;
+  connected_at: string;
+}
+
+export interface Database {
+  users: UsersTable;
+  sessions: SessionsTable;
+  api_keys: ApiKeysTable;
+  deployments: DeploymentsTable;
+  builds: BuildsTable;
+  tunnels: TunnelsTable;
+}

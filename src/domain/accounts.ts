@@ -1,0 +1,209 @@
+// Account use-cases: admin bootstrap, login/logout, bearer authentication, users and passwords.
+import crypto from 'node:crypto';
+import type { Db } from '../db/database.js';
+import { isUniqueViolation, nowIso } from '../db/database.js';
+import type { UsersTable } from '../db/schema.js';
+import { DomainError } from './errors.js';
+import type { Principal } from './principal.js';
+import { authorizeAdmin } from './principal.js';
+import type { FailureLimiter } from './rate-limiter.js';
+import {
+  API_KEY_PATTERN,
+  SESSION_TOKEN_PATTERN,
+  digestsEqual,
+  dummyPasswordHash,
+  hashPassword,
+  newSessionToken,
+  randomBase62,
+  sha256Hex,
+  verifyPassword,
+} from './secrets.js';
+
+export const MIN_PASSWORD_LENGTH = 8;
+const MAX_PASSWORD_LENGTH = 1024;
+
+export interface UserView {
+  id: string;
+  email: string;
+  created_at: string;
+}
+
+export const presentUser = (row: Pick<UsersTable, 'id' | 'email' | 'created_at'>): UserView => ({
+  id: row.id,
+  email: row.email,
+  created_at: row.created_at,
+});
+
+const normalizeEmail = (email: string): string => email.trim().toLowerCase();
+
+function checkNewPassword(password: string): void {
+  if (password.length < MIN_PASSWORD_LENGTH) {
+    throw new DomainError('validation_error', `password must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  }
+  if (password.length > MAX_PASSWORD_LENGTH) {
+    throw new DomainError('validation_error', `password must be at most ${MAX_PASSWORD_LENGTH} characters`);
+  }
+}
+
+async function insertUser(db: Db, email: string, password: string, isAdmin: boolean): Promise<UsersTable> {
+  const normalized = normalizeEmail(email);
+  if (!/^[^\s@]+@[^\s@]+$/.test(normalized) || normalized.length > 254) {
+    throw new DomainError('validation_error', 'email must be an e-mail address');
+  }
+  checkNewPassword(password);
+  const now = nowIso();
+  const row: UsersTable = {
+    id: crypto.randomUUID(),
+    email: normalized,
+    password_hash: await hashPassword(password),
+    is_admin: isAdmin ? 1 : 0,
+    created_at: now,
+    updated_at: now,
+  };
+  try {
+    await db.insertInto('users').values(row).execute();
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new DomainError('email_taken', 'a user with this email already exists');
+    throw err;
+  }
+  return row;
+}
+
+/**
+ * On a database with no users, creates the admin: from the given credentials, or
+ * `admin@localhost` with a random password, which is returned so the caller can print it once.
+ */
+export async function bootstrapAdmin(
+  db: Db,
+  credentials: { email: string; password: string } | undefined,
+): Promise<{ email: string; generatedPassword: string | undefined } | undefined> {
+  const existing = await db.selectFrom('users').select('id').limit(1).executeTakeFirst();
+  if (existing !== undefined) return undefined;
+  const generatedPassword = credentials === undefined ? randomBase62(20) : undefined;
+  const email = credentials?.email ?? 'admin@localhost';
+  await insertUser(db, email, credentials?.password ?? (generatedPassword as string), true);
+  return { email: normalizeEmail(email), generatedPassword };
+}
+
+export interface AccountDeps {
+  readonly db: Db;
+  readonly sessionTtlMs: number;
+  readonly loginLimiter: FailureLimiter;
+}
+
+/** Logs in with e-mail and password; one answer for a wrong e-mail and a wrong password. */
+export async function loginUser(
+  deps: AccountDeps,
+  input: { email: string; password: string; clientIp: string },
+): Promise<{ token: string; expires_at: string; user: UserView }> {
+  const email = normalizeEmail(input.email);
+  const keys = [`email:${email}`, `ip:${input.clientIp}`];
+  const wait = Math.max(...keys.map((k) => deps.loginLimiter.retryAfterSeconds(k)));
+  if (wait > 0) {
+    throw new DomainError('rate_limited', `too many failed logins; try again in ${wait} s`, { retryAfterSeconds: wait });
+  }
+  const user = await deps.db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
+  const ok = await verifyPassword(input.password, user?.password_hash ?? (await dummyPasswordHash()));
+  if (user === undefined || !ok) {
+    for (const key of keys) deps.loginLimiter.recordFailure(key);
+    throw new DomainError('invalid_credentials', 'wrong email or password');
+  }
+  deps.loginLimiter.reset(`email:${email}`);
+  const token = newSessionToken();
+  const now = Date.now();
+  const expiresAt = new Date(now + deps.sessionTtlMs).toISOString();
+  await deps.db
+    .insertInto('sessions')
+    .values({
+      id: crypto.randomUUID(),
+      user_id: user.id,
+      token_hash: sha256Hex(token),
+      created_at: new Date(now).toISOString(),
+      expires_at: expiresAt,
+    })
+    .execute();
+  return { token, expires_at: expiresAt, user: presentUser(user) };
+}
+
+/** Ends the session the principal authenticated with (API keys have no session to end). */
+export async function logoutUser(db: Db, principal: Principal): Promise<void> {
+  if (principal.sessionId !== undefined) {
+    await db.deleteFrom('sessions').where('id', '=', principal.sessionId).execute();
+  }
+}
+
+const unauthorized = (): DomainError => new DomainError('unauthorized', 'missing or invalid credentials');
+
+/**
+ * Resolves a bearer value (session token or API key) to a principal. Every kind of bad
+ * credential gives the same `unauthorized` error. Using an API key records `last_used_at`.
+ */
+export async function authenticateBearer(db: Db, token: string | undefined): Promise<Principal> {
+  if (token === undefined) throw unauthorized();
+  const digest = sha256Hex(token);
+  if (API_KEY_PATTERN.test(token)) {
+    const key = await db
+      .selectFrom('api_keys')
+      .innerJoin('users', 'users.id', 'api_keys.user_id')
+      .select(['api_keys.id', 'api_keys.user_id', 'api_keys.key_hash', 'users.is_admin'])
+      .where('api_keys.key_hash', '=', digest)
+      .executeTakeFirst();
+    if (key === undefined || !digestsEqual(key.key_hash, digest)) throw unauthorized();
+    await db.updateTable('api_keys').set({ last_used_at: nowIso() }).where('id', '=', key.id).execute();
+    return { userId: key.user_id, isAdmin: key.is_admin === 1, via: 'api_key', sessionId: undefined, apiKeyId: key.id };
+  }
+  if (SESSION_TOKEN_PATTERN.test(token)) {
+    const session = await db
+      .selectFrom('sessions')
+      .innerJoin('users', 'users.id', 'sessions.user_id')
+      .select(['sessions.id', 'sessions.user_id', 'sessions.token_hash', 'sessions.expires_at', 'users.is_admin'])
+      .where('sessions.token_hash', '=', digest)
+      .executeTakeFirst();
+    if (session === undefined || !digestsEqual(session.token_hash, digest)) throw unauthorized();
+    if (Date.parse(session.expires_at) <= Date.now()) {
+      await db.deleteFrom('sessions').where('id', '=', session.id).execute();
+      throw unauthorized();
+    }
+    return { userId: session.user_id, isAdmin: session.is_admin === 1, via: 'session', sessionId: session.id, apiKeyId: undefined };
+  }
+  throw unauthorized();
+}
+
+/** Creates a user (administrators only). */
+export async function createUser(db: Db, principal: Principal, input: { email: string; password: string }): Promise<UserView> {
+  authorizeAdmin(principal);
+  return presentUser(await insertUser(db, input.email, input.password, false));
+}
+
+export async function getCurrentUser(db: Db, principal: Principal): Promise<UserView> {
+  const user = await db.selectFrom('users').selectAll().where('id', '=', principal.userId).executeTakeFirst();
+  if (user === undefined) throw unauthorized();
+  return presentUser(user);
+}
+
+/**
+ * Changes the caller's password. The specification's rules, in order: a wrong current password is
+ * `invalid_password`; a short or unchanged new one is `validation_error`. Other sessions are revoked.
+ */
+export async function changePassword(
+  db: Db,
+  principal: Principal,
+  input: { current_password: string; new_password: string },
+): Promise<void> {
+  const user = await db.selectFrom('users').selectAll().where('id', '=', principal.userId).executeTakeFirst();
+  if (user === undefined) throw unauthorized();
+  if (!(await verifyPassword(input.current_password, user.password_hash))) {
+    throw new DomainError('invalid_password', 'current password is incorrect');
+  }
+  checkNewPassword(input.new_password);
+  if (input.new_password === input.current_password) {
+    throw new DomainError('validation_error', 'new password must differ from the current password');
+  }
+  const hash = await hashPassword(input.new_password);
+  await db.transaction().execute(async (trx) => {
+    await trx.updateTable('users').set({ password_hash: hash, updated_at: nowIso() }).where('id', '=', user.id).execute();
+    let revoke = trx.deleteFrom('sessions').where('user_id', '=', user.id);
+    if (principal.sessionId !== undefined) revoke = revoke.where('id', '!=', principal.sessionId);
+    await revoke.execute();
+  });
+}

@@ -1,0 +1,60 @@
+// Build records, read side: list, get, and how a build is shown.
+import type { Db } from '../db/database.js';
+import type { Selectable } from 'kysely';
+import type { BuildsTable } from '../db/schema.js';
+import { assertUuid, getDeploymentRow, type DeploymentRow } from './deployments.js';
+import { DomainError } from './errors.js';
+import type { Principal } from './principal.js';
+
+export type BuildRow = Selectable<BuildsTable>;
+
+export interface BuildView {
+  id: string;
+  deployment_id: string;
+  status: BuildRow['status'];
+  commit_sha: string;
+  started_at: string;
+  finished_at: string | null;
+  error: string | null;
+}
+
+export const presentBuild = (row: BuildRow): BuildView => ({
+  id: row.id,
+  deployment_id: row.deployment_id,
+  status: row.status,
+  commit_sha: row.commit_sha,
+  started_at: row.started_at,
+  finished_at: row.finished_at,
+  error: row.error,
+});
+
+/** The builds of one of the caller's deployments, newest first. */
+export async function listBuilds(db: Db, principal: Principal, deploymentId: string): Promise<BuildRow[]> {
+  const deployment = await getDeploymentRow(db, principal, deploymentId);
+  return db.selectFrom('builds').selectAll().where('deployment_id', '=', deployment.id).orderBy('seq', 'desc').execute();
+}
+
+/** One build of one of the caller's deployments (404 for anything else). */
+export async function getBuildRow(
+  db: Db,
+  principal: Principal,
+  deploymentId: string,
+  buildId: string,
+): Promise<{ deployment: DeploymentRow; build: BuildRow }> {
+  const deployment = await getDeploymentRow(db, principal, deploymentId);
+  assertUuid(buildId, 'build');
+  const build = await db
+    .selectFrom('builds')
+    .selectAll()
+    .where('id', '=', buildId)
+    .where('deployment_id', '=', deployment.id)
+    .executeTakeFirst();
+  if (build === undefined) throw new DomainError('not_found', 'build not found');
+  return { deployment, build };
+}
+
+/** Whether a build has ended (or vanished): the condition that ends a followed log. */
+export async function isBuildFinished(db: Db, buildId: string): Promise<boolean> {
+  const row = await db.selectFrom('builds').select('status').where('id', '=', buildId).executeTakeFirst();
+  return row === undefined || row.status !== 'building';
+}

@@ -1,0 +1,219 @@
+// Deployment use-cases on the control plane: create, list, get, delete, and how a deployment is shown.
+import crypto from 'node:crypto';
+import type { Db } from '../db/database.js';
+import { isUniqueViolation, nowIso } from '../db/database.js';
+import type { Selectable } from 'kysely';
+import type { DeploymentsTable } from '../db/schema.js';
+import { validateBranchName, validateRepoUrl } from '../source/git-url.js';
+import { DomainError } from './errors.js';
+import { authorizeOwned, type Principal } from './principal.js';
+
+export type DeploymentRow = Selectable<DeploymentsTable>;
+
+/** Labels that never name an app: they are, or may become, Slipway's own hosts. */
+export const RESERVED_SUBDOMAINS = new Set(['api', 'www', 'admin', 'app', 'dashboard', 'tunnel']);
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A path id that is not a UUID can name nothing: the same 404 as a missing object. */
+export function assertUuid(id: string, what: string): void {
+  if (!UUID.test(id)) throw new DomainError('not_found', `${what} not found`);
+}
+
+/**
+ * Normalizes a subdomain (lower case) and checks it is a DNS label that is not reserved.
+ * Returns the normalized label, or throws validation_error.
+ */
+export function normalizeSubdomain(value: string): string {
+  const label = value.trim().toLowerCase();
+  if (!/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(label)) {
+    throw new DomainError(
+      'validation_error',
+      'subdomain must be 1-63 characters of a-z, 0-9 and "-", not starting or ending with "-"',
+    );
+  }
+  if (RESERVED_SUBDOMAINS.has(label)) throw new DomainError('validation_error', `subdomain "${label}" is reserved`);
+  return label;
+}
+
+/** Checks a Dockerfile path: relative, inside the source, no `..`. Returns it normalized. */
+export function normalizeDockerfilePath(value: string | undefined): string {
+  if (value === undefined) return 'Dockerfile';
+  const path = value.trim().replace(/^\.\//, '');
+  const segments = path.split('/');
+  if (
+    path.length === 0 ||
+    path.length > 255 ||
+    path.startsWith('/') ||
+    path.includes('\\') ||
+    /[\u0000-\u001f\u007f]/.test(path) ||
+    segments.some((s) => s === '..' || s === '' || s === '.')
+  ) {
+    throw new DomainError('validation_error', 'dockerfile_path must be a relative path inside the source, without ".."');
+  }
+  return path;
+}
+
+export interface CreateDeploymentInput {
+  name: string;
+  subdomain: string;
+  source_type?: 'git' | 'archive' | undefined;
+  repo_url?: string | undefined;
+  branch?: string | undefined;
+  dockerfile_path?: string | undefined;
+  health_check_path?: string | undefined;
+  memory_mb?: number | undefined;
+  cpus?: number | undefined;
+}
+
+export interface DeploymentDeps {
+  readonly db: Db;
+  readonly allowPrivateGit: boolean;
+  /** Refuses repository hosts on private addresses (unless allowed); throws validation_error. */
+  readonly checkRepoHost: (repoUrl: string) => Promise<void>;
+}
+
+function validateCreate(input: CreateDeploymentInput, allowFile: boolean): Omit<DeploymentRow, 'id' | 'user_id' | 'created_at' | 'updated_at' | 'seq'> {
+  const name = input.name.trim();
+  if (name.length < 1 || name.length > 100) throw new DomainError('validation_error', 'name must be 1 to 100 characters');
+  const subdomain = normalizeSubdomain(input.subdomain);
+  const sourceType = input.source_type ?? 'git';
+  const dockerfilePath = normalizeDockerfilePath(input.dockerfile_path);
+  let repoUrl: string | null = null;
+  let branch: string | null = null;
+  if (sourceType === 'archive') {
+    if (input.repo_url !== undefined || input.branch !== undefined) {
+      throw new DomainError('validation_error', 'repo_url and branch are for git deployments; an archive deployment takes an upload');
+    }
+  } else {
+    if (input.repo_url === undefined) throw new DomainError('validation_error', 'repo_url is required for a git deployment');
+    const urlProblem = validateRepoUrl(input.repo_url, { allowFile });
+    if (urlProblem !== null) throw new DomainError('validation_error', `repo_url: ${urlProblem}`);
+    repoUrl = input.repo_url;
+    if (input.branch !== undefined) {
+      const branchProblem = validateBranchName(input.branch);
+      if (branchProblem !== null) throw new DomainError('validation_error', `branch: ${branchProblem}`);
+      branch = input.branch;
+    }
+  }
+  let healthCheckPath: string | null = null;
+  if (input.health_check_path !== undefined) {
+    if (!/^\/[\x21-\x7e]{0,511}$/.test(input.health_check_path)) {
+      throw new DomainError('validation_error', 'health_check_path must be a path starting with "/"');
+    }
+    healthCheckPath = input.health_check_path;
+  }
+  let memoryBytes: number | null = null;
+  if (input.memory_mb !== undefined) {
+    if (!Number.isInteger(input.memory_mb) || input.memory_mb < 16 || input.memory_mb > 65536) {
+      throw new DomainError('validation_error', 'memory_mb must be a whole number from 16 to 65536');
+    }
+    memoryBytes = input.memory_mb * 1024 * 1024;
+  }
+  let nanoCpus: number | null = null;
+  if (input.cpus !== undefined) {
+    if (!(input.cpus >= 0.01 && input.cpus <= 64)) throw new DomainError('validation_error', 'cpus must be from 0.01 to 64');
+    nanoCpus = Math.round(input.cpus * 1e9);
+  }
+  return {
+    name,
+    subdomain,
+    source_type: sourceType,
+    repo_url: repoUrl,
+    branch,
+    dockerfile_path: dockerfilePath,
+    status: 'pending',
+    upload_id: null,
+    upload_size: null,
+    upload_sha256: null,
+    live_build_id: null,
+    health_check_path: healthCheckPath,
+    memory_bytes: memoryBytes,
+    nano_cpus: nanoCpus,
+  };
+}
+
+/** Creates a deployment. The subdomain is claimed by a unique index, also against live tunnels. */
+export async function createDeployment(deps: DeploymentDeps, principal: Principal, input: CreateDeploymentInput): Promise<DeploymentRow> {
+  const fields = validateCreate(input, deps.allowPrivateGit);
+  if (fields.repo_url !== null) await deps.checkRepoHost(fields.repo_url);
+  const now = nowIso();
+  const id = crypto.randomUUID();
+  try {
+    await deps.db.transaction().execute(async (trx) => {
+      const tunnel = await trx.selectFrom('tunnels').select('id').where('subdomain', '=', fields.subdomain).executeTakeFirst();
+      if (tunnel !== undefined) throw subdomainTaken(fields.subdomain);
+      await trx
+        .insertInto('deployments')
+        .values({ ...fields, id, user_id: principal.userId, created_at: now, updated_at: now })
+        .execute();
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) throw subdomainTaken(fields.subdomain);
+    throw err;
+  }
+  return getDeploymentRow(deps.db, principal, id);
+}
+
+const subdomainTaken = (subdomain: string): DomainError =>
+  new DomainError('subdomain_taken', `subdomain "${subdomain}" is already in use`);
+
+/** The caller's deployments, newest first. */
+export async function listDeployments(db: Db, principal: Principal): Promise<DeploymentRow[]> {
+  return db.selectFrom('deployments').selectAll().where('user_id', '=', principal.userId).orderBy('seq', 'desc').execute();
+}
+
+/** One of the caller's deployments; anything else (missing, not a UUID, another user's) is 404. */
+export async function getDeploymentRow(db: Db, principal: Principal, id: string): Promise<DeploymentRow> {
+  assertUuid(id, 'deployment');
+  const row = await db.selectFrom('deployments').selectAll().where('id', '=', id).executeTakeFirst();
+  return authorizeOwned(principal, row, 'deployment');
+}
+
+/** Fields a deployment shows; the archive creation response has exactly the first seven. */
+export interface DeploymentView {
+  id: string;
+  name: string;
+  subdomain: string;
+  status: DeploymentRow['status'];
+  source_type: DeploymentRow['source_type'];
+  created_at: string;
+  updated_at: string;
+  repo_url?: string;
+  branch?: string | null;
+  dockerfile_path?: string;
+  url?: string;
+  live_build_id?: string | null;
+  health_check_path?: string | null;
+  memory_mb?: number | null;
+  cpus?: number | null;
+}
+
+/** The archive creation response: exactly these keys (decisions §4). */
+export function presentCreatedArchive(row: DeploymentRow): DeploymentView {
+  return {
+    id: row.id,
+    name: row.name,
+    subdomain: row.subdomain,
+    status: row.status,
+    source_type: row.source_type,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+/** The full view of a deployment, with where it is served. */
+export function presentDeployment(row: DeploymentRow, urlFor: (subdomain: string) => string): DeploymentView {
+  const view: DeploymentView = { ...presentCreatedArchive(row) };
+  if (row.source_type === 'git') {
+    view.repo_url = row.repo_url ?? '';
+    view.branch = row.branch;
+  }
+  view.dockerfile_path = row.dockerfile_path;
+  view.url = urlFor(row.subdomain);
+  view.live_build_id = row.live_build_id;
+  view.health_check_path = row.health_check_path;
+  view.memory_mb = row.memory_bytes === null ? null : row.memory_bytes / (1024 * 1024);
+  view.cpus = row.nano_cpus === null ? null : row.nano_cpus / 1e9;
+  return view;
+}

@@ -1,0 +1,23 @@
+// The deployment lifecycle the API drives: deploy, stop, restart, rollback, delete, runtime logs.
+import type { BuildRow } from './builds.js';
+import type { Principal } from './principal.js';
+
+/**
+ * Lifecycle use-cases of one user's deployments. Each authorizes the principal first (another
+ * user's deployment is `not_found`) and follows the state table of decisions §4.
+ */
+export interface DeploymentOperations {
+  /** Creates a build record (`building`) and starts the release; with `wait`, resolves when it ends (build_failed on failure). */
+  deploy(principal: Principal, deploymentId: string, options: { wait: boolean; signal?: AbortSignal }): Promise<BuildRow>;
+  stop(principal: Principal, deploymentId: string): Promise<{ message: string }>;
+  restart(principal: Principal, deploymentId: string): Promise<{ message: string }>;
+  rollback(principal: Principal, deploymentId: string, buildId: string): Promise<{ message: string }>;
+  /** Removes the deployment with its containers, images, sources and logs; frees the subdomain. */
+  remove(principal: Principal, deploymentId: string): Promise<void>;
+  /** The live container's output. */
+  runtimeLogs(
+    principal: Principal,
+    deploymentId: string,
+    options: { tail: number | undefined; follow: boolean; signal: AbortSignal },
+  ): Promise<AsyncIterable<string>>;
+}

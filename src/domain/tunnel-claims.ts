@@ -1,0 +1,64 @@
+// Tunnel authority backed by the database: API-key authentication and subdomain claims.
+import type { Db } from '../db/database.js';
+import { isUniqueViolation, nowIso } from '../db/database.js';
+import { authenticateBearer } from './accounts.js';
+import { normalizeSubdomain } from './deployments.js';
+import { DomainError } from './errors.js';
+import { API_KEY_PATTERN } from './secrets.js';
+
+export interface TunnelOwner {
+  userId: string;
+  apiKeyId: string;
+}
+
+/** Authenticates a tunnel client: API keys only (session tokens are refused). Sets last_used_at. */
+export async function authenticateTunnelKey(db: Db, key: string): Promise<TunnelOwner | null> {
+  if (!API_KEY_PATTERN.test(key)) return null;
+  try {
+    const principal = await authenticateBearer(db, key);
+    return principal.apiKeyId === undefined ? null : { userId: principal.userId, apiKeyId: principal.apiKeyId };
+  } catch (err) {
+    if (err instanceof DomainError && err.code === 'unauthorized') return null;
+    throw err;
+  }
+}
+
+/**
+ * Claims a subdomain for a tunnel. A deployment's subdomain, or another user's live tunnel, makes
+ * it 'taken'; the same user's earlier tunnel of that name is replaced (reconnect).
+ */
+export async function claimTunnelSubdomain(
+  db: Db,
+  subdomain: string,
+  owner: TunnelOwner,
+  tunnelId: string,
+): Promise<'ok' | 'taken' | 'invalid'> {
+  let label: string;
+  try {
+    label = normalizeSubdomain(subdomain);
+  } catch {
+    return 'invalid';
+  }
+  try {
+    return await db.transaction().execute(async (trx) => {
+      const deployment = await trx.selectFrom('deployments').select('id').where('subdomain', '=', label).executeTakeFirst();
+      if (deployment !== undefined) return 'taken' as const;
+      const held = await trx.selectFrom('tunnels').select(['id', 'user_id']).where('subdomain', '=', label).executeTakeFirst();
+      if (held !== undefined && held.user_id !== owner.userId) return 'taken' as const;
+      if (held !== undefined) await trx.deleteFrom('tunnels').where('id', '=', held.id).execute();
+      await trx
+        .insertInto('tunnels')
+        .values({ id: tunnelId, user_id: owner.userId, api_key_id: owner.apiKeyId, subdomain: label, connected_at: nowIso() })
+        .execute();
+      return 'ok' as const;
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) return 'taken';
+    throw err;
+  }
+}
+
+/** Releases a tunnel's claim, if it still holds it. */
+export async function releaseTunnelSubdomain(db: Db, subdomain: string, tunnelId: string): Promise<void> {
+  await db.deleteFrom('tunnels').where('subdomain', '=', subdomain.toLowerCase()).where('id', '=', tunnelId).execute();
+}

@@ -1,0 +1,119 @@
+// Upload use-case: receive an archive (streamed to disk), check it strictly, then swap it in atomically.
+import crypto from 'node:crypto';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import type { Db } from '../db/database.js';
+import { nowIso } from '../db/database.js';
+import type { ArchiveLimits } from '../source/archive.js';
+import { extractArchive, writeFileInside } from '../source/archive.js';
+import type { SourceStore } from '../source/source-store.js';
+import { getDeploymentRow } from './deployments.js';
+import { DomainError } from './errors.js';
+import type { Principal } from './principal.js';
+
+/** One part of a multipart upload, as the transport hands it over. */
+export type UploadPart =
+  | { readonly kind: 'file'; readonly field: string; readonly stream: Readable }
+  | { readonly kind: 'field'; readonly field: string; readonly value: string };
+
+export interface UploadDeps {
+  readonly db: Db;
+  readonly store: SourceStore;
+  readonly maxUploadBytes: number;
+  readonly archiveLimits: ArchiveLimits;
+}
+
+/** Largest accepted `dockerfile` part. */
+export const MAX_DOCKERFILE_BYTES = 1024 * 1024;
+
+/**
+ * Checks the caller may upload to this deployment (before any byte is read): it must be theirs
+ * and an archive deployment.
+ */
+export async function authorizeUpload(db: Db, principal: Principal, id: string): Promise<void> {
+  const row = await getDeploymentRow(db, principal, id);
+  if (row.source_type !== 'archive') {
+    throw new DomainError('validation_error', 'this is a git deployment; uploads are for archive deployments');
+  }
+}
+
+/**
+ * Receives the parts `archive` (required, tar.gz) and `dockerfile` (optional text), validates the
+ * archive, and makes it the deployment's source. A rejected upload leaves the previous one as it was.
+ */
+export async function uploadSource(
+  deps: UploadDeps,
+  principal: Principal,
+  id: string,
+  parts: AsyncIterable<UploadPart>,
+): Promise<{ status: 'uploaded'; size: number }> {
+  await authorizeUpload(deps.db, principal, id);
+  const staged = deps.store.stagingPath('upload');
+  try {
+    let received: { size: number; sha256: string } | undefined;
+    let dockerfile: string | undefined;
+    for await (const part of parts) {
+      if (part.kind === 'file' && part.field === 'archive') {
+        if (received !== undefined) throw new DomainError('validation_error', 'send exactly one "archive" part');
+        received = await deps.store.receive(part.stream, path.join(staged, 'archive.tar.gz'), deps.maxUploadBytes);
+      } else if (part.kind === 'field' && part.field === 'dockerfile') {
+        dockerfile = part.value;
+      } else if (part.kind === 'file' && part.field === 'dockerfile') {
+        dockerfile = await readSmall(part.stream, MAX_DOCKERFILE_BYTES);
+      } else {
+        if (part.kind === 'file') part.stream.resume();
+        throw new DomainError('validation_error', `unexpected part "${part.field}"; expected "archive" and optionally "dockerfile"`);
+      }
+    }
+    if (received === undefined) throw new DomainError('validation_error', 'the "archive" part (a tar.gz file) is required');
+    if (received.size === 0) throw new DomainError('validation_error', 'the archive is empty');
+
+    await extractArchive(path.join(staged, 'archive.tar.gz'), path.join(staged, 'src'), deps.archiveLimits);
+    // The deployment may have changed (or gone) while the archive streamed in.
+    const row = await getDeploymentRow(deps.db, principal, id);
+    if (dockerfile !== undefined) await writeFileInside(path.join(staged, 'src'), row.dockerfile_path, dockerfile);
+
+    const uploadId = crypto.randomUUID();
+    await deps.store.commitUpload(staged, id, uploadId);
+    const previous = row.upload_id;
+    const updated = await deps.db
+      .updateTable('deployments')
+      .set({ upload_id: uploadId, upload_size: received.size, upload_sha256: received.sha256, updated_at: nowIso() })
+      .where('id', '=', id)
+      .executeTakeFirst();
+    if (updated.numUpdatedRows === 0n) {
+      await deps.store.removeUpload(id, uploadId);
+      throw new DomainError('not_found', 'deployment not found');
+    }
+    if (previous !== null) await pruneUploads(deps, id);
+    return { status: 'uploaded', size: received.size };
+  } finally {
+    await deps.store.remove(staged);
+  }
+}
+
+/** Removes uploads no longer referenced by the deployment or by a build in flight. */
+export async function pruneUploads(deps: Pick<UploadDeps, 'db' | 'store'>, deploymentId: string): Promise<void> {
+  const row = await deps.db.selectFrom('deployments').select('upload_id').where('id', '=', deploymentId).executeTakeFirst();
+  const building = await deps.db
+    .selectFrom('builds')
+    .select('source_ref')
+    .where('deployment_id', '=', deploymentId)
+    .where('status', '=', 'building')
+    .execute();
+  const keep = new Set([row?.upload_id, ...building.map((b) => b.source_ref)]);
+  for (const uploadId of await deps.store.listUploads(deploymentId)) {
+    if (!keep.has(uploadId)) await deps.store.removeUpload(deploymentId, uploadId);
+  }
+}
+
+async function readSmall(stream: Readable, max: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of stream) {
+    size += (chunk as Buffer).length;
+    if (size > max) throw new DomainError('validation_error', `the dockerfile part is larger than ${max} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}

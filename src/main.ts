@@ -1,0 +1,204 @@
+// Composition root: wires configuration, database, engine, data plane, tunnels and API; listens.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { buildApp } from './api/app.js';
+import { BuildLogStore } from './build/build-logs.js';
+import { DeploymentLifecycle } from './build/lifecycle.js';
+import { reconcileWithEngine } from './build/reconcile.js';
+import { appUrl, type Config } from './config.js';
+import { openDatabase } from './db/database.js';
+import { bootstrapAdmin } from './domain/accounts.js';
+import { FailureLimiter } from './domain/rate-limiter.js';
+import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
+import { AppProxy } from './proxy/app-proxy.js';
+import { RoutingTable } from './proxy/routing-table.js';
+import { createDockerEngine } from './runtime/docker-engine.js';
+import type { ContainerEngine } from './runtime/engine.js';
+import { SourceStore } from './source/source-store.js';
+import { TunnelServer } from './tunnel/tunnel-server.js';
+import { sql } from 'kysely';
+
+export interface RunningServer {
+  /** Base URL of the API, e.g. http://127.0.0.1:8080 */
+  readonly url: string;
+  readonly port: number;
+  /** Set on a first start without SLIPWAY_ADMIN_*: the generated admin password (print it once). */
+  readonly generatedAdmin: { email: string; password: string } | undefined;
+  close(): Promise<void>;
+}
+
+type Log = (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
+
+export interface StartOptions {
+  /** Engine to use instead of the one DOCKER_HOST names (tests). */
+  engine?: ContainerEngine;
+  log?: Log;
+  /** Environment base for git children (PATH, HOME). */
+  gitEnv?: Record<string, string>;
+}
+
+/** Starts Slipway: migrations, admin bootstrap, reconciliation, then the HTTP listener. */
+export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
+  const log: Log = options.log ?? ((level, msg, detail) => {
+    if (config.logLevel === 'silent') return;
+    const line = detail === undefined ? msg : `${msg} ${safeJson(detail)}`;
+    process.stderr.write(`[slipway] ${level}: ${line}\n`);
+  });
+  const db = await openDatabase({ file: path.join(config.dataDir, 'slipway.db') });
+  const engine = options.engine ?? createDockerEngine(config.dockerHost);
+  const store = new SourceStore(config.dataDir);
+  await store.clearStaging();
+  const buildLogs = new BuildLogStore(config.dataDir);
+  const table = new RoutingTable(config.domain);
+  const urlFor = (subdomain: string): string => appUrl(config, subdomain);
+
+  const admin = await bootstrapAdmin(
+    db,
+    config.adminEmail !== undefined && config.adminPassword !== undefined ? { email: config.adminEmail, password: config.adminPassword } : undefined,
+  );
+
+  const engineUp = await engine.ping(AbortSignal.timeout(5000)).then(
+    () => true,
+    (err: unknown) => {
+      log('warn', `the Docker engine does not answer (${err instanceof Error ? err.message : String(err)}); deploys will fail until it does`);
+      return false;
+    },
+  );
+  if (engineUp) {
+    await reconcileWithEngine({
+      db,
+      engine,
+      table,
+      dataDir: config.dataDir,
+      startupTimeoutMs: config.startupTimeoutMs,
+      defaultMemoryBytes: config.defaultMemoryBytes,
+      defaultNanoCpus: config.defaultNanoCpus,
+      log,
+    });
+  } else {
+    await db.deleteFrom('tunnels').execute();
+  }
+
+  const proxy = new AppProxy({ table, publicProtocol: config.publicUrl.protocol.replace(':', ''), log });
+  const lifecycle = new DeploymentLifecycle({
+    db,
+    engine,
+    table,
+    drainer: proxy,
+    store,
+    buildLogs,
+    log,
+    settings: {
+      dataDir: config.dataDir,
+      allowPrivateGit: config.allowPrivateGit,
+      buildTimeoutMs: config.buildTimeoutMs,
+      startupTimeoutMs: config.startupTimeoutMs,
+      keepImages: config.keepImages,
+      defaultMemoryBytes: config.defaultMemoryBytes,
+      defaultNanoCpus: config.defaultNanoCpus,
+      maxConcurrentBuilds: config.maxConcurrentBuilds,
+      gitEnv: options.gitEnv ?? { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: config.dataDir },
+    },
+  });
+  const tunnels = new TunnelServer({
+    table,
+    authority: {
+      authenticateKey: (key) => authenticateTunnelKey(db, key),
+      claimSubdomain: (subdomain, owner, tunnelId) => claimTunnelSubdomain(db, subdomain, owner, tunnelId),
+      releaseSubdomain: (subdomain, tunnelId) => releaseTunnelSubdomain(db, subdomain, tunnelId),
+    },
+    publicUrlFor: urlFor,
+    limits: { tunnelsPerKey: config.tunnelsPerKey, streamsPerTunnel: config.streamsPerTunnel },
+    log,
+  });
+
+  const app = await buildApp({
+    config,
+    db,
+    store,
+    buildLogs,
+    loginLimiter: new FailureLimiter({ maxFailures: 10, windowMs: 15 * 60_000 }),
+    operations: lifecycle,
+    tunnels: {
+      list: (userId) =>
+        tunnels.list(userId).map((t) => ({
+          id: t.id,
+          subdomain: t.subdomain,
+          url: t.url,
+          api_key_id: t.apiKeyId,
+          connected_at: t.connectedAt,
+          state: t.state,
+          streams: t.streams,
+        })),
+      closeForKey: (apiKeyId) => tunnels.closeForKey(apiKeyId),
+    },
+    health: async () => {
+      const checks: Record<string, { ok: boolean; detail?: string }> = {};
+      try {
+        await sql`select 1`.execute(db);
+        checks['database'] = { ok: true };
+      } catch (err) {
+        checks['database'] = { ok: false, detail: err instanceof Error ? err.message : 'unreachable' };
+      }
+      try {
+        const version = await engine.ping(AbortSignal.timeout(3000));
+        checks['docker'] = { ok: true, detail: `engine ${version.version}` };
+      } catch {
+        checks['docker'] = { ok: false, detail: 'the Docker engine does not answer' };
+      }
+      return { ok: Object.values(checks).every((c) => c.ok), checks };
+    },
+  });
+  await app.ready();
+
+  // One port: app hosts go to the data plane, everything else to the API.
+  const server = http.createServer((req, res) => {
+    if (!proxy.handleRequest(req, res)) app.routing(req, res);
+  });
+  server.on('upgrade', (req, socket, head) => {
+    if (proxy.handleUpgrade(req, socket, head)) return;
+    if ((req.url ?? '').split('?')[0] === '/api/v1/tunnels/connect') {
+      tunnels.handleUpgrade(req, socket, head);
+      return;
+    }
+    socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+  });
+  server.headersTimeout = 60_000;
+  server.requestTimeout = 0; // uploads and followed logs may take long; idle sockets still time out
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${hostForUrl === '0.0.0.0' ? '127.0.0.1' : hostForUrl}:${port}`,
+    port,
+    generatedAdmin: admin?.generatedPassword === undefined ? undefined : { email: admin.email, password: admin.generatedPassword },
+    close: () => {
+      closing ??= (async () => {
+        await tunnels.close();
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        });
+        proxy.close();
+        await lifecycle.close();
+        await app.close();
+        await db.destroy();
+      })();
+      return closing;
+    },
+  };
+}
+
+function safeJson(detail: object): string {
+  try {
+    return JSON.stringify(detail, (_key, value: unknown) => (value instanceof Error ? { name: value.name, message: value.message } : value));
+  } catch {
+    return '';
+  }
+}

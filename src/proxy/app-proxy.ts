@@ -1,0 +1,405 @@
+// The embedded Node data plane: serves `<subdomain>.<domain>` requests and upgrades from the routing table.
+import {
+  Agent,
+  request as httpRequest,
+  type ClientRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type ServerResponse,
+} from 'node:http';
+import { connect, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import {
+  badGatewayPage,
+  gatewayTimeoutPage,
+  notFoundPage,
+  unavailablePage,
+  writePage,
+  writeRawPage,
+  type Page,
+} from './pages.js';
+import type { Route, RoutingTable, Upstream } from './routing-table.js';
+
+export interface AppProxyOptions {
+  table: RoutingTable;
+  /** 'http' or 'https' for X-Forwarded-Proto */
+  publicProtocol: string;
+  log?: (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
+  /** Longest wait for an upstream to accept a connection and send response headers (default 60 s). */
+  upstreamTimeoutMs?: number;
+}
+
+const DEFAULT_UPSTREAM_TIMEOUT_MS = 60_000;
+
+/** Headers that describe one connection, never forwarded (RFC 9110 §7.6.1). `proxy-*` is matched by prefix. */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+/** Methods safe to send twice when a reused keep-alive socket turns out to be closed. */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
+
+/** Errors that mean the upstream never saw the request: safe to retry elsewhere. */
+const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+
+const noop = (): void => {};
+
+/** Proxies app hosts to their live upstream (or a tunnel), answering 404/502/503/504 pages otherwise. */
+export class AppProxy {
+  readonly #table: RoutingTable;
+  readonly #protocol: string;
+  readonly #log: NonNullable<AppProxyOptions['log']>;
+  readonly #timeoutMs: number;
+  readonly #agent = new Agent({ keepAlive: true, scheduling: 'lifo' });
+  readonly #inFlight = new Map<string, number>();
+  readonly #idleWaiters = new Map<string, Set<() => void>>();
+  readonly #upgraded = new Set<Duplex>();
+
+  constructor(options: AppProxyOptions) {
+    this.#table = options.table;
+    this.#protocol = options.publicProtocol;
+    this.#log = options.log ?? noop;
+    this.#timeoutMs = options.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS;
+  }
+
+  /** Handles the request if its Host is an app host; returns false (and does nothing) otherwise, so the caller passes it to the API. */
+  handleRequest(req: IncomingMessage, res: ServerResponse): boolean {
+    const resolution = this.#table.resolveHost(req.headers.host);
+    if (resolution === null) return false;
+    const host = displayHost(req);
+    const route = resolution.route;
+    if (route?.kind === 'app' && route.state === 'live') {
+      this.#proxyRequest(req, res, route.upstream, false);
+    } else if (route?.kind === 'tunnel' && route.state === 'connected') {
+      try {
+        route.target.handleRequest(req, res);
+      } catch (err) {
+        this.#log('error', 'tunnel target threw on a request', { host, error: String(err) });
+        writePage(res, badGatewayPage(host));
+      }
+    } else {
+      writePage(res, refusalPage(host, route));
+    }
+    return true;
+  }
+
+  /** Same for an HTTP upgrade (WebSocket). */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    const resolution = this.#table.resolveHost(req.headers.host);
+    if (resolution === null) return false;
+    const host = displayHost(req);
+    const route = resolution.route;
+    if (route?.kind === 'app' && route.state === 'live') {
+      this.#proxyUpgrade(req, socket, head, route.upstream);
+    } else if (route?.kind === 'tunnel' && route.state === 'connected') {
+      try {
+        route.target.handleUpgrade(req, socket, head);
+      } catch (err) {
+        this.#log('error', 'tunnel target threw on an upgrade', { host, error: String(err) });
+        writeRawPage(socket, badGatewayPage(host));
+      }
+    } else {
+      writeRawPage(socket, refusalPage(host, route));
+    }
+    return true;
+  }
+
+  /** Number of requests/upgraded sockets in flight to an upstream "host:port". */
+  inFlight(upstream: Upstream): number {
+    return this.#inFlight.get(upstreamKey(upstream)) ?? 0;
+  }
+
+  /**
+   * Resolves when no request is in flight to `upstream` (or after timeoutMs); used before stopping an
+   * old release so a switch never drops an in-flight request. Also closes idle keep-alive sockets to it.
+   */
+  drain(upstream: Upstream, timeoutMs: number): Promise<void> {
+    const key = upstreamKey(upstream);
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.#idleWaiters.get(key)?.delete(done);
+        this.#closeIdleSockets(upstream);
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      if (this.inFlight(upstream) === 0) {
+        done();
+        return;
+      }
+      let waiters = this.#idleWaiters.get(key);
+      if (waiters === undefined) this.#idleWaiters.set(key, (waiters = new Set()));
+      waiters.add(done);
+    });
+  }
+
+  /** Destroys the keep-alive agent and every upgraded socket pair; releases drain() waiters. */
+  close(): void {
+    this.#agent.destroy();
+    for (const socket of this.#upgraded) socket.destroy();
+    this.#upgraded.clear();
+    for (const waiters of this.#idleWaiters.values()) for (const done of [...waiters]) done();
+  }
+
+  #proxyRequest(req: IncomingMessage, res: ServerResponse, upstream: Upstream, retried: boolean): void {
+    const key = upstreamKey(upstream);
+    const release = this.#acquire(key);
+    let bodyStarted = false;
+    let responded = false;
+    let timedOut = false;
+
+    const proxyReq: ClientRequest = httpRequest({
+      host: upstream.host,
+      port: upstream.port,
+      method: req.method,
+      path: req.url,
+      headers: this.#forwardedHeaders(req),
+      agent: this.#agent,
+    });
+    // Time to response headers only: a started response may stream for as long as it likes.
+    const timer = setTimeout(() => {
+      timedOut = true;
+      proxyReq.destroy(new Error(`upstream ${key} sent no response within ${this.#timeoutMs} ms`));
+    }, this.#timeoutMs);
+
+    // The body is piped only once the socket is connected, so a refused connect leaves it unread and retryable.
+    const pipeBody = (): void => {
+      if (bodyStarted || proxyReq.destroyed) return;
+      bodyStarted = true;
+      req.pipe(proxyReq);
+    };
+    proxyReq.once('socket', (socket: Socket) => {
+      if (socket.connecting) socket.once('connect', pipeBody);
+      else pipeBody();
+    });
+
+    res.once('close', () => {
+      clearTimeout(timer);
+      // The visitor went away (or we finished): never leave the upstream request running.
+      if (!res.writableFinished) proxyReq.destroy();
+      release();
+    });
+    req.once('error', () => proxyReq.destroy());
+
+    proxyReq.on('response', (proxyRes: IncomingMessage) => {
+      clearTimeout(timer);
+      responded = true;
+      if (res.destroyed) {
+        proxyRes.destroy();
+        return;
+      }
+      res.writeHead(proxyRes.statusCode ?? 502, proxyRes.statusMessage, stripHopByHop(proxyRes.headers));
+      proxyRes.on('error', () => res.destroy());
+      proxyRes.once('close', () => {
+        // The upstream dropped mid-body: the visitor must see a broken response, not a short one.
+        if (!proxyRes.complete) res.destroy();
+      });
+      proxyRes.pipe(res);
+    });
+
+    proxyReq.on('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      if (responded || res.headersSent) {
+        res.destroy();
+        return;
+      }
+      if (res.destroyed) return;
+      release();
+      const retryTo = retried || timedOut ? undefined : this.#retryTarget(req, upstream, err, bodyStarted, proxyReq);
+      if (retryTo !== undefined) {
+        this.#log('info', 'retrying request against the current upstream', { from: key, to: upstreamKey(retryTo), code: err.code });
+        this.#proxyRequest(req, res, retryTo, true);
+        return;
+      }
+      const host = displayHost(req);
+      this.#log('warn', 'upstream request failed', { host, upstream: key, error: err.message, code: err.code });
+      writePage(res, timedOut ? gatewayTimeoutPage(host) : badGatewayPage(host));
+    });
+  }
+
+  /**
+   * Where to send a failed request once more, if it is safe: a refused connect whose route has meanwhile
+   * moved to another upstream (a release switch), or a reused keep-alive socket the upstream had just
+   * closed (the classic keep-alive race) for an idempotent request whose body was not consumed.
+   */
+  #retryTarget(
+    req: IncomingMessage,
+    upstream: Upstream,
+    err: NodeJS.ErrnoException,
+    bodyStarted: boolean,
+    proxyReq: ClientRequest,
+  ): Upstream | undefined {
+    const replayable = !bodyStarted || hasNoBody(req);
+    if (!replayable) return undefined;
+    const route = this.#table.resolveHost(req.headers.host)?.route;
+    const current = route?.kind === 'app' && route.state === 'live' ? route.upstream : undefined;
+    if (current === undefined) return undefined;
+    if (CONNECT_FAILURES.has(err.code ?? '') && upstreamKey(current) !== upstreamKey(upstream)) return current;
+    if (err.code === 'ECONNRESET' && proxyReq.reusedSocket && IDEMPOTENT.has(req.method ?? '')) return current;
+    return undefined;
+  }
+
+  #proxyUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: Upstream): void {
+    const key = upstreamKey(upstream);
+    const release = this.#acquire(key);
+    const upstreamSocket = connect({ host: upstream.host, port: upstream.port });
+    let connected = false;
+    this.#upgraded.add(socket);
+    this.#upgraded.add(upstreamSocket);
+
+    const timer = setTimeout(() => {
+      upstreamSocket.destroy(new Error(`upstream ${key} did not accept within ${this.#timeoutMs} ms`));
+    }, this.#timeoutMs);
+
+    upstreamSocket.once('connect', () => {
+      clearTimeout(timer);
+      connected = true;
+      upstreamSocket.setNoDelay(true);
+      upstreamSocket.write(this.#upgradeRequestHead(req));
+      if (head.length > 0) upstreamSocket.write(head);
+      // From here on the two sockets are one pipe; the upstream's 101 (or refusal) goes to the visitor as is.
+      upstreamSocket.pipe(socket);
+      socket.pipe(upstreamSocket);
+    });
+    upstreamSocket.on('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      if (connected) {
+        socket.destroy();
+        return;
+      }
+      const host = displayHost(req);
+      this.#log('warn', 'upstream upgrade failed', { host, upstream: key, error: err.message, code: err.code });
+      writeRawPage(socket, badGatewayPage(host));
+    });
+    upstreamSocket.once('close', () => {
+      clearTimeout(timer);
+      this.#upgraded.delete(upstreamSocket);
+      release();
+      // Before the connect the visitor socket still carries the 502 page; it ends itself.
+      if (connected) socket.destroy();
+    });
+    socket.on('error', () => upstreamSocket.destroy());
+    socket.once('close', () => {
+      this.#upgraded.delete(socket);
+      upstreamSocket.destroy();
+    });
+  }
+
+  /** Request headers for the upstream: hop-by-hop removed, Host kept, X-Forwarded-* added. */
+  #forwardedHeaders(req: IncomingMessage): OutgoingHttpHeaders {
+    const headers = stripHopByHop(req.headers);
+    const forwarded = this.#forwardedValues(req);
+    headers['x-forwarded-for'] = forwarded.for;
+    headers['x-forwarded-proto'] = forwarded.proto;
+    if (forwarded.host !== undefined) headers['x-forwarded-host'] = forwarded.host;
+    return headers;
+  }
+
+  #forwardedValues(req: IncomingMessage): { for: string; proto: string; host: string | undefined } {
+    const client = clientAddress(req);
+    const header = req.headers['x-forwarded-for'];
+    const previous = Array.isArray(header) ? header.join(', ') : header;
+    return {
+      for: previous !== undefined && previous.trim() !== '' ? `${previous}, ${client}` : client,
+      proto: this.#protocol,
+      host: req.headers.host,
+    };
+  }
+
+  /** The request line and headers of an upgrade, written raw to the upstream (Connection/Upgrade kept). */
+  #upgradeRequestHead(req: IncomingMessage): string {
+    const forwarded = this.#forwardedValues(req);
+    const lines = [`${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/1.1`];
+    const raw = req.rawHeaders;
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      const name = raw[i] ?? '';
+      const lower = name.toLowerCase();
+      if (lower === 'connection' || lower === 'keep-alive' || lower === 'te' || lower === 'trailer') continue;
+      if (lower === 'transfer-encoding' || lower.startsWith('proxy-') || lower.startsWith('x-forwarded-')) continue;
+      lines.push(`${name}: ${raw[i + 1] ?? ''}`);
+    }
+    lines.push('Connection: Upgrade');
+    lines.push(`X-Forwarded-For: ${forwarded.for}`);
+    lines.push(`X-Forwarded-Proto: ${forwarded.proto}`);
+    if (forwarded.host !== undefined) lines.push(`X-Forwarded-Host: ${forwarded.host}`);
+    return `${lines.join('\r\n')}\r\n\r\n`;
+  }
+
+  /** Counts one exchange against `key`; the returned function (idempotent) ends it and wakes drain() waiters. */
+  #acquire(key: string): () => void {
+    this.#inFlight.set(key, (this.#inFlight.get(key) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.#inFlight.get(key) ?? 1) - 1;
+      if (left > 0) {
+        this.#inFlight.set(key, left);
+        return;
+      }
+      this.#inFlight.delete(key);
+      const waiters = this.#idleWaiters.get(key);
+      if (waiters === undefined) return;
+      this.#idleWaiters.delete(key);
+      for (const done of waiters) done();
+    };
+  }
+
+  #closeIdleSockets(upstream: Upstream): void {
+    const prefix = `${upstream.host}:${upstream.port}:`;
+    for (const [name, sockets] of Object.entries(this.#agent.freeSockets)) {
+      if (!name.startsWith(prefix)) continue;
+      for (const socket of sockets ?? []) socket.destroy();
+    }
+  }
+}
+
+function upstreamKey(upstream: Upstream): string {
+  return `${upstream.host}:${upstream.port}`;
+}
+
+/** The page for a host that resolved but cannot be served: unknown (404) or not running (503). */
+function refusalPage(host: string, route: Route | undefined): Page {
+  if (route === undefined) return notFoundPage(host);
+  if (route.kind === 'tunnel') return unavailablePage(host, 'no tunnel client is connected');
+  switch (route.state) {
+    case 'starting':
+      return unavailablePage(host, 'the app is starting');
+    case 'failed':
+      return unavailablePage(host, 'the app failed to start');
+    default:
+      return unavailablePage(host, 'the app is stopped');
+  }
+}
+
+/** Copies headers without the hop-by-hop ones, including those the Connection header names. */
+function stripHopByHop(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const named = new Set<string>();
+  const connection = headers.connection;
+  if (connection !== undefined) {
+    for (const token of connection.split(',')) named.add(token.trim().toLowerCase());
+  }
+  const out: OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name) || named.has(name) || name.startsWith('proxy-')) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+function hasNoBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0');
+}
+
+/** The visitor's address, with IPv4-mapped IPv6 ("::ffff:1.2.3.4") shown as plain IPv4. */
+function clientAddress(req: IncomingMessage): string {
+  const address = req.socket.remoteAddress ?? 'unknown';
+  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
+}
+
+/** The Host as the visitor typed it, without the port, for pages and logs. */
+function displayHost(req: IncomingMessage): string {
+  const host = (req.headers.host ?? '').trim().toLowerCase();
+  const colon = host.lastIndexOf(':');
+  return colon === -1 ? host : host.slice(0, colon);
+}

@@ -1,0 +1,614 @@
+// The container engine on Docker: dockerode over the Engine API (never the docker CLI).
+import { readFile } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import type { Stats } from 'node:fs';
+import Dockerode from 'dockerode';
+import * as tar from 'tar';
+import { EngineBuildError } from './engine.js';
+import type { BuildImageOptions, ContainerEngine, ContainerInfo, ImageInfo, RunContainerOptions } from './engine.js';
+
+/** Time limit of one short engine call (inspect, create, list, remove...). */
+const CALL_TIMEOUT_MS = 30_000;
+/** Extra time, beyond the stop grace period, given to the engine to kill and report back. */
+const STOP_MARGIN_MS = 30_000;
+/** Lines of build output kept for EngineBuildError.outputTail. */
+const TAIL_LINES = 30;
+/** Characters of build output kept in memory to cut the tail from. */
+const TAIL_CHARS = 32_768;
+
+/**
+ * A dockerode client for `dockerHost`: `unix:///path/docker.sock` or `tcp://host:port`;
+ * undefined means the local socket /var/run/docker.sock. Throws on any other scheme.
+ */
+export function createDockerClient(dockerHost?: string): Dockerode {
+  if (dockerHost === undefined || dockerHost === '') {
+    // `host: undefined` stops docker-modem from preferring its own reading of DOCKER_HOST.
+    return new Dockerode({ socketPath: '/var/run/docker.sock', host: undefined });
+  }
+  if (dockerHost.startsWith('unix://')) {
+    return new Dockerode({ socketPath: dockerHost.slice('unix://'.length), host: undefined });
+  }
+  if (dockerHost.startsWith('tcp://')) {
+    const url = new URL(dockerHost);
+    // TLS (DOCKER_TLS_VERIFY / DOCKER_CERT_PATH, port 2376) is decided by docker-modem itself.
+    return new Dockerode({ host: url.hostname, port: url.port === '' ? 2375 : Number(url.port) });
+  }
+  throw new Error(`DOCKER_HOST must be unix:///path or tcp://host:port, got "${dockerHost}"`);
+}
+
+/** The Docker-backed ContainerEngine for `dockerHost` (see createDockerClient). */
+export function createDockerEngine(dockerHost?: string): ContainerEngine {
+  return new DockerEngine(createDockerClient(dockerHost));
+}
+
+/** ContainerEngine on a dockerode client; every call has a time limit. */
+export class DockerEngine implements ContainerEngine {
+  #docker: Dockerode;
+
+  constructor(docker: Dockerode) {
+    this.#docker = docker;
+  }
+
+  async ping(signal?: AbortSignal): Promise<{ version: string; apiVersion: string }> {
+    const version = await withTimeout('version', CALL_TIMEOUT_MS, () => this.#docker.version(), signal);
+    return { version: version.Version, apiVersion: version.ApiVersion };
+  }
+
+  async buildImage(options: BuildImageOptions): Promise<{ imageId: string }> {
+    const { signal } = options;
+    if (signal.aborted) throw abortError('build', signal);
+    const dockerfile = options.dockerfile.replace(/\\/g, '/').replace(/^\.\//, '');
+    const context = await buildContext(options.contextDir, dockerfile);
+    const output = new OutputTail();
+
+    let response: Readable;
+    try {
+      // version '1': the classic builder, whose JSON-lines progress stream is parsed below.
+      response = (await this.#docker.buildImage(context, {
+        t: options.tag,
+        labels: options.labels,
+        dockerfile,
+        rm: true,
+        forcerm: true,
+        version: '1',
+        abortSignal: signal,
+      })) as Readable; // dockerode hands back the http.IncomingMessage
+    } catch (err) {
+      context.destroy();
+      if (signal.aborted) throw abortError('build', signal);
+      // The engine refused the build outright (e.g. no Dockerfile at that path): the user's fault.
+      if (statusCode(err) !== undefined) {
+        const message = engineMessage(err);
+        throw new EngineBuildError(message, message, { cause: err });
+      }
+      throw err;
+    }
+
+    const onAbort = (): void => {
+      // Closing the connection makes the engine cancel the build and remove its container.
+      response.destroy();
+      context.destroy();
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    let imageId: string | undefined;
+    let failure: string | undefined;
+    try {
+      let pending = '';
+      const decoder = new TextDecoder(); // keeps a UTF-8 character split across chunks whole
+      const handle = (line: string): void => {
+        if (line.trim() === '') return;
+        const event = parseEvent(line);
+        if (event.aux?.ID !== undefined) imageId = event.aux.ID;
+        const text = eventText(event);
+        if (text !== '') {
+          output.add(text);
+          options.onOutput(text);
+        }
+        if (event.error !== undefined || event.errorDetail !== undefined) {
+          failure = event.errorDetail?.message ?? event.error ?? 'build failed';
+        }
+      };
+      for await (const chunk of response) {
+        pending += typeof chunk === 'string' ? chunk : decoder.decode(chunk as Uint8Array, { stream: true });
+        const lines = pending.split('\n');
+        pending = lines.pop() ?? '';
+        for (const line of lines) handle(line);
+      }
+      handle(pending + decoder.decode());
+    } catch (err) {
+      if (signal.aborted) throw abortError('build', signal);
+      throw err;
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+    if (signal.aborted) throw abortError('build', signal);
+    if (failure !== undefined) throw new EngineBuildError(`image build failed: ${failure}`, output.tail());
+
+    if (imageId === undefined) {
+      const image = await this.#inspectImage(options.tag);
+      if (image === null) throw new EngineBuildError('image build ended without an image', output.tail());
+      imageId = image.Id;
+    }
+    return { imageId };
+  }
+
+  async imageExposedPorts(image: string): Promise<number[]> {
+    const info = await this.#inspectImage(image);
+    if (info === null) throw new Error(`image ${image} does not exist`);
+    const ports = new Set<number>();
+    for (const key of Object.keys(info.Config?.ExposedPorts ?? {})) {
+      const match = /^(\d+)(?:\/(\w+))?$/.exec(key);
+      if (match !== null && (match[2] ?? 'tcp') === 'tcp') ports.add(Number(match[1]));
+    }
+    return [...ports].sort((a, b) => a - b);
+  }
+
+  async imageExists(image: string): Promise<boolean> {
+    return (await this.#inspectImage(image)) !== null;
+  }
+
+  async removeImage(image: string): Promise<void> {
+    await ignoreStatus([404], () =>
+      withTimeout(`remove image ${image}`, CALL_TIMEOUT_MS, (s) =>
+        this.#docker.getImage(image).remove({ force: true, abortSignal: s }),
+      ),
+    );
+  }
+
+  async runContainer(options: RunContainerOptions): Promise<ContainerInfo> {
+    const port = `${options.containerPort}/tcp`;
+    const env = Object.entries(options.env).map(([key, value]) => {
+      if (key === '' || key.includes('=') || key.includes('\0') || value.includes('\0')) {
+        throw new TypeError(`invalid environment variable ${JSON.stringify(key)}`);
+      }
+      return `${key}=${value}`;
+    });
+    const container = await withTimeout(`create container ${options.name}`, CALL_TIMEOUT_MS, (s) =>
+      this.#docker.createContainer({
+        name: options.name,
+        Image: options.image,
+        Env: env,
+        Labels: options.labels,
+        ExposedPorts: { [port]: {} },
+        Tty: false, // keeps stdout/stderr multiplexed, which containerLogs demultiplexes
+        AttachStdin: false,
+        OpenStdin: false,
+        HostConfig: {
+          // HostPort '' lets the engine choose a free port; bound on loopback only (decisions §5).
+          PortBindings: { [port]: [{ HostIp: '127.0.0.1', HostPort: '' }] },
+          RestartPolicy: { Name: 'unless-stopped' },
+          Memory: options.memoryBytes,
+          MemorySwap: options.memoryBytes, // no swap beyond the memory limit
+          NanoCpus: options.nanoCpus,
+          Init: false,
+        },
+        abortSignal: s,
+      }),
+    );
+    try {
+      await withTimeout(`start container ${options.name}`, CALL_TIMEOUT_MS, (s) => container.start({ abortSignal: s }));
+    } catch (err) {
+      await this.removeContainer(container.id).catch(() => undefined);
+      throw err;
+    }
+    const info = await this.inspectContainer(container.id);
+    if (info === null) throw new Error(`container ${options.name} vanished right after it started`);
+    return info;
+  }
+
+  async inspectContainer(id: string): Promise<ContainerInfo | null> {
+    const info = await ignoreStatus([404], () =>
+      withTimeout(`inspect container ${id}`, CALL_TIMEOUT_MS, (s) => this.#docker.getContainer(id).inspect({ abortSignal: s })),
+    );
+    return info === undefined ? null : fromInspect(info);
+  }
+
+  async startContainer(id: string): Promise<ContainerInfo> {
+    await ignoreStatus([304], () =>
+      withTimeout(`start container ${id}`, CALL_TIMEOUT_MS, (s) => this.#docker.getContainer(id).start({ abortSignal: s })),
+    );
+    const info = await this.inspectContainer(id);
+    if (info === null) throw new Error(`container ${id} does not exist`);
+    return info;
+  }
+
+  async stopContainer(id: string, timeoutSeconds: number): Promise<void> {
+    const t = Math.max(0, Math.ceil(timeoutSeconds));
+    await ignoreStatus([304, 404], () =>
+      withTimeout(`stop container ${id}`, t * 1000 + STOP_MARGIN_MS, (s) =>
+        this.#docker.getContainer(id).stop({ t, abortSignal: s }),
+      ),
+    );
+  }
+
+  async removeContainer(id: string): Promise<void> {
+    // 409 here means a removal of the same container is already under way.
+    await ignoreStatus([404, 409], () =>
+      withTimeout(`remove container ${id}`, CALL_TIMEOUT_MS, (s) =>
+        this.#docker.getContainer(id).remove({ force: true, v: true, abortSignal: s }),
+      ),
+    );
+  }
+
+  async *containerLogs(
+    id: string,
+    options: { tail?: number; follow: boolean; signal?: AbortSignal },
+  ): AsyncIterable<string> {
+    const { signal } = options;
+    if (signal?.aborted) return;
+    const query = { stdout: true, stderr: true, timestamps: false } as const;
+    const tail = options.tail === undefined ? {} : { tail: Math.max(0, Math.floor(options.tail)) };
+    const demux = new LogDemuxer();
+    const container = this.#docker.getContainer(id);
+
+    if (!options.follow) {
+      let buffer: Buffer;
+      try {
+        buffer = await withTimeout(`logs of container ${id}`, CALL_TIMEOUT_MS, (s) =>
+          container.logs({ ...query, ...tail, follow: false, abortSignal: s }),
+        signal);
+      } catch (err) {
+        if (signal?.aborted) return;
+        throw err;
+      }
+      const text = demux.push(Buffer.isBuffer(buffer) ? buffer : Buffer.from(String(buffer))) + demux.end();
+      if (text !== '') yield text;
+      return;
+    }
+
+    // A follow stream may rightly stay quiet for hours: only the wait for its start is timed.
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(timeoutError(`logs of container ${id}`, CALL_TIMEOUT_MS)), CALL_TIMEOUT_MS);
+    const onAbort = (): void => controller.abort(signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    let stream: Readable | undefined;
+    const destroy = (): void => {
+      stream?.destroy();
+    };
+    controller.signal.addEventListener('abort', destroy, { once: true });
+    try {
+      try {
+        stream = (await container.logs({ ...query, ...tail, follow: true, abortSignal: controller.signal })) as Readable;
+      } catch (err) {
+        if (signal?.aborted) return;
+        if (controller.signal.aborted) throw controller.signal.reason;
+        throw err;
+      } finally {
+        clearTimeout(timer);
+      }
+      try {
+        for await (const chunk of stream) {
+          const text = demux.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
+          if (text !== '') yield text;
+        }
+      } catch (err) {
+        if (signal?.aborted) return;
+        throw err;
+      }
+      const rest = demux.end();
+      if (rest !== '') yield rest;
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      controller.signal.removeEventListener('abort', destroy);
+      stream?.destroy();
+    }
+  }
+
+  async listContainers(labels: Record<string, string>): Promise<ContainerInfo[]> {
+    const list = await withTimeout('list containers', CALL_TIMEOUT_MS, (s) =>
+      this.#docker.listContainers({ all: true, filters: { label: labelFilters(labels) }, abortSignal: s }),
+    );
+    return list.map((c) => {
+      const published = (c.Ports ?? []).find((p) => p.Type === 'tcp' && p.IP === '127.0.0.1' && p.PublicPort > 0);
+      const exited = /^(?:Exited|Restarting) \((-?\d+)\)/.exec(c.Status ?? '');
+      return {
+        id: c.Id,
+        name: (c.Names?.[0] ?? '').replace(/^\//, ''),
+        running: c.State === 'running',
+        exitCode: c.State !== 'running' && exited !== null ? Number(exited[1]) : null,
+        hostPort: published?.PublicPort ?? null,
+        labels: c.Labels ?? {},
+        state: c.State,
+      };
+    });
+  }
+
+  async listImages(labels: Record<string, string>): Promise<ImageInfo[]> {
+    const list = await withTimeout('list images', CALL_TIMEOUT_MS, (s) =>
+      this.#docker.listImages({ filters: { label: labelFilters(labels) }, abortSignal: s }),
+    );
+    return list.map((i) => ({
+      id: i.Id,
+      tags: (i.RepoTags ?? []).filter((t) => t !== '<none>:<none>'),
+      labels: i.Labels ?? {},
+    }));
+  }
+
+  async #inspectImage(image: string): Promise<Dockerode.ImageInspectInfo | null> {
+    const info = await ignoreStatus([404], () =>
+      withTimeout(`inspect image ${image}`, CALL_TIMEOUT_MS, () => this.#docker.getImage(image).inspect()),
+    );
+    return info ?? null;
+  }
+}
+
+// ---- engine call helpers ----
+
+/**
+ * Runs `run` with a signal that fires after `ms` (or when `outer` aborts). The call is also raced
+ * against that signal, since a few dockerode methods (image inspect, version) ignore it.
+ */
+async function withTimeout<T>(what: string, ms: number, run: (signal: AbortSignal) => Promise<T>, outer?: AbortSignal): Promise<T> {
+  if (outer?.aborted === true) throw abortError(what, outer);
+  const timeout = AbortSignal.timeout(ms);
+  const signal = outer === undefined ? timeout : AbortSignal.any([outer, timeout]);
+  return await new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => {
+      reject(outer?.aborted === true ? abortError(what, outer) : timeoutError(what, ms));
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    run(signal)
+      .then(resolve, (err: unknown) => reject(signal.aborted ? (outer?.aborted === true ? abortError(what, outer) : timeoutError(what, ms, err)) : err))
+      .finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+function timeoutError(what: string, ms: number, cause?: unknown): Error {
+  const err = new Error(`Docker engine: ${what} did not finish within ${Math.round(ms / 1000)}s`, { cause });
+  err.name = 'TimeoutError';
+  return err;
+}
+
+function abortError(what: string, signal: AbortSignal): Error {
+  const err = new Error(`${what} aborted`, { cause: signal.reason });
+  err.name = 'AbortError';
+  return err;
+}
+
+/** Runs `run`, answering undefined when the engine replies with one of `codes`. */
+async function ignoreStatus<T>(codes: number[], run: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await run();
+  } catch (err) {
+    const code = statusCode(err);
+    if (code !== undefined && codes.includes(code)) return undefined;
+    throw err;
+  }
+}
+
+function statusCode(err: unknown): number | undefined {
+  if (typeof err === 'object' && err !== null && 'statusCode' in err && typeof err.statusCode === 'number') {
+    return err.statusCode;
+  }
+  return undefined;
+}
+
+/** The engine's own message from a docker-modem error (its JSON body), else the error text. */
+function engineMessage(err: unknown): string {
+  if (typeof err === 'object' && err !== null && 'json' in err) {
+    const json: unknown = err.json;
+    if (typeof json === 'object' && json !== null && 'message' in json && typeof json.message === 'string') return json.message;
+    if (typeof json === 'string' && json.trim() !== '') return json.trim();
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+function labelFilters(labels: Record<string, string>): string[] {
+  return Object.entries(labels).map(([key, value]) => `${key}=${value}`);
+}
+
+function fromInspect(info: Dockerode.ContainerInspectInfo): ContainerInfo {
+  const state = info.State.Status;
+  const running = state === 'running';
+  let hostPort: number | null = null;
+  for (const bindings of Object.values(info.NetworkSettings?.Ports ?? {})) {
+    // The engine answers null for an exposed port that is not published.
+    const found = (bindings ?? []).find((b) => b.HostIp === '127.0.0.1' && b.HostPort !== '');
+    if (found !== undefined) {
+      hostPort = Number(found.HostPort);
+      break;
+    }
+  }
+  return {
+    id: info.Id,
+    name: info.Name.replace(/^\//, ''),
+    running,
+    exitCode: running || state === 'created' ? null : info.State.ExitCode,
+    hostPort,
+    labels: info.Config?.Labels ?? {},
+    state,
+  };
+}
+
+// ---- build output ----
+
+interface BuildEvent {
+  stream?: string;
+  status?: string;
+  id?: string;
+  progress?: string;
+  error?: string;
+  errorDetail?: { message?: string };
+  aux?: { ID?: string };
+}
+
+function parseEvent(line: string): BuildEvent {
+  try {
+    const value: unknown = JSON.parse(line);
+    if (typeof value === 'object' && value !== null) return value as BuildEvent;
+  } catch {
+    // Not JSON: pass the raw text on as output rather than lose it.
+  }
+  return { stream: `${line}\n` };
+}
+
+function eventText(event: BuildEvent): string {
+  if (typeof event.stream === 'string') return event.stream;
+  if (typeof event.error === 'string') return `${event.errorDetail?.message ?? event.error}\n`;
+  // Pull progress bars would flood the log; their final status lines are kept.
+  if (typeof event.status === 'string' && event.progress === undefined) {
+    return `${event.id === undefined ? '' : `${event.id}: `}${event.status}\n`;
+  }
+  return '';
+}
+
+/** Keeps the end of the build output for error reports. */
+class OutputTail {
+  #text = '';
+
+  add(text: string): void {
+    this.#text += text;
+    if (this.#text.length > TAIL_CHARS * 2) this.#text = this.#text.slice(-TAIL_CHARS);
+  }
+
+  tail(): string {
+    return this.#text.trimEnd().split('\n').slice(-TAIL_LINES).join('\n');
+  }
+}
+
+// ---- build context ----
+
+/**
+ * The context directory as an uncompressed tar stream, filtered by its `.dockerignore`
+ * (the Dockerfile and .dockerignore themselves are always sent, as the docker CLI does).
+ * Symbolic links are archived as links, never followed.
+ */
+async function buildContext(contextDir: string, dockerfile: string): Promise<Readable> {
+  let ignore: string | null = null;
+  try {
+    ignore = await readFile(`${contextDir}/.dockerignore`, 'utf8');
+  } catch {
+    // No .dockerignore: everything is sent.
+  }
+  const excluded = ignore === null ? () => false : dockerignoreMatcher(ignore);
+  const pack = tar.c(
+    {
+      cwd: contextDir,
+      portable: true,
+      follow: false,
+      filter: (entryPath: string, stat: Stats | tar.ReadEntry) => {
+        const rel = entryPath.replace(/^\.\/?/, '');
+        if (rel === '' || rel === dockerfile || rel === '.dockerignore') return true;
+        const isDir = 'isDirectory' in stat ? stat.isDirectory() : stat.type === 'Directory';
+        return !excluded(rel, isDir);
+      },
+    },
+    ['.'],
+  );
+  return Readable.from(pack, { objectMode: false });
+}
+
+interface IgnoreRule {
+  negate: boolean;
+  pattern: RegExp;
+  /** The pattern up to its first wildcard: where an exception can match at all. */
+  literalPrefix: string;
+}
+
+/**
+ * A matcher for `.dockerignore` rules: `*`, `?`, `[...]`, `**`, `!` exceptions, last match wins,
+ * a matching directory excludes its contents. An excluded directory is still walked when an
+ * exception may match inside it, so `!dir/keep` works.
+ */
+export function dockerignoreMatcher(text: string): (path: string, isDirectory: boolean) => boolean {
+  const rules: IgnoreRule[] = [];
+  for (const raw of text.split(/\r?\n/)) {
+    let line = raw.trim();
+    if (line === '' || line.startsWith('#')) continue;
+    const negate = line.startsWith('!');
+    if (negate) line = line.slice(1).trim();
+    line = line.replace(/^(\.?\/)+/, '').replace(/\/+$/, '');
+    if (line === '' || line === '.') continue;
+    rules.push({ negate, pattern: globToRegExp(line), literalPrefix: line.split(/[*?[\\]/, 1)[0] ?? '' });
+  }
+  const exceptions = rules.filter((r) => r.negate);
+  return (path, isDirectory) => {
+    let excluded = false;
+    for (const rule of rules) if (rule.pattern.test(path)) excluded = !rule.negate;
+    if (!excluded || !isDirectory) return excluded;
+    const dir = `${path}/`;
+    return !exceptions.some((r) => r.literalPrefix.startsWith(dir) || dir.startsWith(r.literalPrefix));
+  };
+}
+
+function globToRegExp(glob: string): RegExp {
+  let re = '';
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob.charAt(i);
+    if (c === '*' && glob.charAt(i + 1) === '*') {
+      i++;
+      if (glob.charAt(i + 1) === '/') {
+        i++;
+        re += '(?:.*/)?';
+      } else {
+        re += '.*';
+      }
+    } else if (c === '*') {
+      re += '[^/]*';
+    } else if (c === '?') {
+      re += '[^/]';
+    } else if (c === '[' && glob.indexOf(']', i + 2) !== -1) {
+      const end = glob.indexOf(']', i + 2);
+      let body = glob.slice(i + 1, end).replace(/\\/g, '\\\\');
+      if (body.startsWith('^') || body.startsWith('!')) body = `^${body.slice(1)}`;
+      re += `[${body}]`;
+      i = end;
+    } else if (c === '\\' && i + 1 < glob.length) {
+      i++;
+      re += escapeRegExp(glob.charAt(i));
+    } else {
+      re += escapeRegExp(c);
+    }
+  }
+  return new RegExp(`^${re}(?:/.*)?$`);
+}
+
+function escapeRegExp(c: string): string {
+  return c.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+}
+
+// ---- logs ----
+
+/**
+ * Splits the engine's multiplexed log stream (8-byte frame headers: stream type, 3 zero bytes,
+ * big-endian length) into text. Falls back to raw text if the stream is not multiplexed (a TTY).
+ */
+class LogDemuxer {
+  #pending: Buffer = Buffer.alloc(0);
+  #raw = false;
+  // One decoder per stream so a UTF-8 character split across frames decodes whole.
+  #decoders = [new TextDecoder(), new TextDecoder(), new TextDecoder()];
+
+  push(chunk: Buffer): string {
+    if (this.#raw) return this.#decode(1, chunk);
+    this.#pending = this.#pending.length === 0 ? chunk : Buffer.concat([this.#pending, chunk]);
+    let out = '';
+    while (this.#pending.length >= 8) {
+      const type = this.#pending[0] ?? 0;
+      if (type > 2 || this.#pending[1] !== 0 || this.#pending[2] !== 0 || this.#pending[3] !== 0) {
+        this.#raw = true;
+        const rest = this.#pending;
+        this.#pending = Buffer.alloc(0);
+        return out + this.#decode(1, rest);
+      }
+      const size = this.#pending.readUInt32BE(4);
+      if (this.#pending.length < 8 + size) break;
+      out += this.#decode(type, this.#pending.subarray(8, 8 + size));
+      this.#pending = this.#pending.subarray(8 + size);
+    }
+    return out;
+  }
+
+  end(): string {
+    let out = this.#pending.length > 0 ? this.#decode(1, this.#pending) : '';
+    this.#pending = Buffer.alloc(0);
+    for (const decoder of this.#decoders) out += decoder.decode();
+    return out;
+  }
+
+  #decode(type: number, bytes: Buffer): string {
+    const decoder = this.#decoders[type] ?? this.#decoders[1];
+    return decoder === undefined ? bytes.toString('utf8') : decoder.decode(bytes, { stream: true });
+  }
+}

@@ -1,0 +1,112 @@
+// The container engine: the small interface build and release code uses to talk to Docker.
+
+/** "true" on every image and container Slipway creates. */
+export const LABEL_MANAGED = 'dev.slipway.managed';
+/** The deployment id an image or container belongs to. */
+export const LABEL_DEPLOYMENT = 'dev.slipway.deployment';
+/** The build id an image or container was made from. */
+export const LABEL_BUILD = 'dev.slipway.build';
+
+export interface BuildImageOptions {
+  /** Directory sent as the build context. */
+  contextDir: string;
+  /** Dockerfile path relative to contextDir (forward slashes). */
+  dockerfile: string;
+  /** `repo:tag` given to the built image. */
+  tag: string;
+  /** Labels added to the image. */
+  labels: Record<string, string>;
+  /** Aborts the build; the caller also uses it as the build's time limit. */
+  signal: AbortSignal;
+  /** Receives the build output as it arrives. */
+  onOutput(text: string): void;
+}
+
+export interface RunContainerOptions {
+  image: string;
+  /** Container name; see `containerName`. */
+  name: string;
+  labels: Record<string, string>;
+  env: Record<string, string>;
+  /** The TCP port the app listens on inside the container; published on 127.0.0.1. */
+  containerPort: number;
+  memoryBytes: number;
+  nanoCpus: number;
+}
+
+export interface ContainerInfo {
+  id: string;
+  name: string;
+  running: boolean;
+  /** Exit code of the last run; null while running or never started. */
+  exitCode: number | null;
+  /** The 127.0.0.1 port published for the app; null when not published (stopped, restarting). */
+  hostPort: number | null;
+  labels: Record<string, string>;
+  /** Engine state: created, running, restarting, exited, paused, dead, removing. */
+  state: string;
+}
+
+export interface ImageInfo {
+  id: string;
+  tags: string[];
+  labels: Record<string, string>;
+}
+
+export interface ContainerEngine {
+  /** Checks the engine answers; resolves with its version. */
+  ping(signal?: AbortSignal): Promise<{ version: string; apiVersion: string }>;
+  /**
+   * Builds; resolves with the image id. On a failed build throws EngineBuildError carrying the
+   * output tail; on abort, stops reading, and throws an AbortError (err.name === 'AbortError').
+   */
+  buildImage(options: BuildImageOptions): Promise<{ imageId: string }>;
+  /** Ports the image EXPOSEs (tcp only), sorted. */
+  imageExposedPorts(image: string): Promise<number[]>;
+  imageExists(image: string): Promise<boolean>;
+  /** Removes an image (force), ignoring "not found". */
+  removeImage(image: string): Promise<void>;
+  /**
+   * Creates and starts a container: containerPort/tcp published on 127.0.0.1 with an engine-chosen
+   * host port, env, labels, memory/cpu limits, restart policy unless-stopped, no init process.
+   */
+  runContainer(options: RunContainerOptions): Promise<ContainerInfo>;
+  /** Null when the container does not exist. */
+  inspectContainer(id: string): Promise<ContainerInfo | null>;
+  /** Starts a stopped container (no-op if running); returns fresh info, host port included. */
+  startContainer(id: string): Promise<ContainerInfo>;
+  /** Graceful stop (SIGTERM, then kill after timeoutSeconds); ignores not-found and already stopped. */
+  stopContainer(id: string, timeoutSeconds: number): Promise<void>;
+  /** Force-removes a container, ignoring not-found. */
+  removeContainer(id: string): Promise<void>;
+  /**
+   * Demultiplexed stdout+stderr as text chunks. `follow` keeps streaming until the container
+   * stops or signal aborts (then the iteration just ends). tail: last N lines (undefined = all).
+   */
+  containerLogs(id: string, options: { tail?: number; follow: boolean; signal?: AbortSignal }): AsyncIterable<string>;
+  /** All containers (stopped ones too) carrying every one of these labels. */
+  listContainers(labels: Record<string, string>): Promise<ContainerInfo[]>;
+  /** All images carrying every one of these labels. */
+  listImages(labels: Record<string, string>): Promise<ImageInfo[]>;
+}
+
+/** A build the engine ran and that failed (bad Dockerfile, failing RUN, missing file...). */
+export class EngineBuildError extends Error {
+  override readonly name = 'EngineBuildError';
+  /** The last lines of the build output, error included. */
+  readonly outputTail: string;
+
+  constructor(message: string, outputTail: string, options?: { cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.outputTail = outputTail;
+  }
+}
+
+/**
+ * A valid, stable container name for a deployment's build: `slipway-<12 chars>-<12 chars>`.
+ * Ids are reduced to `[a-z0-9]` so any id shape (UUIDs included) gives a legal engine name.
+ */
+export function containerName(deploymentId: string, buildId: string): string {
+  const short = (id: string): string => id.toLowerCase().replace(/[^a-z0-9]/g, '').slice(0, 12) || 'x';
+  return `slipway-${short(deploymentId)}-${short(buildId)}`;
+}

@@ -1,0 +1,429 @@
+// Stream multiplexer: many flow-controlled Duplex streams over one WebSocket (see protocol.ts).
+import { Duplex } from 'node:stream';
+import type WebSocket from 'ws';
+import {
+  FrameType,
+  INITIAL_WINDOW,
+  MAX_DATA_PAYLOAD,
+  decodeFrame,
+  encodeFrame,
+  encodeJsonFrame,
+  encodeWindow,
+  parseControl,
+  parseOpenHead,
+  parseResponseHead,
+  readCredit,
+} from './protocol.js';
+import type { ControlMessage, OpenHead, ResponseHead } from './protocol.js';
+
+/** Bytes queued in the WebSocket above which DATA waits (control frames never wait). */
+const WS_HIGH_WATER = 1024 * 1024;
+/** Bytes queued in the WebSocket below which waiting streams resume. */
+const WS_LOW_WATER = 256 * 1024;
+
+export interface MuxOptions {
+  /** Per-stream window in bytes, the same on both ends (default {@link INITIAL_WINDOW}). */
+  window?: number;
+  /** Called for each OPEN from the peer; when absent the peer may not open streams (they are reset). */
+  onStream?: (stream: TunnelStream, head: OpenHead) => void;
+  /** Called for each control (text) message. */
+  onControl?: (message: ControlMessage) => void;
+  /** Called once when the WebSocket closes; every stream has been destroyed by then. */
+  onClose?: (code: number, reason: string) => void;
+}
+
+/** Raised on a stream that the peer reset, or that died with its tunnel. */
+export class StreamResetError extends Error {
+  readonly code = 'ERR_TUNNEL_STREAM_RESET';
+  constructor(readonly reason: string) {
+    super(`tunnel stream reset: ${reason}`);
+    this.name = 'StreamResetError';
+  }
+}
+
+/**
+ * One multiplexed WebSocket. The server side opens streams (one per visitor request); the
+ * client side receives them through `onStream`. Memory is bounded: a peer may have at most
+ * `window` unconsumed bytes in flight per stream, and DATA pauses while the WebSocket's own
+ * send buffer is above {@link WS_HIGH_WATER}.
+ */
+export class Mux {
+  readonly #ws: WebSocket;
+  readonly #window: number;
+  readonly #streams = new Map<number, TunnelStream>();
+  readonly #options: MuxOptions;
+  /** Streams waiting for the WebSocket send buffer to drain, in arrival order. */
+  #waiting = new Set<TunnelStream>();
+  #nextId = 1;
+  #closed = false;
+
+  constructor(ws: WebSocket, options: MuxOptions = {}) {
+    this.#ws = ws;
+    this.#window = options.window ?? INITIAL_WINDOW;
+    this.#options = options;
+    ws.binaryType = 'nodebuffer';
+    ws.on('message', (data, isBinary) => this.#onMessage(data as Buffer, isBinary));
+    ws.on('close', (code, reason) => this.#onClose(code, reason.toString('utf8')));
+    // The socket's 'close' always follows an error; streams are torn down there.
+    ws.on('error', () => {});
+  }
+
+  /** Number of live streams. */
+  get streamCount(): number {
+    return this.#streams.size;
+  }
+
+  /** The per-stream window this mux was configured with. */
+  get window(): number {
+    return this.#window;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Opens a new stream towards the peer, sending OPEN with `head`. */
+  open(head: OpenHead): TunnelStream {
+    if (this.#closed) throw new Error('tunnel is closed');
+    let id = this.#nextId;
+    while (this.#streams.has(id)) id = id >= 0xffffffff ? 1 : id + 1;
+    this.#nextId = id >= 0xffffffff ? 1 : id + 1;
+    const stream = new TunnelStream(id, this, this.#window);
+    this.#streams.set(id, stream);
+    this.#send(encodeJsonFrame(FrameType.OPEN, id, head));
+    return stream;
+  }
+
+  /** Sends a control message (JSON text). */
+  sendControl(message: ControlMessage): void {
+    if (this.#closed || this.#ws.readyState !== this.#ws.OPEN) return;
+    this.#ws.send(JSON.stringify(message));
+  }
+
+  /** Destroys every stream and closes the WebSocket with `code`/`reason`. */
+  close(code = 1000, reason = ''): void {
+    if (this.#ws.readyState === this.#ws.OPEN || this.#ws.readyState === this.#ws.CONNECTING) {
+      this.#ws.close(code, reason);
+    }
+    this.#destroyAll(reason || 'tunnel closed');
+  }
+
+  // ---- used by TunnelStream -------------------------------------------------------------------
+
+  /** @internal True while DATA must wait for the WebSocket to drain. */
+  congested(stream: TunnelStream): boolean {
+    if (this.#ws.bufferedAmount <= WS_HIGH_WATER) return false;
+    this.#waiting.add(stream);
+    return true;
+  }
+
+  /** @internal */
+  sendData(id: number, chunk: Buffer): void {
+    this.#send(encodeFrame(FrameType.DATA, id, chunk), true);
+  }
+
+  /** @internal */
+  sendFrame(frame: Buffer): void {
+    this.#send(frame);
+  }
+
+  /** @internal Called by a stream once it is destroyed. */
+  forget(stream: TunnelStream): void {
+    if (this.#streams.get(stream.id) === stream) this.#streams.delete(stream.id);
+    this.#waiting.delete(stream);
+  }
+
+  // ---- internals ------------------------------------------------------------------------------
+
+  #send(frame: Buffer, tracked = false): void {
+    if (this.#closed || this.#ws.readyState !== this.#ws.OPEN) return;
+    if (!tracked) {
+      this.#ws.send(frame, { binary: true });
+      return;
+    }
+    this.#ws.send(frame, { binary: true }, () => this.#onFlushed());
+  }
+
+  #onFlushed(): void {
+    if (this.#waiting.size === 0 || this.#ws.bufferedAmount > WS_LOW_WATER) return;
+    const waiting = this.#waiting;
+    this.#waiting = new Set();
+    for (const stream of waiting) stream.resumeSending();
+  }
+
+  #onMessage(data: Buffer, isBinary: boolean): void {
+    if (!isBinary) {
+      const message = parseControl(data.toString('utf8'));
+      if (message !== null) this.#options.onControl?.(message);
+      return;
+    }
+    const frame = decodeFrame(data);
+    if (frame === null) {
+      this.close(1002, 'malformed frame');
+      return;
+    }
+    const stream = this.#streams.get(frame.streamId);
+    switch (frame.type) {
+      case FrameType.OPEN: {
+        const head = parseOpenHead(frame.payload);
+        const onStream = this.#options.onStream;
+        if (stream !== undefined || head === null || onStream === undefined || frame.streamId === 0) {
+          this.#send(encodeFrame(FrameType.RESET, frame.streamId, Buffer.from('refused')));
+          return;
+        }
+        const opened = new TunnelStream(frame.streamId, this, this.#window);
+        this.#streams.set(frame.streamId, opened);
+        onStream(opened, head);
+        return;
+      }
+      case FrameType.HEAD: {
+        const head = parseResponseHead(frame.payload);
+        if (stream === undefined) return;
+        if (head === null) stream.destroy(new StreamResetError('malformed response head'));
+        else stream.receiveHead(head);
+        return;
+      }
+      // Frames for a stream we already forgot are the peer's in-flight traffic: drop them.
+      case FrameType.DATA:
+        stream?.receiveData(frame.payload);
+        return;
+      case FrameType.END:
+        stream?.receiveEnd();
+        return;
+      case FrameType.RESET:
+        stream?.receiveReset(frame.payload.toString('utf8') || 'reset by peer');
+        return;
+      case FrameType.WINDOW:
+        stream?.receiveWindow(readCredit(frame));
+        return;
+    }
+  }
+
+  #onClose(code: number, reason: string): void {
+    this.#destroyAll(reason || 'tunnel closed');
+    this.#options.onClose?.(code, reason);
+  }
+
+  #destroyAll(reason: string): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const stream of [...this.#streams.values()]) stream.receiveReset(reason);
+    this.#streams.clear();
+    this.#waiting.clear();
+  }
+}
+
+interface PendingWrite {
+  readonly chunk: Buffer;
+  offset: number;
+  readonly callback: (error?: Error | null) => void;
+}
+
+/**
+ * One request (or upgraded connection) inside a tunnel. Writing sends DATA within the peer's
+ * window (the write callback waits for credit, so `pipe`/`pipeline` propagate back-pressure to
+ * the producer); reading consumes DATA and returns credit as bytes leave the internal queue.
+ * `end()` sends END; `destroy()` before both sides ended sends RESET. Emits `head` with the
+ * {@link ResponseHead} on the opening side. Errors are {@link StreamResetError}s.
+ */
+export class TunnelStream extends Duplex {
+  readonly id: number;
+  readonly #mux: Mux;
+  readonly #window: number;
+  /** Bytes we may still send before the peer grants more. */
+  #sendWindow: number;
+  /** Bytes the peer may still send before we grant more. */
+  #recvWindow: number;
+  /** Bytes consumed (handed to the reader) but not yet granted back. */
+  #unacked = 0;
+  readonly #recvQueue: Buffer[] = [];
+  #wantRead = false;
+  #recvEnded = false;
+  #sentEnd = false;
+  #peerReset = false;
+  /** The peer stopped reading: writes succeed and go nowhere. */
+  #discardWrites = false;
+  #pending: PendingWrite | null = null;
+  #bytesSent = 0;
+  #bytesReceived = 0;
+  #head: ResponseHead | undefined;
+
+  constructor(id: number, mux: Mux, window: number) {
+    // Small internal buffers: the window is the real buffer, these only smooth the pipe.
+    super({ allowHalfOpen: true, readableHighWaterMark: 64 * 1024, writableHighWaterMark: 64 * 1024 });
+    this.id = id;
+    this.#mux = mux;
+    this.#window = window;
+    this.#sendWindow = window;
+    this.#recvWindow = window;
+    // Users watch 'close' and `resetReason`; without a listener a peer's RESET would crash the process.
+    this.on('error', () => {});
+  }
+
+  /** The response head, once the peer sent HEAD. */
+  get head(): ResponseHead | undefined {
+    return this.#head;
+  }
+
+  /** Bytes we may send right now without more credit. */
+  get sendWindow(): number {
+    return this.#sendWindow;
+  }
+
+  /** Bytes received but not yet handed to the reader (never above the window). */
+  get queuedBytes(): number {
+    return this.#window - this.#recvWindow - this.#unacked;
+  }
+
+  get bytesSent(): number {
+    return this.#bytesSent;
+  }
+
+  get bytesReceived(): number {
+    return this.#bytesReceived;
+  }
+
+  /** Sends the response head (client side), before any body DATA. */
+  sendHead(head: ResponseHead): void {
+    if (this.destroyed) return;
+    this.#mux.sendFrame(encodeJsonFrame(FrameType.HEAD, this.id, head));
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    this.#pending = { chunk, offset: 0, callback };
+    this.#pump();
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    this.#sentEnd = true;
+    if (!this.#discardWrites) this.#mux.sendFrame(encodeFrame(FrameType.END, this.id));
+    callback();
+  }
+
+  override _read(): void {
+    this.#wantRead = true;
+    this.#drain();
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    const complete = this.#sentEnd && this.#recvEnded;
+    if (!complete && !this.#peerReset) {
+      const reason = error instanceof StreamResetError ? error.reason : error?.message ?? 'cancelled';
+      this.#mux.sendFrame(encodeFrame(FrameType.RESET, this.id, Buffer.from(reason.slice(0, 200), 'utf8')));
+    }
+    this.#pending = null;
+    this.#recvQueue.length = 0;
+    this.#mux.forget(this);
+    callback(error);
+  }
+
+  /** @internal The mux drained: try sending again. */
+  resumeSending(): void {
+    this.#pump();
+  }
+
+  /** @internal */
+  receiveHead(head: ResponseHead): void {
+    if (this.#head !== undefined) return;
+    this.#head = head;
+    this.emit('head', head);
+  }
+
+  /** @internal */
+  receiveData(payload: Buffer): void {
+    if (this.destroyed || this.#recvEnded) return;
+    if (payload.length > this.#recvWindow) {
+      this.destroy(new StreamResetError('flow control violated'));
+      return;
+    }
+    this.#recvWindow -= payload.length;
+    this.#bytesReceived += payload.length;
+    this.#recvQueue.push(payload);
+    this.#drain();
+  }
+
+  /** @internal */
+  receiveEnd(): void {
+    if (this.#recvEnded) return;
+    this.#recvEnded = true;
+    this.#drain();
+  }
+
+  /** @internal */
+  receiveWindow(credit: number): void {
+    this.#sendWindow += credit;
+    this.#pump();
+  }
+
+  /**
+   * @internal A RESET after the peer's END only means "stop sending": what the peer sent is complete
+   * and must still reach our reader (a response followed by "keep your request body"). Otherwise the
+   * stream is dead both ways.
+   */
+  receiveReset(reason: string): void {
+    if (this.destroyed) return;
+    this.#peerReset = true;
+    if (this.#recvEnded) {
+      this.#discardWrites = true;
+      this.#pump();
+      return;
+    }
+    this.destroy(new StreamResetError(reason));
+  }
+
+  #pump(): void {
+    const pending = this.#pending;
+    if (pending === null || this.destroyed) return;
+    while (pending.offset < pending.chunk.length && !this.#discardWrites) {
+      if (this.#sendWindow <= 0 || this.#mux.congested(this)) return;
+      const size = Math.min(this.#sendWindow, MAX_DATA_PAYLOAD, pending.chunk.length - pending.offset);
+      this.#mux.sendData(this.id, pending.chunk.subarray(pending.offset, pending.offset + size));
+      pending.offset += size;
+      this.#sendWindow -= size;
+      this.#bytesSent += size;
+    }
+    this.#pending = null;
+    pending.callback();
+  }
+
+  #drain(): void {
+    while (this.#wantRead && this.#recvQueue.length > 0) {
+      const chunk = this.#recvQueue.shift() as Buffer;
+      this.#credit(chunk.length);
+      this.#wantRead = this.push(chunk);
+    }
+    if (this.#recvQueue.length === 0 && this.#recvEnded && !this.readableEnded && this.#wantRead) {
+      this.#wantRead = false;
+      this.push(null);
+    }
+  }
+
+  /** Grants credit in batches of a quarter window: fewer frames, and never a stall: unacked
+   * bytes stay under a quarter window, so the sender always has credit once the reader caught up. */
+  #credit(consumed: number): void {
+    this.#unacked += consumed;
+    if (this.#unacked < this.#window / 4) return;
+    this.#recvWindow += this.#unacked;
+    this.#mux.sendFrame(encodeWindow(this.id, this.#unacked));
+    this.#unacked = 0;
+  }
+}
+
+/**
+ * Joins a socket (a visitor's upgraded connection, or the client's connection to the local app) and
+ * a tunnel stream into one pipe. A clean end travels as END in either direction; an error or abrupt
+ * close on one side destroys the other, which frees the stream at once.
+ */
+export function joinSocket(socket: Duplex, stream: TunnelStream): void {
+  socket.pipe(stream);
+  stream.pipe(socket);
+  socket.on('error', () => stream.destroy(new StreamResetError('connection failed')));
+  socket.once('close', () => {
+    // A socket that ended cleanly lets its last bytes reach the peer before the stream goes.
+    if (stream.writableEnded && !stream.writableFinished) stream.once('finish', () => stream.destroy());
+    else stream.destroy();
+  });
+  stream.once('close', () => {
+    if (!stream.readableEnded) socket.destroy();
+  });
+}

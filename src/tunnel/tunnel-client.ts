@@ -1,0 +1,348 @@
+// Tunnel client (`slipway tunnel PORT`): keeps a tunnel connected and serves its streams from a local port.
+import { Agent, STATUS_CODES, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
+import { connect } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import WebSocket from 'ws';
+import { renderPage, type Page } from '../proxy/pages.js';
+import { Mux, StreamResetError, joinSocket, type TunnelStream } from './mux.js';
+import { CONNECT_PATH, MAX_MESSAGE_BYTES, PROTOCOL_VERSION, stripHopByHop, type OpenHead } from './protocol.js';
+
+export type TunnelClientEvent =
+  | { type: 'connected'; url: string; subdomain: string }
+  /** One per finished stream. `status` 499 means the visitor (or the server) gave up before an answer. */
+  | { type: 'request'; method: string; path: string; status: number; ms: number }
+  | { type: 'disconnected'; reason: string; retryInMs: number }
+  | { type: 'error'; message: string };
+
+export interface TunnelClientOptions {
+  /** The Slipway server, e.g. `http://localhost:8080` (`https:` connects with `wss:`). */
+  serverUrl: string;
+  apiKey: string;
+  port: number;
+  /** Where the local app listens (default 127.0.0.1). */
+  host?: string;
+  subdomain?: string;
+  signal: AbortSignal;
+  onEvent(event: TunnelClientEvent): void;
+  /** The WebSocket class (tests may wrap ws's); default ws. */
+  WebSocketImpl?: typeof WebSocket;
+  /** Longest pause between reconnects before jitter (default 10 s). */
+  maxBackoffMs?: number;
+}
+
+/** A refusal that reconnecting cannot fix (bad key, name taken, key deleted): `code` is the server's error code. */
+export class TunnelRefusedError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.name = 'TunnelRefusedError';
+    this.code = code;
+  }
+}
+
+/** Refusal codes that end the client instead of retrying. */
+const FATAL_CODES = new Set(['unauthorized', 'subdomain_taken', 'validation_error', 'rate_limited', 'tunnel_replaced', 'forbidden']);
+const CLOSE_KEY_REVOKED = 4401;
+const CLOSE_REPLACED = 4409;
+const BASE_BACKOFF_MS = 250;
+const DEFAULT_MAX_BACKOFF_MS = 10_000;
+const HANDSHAKE_TIMEOUT_MS = 10_000;
+/** Heartbeat before the server said its own (READY carries it). */
+const DEFAULT_HEARTBEAT_MS = 10_000;
+
+interface Outcome {
+  /** The tunnel went live before it dropped (resets the backoff). */
+  readonly wasReady: boolean;
+  readonly reason: string;
+}
+
+/**
+ * Connects, serves the tunnel, and reconnects with exponential backoff (jittered, capped at ~10 s)
+ * keeping the same subdomain, until `signal` aborts (then resolves). Rejects with a
+ * {@link TunnelRefusedError} when the server refuses for good (unauthorized, subdomain_taken, …).
+ */
+export async function runTunnelClient(options: TunnelClientOptions): Promise<void> {
+  const agent = new Agent({ keepAlive: true, scheduling: 'lifo' });
+  let subdomain = options.subdomain;
+  let attempt = 0;
+  try {
+    while (!options.signal.aborted) {
+      const outcome = await connectOnce(options, subdomain, agent, (name) => (subdomain = name));
+      if (options.signal.aborted) return;
+      if (outcome.wasReady) attempt = 0;
+      const cap = Math.min(options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** attempt);
+      const delay = Math.round(cap / 2 + Math.random() * (cap / 2));
+      attempt = Math.min(attempt + 1, 16);
+      options.onEvent({ type: 'disconnected', reason: outcome.reason, retryInMs: delay });
+      try {
+        await sleep(delay, undefined, { signal: options.signal });
+      } catch {
+        return; // aborted while waiting
+      }
+    }
+  } finally {
+    agent.destroy();
+  }
+}
+
+/** One connection: resolves when it drops (transiently) or the signal aborts; rejects on a final refusal. */
+function connectOnce(
+  options: TunnelClientOptions,
+  subdomain: string | undefined,
+  agent: Agent,
+  onName: (subdomain: string) => void,
+): Promise<Outcome> {
+  const WebSocketImpl = options.WebSocketImpl ?? WebSocket;
+  return new Promise<Outcome>((resolve, reject) => {
+    let settled = false;
+    let ready = false;
+    let fatal: TunnelRefusedError | undefined;
+    let heartbeat: NodeJS.Timeout | undefined;
+    let alive = true;
+
+    const ws = new WebSocketImpl(connectUrl(options.serverUrl, subdomain), {
+      headers: { authorization: `Bearer ${options.apiKey}` },
+      perMessageDeflate: false,
+      maxPayload: MAX_MESSAGE_BYTES,
+      handshakeTimeout: HANDSHAKE_TIMEOUT_MS,
+    });
+    const finish = (outcome: Outcome | TunnelRefusedError): void => {
+      if (settled) return;
+      settled = true;
+      clearInterval(heartbeat);
+      options.signal.removeEventListener('abort', onAbort);
+      if (outcome instanceof TunnelRefusedError) reject(outcome);
+      else resolve(outcome);
+    };
+    const onAbort = (): void => {
+      mux.close(1000, 'client stopped');
+      ws.terminate();
+      finish({ wasReady: ready, reason: 'stopped' });
+    };
+    options.signal.addEventListener('abort', onAbort, { once: true });
+
+    const mux = new Mux(ws, {
+      onStream: (stream, head) => serveStream(stream, head, options, agent),
+      onControl: (message) => {
+        if (message.type === 'error') {
+          fatal = new TunnelRefusedError(message.error, message.message);
+          return;
+        }
+        if (message.version !== PROTOCOL_VERSION) {
+          fatal = new TunnelRefusedError('unsupported_version', `The server speaks tunnel protocol ${message.version}; this client speaks ${PROTOCOL_VERSION}.`);
+          ws.close(1002, 'unsupported protocol version');
+          return;
+        }
+        ready = true;
+        onName(message.subdomain);
+        startHeartbeat(message.heartbeatMs);
+        options.onEvent({ type: 'connected', url: message.url, subdomain: message.subdomain });
+      },
+      onClose: (code, reason) => {
+        if (fatal !== undefined) return finish(fatal);
+        if (code === CLOSE_KEY_REVOKED) return finish(new TunnelRefusedError('unauthorized', reason || 'The API key was deleted.'));
+        if (code === CLOSE_REPLACED) return finish(new TunnelRefusedError('tunnel_replaced', reason || 'A newer connection took over this subdomain.'));
+        finish({ wasReady: ready, reason: reason || describeClose(code, ready) });
+      },
+    });
+
+    // A refusal arrives as an HTTP answer to the upgrade with a JSON {error, message} body.
+    ws.on('unexpected-response', (_req, res: IncomingMessage) => {
+      readJson(res)
+        .then((body) => {
+          const code = typeof body?.['error'] === 'string' ? body['error'] : undefined;
+          const message = typeof body?.['message'] === 'string' ? body['message'] : `The server answered ${res.statusCode ?? '?'}.`;
+          const status = res.statusCode ?? 0;
+          if (code !== undefined && status >= 400 && status < 500 && FATAL_CODES.has(code)) {
+            fatal = new TunnelRefusedError(code, message);
+            finish(fatal);
+          } else {
+            finish({ wasReady: false, reason: `server answered ${status}: ${message}` });
+          }
+        })
+        .finally(() => ws.terminate());
+    });
+    ws.on('error', (err) => {
+      if (!ready && ws.readyState !== WebSocket.OPEN) finish({ wasReady: false, reason: err.message });
+    });
+
+    // Either side's pings count: a link silent for two intervals is dead (e.g. a NAT dropped it).
+    const startHeartbeat = (intervalMs: number): void => {
+      const period = intervalMs > 0 ? intervalMs : DEFAULT_HEARTBEAT_MS;
+      ws.on('pong', () => (alive = true));
+      ws.on('ping', () => (alive = true));
+      ws.on('message', () => (alive = true));
+      heartbeat = setInterval(() => {
+        if (!alive) {
+          options.onEvent({ type: 'error', message: 'The tunnel stopped answering; reconnecting.' });
+          ws.terminate();
+          return;
+        }
+        alive = false;
+        ws.ping();
+      }, period);
+      heartbeat.unref();
+    };
+  });
+}
+
+/** Serves one stream: an HTTP request to the local app, or a raw connection for an upgrade. */
+function serveStream(stream: TunnelStream, head: OpenHead, options: TunnelClientOptions, agent: Agent): void {
+  const started = performance.now();
+  let status = 0;
+  stream.once('close', () => {
+    options.onEvent({ type: 'request', method: head.method, path: head.path, status: status || 499, ms: Math.round(performance.now() - started) });
+  });
+  if (!head.path.startsWith('/') && head.path !== '*') {
+    stream.destroy(new StreamResetError('bad request path'));
+    return;
+  }
+  const host = options.host ?? '127.0.0.1';
+  if (head.isUpgrade) {
+    serveUpgrade(stream, head, host, options.port, (code) => (status = code));
+    return;
+  }
+
+  let req: ClientRequest;
+  try {
+    req = httpRequest({ host, port: options.port, method: head.method, path: head.path, headers: head.headers, agent });
+  } catch {
+    // Node refused the method, path or a header (invalid characters): nothing was sent.
+    stream.destroy(new StreamResetError('request head rejected by the client'));
+    return;
+  }
+  let responded = false;
+  let complete = false;
+  req.on('response', (res: IncomingMessage) => {
+    responded = true;
+    status = res.statusCode ?? 502;
+    if (stream.destroyed) {
+      res.destroy();
+      return;
+    }
+    stream.sendHead({ status, headers: stripHopByHop(res.rawHeaders) });
+    res.pipe(stream);
+    res.once('end', () => (complete = true));
+    res.once('close', () => {
+      // The app dropped the connection mid-body: the visitor must see it fail, not a short body.
+      if (!res.complete) stream.destroy(new StreamResetError('local app closed the response early'));
+    });
+  });
+  req.on('error', (err: NodeJS.ErrnoException) => {
+    if (responded || stream.destroyed) {
+      stream.destroy(new StreamResetError(`local app: ${err.code ?? err.message}`));
+      return;
+    }
+    status = 502;
+    sendPage(stream, localFailurePage(host, options.port, err));
+  });
+  stream.once('close', () => {
+    if (!complete) req.destroy();
+  });
+  stream.pipe(req);
+}
+
+/** An upgrade: a raw TCP connection to the app, sent the request head, then joined to the stream. */
+function serveUpgrade(stream: TunnelStream, head: OpenHead, host: string, port: number, onStatus: (status: number) => void): void {
+  const socket = connect({ host, port });
+  let connected = false;
+  socket.once('connect', () => {
+    connected = true;
+    socket.setNoDelay(true);
+    socket.once('data', (chunk: Buffer) => {
+      const match = /^HTTP\/1\.[01] (\d{3})/.exec(chunk.subarray(0, 16).toString('latin1'));
+      if (match?.[1] !== undefined) onStatus(Number(match[1]));
+    });
+    socket.write(upgradeRequestHead(head));
+    joinSocket(socket, stream);
+  });
+  socket.on('error', (err: NodeJS.ErrnoException) => {
+    if (connected) return; // joinSocket handles it
+    onStatus(502);
+    const page = localFailurePage(host, port, err);
+    const body = renderPage(page);
+    finishEarly(stream);
+    stream.end(
+      `HTTP/1.1 ${page.status} ${STATUS_CODES[page.status] ?? 'Bad Gateway'}\r\n` +
+        `Content-Type: text/html; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
+  stream.once('close', () => socket.destroy());
+}
+
+/** The raw request line and headers of an upgrade; header lines with CR/LF are dropped (never trusted). */
+function upgradeRequestHead(head: OpenHead): string {
+  const lines = [`${head.method} ${head.path} HTTP/1.1`];
+  for (let i = 0; i + 1 < head.headers.length; i += 2) {
+    const name = head.headers[i] ?? '';
+    const value = head.headers[i + 1] ?? '';
+    if (/[\r\n]/.test(name) || /[\r\n]/.test(value) || name === '') continue;
+    lines.push(`${name}: ${value}`);
+  }
+  return `${lines.join('\r\n')}\r\n\r\n`;
+}
+
+/** Answers a stream with a complete HTML page response (the local app could not be reached). */
+function sendPage(stream: TunnelStream, page: Page): void {
+  const body = Buffer.from(renderPage(page), 'utf8');
+  stream.sendHead({
+    status: page.status,
+    headers: ['Content-Type', 'text/html; charset=utf-8', 'Content-Length', String(body.length), 'Cache-Control', 'no-store'],
+  });
+  finishEarly(stream);
+  stream.end(body);
+}
+
+/**
+ * Once our answer is sent, whatever the visitor still sends has nowhere to go: free the stream
+ * (a RESET after our END tells the server to stop sending, not to drop our answer).
+ */
+function finishEarly(stream: TunnelStream): void {
+  stream.once('finish', () => {
+    if (!stream.readableEnded) stream.destroy();
+  });
+}
+
+function localFailurePage(host: string, port: number, err: NodeJS.ErrnoException): Page {
+  const where = `${host}:${port}`;
+  const detail =
+    err.code === 'ECONNREFUSED'
+      ? `Nothing is listening on ${where} on the tunnel client's machine. Start the app, then reload.`
+      : `The tunnel client could not reach ${where} (${err.code ?? 'connection failed'}).`;
+  return { status: 502, title: 'Bad gateway', detail };
+}
+
+/** `http(s)://host[:port][/prefix]` → `ws(s)://host[:port][/prefix]/api/v1/tunnels/connect?subdomain=…`. */
+function connectUrl(serverUrl: string, subdomain: string | undefined): string {
+  const url = new URL(serverUrl);
+  if (url.protocol === 'https:') url.protocol = 'wss:';
+  else if (url.protocol === 'http:') url.protocol = 'ws:';
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}${CONNECT_PATH}`;
+  url.search = '';
+  if (subdomain !== undefined) url.searchParams.set('subdomain', subdomain);
+  return url.toString();
+}
+
+function describeClose(code: number, wasReady: boolean): string {
+  if (!wasReady) return `connection closed before the tunnel was ready (code ${code})`;
+  if (code === 1001) return 'the server is restarting';
+  if (code === 1006) return 'the connection was lost';
+  return `connection closed (code ${code})`;
+}
+
+/** Reads a small JSON body (a refusal), or null. */
+async function readJson(res: IncomingMessage): Promise<Record<string, unknown> | null> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of res) {
+      size += (chunk as Buffer).length;
+      if (size > 64 * 1024) break;
+      chunks.push(chunk as Buffer);
+    }
+    const value: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}

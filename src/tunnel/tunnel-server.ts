@@ -1,0 +1,469 @@
+// Tunnel server: authenticates `slipway tunnel` clients, claims their subdomain and serves visitors through them.
+import { randomInt, randomUUID } from 'node:crypto';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { badGatewayPage, unavailablePage, writePage, writeRawPage, type Page } from '../proxy/pages.js';
+import type { Route, RoutingTable, StreamTarget } from '../proxy/routing-table.js';
+import { Mux, StreamResetError, joinSocket } from './mux.js';
+import { MAX_MESSAGE_BYTES, PROTOCOL_VERSION, stripHopByHop } from './protocol.js';
+
+/** Who opened a tunnel. */
+export interface TunnelOwner {
+  userId: string;
+  apiKeyId: string;
+}
+
+/** The server's view of keys and subdomain claims (the database implements it). */
+export interface TunnelAuthority {
+  /** Verifies an API key presented by a tunnel client (only `slw_k1_…` strings reach it), sets its last_used_at; null when invalid/revoked. */
+  authenticateKey(key: string): Promise<TunnelOwner | null>;
+  /**
+   * Atomically claims `subdomain` for the owner: 'ok', or 'taken' when a deployment or ANOTHER user's
+   * tunnel holds it, or 'invalid' (bad DNS label/reserved). The same user claiming a name they hold is 'ok'.
+   */
+  claimSubdomain(subdomain: string, owner: TunnelOwner, tunnelId: string): Promise<'ok' | 'taken' | 'invalid'>;
+  /** Releases the claim if still held by tunnelId. */
+  releaseSubdomain(subdomain: string, tunnelId: string): Promise<void>;
+}
+
+/** A live (or reconnect-pending) tunnel, as `GET /api/v1/tunnels` shows it. */
+export interface TunnelInfo {
+  id: string;
+  subdomain: string;
+  url: string;
+  userId: string;
+  apiKeyId: string;
+  connectedAt: string;
+  state: 'connected' | 'disconnected';
+  streams: number;
+}
+
+export type TunnelLog = (level: 'info' | 'warn' | 'error', msg: string, detail?: Record<string, unknown>) => void;
+
+export interface TunnelServerOptions {
+  table: RoutingTable;
+  authority: TunnelAuthority;
+  /** The public URL of `<subdomain>.<domain>`; its scheme is also sent as X-Forwarded-Proto. */
+  publicUrlFor(subdomain: string): string;
+  limits: { tunnelsPerKey: number; streamsPerTunnel: number };
+  /** Ping interval; a link that misses one whole interval is dropped (default 10 s). */
+  heartbeatMs?: number;
+  /** How long a disconnected tunnel's name is held for its owner (default 60 s). */
+  graceMs?: number;
+  log?: TunnelLog;
+}
+
+const API_KEY_PREFIX = 'slw_k1_';
+const DEFAULT_HEARTBEAT_MS = 10_000;
+const DEFAULT_GRACE_MS = 60_000;
+const DNS_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+const RANDOM_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
+/** WebSocket close codes (4000–4999 are the application's): the client must not reconnect after these. */
+export const CLOSE_KEY_REVOKED = 4401;
+export const CLOSE_REPLACED = 4409;
+
+const noop = (): void => {};
+
+interface Connection {
+  readonly id: string;
+  readonly subdomain: string;
+  readonly owner: TunnelOwner;
+  readonly connectedAt: string;
+  readonly ws: WebSocket;
+  readonly mux: Mux;
+  route: Route;
+  state: 'connected' | 'disconnected';
+  /** Set once the connection is deliberately retired (key deleted, replaced, server closing): no grace period. */
+  retired: boolean;
+  alive: boolean;
+  heartbeat: NodeJS.Timeout | undefined;
+  grace: NodeJS.Timeout | undefined;
+}
+
+interface Refusal {
+  readonly status: number;
+  readonly error: string;
+  readonly message: string;
+}
+
+/**
+ * Accepts tunnel connections on `/api/v1/tunnels/connect` and registers each as a `tunnel` route.
+ *
+ * Refusals are plain HTTP answers to the upgrade request, BEFORE any WebSocket handshake, with a JSON
+ * `{error, message}` body: 401 `unauthorized` (no/unknown/revoked key, or a session token), 400
+ * `validation_error` (bad name), 400 `subdomain_taken`, 429 `rate_limited` (live tunnels per key).
+ * A client should print `message` and stop: none of these get better by retrying at once.
+ * After the handshake the server may end a tunnel for good with a text control message
+ * `{type:'error', error, message}` followed by close code 4401 (key deleted) or 4409 (name taken
+ * over by a newer connection of the same user). Any other close is transient: reconnect.
+ */
+export class TunnelServer {
+  readonly #table: RoutingTable;
+  readonly #authority: TunnelAuthority;
+  readonly #publicUrlFor: (subdomain: string) => string;
+  readonly #limits: { tunnelsPerKey: number; streamsPerTunnel: number };
+  readonly #heartbeatMs: number;
+  readonly #graceMs: number;
+  readonly #log: TunnelLog;
+  readonly #wss = new WebSocketServer({
+    noServer: true,
+    perMessageDeflate: false,
+    maxPayload: MAX_MESSAGE_BYTES,
+    clientTracking: false,
+  });
+  /** The connection holding each name: connected, or disconnected within its grace period. */
+  readonly #byName = new Map<string, Connection>();
+  /** Upgrades between authentication and handshake, so limits and key deletion see them. */
+  readonly #pending = new Map<string, { apiKeyId: string; cancelled: boolean }>();
+  #closed = false;
+
+  constructor(options: TunnelServerOptions) {
+    this.#table = options.table;
+    this.#authority = options.authority;
+    this.#publicUrlFor = options.publicUrlFor;
+    this.#limits = options.limits;
+    this.#heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
+    this.#graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
+    this.#log = options.log ?? noop;
+  }
+
+  /**
+   * Handles an HTTP upgrade whose path is /api/v1/tunnels/connect (the caller checks the path).
+   * Auth: `Authorization: Bearer slw_k1_…`; name: `?subdomain=NAME` (random 8 characters when absent).
+   */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on('error', noop);
+    this.#accept(req, socket, head).catch((err: unknown) => {
+      this.#log('error', 'tunnel connect failed', { error: String(err) });
+      refuse(socket, { status: 500, error: 'internal_error', message: 'The tunnel could not be opened.' });
+    });
+  }
+
+  /** The user's tunnels, connected or waiting for their client to reconnect. */
+  list(userId: string): TunnelInfo[] {
+    const out: TunnelInfo[] = [];
+    for (const conn of this.#byName.values()) {
+      if (conn.owner.userId !== userId) continue;
+      out.push({
+        id: conn.id,
+        subdomain: conn.subdomain,
+        url: this.#publicUrlFor(conn.subdomain),
+        userId: conn.owner.userId,
+        apiKeyId: conn.owner.apiKeyId,
+        connectedAt: conn.connectedAt,
+        state: conn.state,
+        streams: conn.mux.streamCount,
+      });
+    }
+    return out;
+  }
+
+  /** Closes every tunnel opened with this API key (the key was deleted) and frees their names at once. */
+  closeForKey(apiKeyId: string): void {
+    for (const pending of this.#pending.values()) if (pending.apiKeyId === apiKeyId) pending.cancelled = true;
+    for (const conn of [...this.#byName.values()]) {
+      if (conn.owner.apiKeyId !== apiKeyId) continue;
+      this.#retire(conn, CLOSE_KEY_REVOKED, {
+        error: 'unauthorized',
+        message: 'The API key this tunnel was opened with has been deleted.',
+      });
+    }
+  }
+
+  /** Closes every tunnel (clients will try to reconnect) and releases their names. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const pending of this.#pending.values()) pending.cancelled = true;
+    const releases = [...this.#byName.values()].map((conn) => this.#retire(conn, 1001, undefined));
+    await Promise.all(releases);
+    this.#wss.close();
+  }
+
+  async #accept(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    if (this.#closed) return refuse(socket, { status: 503, error: 'unavailable', message: 'The server is shutting down.' });
+    const key = bearerToken(req.headers.authorization);
+    if (key === undefined || !key.startsWith(API_KEY_PREFIX)) {
+      return refuse(socket, { status: 401, error: 'unauthorized', message: 'A tunnel needs an API key (slw_k1_…); create one with `slipway keys create`.' });
+    }
+    const query = new URL(req.url ?? '/', 'http://tunnel.invalid').searchParams.get('subdomain');
+    const requested = query === null || query === '' ? undefined : query.toLowerCase();
+    if (requested !== undefined && !DNS_LABEL.test(requested)) {
+      return refuse(socket, { status: 400, error: 'validation_error', message: `"${requested.slice(0, 80)}" is not a valid subdomain (a-z, 0-9 and -, at most 63).` });
+    }
+    const owner = await this.#authority.authenticateKey(key);
+    if (owner === null) {
+      return refuse(socket, { status: 401, error: 'unauthorized', message: 'The API key is invalid or has been deleted.' });
+    }
+    if (this.#liveTunnels(owner.apiKeyId, requested) >= this.#limits.tunnelsPerKey) {
+      return refuse(socket, { status: 429, error: 'rate_limited', message: `This API key already has ${this.#limits.tunnelsPerKey} live tunnel(s); close one first.` });
+    }
+
+    const id = randomUUID();
+    const pending = { apiKeyId: owner.apiKeyId, cancelled: false };
+    this.#pending.set(id, pending);
+    try {
+      const { subdomain, result } = await this.#claim(requested, owner, id);
+      if (result === 'taken') {
+        return refuse(socket, { status: 400, error: 'subdomain_taken', message: `The subdomain "${subdomain}" is taken by a deployment or another tunnel.` });
+      }
+      if (result === 'invalid') {
+        return refuse(socket, { status: 400, error: 'validation_error', message: `The subdomain "${subdomain}" is reserved or invalid.` });
+      }
+      // From here the claim is ours: every exit that does not attach must release it.
+      if (pending.cancelled || this.#closed || !socket.readable || !socket.writable) {
+        await this.#authority.releaseSubdomain(subdomain, id);
+        if (pending.cancelled && !this.#closed) {
+          return refuse(socket, { status: 401, error: 'unauthorized', message: 'The API key is invalid or has been deleted.' });
+        }
+        socket.destroy();
+        return;
+      }
+      this.#wss.handleUpgrade(req, socket, head, (ws) => this.#attach(ws, id, subdomain, owner));
+    } finally {
+      this.#pending.delete(id);
+    }
+  }
+
+  /** Claims the requested name, or a random free one (a few tries) when none was asked for. */
+  async #claim(requested: string | undefined, owner: TunnelOwner, id: string): Promise<{ subdomain: string; result: 'ok' | 'taken' | 'invalid' }> {
+    if (requested !== undefined) return { subdomain: requested, result: await this.#authority.claimSubdomain(requested, owner, id) };
+    let attempt = { subdomain: randomName(), result: 'taken' as 'ok' | 'taken' | 'invalid' };
+    for (let i = 0; i < 5 && attempt.result !== 'ok'; i++) {
+      const subdomain = randomName();
+      attempt = { subdomain, result: await this.#authority.claimSubdomain(subdomain, owner, id) };
+    }
+    return attempt;
+  }
+
+  /** Live tunnels of a key, not counting the one a reconnect of `subdomain` would replace. */
+  #liveTunnels(apiKeyId: string, subdomain: string | undefined): number {
+    let count = 0;
+    for (const conn of this.#byName.values()) {
+      if (conn.owner.apiKeyId === apiKeyId && conn.state === 'connected' && conn.subdomain !== subdomain) count++;
+    }
+    for (const pending of this.#pending.values()) if (pending.apiKeyId === apiKeyId) count++;
+    return count;
+  }
+
+  #attach(ws: WebSocket, id: string, subdomain: string, owner: TunnelOwner): void {
+    const target: StreamTarget = {
+      handleRequest: (req, res) => this.#serveRequest(conn, req, res),
+      handleUpgrade: (req, socket, head) => this.#serveUpgrade(conn, req, socket, head),
+    };
+    const mux = new Mux(ws, { onClose: (code, reason) => this.#onDisconnect(conn, code, reason) });
+    const conn: Connection = {
+      id,
+      subdomain,
+      owner,
+      connectedAt: new Date().toISOString(),
+      ws,
+      mux,
+      route: { kind: 'tunnel', tunnelId: id, state: 'connected', target },
+      state: 'connected',
+      retired: false,
+      alive: true,
+      heartbeat: undefined,
+      grace: undefined,
+    };
+    const previous = this.#byName.get(subdomain);
+    this.#byName.set(subdomain, conn);
+    if (previous !== undefined) {
+      // Same user, same name (the authority said 'ok'): the newer connection wins.
+      previous.retired = true;
+      clearTimeout(previous.grace);
+      clearInterval(previous.heartbeat);
+      previous.mux.sendControl({ type: 'error', error: 'tunnel_replaced', message: `A newer connection took over ${subdomain}.` });
+      previous.mux.close(CLOSE_REPLACED, 'replaced by a newer connection');
+    }
+    this.#table.set(subdomain, conn.route);
+
+    ws.on('pong', () => (conn.alive = true));
+    ws.on('message', () => (conn.alive = true));
+    conn.heartbeat = setInterval(() => {
+      if (!conn.alive) {
+        this.#log('warn', 'tunnel missed its heartbeat; dropping it', { subdomain, tunnelId: id });
+        ws.terminate();
+        return;
+      }
+      conn.alive = false;
+      ws.ping();
+    }, this.#heartbeatMs);
+    conn.heartbeat.unref();
+
+    mux.sendControl({
+      type: 'ready',
+      version: PROTOCOL_VERSION,
+      tunnelId: id,
+      subdomain,
+      url: this.#publicUrlFor(subdomain),
+      heartbeatMs: this.#heartbeatMs,
+      maxStreams: this.#limits.streamsPerTunnel,
+    });
+    this.#log('info', 'tunnel connected', { subdomain, tunnelId: id, userId: owner.userId, replaced: previous !== undefined });
+  }
+
+  /** The link dropped: hold the name for the owner (visitors get 503) until the grace period ends. */
+  #onDisconnect(conn: Connection, code: number, reason: string): void {
+    clearInterval(conn.heartbeat);
+    if (conn.retired || this.#byName.get(conn.subdomain) !== conn) return;
+    this.#log('info', 'tunnel disconnected; holding its name', { subdomain: conn.subdomain, tunnelId: conn.id, code, reason });
+    conn.state = 'disconnected';
+    conn.route = { kind: 'tunnel', tunnelId: conn.id, state: 'disconnected' };
+    this.#table.set(conn.subdomain, conn.route);
+    conn.grace = setTimeout(() => void this.#release(conn), this.#graceMs);
+    conn.grace.unref();
+  }
+
+  /** Ends a connection for good (no grace) and frees its name. */
+  #retire(conn: Connection, code: number, message: { error: string; message: string } | undefined): Promise<void> {
+    conn.retired = true;
+    if (conn.state === 'connected') {
+      if (message !== undefined) conn.mux.sendControl({ type: 'error', ...message });
+      conn.mux.close(code, message?.message ?? 'server closing');
+    }
+    return this.#release(conn);
+  }
+
+  async #release(conn: Connection): Promise<void> {
+    clearTimeout(conn.grace);
+    clearInterval(conn.heartbeat);
+    if (this.#byName.get(conn.subdomain) !== conn) return;
+    this.#byName.delete(conn.subdomain);
+    this.#table.delete(conn.subdomain, conn.route);
+    try {
+      await this.#authority.releaseSubdomain(conn.subdomain, conn.id);
+    } catch (err) {
+      this.#log('error', 'could not release a tunnel subdomain', { subdomain: conn.subdomain, error: String(err) });
+    }
+  }
+
+  #serveRequest(conn: Connection, req: IncomingMessage, res: ServerResponse): void {
+    const refusal = this.#streamRefusal(conn, req);
+    if (refusal !== undefined) return writePage(res, refusal);
+    const stream = conn.mux.open({
+      method: req.method ?? 'GET',
+      path: req.url ?? '/',
+      headers: this.#forwardHeaders(req, conn.subdomain, false),
+      isUpgrade: false,
+    });
+    stream.once('head', (head: { status: number; headers: string[] }) => {
+      if (res.destroyed) return;
+      try {
+        res.writeHead(head.status, head.headers);
+      } catch {
+        // The client sent headers Node refuses to write (invalid characters): the visitor gets a 502.
+        stream.destroy(new StreamResetError('invalid response head'));
+        return;
+      }
+      stream.pipe(res);
+    });
+    stream.once('close', () => {
+      if (stream.head === undefined) {
+        if (!res.headersSent && !res.destroyed) writePage(res, tunnelBrokePage(req));
+      } else if (!stream.readableEnded) {
+        // Broken mid-body: the visitor must see a truncated response fail, not end cleanly.
+        res.destroy();
+      }
+    });
+    // The response ended (or the visitor left): the stream is over, even if the request body is not.
+    res.once('close', () => stream.destroy());
+    req.once('error', () => stream.destroy(new StreamResetError('visitor request failed')));
+    req.pipe(stream);
+  }
+
+  #serveUpgrade(conn: Connection, req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const refusal = this.#streamRefusal(conn, req);
+    if (refusal !== undefined) return writeRawPage(socket, refusal);
+    const stream = conn.mux.open({
+      method: req.method ?? 'GET',
+      path: req.url ?? '/',
+      headers: this.#forwardHeaders(req, conn.subdomain, true),
+      isUpgrade: true,
+    });
+    joinSocket(socket, stream);
+    if (head.length > 0) stream.write(head);
+  }
+
+  /** A 503 page when the request cannot get a stream right now. */
+  #streamRefusal(conn: Connection, req: IncomingMessage): Page | undefined {
+    if (conn.state !== 'connected' || conn.mux.closed) return unavailablePage(displayHost(req), 'no tunnel client is connected');
+    if (conn.mux.streamCount >= this.#limits.streamsPerTunnel) {
+      return unavailablePage(displayHost(req), `the tunnel already carries ${this.#limits.streamsPerTunnel} requests; try again shortly`);
+    }
+    return undefined;
+  }
+
+  /** The visitor's headers for the local app: hop-by-hop removed, X-Forwarded-For/Proto/Host set. */
+  #forwardHeaders(req: IncomingMessage, subdomain: string, upgrade: boolean): string[] {
+    const raw = stripHopByHop(req.rawHeaders, upgrade);
+    const out: string[] = [];
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      const name = raw[i] ?? '';
+      if (name.toLowerCase().startsWith('x-forwarded-')) continue;
+      out.push(name, raw[i + 1] ?? '');
+    }
+    // A body of unknown length (it arrived chunked) must be chunked again on the client's hop.
+    if (!upgrade && req.headers['transfer-encoding'] !== undefined && req.headers['content-length'] === undefined) {
+      out.push('Transfer-Encoding', 'chunked');
+    }
+    const address = req.socket.remoteAddress ?? 'unknown';
+    const client = address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
+    const previous = req.headers['x-forwarded-for'];
+    const chain = Array.isArray(previous) ? previous.join(', ') : previous;
+    out.push('X-Forwarded-For', chain !== undefined && chain.trim() !== '' ? `${chain}, ${client}` : client);
+    out.push('X-Forwarded-Proto', publicProtocol(this.#publicUrlFor(subdomain)));
+    if (req.headers.host !== undefined) out.push('X-Forwarded-Host', req.headers.host);
+    return out;
+  }
+}
+
+/** Answers an upgrade request with a plain HTTP error and a JSON `{error, message}` body. */
+function refuse(socket: Duplex, refusal: Refusal): void {
+  if (socket.destroyed || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const body = JSON.stringify({ error: refusal.error, message: refusal.message });
+  const lines = [
+    `HTTP/1.1 ${refusal.status} ${STATUS_CODES[refusal.status] ?? 'Error'}`,
+    'Content-Type: application/json; charset=utf-8',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    'Cache-Control: no-store',
+    'Connection: close',
+  ];
+  if (refusal.status === 401) lines.push('WWW-Authenticate: Bearer');
+  socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`);
+}
+
+function bearerToken(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match?.[1];
+}
+
+function randomName(): string {
+  let name = '';
+  for (let i = 0; i < 8; i++) name += RANDOM_ALPHABET[randomInt(RANDOM_ALPHABET.length)];
+  return name;
+}
+
+function publicProtocol(url: string): string {
+  try {
+    return new URL(url).protocol.replace(/:$/, '');
+  } catch {
+    return 'http';
+  }
+}
+
+/** 502 when the stream died before the client sent a response head (client gone, or it reset the stream). */
+function tunnelBrokePage(req: IncomingMessage): Page {
+  return { ...badGatewayPage(displayHost(req)), detail: `The tunnel to ${displayHost(req)} closed before the app answered.` };
+}
+
+/** The Host as the visitor typed it, without the port, for pages. */
+function displayHost(req: IncomingMessage): string {
+  const host = (req.headers.host ?? '').trim().toLowerCase();
+  const colon = host.lastIndexOf(':');
+  return colon === -1 ? host : host.slice(0, colon);
+}

@@ -1,0 +1,82 @@
+// Test images without a registry: a busybox base built FROM scratch, and tiny httpd apps on top.
+import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
+import type { ContainerEngine } from '../../src/runtime/engine.js';
+
+/** The base image every test app builds FROM. */
+export const BUSYBOX_IMAGE = 'slipway-test/busybox:latest';
+/** Label on the base image (not LABEL_MANAGED, so Slipway's own clean-ups never remove it). */
+export const LABEL_TEST_BASE = 'dev.slipway.test-base';
+
+const BUSYBOX_BINARY = '/bin/busybox';
+
+/**
+ * Builds `slipway-test/busybox:latest` unless it exists; resolves with its name. Safe when several
+ * test processes call it at once: each build gets the same content, and the tag simply points at
+ * the last one to finish (the engine's layer cache usually makes them the same image).
+ */
+export async function ensureBusyboxImage(engine: ContainerEngine): Promise<string> {
+  if (await engine.imageExists(BUSYBOX_IMAGE)) return BUSYBOX_IMAGE;
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'slipway-busybox-'));
+  try {
+    await copyFile(BUSYBOX_BINARY, path.join(dir, 'busybox'));
+    await writeFile(
+      path.join(dir, 'Dockerfile'),
+      ['FROM scratch', 'COPY busybox /bin/busybox', 'RUN ["/bin/busybox","--install","-s","/bin"]', ''].join('\n'),
+    );
+    let output = '';
+    await engine.buildImage({
+      contextDir: dir,
+      dockerfile: 'Dockerfile',
+      tag: BUSYBOX_IMAGE,
+      labels: { [LABEL_TEST_BASE]: 'true' },
+      signal: AbortSignal.timeout(120_000),
+      onOutput: (text) => {
+        output += text;
+      },
+    }).catch((err: unknown) => {
+      throw new Error(`could not build ${BUSYBOX_IMAGE}:\n${output}`, { cause: err });
+    });
+    return BUSYBOX_IMAGE;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+export interface BusyboxAppOptions {
+  /** What GET / answers (index.html). Default: a line naming a random value. */
+  body?: string;
+  /** The port EXPOSEd; the app listens on $PORT, falling back to this. Default 8080. */
+  port?: number;
+  /** The app prints a line and exits with code 3 at once instead of serving. */
+  exitAtOnce?: boolean;
+  /** Where the Dockerfile goes, relative to dir. Default `Dockerfile`. */
+  dockerfilePath?: string;
+}
+
+/**
+ * Writes a build context into `dir`: a Dockerfile FROM the busybox base that serves `body` with
+ * busybox httpd on $PORT (printing `listening on <port>` first) and EXPOSEs `port`.
+ * Needs ensureBusyboxImage first. Resolves with the body the app will serve.
+ */
+export async function writeBusyboxApp(dir: string, options: BusyboxAppOptions = {}): Promise<string> {
+  const body = options.body ?? `hello from slipway ${randomUUID()}\n`;
+  const port = options.port ?? 8080;
+  const script = options.exitAtOnce === true
+    ? 'echo "exiting at once"; exit 3'
+    : `echo "listening on \${PORT:-${port}}"; exec httpd -f -v -p "\${PORT:-${port}}" -h /www`;
+  const dockerfile = [
+    `FROM ${BUSYBOX_IMAGE}`,
+    'COPY index.html /www/index.html',
+    `EXPOSE ${port}`,
+    `CMD ${JSON.stringify(['/bin/sh', '-c', script])}`,
+    '',
+  ].join('\n');
+  const dockerfilePath = path.join(dir, options.dockerfilePath ?? 'Dockerfile');
+  await mkdir(path.dirname(dockerfilePath), { recursive: true });
+  await writeFile(dockerfilePath, dockerfile);
+  await writeFile(path.join(dir, 'index.html'), body);
+  return body;
+}

@@ -1,0 +1,163 @@
+// Test factory: a real Slipway server on a loopback port with a temp data dir, plus small HTTP helpers.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig, type Config } from '../../src/config.js';
+import { startServer, type RunningServer } from '../../src/main.js';
+
+export const ADMIN_EMAIL = 'admin@test.local';
+export const ADMIN_PASSWORD = 'admin-password-1';
+
+/** Root of the compiled project (dist/..), to find bin/slipway.js. */
+export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+
+export interface HttpResult {
+  status: number;
+  headers: Headers;
+  text: string;
+  // Parsed JSON body (tests inspect arbitrary shapes).
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  json: any;
+}
+
+export interface RequestOptions {
+  token?: string | undefined;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Raw body (sent as-is). */
+  raw?: BodyInit;
+}
+
+/** Sends one HTTP request to `baseUrl + path` and reads the whole answer. */
+export async function request(baseUrl: string, method: string, urlPath: string, options: RequestOptions = {}): Promise<HttpResult> {
+  const headers: Record<string, string> = { ...(options.headers ?? {}) };
+  if (options.token !== undefined) headers['authorization'] = `Bearer ${options.token}`;
+  let body: BodyInit | undefined = options.raw;
+  if (options.body !== undefined) {
+    headers['content-type'] ??= 'application/json';
+    body = JSON.stringify(options.body);
+  }
+  const res = await fetch(baseUrl + urlPath, { method, headers, ...(body === undefined ? {} : { body }), signal: AbortSignal.timeout(120_000) });
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+export interface TestServer {
+  readonly server: RunningServer;
+  readonly url: string;
+  readonly port: number;
+  readonly dataDir: string;
+  readonly config: Config;
+  readonly adminToken: string;
+  request(method: string, urlPath: string, options?: RequestOptions): Promise<HttpResult>;
+  /** Creates a user (through the admin) and returns a session token and an API key for it. */
+  newUser(label?: string): Promise<{ email: string; password: string; token: string; apiKey: string; userId: string }>;
+  close(): Promise<void>;
+}
+
+let userCounter = 0;
+
+/** Test environment for a server: loopback, port 0, temp data dir, known admin. */
+export function testEnv(dataDir: string, overrides: Record<string, string> = {}): Record<string, string> {
+  return {
+    SLIPWAY_PORT: '0',
+    SLIPWAY_HOST: '127.0.0.1',
+    SLIPWAY_DOMAIN: 'localhost',
+    SLIPWAY_DATA_DIR: dataDir,
+    SLIPWAY_ADMIN_EMAIL: ADMIN_EMAIL,
+    SLIPWAY_ADMIN_PASSWORD: ADMIN_PASSWORD,
+    SLIPWAY_ALLOW_PRIVATE_GIT: 'true',
+    SLIPWAY_LOG_LEVEL: 'silent',
+    SLIPWAY_STARTUP_TIMEOUT_SECONDS: '20',
+    ...overrides,
+  };
+}
+
+export async function loginAs(baseUrl: string, email: string, password: string): Promise<string> {
+  const res = await request(baseUrl, 'POST', '/api/v1/auth/login', { body: { email, password } });
+  if (res.status !== 200) throw new Error(`login failed: ${res.status} ${res.text}`);
+  return res.json.token as string;
+}
+
+/** Starts a server in this process. */
+export async function startTestServer(overrides: Record<string, string> = {}, dataDir?: string): Promise<TestServer> {
+  const dir = dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-test-'));
+  const config = loadConfig(testEnv(dir, overrides));
+  const server = await startServer(config, { log: () => undefined, gitEnv: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: dir } });
+  const adminToken = await loginAs(server.url, ADMIN_EMAIL, ADMIN_PASSWORD);
+  const req = (method: string, urlPath: string, options?: RequestOptions): Promise<HttpResult> => request(server.url, method, urlPath, options);
+  return {
+    server,
+    url: server.url,
+    port: server.port,
+    dataDir: dir,
+    config,
+    adminToken,
+    request: req,
+    async newUser(label = 'user') {
+      userCounter += 1;
+      const email = `${label}-${process.pid}-${userCounter}@test.local`;
+      const password = `password-${userCounter}-xyz`;
+      const created = await req('POST', '/api/v1/users', { token: adminToken, body: { email, password } });
+      if (created.status !== 201) throw new Error(`create user failed: ${created.status} ${created.text}`);
+      const token = await loginAs(server.url, email, password);
+      const key = await req('POST', '/api/v1/api-keys', { token, body: { name: 'test' } });
+      return { email, password, token, apiKey: key.json.key as string, userId: created.json.id as string };
+    },
+    async close() {
+      await server.close();
+    },
+  };
+}
+
+/** A server running as a child process (`slipway server`), for crash and restart tests. */
+export interface ServerProcess {
+  readonly child: ChildProcess;
+  readonly url: string;
+  readonly port: number;
+  output(): string;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export async function spawnServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'bin', 'slipway.js'), 'server'], {
+    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: os.tmpdir(), ...env, SLIPWAY_LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const match = /listening on (http:\/\/[^\s]+)/.exec(output);
+    if (match?.[1] !== undefined) {
+      const url = match[1];
+      return {
+        child,
+        url,
+        port: Number(new URL(url).port),
+        output: () => output,
+        kill: (signal = 'SIGTERM') =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resolve();
+            child.once('exit', () => resolve());
+            child.kill(signal);
+          }),
+      };
+    }
+    if (child.exitCode !== null) throw new Error(`server exited early: ${output}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`server did not start: ${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

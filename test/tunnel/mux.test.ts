@@ -1,0 +1,227 @@
+// Tests of the tunnel frame codec and the stream multiplexer over a real loopback WebSocket.
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, it } from 'node:test';
+import WebSocket, { WebSocketServer } from 'ws';
+import { Mux, StreamResetError, type MuxOptions, type TunnelStream } from '../../src/tunnel/mux.js';
+import {
+  FrameType,
+  decodeFrame,
+  encodeFrame,
+  encodeJsonFrame,
+  encodeWindow,
+  parseOpenHead,
+  parseResponseHead,
+  readCredit,
+  stripHopByHop,
+  type OpenHead,
+} from '../../src/tunnel/protocol.js';
+
+const HEAD: OpenHead = { method: 'POST', path: '/x', headers: ['Host', 'a.localhost'], isUpgrade: false };
+
+describe('protocol', () => {
+  it('round-trips frames', () => {
+    const frame = decodeFrame(encodeFrame(FrameType.DATA, 0xfffffffe, Buffer.from('hello')));
+    assert.deepEqual(frame && { type: frame.type, id: frame.streamId, payload: frame.payload.toString() }, {
+      type: FrameType.DATA,
+      id: 0xfffffffe,
+      payload: 'hello',
+    });
+    const win = decodeFrame(encodeWindow(7, 123456));
+    assert.ok(win);
+    assert.equal(readCredit(win), 123456);
+    const open = decodeFrame(encodeJsonFrame(FrameType.OPEN, 1, HEAD));
+    assert.deepEqual(open && parseOpenHead(open.payload), HEAD);
+    const head = decodeFrame(encodeJsonFrame(FrameType.HEAD, 1, { status: 204, headers: ['A', 'b'] }));
+    assert.deepEqual(head && parseResponseHead(head.payload), { status: 204, headers: ['A', 'b'] });
+  });
+
+  it('rejects malformed frames and heads', () => {
+    assert.equal(decodeFrame(Buffer.from([1, 0, 0])), null);
+    assert.equal(decodeFrame(encodeFrame(99 as FrameType, 1)), null);
+    assert.equal(decodeFrame(encodeFrame(FrameType.WINDOW, 1, Buffer.alloc(2))), null);
+    assert.equal(parseOpenHead(Buffer.from('{"method":"GET"}')), null);
+    assert.equal(parseOpenHead(Buffer.from('not json')), null);
+    assert.equal(parseResponseHead(Buffer.from('{"status":42,"headers":[]}')), null);
+    assert.equal(parseResponseHead(Buffer.from('{"status":200,"headers":["odd"]}')), null);
+  });
+
+  it('strips hop-by-hop headers, keeping Upgrade for upgrades', () => {
+    const raw = ['Connection', 'keep-alive, X-Secret', 'X-Secret', '1', 'Keep-Alive', '5', 'Upgrade', 'websocket', 'Proxy-Authorization', 'p', 'A', 'b'];
+    assert.deepEqual(stripHopByHop(raw), ['A', 'b']);
+    assert.deepEqual(stripHopByHop(raw, true), ['Connection', 'keep-alive, X-Secret', 'Upgrade', 'websocket', 'A', 'b']);
+  });
+});
+
+/** Two muxes joined by a real WebSocket on loopback: `opener` opens streams, `acceptor` receives them. */
+async function muxPair(window: number, onStream: MuxOptions['onStream']): Promise<{ opener: Mux; acceptor: Mux; close(): Promise<void> }> {
+  const server: Server = createServer();
+  const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
+  const accepted = new Promise<WebSocket>((resolve) => {
+    server.on('upgrade', (req, socket, head) => wss.handleUpgrade(req, socket, head, resolve));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  const client = new WebSocket(`ws://127.0.0.1:${port}/`, { perMessageDeflate: false });
+  const acceptor = new Mux(client, { window, ...(onStream === undefined ? {} : { onStream }) });
+  await once(client, 'open');
+  const opener = new Mux(await accepted, { window });
+  return {
+    opener,
+    acceptor,
+    async close() {
+      opener.close();
+      acceptor.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+function sha256(chunks: Buffer[]): string {
+  const hash = createHash('sha256');
+  for (const chunk of chunks) hash.update(chunk);
+  return hash.digest('hex');
+}
+
+async function collect(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+describe('mux', () => {
+  const accepted: Array<{ stream: TunnelStream; head: OpenHead }> = [];
+  let pair: Awaited<ReturnType<typeof muxPair>>;
+  const WINDOW = 64 * 1024;
+
+  before(async () => {
+    pair = await muxPair(WINDOW, (stream, head) => {
+      accepted.push({ stream, head });
+      stream.emit('accepted', head);
+    });
+  });
+  after(() => pair.close());
+
+  const nextAccepted = async (): Promise<{ stream: TunnelStream; head: OpenHead }> => {
+    const start = accepted.length;
+    while (accepted.length === start) await sleep(5);
+    return accepted[accepted.length - 1] as { stream: TunnelStream; head: OpenHead };
+  };
+
+  it('carries a head, a response head and bodies both ways, intact', async () => {
+    const stream = pair.opener.open(HEAD);
+    const remote = await nextAccepted();
+    assert.deepEqual(remote.head, HEAD);
+    // The acceptor echoes whatever it reads, after a HEAD.
+    remote.stream.sendHead({ status: 200, headers: ['X', 'y'] });
+    const echoed = pipeline(remote.stream, remote.stream);
+    const body = randomBytes(3 * 1024 * 1024 + 17);
+    const [head] = await Promise.all([
+      once(stream, 'head'),
+      (async () => {
+        stream.end(body);
+      })(),
+    ]);
+    assert.deepEqual(head[0], { status: 200, headers: ['X', 'y'] });
+    const received = await collect(stream);
+    await echoed;
+    assert.equal(sha256([received]), sha256([body]));
+    await once(stream, 'close');
+    await sleep(10);
+    assert.equal(pair.opener.streamCount, 0);
+    assert.equal(pair.acceptor.streamCount, 0);
+  });
+
+  it('never sends more than the window to a reader that does not read', async () => {
+    const stream = pair.opener.open(HEAD);
+    const remote = await nextAccepted();
+    const total = 4 * 1024 * 1024;
+    const source = Readable.from(
+      (function* () {
+        for (let sent = 0; sent < total; sent += 16 * 1024) yield Buffer.alloc(16 * 1024, 7);
+      })(),
+    );
+    const writing = pipeline(source, stream);
+    await sleep(300);
+    // The reader has not read: the peer holds at most one window, the sender stopped there too.
+    assert.ok(remote.stream.bytesReceived <= WINDOW, `received ${remote.stream.bytesReceived}`);
+    assert.ok(stream.bytesSent <= WINDOW, `sent ${stream.bytesSent}`);
+    assert.equal(stream.sendWindow, WINDOW - stream.bytesSent);
+    // Reading releases credit and the rest flows.
+    let count = 0;
+    await pipeline(
+      remote.stream,
+      new Writable({
+        write(chunk: Buffer, _enc, cb) {
+          count += chunk.length;
+          cb();
+        },
+      }),
+    );
+    await writing;
+    assert.equal(count, total);
+    stream.end();
+  });
+
+  it('a stalled stream does not block another stream', async () => {
+    const stalled = pair.opener.open(HEAD);
+    const stalledRemote = await nextAccepted();
+    const stalledWrite = stalled.write(Buffer.alloc(1024 * 1024, 1)); // far beyond the window
+    assert.equal(stalledWrite, false);
+    const fast = pair.opener.open(HEAD);
+    const fastRemote = await nextAccepted();
+    const body = randomBytes(2 * 1024 * 1024);
+    fast.end(body);
+    const received = await collect(fastRemote.stream);
+    assert.equal(sha256([received]), sha256([body]));
+    assert.ok(stalledRemote.stream.bytesReceived <= WINDOW);
+    stalled.destroy();
+    fastRemote.stream.end();
+  });
+
+  it('RESET frees the stream on both ends at once and errors the peer', async () => {
+    const stream = pair.opener.open(HEAD);
+    const remote = await nextAccepted();
+    stream.write(Buffer.alloc(1000));
+    const closed = once(remote.stream, 'close');
+    let error: unknown;
+    remote.stream.on('error', (err) => (error = err));
+    stream.destroy();
+    await closed;
+    assert.ok(error instanceof StreamResetError);
+    assert.equal(pair.opener.streamCount, 0);
+    assert.equal(pair.acceptor.streamCount, 0);
+  });
+
+  it('a RESET after END keeps what was sent (stop sending, not drop)', async () => {
+    const stream = pair.opener.open(HEAD);
+    const remote = await nextAccepted();
+    remote.stream.sendHead({ status: 200, headers: [] });
+    remote.stream.end(Buffer.from('the whole answer'));
+    await once(remote.stream, 'finish');
+    remote.stream.destroy(); // the request body is unwanted
+    await sleep(50);
+    stream.write(Buffer.alloc(10_000)); // goes nowhere, must not fail
+    const body = await collect(stream);
+    assert.equal(body.toString(), 'the whole answer');
+  });
+
+  it('closing the WebSocket destroys every stream', async () => {
+    const local = await muxPair(WINDOW, () => {});
+    const a = local.opener.open(HEAD);
+    const b = local.opener.open(HEAD);
+    const closes = [once(a, 'close'), once(b, 'close')];
+    local.acceptor.close(1001, 'bye');
+    await Promise.all(closes);
+    assert.equal(local.opener.streamCount, 0);
+    await local.close();
+  });
+});
