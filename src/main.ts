@@ -7,7 +7,7 @@ import { BuildLogStore } from './build/build-logs.js';
 import { DeploymentLifecycle } from './build/lifecycle.js';
 import { reconcileWithEngine } from './build/reconcile.js';
 import { appUrl, type Config } from './config.js';
-import { openDatabase } from './db/database.js';
+import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
 import { bootstrapAdmin } from './domain/accounts.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
 import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
@@ -47,6 +47,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   });
   const db = await openDatabase({ file: path.join(config.dataDir, 'slipway.db') });
   const engine = options.engine ?? createDockerEngine(config.dockerHost);
+  const instanceId = await loadInstanceId(db);
   const store = new SourceStore(config.dataDir);
   await store.clearStaging();
   const buildLogs = new BuildLogStore(config.dataDir);
@@ -71,6 +72,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       engine,
       table,
       dataDir: config.dataDir,
+      instanceId,
       startupTimeoutMs: config.startupTimeoutMs,
       defaultMemoryBytes: config.defaultMemoryBytes,
       defaultNanoCpus: config.defaultNanoCpus,
@@ -90,6 +92,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     buildLogs,
     log,
     settings: {
+      instanceId,
       dataDir: config.dataDir,
       allowPrivateGit: config.allowPrivateGit,
       buildTimeoutMs: config.buildTimeoutMs,

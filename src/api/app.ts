@@ -37,8 +37,9 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
     logger: options.logger ?? false,
     trustProxy: false,
     bodyLimit: 1024 * 1024,
-    // Reject unknown fields instead of silently dropping them; keep types strict.
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: true } },
+    // Reject unknown fields instead of silently dropping them; never coerce types (a number is not a
+    // password). Query strings are therefore validated as strings (see schemas.ts).
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true, allErrors: true } },
   });
   installErrorHandlers(app);
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);

@@ -105,18 +105,35 @@ export const BuildSchema = Type.Object(
   { $id: 'Build' },
 );
 
+// Query strings are text and nothing is type-coerced (a body's 12345678 must not pass as a string), so
+// query parameters are validated as the strings they are and converted by the routes.
+const queryFlag = (description: string) =>
+  Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false'), Type.Literal('1'), Type.Literal('0')], { description }));
+
+/** Whether a query flag (`true`/`false`/`1`/`0`, validated by the schema) is set. */
+export const isFlagSet = (value: string | undefined): boolean => value === 'true' || value === '1';
+
+/** Most lines `tail` returns. */
+export const MAX_TAIL_LINES = 100_000;
+
 export const DeployQuery = Type.Object(
-  { wait: Type.Optional(Type.Boolean({ description: 'hold the response until the build ends' })) },
+  { wait: queryFlag('true: hold the response until the build ends') },
   { additionalProperties: false },
 );
+export type DeployQuery = Static<typeof DeployQuery>;
 export const FollowQuery = Type.Object(
-  { follow: Type.Optional(Type.Boolean()) },
+  { follow: queryFlag('true: stream until the build ends') },
   { additionalProperties: false },
 );
+export type FollowQuery = Static<typeof FollowQuery>;
 export const RuntimeLogsQuery = Type.Object(
-  { follow: Type.Optional(Type.Boolean()), tail: Type.Optional(Type.Integer({ minimum: 0, maximum: 100000 })) },
+  {
+    follow: queryFlag('true: stream new output'),
+    tail: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$', description: `the last N lines (at most ${MAX_TAIL_LINES})` })),
+  },
   { additionalProperties: false },
 );
+export type RuntimeLogsQuery = Static<typeof RuntimeLogsQuery>;
 export const RollbackBody = Type.Object({ build_id: Type.String() }, { additionalProperties: false });
 export type RollbackBody = Static<typeof RollbackBody>;
 

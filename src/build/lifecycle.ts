@@ -13,7 +13,7 @@ import type { DeploymentOperations } from '../domain/operations.js';
 import type { Principal } from '../domain/principal.js';
 import type { RoutingTable, Upstream } from '../proxy/routing-table.js';
 import type { ContainerEngine } from '../runtime/engine.js';
-import { EngineBuildError, LABEL_DEPLOYMENT, LABEL_MANAGED } from '../runtime/engine.js';
+import { EngineBuildError, LABEL_BUILD, LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED } from '../runtime/engine.js';
 import { fetchCommit, redactCredentials, resolveCommit } from '../source/git.js';
 import type { SourceStore } from '../source/source-store.js';
 import type { BuildLogStore } from './build-logs.js';
@@ -26,6 +26,8 @@ export interface Drainer {
 }
 
 export interface LifecycleSettings {
+  /** This installation's id (labels its engine objects). */
+  readonly instanceId: string;
   readonly dataDir: string;
   readonly allowPrivateGit: boolean;
   readonly buildTimeoutMs: number;
@@ -203,6 +205,10 @@ export class DeploymentLifecycle implements DeploymentOperations {
     });
   }
 
+  registered(deployment: { id: string; subdomain: string }): void {
+    this.#route(deployment.subdomain, deployment.id, 'starting');
+  }
+
   async runtimeLogs(
     principal: Principal,
     deploymentId: string,
@@ -323,7 +329,12 @@ export class DeploymentLifecycle implements DeploymentOperations {
           contextDir,
           dockerfile: dep.dockerfile_path,
           tag,
-          labels: { [LABEL_MANAGED]: 'true', [LABEL_DEPLOYMENT]: dep.id, 'dev.slipway.build': build.id },
+          labels: {
+            [LABEL_MANAGED]: 'true',
+            [LABEL_INSTANCE]: settings.instanceId,
+            [LABEL_DEPLOYMENT]: dep.id,
+            [LABEL_BUILD]: build.id,
+          },
           signal: buildSignal,
           onOutput: log,
         });
@@ -406,6 +417,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
 
   #target(dep: DeploymentRow, buildId: string, image: string) {
     return {
+      instanceId: this.#deps.settings.instanceId,
       deploymentId: dep.id,
       buildId,
       image,
@@ -507,7 +519,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
   /** Removes every container and image the engine holds for a deployment. */
   async #removeEngineObjects(deploymentId: string): Promise<void> {
     const { engine } = this.#deps;
-    const labels = { [LABEL_MANAGED]: 'true', [LABEL_DEPLOYMENT]: deploymentId };
+    const labels = { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: this.#deps.settings.instanceId, [LABEL_DEPLOYMENT]: deploymentId };
     for (const container of await engine.listContainers(labels)) await engine.removeContainer(container.id);
     for (const image of await engine.listImages(labels)) await engine.removeImage(image.id);
   }

@@ -5,7 +5,7 @@ import type { Db } from '../db/database.js';
 import { nowIso } from '../db/database.js';
 import type { RoutingTable } from '../proxy/routing-table.js';
 import type { ContainerEngine } from '../runtime/engine.js';
-import { LABEL_MANAGED } from '../runtime/engine.js';
+import { LABEL_INSTANCE, LABEL_MANAGED } from '../runtime/engine.js';
 import { startRelease } from './release.js';
 
 export interface ReconcileDeps {
@@ -13,6 +13,8 @@ export interface ReconcileDeps {
   readonly engine: ContainerEngine;
   readonly table: RoutingTable;
   readonly dataDir: string;
+  /** This installation's id: only engine objects carrying it are ours to remove. */
+  readonly instanceId: string;
   readonly startupTimeoutMs: number;
   readonly defaultMemoryBytes: number;
   readonly defaultNanoCpus: number;
@@ -57,6 +59,7 @@ export async function reconcileWithEngine(deps: ReconcileDeps): Promise<void> {
         info = await startRelease(
           engine,
           {
+            instanceId: deps.instanceId,
             deploymentId: dep.id,
             buildId: live.id,
             image: live.image_id,
@@ -83,14 +86,14 @@ export async function reconcileWithEngine(deps: ReconcileDeps): Promise<void> {
 
   // Engine objects labelled by Slipway that no live release or kept image accounts for.
   const knownContainers = new Set(builds.map((b) => b.container_id).filter((id): id is string => id !== null));
-  for (const container of await engine.listContainers({ [LABEL_MANAGED]: 'true' })) {
+  for (const container of await engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: deps.instanceId })) {
     if (!knownContainers.has(container.id)) {
       log('info', `removing unknown container ${container.name}`);
       await engine.removeContainer(container.id);
     }
   }
   const keptImages = new Set(builds.filter((b) => b.status === 'succeeded' && b.image_id !== null).map((b) => b.image_id));
-  for (const image of await engine.listImages({ [LABEL_MANAGED]: 'true' })) {
+  for (const image of await engine.listImages({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: deps.instanceId })) {
     if (!image.tags.some((tag) => keptImages.has(tag))) {
       log('info', `removing unknown image ${image.tags[0] ?? image.id}`);
       await engine.removeImage(image.id);

@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ContainerEngine, ContainerInfo } from '../runtime/engine.js';
-import { LABEL_BUILD, LABEL_DEPLOYMENT, LABEL_MANAGED, containerName } from '../runtime/engine.js';
+import { LABEL_BUILD, LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED, containerName } from '../runtime/engine.js';
 
 /** The port an app listens on: the image's single EXPOSEd port, else 8080 (decisions §5). */
 export async function appPort(engine: ContainerEngine, image: string): Promise<number> {
@@ -17,6 +17,8 @@ export class ReleaseError extends Error {
 }
 
 export interface ReleaseTarget {
+  /** The installation's id, labelled on the container. */
+  readonly instanceId: string;
   readonly deploymentId: string;
   readonly buildId: string;
   readonly image: string;
@@ -41,7 +43,12 @@ export async function startRelease(
     image: target.image,
     // A build can be released more than once (restart, rollback): names must not collide.
     name: `${containerName(target.deploymentId, target.buildId)}-${crypto.randomBytes(3).toString('hex')}`,
-    labels: { [LABEL_MANAGED]: 'true', [LABEL_DEPLOYMENT]: target.deploymentId, [LABEL_BUILD]: target.buildId },
+    labels: {
+      [LABEL_MANAGED]: 'true',
+      [LABEL_INSTANCE]: target.instanceId,
+      [LABEL_DEPLOYMENT]: target.deploymentId,
+      [LABEL_BUILD]: target.buildId,
+    },
     env: { PORT: String(port) },
     containerPort: port,
     memoryBytes: target.memoryBytes,
@@ -74,11 +81,9 @@ async function waitHealthy(
     signal.throwIfAborted();
     const info = await engine.inspectContainer(started.id);
     if (info === null) throw new ReleaseError('the container disappeared while starting');
-    if (!info.running && info.state !== 'created' && info.state !== 'restarting') {
+    // 'restarting' means it exited and the restart policy is bringing it back: a failed start.
+    if (!info.running && info.state !== 'created') {
       throw new ReleaseError(`the container exited with code ${info.exitCode ?? 'unknown'} before becoming healthy`);
-    }
-    if (info.state === 'restarting') {
-      throw new ReleaseError(`the container keeps exiting (last exit code ${info.exitCode ?? 'unknown'})`);
     }
     if (info.running && info.hostPort !== null) {
       // The engine's port proxy accepts connections even before the app listens, so a TCP connect

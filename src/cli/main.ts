@@ -1,16 +1,71 @@
 // The `slipway` program: `server` runs the platform; every other command is the client.
-import { Command } from 'commander';
+import { Command, CommanderError } from 'commander';
+import { CliError, EXIT_FAILURE, EXIT_USAGE } from './cli-error.js';
+import { processIo, type CliIo } from './cli-io.js';
+import { registerAppCommands } from './commands/app-commands.js';
+import { registerAuthCommands } from './commands/auth-commands.js';
+import { registerDeployCommand } from './commands/deploy-command.js';
+import { registerKeyCommands } from './commands/key-commands.js';
 import { runServer } from './server-command.js';
 
-/** Parses argv and runs the chosen command. */
-export async function runCli(argv: string[]): Promise<void> {
+/**
+ * Builds the whole program on `io`. Commands added to the result afterwards (e.g. `tunnel`)
+ * inherit the output and exit handling: throw a CliError to fail with a one-line message.
+ */
+export function buildProgram(io: CliIo): Command {
   const program = new Command('slipway')
     .description('Slipway: deploy apps from git or a folder, run them on Docker, expose local ports.')
-    .showHelpAfterError();
+    .showHelpAfterError('(add --help for usage)')
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => void io.stdout.write(text),
+      writeErr: (text) => void io.stderr.write(text),
+    })
+    .addHelpText(
+      'after',
+      `
+Getting started:
+  slipway login --url http://localhost:8080
+  slipway deploy ./my-app
+  slipway apps
+
+Environment: SLIPWAY_URL and SLIPWAY_API_KEY override the saved login. See docs/cli.md.`,
+    );
   program
     .command('server')
     .description('run the Slipway server (API, dashboard, app router and tunnels on one port)')
     .addHelpText('after', '\nConfiguration comes from SLIPWAY_* environment variables (see docs/configuration.md).\n\nExample:\n  SLIPWAY_PORT=8080 slipway server')
     .action(runServer);
-  await program.parseAsync(argv);
+  registerAuthCommands(program, io);
+  registerDeployCommand(program, io);
+  registerAppCommands(program, io);
+  registerKeyCommands(program, io);
+  return program;
+}
+
+/**
+ * Runs `argv` on `program` and returns the exit code: 0, 1 for a failure (printed as
+ * `error: message` on stderr), 2 for a usage error, 130 when interrupted.
+ */
+export async function runProgram(program: Command, argv: string[], io: CliIo): Promise<number> {
+  try {
+    await program.parseAsync(argv);
+    return 0;
+  } catch (err) {
+    // Commander has already printed its own message (or the help).
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : EXIT_USAGE;
+    if (err instanceof CliError) {
+      io.stderr.write(`error: ${err.message}\n`);
+      return err.exitCode;
+    }
+    io.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+    return EXIT_FAILURE;
+  }
+}
+
+/** Parses argv and runs the chosen command on the real process; sets the exit code. */
+export async function runCli(argv: string[]): Promise<void> {
+  const io = processIo();
+  const code = await runProgram(buildProgram(io), argv, io);
+  if (code !== 0) process.exitCode = code;
 }

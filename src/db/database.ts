@@ -5,12 +5,15 @@ import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, SqliteDialect, type Migration, type MigrationProvider } from 'kysely';
 import type { Database } from './schema.js';
 import * as initial from './migrations/2026-11-21-001-initial.js';
+import * as instance from './migrations/2026-11-21-002-instance.js';
+import crypto from 'node:crypto';
 
 export type Db = Kysely<Database>;
 
 /** Migrations in date order; a migration, once released, never changes. */
 const MIGRATIONS: Record<string, Migration> = {
   '2026-11-21-001-initial': initial,
+  '2026-11-21-002-instance': instance,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
@@ -42,3 +45,15 @@ export function isUniqueViolation(err: unknown): boolean {
 
 /** The current time as the ISO 8601 UTC string every timestamp column holds. */
 export const nowIso = (): string => new Date().toISOString();
+
+/**
+ * This installation's id, created on first use. Engine objects carry it as a label, so two
+ * installations sharing one engine never remove each other's containers.
+ */
+export async function instanceId(db: Db): Promise<string> {
+  const row = await db.selectFrom('instance').select('id').executeTakeFirst();
+  if (row !== undefined) return row.id;
+  const id = crypto.randomUUID();
+  await db.insertInto('instance').values({ id, created_at: nowIso() }).onConflict((oc) => oc.doNothing()).execute();
+  return (await db.selectFrom('instance').select('id').executeTakeFirstOrThrow()).id;
+}

@@ -76,7 +76,14 @@ export interface TunnelsTable {
   connected_at: string;
 }
 
+/** One row: this installation's id (engine objects are labelled with it). */
+export interface InstanceTable {
+  id: string;
+  created_at: string;
+}
+
 export interface Database {
+  instance: InstanceTable;
   users: UsersTable;
   sessions: SessionsTable;
   api_keys: ApiKeysTable;

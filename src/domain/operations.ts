@@ -14,6 +14,8 @@ export interface DeploymentOperations {
   rollback(principal: Principal, deploymentId: string, buildId: string): Promise<{ message: string }>;
   /** Removes the deployment with its containers, images, sources and logs; frees the subdomain. */
   remove(principal: Principal, deploymentId: string): Promise<void>;
+  /** A deployment was created: it gets a route (not served until its first release). */
+  registered(deployment: { id: string; subdomain: string }): void;
   /** The live container's output. */
   runtimeLogs(
     principal: Principal,

@@ -363,7 +363,7 @@ function refusalPage(host: string, route: Route | undefined): Page {
   if (route.kind === 'tunnel') return unavailablePage(host, 'no tunnel client is connected');
   switch (route.state) {
     case 'starting':
-      return unavailablePage(host, 'the app is starting');
+      return unavailablePage(host, 'the app is not running yet (starting or never deployed)');
     case 'failed':
       return unavailablePage(host, 'the app failed to start');
     default:

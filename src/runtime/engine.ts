@@ -2,6 +2,8 @@
 
 /** "true" on every image and container Slipway creates. */
 export const LABEL_MANAGED = 'dev.slipway.managed';
+/** The installation (database) an image or container belongs to. */
+export const LABEL_INSTANCE = 'dev.slipway.instance';
 /** The deployment id an image or container belongs to. */
 export const LABEL_DEPLOYMENT = 'dev.slipway.deployment';
 /** The build id an image or container was made from. */

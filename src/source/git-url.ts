@@ -52,6 +52,10 @@ export function validateRepoUrl(value: string, options: { allowFile?: boolean } 
     return 'repo_url must start with https://, http://, ssh:// or be like git@host:path';
   }
 
+  // Only plain host characters between "://" and the path: no percent-encoding or tricks a parser could read differently.
+  const authority = value.slice(value.indexOf('://') + 3).split(/[/?#]/, 1)[0] ?? '';
+  if (!/^[a-z0-9._~@:[\]-]+$/i.test(authority)) return 'repo_url host part contains a character that is not allowed';
+
   let url: URL;
   try {
     url = new URL(value);

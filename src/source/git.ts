@@ -104,7 +104,11 @@ function validationError(message: string): DomainError {
  * Checks the URL's syntax and where it points; returns the addresses its host resolved to (empty when
  * allowPrivate skipped the lookup) so callers can pin git to them.
  */
-async function checkRepo(repoUrl: string, allowPrivate: boolean): Promise<{ target: RepoTarget; addresses: string[] }> {
+async function checkRepo(
+  repoUrl: string,
+  allowPrivate: boolean,
+  limits?: { timeoutMs: number; signal?: AbortSignal | undefined },
+): Promise<{ target: RepoTarget; addresses: string[] }> {
   const problem = validateRepoUrl(repoUrl, { allowFile: allowPrivate });
   if (problem !== null) throw validationError(problem);
   const target = parseTarget(repoUrl);
@@ -112,8 +116,9 @@ async function checkRepo(repoUrl: string, allowPrivate: boolean): Promise<{ targ
   if (target.scheme === 'file') throw validationError('repo_url must not be a file:// URL');
   let results: { address: string }[];
   try {
-    results = await lookup(target.host, { all: true, verbatim: true });
-  } catch {
+    results = await withLimits(lookup(target.host, { all: true, verbatim: true }), `resolving "${target.host}"`, limits);
+  } catch (err) {
+    if (err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError')) throw err;
     throw validationError(`repo_url host "${target.host}" could not be resolved`);
   }
   if (results.length === 0) throw validationError(`repo_url host "${target.host}" could not be resolved`);
@@ -121,6 +126,36 @@ async function checkRepo(repoUrl: string, allowPrivate: boolean): Promise<{ targ
     throw validationError(`repo_url host "${target.host}" is on a loopback, private or reserved network`);
   }
   return { target, addresses: results.map((r) => r.address) };
+}
+
+/** Settles like `promise`, but rejects early on timeout or abort (getaddrinfo itself cannot be cancelled). */
+async function withLimits<T>(
+  promise: Promise<T>,
+  what: string,
+  limits: { timeoutMs: number; signal?: AbortSignal | undefined } | undefined,
+): Promise<T> {
+  if (limits === undefined) return promise;
+  const { timeoutMs, signal } = limits;
+  if (signal?.aborted === true) throw abortError(what);
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          const error = new Error(`${what} timed out after ${Math.round(timeoutMs / 1000)}s`);
+          error.name = 'TimeoutError';
+          reject(error);
+        }, timeoutMs);
+        onAbort = () => reject(abortError(what));
+        signal?.addEventListener('abort', onAbort, { once: true });
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+    if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
+  }
 }
 
 /**
@@ -234,7 +269,9 @@ function runGit(args: string[], run: RunOptions): Promise<string> {
     };
     const timer = setTimeout(() => {
       kill();
-      finish(new Error(`${what} timed out after ${Math.round(run.timeoutMs / 1000)}s`));
+      const error = new Error(`${what} timed out after ${Math.round(run.timeoutMs / 1000)}s`);
+      error.name = 'TimeoutError';
+      finish(error);
     }, run.timeoutMs);
     run.signal?.addEventListener('abort', onAbort, { once: true });
 
@@ -305,7 +342,7 @@ export async function resolveCommit(
     const problem = validateBranchName(branch);
     if (problem !== null) throw validationError(problem);
   }
-  const { target, addresses } = await checkRepo(repoUrl, options.allowPrivate);
+  const { target, addresses } = await checkRepo(repoUrl, options.allowPrivate, options);
   const patterns = branch === undefined ? ['HEAD'] : [`refs/heads/${branch}`];
   const args = [...gitConfigArgs(options, target, addresses), 'ls-remote', '--symref', '--', repoUrl, ...patterns];
   // cwd "/" so no repository (and no repository config) around the server's working directory is read.
@@ -352,7 +389,7 @@ export async function fetchCommit(
     const problem = validateBranchName(options.branch);
     if (problem !== null) throw validationError(problem);
   }
-  const { target, addresses } = await checkRepo(repoUrl, options.allowPrivate);
+  const { target, addresses } = await checkRepo(repoUrl, options.allowPrivate, options);
   await mkdir(destDir, { recursive: true });
   if ((await readdir(destDir)).length > 0) throw new Error('the directory to fetch into is not empty');
 

@@ -13,6 +13,8 @@ export const ADMIN_PASSWORD = 'admin-password-1';
 /** Root of the compiled project (dist/..), to find bin/slipway.js. */
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
+type FetchBody = NonNullable<NonNullable<Parameters<typeof fetch>[1]>['body']>;
+
 export interface HttpResult {
   status: number;
   headers: Headers;
@@ -27,14 +29,14 @@ export interface RequestOptions {
   body?: unknown;
   headers?: Record<string, string>;
   /** Raw body (sent as-is). */
-  raw?: BodyInit;
+  raw?: FetchBody;
 }
 
 /** Sends one HTTP request to `baseUrl + path` and reads the whole answer. */
 export async function request(baseUrl: string, method: string, urlPath: string, options: RequestOptions = {}): Promise<HttpResult> {
   const headers: Record<string, string> = { ...(options.headers ?? {}) };
   if (options.token !== undefined) headers['authorization'] = `Bearer ${options.token}`;
-  let body: BodyInit | undefined = options.raw;
+  let body: FetchBody | undefined = options.raw;
   if (options.body !== undefined) {
     headers['content-type'] ??= 'application/json';
     body = JSON.stringify(options.body);

@@ -164,6 +164,15 @@ describe('extractArchive: rejected archives', () => {
     await assertRejected([{ path: '../outside/pwned.txt', content: 'x' }], /"\.\.\/outside\/pwned\.txt" contains a "\.\." segment/);
     await assertRejected([{ path: 'a/../../outside/pwned.txt', content: 'x' }], /contains a "\.\." segment/);
     await assertRejected([{ path: '..\\outside\\pwned.txt', content: 'x' }], /contains a "\.\." segment/);
+    // The path a pax header or a GNU long-name header substitutes is the one checked.
+    await assertRejected([{ path: 'safe.txt', content: 'x', pax: { path: '../outside/pwned.txt' } }], /"\.\.\/outside\/pwned\.txt" contains a "\.\." segment/);
+    await assertRejected(
+      [
+        { path: '././@LongLink', typeflag: 'L', content: '../outside/pwned.txt\0' },
+        { path: 'safe.txt', content: 'x' },
+      ],
+      /"\.\.\/outside\/pwned\.txt" contains a "\.\." segment/,
+    );
   });
 
   it('rejects absolute paths, POSIX and Windows forms', async () => {
@@ -378,7 +387,7 @@ describe('extractArchive: rejected archives', () => {
     const whole = makeTarGz([{ path: 'a.txt', content: randomBytes(20_000) }]);
     await assertRejected(whole.subarray(0, Math.floor(whole.length / 2)), /not a valid gzip stream/);
     const corrupt = Buffer.from(whole);
-    corrupt.writeUInt32LE(corrupt.readUInt32LE(corrupt.length - 8) ^ 0xffffffff, corrupt.length - 8); // CRC32
+    corrupt.writeUInt32LE(~corrupt.readUInt32LE(corrupt.length - 8) >>> 0, corrupt.length - 8); // flip the CRC32
     await assertRejected(corrupt, /not a valid gzip stream/);
   });
 
@@ -411,8 +420,22 @@ describe('extractArchive: other behaviour', () => {
     const controller = new AbortController();
     const reason = new Error('deleted');
     const running = extractArchive(box.archive, box.dest, LIMITS, controller.signal);
-    setImmediate(() => controller.abort(reason));
-    await assert.rejects(running, (err) => err === reason);
+    let seen = 0;
+    const poll = setInterval(() => {
+      void fs.readdir(box.dest).then(
+        (names) => {
+          seen = Math.max(seen, names.length);
+          if (names.length >= 3) controller.abort(reason); // some files written, most not yet
+        },
+        () => undefined,
+      );
+    }, 1);
+    try {
+      await assert.rejects(running, (err) => err === reason);
+    } finally {
+      clearInterval(poll);
+    }
+    assert.ok(seen >= 3 && seen < files.length, `aborted mid-archive (saw ${seen} files)`);
     await assertUntouched(box);
   });
 

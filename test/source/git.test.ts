@@ -80,6 +80,9 @@ describe('validateRepoUrl', () => {
       'https://',
       'https://github.com',
       'host:path',
+      'https://%31%32%37.0.0.1/app.git',
+      'ssh://git@exa%6dple.com/app.git',
+      'https://exa_mple.com!/app.git',
       `https://example.com/${'a'.repeat(2100)}`,
     ];
     for (const url of bad) {

@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import { getBuildRow, isBuildFinished, listBuilds, presentBuild } from '../../domain/builds.js';
 import type { ApiDeps } from '../app.js';
 import { principalOf } from '../authenticate.js';
-import { BuildParams, FollowQuery, IdParams, errorResponses } from '../schemas.js';
+import { BuildParams, FollowQuery, IdParams, errorResponses, isFlagSet } from '../schemas.js';
 import { clientGone, sendText } from './deployment-routes.js';
 
 export const buildRoutes =
@@ -29,7 +29,7 @@ export const buildRoutes =
       async (request) => presentBuild((await getBuildRow(deps.db, principalOf(request), request.params.id, request.params.build_id)).build),
     );
 
-    app.get<{ Params: { id: string; build_id: string }; Querystring: { follow?: boolean } }>(
+    app.get<{ Params: { id: string; build_id: string }; Querystring: FollowQuery }>(
       '/deployments/:id/builds/:build_id/logs',
       {
         schema: {
@@ -42,7 +42,7 @@ export const buildRoutes =
       },
       async (request, reply) => {
         const { deployment, build } = await getBuildRow(deps.db, principalOf(request), request.params.id, request.params.build_id);
-        const follow = request.query.follow === true;
+        const follow = isFlagSet(request.query.follow);
         const chunks = deps.buildLogs.read(deployment.id, build.id, {
           ...(follow ? { isFinished: () => isBuildFinished(deps.db, build.id) } : {}),
           signal: clientGone(reply),

@@ -26,6 +26,8 @@ import {
   RuntimeLogsQuery,
   UploadResponse,
   errorResponses,
+  isFlagSet,
+  MAX_TAIL_LINES,
 } from '../schemas.js';
 
 type IdRequest = { Params: { id: string } };
@@ -87,6 +89,7 @@ export const deploymentRoutes =
       },
       async (request, reply) => {
         const row = await createDeployment(deploymentDeps, principalOf(request), request.body);
+        deps.operations.registered(row);
         const view = row.source_type === 'archive' ? presentCreatedArchive(row) : presentDeployment(row, urlFor);
         return reply.code(201).send(view);
       },
@@ -150,7 +153,7 @@ export const deploymentRoutes =
         ),
     );
 
-    app.post<IdRequest & { Querystring: { wait?: boolean } }>(
+    app.post<IdRequest & { Querystring: DeployQuery }>(
       '/deployments/:id/deploy',
       {
         schema: {
@@ -162,7 +165,7 @@ export const deploymentRoutes =
         },
       },
       async (request, reply) => {
-        const wait = request.query.wait === true;
+        const wait = isFlagSet(request.query.wait);
         const build = await deps.operations.deploy(principalOf(request), request.params.id, {
           wait,
           signal: clientGone(reply),
@@ -200,7 +203,7 @@ export const deploymentRoutes =
       async (request) => deps.operations.rollback(principalOf(request), request.params.id, request.body.build_id),
     );
 
-    app.get<IdRequest & { Querystring: { tail?: number; follow?: boolean } }>(
+    app.get<IdRequest & { Querystring: RuntimeLogsQuery }>(
       '/deployments/:id/logs',
       {
         schema: {
@@ -213,8 +216,8 @@ export const deploymentRoutes =
       },
       async (request, reply) => {
         const chunks = await deps.operations.runtimeLogs(principalOf(request), request.params.id, {
-          tail: request.query.tail,
-          follow: request.query.follow === true,
+          tail: request.query.tail === undefined ? undefined : Math.min(Number(request.query.tail), MAX_TAIL_LINES),
+          follow: isFlagSet(request.query.follow),
           signal: clientGone(reply),
         });
         return sendText(reply, chunks);

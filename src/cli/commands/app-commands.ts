@@ -1,0 +1,224 @@
+// Commands on deployed apps: apps, status, builds, logs, stop, restart, rollback, rm.
+import { InvalidArgumentError, type Command } from 'commander';
+import type { ApiClient } from '../api-client.js';
+import type { Build, Deployment, MessageAnswer } from '../api-types.js';
+import { CliError } from '../cli-error.js';
+import type { CliIo } from '../cli-io.js';
+import { connect, withInterrupt, withJson, type JsonOption } from '../command-context.js';
+import { ago, printFields, printJson, printTable, shortId } from '../output.js';
+import { createPrompter } from '../prompt.js';
+import { resolveApp, resolveBuild } from '../resolve-app.js';
+
+const APP_HELP = 'APP is the app\'s name, subdomain or id.';
+
+/** Parses a non-negative whole number option. */
+function wholeNumber(raw: string): number {
+  if (!/^\d+$/.test(raw)) throw new InvalidArgumentError('expected a whole number');
+  return Number(raw);
+}
+
+/** Registers the app commands on `program`. */
+export function registerAppCommands(program: Command, io: CliIo): void {
+  const run = (body: (client: ApiClient, signal: AbortSignal) => Promise<void>): Promise<void> =>
+    withInterrupt(io, async (signal) => body(await connect(io, signal), signal));
+
+  withJson(program.command('apps').alias('ls').description('list your apps'))
+    .addHelpText('after', '\nExamples:\n  slipway apps\n  slipway apps --json')
+    .action((options: JsonOption) =>
+      run(async (client) => {
+        const apps = await client.request<Deployment[]>('GET', '/api/v1/deployments');
+        if (options.json === true) return printJson(io.stdout, apps);
+        if (apps.length === 0) return void io.stdout.write('No apps yet: deploy a folder with `slipway deploy`.\n');
+        printTable(io.stdout, apps, [
+          { header: 'name', value: (d) => d.name },
+          { header: 'subdomain', value: (d) => d.subdomain },
+          { header: 'status', value: (d) => d.status },
+          { header: 'url', value: (d) => d.url ?? '-' },
+          { header: 'updated', value: (d) => ago(d.updated_at) },
+        ]);
+      }),
+    );
+
+  withJson(program.command('status').argument('<app>').description("show an app's state, URL and latest build"))
+    .addHelpText('after', `\n${APP_HELP}\n\nExamples:\n  slipway status hello\n  slipway status hello --json`)
+    .action((ref: string, options: JsonOption) =>
+      run(async (client) => {
+        const app = await resolveApp(client, ref);
+        const full = await client.request<Deployment>('GET', `/api/v1/deployments/${app.id}`);
+        const [latest] = await client.request<Build[]>('GET', `/api/v1/deployments/${app.id}/builds`);
+        if (options.json === true) return printJson(io.stdout, full);
+        printFields(io.stdout, [
+          ['name', full.name],
+          ['id', full.id],
+          ['status', full.status],
+          ['url', full.url ?? '-'],
+          ['source', full.source_type === 'git' ? `${full.repo_url ?? ''}${full.branch ? ` (${full.branch})` : ''}` : 'uploaded folder'],
+          ['dockerfile', full.dockerfile_path ?? 'Dockerfile'],
+          ['live build', shortId(full.live_build_id)],
+          ['latest build', latest === undefined ? '-' : `${shortId(latest.id)} ${latest.status} ${ago(latest.started_at)}`],
+          ['created', full.created_at],
+          ['updated', full.updated_at],
+        ]);
+        if (latest?.status === 'failed' && latest.error) io.stdout.write(`\nlatest build failed: ${latest.error.trim().split('\n').pop() ?? ''}\n`);
+      }),
+    );
+
+  withJson(program.command('builds').argument('<app>').description("list an app's builds, newest first"))
+    .addHelpText('after', `\n${APP_HELP} The live build is marked with *.\n\nExamples:\n  slipway builds hello\n  slipway builds hello --json`)
+    .action((ref: string, options: JsonOption) =>
+      run(async (client) => {
+        const app = await resolveApp(client, ref);
+        const builds = await client.request<Build[]>('GET', `/api/v1/deployments/${app.id}/builds`);
+        if (options.json === true) return printJson(io.stdout, builds);
+        if (builds.length === 0) return void io.stdout.write(`${app.name} has no builds yet.\n`);
+        printTable(io.stdout, builds, [
+          { header: 'id', value: (b) => `${shortId(b.id)}${b.id === app.live_build_id ? '*' : ''}` },
+          { header: 'status', value: (b) => b.status },
+          { header: 'started', value: (b) => ago(b.started_at) },
+          { header: 'duration', value: (b) => duration(b) },
+          { header: 'error', value: (b) => truncate(b.error?.trim().split('\n').pop() ?? '', 60) },
+        ]);
+      }),
+    );
+
+  withJson(
+    program
+      .command('logs')
+      .argument('<app>')
+      .description("print an app's output (or a build's log with --build)")
+      .option('-f, --follow', 'keep printing new output until Ctrl-C (or until the build ends)')
+      .option('--build <id>', 'print the log of this build (id or a unique prefix) instead')
+      .option('--tail <n>', 'only the last N lines of the app output', wholeNumber),
+  )
+    .addHelpText(
+      'after',
+      `\n${APP_HELP} With --json, each line is printed as a JSON object {"line": "..."}.\n\nExamples:\n  slipway logs hello\n  slipway logs hello -f --tail 100\n  slipway logs hello --build 3f2a9c1e`,
+    )
+    .action((ref: string, options: JsonOption & { follow?: boolean; build?: string; tail?: number }) =>
+      run(async (client) => {
+        const app = await resolveApp(client, ref);
+        const query = new URLSearchParams();
+        if (options.follow === true) query.set('follow', 'true');
+        let path: string;
+        if (options.build !== undefined) {
+          if (options.tail !== undefined) throw new CliError('--tail applies to the app output, not to --build logs', { exitCode: 2 });
+          const build = await resolveBuild(client, app, options.build);
+          path = `/api/v1/deployments/${app.id}/builds/${build.id}/logs`;
+        } else {
+          if (options.tail !== undefined) query.set('tail', String(options.tail));
+          path = `/api/v1/deployments/${app.id}/logs`;
+        }
+        const qs = query.toString();
+        await copyStream(io, client.stream(qs === '' ? path : `${path}?${qs}`), options.json === true);
+      }),
+    );
+
+  for (const action of ['stop', 'restart'] as const) {
+    withJson(
+      program
+        .command(action)
+        .argument('<app>')
+        .description(action === 'stop' ? 'stop an app (cancels a build in flight)' : "restart an app's live release"),
+    )
+      .addHelpText('after', `\n${APP_HELP}\n\nExample:\n  slipway ${action} hello`)
+      .action((ref: string, options: JsonOption) =>
+        run(async (client) => {
+          const app = await resolveApp(client, ref);
+          const answer = await client.request<MessageAnswer>('POST', `/api/v1/deployments/${app.id}/${action}`, { timeoutMs: 120_000 });
+          if (options.json === true) return printJson(io.stdout, answer);
+          io.stdout.write(`${answer.message}\n`);
+        }),
+      );
+  }
+
+  withJson(
+    program
+      .command('rollback')
+      .argument('<app>')
+      .argument('[build_id]', 'the build to serve again (default: the succeeded build before the live one)')
+      .description('serve an earlier succeeded build again'),
+  )
+    .addHelpText('after', `\n${APP_HELP} BUILD_ID may be the id or a unique prefix (see \`slipway builds\`).\n\nExamples:\n  slipway rollback hello\n  slipway rollback hello 3f2a9c1e`)
+    .action((ref: string, buildRef: string | undefined, options: JsonOption) =>
+      run(async (client) => {
+        const app = await resolveApp(client, ref);
+        const build = buildRef === undefined ? await previousBuild(client, app) : await resolveBuild(client, app, buildRef);
+        const answer = await client.request<MessageAnswer>('POST', `/api/v1/deployments/${app.id}/rollback`, {
+          body: { build_id: build.id },
+          timeoutMs: 120_000,
+        });
+        if (options.json === true) return printJson(io.stdout, answer);
+        io.stdout.write(`${answer.message}\n`);
+        if (app.url !== undefined) io.stdout.write(`${app.url}\n`);
+      }),
+    );
+
+  withJson(
+    program
+      .command('rm')
+      .alias('delete')
+      .argument('<app>')
+      .description('delete an app with its containers, images, sources and logs')
+      .option('-y, --yes', 'do not ask for confirmation'),
+  )
+    .addHelpText('after', `\n${APP_HELP} Without --yes, asks for confirmation (reads a "y" line when stdin is not a terminal).\n\nExamples:\n  slipway rm hello\n  slipway rm hello --yes`)
+    .action((ref: string, options: JsonOption & { yes?: boolean }) =>
+      run(async (client, signal) => {
+        const app = await resolveApp(client, ref);
+        if (options.yes !== true) {
+          const prompter = createPrompter(io, signal);
+          let answer: string;
+          try {
+            answer = await prompter.ask(`Delete ${app.name} (${app.url ?? app.subdomain}) with its builds and logs? [y/N] `);
+          } catch (err) {
+            if (err instanceof CliError && err.exitCode !== 1) throw err;
+            answer = '';
+          } finally {
+            prompter.close();
+          }
+          if (!/^y(es)?$/i.test(answer.trim())) throw new CliError('not deleted (answer "y" to confirm, or pass --yes)');
+        }
+        await client.request('DELETE', `/api/v1/deployments/${app.id}`, { timeoutMs: 120_000 });
+        if (options.json === true) return printJson(io.stdout, { deleted: app.id });
+        io.stdout.write(`Deleted ${app.name}.\n`);
+      }),
+    );
+}
+
+/** The newest succeeded build older than the live one. */
+async function previousBuild(client: ApiClient, app: Deployment): Promise<Build> {
+  const builds = await client.request<Build[]>('GET', `/api/v1/deployments/${app.id}/builds`);
+  const live = builds.findIndex((b) => b.id === app.live_build_id);
+  if (app.live_build_id === null || app.live_build_id === undefined || live === -1) {
+    throw new CliError(`${app.name} has no live build to roll back from: name a build (see \`slipway builds ${app.subdomain}\`)`);
+  }
+  const earlier = builds.slice(live + 1).find((b) => b.status === 'succeeded');
+  if (earlier === undefined) throw new CliError(`${app.name} has no succeeded build before the live one (${shortId(app.live_build_id)})`);
+  return earlier;
+}
+
+/** Copies a text stream to stdout (as JSON lines with `json`). */
+export async function copyStream(io: CliIo, chunks: AsyncIterable<string>, json: boolean): Promise<void> {
+  let pending = '';
+  for await (const chunk of chunks) {
+    if (!json) {
+      if (!io.stdout.write(chunk)) await new Promise((resolve) => io.stdout.once('drain', resolve));
+      continue;
+    }
+    pending += chunk;
+    const lines = pending.split('\n');
+    pending = lines.pop() ?? '';
+    for (const line of lines) io.stdout.write(`${JSON.stringify({ line })}\n`);
+  }
+  if (json && pending !== '') io.stdout.write(`${JSON.stringify({ line: pending })}\n`);
+}
+
+function duration(build: Build): string {
+  if (build.finished_at === null) return build.status === 'building' ? 'running' : '-';
+  const ms = Date.parse(build.finished_at) - Date.parse(build.started_at);
+  return Number.isNaN(ms) ? '-' : `${(ms / 1000).toFixed(1)}s`;
+}
+
+function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}

@@ -1,0 +1,196 @@
+// Command: deploy — pack a folder, upload it, build and release it, following the build log.
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Command } from 'commander';
+import type { ApiClient } from '../api-client.js';
+import type { Build, Deployment, UploadAnswer } from '../api-types.js';
+import { CliError, EXIT_USAGE } from '../cli-error.js';
+import type { CliIo } from '../cli-io.js';
+import { connect, withInterrupt, withJson, type JsonOption } from '../command-context.js';
+import { printJson, shortId } from '../output.js';
+import { LINK_FILE, packFolder } from '../pack.js';
+import { Progress, formatBytes } from '../progress.js';
+import { readProjectLink, writeProjectLink } from '../project-link.js';
+import { copyStream } from './app-commands.js';
+
+interface DeployOptions extends JsonOption {
+  name?: string;
+  subdomain?: string;
+  dockerfile?: string;
+  /** False with --no-follow. */
+  follow: boolean;
+}
+
+/** Registers `deploy` on `program`. */
+export function registerDeployCommand(program: Command, io: CliIo): void {
+  withJson(
+    program
+      .command('deploy')
+      .argument('[dir]', 'the folder to deploy', '.')
+      .description('deploy a folder: upload it, build its Dockerfile and serve it')
+      .option('--name <name>', 'app name when creating it (default: the folder name)')
+      .option('--subdomain <label>', 'subdomain when creating it (default: a slug of the name)')
+      .option('--dockerfile <path>', 'Dockerfile path inside the folder (default: Dockerfile)')
+      .option('--no-follow', 'return once the build has started, printing its id'),
+  )
+    .addHelpText(
+      'after',
+      `
+The first deploy of a folder creates the app and remembers it in DIR/${LINK_FILE} (commit
+that file to deploy to the same app from elsewhere); later deploys reuse it.
+
+What is uploaded: the folder as tar.gz, minus what .dockerignore excludes (or .gitignore when
+there is no .dockerignore), minus .git and ${LINK_FILE}. Symbolic links are uploaded as links
+only when they stay inside the folder; links pointing outside are skipped with a warning and
+never followed.
+
+Examples:
+  slipway deploy
+  slipway deploy ./my-app --subdomain my-app
+  slipway deploy . --dockerfile docker/Dockerfile.prod
+  slipway deploy --no-follow --json`,
+    )
+    .action((dir: string, options: DeployOptions) => withInterrupt(io, (signal) => deploy(io, dir, options, signal)));
+}
+
+/** A DNS label from a name: `My App!` → `my-app`. */
+export function slugify(name: string): string {
+  const slug = name
+    .toLowerCase()
+    .normalize('NFKD')
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 63)
+    .replace(/-+$/, '');
+  return slug === '' ? 'app' : slug;
+}
+
+function relativeDockerfile(raw: string): string {
+  const posix = raw.replace(/\\/g, '/').replace(/^(\.\/)+/, '');
+  if (posix === '' || posix.startsWith('/') || posix.split('/').includes('..')) {
+    throw new CliError(`--dockerfile must be a path inside the folder, got "${raw}"`, { exitCode: EXIT_USAGE });
+  }
+  return posix;
+}
+
+async function deploy(io: CliIo, dirArg: string, options: DeployOptions, signal: AbortSignal): Promise<void> {
+  const dir = path.resolve(io.cwd, dirArg);
+  if (!(await stat(dir).then((s) => s.isDirectory(), () => false))) throw new CliError(`${dir} is not a folder`, { exitCode: EXIT_USAGE });
+  const dockerfileOption = options.dockerfile === undefined ? undefined : relativeDockerfile(options.dockerfile);
+  const client = await connect(io, signal);
+  const note = (text: string): void => void io.stderr.write(`${text}\n`);
+
+  const app = await findOrCreateApp(client, dir, options, dockerfileOption, note);
+  const dockerfile = dockerfileOption ?? app.dockerfile_path ?? 'Dockerfile';
+  // A different --dockerfile on an existing app is sent as the upload's `dockerfile` part.
+  const override = dockerfileOption !== undefined && dockerfileOption !== (app.dockerfile_path ?? 'Dockerfile');
+  const dockerfileText = await readFile(path.join(dir, dockerfile), 'utf8').catch(() => {
+    throw new CliError(`no ${dockerfile} in ${dir}: add one, or name it with --dockerfile PATH`);
+  });
+
+  const tmp = await mkdtemp(path.join(os.tmpdir(), 'slipway-upload-'));
+  let upload: UploadAnswer;
+  try {
+    const archive = path.join(tmp, 'source.tar.gz');
+    const packing = new Progress(io.stderr, 'packed');
+    const packed = await packFolder(dir, archive, {
+      dockerfile,
+      signal,
+      onWarning: (text) => note(`warning: ${text}`),
+      onProgress: (bytes) => packing.update(bytes),
+    });
+    packing.finish(false);
+    note(`Packed ${packed.entries} entries of ${dir} into ${formatBytes(packed.bytes)}${packed.ignoreFile === undefined ? '' : ` (honouring ${packed.ignoreFile})`}`);
+    const uploading = new Progress(io.stderr, 'uploaded', packed.bytes);
+    upload = await client.upload<UploadAnswer>(`/api/v1/deployments/${app.id}/upload`, {
+      file: archive,
+      size: packed.bytes,
+      ...(override ? { dockerfile: dockerfileText } : {}),
+      onProgress: (sent) => uploading.update(sent),
+    });
+    uploading.finish();
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+
+  const started = await client.request<Build>('POST', `/api/v1/deployments/${app.id}/deploy`);
+  if (!options.follow) {
+    if (options.json === true) return printJson(io.stdout, { deployment: app, upload, build: started });
+    io.stdout.write(`${started.id}\n`);
+    note(`Build ${shortId(started.id)} started: follow it with \`slipway logs ${app.subdomain} --build ${shortId(started.id)} -f\``);
+    return;
+  }
+  note(`Building ${app.name} (build ${shortId(started.id)})…`);
+  const logOut = options.json === true ? { ...io, stdout: io.stderr } : io;
+  await copyStream(logOut, client.stream(`/api/v1/deployments/${app.id}/builds/${started.id}/logs?follow=true`), false);
+  const build = await waitForBuild(client, app.id, started.id, signal);
+  const deployment = await client.request<Deployment>('GET', `/api/v1/deployments/${app.id}`);
+  if (options.json === true) printJson(io.stdout, { deployment, upload, build });
+  if (build.status !== 'succeeded') {
+    // The log above already showed the whole output; the error's last line says what broke.
+    const lines = (build.error ?? '').split('\n').map((line) => line.trim()).filter((line) => line !== '');
+    const why = lines.at(-1) ?? '';
+    const more = lines.length > 1 ? ` (full log: slipway logs ${deployment.subdomain} --build ${shortId(build.id)})` : '';
+    throw new CliError(`build ${shortId(build.id)} ${build.status}${why === '' ? '' : `: ${why}`}${more}`);
+  }
+  if (options.json !== true) {
+    note(`Deployed ${deployment.name} (build ${shortId(build.id)}).`);
+    io.stdout.write(`${deployment.url ?? deployment.subdomain}\n`);
+  }
+}
+
+/** The deployment DIR/slipway.json names on this server, or a new archive deployment (then linked). */
+async function findOrCreateApp(
+  client: ApiClient,
+  dir: string,
+  options: DeployOptions,
+  dockerfile: string | undefined,
+  note: (text: string) => void,
+): Promise<Deployment> {
+  const link = await readProjectLink(dir);
+  if (link !== undefined && link.server === client.url) {
+    try {
+      const app = await client.request<Deployment>('GET', `/api/v1/deployments/${link.deployment_id}`);
+      if ((options.name !== undefined && options.name !== app.name) || (options.subdomain !== undefined && options.subdomain !== app.subdomain)) {
+        note(`note: --name and --subdomain apply only when creating an app; ${LINK_FILE} links this folder to ${app.name} (${app.subdomain})`);
+      }
+      return app;
+    } catch (err) {
+      if (!(err instanceof CliError) || err.status !== 404) throw err;
+      note(`note: the app in ${LINK_FILE} (${link.deployment_id}) no longer exists; creating a new one`);
+    }
+  } else if (link !== undefined) {
+    note(`note: ${LINK_FILE} links this folder to an app on ${link.server}; creating one on ${client.url}`);
+  }
+  const effectiveDockerfile = dockerfile ?? 'Dockerfile';
+  if (!(await stat(path.join(dir, effectiveDockerfile)).then((s) => s.isFile(), () => false))) {
+    throw new CliError(`no ${effectiveDockerfile} in ${dir}: add one, or name it with --dockerfile PATH`);
+  }
+  const name = options.name ?? path.basename(dir);
+  const subdomain = options.subdomain ?? slugify(name);
+  let created: Deployment;
+  try {
+    created = await client.request<Deployment>('POST', '/api/v1/deployments', {
+      body: { name, subdomain, source_type: 'archive', dockerfile_path: effectiveDockerfile },
+    });
+  } catch (err) {
+    if (err instanceof CliError && (err.code === 'subdomain_taken' || err.code === 'validation_error') && options.subdomain === undefined) {
+      throw new CliError(`${err.message} (choose one with --subdomain)`, { code: err.code, ...(err.status === undefined ? {} : { status: err.status }) });
+    }
+    throw err;
+  }
+  await writeProjectLink(dir, { deployment_id: created.id, server: client.url });
+  note(`Created app ${created.name} at subdomain ${created.subdomain}; linked in ${path.join(dir, LINK_FILE)}`);
+  return { ...created, dockerfile_path: effectiveDockerfile };
+}
+
+/** Polls a build until it is no longer `building` (the followed log normally ends exactly then). */
+async function waitForBuild(client: ApiClient, appId: string, buildId: string, signal: AbortSignal): Promise<Build> {
+  for (;;) {
+    const build = await client.request<Build>('GET', `/api/v1/deployments/${appId}/builds/${buildId}`);
+    if (build.status !== 'building') return build;
+    await sleep(500, undefined, { signal });
+  }
+}

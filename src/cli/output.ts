@@ -1,0 +1,49 @@
+// Printing results: JSON for scripts, aligned tables and key/value blocks for people.
+import type { OutStream } from './cli-io.js';
+
+/** Prints `value` as pretty JSON (the API's answer, unchanged). */
+export function printJson(out: OutStream, value: unknown): void {
+  out.write(`${JSON.stringify(value ?? null, null, 2)}\n`);
+}
+
+export interface Column<T> {
+  readonly header: string;
+  readonly value: (row: T) => string;
+}
+
+/** Prints rows as a table with an upper-case header and columns padded to their widest cell. */
+export function printTable<T>(out: OutStream, rows: readonly T[], columns: ReadonlyArray<Column<T>>): void {
+  const cells = [columns.map((c) => c.header.toUpperCase()), ...rows.map((row) => columns.map((c) => oneLine(c.value(row))))];
+  const widths = columns.map((_, i) => Math.max(...cells.map((line) => line[i]?.length ?? 0)));
+  for (const line of cells) {
+    out.write(`${line.map((cell, i) => (i === line.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('  ').trimEnd()}\n`);
+  }
+}
+
+/** Prints `label: value` lines with the values aligned. */
+export function printFields(out: OutStream, fields: ReadonlyArray<readonly [string, string]>): void {
+  const width = Math.max(...fields.map(([label]) => label.length)) + 1;
+  for (const [label, value] of fields) out.write(`${`${label}:`.padEnd(width)} ${oneLine(value)}\n`);
+}
+
+/** `3m ago`, `2h ago`, `5d ago`; the date itself past a month; `-` for null. */
+export function ago(iso: string | null | undefined, now: number = Date.now()): string {
+  if (iso === null || iso === undefined) return '-';
+  const then = Date.parse(iso);
+  if (Number.isNaN(then)) return iso;
+  const seconds = Math.max(0, Math.round((now - then) / 1000));
+  if (seconds < 60) return `${seconds}s ago`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m ago`;
+  if (seconds < 86_400) return `${Math.floor(seconds / 3600)}h ago`;
+  if (seconds < 30 * 86_400) return `${Math.floor(seconds / 86_400)}d ago`;
+  return iso.slice(0, 10);
+}
+
+/** The first 8 characters of an id, as `git` shortens hashes. */
+export function shortId(id: string | null | undefined): string {
+  return id === null || id === undefined ? '-' : id.slice(0, 8);
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, ' ');
+}

@@ -1,0 +1,298 @@
+// API tests: archive upload — success, the dockerfile part, size limits, every archive attack leaving the previous upload intact.
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { after, before, describe, test } from 'node:test';
+import SQLite from 'better-sqlite3';
+import { assertError } from '../helpers/api-assert.js';
+import { buildMultipart, uploadBody, type MultipartBody } from '../helpers/multipart.js';
+import { startTestServer, type HttpResult, type TestServer } from '../helpers/server.js';
+import { makeTar, makeTarGz, type TarEntrySpec } from '../helpers/tar-fixtures.js';
+
+let counter = 0;
+const fresh = (label: string): string => `${label}-${process.pid}-${(counter += 1)}`;
+
+/** A small valid source; its Dockerfile fails at once, so a deploy ends quickly without pulling anything. */
+const BASELINE: TarEntrySpec[] = [
+  { path: 'app/', type: 'dir' },
+  { path: 'app/index.js', content: 'console.log("v1")\n' },
+  { path: 'Dockerfile', content: 'FROM scratch\nCOPY does-not-exist /x\n' },
+];
+
+/** Everything under a directory: relative path → kind and content digest. */
+function tree(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (rel: string): void => {
+    for (const name of fs.readdirSync(path.join(dir, rel))) {
+      const r = path.join(rel, name);
+      const st = fs.lstatSync(path.join(dir, r));
+      if (st.isDirectory()) {
+        out[r] = 'dir';
+        walk(r);
+      } else if (st.isSymbolicLink()) out[r] = `link:${fs.readlinkSync(path.join(dir, r))}`;
+      else out[r] = `file:${crypto.createHash('sha256').update(fs.readFileSync(path.join(dir, r))).digest('hex')}`;
+    }
+  };
+  if (fs.existsSync(dir)) walk('');
+  return out;
+}
+
+function uploadRow(dataDir: string, id: string): { upload_id: string | null; upload_size: number | null; upload_sha256: string | null } {
+  const db = new SQLite(path.join(dataDir, 'slipway.db'), { readonly: true });
+  try {
+    return db.prepare('SELECT upload_id, upload_size, upload_sha256 FROM deployments WHERE id = ?').get(id) as ReturnType<typeof uploadRow>;
+  } finally {
+    db.close();
+  }
+}
+
+function sendUpload(s: TestServer, token: string, id: string, body: MultipartBody): Promise<HttpResult> {
+  return s.request('POST', `/api/v1/deployments/${id}/upload`, { token, raw: body.body, headers: { 'content-type': body.contentType } });
+}
+
+/** The whole observable state of a deployment's upload: files on disk and the database row. */
+function uploadState(s: TestServer, id: string): { files: Record<string, string>; row: ReturnType<typeof uploadRow> } {
+  return { files: tree(path.join(s.dataDir, 'uploads', id)), row: uploadRow(s.dataDir, id) };
+}
+
+/** Asserts nothing was left in staging and nothing appeared beside the data directory's own entries. */
+function assertNoStrayFiles(s: TestServer): void {
+  assert.deepEqual(fs.readdirSync(path.join(s.dataDir, 'tmp')), [], 'staging is empty');
+}
+
+describe('upload', () => {
+  let s: TestServer;
+  let user: Awaited<ReturnType<TestServer['newUser']>>;
+  before(async () => {
+    s = await startTestServer();
+    user = await s.newUser('uploader');
+  });
+  after(async () => {
+    await s.close();
+  });
+
+  const createArchive = async (extra: object = {}): Promise<string> => {
+    const res = await s.request('POST', '/api/v1/deployments', { token: user.token, body: { name: 'up', subdomain: fresh('up'), source_type: 'archive', ...extra } });
+    assert.equal(res.status, 201, res.text);
+    return res.json.id as string;
+  };
+
+  test('deploy with nothing uploaded is 409 invalid_state', async () => {
+    const id = await createArchive();
+    assertError(await s.request('POST', `/api/v1/deployments/${id}/deploy`, { token: user.token }), 409, 'invalid_state');
+    const builds = await s.request('GET', `/api/v1/deployments/${id}/builds`, { token: user.token });
+    assert.deepEqual(builds.json, []);
+    assert.equal((await s.request('GET', `/api/v1/deployments/${id}`, { token: user.token })).json.status, 'pending');
+  });
+
+  test('upload answers 200 {status: "uploaded", size} with size the archive length; the source is extracted', async () => {
+    const id = await createArchive();
+    const archive = makeTarGz(BASELINE);
+    const res = await sendUpload(s, user.token, id, uploadBody(archive));
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(res.json, { status: 'uploaded', size: archive.length });
+    const uploads = fs.readdirSync(path.join(s.dataDir, 'uploads', id));
+    assert.equal(uploads.length, 1);
+    const src = path.join(s.dataDir, 'uploads', id, uploads[0] as string, 'src');
+    assert.equal(fs.readFileSync(path.join(src, 'app/index.js'), 'utf8'), 'console.log("v1")\n');
+    const row = uploadRow(s.dataDir, id);
+    assert.equal(row.upload_size, archive.length);
+    assert.equal(row.upload_sha256, crypto.createHash('sha256').update(archive).digest('hex'));
+    assertNoStrayFiles(s);
+
+    // A second upload replaces the first, which is removed.
+    const v2 = makeTarGz([{ path: 'app/index.js', content: 'console.log("v2")\n' }]);
+    const res2 = await sendUpload(s, user.apiKey, id, uploadBody(v2));
+    assert.deepEqual(res2.json, { status: 'uploaded', size: v2.length });
+    const after = fs.readdirSync(path.join(s.dataDir, 'uploads', id));
+    assert.equal(after.length, 1);
+    assert.notEqual(after[0], uploads[0]);
+    assert.equal(fs.readFileSync(path.join(s.dataDir, 'uploads', id, after[0] as string, 'src/app/index.js'), 'utf8'), 'console.log("v2")\n');
+  });
+
+  test('the dockerfile part is written at dockerfile_path inside the source, replacing any file there', async () => {
+    const id = await createArchive({ dockerfile_path: 'build/Dockerfile' });
+    const archive = makeTarGz([...BASELINE, { path: 'build/', type: 'dir' }, { path: 'build/Dockerfile', content: 'FROM old\n' }]);
+    const dockerfile = 'FROM busybox\nCMD ["echo", "hi"]\n';
+    const res = await sendUpload(s, user.token, id, uploadBody(archive, dockerfile));
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.json.size, archive.length, 'size counts the archive only');
+    const [upload] = fs.readdirSync(path.join(s.dataDir, 'uploads', id));
+    const src = path.join(s.dataDir, 'uploads', id, upload as string, 'src');
+    assert.equal(fs.readFileSync(path.join(src, 'build/Dockerfile'), 'utf8'), dockerfile);
+    assert.equal(fs.readFileSync(path.join(src, 'Dockerfile'), 'utf8'), 'FROM scratch\nCOPY does-not-exist /x\n', 'other files untouched');
+
+    // Into a directory the archive does not have: it is created.
+    const id2 = await createArchive({ dockerfile_path: 'deploy/docker/Dockerfile' });
+    const res2 = await sendUpload(s, user.token, id2, uploadBody(makeTarGz(BASELINE), dockerfile));
+    assert.equal(res2.status, 200, res2.text);
+    const [upload2] = fs.readdirSync(path.join(s.dataDir, 'uploads', id2));
+    assert.equal(fs.readFileSync(path.join(s.dataDir, 'uploads', id2, upload2 as string, 'src/deploy/docker/Dockerfile'), 'utf8'), dockerfile);
+  });
+
+  test('the dockerfile part never writes through a symlink in the archive', async () => {
+    const id = await createArchive();
+    const archive = makeTarGz([{ path: 'real.txt', content: 'keep me\n' }, { path: 'Dockerfile', type: 'symlink', linkpath: 'real.txt' }]);
+    const res = await sendUpload(s, user.token, id, uploadBody(archive, 'FROM scratch\n'));
+    assert.equal(res.status, 200, res.text);
+    const [upload] = fs.readdirSync(path.join(s.dataDir, 'uploads', id));
+    const src = path.join(s.dataDir, 'uploads', id, upload as string, 'src');
+    assert.equal(fs.readFileSync(path.join(src, 'real.txt'), 'utf8'), 'keep me\n');
+    assert.ok(!fs.lstatSync(path.join(src, 'Dockerfile')).isSymbolicLink());
+    assert.equal(fs.readFileSync(path.join(src, 'Dockerfile'), 'utf8'), 'FROM scratch\n');
+  });
+
+  test('every bad archive or body is 400 validation_error and the previous upload stays as it was', async () => {
+    const id = await createArchive();
+    const baseline = makeTarGz(BASELINE);
+    assert.equal((await sendUpload(s, user.token, id, uploadBody(baseline))).status, 200);
+    const before = uploadState(s, id);
+    const gz = makeTarGz(BASELINE);
+    const cases: Array<[string, MultipartBody]> = [
+      ['../ traversal', uploadBody(makeTarGz([{ path: '../evil.txt', content: 'x' }]))],
+      ['inner ../ traversal', uploadBody(makeTarGz([{ path: 'a/../../evil.txt', content: 'x' }]))],
+      ['absolute path', uploadBody(makeTarGz([{ path: '/tmp/slipway-evil.txt', content: 'x' }]))],
+      ['symlink out (relative)', uploadBody(makeTarGz([{ path: 'out', type: 'symlink', linkpath: '../../../../etc' }]))],
+      ['symlink out (absolute)', uploadBody(makeTarGz([{ path: 'passwd', type: 'symlink', linkpath: '/etc/passwd' }]))],
+      ['symlink then write through it', uploadBody(makeTarGz([{ path: 'd', type: 'symlink', linkpath: '..' }, { path: 'd/evil.txt', content: 'x' }]))],
+      ['hardlink out (absolute)', uploadBody(makeTarGz([{ path: 'hl', type: 'hardlink', linkpath: '/etc/passwd' }]))],
+      ['hardlink out (relative)', uploadBody(makeTarGz([{ path: 'hl', type: 'hardlink', linkpath: '../../slipway.db' }]))],
+      ['char device', uploadBody(makeTarGz([{ path: 'null', type: 'char' }]))],
+      ['block device', uploadBody(makeTarGz([{ path: 'sda', type: 'block' }]))],
+      ['FIFO', uploadBody(makeTarGz([{ path: 'fifo', type: 'fifo' }]))],
+      ['not gzip (plain tar)', uploadBody(makeTar(BASELINE))],
+      ['not gzip (text)', uploadBody(Buffer.from('hello, this is not an archive\n'))],
+      ['gzip of not a tar', uploadBody(gzipSync(Buffer.from('plain text, gzipped, but no tar headers\n'.repeat(50))))],
+      ['gzip of a gzip', uploadBody(gzipSync(gz))],
+      ['truncated gzip', uploadBody(gz.subarray(0, Math.floor(gz.length / 2)))],
+      ['empty archive part', uploadBody(Buffer.alloc(0))],
+      ['missing archive part', buildMultipart([{ name: 'dockerfile', content: 'FROM scratch\n' }])],
+      ['no parts', buildMultipart([])],
+      ['unexpected field part', buildMultipart([{ name: 'archive', filename: 'a.tar.gz', content: baseline }, { name: 'extra', content: 'x' }])],
+      ['unexpected file part', buildMultipart([{ name: 'archive', filename: 'a.tar.gz', content: baseline }, { name: 'other', filename: 'o.bin', content: 'x' }])],
+      ['unexpected part first', buildMultipart([{ name: 'extra', content: 'x' }, { name: 'archive', filename: 'a.tar.gz', content: baseline }])],
+      ['two archive parts', buildMultipart([{ name: 'archive', filename: 'a.tar.gz', content: baseline }, { name: 'archive', filename: 'b.tar.gz', content: baseline }])],
+      ['archive sent as a field', buildMultipart([{ name: 'archive', content: 'not a file' }])],
+    ];
+    for (const [what, body] of cases) {
+      const res = await sendUpload(s, user.token, id, body);
+      assertError(res, 400, 'validation_error', what);
+      assert.deepEqual(uploadState(s, id), before, `${what}: the previous upload changed`);
+      assertNoStrayFiles(s);
+    }
+    assert.ok(!fs.existsSync('/tmp/slipway-evil.txt'));
+    assert.ok(!fs.existsSync(path.join(s.dataDir, 'uploads', 'evil.txt')) && !fs.existsSync(path.join(s.dataDir, 'evil.txt')));
+
+    // A deploy still uses the previous upload: the build's commit_sha is that archive's SHA-256.
+    const deploy = await s.request('POST', `/api/v1/deployments/${id}/deploy`, { token: user.token });
+    assert.equal(deploy.status, 202, deploy.text);
+    assert.equal(deploy.json.commit_sha, crypto.createHash('sha256').update(baseline).digest('hex'));
+    assert.equal(deploy.json.status, 'building');
+    assert.equal(deploy.json.finished_at, null);
+    assert.equal((await s.request('DELETE', `/api/v1/deployments/${id}`, { token: user.token })).status, 204);
+  });
+
+  test('a git deployment refuses uploads with 400 validation_error', async () => {
+    const res = await s.request('POST', '/api/v1/deployments', { token: user.token, body: { name: 'g', subdomain: fresh('git'), repo_url: 'https://example.com/r' } });
+    const up = await sendUpload(s, user.token, res.json.id, uploadBody(makeTarGz(BASELINE)));
+    assertError(up, 400, 'validation_error');
+    assert.deepEqual(uploadState(s, res.json.id), { files: {}, row: { upload_id: null, upload_size: null, upload_sha256: null } });
+  });
+
+  test('a body that is not multipart is 415 unsupported_media_type', async () => {
+    const id = await createArchive();
+    const archive = makeTarGz(BASELINE);
+    for (const [contentType, raw] of [
+      ['application/gzip', archive],
+      ['application/octet-stream', archive],
+      ['application/json', Buffer.from('{"archive":"x"}')],
+      ['text/plain', Buffer.from('hello')],
+    ] as const) {
+      const res = await s.request('POST', `/api/v1/deployments/${id}/upload`, { token: user.token, raw, headers: { 'content-type': contentType } });
+      assertError(res, 415, 'unsupported_media_type', contentType);
+    }
+    assert.deepEqual(uploadState(s, id).files, {});
+  });
+
+  test("another user's deployment is 404 and its upload is untouched", async () => {
+    const id = await createArchive();
+    assert.equal((await sendUpload(s, user.token, id, uploadBody(makeTarGz(BASELINE)))).status, 200);
+    const before = uploadState(s, id);
+    const other = await s.newUser('intruder');
+    for (const token of [other.token, other.apiKey]) {
+      assertError(await sendUpload(s, token, id, uploadBody(makeTarGz([{ path: 'pwned', content: 'x' }]))), 404, 'not_found');
+    }
+    assert.deepEqual(uploadState(s, id), before);
+  });
+
+  test('uploads need credentials', async () => {
+    const id = await createArchive();
+    const body = uploadBody(makeTarGz(BASELINE));
+    const res = await s.request('POST', `/api/v1/deployments/${id}/upload`, { raw: body.body, headers: { 'content-type': body.contentType } });
+    assertError(res, 401, 'unauthorized');
+    assert.deepEqual(uploadState(s, id).files, {});
+  });
+});
+
+describe('upload limits', () => {
+  let s: TestServer;
+  let user: Awaited<ReturnType<TestServer['newUser']>>;
+  const MAX_UPLOAD = 16 * 1024;
+  before(async () => {
+    s = await startTestServer({ SLIPWAY_MAX_UPLOAD_BYTES: String(MAX_UPLOAD), SLIPWAY_MAX_EXPANDED_BYTES: '65536', SLIPWAY_MAX_ARCHIVE_ENTRIES: '20' });
+    user = await s.newUser('limits');
+  });
+  after(async () => {
+    await s.close();
+  });
+
+  test('over the size, expanded-size and entry limits: refused, previous upload intact', async () => {
+    const res = await s.request('POST', '/api/v1/deployments', { token: user.token, body: { name: 'l', subdomain: fresh('lim'), source_type: 'archive' } });
+    const id = res.json.id as string;
+    const baseline = makeTarGz(BASELINE);
+    assert.equal((await sendUpload(s, user.token, id, uploadBody(baseline))).status, 200);
+    const before = uploadState(s, id);
+
+    // Random bytes do not compress: just over the limit, and far over it (refused from Content-Length).
+    const justOver = makeTarGz([{ path: 'noise.bin', content: crypto.randomBytes(MAX_UPLOAD) }]);
+    assert.ok(justOver.length > MAX_UPLOAD && justOver.length < MAX_UPLOAD + 2048);
+    assertError(await sendUpload(s, user.token, id, uploadBody(justOver)), 413, 'payload_too_large', 'just over');
+    assert.deepEqual(uploadState(s, id), before);
+    const farOver = makeTarGz([{ path: 'noise.bin', content: crypto.randomBytes(3 * 1024 * 1024) }]);
+    assertError(await sendUpload(s, user.token, id, uploadBody(farOver)), 413, 'payload_too_large', 'far over');
+    assert.deepEqual(uploadState(s, id), before);
+
+    // Just under the limit is accepted (checked last, once the refusals are done).
+    const exact = makeTarGz([{ path: 'noise.bin', content: crypto.randomBytes(MAX_UPLOAD - 2000) }]);
+    assert.ok(exact.length <= MAX_UPLOAD);
+
+    const bomb = makeTarGz([{ path: 'zeros.bin', content: Buffer.alloc(4 * 1024 * 1024) }]);
+    assert.ok(bomb.length < MAX_UPLOAD, 'the bomb is small compressed');
+    assertError(await sendUpload(s, user.token, id, uploadBody(bomb)), 400, 'validation_error', 'expanded size');
+    assert.deepEqual(uploadState(s, id), before);
+
+    const lying = makeTarGz([{ path: 'small.bin', content: 'x', size: 10 * 1024 * 1024 }]);
+    assertError(await sendUpload(s, user.token, id, uploadBody(lying)), 400, 'validation_error', 'declared size');
+    assert.deepEqual(uploadState(s, id), before);
+
+    const many = makeTarGz(Array.from({ length: 50 }, (_, i) => ({ path: `f${i}.txt`, content: 'x' })));
+    assertError(await sendUpload(s, user.token, id, uploadBody(many)), 400, 'validation_error', 'entry count');
+    assert.deepEqual(uploadState(s, id), before);
+    assertNoStrayFiles(s);
+
+    const ok = await sendUpload(s, user.token, id, uploadBody(exact));
+    assert.equal(ok.status, 200, ok.text);
+    assert.equal(ok.json.size, exact.length);
+  });
+
+  test('a JSON body over 1 MiB is 413 payload_too_large', async () => {
+    const res = await s.request('POST', '/api/v1/deployments', {
+      token: user.token,
+      body: { name: 'x'.repeat(1024 * 1024 + 10), subdomain: fresh('big'), source_type: 'archive' },
+    });
+    assertError(res, 413, 'payload_too_large');
+    assert.deepEqual((await s.request('GET', '/api/v1/deployments', { token: user.token })).json.length, 1);
+  });
+});
