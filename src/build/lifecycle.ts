@@ -316,6 +316,8 @@ export class DeploymentLifecycle implements DeploymentOperations {
             branch: build.source_ref,
             onOutput: log,
           });
+          // The repository's history is not part of the app: keep it out of the build context.
+          await fsp.rm(path.join(workDir, '.git'), { recursive: true, force: true });
           contextDir = workDir;
         } else {
           contextDir = this.#deps.store.sourceDir(dep.id, build.source_ref);

@@ -21,7 +21,7 @@ export class Progress {
   readonly #out: OutStream;
   readonly #label: string;
   readonly #total: number | undefined;
-  readonly #started = Date.now();
+  readonly #started: number;
   readonly #now: () => number;
   #current = 0;
   #lastDraw = 0;
@@ -32,7 +32,8 @@ export class Progress {
     this.#label = label;
     this.#total = total;
     this.#now = now;
-    this.#lastDraw = now();
+    this.#started = now();
+    this.#lastDraw = this.#started;
   }
 
   /** Records progress; redraws at most every 100 ms on a TTY, every 2 s otherwise. */

@@ -118,23 +118,20 @@ describe('mux', () => {
 
   it('carries a head, a response head and bodies both ways, intact', async () => {
     const stream = pair.opener.open(HEAD);
+    const closed = once(stream, 'close');
     const remote = await nextAccepted();
     assert.deepEqual(remote.head, HEAD);
     // The acceptor echoes whatever it reads, after a HEAD.
     remote.stream.sendHead({ status: 200, headers: ['X', 'y'] });
     const echoed = pipeline(remote.stream, remote.stream);
     const body = randomBytes(3 * 1024 * 1024 + 17);
-    const [head] = await Promise.all([
-      once(stream, 'head'),
-      (async () => {
-        stream.end(body);
-      })(),
-    ]);
-    assert.deepEqual(head[0], { status: 200, headers: ['X', 'y'] });
+    const head = once(stream, 'head');
+    stream.end(body);
+    assert.deepEqual((await head)[0], { status: 200, headers: ['X', 'y'] });
     const received = await collect(stream);
     await echoed;
     assert.equal(sha256([received]), sha256([body]));
-    await once(stream, 'close');
+    await closed;
     await sleep(10);
     assert.equal(pair.opener.streamCount, 0);
     assert.equal(pair.acceptor.streamCount, 0);

@@ -1,0 +1,169 @@
+// API tests: one user's objects are invisible to another (404 on every endpoint, never listed), and the builds read side.
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { assertError } from '../helpers/api-assert.js';
+import { uploadBody } from '../helpers/multipart.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { makeTarGz } from '../helpers/tar-fixtures.js';
+
+type User = Awaited<ReturnType<TestServer['newUser']>>;
+
+/** A source whose image build fails at once (nothing to pull), so a build ends in seconds. */
+const FAILING_SOURCE = makeTarGz([{ path: 'Dockerfile', content: 'FROM scratch\nCOPY does-not-exist /x\n' }]);
+
+describe('isolation between users', () => {
+  let s: TestServer;
+  let a: User;
+  let b: User;
+  let deploymentId: string;
+  let buildId: string;
+  let keyId: string;
+  let bDeploymentId: string;
+
+  before(async () => {
+    s = await startTestServer();
+    a = await s.newUser('alice');
+    b = await s.newUser('bob');
+    const dep = await s.request('POST', '/api/v1/deployments', {
+      token: a.token,
+      body: { name: 'alice app', subdomain: `alice-${process.pid}`, source_type: 'archive' },
+    });
+    assert.equal(dep.status, 201, dep.text);
+    deploymentId = dep.json.id;
+    const body = uploadBody(FAILING_SOURCE);
+    const up = await s.request('POST', `/api/v1/deployments/${deploymentId}/upload`, { token: a.token, raw: body.body, headers: { 'content-type': body.contentType } });
+    assert.equal(up.status, 200, up.text);
+    // ?wait=true holds the answer until the build ends: here, 500 build_failed.
+    const deploy = await s.request('POST', `/api/v1/deployments/${deploymentId}/deploy?wait=true`, { token: a.token });
+    assertError(deploy, 500, 'build_failed', 'wait=true on a failing build');
+    const builds = await s.request('GET', `/api/v1/deployments/${deploymentId}/builds`, { token: a.token });
+    assert.equal(builds.json.length, 1);
+    buildId = builds.json[0].id;
+    const key = await s.request('POST', '/api/v1/api-keys', { token: a.token, body: { name: 'alice key' } });
+    keyId = key.json.api_key.id;
+    const mine = await s.request('POST', '/api/v1/deployments', { token: b.token, body: { name: 'bob app', subdomain: `bob-${process.pid}`, source_type: 'archive' } });
+    bDeploymentId = mine.json.id;
+  });
+  after(async () => {
+    await s.close();
+  });
+
+  /** Everything A can see of A's objects. */
+  async function snapshotA(): Promise<unknown> {
+    const get = async (p: string): Promise<unknown> => {
+      const res = await s.request('GET', p, { token: a.token });
+      return { status: res.status, body: res.json ?? res.text };
+    };
+    return {
+      deployment: await get(`/api/v1/deployments/${deploymentId}`),
+      list: await get('/api/v1/deployments'),
+      builds: await get(`/api/v1/deployments/${deploymentId}/builds`),
+      build: await get(`/api/v1/deployments/${deploymentId}/builds/${buildId}`),
+      logs: await get(`/api/v1/deployments/${deploymentId}/builds/${buildId}/logs`),
+      keys: (await s.request('GET', '/api/v1/api-keys', { token: a.token })).json.map((k: { id: string; name: string }) => [k.id, k.name]),
+    };
+  }
+
+  test("every endpoint answers 404 not_found for another user's objects, and changes nothing", async () => {
+    const before = await snapshotA();
+    const upload = uploadBody(makeTarGz([{ path: 'Dockerfile', content: 'FROM busybox\n' }]));
+    const d = `/api/v1/deployments/${deploymentId}`;
+    const cases: Array<[string, string, Parameters<TestServer['request']>[2]]> = [
+      ['GET', d, {}],
+      ['POST', `${d}/upload`, { raw: upload.body, headers: { 'content-type': upload.contentType } }],
+      ['POST', `${d}/deploy`, {}],
+      ['POST', `${d}/deploy?wait=true`, {}],
+      ['POST', `${d}/stop`, {}],
+      ['POST', `${d}/restart`, {}],
+      ['POST', `${d}/rollback`, { body: { build_id: buildId } }],
+      ['GET', `${d}/builds`, {}],
+      ['GET', `${d}/builds/${buildId}`, {}],
+      ['GET', `${d}/builds/${buildId}/logs`, {}],
+      ['GET', `${d}/builds/${buildId}/logs?follow=true`, {}],
+      ['GET', `${d}/logs`, {}],
+      ['GET', `${d}/logs?tail=10&follow=true`, {}],
+      ['DELETE', d, {}],
+      ['DELETE', `/api/v1/api-keys/${keyId}`, {}],
+      // B's own deployment with A's build.
+      ['GET', `/api/v1/deployments/${bDeploymentId}/builds/${buildId}`, {}],
+      ['GET', `/api/v1/deployments/${bDeploymentId}/builds/${buildId}/logs`, {}],
+      ['POST', `/api/v1/deployments/${bDeploymentId}/rollback`, { body: { build_id: buildId } }],
+    ];
+    for (const [method, urlPath, options] of cases) {
+      for (const token of [b.token, b.apiKey]) {
+        const res = await s.request(method, urlPath, { ...options, token });
+        assertError(res, 404, 'not_found', `${method} ${urlPath}`);
+        assert.ok(!res.text.includes(deploymentId) && !res.text.includes('alice'), `${method} ${urlPath} reveals A's object`);
+      }
+    }
+    // A missing object gets the same answer as A's.
+    const missing = await s.request('GET', `/api/v1/deployments/${crypto.randomUUID()}`, { token: b.token });
+    const theirs = await s.request('GET', d, { token: b.token });
+    assert.deepEqual(theirs.json, missing.json);
+    assert.deepEqual(await snapshotA(), before, "A's objects changed");
+    assert.equal((await s.request('GET', '/api/v1/users/me', { token: a.apiKey })).status, 200);
+  });
+
+  test("list endpoints never show another user's objects", async () => {
+    const deployments = await s.request('GET', '/api/v1/deployments', { token: b.token });
+    assert.deepEqual(deployments.json.map((x: { id: string }) => x.id), [bDeploymentId]);
+    const keys = await s.request('GET', '/api/v1/api-keys', { token: b.apiKey });
+    assert.ok(!keys.json.some((k: { id: string }) => k.id === keyId));
+    assert.equal(keys.json.length, 1);
+    assert.deepEqual((await s.request('GET', `/api/v1/deployments/${bDeploymentId}/builds`, { token: b.token })).json, []);
+    assert.deepEqual((await s.request('GET', '/api/v1/tunnels', { token: b.token })).json, []);
+    for (const res of [deployments, keys]) assert.ok(!res.text.includes('alice'));
+  });
+
+  test('the admin has no special access to users\' deployments', async () => {
+    assertError(await s.request('GET', `/api/v1/deployments/${deploymentId}`, { token: s.adminToken }), 404, 'not_found');
+    assert.ok(!(await s.request('GET', '/api/v1/deployments', { token: s.adminToken })).json.some((x: { id: string }) => x.id === deploymentId));
+  });
+
+  test('builds read side: list, one, logs; unknown build ids are 404', async () => {
+    const list = await s.request('GET', `/api/v1/deployments/${deploymentId}/builds`, { token: a.token });
+    assert.equal(list.status, 200);
+    const [build] = list.json;
+    assert.equal(build.id, buildId);
+    assert.equal(build.deployment_id, deploymentId);
+    assert.equal(build.status, 'failed');
+    assert.equal(build.commit_sha, crypto.createHash('sha256').update(FAILING_SOURCE).digest('hex'));
+    assert.ok(build.finished_at !== null && Date.parse(build.finished_at) >= Date.parse(build.started_at));
+    assert.equal(typeof build.error, 'string');
+    const one = await s.request('GET', `/api/v1/deployments/${deploymentId}/builds/${buildId}`, { token: a.token });
+    assert.deepEqual(one.json, build);
+    const logs = await s.request('GET', `/api/v1/deployments/${deploymentId}/builds/${buildId}/logs`, { token: a.token });
+    assert.equal(logs.status, 200);
+    assert.match(logs.headers.get('content-type') ?? '', /^text\/plain/);
+    assert.ok(logs.text.length > 0);
+    const followed = await s.request('GET', `/api/v1/deployments/${deploymentId}/builds/${buildId}/logs?follow=true`, { token: a.token });
+    assert.equal(followed.text, logs.text, 'following a finished build ends at once');
+    assert.equal((await s.request('GET', `/api/v1/deployments/${deploymentId}`, { token: a.token })).json.status, 'failed');
+
+    for (const id of [crypto.randomUUID(), 'not-a-uuid']) {
+      const res = await s.request('GET', `/api/v1/deployments/${deploymentId}/builds/${id}`, { token: a.token });
+      assertError(res, 404, 'not_found', id);
+      assert.match(res.json.message, /build/i);
+      assertError(await s.request('GET', `/api/v1/deployments/${deploymentId}/builds/${id}/logs`, { token: a.token }), 404, 'not_found');
+      assertError(await s.request('POST', `/api/v1/deployments/${deploymentId}/rollback`, { token: a.token, body: { build_id: id } }), 404, 'not_found');
+    }
+    // A failed build cannot be rolled back to; a deployment that never ran has no logs.
+    assertError(await s.request('POST', `/api/v1/deployments/${deploymentId}/rollback`, { token: a.token, body: { build_id: buildId } }), 409, 'invalid_state');
+    assertError(await s.request('GET', `/api/v1/deployments/${bDeploymentId}/logs`, { token: b.token }), 409, 'invalid_state');
+    assertError(await s.request('GET', `/api/v1/deployments/${deploymentId}/logs?tail=abc`, { token: a.token }), 400, 'validation_error');
+    assertError(await s.request('POST', `/api/v1/deployments/${deploymentId}/deploy?wait=maybe`, { token: a.token }), 400, 'validation_error');
+  });
+
+  test('a new deployment has no builds; pending deployments refuse stop, restart and rollback', async () => {
+    assert.deepEqual((await s.request('GET', `/api/v1/deployments/${bDeploymentId}/builds`, { token: b.token })).json, []);
+    for (const action of ['stop', 'restart']) {
+      assertError(await s.request('POST', `/api/v1/deployments/${bDeploymentId}/${action}`, { token: b.token }), 409, 'invalid_state', action);
+    }
+    const rb = await s.request('POST', `/api/v1/deployments/${bDeploymentId}/rollback`, { token: b.token, body: { build_id: crypto.randomUUID() } });
+    assert.ok(rb.status === 404 || rb.status === 409, rb.text);
+    assertError(await s.request('POST', `/api/v1/deployments/${bDeploymentId}/rollback`, { token: b.token, body: {} }), 400, 'validation_error');
+    assert.equal((await s.request('GET', `/api/v1/deployments/${bDeploymentId}`, { token: b.token })).json.status, 'pending');
+  });
+});
+

@@ -1,0 +1,90 @@
+// Crash recovery: SIGKILL the server mid-build, start it again, and find everything reconciled.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
+import { LABEL_INSTANCE, LABEL_MANAGED } from '../../src/runtime/engine.js';
+import { appRequest, busyboxArchive, eventually, testEngine } from '../helpers/apps.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, loginAs, request, spawnServerProcess, testEnv, type ServerProcess } from '../helpers/server.js';
+
+describe('recovery after a crash', () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-recovery-'));
+  const engine = testEngine();
+  let server: ServerProcess | undefined;
+  after(async () => {
+    await server?.kill('SIGKILL');
+  });
+
+  async function upload(url: string, token: string, id: string, archive: Buffer): Promise<void> {
+    const form = new FormData();
+    form.append('archive', new Blob([archive]), 'a.tar.gz');
+    const res = await request(url, 'POST', `/api/v1/deployments/${id}/upload`, { token, raw: form });
+    assert.equal(res.status, 200, res.text);
+  }
+
+  test('SIGKILL mid-build, then start: the build is failed, the live release serves, strays are removed', async () => {
+    const env = testEnv(dataDir, { SLIPWAY_PORT: '0' });
+    server = await spawnServerProcess(env);
+    let token = await loginAs(server.url, ADMIN_EMAIL, ADMIN_PASSWORD);
+    const subdomain = `recover-${process.pid}`;
+    const created = await request(server.url, 'POST', '/api/v1/deployments', { token, body: { name: 'r', subdomain, source_type: 'archive' } });
+    assert.equal(created.status, 201);
+    const id = created.json.id as string;
+
+    const good = await busyboxArchive({ body: 'survivor\n' });
+    await upload(server.url, token, id, good.archive);
+    const first = await request(server.url, 'POST', `/api/v1/deployments/${id}/deploy?wait=true`, { token });
+    assert.equal(first.status, 200, first.text);
+    assert.equal((await appRequest(server.port, subdomain)).body, 'survivor\n');
+
+    const slow = await busyboxArchive({ extraDockerfile: 'RUN sleep 60' });
+    await upload(server.url, token, id, slow.archive);
+    const building = await request(server.url, 'POST', `/api/v1/deployments/${id}/deploy`, { token });
+    assert.equal(building.status, 202);
+    await eventually(async () => {
+      const log = await request(server!.url, 'GET', `/api/v1/deployments/${id}/builds/${building.json.id}/logs`, { token });
+      return /sleep 60/.test(log.text) ? true : undefined;
+    }, 30_000, 'the slow step');
+    await server.kill('SIGKILL');
+
+    // While the server is down, the live container vanishes too (e.g. the engine was pruned).
+    const before = await engine.listContainers({ [LABEL_MANAGED]: 'true' });
+    const live = before.find((c) => c.labels['dev.slipway.deployment'] === id && c.running);
+    assert.ok(live, 'the live container is still running after the crash');
+    await engine.removeContainer(live.id);
+    // And a container labelled by this installation that its database does not know.
+    const sqlite = new Database(path.join(dataDir, 'slipway.db'), { readonly: true });
+    const instance = (sqlite.prepare('select id from instance').get() as { id: string }).id;
+    sqlite.close();
+    const stray = await engine.runContainer({
+      image: `slipway/${id}:${first.json.id as string}`,
+      name: `slipway-stray-${process.pid}`,
+      labels: { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instance, 'dev.slipway.deployment': 'unknown' },
+      env: { PORT: '8080' },
+      containerPort: 8080,
+      memoryBytes: 64 * 1024 * 1024,
+      nanoCpus: 500_000_000,
+    });
+
+    server = await spawnServerProcess(env);
+    token = await loginAs(server.url, ADMIN_EMAIL, ADMIN_PASSWORD);
+    const interrupted = await request(server.url, 'GET', `/api/v1/deployments/${id}/builds/${building.json.id}`, { token });
+    assert.equal(interrupted.json.status, 'failed');
+    assert.equal(interrupted.json.error, 'interrupted by a restart');
+    assert.ok(interrupted.json.finished_at);
+    const dep = (await request(server.url, 'GET', `/api/v1/deployments/${id}`, { token })).json;
+    assert.equal(dep.status, 'failed');
+    assert.equal(dep.live_build_id, first.json.id);
+    // The live release was started again from its image and is routed.
+    assert.equal((await appRequest(server.port, subdomain)).body, 'survivor\n');
+    assert.equal(await engine.inspectContainer(stray.id), null, 'the stray container was removed');
+    // Nothing is stuck: a new deploy works.
+    const fresh = await busyboxArchive({ body: 'after recovery\n' });
+    await upload(server.url, token, id, fresh.archive);
+    const next = await request(server.url, 'POST', `/api/v1/deployments/${id}/deploy?wait=true`, { token });
+    assert.equal(next.status, 200, next.text);
+    assert.equal((await appRequest(server.port, subdomain)).body, 'after recovery\n');
+  });
+});
