@@ -1,0 +1,87 @@
+// The router on the real engine: WebSocket upgrades to an app, and no failed request across redeploys.
+import assert from 'node:assert/strict';
+import fsp from 'node:fs/promises';
+import http from 'node:http';
+import { after, before, describe, test } from 'node:test';
+import WebSocket from 'ws';
+import { appRequest, busyboxArchive, createArchiveApp, deployAndWait, tarGzOf, tempDir, testEngine, upload } from '../helpers/apps.js';
+import { ensureNodeImage, writeWebSocketEchoApp } from '../helpers/node-image.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+describe('router on the engine', () => {
+  let ts: TestServer;
+  let token: string;
+
+  before(async () => {
+    ts = await startTestServer();
+    token = (await ts.newUser('router')).token;
+  });
+  after(async () => {
+    await ts.close();
+  });
+
+  test('a WebSocket echo app works through the router', async () => {
+    await ensureNodeImage(testEngine());
+    const dir = tempDir('ws');
+    await writeWebSocketEchoApp(dir);
+    const archive = await tarGzOf(dir);
+    await fsp.rm(dir, { recursive: true, force: true });
+    const { id, subdomain } = await createArchiveApp(ts, token, archive);
+    const res = await deployAndWait(ts, token, id);
+    assert.equal(res.status, 200, res.text);
+    assert.equal((await appRequest(ts.port, subdomain)).body, 'ws echo app\n');
+
+    const socket = new WebSocket(`ws://127.0.0.1:${ts.port}/chat`, { headers: { host: `${subdomain}.localhost:${ts.port}` } });
+    const replies: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      socket.on('open', () => {
+        socket.send('hello');
+        socket.send('world');
+      });
+      socket.on('message', (data) => {
+        replies.push(String(data));
+        if (replies.length === 2) resolve();
+      });
+      socket.on('error', reject);
+      setTimeout(() => reject(new Error('no echo within 10 s')), 10_000).unref();
+    });
+    socket.close();
+    assert.deepEqual(replies, ['echo:hello', 'echo:world']);
+  });
+
+  test('a stream of requests kept up across two redeploys sees no error', async () => {
+    const v1 = await busyboxArchive({ body: 'v1\n' });
+    const { id, subdomain } = await createArchiveApp(ts, token, v1.archive);
+    assert.equal((await deployAndWait(ts, token, id)).status, 200);
+
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+    let running = true;
+    const failures: string[] = [];
+    const bodies = new Set<string>();
+    let count = 0;
+    const loops = [0, 1, 2, 3].map(async () => {
+      while (running) {
+        try {
+          const res = await appRequest(ts.port, subdomain, { agent });
+          count += 1;
+          if (res.status !== 200) failures.push(`${res.status} ${res.body.slice(0, 80)}`);
+          else bodies.add(res.body);
+        } catch (err) {
+          failures.push(String(err));
+        }
+      }
+    });
+    for (const body of ['v2\n', 'v3\n']) {
+      const next = await busyboxArchive({ body });
+      assert.equal((await upload(ts, token, id, next.archive)).status, 200);
+      assert.equal((await deployAndWait(ts, token, id)).status, 200);
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+    }
+    running = false;
+    await Promise.all(loops);
+    agent.destroy();
+    assert.deepEqual(failures, []);
+    assert.ok(count > 50, `only ${count} requests were made`);
+    assert.ok(bodies.has('v1\n') && bodies.has('v3\n'), [...bodies].join(','));
+  });
+});
