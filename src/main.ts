@@ -118,6 +118,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
   const app = await buildApp({
     config,
+    log,
     db,
     store,
     buildLogs,

@@ -8,7 +8,8 @@ import type { BuildLogStore } from '../build/build-logs.js';
 import type { FailureLimiter } from '../domain/rate-limiter.js';
 import type { DeploymentOperations } from '../domain/operations.js';
 import type { SourceStore } from '../source/source-store.js';
-import { installErrorHandlers } from './errors.js';
+import { installErrorHandlers, type ErrorLog } from './errors.js';
+import { DomainError } from '../domain/errors.js';
 import { registerAuthentication } from './authenticate.js';
 import { SHARED_SCHEMAS } from './schemas.js';
 import { authRoutes, logoutRoutes } from './routes/auth-routes.js';
@@ -29,6 +30,8 @@ export interface ApiDeps {
   readonly operations: DeploymentOperations;
   readonly tunnels: TunnelDirectory;
   readonly health: HealthCheck;
+  /** Where internal errors are logged with their detail; default: Fastify's logger (off unless enabled). */
+  readonly log?: ErrorLog;
 }
 
 /** Builds the Fastify app (routes, validation, errors, OpenAPI). The caller decides how it listens. */
@@ -41,7 +44,9 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
     // password). Query strings are therefore validated as strings (see schemas.ts).
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true, allErrors: true } },
   });
-  installErrorHandlers(app);
+  installErrorHandlers(app, deps.log);
+  // JSON is the only text body: a text/plain body on a JSON endpoint is the wrong media type (415), not a bad body.
+  app.removeContentTypeParser('text/plain');
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
 
   await app.register(swagger, {
@@ -55,6 +60,13 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
   });
   await app.register(multipart, {
     limits: { fileSize: deps.config.maxUploadBytes + 1, files: 2, fields: 4, fieldSize: 1024 * 1024, parts: 6, headerPairs: 100 },
+  });
+
+  // Multipart bodies are for routes that declare them (the upload); elsewhere they are the wrong media type.
+  app.addHook('preValidation', async (request) => {
+    if (request.isMultipart() && !(request.routeOptions.schema?.consumes ?? []).includes('multipart/form-data')) {
+      throw new DomainError('unsupported_media_type', 'this endpoint takes a JSON body (Content-Type: application/json)');
+    }
   });
 
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());

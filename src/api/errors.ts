@@ -93,19 +93,26 @@ function safeClientMessage(message: string | undefined): string {
   return message.replace(/^FST_[A-Z_]+: /, '').slice(0, 300);
 }
 
+/** Where internal errors are logged, with their detail (never sent to the client). */
+export type ErrorLog = (level: 'error', msg: string, detail?: object) => void;
+
 /** Sends an error as `{error, message}` with the right status and headers. */
-export function sendError(reply: FastifyReply, err: unknown, request?: FastifyRequest): FastifyReply {
+export function sendError(reply: FastifyReply, err: unknown, request?: FastifyRequest, log?: ErrorLog): FastifyReply {
   const response = toErrorResponse(err);
-  if (response.internal) request?.log.error({ err }, 'internal error');
+  if (response.internal) {
+    const where = request === undefined ? '' : ` on ${request.method} ${request.url.split('?')[0] ?? ''}`;
+    if (log !== undefined) log('error', `internal error${where}`, { error: err });
+    else request?.log.error({ err }, 'internal error');
+  }
   if (response.status === 401) void reply.header('WWW-Authenticate', 'Bearer');
   if (response.retryAfter !== undefined) void reply.header('Retry-After', String(response.retryAfter));
   return reply.code(response.status).type('application/json; charset=utf-8').send(response.body);
 }
 
 /** Installs the error and not-found handlers: every failure becomes `{error, message}`, never a stack. */
-export function installErrorHandlers(app: FastifyInstance): void {
-  app.setErrorHandler((err, request, reply) => sendError(reply, err, request));
+export function installErrorHandlers(app: FastifyInstance, log?: ErrorLog): void {
+  app.setErrorHandler((err, request, reply) => sendError(reply, err, request, log));
   app.setNotFoundHandler((request, reply) =>
-    sendError(reply, new DomainError('not_found', `no route for ${request.method} ${request.url.split('?')[0] ?? ''}`), request),
+    sendError(reply, new DomainError('not_found', `no route for ${request.method} ${request.url.split('?')[0] ?? ''}`), request, log),
   );
 }

@@ -13,7 +13,7 @@ import type { DeploymentOperations } from '../domain/operations.js';
 import type { Principal } from '../domain/principal.js';
 import type { RoutingTable, Upstream } from '../proxy/routing-table.js';
 import type { ContainerEngine } from '../runtime/engine.js';
-import { EngineBuildError, LABEL_BUILD, LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED } from '../runtime/engine.js';
+import { EngineBuildError, LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED } from '../runtime/engine.js';
 import { fetchCommit, redactCredentials, resolveCommit } from '../source/git.js';
 import type { SourceStore } from '../source/source-store.js';
 import type { BuildLogStore } from './build-logs.js';
@@ -67,8 +67,16 @@ class Cancelled extends Error {
   override readonly name = 'Cancelled';
 }
 
-/** Image reference of a build: Slipway's own repository, one tag per build. */
-export const imageTag = (deploymentId: string, buildId: string): string => `slipway/${deploymentId}:${buildId}`;
+/**
+ * Image reference of a build: a repository of this installation's own, one tag per build. Images
+ * are found by this name rather than by labels, because build labels cost the classic builder an
+ * extra committed step on every deploy.
+ */
+export const imageTag = (instanceId: string, deploymentId: string, buildId: string): string =>
+  `${imageRepositoryPrefix(instanceId)}${deploymentId}:${buildId}`;
+
+/** Every image of an installation is named `slipway-<instance>/…`. */
+export const imageRepositoryPrefix = (instanceId: string): string => `slipway-${instanceId.slice(0, 8)}/`;
 
 /**
  * Runs deployments on the engine. Operations on one deployment are serialized by a per-deployment
@@ -326,17 +334,12 @@ export class DeploymentLifecycle implements DeploymentOperations {
           throw new EngineBuildError('no Dockerfile', `Dockerfile not found at "${dep.dockerfile_path}" in the source`);
         }
         log(`==> building image (${dep.dockerfile_path})\n`);
-        const tag = imageTag(dep.id, build.id);
+        const tag = imageTag(settings.instanceId, dep.id, build.id);
         await engine.buildImage({
           contextDir,
           dockerfile: dep.dockerfile_path,
           tag,
-          labels: {
-            [LABEL_MANAGED]: 'true',
-            [LABEL_INSTANCE]: settings.instanceId,
-            [LABEL_DEPLOYMENT]: dep.id,
-            [LABEL_BUILD]: build.id,
-          },
+          labels: {},
           signal: buildSignal,
           onOutput: log,
         });
@@ -523,6 +526,9 @@ export class DeploymentLifecycle implements DeploymentOperations {
     const { engine } = this.#deps;
     const labels = { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: this.#deps.settings.instanceId, [LABEL_DEPLOYMENT]: deploymentId };
     for (const container of await engine.listContainers(labels)) await engine.removeContainer(container.id);
-    for (const image of await engine.listImages(labels)) await engine.removeImage(image.id);
+    const prefix = `${imageRepositoryPrefix(this.#deps.settings.instanceId)}${deploymentId}:`;
+    for (const image of await engine.listImages({})) {
+      for (const tag of image.tags) if (tag.startsWith(prefix)) await engine.removeImage(tag);
+    }
   }
 }

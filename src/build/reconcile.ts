@@ -6,6 +6,7 @@ import { nowIso } from '../db/database.js';
 import type { RoutingTable } from '../proxy/routing-table.js';
 import type { ContainerEngine } from '../runtime/engine.js';
 import { LABEL_INSTANCE, LABEL_MANAGED } from '../runtime/engine.js';
+import { imageRepositoryPrefix } from './lifecycle.js';
 import { startRelease } from './release.js';
 
 export interface ReconcileDeps {
@@ -93,10 +94,13 @@ export async function reconcileWithEngine(deps: ReconcileDeps): Promise<void> {
     }
   }
   const keptImages = new Set(builds.filter((b) => b.status === 'succeeded' && b.image_id !== null).map((b) => b.image_id));
-  for (const image of await engine.listImages({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: deps.instanceId })) {
-    if (!image.tags.some((tag) => keptImages.has(tag))) {
-      log('info', `removing unknown image ${image.tags[0] ?? image.id}`);
-      await engine.removeImage(image.id);
+  const prefix = imageRepositoryPrefix(deps.instanceId);
+  for (const image of await engine.listImages({})) {
+    for (const tag of image.tags) {
+      if (tag.startsWith(prefix) && !keptImages.has(tag)) {
+        log('info', `removing unknown image ${tag}`);
+        await engine.removeImage(tag);
+      }
     }
   }
 }

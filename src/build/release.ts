@@ -75,7 +75,8 @@ async function waitHealthy(
   timeoutMs: number,
   signal: AbortSignal,
 ): Promise<ContainerInfo & { hostPort: number }> {
-  const deadline = Date.now() + timeoutMs;
+  const since = Date.now();
+  const deadline = since + timeoutMs;
   let lastProblem = 'no answer yet';
   for (;;) {
     signal.throwIfAborted();
@@ -97,7 +98,8 @@ async function waitHealthy(
     if (Date.now() >= deadline) {
       throw new ReleaseError(`the app did not become healthy within ${Math.round(timeoutMs / 1000)} s (${lastProblem})`);
     }
-    await sleep(150, undefined, { signal });
+    // Poll briskly at first (most apps listen within a second), then back off.
+    await sleep(Date.now() < since + 3000 ? 20 : 200, undefined, { signal });
   }
 }
 

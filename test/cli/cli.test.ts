@@ -194,6 +194,8 @@ describe('login and credentials', () => {
 
 describe('deploy and manage an app', () => {
   const secret = `SECRET-${randomUUID()}`;
+  /** Uploaded, and found by the same grep that must not find the secret: the check can fail. */
+  const canary = `CANARY-${randomUUID()}`;
   const subdomain = `cli-${randomUUID().slice(0, 8)}`;
   let appDir = '';
   let firstBody = '';
@@ -209,11 +211,12 @@ describe('deploy and manage an app', () => {
       path.join(appDir, 'Dockerfile'),
       dockerfile.replace(
         /^(FROM .*\n)/,
-        `$1COPY . /src\nRUN half=SECRET- && ! grep -r "$half${secret.slice('SECRET-'.length)}" /src && test ! -e /src/big.bin && test ! -e /src/leak && test -L /src/inside-link && test ! -e /src/slipway.json && echo source-checked\n`,
+        `$1COPY . /src\nRUN half=SECRET- && ! grep -r -e "\${half}${secret.slice('SECRET-'.length)}" /src && test ! -e /src/big.bin && test ! -e /src/leak && test -L /src/inside-link && test ! -e /src/slipway.json && c=CANARY- && grep -q -r -e "\${c}${canary.slice('CANARY-'.length)}" /src && echo source-checked\n`,
       ),
     );
     await writeFile(path.join(appDir, 'big.bin'), Buffer.alloc(20 * MiB, 7));
     await writeFile(path.join(appDir, '.dockerignore'), 'big.bin\n');
+    await writeFile(path.join(appDir, 'canary.txt'), `${canary}\n`);
     const outside = await mkdtemp(path.join(os.tmpdir(), 'slipway-secret-'));
     await writeFile(path.join(outside, 'secret.txt'), `${secret}\n`);
     await symlink(path.join(outside, 'secret.txt'), path.join(appDir, 'leak'));

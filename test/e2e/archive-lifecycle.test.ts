@@ -60,6 +60,9 @@ describe('archive deployments on the engine', () => {
     // The container runs with labels, PORT, limits, and a port published on 127.0.0.1 only.
     const containers = await engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_DEPLOYMENT]: id });
     assert.equal(containers.length, 1);
+    const imageTags = (await engine.listImages({})).flatMap((i) => i.tags).filter((tag) => tag.includes(`/${id}:`));
+    assert.equal(imageTags.length, 1);
+    assert.match(imageTags[0] ?? '', new RegExp(`^slipway-[0-9a-f]{8}/${id}:${build1.id}$`));
     assert.equal(containers[0]?.labels['dev.slipway.build'], build1.id);
 
     const v2 = await busyboxArchive({ body: 'version two\n' });
@@ -250,7 +253,8 @@ describe('archive deployments on the engine', () => {
     assert.equal((await ts.request('GET', `/api/v1/deployments/${id}`, { token })).status, 404);
     assert.equal((await appRequest(ts.port, subdomain)).status, 404);
     await eventually(async () => ((await engine.listContainers({ [LABEL_DEPLOYMENT]: id })).length === 0 ? true : undefined), 30_000, 'containers removed');
-    assert.deepEqual(await engine.listImages({ [LABEL_DEPLOYMENT]: id }), []);
+    const images = await engine.listImages({});
+    assert.deepEqual(images.flatMap((i) => i.tags).filter((tag) => tag.includes(`/${id}:`)), []);
 
     const again = await ts.request('POST', '/api/v1/deployments', { token, body: { name: 'again', subdomain, source_type: 'archive' } });
     assert.equal(again.status, 201);

@@ -59,7 +59,7 @@ describe('recovery after a crash', () => {
     const instance = (sqlite.prepare('select id from instance').get() as { id: string }).id;
     sqlite.close();
     const stray = await engine.runContainer({
-      image: `slipway/${id}:${first.json.id as string}`,
+      image: `slipway-${instance.slice(0, 8)}/${id}:${first.json.id as string}`,
       name: `slipway-stray-${process.pid}`,
       labels: { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instance, 'dev.slipway.deployment': 'unknown' },
       env: { PORT: '8080' },

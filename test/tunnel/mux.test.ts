@@ -91,6 +91,11 @@ function sha256(chunks: Buffer[]): string {
   return hash.digest('hex');
 }
 
+/** Resolves on 'close' (events.once would reject on the 'error' a reset emits first). */
+function closeOf(stream: TunnelStream): Promise<void> {
+  return new Promise((resolve) => stream.once('close', () => resolve()));
+}
+
 async function collect(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(chunk as Buffer);
@@ -118,7 +123,7 @@ describe('mux', () => {
 
   it('carries a head, a response head and bodies both ways, intact', async () => {
     const stream = pair.opener.open(HEAD);
-    const closed = once(stream, 'close');
+    const closed = closeOf(stream);
     const remote = await nextAccepted();
     assert.deepEqual(remote.head, HEAD);
     // The acceptor echoes whatever it reads, after a HEAD.
@@ -165,7 +170,9 @@ describe('mux', () => {
     );
     await writing;
     assert.equal(count, total);
-    stream.end();
+    remote.stream.end();
+    stream.resume();
+    await closeOf(stream);
   });
 
   it('a stalled stream does not block another stream', async () => {
@@ -182,13 +189,15 @@ describe('mux', () => {
     assert.ok(stalledRemote.stream.bytesReceived <= WINDOW);
     stalled.destroy();
     fastRemote.stream.end();
+    fast.resume();
+    await closeOf(fast);
   });
 
   it('RESET frees the stream on both ends at once and errors the peer', async () => {
     const stream = pair.opener.open(HEAD);
     const remote = await nextAccepted();
     stream.write(Buffer.alloc(1000));
-    const closed = once(remote.stream, 'close');
+    const closed = closeOf(remote.stream);
     let error: unknown;
     remote.stream.on('error', (err) => (error = err));
     stream.destroy();
@@ -215,7 +224,7 @@ describe('mux', () => {
     const local = await muxPair(WINDOW, () => {});
     const a = local.opener.open(HEAD);
     const b = local.opener.open(HEAD);
-    const closes = [once(a, 'close'), once(b, 'close')];
+    const closes = [closeOf(a), closeOf(b)];
     local.acceptor.close(1001, 'bye');
     await Promise.all(closes);
     assert.equal(local.opener.streamCount, 0);

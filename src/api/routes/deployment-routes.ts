@@ -1,7 +1,6 @@
 // Routes: deployments (create, list, get, delete), upload, and the lifecycle (deploy, stop, restart, rollback, logs).
 import { Readable } from 'node:stream';
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { MultipartFile, MultipartValue } from '@fastify/multipart';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { appUrl } from '../../config.js';
 import { presentBuild } from '../../domain/builds.js';
@@ -13,10 +12,11 @@ import {
   presentDeployment,
 } from '../../domain/deployments.js';
 import { DomainError } from '../../domain/errors.js';
-import { authorizeUpload, uploadSource, type UploadPart } from '../../domain/uploads.js';
+import { authorizeUpload, uploadSource } from '../../domain/uploads.js';
 import { assertRepoHostAllowed } from '../../source/git.js';
 import type { ApiDeps } from '../app.js';
 import { principalOf } from '../authenticate.js';
+import { hasMultipartBoundary, multipartParts } from '../upload-parts.js';
 import {
   CreateDeploymentBody,
   DeployQuery,
@@ -46,13 +46,6 @@ export function sendText(reply: FastifyReply, chunks: AsyncIterable<string | Buf
     .header('Cache-Control', 'no-store')
     .header('X-Content-Type-Options', 'nosniff')
     .send(Readable.from(chunks));
-}
-
-async function* multipartParts(request: FastifyRequest): AsyncGenerator<UploadPart> {
-  for await (const part of request.parts() as AsyncIterable<MultipartFile | MultipartValue>) {
-    if (part.type === 'file') yield { kind: 'file', field: part.fieldname, stream: part.file };
-    else yield { kind: 'field', field: part.fieldname, value: String(part.value) };
-  }
 }
 
 export const deploymentRoutes =
@@ -136,6 +129,9 @@ export const deploymentRoutes =
           }
           if (!request.isMultipart()) {
             throw new DomainError('unsupported_media_type', 'upload with Content-Type multipart/form-data');
+          }
+          if (!hasMultipartBoundary(request.headers['content-type'])) {
+            throw new DomainError('validation_error', 'malformed multipart body: the Content-Type has no boundary');
           }
         },
       },

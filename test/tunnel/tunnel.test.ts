@@ -1,0 +1,763 @@
+// End-to-end tunnel tests: real sockets on loopback, a front server, a tunnel client and a local app.
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { Agent, createServer, request, type IncomingMessage, type Server } from 'node:http';
+import { connect, createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
+import { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, it } from 'node:test';
+import WebSocket, { WebSocketServer } from 'ws';
+import { AppProxy } from '../../src/proxy/app-proxy.js';
+import { RoutingTable } from '../../src/proxy/routing-table.js';
+import { CONNECT_PATH } from '../../src/tunnel/protocol.js';
+import { runTunnelClient, type TunnelClientEvent } from '../../src/tunnel/tunnel-client.js';
+import { TunnelServer, type TunnelAuthority, type TunnelOwner } from '../../src/tunnel/tunnel-server.js';
+
+const MiB = 1024 * 1024;
+const DOMAIN = 'localhost';
+const RESERVED = new Set(['api', 'www', 'admin', 'app', 'dashboard', 'tunnel']);
+
+// ---- fakes and fixtures ---------------------------------------------------------------------------
+
+/** In-memory keys and subdomain claims, with the semantics the database gives the real one. */
+class FakeAuthority implements TunnelAuthority {
+  readonly keys = new Map<string, TunnelOwner>();
+  readonly deployments = new Set<string>();
+  readonly claims = new Map<string, { userId: string; tunnelId: string }>();
+  readonly lastUsed = new Map<string, number>();
+  authCalls = 0;
+  #next = 0;
+
+  /** Creates an API key for `userId`; returns the key and its owner. */
+  addKey(userId: string): { key: string; owner: TunnelOwner } {
+    const key = `slw_k1_${randomBytes(24).toString('hex')}`;
+    const owner = { userId, apiKeyId: `key-${++this.#next}` };
+    this.keys.set(key, owner);
+    return { key, owner };
+  }
+
+  async authenticateKey(key: string): Promise<TunnelOwner | null> {
+    this.authCalls++;
+    const owner = this.keys.get(key);
+    if (owner === undefined) return null;
+    this.lastUsed.set(owner.apiKeyId, Date.now());
+    return owner;
+  }
+
+  async claimSubdomain(subdomain: string, owner: TunnelOwner, tunnelId: string): Promise<'ok' | 'taken' | 'invalid'> {
+    if (RESERVED.has(subdomain)) return 'invalid';
+    if (this.deployments.has(subdomain)) return 'taken';
+    const claim = this.claims.get(subdomain);
+    if (claim !== undefined && claim.userId !== owner.userId) return 'taken';
+    this.claims.set(subdomain, { userId: owner.userId, tunnelId });
+    return 'ok';
+  }
+
+  async releaseSubdomain(subdomain: string, tunnelId: string): Promise<void> {
+    if (this.claims.get(subdomain)?.tunnelId === tunnelId) this.claims.delete(subdomain);
+  }
+}
+
+interface LocalApp {
+  readonly port: number;
+  /** Bytes /download has written so far (the latest request). */
+  written: number;
+  /** Requests whose connection closed before the response finished. */
+  aborted: number;
+  /** Releases every waiting /slow request. */
+  releaseSlow(): void;
+  close(): Promise<void>;
+}
+
+/** The app behind the tunnel: echo, headers, big download/upload, slow and WebSocket echo endpoints. */
+async function startLocalApp(): Promise<LocalApp> {
+  let slowWaiters: Array<() => void> = [];
+  const app: LocalApp = {
+    port: 0,
+    written: 0,
+    aborted: 0,
+    releaseSlow() {
+      for (const release of slowWaiters) release();
+      slowWaiters = [];
+    },
+    close: async () => {},
+  };
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://app');
+    res.once('close', () => {
+      if (!res.writableFinished) app.aborted++;
+    });
+    if (url.pathname === '/hello') {
+      res.setHeader('set-cookie', ['a=1', 'b=2']);
+      res.end('hello from the app');
+    } else if (url.pathname === '/headers') {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ method: req.method, url: req.url, headers: req.headers }));
+    } else if (url.pathname === '/echo') {
+      res.setHeader('content-type', req.headers['content-type'] ?? 'application/octet-stream');
+      req.pipe(res);
+    } else if (url.pathname === '/upload') {
+      const hash = createHash('sha256');
+      let bytes = 0;
+      req.on('data', (chunk: Buffer) => {
+        bytes += chunk.length;
+        hash.update(chunk);
+      });
+      req.on('end', () => res.end(JSON.stringify({ bytes, sha256: hash.digest('hex') })));
+    } else if (url.pathname === '/download') {
+      const total = Number(url.searchParams.get('bytes') ?? '0');
+      app.written = 0;
+      res.setHeader('content-length', String(total));
+      const source = patternStream(total, (n) => (app.written += n));
+      source.pipe(res);
+      res.once('close', () => source.destroy());
+    } else if (url.pathname === '/slow') {
+      slowWaiters.push(() => res.end('slow done'));
+    } else {
+      res.statusCode = 404;
+      res.end('no such page');
+    }
+  });
+  const wss = new WebSocketServer({ server, perMessageDeflate: false });
+  wss.on('connection', (ws, req) => {
+    ws.send(`welcome ${req.url ?? ''}`);
+    ws.on('message', (data, isBinary) => ws.send(data, { binary: isBinary }));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return Object.assign(app, {
+    port: (server.address() as AddressInfo).port,
+    close: async () => {
+      app.releaseSlow();
+      for (const client of wss.clients) client.terminate();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  });
+}
+
+/** A deterministic byte stream (the same bytes for the same length), honouring back-pressure. */
+function patternStream(total: number, onChunk: (n: number) => void = () => {}): Readable {
+  const block = Buffer.alloc(64 * 1024);
+  for (let i = 0; i < block.length; i++) block[i] = (i * 31 + 7) & 0xff;
+  let sent = 0;
+  return new Readable({
+    read() {
+      if (sent >= total) {
+        this.push(null);
+        return;
+      }
+      const n = Math.min(block.length, total - sent);
+      sent += n;
+      onChunk(n);
+      // A fresh copy: the reader may hold chunks while we produce more.
+      this.push(Buffer.from(block.subarray(0, n)));
+    },
+  });
+}
+
+function patternSha(total: number): string {
+  const hash = createHash('sha256');
+  const block = Buffer.alloc(64 * 1024);
+  for (let i = 0; i < block.length; i++) block[i] = (i * 31 + 7) & 0xff;
+  for (let sent = 0; sent < total; sent += block.length) hash.update(block.subarray(0, Math.min(block.length, total - sent)));
+  return hash.digest('hex');
+}
+
+interface Stack {
+  readonly table: RoutingTable;
+  readonly authority: FakeAuthority;
+  readonly server: TunnelServer;
+  readonly port: number;
+  readonly url: string;
+  /** Sockets accepted by the front server, to simulate faults. */
+  readonly upgrades: Socket[];
+  close(): Promise<void>;
+}
+
+interface StackOptions {
+  authority?: FakeAuthority;
+  port?: number;
+  tunnelsPerKey?: number;
+  streamsPerTunnel?: number;
+  heartbeatMs?: number;
+  graceMs?: number;
+}
+
+/** The front server as main.ts wires it: tunnel connects to the TunnelServer, app hosts to the AppProxy. */
+async function startStack(options: StackOptions = {}): Promise<Stack> {
+  const table = new RoutingTable(DOMAIN);
+  const authority = options.authority ?? new FakeAuthority();
+  let port = options.port ?? 0;
+  const server = new TunnelServer({
+    table,
+    authority,
+    publicUrlFor: (subdomain) => `http://${subdomain}.${DOMAIN}:${port}`,
+    limits: { tunnelsPerKey: options.tunnelsPerKey ?? 10, streamsPerTunnel: options.streamsPerTunnel ?? 200 },
+    heartbeatMs: options.heartbeatMs ?? 1000,
+    graceMs: options.graceMs ?? 30_000,
+  });
+  const proxy = new AppProxy({ table, publicProtocol: 'http' });
+  const upgrades: Socket[] = [];
+  const front: Server = createServer((req, res) => {
+    if (!proxy.handleRequest(req, res)) {
+      res.statusCode = 404;
+      res.end('api');
+    }
+  });
+  front.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    if (new URL(req.url ?? '/', 'http://x').pathname === CONNECT_PATH) {
+      upgrades.push(socket);
+      server.handleUpgrade(req, socket, head);
+    } else if (!proxy.handleUpgrade(req, socket, head)) {
+      socket.destroy();
+    }
+  });
+  front.listen(port, '127.0.0.1');
+  await once(front, 'listening');
+  port = (front.address() as AddressInfo).port;
+  return {
+    table,
+    authority,
+    server,
+    port,
+    url: `http://127.0.0.1:${port}`,
+    upgrades,
+    close: async () => {
+      await server.close();
+      proxy.close();
+      front.closeAllConnections();
+      for (const socket of upgrades) socket.destroy();
+      await new Promise((resolve) => front.close(resolve));
+    },
+  };
+}
+
+interface Client {
+  readonly events: TunnelClientEvent[];
+  /** Settles when the client stops: `error` holds the rejection, if any. */
+  readonly result: Promise<{ error: (Error & { code?: string }) | undefined }>;
+  stop(): Promise<void>;
+  /** Waits for the n-th (1-based) `connected` event. */
+  connected(n?: number): Promise<{ url: string; subdomain: string }>;
+}
+
+function startClient(
+  stack: { url: string },
+  options: { apiKey: string; port: number; subdomain?: string; maxBackoffMs?: number; serverUrl?: string },
+): Client {
+  const controller = new AbortController();
+  const events: TunnelClientEvent[] = [];
+  const result = runTunnelClient({
+    serverUrl: options.serverUrl ?? stack.url,
+    apiKey: options.apiKey,
+    port: options.port,
+    ...(options.subdomain === undefined ? {} : { subdomain: options.subdomain }),
+    maxBackoffMs: options.maxBackoffMs ?? 300,
+    signal: controller.signal,
+    onEvent: (event) => events.push(event),
+  }).then(
+    () => ({ error: undefined }),
+    (error: Error & { code?: string }) => ({ error }),
+  );
+  return {
+    events,
+    result,
+    stop: async () => {
+      controller.abort();
+      await result;
+    },
+    connected: async (n = 1) => {
+      const list = await waitFor(() => {
+        const found = events.filter((e) => e.type === 'connected');
+        return found.length >= n ? found : undefined;
+      }, 5000, 'tunnel connected');
+      const event = list[n - 1];
+      assert.ok(event?.type === 'connected');
+      return { url: event.url, subdomain: event.subdomain };
+    },
+  };
+}
+
+/** Polls `probe` until it returns a value (not undefined/false) or the timeout passes. */
+async function waitFor<T>(probe: () => T | undefined | false, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+const visitorAgent = new Agent({ keepAlive: true, maxSockets: 256 });
+
+interface Visit {
+  status: number;
+  headers: IncomingMessage['headers'];
+  body: Buffer;
+}
+
+/** One visitor request to `name.localhost` through the front server. */
+async function visit(
+  port: number,
+  name: string,
+  path: string,
+  options: { method?: string; body?: Buffer | Readable; headers?: Record<string, string> } = {},
+): Promise<Visit> {
+  const req = request({
+    host: '127.0.0.1',
+    port,
+    path,
+    method: options.method ?? 'GET',
+    headers: { host: `${name}.${DOMAIN}:${port}`, ...options.headers },
+    agent: visitorAgent,
+  });
+  const response = once(req, 'response') as Promise<[IncomingMessage]>;
+  if (options.body instanceof Readable) options.body.pipe(req);
+  else req.end(options.body);
+  const [res] = await response;
+  const chunks: Buffer[] = [];
+  for await (const chunk of res) chunks.push(chunk as Buffer);
+  return { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) };
+}
+
+async function freePort(): Promise<number> {
+  const server = createTcpServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** Samples RSS while `work` runs; returns the largest growth over the starting value. */
+async function peakRssGrowth(work: () => Promise<void>): Promise<number> {
+  const start = process.memoryUsage.rss();
+  let peak = start;
+  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 20);
+  try {
+    await work();
+  } finally {
+    clearInterval(timer);
+  }
+  return Math.max(peak, process.memoryUsage.rss()) - start;
+}
+
+// ---- tests ----------------------------------------------------------------------------------------
+
+let app: LocalApp;
+before(async () => {
+  app = await startLocalApp();
+});
+after(async () => {
+  visitorAgent.destroy();
+  await app.close();
+});
+
+describe('tunnel: serving visitors', () => {
+  let stack: Stack;
+  let client: Client;
+  let name: string;
+  let owner: TunnelOwner;
+
+  before(async () => {
+    stack = await startStack();
+    const created = stack.authority.addKey('user-a');
+    owner = created.owner;
+    client = startClient(stack, { apiKey: created.key, port: app.port, subdomain: 'demo' });
+    const ready = await client.connected();
+    name = ready.subdomain;
+  });
+  after(async () => {
+    await client.stop();
+    await stack.close();
+  });
+
+  it('announces the public URL, lists the tunnel and marks the key used', async () => {
+    const ready = await client.connected();
+    assert.equal(ready.subdomain, 'demo');
+    assert.equal(ready.url, `http://demo.localhost:${stack.port}`);
+    const [info, ...rest] = stack.server.list('user-a');
+    assert.equal(rest.length, 0);
+    assert.equal(info?.subdomain, 'demo');
+    assert.equal(info?.state, 'connected');
+    assert.equal(info?.apiKeyId, owner.apiKeyId);
+    assert.deepEqual(stack.server.list('user-b'), []);
+    assert.ok(stack.authority.lastUsed.has(owner.apiKeyId));
+    assert.equal(stack.table.get('demo')?.kind, 'tunnel');
+  });
+
+  it('serves GET and POST, with forwarded headers, and logs each request', async () => {
+    const hello = await visit(stack.port, name, '/hello');
+    assert.equal(hello.status, 200);
+    assert.equal(hello.body.toString(), 'hello from the app');
+    assert.deepEqual(hello.headers['set-cookie'], ['a=1', 'b=2']);
+
+    const headers = await visit(stack.port, name, '/headers?q=1', { headers: { 'x-forwarded-for': '10.0.0.9' } });
+    const seen = JSON.parse(headers.body.toString()) as { url: string; headers: Record<string, string> };
+    assert.equal(seen.url, '/headers?q=1');
+    assert.equal(seen.headers['host'], `demo.localhost:${stack.port}`);
+    assert.equal(seen.headers['x-forwarded-host'], `demo.localhost:${stack.port}`);
+    assert.equal(seen.headers['x-forwarded-proto'], 'http');
+    assert.equal(seen.headers['x-forwarded-for'], '10.0.0.9, 127.0.0.1');
+
+    const body = randomBytes(300_000);
+    const echoed = await visit(stack.port, name, '/echo', { method: 'POST', body, headers: { 'content-type': 'application/x-test' } });
+    assert.equal(echoed.status, 200);
+    assert.equal(echoed.headers['content-type'], 'application/x-test');
+    assert.ok(echoed.body.equals(body));
+
+    // A chunked upload (no Content-Length) arrives whole.
+    const chunked = await visit(stack.port, name, '/echo', { method: 'POST', body: Readable.from([Buffer.from('a'), Buffer.from('bc')]) });
+    assert.equal(chunked.body.toString(), 'abc');
+
+    const missing = await visit(stack.port, name, '/nope');
+    assert.equal(missing.status, 404);
+
+    const logged = await waitFor(
+      () => client.events.find((e) => e.type === 'request' && e.path === '/nope'),
+      2000,
+      'request log',
+    );
+    assert.deepEqual({ ...logged, ms: 0 }, { type: 'request', method: 'GET', path: '/nope', status: 404, ms: 0 });
+  });
+
+  it('serves 50 concurrent requests, each with its own answer', async () => {
+    const bodies = Array.from({ length: 50 }, (_, i) => randomBytes(1000 + i * 5000));
+    const results = await Promise.all(bodies.map((body) => visit(stack.port, name, '/echo', { method: 'POST', body })));
+    results.forEach((result, i) => {
+      assert.equal(result.status, 200);
+      assert.ok(result.body.equals(bodies[i] as Buffer), `body ${i}`);
+    });
+    await waitFor(() => stack.server.list('user-a')[0]?.streams === 0, 2000, 'streams freed');
+  });
+
+  it('streams a 100 MiB upload with bounded memory', async () => {
+    const total = 100 * MiB;
+    let answer: Visit | undefined;
+    const growth = await peakRssGrowth(async () => {
+      answer = await visit(stack.port, name, '/upload', { method: 'POST', body: patternStream(total) });
+    });
+    assert.equal(answer?.status, 200);
+    assert.deepEqual(JSON.parse(answer?.body.toString() ?? '{}'), { bytes: total, sha256: patternSha(total) });
+    assert.ok(growth < 60 * MiB, `RSS grew ${(growth / MiB).toFixed(1)} MiB`);
+  });
+
+  it('streams a 100 MiB download with bounded memory, and a paused visitor stalls the app', async () => {
+    const total = 100 * MiB;
+    let received = 0;
+    let stalledAt = -1;
+    let stalledLater = -1;
+    const hash = createHash('sha256');
+    const growth = await peakRssGrowth(async () => {
+      const req = request({ host: '127.0.0.1', port: stack.port, path: `/download?bytes=${total}`, headers: { host: `${name}.${DOMAIN}` }, agent: visitorAgent });
+      req.end();
+      const [res] = (await once(req, 'response')) as [IncomingMessage];
+      assert.equal(res.statusCode, 200);
+      assert.equal(res.headers['content-length'], String(total));
+      let paused = false;
+      res.on('data', (chunk: Buffer) => {
+        received += chunk.length;
+        hash.update(chunk);
+        if (!paused && received > 10 * MiB) {
+          // A visitor that stops reading: back-pressure must reach the app, which stops writing.
+          paused = true;
+          res.pause();
+          void (async () => {
+            await sleep(700);
+            stalledAt = app.written;
+            await sleep(300);
+            stalledLater = app.written;
+            res.resume();
+          })();
+        }
+      });
+      await once(res, 'end');
+    });
+    assert.equal(received, total);
+    assert.equal(hash.digest('hex'), patternSha(total));
+    assert.equal(stalledAt, stalledLater, 'the app kept writing while the visitor was paused');
+    assert.ok(stalledAt < total, 'the app finished writing while the visitor was paused');
+    assert.ok(growth < 60 * MiB, `RSS grew ${(growth / MiB).toFixed(1)} MiB`);
+  });
+
+  it('passes WebSocket upgrades through to the local app', async () => {
+    const ws = new WebSocket(`ws://127.0.0.1:${stack.port}/socket?x=1`, { headers: { host: `${name}.${DOMAIN}` }, perMessageDeflate: false });
+    const messages: string[] = [];
+    ws.on('message', (data) => messages.push(data.toString()));
+    await once(ws, 'open');
+    ws.send('ping 1');
+    const big = randomBytes(2 * MiB);
+    ws.send(big);
+    const bigEcho = new Promise<Buffer>((resolve) => ws.on('message', (data, isBinary) => isBinary && resolve(data as Buffer)));
+    assert.ok((await bigEcho).equals(big));
+    await waitFor(() => messages.length >= 2, 2000, 'echo');
+    assert.deepEqual(messages.slice(0, 2), ['welcome /socket?x=1', 'ping 1']);
+    ws.close();
+    await once(ws, 'close');
+    await waitFor(() => stack.server.list('user-a')[0]?.streams === 0, 2000, 'upgrade stream freed');
+    const logged = client.events.find((e) => e.type === 'request' && e.path === '/socket?x=1');
+    assert.equal(logged?.type === 'request' ? logged.status : 0, 101);
+  });
+
+  it('frees a stream at once when the visitor aborts, 20 times over, and keeps serving', async () => {
+    const abortedBefore = app.aborted;
+    for (let i = 0; i < 20; i++) {
+      const req = request({ host: '127.0.0.1', port: stack.port, path: `/download?bytes=${50 * MiB}`, headers: { host: `${name}.${DOMAIN}` } });
+      req.end();
+      const [res] = (await once(req, 'response')) as [IncomingMessage];
+      await once(res, 'data');
+      req.destroy();
+    }
+    // Aborted before any answer, too.
+    for (let i = 0; i < 5; i++) {
+      const req = request({ host: '127.0.0.1', port: stack.port, path: '/slow', headers: { host: `${name}.${DOMAIN}` } });
+      req.on('error', () => {});
+      req.end();
+      await sleep(30);
+      req.destroy();
+    }
+    await waitFor(() => stack.server.list('user-a')[0]?.streams === 0, 2000, 'aborted streams freed');
+    await waitFor(() => app.aborted - abortedBefore >= 25, 2000, 'local requests cancelled');
+    const results = await Promise.all(Array.from({ length: 10 }, () => visit(stack.port, name, '/hello')));
+    for (const result of results) assert.equal(result.body.toString(), 'hello from the app');
+  });
+});
+
+describe('tunnel: unavailable apps', () => {
+  let stack: Stack;
+  let key: string;
+  before(async () => {
+    stack = await startStack({ graceMs: 600 });
+    key = stack.authority.addKey('user-a').key;
+  });
+  after(() => stack.close());
+
+  it('answers 502 with a page while the local app refuses connections', async () => {
+    const client = startClient(stack, { apiKey: key, port: await freePort(), subdomain: 'down' });
+    await client.connected();
+    const page = await visit(stack.port, 'down', '/');
+    assert.equal(page.status, 502);
+    assert.match(String(page.headers['content-type']), /text\/html/);
+    assert.match(page.body.toString(), /Bad gateway/);
+    const upgrade = new WebSocket(`ws://127.0.0.1:${stack.port}/`, { headers: { host: `down.${DOMAIN}` } });
+    const [, res] = (await once(upgrade, 'unexpected-response')) as [unknown, IncomingMessage];
+    assert.equal(res.statusCode, 502);
+    upgrade.terminate();
+    await client.stop();
+  });
+
+  it('answers 503 while no client is connected, then 404 once the grace period ends', async () => {
+    const client = startClient(stack, { apiKey: key, port: app.port, subdomain: 'away' });
+    await client.connected();
+    assert.equal((await visit(stack.port, 'away', '/hello')).status, 200);
+    await client.stop();
+    await waitFor(() => stack.table.get('away')?.state === 'disconnected', 2000, 'route disconnected');
+    const page = await visit(stack.port, 'away', '/hello');
+    assert.equal(page.status, 503);
+    assert.match(page.body.toString(), /no tunnel client is connected/);
+    assert.equal(stack.server.list('user-a')[0]?.state, 'disconnected');
+    await waitFor(() => stack.table.get('away') === undefined, 3000, 'route released');
+    assert.equal((await visit(stack.port, 'away', '/hello')).status, 404);
+    assert.equal(stack.authority.claims.has('away'), false);
+  });
+});
+
+describe('tunnel: refusals and ownership', () => {
+  let stack: Stack;
+  before(async () => {
+    stack = await startStack({ tunnelsPerKey: 2 });
+  });
+  after(() => stack.close());
+
+  it('refuses an unknown key once, without retrying', async () => {
+    const client = startClient(stack, { apiKey: 'slw_k1_notarealkeynotarealkeynotarealkey', port: app.port });
+    const { error } = await client.result;
+    assert.equal(error?.code, 'unauthorized');
+    assert.match(error?.message ?? '', /invalid or has been deleted/);
+    const calls = stack.authority.authCalls;
+    await sleep(400);
+    assert.equal(stack.authority.authCalls, calls);
+    assert.equal(client.events.filter((e) => e.type === 'disconnected').length, 0);
+  });
+
+  it('refuses a session token (not an API key) without looking it up', async () => {
+    const calls = stack.authority.authCalls;
+    const client = startClient(stack, { apiKey: 'sess_0123456789abcdef', port: app.port });
+    const { error } = await client.result;
+    assert.equal(error?.code, 'unauthorized');
+    assert.equal(stack.authority.authCalls, calls);
+  });
+
+  it('answers refusals as HTTP errors with a JSON body, before any handshake', async () => {
+    const ws = new WebSocket(`ws://127.0.0.1:${stack.port}${CONNECT_PATH}`, { headers: { authorization: 'Bearer nope' } });
+    const [, res] = (await once(ws, 'unexpected-response')) as [unknown, IncomingMessage];
+    const chunks: Buffer[] = [];
+    for await (const chunk of res) chunks.push(chunk as Buffer);
+    assert.equal(res.statusCode, 401);
+    assert.equal(res.headers['www-authenticate'], 'Bearer');
+    assert.deepEqual(Object.keys(JSON.parse(Buffer.concat(chunks).toString()) as object), ['error', 'message']);
+    ws.terminate();
+  });
+
+  it('refuses a name held by another user or a deployment, or a reserved/invalid one', async () => {
+    const a = stack.authority.addKey('user-a');
+    const b = stack.authority.addKey('user-b');
+    const holder = startClient(stack, { apiKey: a.key, port: app.port, subdomain: 'shared' });
+    await holder.connected();
+    const thief = startClient(stack, { apiKey: b.key, port: app.port, subdomain: 'shared' });
+    const { error } = await thief.result;
+    assert.equal(error?.code, 'subdomain_taken');
+    assert.match(error?.message ?? '', /shared/);
+
+    stack.authority.deployments.add('deployed');
+    assert.equal((await startClient(stack, { apiKey: b.key, port: app.port, subdomain: 'deployed' }).result).error?.code, 'subdomain_taken');
+    assert.equal((await startClient(stack, { apiKey: b.key, port: app.port, subdomain: 'admin' }).result).error?.code, 'validation_error');
+    assert.equal((await startClient(stack, { apiKey: b.key, port: app.port, subdomain: '-bad-' }).result).error?.code, 'validation_error');
+    // The holder was never disturbed.
+    assert.equal((await visit(stack.port, 'shared', '/hello')).status, 200);
+    await holder.stop();
+  });
+
+  it('lets the same user take the name back: after a drop, and over a live connection', async () => {
+    const a1 = stack.authority.addKey('user-c');
+    const a2 = stack.authority.addKey('user-c');
+    const other = stack.authority.addKey('user-d');
+    const first = startClient(stack, { apiKey: a1.key, port: app.port, subdomain: 'mine' });
+    await first.connected();
+    await first.stop();
+    await waitFor(() => stack.table.get('mine')?.state === 'disconnected', 2000, 'disconnected');
+    // Held for the owner during the grace period: another user cannot have it.
+    assert.equal((await startClient(stack, { apiKey: other.key, port: app.port, subdomain: 'mine' }).result).error?.code, 'subdomain_taken');
+    const second = startClient(stack, { apiKey: a1.key, port: app.port, subdomain: 'mine' });
+    await second.connected();
+    assert.equal((await visit(stack.port, 'mine', '/hello')).status, 200);
+    // A newer connection of the same user (another key) replaces the live one, which stops for good.
+    const third = startClient(stack, { apiKey: a2.key, port: app.port, subdomain: 'mine' });
+    await third.connected();
+    assert.equal((await second.result).error?.code, 'tunnel_replaced');
+    assert.equal((await visit(stack.port, 'mine', '/hello')).status, 200);
+    assert.equal(stack.server.list('user-c').length, 1);
+    await third.stop();
+  });
+
+  it('limits live tunnels per key', async () => {
+    const k = stack.authority.addKey('user-e');
+    const one = startClient(stack, { apiKey: k.key, port: app.port, subdomain: 'one' });
+    const two = startClient(stack, { apiKey: k.key, port: app.port, subdomain: 'two' });
+    await Promise.all([one.connected(), two.connected()]);
+    const three = startClient(stack, { apiKey: k.key, port: app.port, subdomain: 'three' });
+    const { error } = await three.result;
+    assert.equal(error?.code, 'rate_limited');
+    await Promise.all([one.stop(), two.stop()]);
+  });
+
+  it('closes the tunnels of a deleted key within a few seconds, for good', async () => {
+    const k = stack.authority.addKey('user-f');
+    const client = startClient(stack, { apiKey: k.key, port: app.port, subdomain: 'revoked' });
+    await client.connected();
+    const started = Date.now();
+    stack.authority.keys.delete(k.key);
+    stack.server.closeForKey(k.owner.apiKeyId);
+    const { error } = await client.result;
+    assert.ok(Date.now() - started < 3000);
+    assert.equal(error?.code, 'unauthorized');
+    assert.equal(stack.table.get('revoked'), undefined);
+    assert.equal(stack.authority.claims.has('revoked'), false);
+    assert.equal((await visit(stack.port, 'revoked', '/')).status, 404);
+  });
+});
+
+describe('tunnel: limits and link failures', () => {
+  it('answers 503 quickly once a tunnel carries its maximum of streams', async () => {
+    const stack = await startStack({ streamsPerTunnel: 2 });
+    const client = startClient(stack, { apiKey: stack.authority.addKey('u').key, port: app.port, subdomain: 'busy' });
+    await client.connected();
+    const slow = [visit(stack.port, 'busy', '/slow'), visit(stack.port, 'busy', '/slow')];
+    await waitFor(() => stack.server.list('u')[0]?.streams === 2, 2000, 'two streams');
+    const started = Date.now();
+    const refused = await visit(stack.port, 'busy', '/hello');
+    assert.equal(refused.status, 503);
+    assert.ok(Date.now() - started < 500);
+    app.releaseSlow();
+    for (const result of await Promise.all(slow)) assert.equal(result.body.toString(), 'slow done');
+    await client.stop();
+    await stack.close();
+  });
+
+  it('reconnects after the server restarts on the same port, keeping its random name', async () => {
+    const authority = new FakeAuthority();
+    const { key } = authority.addKey('u');
+    const first = await startStack({ authority });
+    const client = startClient(first, { apiKey: key, port: app.port });
+    const { subdomain } = await client.connected();
+    assert.match(subdomain, /^[a-z0-9]{8}$/);
+    await first.close();
+    await waitFor(() => client.events.find((e) => e.type === 'disconnected'), 3000, 'disconnected event');
+    const second = await startStack({ authority, port: first.port });
+    const again = await client.connected(2);
+    assert.equal(again.subdomain, subdomain);
+    assert.equal((await visit(second.port, subdomain, '/hello')).status, 200);
+    await client.stop();
+    await second.close();
+  });
+
+  it('heartbeats detect a dead link on both ends; the client reconnects with the same name', async () => {
+    const stack = await startStack({ heartbeatMs: 150 });
+    const proxy = await startBlackholeProxy(stack.port);
+    const client = startClient(stack, { apiKey: stack.authority.addKey('u').key, port: app.port, subdomain: 'pulse', serverUrl: `http://127.0.0.1:${proxy.port}` });
+    await client.connected();
+    proxy.blackhole(); // packets vanish, nobody sees a close
+    await waitFor(() => stack.table.get('pulse')?.state === 'disconnected', 2000, 'server noticed');
+    assert.equal((await visit(stack.port, 'pulse', '/hello')).status, 503);
+    await waitFor(() => client.events.find((e) => e.type === 'disconnected'), 2000, 'client noticed');
+    await client.connected(2);
+    assert.equal((await visit(stack.port, 'pulse', '/hello')).status, 200);
+    await client.stop();
+    proxy.close();
+    await stack.close();
+  });
+});
+
+/** A TCP forwarder whose existing connections can be made to silently drop everything. */
+async function startBlackholeProxy(targetPort: number): Promise<{ port: number; blackhole(): void; close(): void }> {
+  const pairs: Array<[Socket, Socket]> = [];
+  const server = createTcpServer((inbound) => {
+    const outbound = connect(targetPort, '127.0.0.1');
+    inbound.pipe(outbound);
+    outbound.pipe(inbound);
+    inbound.on('error', () => outbound.destroy());
+    outbound.on('error', () => inbound.destroy());
+    pairs.push([inbound, outbound]);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    port: (server.address() as AddressInfo).port,
+    blackhole() {
+      for (const [a, b] of pairs.splice(0)) {
+        a.unpipe(b);
+        b.unpipe(a);
+        // A close or reset on one side must not reach the other either.
+        for (const socket of [a, b]) {
+          socket.removeAllListeners('error');
+          socket.on('error', () => {});
+        }
+        // Keep reading so nothing pushes back; drop what arrives.
+        a.on('data', () => {});
+        b.on('data', () => {});
+        a.resume();
+        b.resume();
+        setTimeout(() => {
+          a.destroy();
+          b.destroy();
+        }, 5000).unref();
+      }
+    },
+    close() {
+      server.close();
+    },
+  };
+}
