@@ -6,7 +6,7 @@ import { buildApp } from './api/app.js';
 import { BuildLogStore } from './build/build-logs.js';
 import { DeploymentLifecycle } from './build/lifecycle.js';
 import { reconcileWithEngine } from './build/reconcile.js';
-import { appUrl, type Config } from './config.js';
+import { ConfigError, appUrl, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
 import { bootstrapAdmin } from './domain/accounts.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
@@ -45,6 +45,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const line = detail === undefined ? msg : `${msg} ${safeJson(detail)}`;
     process.stderr.write(`[slipway] ${level}: ${line}\n`);
   });
+  if (config.databaseUrl !== undefined) {
+    // The schema and queries are dialect-neutral Kysely; the PostgreSQL dialect is not wired yet.
+    throw new ConfigError('SLIPWAY_DATABASE_URL (PostgreSQL) is not supported yet; unset it to use the embedded SQLite database');
+  }
   const db = await openDatabase({ file: path.join(config.dataDir, 'slipway.db') });
   const engine = options.engine ?? createDockerEngine(config.dockerHost);
   const instanceId = await loadInstanceId(db);

@@ -47,6 +47,15 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
   installErrorHandlers(app, deps.log);
   // JSON is the only text body: a text/plain body on a JSON endpoint is the wrong media type (415), not a bad body.
   app.removeContentTypeParser('text/plain');
+  // An empty body labelled JSON (some clients label every POST) is no body, not malformed JSON; routes
+  // that need a body still refuse it by their schema. Everything else goes to Fastify's safe parser.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text === '') done(null, undefined);
+    else parseJson(request, text, done);
+  });
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
 
   await app.register(swagger, {

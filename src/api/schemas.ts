@@ -87,6 +87,15 @@ export const DeploymentSchema = Type.Object(
   { $id: 'Deployment' },
 );
 
+/** The multipart upload, for the OpenAPI document; the handler reads the parts as streams and enforces it. */
+export const UploadBody = Type.Object(
+  {
+    archive: Type.String({ format: 'binary', description: 'the source as a gzip-compressed tar (required)' }),
+    dockerfile: Type.Optional(Type.String({ description: 'Dockerfile content, written at dockerfile_path inside the source' })),
+  },
+  { additionalProperties: false },
+);
+
 export const UploadResponse = Type.Object({
   status: Type.Literal('uploaded'),
   size: Type.Integer({ description: 'archive length in bytes' }),

@@ -134,7 +134,8 @@ export class ApiClient {
         req.setTimeout(UPLOAD_IDLE_TIMEOUT_MS, () => req.destroy(new DOMException('timed out', 'TimeoutError')));
         // An early answer (401, 413) wins over the write error the closed connection then causes.
         req.once('response', resolve);
-        req.once('error', reject);
+        // `on`, not `once`: a second error after the first settles must not go unhandled.
+        req.on('error', reject);
         req.write(head);
         const file = createReadStream(options.file);
         let sent = 0;
@@ -142,7 +143,7 @@ export class ApiClient {
           sent += chunk.length;
           options.onProgress?.(sent);
         });
-        file.once('error', (err) => req.destroy(err));
+        file.on('error', (err) => req.destroy(err));
         file.once('end', () => req.end(tail));
         file.pipe(req, { end: false });
       });

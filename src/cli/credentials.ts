@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { ClientEnv } from '../config.js';
-import { CliError } from './cli-error.js';
+import { CliError, usageError } from './cli-error.js';
 
 /** What `slipway login` remembers. */
 export interface SavedLogin {
@@ -84,10 +84,10 @@ export function normaliseServerUrl(raw: string): string {
   try {
     url = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(raw) ? raw : `http://${raw}`);
   } catch {
-    throw new CliError(`not a server URL: "${raw}" (expected e.g. http://localhost:8080)`, { exitCode: 2 });
+    throw usageError(`not a server URL: "${raw}" (expected e.g. http://localhost:8080)`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new CliError(`the server URL must be http:// or https://, got "${raw}"`, { exitCode: 2 });
+    throw usageError(`the server URL must be http:// or https://, got "${raw}"`);
   }
   return url.href.replace(/\/+$/, '');
 }

@@ -1,5 +1,5 @@
-// Printing results: JSON for scripts, aligned tables and key/value blocks for people.
-import type { OutStream } from './cli-io.js';
+// Printing results: JSON for scripts, aligned tables and key/value blocks for people, streamed logs.
+import type { CliIo, OutStream } from './cli-io.js';
 
 /** Prints `value` as pretty JSON (the API's answer, unchanged). */
 export function printJson(out: OutStream, value: unknown): void {
@@ -42,6 +42,22 @@ export function ago(iso: string | null | undefined, now: number = Date.now()): s
 /** The first 8 characters of an id, as `git` shortens hashes. */
 export function shortId(id: string | null | undefined): string {
   return id === null || id === undefined ? '-' : id.slice(0, 8);
+}
+
+/** Copies a text stream to stdout (as JSON lines with `json`). */
+export async function copyStream(io: Pick<CliIo, 'stdout'>, chunks: AsyncIterable<string>, json: boolean): Promise<void> {
+  let pending = '';
+  for await (const chunk of chunks) {
+    if (!json) {
+      if (!io.stdout.write(chunk)) await new Promise((resolve) => io.stdout.once('drain', resolve));
+      continue;
+    }
+    pending += chunk;
+    const lines = pending.split('\n');
+    pending = lines.pop() ?? '';
+    for (const line of lines) io.stdout.write(`${JSON.stringify({ line })}\n`);
+  }
+  if (json && pending !== '') io.stdout.write(`${JSON.stringify({ line: pending })}\n`);
 }
 
 function oneLine(text: string): string {

@@ -14,7 +14,16 @@ export async function runServer(): Promise<void> {
     }
     throw err;
   }
-  const server = await startServer(config);
+  let server;
+  try {
+    server = await startServer(config);
+  } catch (err) {
+    if (err instanceof ConfigError || (err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      process.stderr.write(`slipway: cannot start: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
   const out = process.stdout;
   out.write(`Slipway is listening on ${server.url} (apps at http://<subdomain>.${config.domain}:${server.port}/)\n`);
   out.write(`Data directory: ${config.dataDir}\n`);

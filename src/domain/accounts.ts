@@ -184,17 +184,27 @@ export async function getCurrentUser(db: Db, principal: Principal): Promise<User
 /**
  * Changes the caller's password. The specification's rules, in order: a wrong current password is
  * `invalid_password`; a short or unchanged new one is `validation_error`. Other sessions are revoked.
+ * Repeated wrong current passwords are `rate_limited` (when a limiter is given).
  */
 export async function changePassword(
   db: Db,
   principal: Principal,
   input: { current_password: string; new_password: string },
+  limiter?: FailureLimiter,
 ): Promise<void> {
+  // A stolen session or key must not become an oracle for guessing the password: wrong guesses are limited like logins.
+  const limitKey = `password:${principal.userId}`;
+  const wait = limiter?.retryAfterSeconds(limitKey) ?? 0;
+  if (wait > 0) {
+    throw new DomainError('rate_limited', `too many wrong current passwords; try again in ${wait} s`, { retryAfterSeconds: wait });
+  }
   const user = await db.selectFrom('users').selectAll().where('id', '=', principal.userId).executeTakeFirst();
   if (user === undefined) throw unauthorized();
   if (!(await verifyPassword(input.current_password, user.password_hash))) {
+    limiter?.recordFailure(limitKey);
     throw new DomainError('invalid_password', 'current password is incorrect');
   }
+  limiter?.reset(limitKey);
   checkNewPassword(input.new_password);
   if (input.new_password === input.current_password) {
     throw new DomainError('validation_error', 'new password must differ from the current password');

@@ -241,8 +241,6 @@ export class TunnelStream extends Duplex {
   #recvEnded = false;
   #sentEnd = false;
   #peerReset = false;
-  /** The peer stopped reading: writes succeed and go nowhere. */
-  #discardWrites = false;
   #pending: PendingWrite | null = null;
   #bytesSent = 0;
   #bytesReceived = 0;
@@ -296,7 +294,7 @@ export class TunnelStream extends Duplex {
 
   override _final(callback: (error?: Error | null) => void): void {
     this.#sentEnd = true;
-    if (!this.#discardWrites) this.#mux.sendFrame(encodeFrame(FrameType.END, this.id));
+    this.#mux.sendFrame(encodeFrame(FrameType.END, this.id));
     callback();
   }
 
@@ -355,26 +353,17 @@ export class TunnelStream extends Duplex {
     this.#pump();
   }
 
-  /**
-   * @internal A RESET after the peer's END only means "stop sending": what the peer sent is complete
-   * and must still reach our reader (a response followed by "keep your request body"). Otherwise the
-   * stream is dead both ways.
-   */
+  /** @internal The peer gave up on the stream: it is dead both ways, whatever was queued is dropped. */
   receiveReset(reason: string): void {
     if (this.destroyed) return;
     this.#peerReset = true;
-    if (this.#recvEnded) {
-      this.#discardWrites = true;
-      this.#pump();
-      return;
-    }
     this.destroy(new StreamResetError(reason));
   }
 
   #pump(): void {
     const pending = this.#pending;
     if (pending === null || this.destroyed) return;
-    while (pending.offset < pending.chunk.length && !this.#discardWrites) {
+    while (pending.offset < pending.chunk.length) {
       if (this.#sendWindow <= 0 || this.#mux.congested(this)) return;
       const size = Math.min(this.#sendWindow, MAX_DATA_PAYLOAD, pending.chunk.length - pending.offset);
       this.#mux.sendData(this.id, pending.chunk.subarray(pending.offset, pending.offset + size));

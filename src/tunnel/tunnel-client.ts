@@ -115,8 +115,13 @@ function connectOnce(
       else resolve(outcome);
     };
     const onAbort = (): void => {
-      mux.close(1000, 'client stopped');
-      ws.terminate();
+      if (ws.readyState === WebSocket.OPEN) {
+        mux.close(1000, 'client stopped');
+        // The close handshake normally takes a round trip; never let a dead server hold the process.
+        setTimeout(() => ws.terminate(), 1000).unref();
+      } else {
+        ws.terminate();
+      }
       finish({ wasReady: ready, reason: 'stopped' });
     };
     options.signal.addEventListener('abort', onAbort, { once: true });
@@ -229,6 +234,7 @@ function serveStream(stream: TunnelStream, head: OpenHead, options: TunnelClient
     });
   });
   req.on('error', (err: NodeJS.ErrnoException) => {
+    if (complete) return drainRequest(stream); // the app answered in full, then stopped reading the body
     if (responded || stream.destroyed) {
       stream.destroy(new StreamResetError(`local app: ${err.code ?? err.message}`));
       return;
@@ -261,7 +267,7 @@ function serveUpgrade(stream: TunnelStream, head: OpenHead, host: string, port: 
     onStatus(502);
     const page = localFailurePage(host, port, err);
     const body = renderPage(page);
-    finishEarly(stream);
+    drainRequest(stream);
     stream.end(
       `HTTP/1.1 ${page.status} ${STATUS_CODES[page.status] ?? 'Bad Gateway'}\r\n` +
         `Content-Type: text/html; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
@@ -289,18 +295,17 @@ function sendPage(stream: TunnelStream, page: Page): void {
     status: page.status,
     headers: ['Content-Type', 'text/html; charset=utf-8', 'Content-Length', String(body.length), 'Cache-Control', 'no-store'],
   });
-  finishEarly(stream);
+  drainRequest(stream);
   stream.end(body);
 }
 
 /**
- * Once our answer is sent, whatever the visitor still sends has nowhere to go: free the stream
- * (a RESET after our END tells the server to stop sending, not to drop our answer).
+ * Our answer does not depend on the rest of the request body: read and drop it (returning credit) so
+ * the stream completes normally. A RESET instead could overtake the answer's tail at the server.
  */
-function finishEarly(stream: TunnelStream): void {
-  stream.once('finish', () => {
-    if (!stream.readableEnded) stream.destroy();
-  });
+function drainRequest(stream: TunnelStream): void {
+  stream.unpipe();
+  stream.resume();
 }
 
 function localFailurePage(host: string, port: number, err: NodeJS.ErrnoException): Page {

@@ -434,7 +434,7 @@ describe('tunnel: serving visitors', () => {
     await waitFor(() => stack.server.list('user-a')[0]?.streams === 0, 2000, 'streams freed');
   });
 
-  it('streams a 100 MiB upload with bounded memory', async () => {
+  it('streams a 100 MiB upload with bounded memory', async (t) => {
     const total = 100 * MiB;
     let answer: Visit | undefined;
     const growth = await peakRssGrowth(async () => {
@@ -442,10 +442,11 @@ describe('tunnel: serving visitors', () => {
     });
     assert.equal(answer?.status, 200);
     assert.deepEqual(JSON.parse(answer?.body.toString() ?? '{}'), { bytes: total, sha256: patternSha(total) });
+    t.diagnostic(`peak RSS growth ${(growth / MiB).toFixed(1)} MiB`);
     assert.ok(growth < 60 * MiB, `RSS grew ${(growth / MiB).toFixed(1)} MiB`);
   });
 
-  it('streams a 100 MiB download with bounded memory, and a paused visitor stalls the app', async () => {
+  it('streams a 100 MiB download with bounded memory, and a paused visitor stalls the app', async (t) => {
     const total = 100 * MiB;
     let received = 0;
     let stalledAt = -1;
@@ -480,6 +481,7 @@ describe('tunnel: serving visitors', () => {
     assert.equal(hash.digest('hex'), patternSha(total));
     assert.equal(stalledAt, stalledLater, 'the app kept writing while the visitor was paused');
     assert.ok(stalledAt < total, 'the app finished writing while the visitor was paused');
+    t.diagnostic(`peak RSS growth ${(growth / MiB).toFixed(1)} MiB`);
     assert.ok(growth < 60 * MiB, `RSS grew ${(growth / MiB).toFixed(1)} MiB`);
   });
 
@@ -520,7 +522,9 @@ describe('tunnel: serving visitors', () => {
       req.destroy();
     }
     await waitFor(() => stack.server.list('user-a')[0]?.streams === 0, 2000, 'aborted streams freed');
-    await waitFor(() => app.aborted - abortedBefore >= 25, 2000, 'local requests cancelled');
+    await waitFor(() => app.aborted - abortedBefore >= 25, 2000, 'local requests cancelled').catch((err: Error) => {
+      throw new Error(`${err.message}: ${app.aborted - abortedBefore} of 25`);
+    });
     const results = await Promise.all(Array.from({ length: 10 }, () => visit(stack.port, name, '/hello')));
     for (const result of results) assert.equal(result.body.toString(), 'hello from the app');
   });
@@ -545,6 +549,7 @@ describe('tunnel: unavailable apps', () => {
     const upgrade = new WebSocket(`ws://127.0.0.1:${stack.port}/`, { headers: { host: `down.${DOMAIN}` } });
     const [, res] = (await once(upgrade, 'unexpected-response')) as [unknown, IncomingMessage];
     assert.equal(res.statusCode, 502);
+    upgrade.on('error', () => {});
     upgrade.terminate();
     await client.stop();
   });
@@ -599,6 +604,7 @@ describe('tunnel: refusals and ownership', () => {
     assert.equal(res.statusCode, 401);
     assert.equal(res.headers['www-authenticate'], 'Bearer');
     assert.deepEqual(Object.keys(JSON.parse(Buffer.concat(chunks).toString()) as object), ['error', 'message']);
+    ws.on('error', () => {});
     ws.terminate();
   });
 

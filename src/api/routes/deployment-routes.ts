@@ -24,6 +24,7 @@ import {
   MessageSchema,
   RollbackBody,
   RuntimeLogsQuery,
+  UploadBody,
   UploadResponse,
   errorResponses,
   isFlagSet,
@@ -118,8 +119,12 @@ export const deploymentRoutes =
           summary: 'Upload the source of an archive deployment (multipart: archive = tar.gz, dockerfile = optional text)',
           consumes: ['multipart/form-data'],
           params: IdParams,
+          body: UploadBody,
           response: { 200: UploadResponse, ...errorResponses(400, 401, 404, 413, 415) },
         },
+        // The body is a stream of parts that the handler checks one by one (it is never buffered into
+        // request.body), so the body schema documents it and is not run; the id is checked by the use-case.
+        validatorCompiler: () => () => true,
         // Authorize before a single byte of the body is read.
         preValidation: async (request) => {
           await authorizeUpload(deps.db, principalOf(request), request.params.id);

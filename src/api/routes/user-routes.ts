@@ -22,11 +22,11 @@ export const userRoutes =
           tags: ['users'],
           summary: 'Change the password (revokes the other sessions)',
           body: ChangePasswordBody,
-          response: { 200: MessageSchema, ...errorResponses(400, 401) },
+          response: { 200: MessageSchema, ...errorResponses(400, 401, 429) },
         },
       },
       async (request) => {
-        await changePassword(deps.db, principalOf(request), request.body);
+        await changePassword(deps.db, principalOf(request), request.body, deps.loginLimiter);
         return { message: 'password updated' };
       },
     );

@@ -2,10 +2,10 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import type { ApiClient } from '../api-client.js';
 import type { Build, Deployment, MessageAnswer } from '../api-types.js';
-import { CliError } from '../cli-error.js';
+import { CliError, usageError } from '../cli-error.js';
 import type { CliIo } from '../cli-io.js';
 import { connect, withInterrupt, withJson, type JsonOption } from '../command-context.js';
-import { ago, printFields, printJson, printTable, shortId } from '../output.js';
+import { ago, copyStream, printFields, printJson, printTable, shortId } from '../output.js';
 import { createPrompter } from '../prompt.js';
 import { resolveApp, resolveBuild } from '../resolve-app.js';
 
@@ -101,7 +101,7 @@ export function registerAppCommands(program: Command, io: CliIo): void {
         if (options.follow === true) query.set('follow', 'true');
         let path: string;
         if (options.build !== undefined) {
-          if (options.tail !== undefined) throw new CliError('--tail applies to the app output, not to --build logs', { exitCode: 2 });
+          if (options.tail !== undefined) throw usageError('--tail applies to the app output, not to --build logs');
           const build = await resolveBuild(client, app, options.build);
           path = `/api/v1/deployments/${app.id}/builds/${build.id}/logs`;
         } else {
@@ -195,22 +195,6 @@ async function previousBuild(client: ApiClient, app: Deployment): Promise<Build>
   const earlier = builds.slice(live + 1).find((b) => b.status === 'succeeded');
   if (earlier === undefined) throw new CliError(`${app.name} has no succeeded build before the live one (${shortId(app.live_build_id)})`);
   return earlier;
-}
-
-/** Copies a text stream to stdout (as JSON lines with `json`). */
-export async function copyStream(io: CliIo, chunks: AsyncIterable<string>, json: boolean): Promise<void> {
-  let pending = '';
-  for await (const chunk of chunks) {
-    if (!json) {
-      if (!io.stdout.write(chunk)) await new Promise((resolve) => io.stdout.once('drain', resolve));
-      continue;
-    }
-    pending += chunk;
-    const lines = pending.split('\n');
-    pending = lines.pop() ?? '';
-    for (const line of lines) io.stdout.write(`${JSON.stringify({ line })}\n`);
-  }
-  if (json && pending !== '') io.stdout.write(`${JSON.stringify({ line: pending })}\n`);
 }
 
 function duration(build: Build): string {

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { ApiClient } from '../api-client.js';
 import type { LoginAnswer, MessageAnswer, User } from '../api-types.js';
-import { CliError } from '../cli-error.js';
+import { CliError, usageError } from '../cli-error.js';
 import type { CliIo } from '../cli-io.js';
 import { connect, currentLogin, withInterrupt, withJson, type JsonOption } from '../command-context.js';
 import { configPath, normaliseServerUrl, readSavedLogin, writeSavedLogin } from '../credentials.js';
@@ -102,7 +102,7 @@ async function login(io: CliIo, options: LoginOptions, signal: AbortSignal): Pro
   } finally {
     prompter.close();
   }
-  if (email === '' || password === '') throw new CliError('e-mail and password are both needed', { exitCode: 2 });
+  if (email === '' || password === '') throw usageError('e-mail and password are both needed');
   const answer = await new ApiClient({ url, bearer: undefined, signal }).request<LoginAnswer>('POST', '/api/v1/auth/login', {
     body: { email, password },
   });

@@ -6,14 +6,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
 import type { ApiClient } from '../api-client.js';
 import type { Build, Deployment, UploadAnswer } from '../api-types.js';
-import { CliError, EXIT_USAGE } from '../cli-error.js';
+import { CliError, usageError } from '../cli-error.js';
 import type { CliIo } from '../cli-io.js';
 import { connect, withInterrupt, withJson, type JsonOption } from '../command-context.js';
-import { printJson, shortId } from '../output.js';
+import { copyStream, printJson, shortId } from '../output.js';
 import { LINK_FILE, packFolder } from '../pack.js';
 import { Progress, formatBytes } from '../progress.js';
 import { readProjectLink, writeProjectLink } from '../project-link.js';
-import { copyStream } from './app-commands.js';
 
 interface DeployOptions extends JsonOption {
   name?: string;
@@ -70,14 +69,14 @@ export function slugify(name: string): string {
 function relativeDockerfile(raw: string): string {
   const posix = raw.replace(/\\/g, '/').replace(/^(\.\/)+/, '');
   if (posix === '' || posix.startsWith('/') || posix.split('/').includes('..')) {
-    throw new CliError(`--dockerfile must be a path inside the folder, got "${raw}"`, { exitCode: EXIT_USAGE });
+    throw usageError(`--dockerfile must be a path inside the folder, got "${raw}"`);
   }
   return posix;
 }
 
 async function deploy(io: CliIo, dirArg: string, options: DeployOptions, signal: AbortSignal): Promise<void> {
   const dir = path.resolve(io.cwd, dirArg);
-  if (!(await stat(dir).then((s) => s.isDirectory(), () => false))) throw new CliError(`${dir} is not a folder`, { exitCode: EXIT_USAGE });
+  if (!(await stat(dir).then((s) => s.isDirectory(), () => false))) throw usageError(`${dir} is not a folder`);
   const dockerfileOption = options.dockerfile === undefined ? undefined : relativeDockerfile(options.dockerfile);
   const client = await connect(io, signal);
   const note = (text: string): void => void io.stderr.write(`${text}\n`);
@@ -123,7 +122,7 @@ async function deploy(io: CliIo, dirArg: string, options: DeployOptions, signal:
     return;
   }
   note(`Building ${app.name} (build ${shortId(started.id)})…`);
-  const logOut = options.json === true ? { ...io, stdout: io.stderr } : io;
+  const logOut = { stdout: options.json === true ? io.stderr : io.stdout };
   await copyStream(logOut, client.stream(`/api/v1/deployments/${app.id}/builds/${started.id}/logs?follow=true`), false);
   const build = await waitForBuild(client, app.id, started.id, signal);
   const deployment = await client.request<Deployment>('GET', `/api/v1/deployments/${app.id}`);
@@ -183,7 +182,8 @@ async function findOrCreateApp(
   }
   await writeProjectLink(dir, { deployment_id: created.id, server: client.url });
   note(`Created app ${created.name} at subdomain ${created.subdomain}; linked in ${path.join(dir, LINK_FILE)}`);
-  return { ...created, dockerfile_path: effectiveDockerfile };
+  // The creation answer is the short archive form; the full view carries the URL.
+  return client.request<Deployment>('GET', `/api/v1/deployments/${created.id}`);
 }
 
 /** Polls a build until it is no longer `building` (the followed log normally ends exactly then). */
