@@ -39,7 +39,9 @@ export interface StartOptions {
 }
 
 /** Starts Slipway: migrations, admin bootstrap, reconciliation, then the HTTP listener. */
-export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
+export async function startServer(startConfig: Config, options: StartOptions = {}): Promise<RunningServer> {
+  // A private copy: with SLIPWAY_PORT=0 the app URLs take the port the listener actually gets.
+  const config: Config = { ...startConfig, publicUrl: new URL(startConfig.publicUrl.href) };
   const log: Log = options.log ?? ((level, msg, detail) => {
     if (config.logLevel === 'silent') return;
     const line = detail === undefined ? msg : `${msg} ${safeJson(detail)}`;
@@ -179,6 +181,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     server.listen(config.port, config.host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
+  if (config.port === 0 && config.publicUrl.port === '0') config.publicUrl.port = String(port);
   const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
 
   let closing: Promise<void> | undefined;

@@ -52,7 +52,7 @@ describe('archive deployments on the engine', () => {
     const dep = await get(id);
     assert.equal(dep.status, 'running');
     assert.equal(dep.live_build_id, build1.id);
-    assert.equal(dep.url, `http://${subdomain}.localhost:${ts.config.port === 0 ? ts.config.publicUrl.port : ts.port}/`.replace(/:\//, ':/'));
+    assert.equal(dep.url, `http://${subdomain}.localhost:${ts.port}/`);
     const served = await appRequest(ts.port, subdomain);
     assert.equal(served.status, 200);
     assert.equal(served.body, 'version one\n');
