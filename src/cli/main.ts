@@ -6,6 +6,7 @@ import { registerAppCommands } from './commands/app-commands.js';
 import { registerAuthCommands } from './commands/auth-commands.js';
 import { registerDeployCommand } from './commands/deploy-command.js';
 import { registerKeyCommands } from './commands/key-commands.js';
+import { registerTunnelCommand } from './commands/tunnel-command.js';
 import { runServer } from './server-command.js';
 
 /**
@@ -40,6 +41,7 @@ Environment: SLIPWAY_URL and SLIPWAY_API_KEY override the saved login. See docs/
   registerDeployCommand(program, io);
   registerAppCommands(program, io);
   registerKeyCommands(program, io);
+  registerTunnelCommand(program, io);
   return program;
 }
 

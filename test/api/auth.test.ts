@@ -280,6 +280,30 @@ describe('accounts', () => {
   });
 });
 
+describe('password change rate limit', () => {
+  test('repeated wrong current passwords answer 429 rate_limited, even with the right one', async () => {
+    const s = await startTestServer();
+    try {
+      const user = await s.newUser('pwlimit');
+      const put = (current: string): ReturnType<TestServer['request']> =>
+        s.request('PUT', '/api/v1/users/me/password', { token: user.token, body: { current_password: current, new_password: 'a-new-password-9' } });
+      let limited: Awaited<ReturnType<TestServer['request']>> | undefined;
+      for (let i = 0; i < 30 && limited === undefined; i += 1) {
+        const res = await put(`wrong-${i}`);
+        if (res.status === 429) limited = res;
+        else assertError(res, 400, 'invalid_password', `attempt ${i}`);
+      }
+      assert.ok(limited !== undefined, 'no 429 after 30 wrong current passwords');
+      assertError(limited, 429, 'rate_limited');
+      assert.ok(Number(limited.headers.get('retry-after')) > 0);
+      assertError(await put(user.password), 429, 'rate_limited', 'the right password while limited');
+      await loginAs(s.url, user.email, user.password);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe('login rate limit', () => {
   test('repeated failures answer 429 rate_limited with Retry-After, even for the right password', async () => {
     const s = await startTestServer();

@@ -215,6 +215,9 @@ class StubOperations implements DeploymentOperations {
   async remove(): Promise<void> {
     this.#check('remove');
   }
+  registered(deployment: { id: string; subdomain: string }): void {
+    this.calls.push(`registered ${deployment.subdomain}`);
+  }
   async runtimeLogs(): Promise<AsyncIterable<string>> {
     this.#check('logs');
     return (async function* () {
@@ -271,6 +274,7 @@ describe('the Fastify app in-process (inject)', () => {
     app.inject({ method, url, headers: { authorization: `Bearer ${token}` }, ...(payload === undefined ? {} : { payload }) });
 
   test('deploy answers 202 with the build record, never its internals; wait=true answers 200', async () => {
+    assert.ok(ops.calls.includes('registered inject'), 'a created deployment is registered with the lifecycle');
     const res = await call('POST', `/api/v1/deployments/${deploymentId}/deploy`);
     assert.equal(res.statusCode, 202, res.body);
     assert.deepEqual(Object.keys(res.json()).sort(), ['commit_sha', 'deployment_id', 'error', 'finished_at', 'id', 'started_at', 'status']);

@@ -1,0 +1,82 @@
+// Unit tests: loadConfig parses the environment once and refuses bad values with a message naming the variable.
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+/** Asserts loadConfig refuses `env` with a ConfigError whose message matches `message`. */
+function refuses(env: Record<string, string>, message: RegExp): void {
+  assert.throws(() => loadConfig(env), (err: unknown) => {
+    assert.ok(err instanceof ConfigError, `expected a ConfigError, got ${String(err)}`);
+    assert.match(err.message, message);
+    return true;
+  });
+}
+
+describe('loadConfig', () => {
+  test('defaults follow decisions §1', () => {
+    const config = loadConfig({});
+    assert.equal(config.port, 8080);
+    assert.equal(config.host, '127.0.0.1');
+    assert.equal(config.domain, 'localhost');
+    assert.equal(config.dataDir, path.resolve('./data'));
+    assert.equal(config.databaseUrl, undefined);
+    assert.equal(config.adminEmail, undefined);
+    assert.equal(config.adminPassword, undefined);
+    assert.equal(config.maxUploadBytes, 536_870_912);
+    assert.equal(config.allowPrivateGit, false);
+    assert.equal(config.dockerHost, undefined);
+  });
+
+  test('values are parsed', () => {
+    const config = loadConfig({
+      SLIPWAY_PORT: '9090',
+      SLIPWAY_HOST: '0.0.0.0',
+      SLIPWAY_DOMAIN: 'Apps.Example.com.',
+      SLIPWAY_DATA_DIR: '/tmp/slipway-config-test',
+      SLIPWAY_ADMIN_EMAIL: 'root@example.com',
+      SLIPWAY_ADMIN_PASSWORD: 'long-enough',
+      SLIPWAY_MAX_UPLOAD_BYTES: '1024',
+      SLIPWAY_ALLOW_PRIVATE_GIT: 'TRUE',
+    });
+    assert.equal(config.port, 9090);
+    assert.equal(config.host, '0.0.0.0');
+    assert.equal(config.domain, 'apps.example.com');
+    assert.equal(config.dataDir, '/tmp/slipway-config-test');
+    assert.equal(config.adminEmail, 'root@example.com');
+    assert.equal(config.adminPassword, 'long-enough');
+    assert.equal(config.maxUploadBytes, 1024);
+    assert.equal(config.allowPrivateGit, true);
+    assert.equal(loadConfig({ SLIPWAY_ALLOW_PRIVATE_GIT: 'false' }).allowPrivateGit, false);
+    assert.equal(loadConfig({ SLIPWAY_ALLOW_PRIVATE_GIT: '0' }).allowPrivateGit, false);
+  });
+
+  test('a bad port is refused, naming SLIPWAY_PORT', () => {
+    for (const value of ['http', '-1', '65536', '80.5', '8080x', '1e3']) refuses({ SLIPWAY_PORT: value }, /SLIPWAY_PORT/);
+  });
+
+  test('a bad boolean is refused, naming the variable', () => {
+    for (const value of ['maybe', 'yes please', '2']) refuses({ SLIPWAY_ALLOW_PRIVATE_GIT: value }, /SLIPWAY_ALLOW_PRIVATE_GIT.*true or false/);
+  });
+
+  test('half-set admin variables are refused', () => {
+    refuses({ SLIPWAY_ADMIN_EMAIL: 'root@example.com' }, /SLIPWAY_ADMIN_EMAIL and SLIPWAY_ADMIN_PASSWORD/);
+    refuses({ SLIPWAY_ADMIN_PASSWORD: 'long-enough' }, /SLIPWAY_ADMIN_EMAIL and SLIPWAY_ADMIN_PASSWORD/);
+  });
+
+  test('a short admin password or a bad admin e-mail is refused', () => {
+    refuses({ SLIPWAY_ADMIN_EMAIL: 'root@example.com', SLIPWAY_ADMIN_PASSWORD: 'short' }, /SLIPWAY_ADMIN_PASSWORD.*8/);
+    refuses({ SLIPWAY_ADMIN_EMAIL: 'not an email', SLIPWAY_ADMIN_PASSWORD: 'long-enough' }, /SLIPWAY_ADMIN_EMAIL/);
+  });
+
+  test('other bad values are refused with clear messages', () => {
+    refuses({ SLIPWAY_MAX_UPLOAD_BYTES: '0' }, /SLIPWAY_MAX_UPLOAD_BYTES/);
+    refuses({ SLIPWAY_MAX_UPLOAD_BYTES: '512MB' }, /SLIPWAY_MAX_UPLOAD_BYTES/);
+    refuses({ SLIPWAY_DOMAIN: 'bad_domain!' }, /SLIPWAY_DOMAIN/);
+    refuses({ SLIPWAY_LOG_LEVEL: 'loud' }, /SLIPWAY_LOG_LEVEL/);
+    refuses({ SLIPWAY_PUBLIC_URL: 'ftp://x' }, /SLIPWAY_PUBLIC_URL/);
+    refuses({ SLIPWAY_DEFAULT_CPUS: 'lots' }, /SLIPWAY_DEFAULT_CPUS/);
+    refuses({ SLIPWAY_DEFAULT_CPUS: '-1' }, /SLIPWAY_DEFAULT_CPUS/);
+    refuses({ SLIPWAY_DATABASE_URL: 'mysql://x' }, /SLIPWAY_DATABASE_URL/);
+  });
+});
