@@ -146,7 +146,7 @@ export function loadConfig(env: Env = process.env): Config {
     startupTimeoutMs: integer(env, 'SLIPWAY_STARTUP_TIMEOUT_SECONDS', 60, 1, 3600) * 1000,
     keepImages: integer(env, 'SLIPWAY_KEEP_IMAGES', 5, 1, 100),
     defaultMemoryBytes: integer(env, 'SLIPWAY_DEFAULT_MEMORY_MB', 512, 16, 1_048_576) * 1024 * 1024,
-    defaultNanoCpus: Math.round(Number(text(env, 'SLIPWAY_DEFAULT_CPUS') ?? '1') * 1e9) || failCpus(env),
+    defaultNanoCpus: cpus(env, 'SLIPWAY_DEFAULT_CPUS', 1),
     publicUrl,
     tunnelsPerKey: integer(env, 'SLIPWAY_TUNNELS_PER_KEY', 5, 1, 1000),
     streamsPerTunnel: integer(env, 'SLIPWAY_TUNNEL_STREAMS', 256, 1, 100_000),
@@ -154,8 +154,15 @@ export function loadConfig(env: Env = process.env): Config {
   };
 }
 
-function failCpus(env: Env): never {
-  throw new ConfigError(`SLIPWAY_DEFAULT_CPUS must be a positive number, got "${env['SLIPWAY_DEFAULT_CPUS']}"`);
+/** A CPU count (decimal, 0.01 to 1024, as deployments accept) in nano-CPUs, the unit Docker takes. */
+function cpus(env: Env, name: string, fallback: number): number {
+  const raw = text(env, name);
+  if (raw === undefined) return Math.round(fallback * 1e9);
+  const value = Number(raw);
+  if (!/^\d+(\.\d+)?$/.test(raw) || !(value >= 0.01 && value <= 1024)) {
+    throw new ConfigError(`${name} must be a positive number of CPUs from 0.01 to 1024, got "${raw}"`);
+  }
+  return Math.round(value * 1e9);
 }
 
 /** Parses the CLI's environment. */

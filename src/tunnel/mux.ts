@@ -30,6 +30,8 @@ export interface MuxOptions {
   onControl?: (message: ControlMessage) => void;
   /** Called once when the WebSocket closes; every stream has been destroyed by then. */
   onClose?: (code: number, reason: string) => void;
+  /** The WebSocket's own socket, when known: see {@link Mux.attachSocket}. */
+  socket?: Duplex;
 }
 
 /** Raised on a stream that the peer reset, or that died with its tunnel. */
@@ -56,16 +58,27 @@ export class Mux {
   #waiting = new Set<TunnelStream>();
   #nextId = 1;
   #closed = false;
+  #socket: Duplex | undefined;
+  #corked = false;
 
   constructor(ws: WebSocket, options: MuxOptions = {}) {
     this.#ws = ws;
     this.#window = options.window ?? INITIAL_WINDOW;
     this.#options = options;
+    this.#socket = options.socket;
     ws.binaryType = 'nodebuffer';
     ws.on('message', (data, isBinary) => this.#onMessage(data as Buffer, isBinary));
     ws.on('close', (code, reason) => this.#onClose(code, reason.toString('utf8')));
     // The socket's 'close' always follows an error; streams are torn down there.
     ws.on('error', () => {});
+  }
+
+  /**
+   * Gives the mux the WebSocket's socket so it can cork it for one event-loop turn: the frames of
+   * many small requests (OPEN, HEAD, DATA, END, WINDOW) then leave in one write instead of one each.
+   */
+  attachSocket(socket: Duplex): void {
+    this.#socket = socket;
   }
 
   /** Number of live streams. */
@@ -103,7 +116,8 @@ export class Mux {
   /** Destroys every stream and closes the WebSocket with `code`/`reason`. */
   close(code = 1000, reason = ''): void {
     if (this.#ws.readyState === this.#ws.OPEN || this.#ws.readyState === this.#ws.CONNECTING) {
-      this.#ws.close(code, reason);
+      // A close reason is limited to 123 bytes (RFC 6455 §5.5); ws throws beyond that.
+      this.#ws.close(code, truncateUtf8(reason, 123));
     }
     this.#destroyAll(reason || 'tunnel closed');
   }
@@ -137,11 +151,23 @@ export class Mux {
 
   #send(frame: Buffer, tracked = false): void {
     if (this.#closed || this.#ws.readyState !== this.#ws.OPEN) return;
+    this.#cork();
     if (!tracked) {
       this.#ws.send(frame, { binary: true });
       return;
     }
     this.#ws.send(frame, { binary: true }, () => this.#onFlushed());
+  }
+
+  #cork(): void {
+    const socket = this.#socket;
+    if (this.#corked || socket === undefined) return;
+    this.#corked = true;
+    socket.cork();
+    setImmediate(() => {
+      this.#corked = false;
+      socket.uncork();
+    });
   }
 
   #onFlushed(): void {
@@ -396,6 +422,12 @@ export class TunnelStream extends Duplex {
     this.#mux.sendFrame(encodeWindow(this.id, this.#unacked));
     this.#unacked = 0;
   }
+}
+
+function truncateUtf8(text: string, maxBytes: number): string {
+  let out = text;
+  while (Buffer.byteLength(out, 'utf8') > maxBytes) out = out.slice(0, -1);
+  return out;
 }
 
 /**

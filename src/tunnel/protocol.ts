@@ -37,6 +37,10 @@ export const MAX_DATA_PAYLOAD = 64 * 1024;
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
 /** Bytes in a frame header. */
 export const FRAME_HEADER_BYTES = 5;
+/** WebSocket close code after which the client must not reconnect: the API key was deleted. */
+export const CLOSE_KEY_REVOKED = 4401;
+/** WebSocket close code after which the client must not reconnect: a newer connection took the name. */
+export const CLOSE_REPLACED = 4409;
 /** The API path a tunnel client connects to. */
 export const CONNECT_PATH = '/api/v1/tunnels/connect';
 

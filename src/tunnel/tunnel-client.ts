@@ -5,7 +5,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
 import { renderPage, type Page } from '../proxy/pages.js';
 import { Mux, StreamResetError, joinSocket, type TunnelStream } from './mux.js';
-import { CONNECT_PATH, MAX_MESSAGE_BYTES, PROTOCOL_VERSION, stripHopByHop, type OpenHead } from './protocol.js';
+import {
+  CLOSE_KEY_REVOKED,
+  CLOSE_REPLACED,
+  CONNECT_PATH,
+  MAX_MESSAGE_BYTES,
+  PROTOCOL_VERSION,
+  stripHopByHop,
+  type OpenHead,
+} from './protocol.js';
 
 export type TunnelClientEvent =
   | { type: 'connected'; url: string; subdomain: string }
@@ -42,8 +50,6 @@ export class TunnelRefusedError extends Error {
 
 /** Refusal codes that end the client instead of retrying. */
 const FATAL_CODES = new Set(['unauthorized', 'subdomain_taken', 'validation_error', 'rate_limited', 'tunnel_replaced', 'forbidden']);
-const CLOSE_KEY_REVOKED = 4401;
-const CLOSE_REPLACED = 4409;
 const BASE_BACKOFF_MS = 250;
 const DEFAULT_MAX_BACKOFF_MS = 10_000;
 const HANDSHAKE_TIMEOUT_MS = 10_000;
@@ -105,6 +111,10 @@ function connectOnce(
       perMessageDeflate: false,
       maxPayload: MAX_MESSAGE_BYTES,
       handshakeTimeout: HANDSHAKE_TIMEOUT_MS,
+      // RFC 6455 masking shields intermediaries from attacker-chosen bytes (the app may echo a
+      // visitor's input). Over TLS or loopback no intermediary can read them, so skip its cost (a
+      // byte-by-byte XOR without ws's optional native addon: 3x the throughput in bench/tunnel.ts).
+      ...(unmaskedIsSafe(options.serverUrl) ? { generateMask: (mask: Buffer) => void mask.fill(0) } : {}),
     });
     const finish = (outcome: Outcome | TunnelRefusedError): void => {
       if (settled) return;
@@ -151,6 +161,7 @@ function connectOnce(
       },
     });
 
+    ws.once('upgrade', (res: IncomingMessage) => mux.attachSocket(res.socket));
     // A refusal arrives as an HTTP answer to the upgrade with a JSON {error, message} body.
     ws.on('unexpected-response', (_req, res: IncomingMessage) => {
       readJson(res)
@@ -326,6 +337,14 @@ function connectUrl(serverUrl: string, subdomain: string | undefined): string {
   url.search = '';
   if (subdomain !== undefined) url.searchParams.set('subdomain', subdomain);
   return url.toString();
+}
+
+/** True when the tunnel runs over TLS or stays on this machine. */
+function unmaskedIsSafe(serverUrl: string): boolean {
+  const url = new URL(serverUrl);
+  if (url.protocol === 'https:' || url.protocol === 'wss:') return true;
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  return host === 'localhost' || host.endsWith('.localhost') || host === '::1' || /^127\./.test(host);
 }
 
 function describeClose(code: number, wasReady: boolean): string {

@@ -6,7 +6,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { badGatewayPage, unavailablePage, writePage, writeRawPage, type Page } from '../proxy/pages.js';
 import type { Route, RoutingTable, StreamTarget } from '../proxy/routing-table.js';
 import { Mux, StreamResetError, joinSocket } from './mux.js';
-import { MAX_MESSAGE_BYTES, PROTOCOL_VERSION, stripHopByHop } from './protocol.js';
+import { CLOSE_KEY_REVOKED, CLOSE_REPLACED, MAX_MESSAGE_BYTES, PROTOCOL_VERSION, stripHopByHop } from './protocol.js';
 
 /** Who opened a tunnel. */
 export interface TunnelOwner {
@@ -59,9 +59,6 @@ const DEFAULT_HEARTBEAT_MS = 10_000;
 const DEFAULT_GRACE_MS = 60_000;
 const DNS_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 const RANDOM_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
-/** WebSocket close codes (4000–4999 are the application's): the client must not reconnect after these. */
-export const CLOSE_KEY_REVOKED = 4401;
-export const CLOSE_REPLACED = 4409;
 
 const noop = (): void => {};
 
@@ -219,7 +216,7 @@ export class TunnelServer {
         socket.destroy();
         return;
       }
-      this.#wss.handleUpgrade(req, socket, head, (ws) => this.#attach(ws, id, subdomain, owner));
+      this.#wss.handleUpgrade(req, socket, head, (ws) => this.#attach(ws, socket, id, subdomain, owner));
     } finally {
       this.#pending.delete(id);
     }
@@ -228,12 +225,11 @@ export class TunnelServer {
   /** Claims the requested name, or a random free one (a few tries) when none was asked for. */
   async #claim(requested: string | undefined, owner: TunnelOwner, id: string): Promise<{ subdomain: string; result: 'ok' | 'taken' | 'invalid' }> {
     if (requested !== undefined) return { subdomain: requested, result: await this.#authority.claimSubdomain(requested, owner, id) };
-    let attempt = { subdomain: randomName(), result: 'taken' as 'ok' | 'taken' | 'invalid' };
-    for (let i = 0; i < 5 && attempt.result !== 'ok'; i++) {
+    for (let i = 0; ; i++) {
       const subdomain = randomName();
-      attempt = { subdomain, result: await this.#authority.claimSubdomain(subdomain, owner, id) };
+      const result = await this.#authority.claimSubdomain(subdomain, owner, id);
+      if (result === 'ok' || i === 4) return { subdomain, result };
     }
-    return attempt;
   }
 
   /** Live tunnels of a key, not counting the one a reconnect of `subdomain` would replace. */
@@ -246,12 +242,12 @@ export class TunnelServer {
     return count;
   }
 
-  #attach(ws: WebSocket, id: string, subdomain: string, owner: TunnelOwner): void {
+  #attach(ws: WebSocket, socket: Duplex, id: string, subdomain: string, owner: TunnelOwner): void {
     const target: StreamTarget = {
       handleRequest: (req, res) => this.#serveRequest(conn, req, res),
       handleUpgrade: (req, socket, head) => this.#serveUpgrade(conn, req, socket, head),
     };
-    const mux = new Mux(ws, { onClose: (code, reason) => this.#onDisconnect(conn, code, reason) });
+    const mux = new Mux(ws, { socket, onClose: (code, reason) => this.#onDisconnect(conn, code, reason) });
     const conn: Connection = {
       id,
       subdomain,

@@ -76,7 +76,8 @@ describe('loadConfig', () => {
     refuses({ SLIPWAY_LOG_LEVEL: 'loud' }, /SLIPWAY_LOG_LEVEL/);
     refuses({ SLIPWAY_PUBLIC_URL: 'ftp://x' }, /SLIPWAY_PUBLIC_URL/);
     refuses({ SLIPWAY_DEFAULT_CPUS: 'lots' }, /SLIPWAY_DEFAULT_CPUS/);
-    refuses({ SLIPWAY_DEFAULT_CPUS: '-1' }, /SLIPWAY_DEFAULT_CPUS/);
+    for (const value of ['-1', '0', 'Infinity', '1e3', '0.001']) refuses({ SLIPWAY_DEFAULT_CPUS: value }, /SLIPWAY_DEFAULT_CPUS/);
+    assert.equal(loadConfig({ SLIPWAY_DEFAULT_CPUS: '1.5' }).defaultNanoCpus, 1_500_000_000);
     refuses({ SLIPWAY_DATABASE_URL: 'mysql://x' }, /SLIPWAY_DATABASE_URL/);
   });
 });

@@ -1,0 +1,157 @@
+// Benchmark (run by hand: `node dist/bench/api.js`): API throughput and latency over a real socket, and the server's peak memory during a 1 GiB upload.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { createGzip } from 'node:zlib';
+import { newBoundary, streamUploadBody } from '../test/helpers/multipart.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, loginAs, request, spawnServerProcess } from '../test/helpers/server.js';
+import { makeHeader } from '../test/helpers/tar-fixtures.js';
+
+const DEPLOYMENTS = 50;
+const CONCURRENCY = Number(process.argv[2] ?? 16);
+const LOAD_SECONDS = Number(process.argv[3] ?? 10);
+const UPLOAD_CONTENT_BYTES = 1024 ** 3; // random, so the tar.gz is ~1 GiB too
+const MIB = 1024 * 1024;
+
+/** A field of /proc/<pid>/status in bytes (VmRSS, VmHWM). */
+function procStatus(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(match?.[1] ?? 0) * 1024;
+}
+
+/** Resets the peak RSS (VmHWM) of a process we own, so the next peak is the upload's. */
+function resetPeak(pid: number): void {
+  fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
+}
+
+/** One GET over a keep-alive agent; resolves with its latency in ms. */
+function timedGet(agent: http.Agent, url: URL, key: string): Promise<number> {
+  const started = process.hrtime.bigint();
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { agent, headers: { authorization: `Bearer ${key}` } }, (res) => {
+      res.resume();
+      res.on('end', () => {
+        if (res.statusCode !== 200) reject(new Error(`GET ${url.pathname}: ${res.statusCode}`));
+        else resolve(Number(process.hrtime.bigint() - started) / 1e6);
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+  });
+}
+
+/** N concurrent request loops for `seconds`; returns requests/s and latency percentiles. */
+async function loadTest(url: URL, key: string, concurrency: number, seconds: number): Promise<{ rps: number; p50: number; p99: number; count: number }> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  const latencies: number[] = [];
+  const deadline = Date.now() + seconds * 1000;
+  const started = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (Date.now() < deadline) latencies.push(await timedGet(agent, url, key));
+    }),
+  );
+  const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  const at = (q: number): number => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
+  return { rps: latencies.length / elapsed, p50: at(0.5), p99: at(0.99), count: latencies.length };
+}
+
+/** A tar of one file of `size` random bytes, generated on the fly (never held in memory). */
+async function* randomTar(size: number): AsyncGenerator<Buffer> {
+  yield makeHeader({ path: 'Dockerfile', typeflag: '0', size: 13, mode: 0o644 });
+  yield Buffer.concat([Buffer.from('FROM scratch\n'), Buffer.alloc(512 - 13)]);
+  yield makeHeader({ path: 'noise.bin', typeflag: '0', size, mode: 0o644 });
+  for (let sent = 0; sent < size; sent += MIB) yield crypto.randomBytes(Math.min(MIB, size - sent));
+  if (size % 512 !== 0) yield Buffer.alloc(512 - (size % 512));
+  yield Buffer.alloc(1024);
+}
+
+/** Streams a generated ~1 GiB tar.gz as a multipart upload (chunked); resolves with the answer and the bytes sent. */
+function streamUpload(url: URL, key: string, size: number): Promise<{ status: number; body: string; archiveBytes: number }> {
+  const boundary = newBoundary();
+  let archiveBytes = 0;
+  const gz = Readable.from(randomTar(size)).pipe(createGzip({ level: 1 }));
+  async function* counted(): AsyncGenerator<Buffer> {
+    for await (const chunk of gz) {
+      archiveBytes += (chunk as Buffer).length;
+      yield chunk as Buffer;
+    }
+  }
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': `multipart/form-data; boundary=${boundary}` },
+    });
+    req.on('response', (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, archiveBytes }));
+    });
+    req.on('error', reject);
+    Readable.from(streamUploadBody(boundary, counted())).pipe(req);
+  });
+}
+
+async function main(): Promise<void> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-bench-'));
+  const server = await spawnServerProcess({
+    SLIPWAY_PORT: '0',
+    SLIPWAY_HOST: '127.0.0.1',
+    SLIPWAY_DATA_DIR: dataDir,
+    SLIPWAY_ADMIN_EMAIL: ADMIN_EMAIL,
+    SLIPWAY_ADMIN_PASSWORD: ADMIN_PASSWORD,
+    SLIPWAY_MAX_UPLOAD_BYTES: String(2 * 1024 ** 3),
+    SLIPWAY_MAX_EXPANDED_BYTES: String(3 * 1024 ** 3),
+  });
+  const pid = server.child.pid as number;
+  try {
+    const token = await loginAs(server.url, ADMIN_EMAIL, ADMIN_PASSWORD);
+    const key = (await request(server.url, 'POST', '/api/v1/api-keys', { token, body: { name: 'bench' } })).json.key as string;
+    for (let i = 0; i < DEPLOYMENTS; i += 1) {
+      const res = await request(server.url, 'POST', '/api/v1/deployments', { token: key, body: { name: `bench ${i}`, subdomain: `bench-${i}`, source_type: 'archive' } });
+      if (res.status !== 201) throw new Error(`create: ${res.status} ${res.text}`);
+    }
+    console.log(`server pid ${pid}, RSS after setup ${(procStatus(pid, 'VmRSS') / MIB).toFixed(1)} MiB (peak so far ${(procStatus(pid, 'VmHWM') / MIB).toFixed(1)} MiB, scrypt logins included)`);
+
+    await loadTest(new URL('/api/v1/deployments', server.url), key, CONCURRENCY, 1); // warm-up
+    const load = await loadTest(new URL('/api/v1/deployments', server.url), key, CONCURRENCY, LOAD_SECONDS);
+    console.log(
+      `GET /api/v1/deployments (${DEPLOYMENTS} deployments, API key, ${CONCURRENCY} keep-alive connections, ${LOAD_SECONDS} s): ` +
+        `${load.rps.toFixed(0)} req/s, p50 ${load.p50.toFixed(2)} ms, p99 ${load.p99.toFixed(2)} ms (${load.count} requests)`,
+    );
+
+    console.log(`server RSS after the load test ${(procStatus(pid, 'VmRSS') / MIB).toFixed(1)} MiB`);
+    // Let the server's heap settle (idle GC) so the upload's peak is measured from a quiet baseline.
+    await new Promise((resolve) => setTimeout(resolve, 5000));
+    const dep = await request(server.url, 'POST', '/api/v1/deployments', { token: key, body: { name: 'big', subdomain: 'bench-big', source_type: 'archive' } });
+    resetPeak(pid);
+    const rssBefore = procStatus(pid, 'VmRSS');
+    let sampledMax = rssBefore;
+    const sampler = setInterval(() => (sampledMax = Math.max(sampledMax, procStatus(pid, 'VmRSS'))), 50);
+    const started = Date.now();
+    const upload = await streamUpload(new URL(`/api/v1/deployments/${dep.json.id}/upload`, server.url), key, UPLOAD_CONTENT_BYTES);
+    clearInterval(sampler);
+    const seconds = (Date.now() - started) / 1000;
+    const peak = procStatus(pid, 'VmHWM');
+    console.log(`upload: ${upload.status} ${upload.body} — archive ${(upload.archiveBytes / MIB).toFixed(0)} MiB in ${seconds.toFixed(1)} s (${(upload.archiveBytes / MIB / seconds).toFixed(0)} MiB/s, extraction included)`);
+    console.log(
+      `server RSS during the upload: before ${(rssBefore / MIB).toFixed(1)} MiB, peak (VmHWM) ${(peak / MIB).toFixed(1)} MiB, ` +
+        `sampled max ${(sampledMax / MIB).toFixed(1)} MiB — goal < 200 MiB: ${peak < 200 * MIB ? 'met' : 'NOT met'}`,
+    );
+    if (upload.status !== 200 || JSON.parse(upload.body).size !== upload.archiveBytes) throw new Error('the upload did not answer 200 with the archive size');
+  } finally {
+    await server.kill();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});
