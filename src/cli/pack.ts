@@ -6,7 +6,7 @@ import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as tar from 'tar';
 import { CliError, EXIT_INTERRUPTED } from './cli-error.js';
-import { parseIgnoreRules, type IgnoreMatcher } from './ignore-rules.js';
+import { parseIgnoreRules, type IgnoreMatcher } from '../source/ignore-rules.js';
 
 /** The file in a deployed folder that links it to its deployment; never uploaded. */
 export const LINK_FILE = 'slipway.json';

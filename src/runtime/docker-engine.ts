@@ -6,6 +6,7 @@ import Dockerode from 'dockerode';
 import * as tar from 'tar';
 import { EngineBuildError } from './engine.js';
 import type { BuildImageOptions, ContainerEngine, ContainerInfo, ImageInfo, RunContainerOptions } from './engine.js';
+import { parseIgnoreRules } from '../source/ignore-rules.js';
 
 /** Time limit of one short engine call (inspect, create, list, remove...). */
 const CALL_TIMEOUT_MS = 30_000;
@@ -499,73 +500,14 @@ async function buildContext(contextDir: string, dockerfile: string): Promise<Rea
   return Readable.from(pack, { objectMode: false });
 }
 
-interface IgnoreRule {
-  negate: boolean;
-  pattern: RegExp;
-  /** The pattern up to its first wildcard: where an exception can match at all. */
-  literalPrefix: string;
-}
-
 /**
- * A matcher for `.dockerignore` rules: `*`, `?`, `[...]`, `**`, `!` exceptions, last match wins,
- * a matching directory excludes its contents. An excluded directory is still walked when an
- * exception may match inside it, so `!dir/keep` works.
+ * A matcher for `.dockerignore` rules (see source/ignore-rules.ts): true when a path stays out of
+ * the build context. An excluded directory is still walked when an exception may match inside it,
+ * so `!dir/keep` works.
  */
 export function dockerignoreMatcher(text: string): (path: string, isDirectory: boolean) => boolean {
-  const rules: IgnoreRule[] = [];
-  for (const raw of text.split(/\r?\n/)) {
-    let line = raw.trim();
-    if (line === '' || line.startsWith('#')) continue;
-    const negate = line.startsWith('!');
-    if (negate) line = line.slice(1).trim();
-    line = line.replace(/^(\.?\/)+/, '').replace(/\/+$/, '');
-    if (line === '' || line === '.') continue;
-    rules.push({ negate, pattern: globToRegExp(line), literalPrefix: line.split(/[*?[\\]/, 1)[0] ?? '' });
-  }
-  const exceptions = rules.filter((r) => r.negate);
-  return (path, isDirectory) => {
-    let excluded = false;
-    for (const rule of rules) if (rule.pattern.test(path)) excluded = !rule.negate;
-    if (!excluded || !isDirectory) return excluded;
-    const dir = `${path}/`;
-    return !exceptions.some((r) => r.literalPrefix.startsWith(dir) || dir.startsWith(r.literalPrefix));
-  };
-}
-
-function globToRegExp(glob: string): RegExp {
-  let re = '';
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob.charAt(i);
-    if (c === '*' && glob.charAt(i + 1) === '*') {
-      i++;
-      if (glob.charAt(i + 1) === '/') {
-        i++;
-        re += '(?:.*/)?';
-      } else {
-        re += '.*';
-      }
-    } else if (c === '*') {
-      re += '[^/]*';
-    } else if (c === '?') {
-      re += '[^/]';
-    } else if (c === '[' && glob.indexOf(']', i + 2) !== -1) {
-      const end = glob.indexOf(']', i + 2);
-      let body = glob.slice(i + 1, end).replace(/\\/g, '\\\\');
-      if (body.startsWith('^') || body.startsWith('!')) body = `^${body.slice(1)}`;
-      re += `[${body}]`;
-      i = end;
-    } else if (c === '\\' && i + 1 < glob.length) {
-      i++;
-      re += escapeRegExp(glob.charAt(i));
-    } else {
-      re += escapeRegExp(c);
-    }
-  }
-  return new RegExp(`^${re}(?:/.*)?$`);
-}
-
-function escapeRegExp(c: string): string {
-  return c.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  const rules = parseIgnoreRules(text, 'dockerignore');
+  return (path, isDirectory) => rules.excludes(path, isDirectory) && !(isDirectory && rules.mayReincludeBelow(path));
 }
 
 // ---- logs ----

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import * as tar from 'tar';
 import { slugify } from '../../src/cli/commands/deploy-command.js';
-import { parseIgnoreRules } from '../../src/cli/ignore-rules.js';
+import { parseIgnoreRules } from '../../src/source/ignore-rules.js';
 import { listSource, packFolder } from '../../src/cli/pack.js';
 import { Progress, formatBytes } from '../../src/cli/progress.js';
 
