@@ -2,10 +2,12 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { root, ensureDependencies, compile, ensureDocker } from './setup.mjs';
+import { ensureExampleBase } from './example-base.mjs';
 
 ensureDependencies();
 compile();
 await ensureDocker();
+await ensureExampleBase().catch((err) => process.stderr.write(`[setup] examples base image: ${err.message}\n`));
 const child = spawn(process.execPath, [path.join(root, 'bin', 'slipway.js'), 'server', ...process.argv.slice(2)], {
   stdio: 'inherit',
 });
