@@ -130,7 +130,8 @@ export interface ServerProcess {
 }
 
 export async function spawnServerProcess(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'bin', 'slipway.js'), 'server'], {
+  // The same V8 flag `npm start` runs the server with (a small young generation: less memory).
+  const child = spawn(process.execPath, ['--max-semi-space-size=2', path.join(PROJECT_ROOT, 'bin', 'slipway.js'), 'server'], {
     env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: os.tmpdir(), ...env, SLIPWAY_LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
