@@ -6,6 +6,7 @@ import {
   INITIAL_WINDOW,
   MAX_DATA_PAYLOAD,
   decodeFrame,
+  encodeBatch,
   encodeFrame,
   encodeJsonFrame,
   encodeWindow,
@@ -13,6 +14,7 @@ import {
   parseOpenHead,
   parseResponseHead,
   readCredit,
+  splitMessage,
 } from './protocol.js';
 import type { ControlMessage, OpenHead, ResponseHead } from './protocol.js';
 
@@ -20,6 +22,10 @@ import type { ControlMessage, OpenHead, ResponseHead } from './protocol.js';
 const WS_HIGH_WATER = 1024 * 1024;
 /** Bytes queued in the WebSocket below which waiting streams resume. */
 const WS_LOW_WATER = 256 * 1024;
+/** Frames at least this big are sent alone (never copied into a batch). */
+const BATCH_FRAME_LIMIT = 16 * 1024;
+/** A batch is sent as soon as it holds this many bytes. */
+const BATCH_BYTES_LIMIT = 64 * 1024;
 
 export interface MuxOptions {
   /** Per-stream window in bytes, the same on both ends (default {@link INITIAL_WINDOW}). */
@@ -60,6 +66,11 @@ export class Mux {
   #closed = false;
   #socket: Duplex | undefined;
   #corked = false;
+  /** Small frames waiting to leave together at the end of this event-loop turn. */
+  #pending: Buffer[] = [];
+  #pendingBytes = 0;
+  #pendingTracked = false;
+  #flushQueued = false;
 
   constructor(ws: WebSocket, options: MuxOptions = {}) {
     this.#ws = ws;
@@ -110,11 +121,13 @@ export class Mux {
   /** Sends a control message (JSON text). */
   sendControl(message: ControlMessage): void {
     if (this.#closed || this.#ws.readyState !== this.#ws.OPEN) return;
+    this.#flush();
     this.#ws.send(JSON.stringify(message));
   }
 
   /** Destroys every stream and closes the WebSocket with `code`/`reason`. */
   close(code = 1000, reason = ''): void {
+    this.#flush();
     if (this.#ws.readyState === this.#ws.OPEN || this.#ws.readyState === this.#ws.CONNECTING) {
       // A close reason is limited to 123 bytes (RFC 6455 §5.5); ws throws beyond that.
       this.#ws.close(code, truncateUtf8(reason, 123));
@@ -126,7 +139,7 @@ export class Mux {
 
   /** @internal True while DATA must wait for the WebSocket to drain. */
   congested(stream: TunnelStream): boolean {
-    if (this.#ws.bufferedAmount <= WS_HIGH_WATER) return false;
+    if (this.#ws.bufferedAmount + this.#pendingBytes <= WS_HIGH_WATER) return false;
     this.#waiting.add(stream);
     return true;
   }
@@ -149,14 +162,47 @@ export class Mux {
 
   // ---- internals ------------------------------------------------------------------------------
 
+  /**
+   * Queues a frame. Small frames are batched until the end of the event-loop turn (or 64 KiB);
+   * a large one flushes the queue and goes alone, so frames keep their order and big bodies are
+   * never copied into a batch.
+   */
   #send(frame: Buffer, tracked = false): void {
     if (this.#closed || this.#ws.readyState !== this.#ws.OPEN) return;
-    this.#cork();
-    if (!tracked) {
-      this.#ws.send(frame, { binary: true });
+    if (frame.length >= BATCH_FRAME_LIMIT) {
+      this.#flush();
+      this.#write(frame, tracked);
       return;
     }
-    this.#ws.send(frame, { binary: true }, () => this.#onFlushed());
+    this.#pending.push(frame);
+    this.#pendingBytes += 4 + frame.length;
+    if (tracked) this.#pendingTracked = true;
+    if (this.#pendingBytes >= BATCH_BYTES_LIMIT) {
+      this.#flush();
+    } else if (!this.#flushQueued) {
+      this.#flushQueued = true;
+      setImmediate(() => {
+        this.#flushQueued = false;
+        this.#flush();
+      });
+    }
+  }
+
+  #flush(): void {
+    if (this.#pending.length === 0) return;
+    const frames = this.#pending;
+    const tracked = this.#pendingTracked;
+    this.#pending = [];
+    this.#pendingBytes = 0;
+    this.#pendingTracked = false;
+    if (this.#closed || this.#ws.readyState !== this.#ws.OPEN) return;
+    this.#write(frames.length === 1 ? (frames[0] as Buffer) : encodeBatch(frames), tracked);
+  }
+
+  #write(message: Buffer, tracked: boolean): void {
+    this.#cork();
+    if (tracked) this.#ws.send(message, { binary: true }, () => this.#onFlushed());
+    else this.#ws.send(message, { binary: true });
   }
 
   #cork(): void {
@@ -183,6 +229,18 @@ export class Mux {
       if (message !== null) this.#options.onControl?.(message);
       return;
     }
+    const frames = splitMessage(data);
+    if (frames === null) {
+      this.close(1002, 'malformed batch');
+      return;
+    }
+    for (const frame of frames) {
+      if (this.#closed) return;
+      this.#onFrame(frame);
+    }
+  }
+
+  #onFrame(data: Buffer): void {
     const frame = decodeFrame(data);
     if (frame === null) {
       this.close(1002, 'malformed frame');
