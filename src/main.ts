@@ -110,6 +110,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       gitEnv: options.gitEnv ?? { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: config.dataDir },
     },
   });
+  const stopWatching = lifecycle.watchLiveContainers(5_000);
   const tunnels = new TunnelServer({
     table,
     authority: {
@@ -197,6 +198,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
           server.closeAllConnections();
         });
         proxy.close();
+        stopWatching();
         await lifecycle.close();
         await app.close();
         await db.destroy();

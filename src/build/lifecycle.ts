@@ -232,6 +232,54 @@ export class DeploymentLifecycle implements DeploymentOperations {
     });
   }
 
+  /**
+   * Keeps routes right when the engine restarts a crashed container (restart policy): it comes
+   * back on a new host port, which is read and routed every `intervalMs`. Returns a stop function.
+   */
+  watchLiveContainers(intervalMs: number): () => void {
+    let running = false;
+    const timer = setInterval(() => {
+      if (running) return;
+      running = true;
+      void this.#refreshLivePorts()
+        .catch((err: unknown) => this.#deps.log('warn', 'refreshing live container ports failed', { err }))
+        .finally(() => (running = false));
+    }, intervalMs);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
+  async #refreshLivePorts(): Promise<void> {
+    const { db, engine, table } = this.#deps;
+    const live = await db
+      .selectFrom('deployments')
+      .innerJoin('builds', 'builds.id', 'deployments.live_build_id')
+      .select(['deployments.id', 'deployments.subdomain', 'builds.id as build_id', 'builds.container_id', 'builds.host_port'])
+      .where('deployments.status', 'in', ['running', 'failed', 'building'])
+      .where('builds.container_id', 'is not', null)
+      .execute();
+    for (const row of live) {
+      const route = table.get(row.subdomain);
+      if (route?.kind !== 'app' || route.state !== 'live' || row.container_id === null) continue;
+      const info = await engine.inspectContainer(row.container_id);
+      if (info === null || !info.running || info.hostPort === null || info.hostPort === route.upstream.port) continue;
+      // Re-check under the lock: a release may have switched meanwhile.
+      await this.#locks
+        .run(
+          row.id,
+          async () => {
+            const current = await db.selectFrom('builds').select('container_id').where('id', '=', row.build_id).executeTakeFirst();
+            if (current?.container_id !== row.container_id || info.hostPort === null) return;
+            await db.updateTable('builds').set({ host_port: info.hostPort }).where('id', '=', row.build_id).execute();
+            table.set(row.subdomain, { kind: 'app', deploymentId: row.id, state: 'live', upstream: { host: '127.0.0.1', port: info.hostPort } });
+            this.#deps.log('info', `container of ${row.subdomain} restarted on port ${info.hostPort}; route updated`);
+          },
+          AbortSignal.timeout(1000),
+        )
+        .catch(() => undefined);
+    }
+  }
+
   /** Waits for every background task (old containers being retired). */
   async settle(): Promise<void> {
     while (this.#background.size > 0) await Promise.allSettled([...this.#background]);

@@ -4,7 +4,7 @@ import fsp from 'node:fs/promises';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
-import { appRequest, busyboxArchive, createArchiveApp, deployAndWait, tarGzOf, tempDir, testEngine, upload } from '../helpers/apps.js';
+import { appRequest, busyboxArchive, createArchiveApp, deployAndWait, eventually, tarGzOf, tempDir, testEngine, upload } from '../helpers/apps.js';
 import { ensureNodeImage, writeWebSocketEchoApp } from '../helpers/node-image.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -83,5 +83,39 @@ describe('router on the engine', () => {
     assert.deepEqual(failures, []);
     assert.ok(count > 50, `only ${count} requests were made`);
     assert.ok(bodies.has('v1\n') && bodies.has('v3\n'), [...bodies].join(','));
+  });
+});
+
+describe('router follows a crashed container', () => {
+  test('a live container restarted by the engine on a new port is routed again', async () => {
+    const ts = await startTestServer();
+    try {
+      const { token } = await ts.newUser('crash');
+      const crashOnce = 'if [ -f /tmp/crashed ]; then exec httpd -f -p "$PORT" -h /www; fi; httpd -f -p "$PORT" -h /www & sleep 2; touch /tmp/crashed; exit 1';
+      const app = await busyboxArchive({ body: 'phoenix\n' });
+      const { id, subdomain } = await createArchiveApp(ts, token, app.archive);
+      await upload(ts, token, id, app.archive, [
+        'FROM slipway-test/busybox:latest',
+        'COPY index.html /www/index.html',
+        'EXPOSE 8080',
+        `CMD ${JSON.stringify(['/bin/sh', '-c', crashOnce])}`,
+        '',
+      ].join('\n'));
+      assert.equal((await deployAndWait(ts, token, id)).status, 200);
+      assert.equal((await appRequest(ts.port, subdomain)).body, 'phoenix\n');
+      const [before] = await testEngine().listContainers({ 'dev.slipway.deployment': id });
+      // It exits after 2 s, the restart policy starts it again on another port, and the route follows.
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      const served = await eventually(async () => {
+        const res = await appRequest(ts.port, subdomain);
+        return res.status === 200 ? res.body : undefined;
+      }, 30_000, 'the restarted container to be routed');
+      assert.equal(served, 'phoenix\n');
+      const [after] = await testEngine().listContainers({ 'dev.slipway.deployment': id });
+      assert.equal(after?.id, before?.id);
+      assert.notEqual(after?.hostPort, before?.hostPort);
+    } finally {
+      await ts.close();
+    }
   });
 });

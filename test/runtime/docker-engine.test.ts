@@ -297,7 +297,7 @@ describe('DockerEngine (real engine)', () => {
 
   test('logs: tail, follow until the container stops, and follow ended by a signal', async () => {
     const dir = await contextDir();
-    const script = 'trap "echo bye; exit 0" TERM; for i in 1 2 3 4 5; do echo line $i; done; echo warn 6 >&2; while :; do sleep 0.1; done';
+    const script = 'trap "echo bye; exit 0" TERM; for i in 1 2 3 4 5; do echo line $i; done; sleep 0.3; echo warn 6 >&2; while :; do sleep 0.1; done';
     await writeFile(path.join(dir, 'Dockerfile'), `FROM ${BUSYBOX_IMAGE}\nCMD ${JSON.stringify(['/bin/sh', '-c', script])}\n`);
     const { tag } = await build(dir);
     const { id } = await engine.runContainer(runOptions(tag));
