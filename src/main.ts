@@ -129,7 +129,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     db,
     store,
     buildLogs,
-    loginLimiter: new FailureLimiter({ maxFailures: 10, windowMs: 15 * 60_000 }),
+    // 10 failures per account; an address gets more room, since many users may share it (NAT).
+    loginLimiter: new FailureLimiter({ maxFailures: 10, maxFailuresByKind: { ip: 100 }, windowMs: 15 * 60_000 }),
     operations: lifecycle,
     tunnels: {
       list: (userId) =>

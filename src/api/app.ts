@@ -8,7 +8,7 @@ import type { BuildLogStore } from '../build/build-logs.js';
 import type { FailureLimiter } from '../domain/rate-limiter.js';
 import type { DeploymentOperations } from '../domain/operations.js';
 import type { SourceStore } from '../source/source-store.js';
-import { installErrorHandlers, type ErrorLog } from './errors.js';
+import { installErrorHandlers, sendError, type ErrorLog } from './errors.js';
 import { DomainError } from '../domain/errors.js';
 import { registerAuthentication } from './authenticate.js';
 import { SHARED_SCHEMAS } from './schemas.js';
@@ -43,6 +43,12 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
     // Reject unknown fields instead of silently dropping them; never coerce types (a number is not a
     // password). Query strings are therefore validated as strings (see schemas.ts).
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true, allErrors: true } },
+    // A long path id still reaches its route (and the authentication hook) and answers 404 as a non-UUID.
+    routerOptions: { maxParamLength: 1024 },
+    // The router's own errors (bad percent-encoding, over-long parameters) get the {error, message} shape too.
+    frameworkErrors: (err, request, reply) => {
+      sendError(reply, err, request, deps.log);
+    },
   });
   installErrorHandlers(app, deps.log);
   // JSON is the only text body: a text/plain body on a JSON endpoint is the wrong media type (415), not a bad body.

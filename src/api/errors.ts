@@ -71,6 +71,12 @@ export function toErrorResponse(err: unknown): { status: number; body: ErrorBody
       return { status: 400, body: { error: 'validation_error', message: 'a JSON body is required' }, internal: false };
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return { status: 400, body: { error: 'validation_error', message: 'malformed JSON body' }, internal: false };
+    // Router errors, raised before any route runs (see frameworkErrors in app.ts).
+    case 'FST_ERR_BAD_URL':
+      return { status: 400, body: { error: 'validation_error', message: 'malformed URL (bad percent-encoding)' }, internal: false };
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      // An over-long path parameter is not a UUID, so it names nothing: the same 404 as any other non-UUID id.
+      return { status: 404, body: { error: 'not_found', message: 'not found' }, internal: false };
     default:
       break;
   }

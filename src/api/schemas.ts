@@ -159,6 +159,17 @@ export const TunnelSchema = Type.Object(
   { $id: 'Tunnel' },
 );
 
+/** The 200 answer of the log endpoints: plain text, streamed (a stream is sent as is, never serialized). */
+export const TextResponse = {
+  description: 'plain text (UTF-8)',
+  content: { 'text/plain': { schema: Type.String() } },
+};
+
+export const HealthResponse = Type.Object({
+  status: Type.Union([Type.Literal('ok'), Type.Literal('unavailable')]),
+  checks: Type.Record(Type.String(), Type.Object({ ok: Type.Boolean(), detail: Type.Optional(Type.String()) })),
+});
+
 /** Shared schemas registered once, referenced by `$ref`. */
 export const SHARED_SCHEMAS = [ErrorSchema, UserSchema, ApiKeySchema, DeploymentSchema, BuildSchema, TunnelSchema];
 

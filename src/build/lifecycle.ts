@@ -187,6 +187,8 @@ export class DeploymentLifecycle implements DeploymentOperations {
     const { db } = this.#deps;
     return this.#locks.run(deploymentId, async () => {
       const dep = await getDeploymentRow(db, principal, deploymentId);
+      // The state table: a deployment that was never deployed has no build to roll back to, whatever id is named.
+      if (dep.status === 'pending') throw new DomainError('invalid_state', 'the deployment has never been deployed; there is no build to roll back to');
       assertUuid(buildId, 'build');
       const target = await db.selectFrom('builds').selectAll().where('id', '=', buildId).where('deployment_id', '=', dep.id).executeTakeFirst();
       if (target === undefined) throw new DomainError('not_found', 'build not found');

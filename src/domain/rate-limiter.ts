@@ -3,12 +3,18 @@
 /** Counts failures per key within a window; `check` says how long a blocked key must wait. */
 export class FailureLimiter {
   readonly #max: number;
+  readonly #maxByKind: Readonly<Record<string, number>>;
   readonly #windowMs: number;
   readonly #now: () => number;
   readonly #failures = new Map<string, number[]>();
 
-  constructor(options: { maxFailures: number; windowMs: number; now?: () => number }) {
+  /**
+   * `maxFailures` applies to every key; `maxFailuresByKind` overrides it for keys of one kind
+   * (the text before the first `:`, e.g. `ip` in `ip:127.0.0.1`).
+   */
+  constructor(options: { maxFailures: number; maxFailuresByKind?: Record<string, number>; windowMs: number; now?: () => number }) {
     this.#max = options.maxFailures;
+    this.#maxByKind = options.maxFailuresByKind ?? {};
     this.#windowMs = options.windowMs;
     this.#now = options.now ?? Date.now;
   }
@@ -16,8 +22,9 @@ export class FailureLimiter {
   /** Seconds until `key` may try again, or 0 when it may try now. */
   retryAfterSeconds(key: string): number {
     const recent = this.#recent(key);
-    if (recent.length < this.#max) return 0;
-    const oldest = recent[recent.length - this.#max] ?? this.#now();
+    const max = this.#maxByKind[key.split(':', 1)[0] ?? ''] ?? this.#max;
+    if (recent.length < max) return 0;
+    const oldest = recent[recent.length - max] ?? this.#now();
     return Math.max(1, Math.ceil((oldest + this.#windowMs - this.#now()) / 1000));
   }
 

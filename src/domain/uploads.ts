@@ -60,6 +60,8 @@ export async function uploadSource(
         dockerfile = part.value;
       } else if (part.kind === 'file' && part.field === 'dockerfile') {
         dockerfile = await readSmall(part.stream, MAX_DOCKERFILE_BYTES);
+      } else if (part.kind === 'field' && part.field === 'archive') {
+        throw new DomainError('validation_error', 'the "archive" part must be a file (a tar.gz), not a text field');
       } else {
         if (part.kind === 'file') part.stream.resume();
         throw new DomainError('validation_error', `unexpected part "${part.field}"; expected "archive" and optionally "dockerfile"`);

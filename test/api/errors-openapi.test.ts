@@ -120,6 +120,13 @@ describe('errors, media types, OpenAPI and health over a socket', () => {
     }
   });
 
+  test("the router's own errors are {error, message} too: bad percent-encoding is 400, an over-long id is a 404 like any non-UUID", async () => {
+    assertError(await req('GET', '/api/v1/deployments/%E0%A4%A', { token: user.token }), 400, 'validation_error', 'bad percent-encoding');
+    assertError(await req('GET', `/api/v1/deployments/${'a'.repeat(300)}`, { token: user.token }), 404, 'not_found', '300-character id');
+    assertError(await req('GET', `/api/v1/deployments/${'a'.repeat(300)}`), 401, 'unauthorized', '300-character id, no credential');
+    assertError(await req('DELETE', `/api/v1/api-keys/${'b'.repeat(2000)}`, { token: user.token }), 404, 'not_found', '2000-character id');
+  });
+
   test('a JSON body over 1 MiB is 413 payload_too_large', async () => {
     const before = await count();
     const res = await req('POST', '/api/v1/deployments', { token: user.token, body: { name: 'x', subdomain: `big-${process.pid}`, source_type: 'archive', dockerfile_path: 'a'.repeat(1024 * 1024) } });
@@ -163,6 +170,17 @@ describe('errors, media types, OpenAPI and health over a socket', () => {
     const upload = paths['/api/v1/deployments/{id}/upload']?.['post']?.requestBody?.content['multipart/form-data']?.schema;
     assert.ok(upload?.properties !== undefined && 'archive' in upload.properties && 'dockerfile' in upload.properties);
     assert.ok(res.json.components?.securitySchemes !== undefined);
+    // Every operation documents its success answer; the log endpoints answer plain text.
+    for (const [method, p] of ROUTES) {
+      const responses = (paths[p]?.[method] as { responses?: Record<string, unknown> } | undefined)?.responses ?? {};
+      assert.ok(Object.keys(responses).some((code) => /^2\d\d$/.test(code)), `${method.toUpperCase()} ${p} documents no 2xx answer`);
+    }
+    for (const p of ['/api/v1/deployments/{id}/logs', '/api/v1/deployments/{id}/builds/{build_id}/logs']) {
+      const ok = (paths[p]?.['get'] as { responses?: Record<string, { content?: Record<string, unknown> }> } | undefined)?.responses?.['200'];
+      assert.ok(ok?.content?.['text/plain'] !== undefined, `${p} documents its text answer`);
+    }
+    const health = paths['/healthz']?.['get'] as { security?: unknown[] } | undefined;
+    assert.deepEqual(health?.security, [], '/healthz is documented as public');
   });
 
   test('GET /healthz (no auth) is 200 with the database and Docker checks', async () => {

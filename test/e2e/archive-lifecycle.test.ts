@@ -136,8 +136,10 @@ describe('archive deployments on the engine', () => {
       assert.equal(res.status, 409, action);
       assert.equal(res.json.error, 'invalid_state');
     }
+    // The state table's pending row: no build to roll back to, whatever id is named (409, not the 404 of an unknown build).
     const rollback = await ts.request('POST', `/api/v1/deployments/${id}/rollback`, { token, body: { build_id: crypto.randomUUID() } });
-    assert.equal(rollback.status, 404);
+    assert.equal(rollback.status, 409, rollback.text);
+    assert.equal(rollback.json.error, 'invalid_state');
     assert.equal((await get(id)).status, 'pending');
     // A pending app is not served yet.
     assert.equal((await appRequest(ts.port, subdomain)).status, 503);

@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import { getBuildRow, isBuildFinished, listBuilds, presentBuild } from '../../domain/builds.js';
 import type { ApiDeps } from '../app.js';
 import { principalOf } from '../authenticate.js';
-import { BuildParams, FollowQuery, IdParams, errorResponses, isFlagSet } from '../schemas.js';
+import { BuildParams, FollowQuery, IdParams, TextResponse, errorResponses, isFlagSet } from '../schemas.js';
 import { clientGone, sendText } from './deployment-routes.js';
 
 export const buildRoutes =
@@ -37,7 +37,7 @@ export const buildRoutes =
           summary: "A build's output (text); follow=true streams until the build ends",
           params: BuildParams,
           querystring: FollowQuery,
-          response: errorResponses(401, 404),
+          response: { 200: TextResponse, ...errorResponses(401, 404) },
         },
       },
       async (request, reply) => {

@@ -24,6 +24,7 @@ import {
   MessageSchema,
   RollbackBody,
   RuntimeLogsQuery,
+  TextResponse,
   UploadBody,
   UploadResponse,
   errorResponses,
@@ -212,7 +213,7 @@ export const deploymentRoutes =
           summary: "The running container's output (text); tail=N, follow=true streams",
           params: IdParams,
           querystring: RuntimeLogsQuery,
-          response: errorResponses(401, 404, 409),
+          response: { 200: TextResponse, ...errorResponses(401, 404, 409) },
         },
       },
       async (request, reply) => {
