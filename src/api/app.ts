@@ -19,6 +19,7 @@ import { deploymentRoutes } from './routes/deployment-routes.js';
 import { buildRoutes } from './routes/build-routes.js';
 import { tunnelRoutes, type TunnelDirectory } from './routes/tunnel-routes.js';
 import { healthRoutes, type HealthCheck } from './routes/health-routes.js';
+import { dashboardRoutes } from './routes/dashboard-routes.js';
 
 /** Everything the API needs, wired once in main.ts. */
 export interface ApiDeps {
@@ -86,6 +87,7 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
 
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   await app.register(healthRoutes, { health: deps.health });
+  await app.register(dashboardRoutes);
   await app.register(authRoutes(deps), { prefix: '/api/v1' });
 
   // Everything below requires a bearer credential, checked by one hook.

@@ -113,7 +113,7 @@ describe('errors, media types, OpenAPI and health over a socket', () => {
       ['POST', '/api/v2/deployments', user.token],
       ['GET', '/api/v1/deployments/x/y/z', user.token],
       ['PATCH', `/api/v1/deployments/${deploymentId}`, user.token],
-      ['GET', '/', undefined],
+      ['GET', '/nothing-here', undefined],
       ['GET', '/.env', undefined],
     ] as const) {
       assertError(await req(method, urlPath, { token }), 404, 'not_found', `${method} ${urlPath}`);
