@@ -13,11 +13,14 @@ import type { DeploymentOperations } from '../domain/operations.js';
 import type { Principal } from '../domain/principal.js';
 import type { RoutingTable, Upstream } from '../proxy/routing-table.js';
 import type { ContainerEngine } from '../runtime/engine.js';
-import { EngineBuildError, LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED } from '../runtime/engine.js';
+import { EngineBuildError } from '../runtime/engine.js';
 import { fetchCommit, redactCredentials, resolveCommit } from '../source/git.js';
 import type { SourceStore } from '../source/source-store.js';
 import type { BuildLogStore } from './build-logs.js';
 import { KeyedMutex, Semaphore } from './concurrency.js';
+import { describeFailure, isExpectedFailure } from './failures.js';
+import { imageTag, pruneImages, removeDeploymentObjects } from './images.js';
+import { refreshLivePorts } from './live-ports.js';
 import { ReleaseError, startRelease } from './release.js';
 
 /** What the lifecycle needs of the data plane: waiting for in-flight requests to an old release. */
@@ -67,16 +70,6 @@ class Cancelled extends Error {
   override readonly name = 'Cancelled';
 }
 
-/**
- * Image reference of a build: a repository of this installation's own, one tag per build. Images
- * are found by this name rather than by labels, because build labels cost the classic builder an
- * extra committed step on every deploy.
- */
-export const imageTag = (instanceId: string, deploymentId: string, buildId: string): string =>
-  `${imageRepositoryPrefix(instanceId)}${deploymentId}:${buildId}`;
-
-/** Every image of an installation is named `slipway-<instance>/…`. */
-export const imageRepositoryPrefix = (instanceId: string): string => `slipway-${instanceId.slice(0, 8)}/`;
 
 /**
  * Runs deployments on the engine. Operations on one deployment are serialized by a per-deployment
@@ -203,13 +196,13 @@ export class DeploymentLifecycle implements DeploymentOperations {
   }
 
   async remove(principal: Principal, deploymentId: string): Promise<void> {
-    const { db, engine, store, buildLogs, table } = this.#deps;
+    const { db, store, buildLogs, table } = this.#deps;
     await this.#locks.run(deploymentId, async () => {
       const dep = await getDeploymentRow(db, principal, deploymentId);
       await this.#cancelInflight(deploymentId, 'cancelled: the deployment was deleted');
       await db.deleteFrom('deployments').where('id', '=', dep.id).execute();
       table.delete(dep.subdomain);
-      await this.#removeEngineObjects(dep.id);
+      await removeDeploymentObjects(this.#deps.engine, this.#deps.settings.instanceId, dep.id);
       await store.removeDeployment(dep.id);
       await buildLogs.removeDeployment(dep.id);
     });
@@ -243,43 +236,12 @@ export class DeploymentLifecycle implements DeploymentOperations {
     const timer = setInterval(() => {
       if (running) return;
       running = true;
-      void this.#refreshLivePorts()
+      void refreshLivePorts(this.#deps, (id, fn) => this.#locks.run(id, fn, AbortSignal.timeout(1000)))
         .catch((err: unknown) => this.#deps.log('warn', 'refreshing live container ports failed', { err }))
         .finally(() => (running = false));
     }, intervalMs);
     timer.unref();
     return () => clearInterval(timer);
-  }
-
-  async #refreshLivePorts(): Promise<void> {
-    const { db, engine, table } = this.#deps;
-    const live = await db
-      .selectFrom('deployments')
-      .innerJoin('builds', 'builds.id', 'deployments.live_build_id')
-      .select(['deployments.id', 'deployments.subdomain', 'builds.id as build_id', 'builds.container_id', 'builds.host_port'])
-      .where('deployments.status', 'in', ['running', 'failed', 'building'])
-      .where('builds.container_id', 'is not', null)
-      .execute();
-    for (const row of live) {
-      const route = table.get(row.subdomain);
-      if (route?.kind !== 'app' || route.state !== 'live' || row.container_id === null) continue;
-      const info = await engine.inspectContainer(row.container_id);
-      if (info === null || !info.running || info.hostPort === null || info.hostPort === route.upstream.port) continue;
-      // Re-check under the lock: a release may have switched meanwhile.
-      await this.#locks
-        .run(
-          row.id,
-          async () => {
-            const current = await db.selectFrom('builds').select('container_id').where('id', '=', row.build_id).executeTakeFirst();
-            if (current?.container_id !== row.container_id || info.hostPort === null) return;
-            await db.updateTable('builds').set({ host_port: info.hostPort }).where('id', '=', row.build_id).execute();
-            table.set(row.subdomain, { kind: 'app', deploymentId: row.id, state: 'live', upstream: { host: '127.0.0.1', port: info.hostPort } });
-            this.#deps.log('info', `container of ${row.subdomain} restarted on port ${info.hostPort}; route updated`);
-          },
-          AbortSignal.timeout(1000),
-        )
-        .catch(() => undefined);
-    }
   }
 
   /** Waits for every background task (old containers being retired). */
@@ -441,19 +403,8 @@ export class DeploymentLifecycle implements DeploymentOperations {
   ): Promise<void> {
     const { db } = this.#deps;
     const cancelled = cancel.aborted;
-    let message: string;
-    if (cancelled) {
-      message = cancel.reason instanceof Error ? cancel.reason.message : 'cancelled';
-    } else if (err instanceof EngineBuildError) {
-      message = `image build failed: ${err.outputTail.trim() || err.message}`;
-    } else if (err instanceof ReleaseError || err instanceof DomainError) {
-      message = err.message;
-    } else if (err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError')) {
-      message = `the build exceeded its time limit of ${Math.round(this.#deps.settings.buildTimeoutMs / 1000)} s`;
-    } else {
-      message = redactCredentials(err instanceof Error ? err.message : String(err));
-      this.#deps.log('error', 'build failed unexpectedly', { buildId: build.id, err });
-    }
+    const message = describeFailure(err, cancel, this.#deps.settings.buildTimeoutMs);
+    if (!cancelled && !isExpectedFailure(err)) this.#deps.log('error', 'build failed unexpectedly', { buildId: build.id, err });
     log(`==> ${cancelled ? 'cancelled' : 'failed'}: ${message}\n`);
     await db
       .updateTable('builds')
@@ -531,7 +482,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
     for (const old of previous) {
       if (old.container_id !== null) this.#retire(old.container_id, old.host_port);
     }
-    this.#track(this.#pruneImages(dep.id));
+    this.#track(pruneImages(this.#deps.db, this.#deps.engine, dep.id, this.#deps.settings.keepImages));
   }
 
   /** Drains and stops an old container in the background. */
@@ -550,35 +501,5 @@ export class DeploymentLifecycle implements DeploymentOperations {
     const tracked = task.catch((err: unknown) => this.#deps.log('warn', 'background cleanup failed', { err }));
     this.#background.add(tracked);
     void tracked.finally(() => this.#background.delete(tracked));
-  }
-
-  /** Keeps the images of the last N succeeded builds (and the live one); removes older ones. */
-  async #pruneImages(deploymentId: string): Promise<void> {
-    const { db, engine, settings } = this.#deps;
-    const dep = await db.selectFrom('deployments').select('live_build_id').where('id', '=', deploymentId).executeTakeFirst();
-    const succeeded = await db
-      .selectFrom('builds')
-      .select(['id', 'image_id'])
-      .where('deployment_id', '=', deploymentId)
-      .where('status', '=', 'succeeded')
-      .where('image_id', 'is not', null)
-      .orderBy('seq', 'desc')
-      .execute();
-    for (const old of succeeded.slice(settings.keepImages)) {
-      if (old.id === dep?.live_build_id || old.image_id === null) continue;
-      await engine.removeImage(old.image_id);
-      await db.updateTable('builds').set({ image_id: null }).where('id', '=', old.id).execute();
-    }
-  }
-
-  /** Removes every container and image the engine holds for a deployment. */
-  async #removeEngineObjects(deploymentId: string): Promise<void> {
-    const { engine } = this.#deps;
-    const labels = { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: this.#deps.settings.instanceId, [LABEL_DEPLOYMENT]: deploymentId };
-    for (const container of await engine.listContainers(labels)) await engine.removeContainer(container.id);
-    const prefix = `${imageRepositoryPrefix(this.#deps.settings.instanceId)}${deploymentId}:`;
-    for (const image of await engine.listImages({})) {
-      for (const tag of image.tags) if (tag.startsWith(prefix)) await engine.removeImage(tag);
-    }
   }
 }

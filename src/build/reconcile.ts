@@ -6,7 +6,7 @@ import { nowIso } from '../db/database.js';
 import type { RoutingTable } from '../proxy/routing-table.js';
 import type { ContainerEngine } from '../runtime/engine.js';
 import { LABEL_INSTANCE, LABEL_MANAGED } from '../runtime/engine.js';
-import { imageRepositoryPrefix } from './lifecycle.js';
+import { imageRepositoryPrefix } from './images.js';
 import { startRelease } from './release.js';
 
 export interface ReconcileDeps {

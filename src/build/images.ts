@@ -1,0 +1,43 @@
+// Build images on the engine: their names, the retention of the last N, and removal with a deployment.
+import type { Db } from '../db/database.js';
+import type { ContainerEngine } from '../runtime/engine.js';
+import { LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED } from '../runtime/engine.js';
+
+/** Every image of an installation is named `slipway-<instance>/…`. */
+export const imageRepositoryPrefix = (instanceId: string): string => `slipway-${instanceId.slice(0, 8)}/`;
+
+/**
+ * Image reference of a build: a repository of this installation's own, one tag per build. Images
+ * are found by this name rather than by labels, because build labels cost the classic builder an
+ * extra committed step on every deploy.
+ */
+export const imageTag = (instanceId: string, deploymentId: string, buildId: string): string =>
+  `${imageRepositoryPrefix(instanceId)}${deploymentId}:${buildId}`;
+
+/** Keeps the images of the last `keep` succeeded builds (and the live one); removes older ones. */
+export async function pruneImages(db: Db, engine: ContainerEngine, deploymentId: string, keep: number): Promise<void> {
+  const dep = await db.selectFrom('deployments').select('live_build_id').where('id', '=', deploymentId).executeTakeFirst();
+  const succeeded = await db
+    .selectFrom('builds')
+    .select(['id', 'image_id'])
+    .where('deployment_id', '=', deploymentId)
+    .where('status', '=', 'succeeded')
+    .where('image_id', 'is not', null)
+    .orderBy('seq', 'desc')
+    .execute();
+  for (const old of succeeded.slice(keep)) {
+    if (old.id === dep?.live_build_id || old.image_id === null) continue;
+    await engine.removeImage(old.image_id);
+    await db.updateTable('builds').set({ image_id: null }).where('id', '=', old.id).execute();
+  }
+}
+
+/** Removes every container and image this installation holds on the engine for a deployment. */
+export async function removeDeploymentObjects(engine: ContainerEngine, instanceId: string, deploymentId: string): Promise<void> {
+  const labels = { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instanceId, [LABEL_DEPLOYMENT]: deploymentId };
+  for (const container of await engine.listContainers(labels)) await engine.removeContainer(container.id);
+  const prefix = `${imageRepositoryPrefix(instanceId)}${deploymentId}:`;
+  for (const image of await engine.listImages({})) {
+    for (const tag of image.tags) if (tag.startsWith(prefix)) await engine.removeImage(tag);
+  }
+}
