@@ -15,6 +15,8 @@ const ASSETS: Record<string, { file: string; type: string }> = {
 
 /** Serves the dashboard's three files, read once, with a strict content security policy. */
 export const dashboardRoutes: FastifyPluginAsync = async (app) => {
+  // Browsers ask for it on every page; there is none.
+  app.get('/favicon.ico', { schema: { hide: true } }, async (_request, reply) => reply.code(204).send());
   for (const [url, asset] of Object.entries(ASSETS)) {
     const body = fs.readFileSync(path.join(PUBLIC_DIR, asset.file));
     app.get(url, { schema: { hide: true } }, async (_request, reply) =>
