@@ -1,55 +1,24 @@
-// Shapes of the API's answers as the CLI reads them (docs: /api/v1/openapi.json).
+// Shapes of the API's answers as the CLI reads them: the server's own response schemas (type-only).
+import type { Static } from '@sinclair/typebox';
+import type {
+  ApiKeySchema,
+  BuildSchema,
+  DeploymentSchema,
+  MessageSchema,
+  UploadResponse,
+  UserSchema,
+} from '../api/schemas.js';
 
-export interface Deployment {
-  id: string;
-  name: string;
-  subdomain: string;
-  status: 'pending' | 'building' | 'running' | 'stopped' | 'failed';
-  source_type: 'git' | 'archive';
-  created_at: string;
-  updated_at: string;
-  repo_url?: string;
-  branch?: string | null;
-  dockerfile_path?: string;
-  url?: string;
-  live_build_id?: string | null;
-}
+export type Deployment = Static<typeof DeploymentSchema>;
+export type Build = Static<typeof BuildSchema>;
+export type User = Static<typeof UserSchema>;
+export type ApiKey = Static<typeof ApiKeySchema>;
+export type UploadAnswer = Static<typeof UploadResponse>;
+export type MessageAnswer = Static<typeof MessageSchema>;
 
-export interface Build {
-  id: string;
-  deployment_id: string;
-  status: 'building' | 'succeeded' | 'failed' | 'cancelled';
-  commit_sha: string;
-  started_at: string;
-  finished_at: string | null;
-  error?: string | null;
-}
-
-export interface User {
-  id: string;
-  email: string;
-  created_at: string;
-}
-
-export interface ApiKey {
-  id: string;
-  name: string;
-  key_prefix: string;
-  created_at: string;
-  last_used_at: string | null;
-}
-
+/** `POST /auth/login` (its `user` is a `$ref` in the schema, so it is spelled out here). */
 export interface LoginAnswer {
   token: string;
   expires_at: string;
   user: User;
-}
-
-export interface UploadAnswer {
-  status: 'uploaded';
-  size: number;
-}
-
-export interface MessageAnswer {
-  message: string;
 }
