@@ -98,19 +98,29 @@ export function aptInstall(packages) {
 
 /**
  * Makes sure a Docker engine answers: when none does, installs docker.io (Debian, root) and starts
- * dockerd in the background, waiting up to 90 s for it.
+ * dockerd in the background, waiting up to 90 s for it. Without one, `required` stops the process;
+ * otherwise it says what to do and returns false (the server starts and reports it in /healthz).
  */
-export async function ensureDocker() {
-  if (await pingDocker()) return;
+export async function ensureDocker({ required = true } = {}) {
+  if (await pingDocker()) return true;
+  const fail = (message) => {
+    log(message);
+    if (required) process.exit(1);
+    log('starting without it: deploys fail and /healthz answers 503 until an engine answers.');
+    return false;
+  };
   if (socketPath() !== '/var/run/docker.sock') {
-    log(`the Docker engine at DOCKER_HOST=${process.env.DOCKER_HOST} does not answer; start it and retry.`);
-    process.exit(1);
+    return fail(`the Docker engine at DOCKER_HOST=${process.env.DOCKER_HOST} does not answer; start it and retry.`);
   }
-  if (which('dockerd') === null) aptInstall(['docker.io']);
+  if (which('dockerd') === null) {
+    if (!isRoot || which('apt-get') === null) {
+      return fail('no Docker engine: install Docker (https://docs.docker.com/engine/install/, or `sudo apt-get install docker.io` on Debian/Ubuntu) and start it.');
+    }
+    aptInstall(['docker.io']);
+  }
   const dockerd = which('dockerd');
   if (dockerd === null || !isRoot) {
-    log('no Docker engine is running. Start it (e.g. `sudo systemctl start docker`) and retry.');
-    process.exit(1);
+    return fail('no Docker engine is running. Start it (e.g. `sudo systemctl start docker`) and retry.');
   }
   log('starting dockerd in the background (log: /var/log/slipway-dockerd.log)…');
   const out = fs.openSync('/var/log/slipway-dockerd.log', 'a');
@@ -120,10 +130,9 @@ export async function ensureDocker() {
   while (Date.now() < deadline) {
     if (await pingDocker()) {
       log('Docker engine is up.');
-      return;
+      return true;
     }
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
-  log('dockerd did not answer within 90 s; see /var/log/slipway-dockerd.log');
-  process.exit(1);
+  return fail('dockerd did not answer within 90 s; see /var/log/slipway-dockerd.log');
 }

@@ -6,8 +6,7 @@ import { ensureExampleBase } from './example-base.mjs';
 
 ensureDependencies();
 compile();
-await ensureDocker();
-await ensureExampleBase().catch((err) => process.stderr.write(`[setup] examples base image: ${err.message}\n`));
+if (await ensureDocker({ required: false })) await ensureExampleBase().catch((err) => process.stderr.write(`[setup] examples base image: ${err.message}\n`));
 // A small V8 young generation keeps the server's memory low (peak < 200 MiB during a 1 GiB upload)
 // for a few percent of request throughput; see bench/README.md.
 const child = spawn(process.execPath, ['--max-semi-space-size=2', path.join(root, 'bin', 'slipway.js'), 'server', ...process.argv.slice(2)], {
