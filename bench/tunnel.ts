@@ -3,7 +3,9 @@
 // `node dist/bench/tunnel.js` runs everything on loopback: the app, the Slipway server and client
 // and the load generator are separate processes (this file, in different roles). Requests/s and p99
 // use a small body over 50 connections; MiB/s a 1 MiB body over 10 connections. wrk is used when it
-// is installed, else a small keep-alive load generator of our own.
+// is installed, else a small keep-alive load generator of our own. The CPU time the Slipway server
+// and client processes spend per small request is printed too: on a shared machine it is steadier
+// than requests/s.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile, chmod, copyFile, mkdir } from 'node:fs/promises';
@@ -48,6 +50,15 @@ function announce(value: object): void {
   process.stdout.write(`${JSON.stringify(value)}\n`);
 }
 
+/** Answers each message from the parent with this process's CPU time so far (µs, user + system). */
+function answerCpuQueries(): void {
+  process.on('message', () => {
+    const usage = process.cpuUsage();
+    process.send?.({ cpuUs: usage.user + usage.system });
+  });
+  process.channel?.unref();
+}
+
 async function roleApp(): Promise<void> {
   const server = createServer((req, res) => {
     const body = req.url === '/big' ? BIG_BODY : SMALL_BODY;
@@ -86,10 +97,12 @@ async function roleServer(): Promise<void> {
   front.listen(0, '127.0.0.1');
   await once(front, 'listening');
   port = (front.address() as AddressInfo).port;
+  answerCpuQueries();
   announce({ port });
 }
 
 async function roleClient(serverPort: number, appPort: number): Promise<void> {
+  answerCpuQueries();
   await runTunnelClient({
     serverUrl: `http://127.0.0.1:${serverPort}`,
     apiKey: BENCH_KEY,
@@ -107,17 +120,25 @@ async function roleClient(serverPort: number, appPort: number): Promise<void> {
 
 const children: ChildProcess[] = [];
 
-/** Starts this file in another role; resolves with its first JSON line. */
-async function startRole(args: string[]): Promise<Record<string, unknown>> {
-  const child = spawn(process.execPath, [SELF, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+/** Starts this file in another role; resolves with its first JSON line and the process. */
+async function startRole(args: string[]): Promise<{ info: Record<string, unknown>; child: ChildProcess }> {
+  const child = spawn(process.execPath, [SELF, ...args], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
   children.push(child);
   const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
   const timeout = setTimeout(() => child.kill(), 15_000);
   for await (const line of lines) {
     clearTimeout(timeout);
-    return JSON.parse(line) as Record<string, unknown>;
+    return { info: JSON.parse(line) as Record<string, unknown>, child };
   }
   throw new Error(`role ${args[0] ?? '?'} exited before it was ready`);
+}
+
+/** A role's CPU time so far, in µs (see answerCpuQueries). */
+async function cpuOf(child: ChildProcess): Promise<number> {
+  const answer = once(child, 'message') as Promise<[{ cpuUs: number }]>;
+  child.send({});
+  const [message] = await answer;
+  return message.cpuUs;
 }
 
 async function hasWrk(): Promise<boolean> {
@@ -254,15 +275,13 @@ async function main(): Promise<void> {
   const load = useWrk ? loadWithWrk : loadWithNode;
   console.log(`load generator: ${useWrk ? 'wrk (2 threads)' : 'built-in Node keep-alive loops'}; ${DURATION_S} s per run; CPUs: ${(await import('node:os')).cpus().length}`);
 
-  const app = await startRole(['app']);
+  const app = (await startRole(['app'])).info;
   const appPort = Number(app['port']);
   const server = await startRole(['server']);
-  const serverPort = Number(server['port']);
+  const serverPort = Number(server.info['port']);
   const client = await startRole(['client', String(serverPort), String(appPort)]);
-  const targets: Target[] = [
-    { name: 'direct', port: appPort, host: `127.0.0.1:${appPort}` },
-    { name: 'slipway tunnel', port: serverPort, host: `${String(client['subdomain'])}.localhost:${serverPort}` },
-  ];
+  const slipway: Target = { name: 'slipway tunnel', port: serverPort, host: `${String(client.info['subdomain'])}.localhost:${serverPort}` };
+  const targets: Target[] = [{ name: 'direct', port: appPort, host: `127.0.0.1:${appPort}` }, slipway];
 
   const dir = await mkdtemp(join(tmpdir(), 'slipway-bench-'));
   try {
@@ -273,9 +292,16 @@ async function main(): Promise<void> {
   }
 
   const rows: Array<{ name: string; small: Result; big: Result }> = [];
+  let cpuPerRequest: { server: number; client: number } | undefined;
   for (const target of targets) {
     await load(target, '/small', 10, 1); // warm-up: connections, JIT
+    const before = target === slipway ? await Promise.all([cpuOf(server.child), cpuOf(client.child)]) : undefined;
     const small = await load(target, '/small', 50, DURATION_S);
+    if (before !== undefined) {
+      const after = await Promise.all([cpuOf(server.child), cpuOf(client.child)]);
+      const requests = small.rps * DURATION_S;
+      cpuPerRequest = { server: (after[0] - before[0]) / requests, client: (after[1] - before[1]) / requests };
+    }
     await load(target, '/big', 10, 1);
     const big = await load(target, '/big', 10, DURATION_S);
     rows.push({ name: target.name, small, big });
@@ -292,6 +318,10 @@ async function main(): Promise<void> {
     console.log(
       `| ${row.name} | ${fmt(row.small.rps)} | ${ratio(row.small.rps, direct?.small.rps)} | ${fmt(row.small.p99Ms, 2)} | ${ratio(row.small.p99Ms, direct?.small.p99Ms)} | ${fmt(mibs, 1)} | ${ratio(mibs, direct?.big.rps)} | ${row.small.errors + row.big.errors} |`,
     );
+  }
+  if (cpuPerRequest !== undefined) {
+    console.log('');
+    console.log(`slipway CPU per 100 B request: server ${fmt(cpuPerRequest.server, 1)} µs, client ${fmt(cpuPerRequest.client, 1)} µs`);
   }
   await rm(dir, { recursive: true, force: true });
 }

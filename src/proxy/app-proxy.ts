@@ -3,9 +3,7 @@ import {
   Agent,
   request as httpRequest,
   type ClientRequest,
-  type IncomingHttpHeaders,
   type IncomingMessage,
-  type OutgoingHttpHeaders,
   type ServerResponse,
 } from 'node:http';
 import { connect, type Socket } from 'node:net';
@@ -34,6 +32,10 @@ const DEFAULT_UPSTREAM_TIMEOUT_MS = 60_000;
 
 /** Headers that describe one connection, never forwarded (RFC 9110 §7.6.1). `proxy-*` is matched by prefix. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+/** The visitor's own values of the headers we set for the upstream. */
+const FORWARDED: ReadonlySet<string> = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host']);
+const NONE: ReadonlySet<string> = new Set();
 
 /** Methods safe to send twice when a reused keep-alive socket turns out to be closed. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
@@ -152,7 +154,7 @@ export class AppProxy {
       port: upstream.port,
       method: req.method,
       path: req.url,
-      headers: this.#forwardedHeaders(req),
+      headers: forwardedHeaders(req, this.#protocol),
       agent: this.#agent,
     });
     // Time to response headers only: a started response may stream for as long as it likes.
@@ -187,7 +189,7 @@ export class AppProxy {
         proxyRes.destroy();
         return;
       }
-      res.writeHead(proxyRes.statusCode ?? 502, proxyRes.statusMessage, stripHopByHop(proxyRes.headers));
+      res.writeHead(proxyRes.statusCode ?? 502, proxyRes.statusMessage, responseHeaders(proxyRes.rawHeaders));
       proxyRes.on('error', () => res.destroy());
       proxyRes.once('close', () => {
         // The upstream dropped mid-body: the visitor must see a broken response, not a short one.
@@ -228,7 +230,7 @@ export class AppProxy {
     bodyStarted: boolean,
     proxyReq: ClientRequest,
   ): Upstream | undefined {
-    const replayable = !bodyStarted || hasNoBody(req);
+    const replayable = !bodyStarted || hasNoRequestBody(req);
     if (!replayable) return undefined;
     const route = this.#table.resolveHost(req.headers.host)?.route;
     const current = route?.kind === 'app' && route.state === 'live' ? route.upstream : undefined;
@@ -254,7 +256,7 @@ export class AppProxy {
       clearTimeout(timer);
       connected = true;
       upstreamSocket.setNoDelay(true);
-      upstreamSocket.write(this.#upgradeRequestHead(req));
+      upstreamSocket.write(upgradeRequestHead(req, this.#protocol));
       if (head.length > 0) upstreamSocket.write(head);
       // From here on the two sockets are one pipe; the upstream's 101 (or refusal) goes to the visitor as is.
       upstreamSocket.pipe(socket);
@@ -282,46 +284,6 @@ export class AppProxy {
       this.#upgraded.delete(socket);
       upstreamSocket.destroy();
     });
-  }
-
-  /** Request headers for the upstream: hop-by-hop removed, Host kept, X-Forwarded-* added. */
-  #forwardedHeaders(req: IncomingMessage): OutgoingHttpHeaders {
-    const headers = stripHopByHop(req.headers);
-    const forwarded = this.#forwardedValues(req);
-    headers['x-forwarded-for'] = forwarded.for;
-    headers['x-forwarded-proto'] = forwarded.proto;
-    if (forwarded.host !== undefined) headers['x-forwarded-host'] = forwarded.host;
-    return headers;
-  }
-
-  #forwardedValues(req: IncomingMessage): { for: string; proto: string; host: string | undefined } {
-    const client = clientAddress(req);
-    const header = req.headers['x-forwarded-for'];
-    const previous = Array.isArray(header) ? header.join(', ') : header;
-    return {
-      for: previous !== undefined && previous.trim() !== '' ? `${previous}, ${client}` : client,
-      proto: this.#protocol,
-      host: req.headers.host,
-    };
-  }
-
-  /** The request line and headers of an upgrade, written raw to the upstream (Connection/Upgrade kept). */
-  #upgradeRequestHead(req: IncomingMessage): string {
-    const forwarded = this.#forwardedValues(req);
-    const lines = [`${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/1.1`];
-    const raw = req.rawHeaders;
-    for (let i = 0; i + 1 < raw.length; i += 2) {
-      const name = raw[i] ?? '';
-      const lower = name.toLowerCase();
-      if (lower === 'connection' || lower === 'keep-alive' || lower === 'te' || lower === 'trailer') continue;
-      if (lower === 'transfer-encoding' || lower.startsWith('proxy-') || lower.startsWith('x-forwarded-')) continue;
-      lines.push(`${name}: ${raw[i + 1] ?? ''}`);
-    }
-    lines.push('Connection: Upgrade');
-    lines.push(`X-Forwarded-For: ${forwarded.for}`);
-    lines.push(`X-Forwarded-Proto: ${forwarded.proto}`);
-    if (forwarded.host !== undefined) lines.push(`X-Forwarded-Host: ${forwarded.host}`);
-    return `${lines.join('\r\n')}\r\n\r\n`;
   }
 
   /** Counts one exchange against `key`; the returned function (idempotent) ends it and wakes drain() waiters. */
@@ -371,35 +333,99 @@ function refusalPage(host: string, route: Route | undefined): Page {
   }
 }
 
-/** Copies headers without the hop-by-hop ones, including those the Connection header names. */
-function stripHopByHop(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
-  const named = new Set<string>();
-  const connection = headers.connection;
-  if (connection !== undefined) {
-    for (const token of connection.split(',')) named.add(token.trim().toLowerCase());
+/**
+ * The request headers to send upstream for a visitor's request, as a raw `[name, value, …]` list
+ * (names keep their case, repeated headers stay apart, and Node writes them without re-validating
+ * each): hop-by-hop ones removed, Host kept, X-Forwarded-For (appended to), X-Forwarded-Proto
+ * (`protocol`) and X-Forwarded-Host set. A body of unknown length (it arrived chunked) is declared
+ * chunked again, since Node would otherwise send a GET's or DELETE's body unframed.
+ */
+export function forwardedHeaders(req: IncomingMessage, protocol: string): string[] {
+  const out = stripHopByHop(req.rawHeaders, FORWARDED);
+  if (req.headers['transfer-encoding'] !== undefined && req.headers['content-length'] === undefined) {
+    out.push('Transfer-Encoding', 'chunked');
   }
-  const out: OutgoingHttpHeaders = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || named.has(name) || name.startsWith('proxy-')) continue;
-    out[name] = value;
-  }
+  const forwarded = forwardedValues(req, protocol);
+  out.push('X-Forwarded-For', forwarded.for, 'X-Forwarded-Proto', forwarded.proto);
+  if (forwarded.host !== undefined) out.push('X-Forwarded-Host', forwarded.host);
   return out;
 }
 
-function hasNoBody(req: IncomingMessage): boolean {
+/**
+ * The request line and headers of an upgrade, to write raw to an upstream connection: Connection
+ * and Upgrade kept (the upstream needs them to switch protocols), other hop-by-hop headers and any
+ * X-Forwarded-* from the visitor dropped, ours added.
+ */
+export function upgradeRequestHead(req: IncomingMessage, protocol: string): string {
+  const forwarded = forwardedValues(req, protocol);
+  const lines = [`${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/1.1`];
+  const raw = req.rawHeaders;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i] ?? '';
+    const lower = name.toLowerCase();
+    if (lower === 'connection' || lower === 'keep-alive' || lower === 'te' || lower === 'trailer') continue;
+    if (lower === 'transfer-encoding' || lower.startsWith('proxy-') || lower.startsWith('x-forwarded-')) continue;
+    lines.push(`${name}: ${raw[i + 1] ?? ''}`);
+  }
+  lines.push('Connection: Upgrade');
+  lines.push(`X-Forwarded-For: ${forwarded.for}`);
+  lines.push(`X-Forwarded-Proto: ${forwarded.proto}`);
+  if (forwarded.host !== undefined) lines.push(`X-Forwarded-Host: ${forwarded.host}`);
+  return `${lines.join('\r\n')}\r\n\r\n`;
+}
+
+/** An upstream's raw response headers (`rawHeaders`) for the visitor: hop-by-hop ones removed. */
+export function responseHeaders(rawHeaders: readonly string[]): string[] {
+  return stripHopByHop(rawHeaders, NONE);
+}
+
+/** True when the visitor's request carries no body (so it can be sent again as is). */
+export function hasNoRequestBody(req: IncomingMessage): boolean {
   const length = req.headers['content-length'];
   return req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0');
+}
+
+/** The Host as the visitor typed it, without the port, for pages and logs. */
+export function displayHost(req: IncomingMessage): string {
+  const host = (req.headers.host ?? '').trim().toLowerCase();
+  const colon = host.lastIndexOf(':');
+  return colon === -1 ? host : host.slice(0, colon);
+}
+
+function forwardedValues(req: IncomingMessage, protocol: string): { for: string; proto: string; host: string | undefined } {
+  const client = clientAddress(req);
+  const header = req.headers['x-forwarded-for'];
+  const previous = Array.isArray(header) ? header.join(', ') : header;
+  return {
+    for: previous !== undefined && previous.trim() !== '' ? `${previous}, ${client}` : client,
+    proto: protocol,
+    host: req.headers.host,
+  };
+}
+
+/**
+ * Copies a raw header list without the hop-by-hop headers (also those the Connection header
+ * names) and without those in `drop` (lower case).
+ */
+function stripHopByHop(rawHeaders: readonly string[], drop: ReadonlySet<string>): string[] {
+  let named: Set<string> | undefined;
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    if (rawHeaders[i]?.toLowerCase() !== 'connection') continue;
+    named ??= new Set();
+    for (const token of (rawHeaders[i + 1] ?? '').split(',')) named.add(token.trim().toLowerCase());
+  }
+  const out: string[] = [];
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] ?? '';
+    const lower = name.toLowerCase();
+    if (HOP_BY_HOP.has(lower) || drop.has(lower) || named?.has(lower) === true || lower.startsWith('proxy-')) continue;
+    out.push(name, rawHeaders[i + 1] ?? '');
+  }
+  return out;
 }
 
 /** The visitor's address, with IPv4-mapped IPv6 ("::ffff:1.2.3.4") shown as plain IPv4. */
 function clientAddress(req: IncomingMessage): string {
   const address = req.socket.remoteAddress ?? 'unknown';
   return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
-}
-
-/** The Host as the visitor typed it, without the port, for pages and logs. */
-function displayHost(req: IncomingMessage): string {
-  const host = (req.headers.host ?? '').trim().toLowerCase();
-  const colon = host.lastIndexOf(':');
-  return colon === -1 ? host : host.slice(0, colon);
 }

@@ -8,15 +8,12 @@ import {
   decodeFrame,
   encodeBatch,
   encodeFrame,
-  encodeJsonFrame,
   encodeWindow,
   parseControl,
-  parseOpenHead,
-  parseResponseHead,
   readCredit,
   splitMessage,
 } from './protocol.js';
-import type { ControlMessage, OpenHead, ResponseHead } from './protocol.js';
+import type { ControlMessage } from './protocol.js';
 
 /** Bytes queued in the WebSocket above which DATA waits (control frames never wait). */
 const WS_HIGH_WATER = 1024 * 1024;
@@ -31,7 +28,7 @@ export interface MuxOptions {
   /** Per-stream window in bytes, the same on both ends (default {@link INITIAL_WINDOW}). */
   window?: number;
   /** Called for each OPEN from the peer; when absent the peer may not open streams (they are reset). */
-  onStream?: (stream: TunnelStream, head: OpenHead) => void;
+  onStream?: (stream: TunnelStream) => void;
   /** Called for each control (text) message. */
   onControl?: (message: ControlMessage) => void;
   /** Called once when the WebSocket closes; every stream has been destroyed by then. */
@@ -50,7 +47,7 @@ export class StreamResetError extends Error {
 }
 
 /**
- * One multiplexed WebSocket. The server side opens streams (one per visitor request); the
+ * One multiplexed WebSocket. The server side opens streams (raw byte pipes to the local app); the
  * client side receives them through `onStream`. Memory is bounded: a peer may have at most
  * `window` unconsumed bytes in flight per stream, and DATA pauses while the WebSocket's own
  * send buffer is above {@link WS_HIGH_WATER}.
@@ -86,7 +83,7 @@ export class Mux {
 
   /**
    * Gives the mux the WebSocket's socket so it can cork it for one event-loop turn: the frames of
-   * many small requests (OPEN, HEAD, DATA, END, WINDOW) then leave in one write instead of one each.
+   * many small requests (OPEN, DATA, END, WINDOW) then leave in one write instead of one each.
    */
   attachSocket(socket: Duplex): void {
     this.#socket = socket;
@@ -106,15 +103,19 @@ export class Mux {
     return this.#closed;
   }
 
-  /** Opens a new stream towards the peer, sending OPEN with `head`. */
-  open(head: OpenHead): TunnelStream {
+  /**
+   * Opens a new stream towards the peer (sends OPEN). With `halfOpen: false` the stream ends its
+   * own side once the peer's END arrives, as a `net.Socket` does by default (what Node's HTTP
+   * client and Agent expect from a socket).
+   */
+  open(options: { halfOpen?: boolean } = {}): TunnelStream {
     if (this.#closed) throw new Error('tunnel is closed');
     let id = this.#nextId;
     while (this.#streams.has(id)) id = id >= 0xffffffff ? 1 : id + 1;
     this.#nextId = id >= 0xffffffff ? 1 : id + 1;
-    const stream = new TunnelStream(id, this, this.#window);
+    const stream = new TunnelStream(id, this, this.#window, options.halfOpen ?? true);
     this.#streams.set(id, stream);
-    this.#send(encodeJsonFrame(FrameType.OPEN, id, head));
+    this.#send(encodeFrame(FrameType.OPEN, id));
     return stream;
   }
 
@@ -249,22 +250,14 @@ export class Mux {
     const stream = this.#streams.get(frame.streamId);
     switch (frame.type) {
       case FrameType.OPEN: {
-        const head = parseOpenHead(frame.payload);
         const onStream = this.#options.onStream;
-        if (stream !== undefined || head === null || onStream === undefined || frame.streamId === 0) {
+        if (stream !== undefined || onStream === undefined || frame.streamId === 0) {
           this.#send(encodeFrame(FrameType.RESET, frame.streamId, Buffer.from('refused')));
           return;
         }
-        const opened = new TunnelStream(frame.streamId, this, this.#window);
+        const opened = new TunnelStream(frame.streamId, this, this.#window, true);
         this.#streams.set(frame.streamId, opened);
-        onStream(opened, head);
-        return;
-      }
-      case FrameType.HEAD: {
-        const head = parseResponseHead(frame.payload);
-        if (stream === undefined) return;
-        if (head === null) stream.destroy(new StreamResetError('malformed response head'));
-        else stream.receiveHead(head);
+        onStream(opened);
         return;
       }
       // Frames for a stream we already forgot are the peer's in-flight traffic: drop them.
@@ -304,11 +297,15 @@ interface PendingWrite {
 }
 
 /**
- * One request (or upgraded connection) inside a tunnel. Writing sends DATA within the peer's
- * window (the write callback waits for credit, so `pipe`/`pipeline` propagate back-pressure to
- * the producer); reading consumes DATA and returns credit as bytes leave the internal queue.
- * `end()` sends END; `destroy()` before both sides ended sends RESET. Emits `head` with the
- * {@link ResponseHead} on the opening side. Errors are {@link StreamResetError}s.
+ * One byte pipe inside a tunnel (the server's end stands in for a TCP connection to the local app).
+ * Writing sends DATA within the peer's window (the write callback waits for credit, so
+ * `pipe`/`pipeline` propagate back-pressure to the producer); reading consumes DATA and returns
+ * credit as bytes leave the internal queue. `end()` sends END; `destroy()` before both sides ended
+ * sends RESET. Errors are {@link StreamResetError}s.
+ *
+ * It also has the bits of the `net.Socket` surface that Node's HTTP client and Agent use
+ * (`setTimeout` with a real idle timer, and `setNoDelay`, `setKeepAlive`, `ref`, `unref` as
+ * no-ops), so it can be handed out by an Agent's `createConnection`.
  */
 export class TunnelStream extends Duplex {
   readonly id: number;
@@ -326,13 +323,20 @@ export class TunnelStream extends Duplex {
   #sentEnd = false;
   #peerReset = false;
   #pending: PendingWrite | null = null;
+  #resetReason: string | undefined;
   #bytesSent = 0;
   #bytesReceived = 0;
-  #head: ResponseHead | undefined;
+  /** Idle timeout (`setTimeout`), in ms; 0 when off. */
+  #timeoutMs = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #timerDelay = 0;
+  /** Bumped on every read and write; the idle timer fires only if it did not move for a period. */
+  #activity = 0;
+  #activitySeen = 0;
 
-  constructor(id: number, mux: Mux, window: number) {
+  constructor(id: number, mux: Mux, window: number, halfOpen: boolean) {
     // Small internal buffers: the window is the real buffer, these only smooth the pipe.
-    super({ allowHalfOpen: true, readableHighWaterMark: 64 * 1024, writableHighWaterMark: 64 * 1024 });
+    super({ allowHalfOpen: halfOpen, readableHighWaterMark: 64 * 1024, writableHighWaterMark: 64 * 1024 });
     this.id = id;
     this.#mux = mux;
     this.#window = window;
@@ -342,9 +346,9 @@ export class TunnelStream extends Duplex {
     this.on('error', () => {});
   }
 
-  /** The response head, once the peer sent HEAD. */
-  get head(): ResponseHead | undefined {
-    return this.#head;
+  /** Why the peer reset the stream, once it did (undefined when it ended or we destroyed it). */
+  get resetReason(): string | undefined {
+    return this.#resetReason;
   }
 
   /** Bytes we may send right now without more credit. */
@@ -365,13 +369,84 @@ export class TunnelStream extends Duplex {
     return this.#bytesReceived;
   }
 
-  /** Sends the response head (client side), before any body DATA. */
-  sendHead(head: ResponseHead): void {
-    if (this.destroyed) return;
-    this.#mux.sendFrame(encodeJsonFrame(FrameType.HEAD, this.id, head));
+  // ---- the net.Socket surface used by Node's HTTP client and Agent --------------------------
+
+  /** The idle timeout in ms (0: none), as `net.Socket#timeout`; the Agent reads it. */
+  get timeout(): number {
+    return this.#timeoutMs;
   }
 
+  /** Emits 'timeout' once the stream saw no reads or writes for `ms` (0 turns it off), like a socket. */
+  setTimeout(ms: number, callback?: () => void): this {
+    if (callback !== undefined) {
+      if (ms === 0) this.removeListener('timeout', callback);
+      else this.once('timeout', callback);
+    }
+    this.#timeoutMs = ms;
+    if (ms === 0 || this.destroyed) return this; // a pending timer sees 0 and stops
+    // The HTTP client switches the timeout off and on around every request on a kept-alive
+    // socket: restart the same timer object rather than make a new one each time.
+    if (this.#timer !== undefined && this.#timerDelay === ms) {
+      this.#activitySeen = this.#activity;
+      this.#timer.refresh();
+    } else {
+      clearTimeout(this.#timer);
+      this.#armTimer(ms);
+    }
+    return this;
+  }
+
+  /** No-op: small frames are already batched per event-loop turn by the mux. */
+  setNoDelay(_noDelay?: boolean): this {
+    return this;
+  }
+
+  /** No-op: the tunnel's own heartbeat watches the link. */
+  setKeepAlive(_enable?: boolean, _initialDelay?: number): this {
+    return this;
+  }
+
+  /** No-op: a stream holds no handle of its own that could keep the process alive. */
+  ref(): this {
+    return this;
+  }
+
+  /** No-op, see {@link ref}. */
+  unref(): this {
+    return this;
+  }
+
+  /** There is no socket address behind a stream; `net.Socket` reports undefined when unknown too. */
+  get remoteAddress(): string | undefined {
+    return undefined;
+  }
+
+  /** Never in the middle of a connect: a stream is usable the moment it is opened. */
+  get connecting(): boolean {
+    return false;
+  }
+
+  #armTimer(delay: number): void {
+    this.#activitySeen = this.#activity;
+    this.#timerDelay = delay;
+    this.#timer = setTimeout(() => this.#onTimer(), delay);
+    this.#timer.unref();
+  }
+
+  #onTimer(): void {
+    this.#timer = undefined;
+    if (this.destroyed || this.#timeoutMs === 0) return;
+    if (this.#activity !== this.#activitySeen) {
+      this.#armTimer(this.#timeoutMs);
+      return;
+    }
+    this.emit('timeout');
+  }
+
+  // ---- Duplex ---------------------------------------------------------------------------------
+
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    this.#activity++;
     this.#pending = { chunk, offset: 0, callback };
     this.#pump();
   }
@@ -395,6 +470,8 @@ export class TunnelStream extends Duplex {
     }
     this.#pending = null;
     this.#recvQueue.length = 0;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
     this.#mux.forget(this);
     callback(error);
   }
@@ -402,13 +479,6 @@ export class TunnelStream extends Duplex {
   /** @internal The mux drained: try sending again. */
   resumeSending(): void {
     this.#pump();
-  }
-
-  /** @internal */
-  receiveHead(head: ResponseHead): void {
-    if (this.#head !== undefined) return;
-    this.#head = head;
-    this.emit('head', head);
   }
 
   /** @internal */
@@ -420,6 +490,7 @@ export class TunnelStream extends Duplex {
     }
     this.#recvWindow -= payload.length;
     this.#bytesReceived += payload.length;
+    this.#activity++;
     this.#recvQueue.push(payload);
     this.#drain();
   }
@@ -441,6 +512,7 @@ export class TunnelStream extends Duplex {
   receiveReset(reason: string): void {
     if (this.destroyed) return;
     this.#peerReset = true;
+    this.#resetReason = reason;
     this.destroy(new StreamResetError(reason));
   }
 
@@ -489,8 +561,7 @@ function truncateUtf8(text: string, maxBytes: number): string {
 }
 
 /**
- * Joins a socket (a visitor's upgraded connection, or the client's connection to the local app) and
- * a tunnel stream into one pipe. A clean end travels as END in either direction; an error or abrupt
+ * Joins a socket (the client's connection to the local app) and a tunnel stream into one pipe. A clean end travels as END in either direction; an error or abrupt
  * close on one side destroys the other, which frees the stream at once.
  */
 export function joinSocket(socket: Duplex, stream: TunnelStream): void {

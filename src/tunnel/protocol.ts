@@ -5,12 +5,16 @@
  *
  *   [type u8][streamId u32 big-endian][payload …]
  *
- * - OPEN   (server → client) payload: JSON {@link OpenHead}. Starts stream `streamId`.
- * - HEAD   (client → server) payload: JSON {@link ResponseHead}. The local app's response head.
- * - DATA   payload: body bytes. Never more than the receiver's remaining window for the stream.
+ * - OPEN   (server → client) no payload. Starts stream `streamId`: the client connects to the local
+ *   app and from then on the stream is a raw byte pipe to that TCP connection (the server speaks
+ *   HTTP/1.1 over it, keep-alive, so one stream carries many sequential requests; or a WebSocket).
+ * - DATA   payload: bytes. Never more than the receiver's remaining window for the stream.
  * - END    no payload. The sender will send no more DATA on this stream (half-close).
  * - RESET  payload: UTF-8 reason. The stream is dead in both directions; its id is freed at once.
+ *   The client resets a stream whose local connect failed with a reason starting `refused`.
  * - WINDOW payload: u32 credit. The receiver consumed that many bytes; the sender may send them again.
+ *
+ * (Type 2 carried a JSON response head in protocol 2; it is no longer valid.)
  *
  * Small frames sent in the same event-loop turn travel together in one BATCH message:
  *
@@ -18,14 +22,10 @@
  *
  * so a small request costs one WebSocket message each way instead of two or three.
  *
- * Upgrades (`isUpgrade: true`) carry no HEAD: after OPEN the stream is a raw byte pipe and the
- * local app's own `101 Switching Protocols` (or refusal) travels in DATA frames.
- *
  * Control messages are WebSocket text messages holding JSON {@link ControlMessage}.
  */
 export const FrameType = {
   OPEN: 1,
-  HEAD: 2,
   DATA: 3,
   END: 4,
   RESET: 5,
@@ -34,7 +34,7 @@ export const FrameType = {
 export type FrameType = (typeof FrameType)[keyof typeof FrameType];
 
 /** Protocol version announced in READY; a client refuses a server speaking another major. */
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 /** First byte of a message that carries several frames. */
 export const BATCH_MARKER = 0x7f;
 /** Bytes each side may send on a stream before it receives credit. */
@@ -52,28 +52,19 @@ export const CLOSE_REPLACED = 4409;
 /** The API path a tunnel client connects to. */
 export const CONNECT_PATH = '/api/v1/tunnels/connect';
 
-/** A visitor's request head, as the server forwards it to the client. */
-export interface OpenHead {
-  readonly method: string;
-  /** Path and query, as received (`req.url`). */
-  readonly path: string;
-  /** Flat `[name, value, name, value, …]` list, like `IncomingMessage.rawHeaders`. */
-  readonly headers: string[];
-  readonly isUpgrade: boolean;
-}
+/** Prefix of the RESET reason the client sends when it cannot connect to the local app. */
+export const REFUSED_REASON = 'refused';
 
-/** The local app's response head, as the client forwards it to the server. */
-export interface ResponseHead {
-  readonly status: number;
-  /** Flat `[name, value, …]` list, hop-by-hop headers already removed. */
-  readonly headers: string[];
-}
+/** One finished visitor request, as the server reports it to the client: [method, path, status, ms]. */
+export type RequestLogEntry = readonly [method: string, path: string, status: number, ms: number];
 
 /**
  * Control messages (JSON text).
  * - `ready` (server → client) once the tunnel is live: the name and URL it serves.
  * - `error` (server → client) just before the server closes the tunnel for good (key deleted,
  *   name replaced): the client prints `message` and must not reconnect.
+ * - `requests` (server → client) the visitor requests that finished recently, for the client's log
+ *   (the server is the side that speaks HTTP, so only it knows method, path and status).
  */
 export type ControlMessage =
   | {
@@ -85,7 +76,8 @@ export type ControlMessage =
       readonly heartbeatMs: number;
       readonly maxStreams: number;
     }
-  | { readonly type: 'error'; readonly error: string; readonly message: string };
+  | { readonly type: 'error'; readonly error: string; readonly message: string }
+  | { readonly type: 'requests'; readonly entries: readonly RequestLogEntry[] };
 
 /** A decoded binary frame; `payload` is a view into the received message (no copy). */
 export interface Frame {
@@ -103,11 +95,6 @@ export function encodeFrame(type: FrameType, streamId: number, payload: Buffer =
   frame.writeUInt32BE(streamId, 1);
   payload.copy(frame, FRAME_HEADER_BYTES);
   return frame;
-}
-
-/** Encodes a frame whose payload is JSON (OPEN, HEAD). */
-export function encodeJsonFrame(type: FrameType, streamId: number, value: OpenHead | ResponseHead): Buffer {
-  return encodeFrame(type, streamId, Buffer.from(JSON.stringify(value), 'utf8'));
 }
 
 /** Encodes a WINDOW frame granting `credit` bytes. */
@@ -153,7 +140,7 @@ export function splitMessage(message: Buffer): Buffer[] | null {
 export function decodeFrame(message: Buffer): Frame | null {
   if (message.length < FRAME_HEADER_BYTES) return null;
   const type = message.readUInt8(0);
-  if (type < FrameType.OPEN || type > FrameType.WINDOW) return null;
+  if (type < FrameType.OPEN || type > FrameType.WINDOW || type === 2) return null;
   const payload = message.subarray(FRAME_HEADER_BYTES);
   if (type === FrameType.WINDOW && payload.length !== 4) return null;
   return { type: type as FrameType, streamId: message.readUInt32BE(1), payload };
@@ -164,29 +151,6 @@ export function readCredit(frame: Frame): number {
   return frame.payload.readUInt32BE(0);
 }
 
-/** Parses an OPEN payload; null when malformed. */
-export function parseOpenHead(payload: Buffer): OpenHead | null {
-  const value = parseJson(payload);
-  if (typeof value !== 'object' || value === null) return null;
-  const v = value as Record<string, unknown>;
-  if (typeof v['method'] !== 'string' || typeof v['path'] !== 'string' || typeof v['isUpgrade'] !== 'boolean') return null;
-  const headers = parseHeaderList(v['headers']);
-  if (headers === null) return null;
-  return { method: v['method'], path: v['path'], headers, isUpgrade: v['isUpgrade'] };
-}
-
-/** Parses a HEAD payload; null when malformed. */
-export function parseResponseHead(payload: Buffer): ResponseHead | null {
-  const value = parseJson(payload);
-  if (typeof value !== 'object' || value === null) return null;
-  const v = value as Record<string, unknown>;
-  const status = v['status'];
-  if (typeof status !== 'number' || !Number.isInteger(status) || status < 100 || status > 999) return null;
-  const headers = parseHeaderList(v['headers']);
-  if (headers === null) return null;
-  return { status, headers };
-}
-
 /** Parses a control (text) message; null when malformed. */
 export function parseControl(text: string): ControlMessage | null {
   const value = parseJson(Buffer.from(text, 'utf8'));
@@ -194,6 +158,9 @@ export function parseControl(text: string): ControlMessage | null {
   const v = value as Record<string, unknown>;
   if (v['type'] === 'error' && typeof v['error'] === 'string' && typeof v['message'] === 'string') {
     return { type: 'error', error: v['error'], message: v['message'] };
+  }
+  if (v['type'] === 'requests' && Array.isArray(v['entries'])) {
+    return { type: 'requests', entries: v['entries'].filter(isLogEntry) };
   }
   if (
     v['type'] === 'ready' &&
@@ -217,42 +184,15 @@ export function parseControl(text: string): ControlMessage | null {
   return null;
 }
 
-/** Headers that describe one hop's connection, never forwarded (RFC 9110 §7.6.1); `proxy-*` by prefix. */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
-
-/**
- * Drops hop-by-hop headers (and any named in `Connection`) from a flat raw header list.
- * Upgrades keep `Connection` and `Upgrade`, which the local app needs to switch protocols.
- */
-export function stripHopByHop(rawHeaders: readonly string[], keepUpgrade = false): string[] {
-  const named = new Set<string>();
-  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
-    if (rawHeaders[i]?.toLowerCase() === 'connection') {
-      for (const token of (rawHeaders[i + 1] ?? '').split(',')) named.add(token.trim().toLowerCase());
-    }
-  }
-  const out: string[] = [];
-  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i] ?? '';
-    const lower = name.toLowerCase();
-    const keep = keepUpgrade && (lower === 'connection' || lower === 'upgrade');
-    if (!keep && (HOP_BY_HOP.has(lower) || named.has(lower) || lower.startsWith('proxy-'))) continue;
-    out.push(name, rawHeaders[i + 1] ?? '');
-  }
-  return out;
-}
-
-function parseHeaderList(value: unknown): string[] | null {
-  if (!Array.isArray(value) || value.length % 2 !== 0) return null;
-  for (const item of value) if (typeof item !== 'string') return null;
-  return value as string[];
+function isLogEntry(value: unknown): value is RequestLogEntry {
+  return (
+    Array.isArray(value) &&
+    value.length === 4 &&
+    typeof value[0] === 'string' &&
+    typeof value[1] === 'string' &&
+    typeof value[2] === 'number' &&
+    typeof value[3] === 'number'
+  );
 }
 
 function parseJson(payload: Buffer): unknown {

@@ -1,23 +1,17 @@
-// Tunnel client (`slipway tunnel PORT`): keeps a tunnel connected and serves its streams from a local port.
-import { Agent, STATUS_CODES, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
+// Tunnel client (`slipway tunnel PORT`): keeps a tunnel connected and pipes its streams to a local port.
+import type { IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
-import { renderPage, type Page } from '../proxy/pages.js';
 import { Mux, StreamResetError, joinSocket, type TunnelStream } from './mux.js';
-import {
-  CLOSE_KEY_REVOKED,
-  CLOSE_REPLACED,
-  CONNECT_PATH,
-  MAX_MESSAGE_BYTES,
-  PROTOCOL_VERSION,
-  stripHopByHop,
-  type OpenHead,
-} from './protocol.js';
+import { CLOSE_KEY_REVOKED, CLOSE_REPLACED, CONNECT_PATH, MAX_MESSAGE_BYTES, PROTOCOL_VERSION, REFUSED_REASON } from './protocol.js';
 
 export type TunnelClientEvent =
   | { type: 'connected'; url: string; subdomain: string }
-  /** One per finished stream. `status` 499 means the visitor (or the server) gave up before an answer. */
+  /**
+   * One per finished visitor request (an upgrade: once the app answered), as the server reports
+   * them (batched, so up to ~100 ms late). `status` 499 means the visitor gave up before an answer.
+   */
   | { type: 'request'; method: string; path: string; status: number; ms: number }
   | { type: 'disconnected'; reason: string; retryInMs: number }
   | { type: 'error'; message: string };
@@ -68,26 +62,21 @@ interface Outcome {
  * {@link TunnelRefusedError} when the server refuses for good (unauthorized, subdomain_taken, …).
  */
 export async function runTunnelClient(options: TunnelClientOptions): Promise<void> {
-  const agent = new Agent({ keepAlive: true, scheduling: 'lifo' });
   let subdomain = options.subdomain;
   let attempt = 0;
-  try {
-    while (!options.signal.aborted) {
-      const outcome = await connectOnce(options, subdomain, agent, (name) => (subdomain = name));
-      if (options.signal.aborted) return;
-      if (outcome.wasReady) attempt = 0;
-      const cap = Math.min(options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** attempt);
-      const delay = Math.round(cap / 2 + Math.random() * (cap / 2));
-      attempt = Math.min(attempt + 1, 16);
-      options.onEvent({ type: 'disconnected', reason: outcome.reason, retryInMs: delay });
-      try {
-        await sleep(delay, undefined, { signal: options.signal });
-      } catch {
-        return; // aborted while waiting
-      }
+  while (!options.signal.aborted) {
+    const outcome = await connectOnce(options, subdomain, (name) => (subdomain = name));
+    if (options.signal.aborted) return;
+    if (outcome.wasReady) attempt = 0;
+    const cap = Math.min(options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** attempt);
+    const delay = Math.round(cap / 2 + Math.random() * (cap / 2));
+    attempt = Math.min(attempt + 1, 16);
+    options.onEvent({ type: 'disconnected', reason: outcome.reason, retryInMs: delay });
+    try {
+      await sleep(delay, undefined, { signal: options.signal });
+    } catch {
+      return; // aborted while waiting
     }
-  } finally {
-    agent.destroy();
   }
 }
 
@@ -95,7 +84,6 @@ export async function runTunnelClient(options: TunnelClientOptions): Promise<voi
 function connectOnce(
   options: TunnelClientOptions,
   subdomain: string | undefined,
-  agent: Agent,
   onName: (subdomain: string) => void,
 ): Promise<Outcome> {
   const WebSocketImpl = options.WebSocketImpl ?? WebSocket;
@@ -137,8 +125,12 @@ function connectOnce(
     options.signal.addEventListener('abort', onAbort, { once: true });
 
     const mux = new Mux(ws, {
-      onStream: (stream, head) => serveStream(stream, head, options, agent),
+      onStream: (stream) => serveStream(stream, options.host ?? '127.0.0.1', options.port),
       onControl: (message) => {
+        if (message.type === 'requests') {
+          for (const [method, path, status, ms] of message.entries) options.onEvent({ type: 'request', method, path, status, ms });
+          return;
+        }
         if (message.type === 'error') {
           fatal = new TunnelRefusedError(message.error, message.message);
           return;
@@ -202,130 +194,25 @@ function connectOnce(
   });
 }
 
-/** Serves one stream: an HTTP request to the local app, or a raw connection for an upgrade. */
-function serveStream(stream: TunnelStream, head: OpenHead, options: TunnelClientOptions, agent: Agent): void {
-  const started = performance.now();
-  let status = 0;
-  stream.once('close', () => {
-    options.onEvent({ type: 'request', method: head.method, path: head.path, status: status || 499, ms: Math.round(performance.now() - started) });
-  });
-  if (!head.path.startsWith('/') && head.path !== '*') {
-    stream.destroy(new StreamResetError('bad request path'));
-    return;
-  }
-  const host = options.host ?? '127.0.0.1';
-  if (head.isUpgrade) {
-    serveUpgrade(stream, head, host, options.port, (code) => (status = code));
-    return;
-  }
-
-  let req: ClientRequest;
-  try {
-    req = httpRequest({ host, port: options.port, method: head.method, path: head.path, headers: head.headers, agent });
-  } catch {
-    // Node refused the method, path or a header (invalid characters): nothing was sent.
-    stream.destroy(new StreamResetError('request head rejected by the client'));
-    return;
-  }
-  let responded = false;
-  let complete = false;
-  req.on('response', (res: IncomingMessage) => {
-    responded = true;
-    status = res.statusCode ?? 502;
-    if (stream.destroyed) {
-      res.destroy();
-      return;
-    }
-    stream.sendHead({ status, headers: stripHopByHop(res.rawHeaders) });
-    res.pipe(stream);
-    res.once('end', () => (complete = true));
-    res.once('close', () => {
-      // The app dropped the connection mid-body: the visitor must see it fail, not a short body.
-      if (!res.complete) stream.destroy(new StreamResetError('local app closed the response early'));
-    });
-  });
-  req.on('error', (err: NodeJS.ErrnoException) => {
-    if (complete) return drainRequest(stream); // the app answered in full, then stopped reading the body
-    if (responded || stream.destroyed) {
-      stream.destroy(new StreamResetError(`local app: ${err.code ?? err.message}`));
-      return;
-    }
-    status = 502;
-    sendPage(stream, localFailurePage(host, options.port, err));
-  });
-  stream.once('close', () => {
-    if (!complete) req.destroy();
-  });
-  stream.pipe(req);
-}
-
-/** An upgrade: a raw TCP connection to the app, sent the request head, then joined to the stream. */
-function serveUpgrade(stream: TunnelStream, head: OpenHead, host: string, port: number, onStatus: (status: number) => void): void {
-  const socket = connect({ host, port });
+/**
+ * Serves one stream: a TCP connection to the local app, joined to the stream byte for byte. The
+ * server speaks HTTP (or WebSocket) through it; nothing here parses a byte. A failed connect resets
+ * the stream with a `refused …` reason, which the server turns into a 502 page.
+ */
+function serveStream(stream: TunnelStream, host: string, port: number): void {
+  const socket = connect({ host, port, noDelay: true });
   let connected = false;
   socket.once('connect', () => {
     connected = true;
-    socket.setNoDelay(true);
-    socket.once('data', (chunk: Buffer) => {
-      const match = /^HTTP\/1\.[01] (\d{3})/.exec(chunk.subarray(0, 16).toString('latin1'));
-      if (match?.[1] !== undefined) onStatus(Number(match[1]));
-    });
-    socket.write(upgradeRequestHead(head));
+    // Bytes the server sent meanwhile waited in the stream, within its window.
     joinSocket(socket, stream);
   });
-  socket.on('error', (err: NodeJS.ErrnoException) => {
-    if (connected) return; // joinSocket handles it
-    onStatus(502);
-    const page = localFailurePage(host, port, err);
-    const body = renderPage(page);
-    drainRequest(stream);
-    stream.end(
-      `HTTP/1.1 ${page.status} ${STATUS_CODES[page.status] ?? 'Bad Gateway'}\r\n` +
-        `Content-Type: text/html; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
+  socket.once('error', (err: NodeJS.ErrnoException) => {
+    if (!connected) stream.destroy(new StreamResetError(`${REFUSED_REASON} ${err.code ?? err.message}`));
   });
-  stream.once('close', () => socket.destroy());
-}
-
-/** The raw request line and headers of an upgrade; header lines with CR/LF are dropped (never trusted). */
-function upgradeRequestHead(head: OpenHead): string {
-  const lines = [`${head.method} ${head.path} HTTP/1.1`];
-  for (let i = 0; i + 1 < head.headers.length; i += 2) {
-    const name = head.headers[i] ?? '';
-    const value = head.headers[i + 1] ?? '';
-    if (/[\r\n]/.test(name) || /[\r\n]/.test(value) || name === '') continue;
-    lines.push(`${name}: ${value}`);
-  }
-  return `${lines.join('\r\n')}\r\n\r\n`;
-}
-
-/** Answers a stream with a complete HTML page response (the local app could not be reached). */
-function sendPage(stream: TunnelStream, page: Page): void {
-  const body = Buffer.from(renderPage(page), 'utf8');
-  stream.sendHead({
-    status: page.status,
-    headers: ['Content-Type', 'text/html; charset=utf-8', 'Content-Length', String(body.length), 'Cache-Control', 'no-store'],
+  stream.once('close', () => {
+    if (!connected) socket.destroy();
   });
-  drainRequest(stream);
-  stream.end(body);
-}
-
-/**
- * Our answer does not depend on the rest of the request body: read and drop it (returning credit) so
- * the stream completes normally. A RESET instead could overtake the answer's tail at the server.
- */
-function drainRequest(stream: TunnelStream): void {
-  stream.unpipe();
-  stream.resume();
-}
-
-function localFailurePage(host: string, port: number, err: NodeJS.ErrnoException): Page {
-  const where = `${host}:${port}`;
-  const detail =
-    err.code === 'ECONNREFUSED'
-      ? `Nothing is listening on ${where} on the tunnel client's machine. Start the app, then reload.`
-      : `The tunnel client could not reach ${where} (${err.code ?? 'connection failed'}).`;
-  return { status: 502, title: 'Bad gateway', detail };
 }
 
 /** `http(s)://host[:port][/prefix]` → `ws(s)://host[:port][/prefix]/api/v1/tunnels/connect?subdomain=…`. */

@@ -1,12 +1,12 @@
 // Tunnel server: authenticates `slipway tunnel` clients, claims their subdomain and serves visitors through them.
 import { randomInt, randomUUID } from 'node:crypto';
-import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { badGatewayPage, unavailablePage, writePage, writeRawPage, type Page } from '../proxy/pages.js';
-import type { Route, RoutingTable, StreamTarget } from '../proxy/routing-table.js';
-import { Mux, StreamResetError, joinSocket } from './mux.js';
-import { CLOSE_KEY_REVOKED, CLOSE_REPLACED, MAX_MESSAGE_BYTES, PROTOCOL_VERSION, stripHopByHop } from './protocol.js';
+import type { Route, RoutingTable } from '../proxy/routing-table.js';
+import { Mux } from './mux.js';
+import { CLOSE_KEY_REVOKED, CLOSE_REPLACED, MAX_MESSAGE_BYTES, PROTOCOL_VERSION } from './protocol.js';
+import { TunnelProxy } from './tunnel-proxy.js';
 
 /** Who opened a tunnel. */
 export interface TunnelOwner {
@@ -69,6 +69,8 @@ interface Connection {
   readonly connectedAt: string;
   readonly ws: WebSocket;
   readonly mux: Mux;
+  /** Serves the visitors (the route's target). */
+  readonly proxy: TunnelProxy;
   route: Route;
   state: 'connected' | 'disconnected';
   /** Set once the connection is deliberately retired (key deleted, replaced, server closing): no grace period. */
@@ -150,7 +152,7 @@ export class TunnelServer {
         apiKeyId: conn.owner.apiKeyId,
         connectedAt: conn.connectedAt,
         state: conn.state,
-        streams: conn.mux.streamCount,
+        streams: conn.proxy.active,
       });
     }
     return out;
@@ -243,11 +245,8 @@ export class TunnelServer {
   }
 
   #attach(ws: WebSocket, socket: Duplex, id: string, subdomain: string, owner: TunnelOwner): void {
-    const target: StreamTarget = {
-      handleRequest: (req, res) => this.#serveRequest(conn, req, res),
-      handleUpgrade: (req, socket, head) => this.#serveUpgrade(conn, req, socket, head),
-    };
     const mux = new Mux(ws, { socket, onClose: (code, reason) => this.#onDisconnect(conn, code, reason) });
+    const proxy = new TunnelProxy({ mux, protocol: publicProtocol(this.#publicUrlFor(subdomain)), maxStreams: this.#limits.streamsPerTunnel });
     const conn: Connection = {
       id,
       subdomain,
@@ -255,7 +254,8 @@ export class TunnelServer {
       connectedAt: new Date().toISOString(),
       ws,
       mux,
-      route: { kind: 'tunnel', tunnelId: id, state: 'connected', target },
+      proxy,
+      route: { kind: 'tunnel', tunnelId: id, state: 'connected', target: proxy },
       state: 'connected',
       retired: false,
       alive: true,
@@ -269,6 +269,7 @@ export class TunnelServer {
       previous.retired = true;
       clearTimeout(previous.grace);
       clearInterval(previous.heartbeat);
+      previous.proxy.flushLog();
       previous.mux.sendControl({ type: 'error', error: 'tunnel_replaced', message: `A newer connection took over ${subdomain}.` });
       previous.mux.close(CLOSE_REPLACED, 'replaced by a newer connection');
     }
@@ -302,6 +303,7 @@ export class TunnelServer {
   /** The link dropped: hold the name for the owner (visitors get 503) until the grace period ends. */
   #onDisconnect(conn: Connection, code: number, reason: string): void {
     clearInterval(conn.heartbeat);
+    conn.proxy.close();
     if (conn.retired || this.#byName.get(conn.subdomain) !== conn) return;
     this.#log('info', 'tunnel disconnected; holding its name', { subdomain: conn.subdomain, tunnelId: conn.id, code, reason });
     conn.state = 'disconnected';
@@ -315,6 +317,7 @@ export class TunnelServer {
   #retire(conn: Connection, code: number, message: { error: string; message: string } | undefined): Promise<void> {
     conn.retired = true;
     if (conn.state === 'connected') {
+      conn.proxy.flushLog();
       if (message !== undefined) conn.mux.sendControl({ type: 'error', ...message });
       conn.mux.close(code, message?.message ?? 'server closing');
     }
@@ -332,85 +335,6 @@ export class TunnelServer {
     } catch (err) {
       this.#log('error', 'could not release a tunnel subdomain', { subdomain: conn.subdomain, error: String(err) });
     }
-  }
-
-  #serveRequest(conn: Connection, req: IncomingMessage, res: ServerResponse): void {
-    const refusal = this.#streamRefusal(conn, req);
-    if (refusal !== undefined) return writePage(res, refusal);
-    const stream = conn.mux.open({
-      method: req.method ?? 'GET',
-      path: req.url ?? '/',
-      headers: this.#forwardHeaders(req, conn.subdomain, false),
-      isUpgrade: false,
-    });
-    stream.once('head', (head: { status: number; headers: string[] }) => {
-      if (res.destroyed) return;
-      try {
-        res.writeHead(head.status, head.headers);
-      } catch {
-        // The client sent headers Node refuses to write (invalid characters): the visitor gets a 502.
-        stream.destroy(new StreamResetError('invalid response head'));
-        return;
-      }
-      stream.pipe(res);
-    });
-    stream.once('close', () => {
-      if (stream.head === undefined) {
-        if (!res.headersSent && !res.destroyed) writePage(res, tunnelBrokePage(req));
-      } else if (!stream.readableEnded) {
-        // Broken mid-body: the visitor must see a truncated response fail, not end cleanly.
-        res.destroy();
-      }
-    });
-    // The response ended (or the visitor left): the stream is over, even if the request body is not.
-    res.once('close', () => stream.destroy());
-    req.once('error', () => stream.destroy(new StreamResetError('visitor request failed')));
-    req.pipe(stream);
-  }
-
-  #serveUpgrade(conn: Connection, req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    const refusal = this.#streamRefusal(conn, req);
-    if (refusal !== undefined) return writeRawPage(socket, refusal);
-    const stream = conn.mux.open({
-      method: req.method ?? 'GET',
-      path: req.url ?? '/',
-      headers: this.#forwardHeaders(req, conn.subdomain, true),
-      isUpgrade: true,
-    });
-    joinSocket(socket, stream);
-    if (head.length > 0) stream.write(head);
-  }
-
-  /** A 503 page when the request cannot get a stream right now. */
-  #streamRefusal(conn: Connection, req: IncomingMessage): Page | undefined {
-    if (conn.state !== 'connected' || conn.mux.closed) return unavailablePage(displayHost(req), 'no tunnel client is connected');
-    if (conn.mux.streamCount >= this.#limits.streamsPerTunnel) {
-      return unavailablePage(displayHost(req), `the tunnel already carries ${this.#limits.streamsPerTunnel} requests; try again shortly`);
-    }
-    return undefined;
-  }
-
-  /** The visitor's headers for the local app: hop-by-hop removed, X-Forwarded-For/Proto/Host set. */
-  #forwardHeaders(req: IncomingMessage, subdomain: string, upgrade: boolean): string[] {
-    const raw = stripHopByHop(req.rawHeaders, upgrade);
-    const out: string[] = [];
-    for (let i = 0; i + 1 < raw.length; i += 2) {
-      const name = raw[i] ?? '';
-      if (name.toLowerCase().startsWith('x-forwarded-')) continue;
-      out.push(name, raw[i + 1] ?? '');
-    }
-    // A body of unknown length (it arrived chunked) must be chunked again on the client's hop.
-    if (!upgrade && req.headers['transfer-encoding'] !== undefined && req.headers['content-length'] === undefined) {
-      out.push('Transfer-Encoding', 'chunked');
-    }
-    const address = req.socket.remoteAddress ?? 'unknown';
-    const client = address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
-    const previous = req.headers['x-forwarded-for'];
-    const chain = Array.isArray(previous) ? previous.join(', ') : previous;
-    out.push('X-Forwarded-For', chain !== undefined && chain.trim() !== '' ? `${chain}, ${client}` : client);
-    out.push('X-Forwarded-Proto', publicProtocol(this.#publicUrlFor(subdomain)));
-    if (req.headers.host !== undefined) out.push('X-Forwarded-Host', req.headers.host);
-    return out;
   }
 }
 
@@ -450,16 +374,4 @@ function publicProtocol(url: string): string {
   } catch {
     return 'http';
   }
-}
-
-/** 502 when the stream died before the client sent a response head (client gone, or it reset the stream). */
-function tunnelBrokePage(req: IncomingMessage): Page {
-  return { ...badGatewayPage(displayHost(req)), detail: `The tunnel to ${displayHost(req)} closed before the app answered.` };
-}
-
-/** The Host as the visitor typed it, without the port, for pages. */
-function displayHost(req: IncomingMessage): string {
-  const host = (req.headers.host ?? '').trim().toLowerCase();
-  const colon = host.lastIndexOf(':');
-  return colon === -1 ? host : host.slice(0, colon);
 }

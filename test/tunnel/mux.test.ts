@@ -10,20 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import WebSocket, { WebSocketServer } from 'ws';
 import { Mux, StreamResetError, type MuxOptions, type TunnelStream } from '../../src/tunnel/mux.js';
-import {
-  FrameType,
-  decodeFrame,
-  encodeFrame,
-  encodeJsonFrame,
-  encodeWindow,
-  parseOpenHead,
-  parseResponseHead,
-  readCredit,
-  stripHopByHop,
-  type OpenHead,
-} from '../../src/tunnel/protocol.js';
-
-const HEAD: OpenHead = { method: 'POST', path: '/x', headers: ['Host', 'a.localhost'], isUpgrade: false };
+import { FrameType, decodeFrame, encodeFrame, encodeWindow, parseControl, readCredit } from '../../src/tunnel/protocol.js';
 
 describe('protocol', () => {
   it('round-trips frames', () => {
@@ -36,26 +23,22 @@ describe('protocol', () => {
     const win = decodeFrame(encodeWindow(7, 123456));
     assert.ok(win);
     assert.equal(readCredit(win), 123456);
-    const open = decodeFrame(encodeJsonFrame(FrameType.OPEN, 1, HEAD));
-    assert.deepEqual(open && parseOpenHead(open.payload), HEAD);
-    const head = decodeFrame(encodeJsonFrame(FrameType.HEAD, 1, { status: 204, headers: ['A', 'b'] }));
-    assert.deepEqual(head && parseResponseHead(head.payload), { status: 204, headers: ['A', 'b'] });
+    const open = decodeFrame(encodeFrame(FrameType.OPEN, 1));
+    assert.deepEqual(open && { type: open.type, id: open.streamId, length: open.payload.length }, { type: FrameType.OPEN, id: 1, length: 0 });
   });
 
-  it('rejects malformed frames and heads', () => {
+  it('rejects malformed frames, and the JSON head frame of protocol 2', () => {
     assert.equal(decodeFrame(Buffer.from([1, 0, 0])), null);
     assert.equal(decodeFrame(encodeFrame(99 as FrameType, 1)), null);
+    assert.equal(decodeFrame(encodeFrame(2 as FrameType, 1, Buffer.from('{"status":200,"headers":[]}'))), null);
     assert.equal(decodeFrame(encodeFrame(FrameType.WINDOW, 1, Buffer.alloc(2))), null);
-    assert.equal(parseOpenHead(Buffer.from('{"method":"GET"}')), null);
-    assert.equal(parseOpenHead(Buffer.from('not json')), null);
-    assert.equal(parseResponseHead(Buffer.from('{"status":42,"headers":[]}')), null);
-    assert.equal(parseResponseHead(Buffer.from('{"status":200,"headers":["odd"]}')), null);
   });
 
-  it('strips hop-by-hop headers, keeping Upgrade for upgrades', () => {
-    const raw = ['Connection', 'keep-alive, X-Secret', 'X-Secret', '1', 'Keep-Alive', '5', 'Upgrade', 'websocket', 'Proxy-Authorization', 'p', 'A', 'b'];
-    assert.deepEqual(stripHopByHop(raw), ['A', 'b']);
-    assert.deepEqual(stripHopByHop(raw, true), ['Connection', 'keep-alive, X-Secret', 'Upgrade', 'websocket', 'A', 'b']);
+  it('parses request log batches, dropping malformed entries', () => {
+    const text = JSON.stringify({ type: 'requests', entries: [['GET', '/a', 200, 3], ['GET', '/b'], 'x', ['POST', '/c', 499, 0]] });
+    assert.deepEqual(parseControl(text), { type: 'requests', entries: [['GET', '/a', 200, 3], ['POST', '/c', 499, 0]] });
+    assert.equal(parseControl('{"type":"requests"}'), null);
+    assert.equal(parseControl('not json'), null);
   });
 });
 
@@ -103,36 +86,31 @@ async function collect(stream: Readable): Promise<Buffer> {
 }
 
 describe('mux', () => {
-  const accepted: Array<{ stream: TunnelStream; head: OpenHead }> = [];
+  const accepted: Array<{ stream: TunnelStream }> = [];
   let pair: Awaited<ReturnType<typeof muxPair>>;
   const WINDOW = 64 * 1024;
 
   before(async () => {
-    pair = await muxPair(WINDOW, (stream, head) => {
-      accepted.push({ stream, head });
-      stream.emit('accepted', head);
+    pair = await muxPair(WINDOW, (stream) => {
+      accepted.push({ stream });
     });
   });
   after(() => pair.close());
 
-  const nextAccepted = async (): Promise<{ stream: TunnelStream; head: OpenHead }> => {
+  const nextAccepted = async (): Promise<{ stream: TunnelStream }> => {
     const start = accepted.length;
     while (accepted.length === start) await sleep(5);
-    return accepted[accepted.length - 1] as { stream: TunnelStream; head: OpenHead };
+    return accepted[accepted.length - 1] as { stream: TunnelStream };
   };
 
-  it('carries a head, a response head and bodies both ways, intact', async () => {
-    const stream = pair.opener.open(HEAD);
+  it('carries bytes both ways, intact', async () => {
+    const stream = pair.opener.open();
     const closed = closeOf(stream);
     const remote = await nextAccepted();
-    assert.deepEqual(remote.head, HEAD);
-    // The acceptor echoes whatever it reads, after a HEAD.
-    remote.stream.sendHead({ status: 200, headers: ['X', 'y'] });
+    // The acceptor echoes whatever it reads.
     const echoed = pipeline(remote.stream, remote.stream);
     const body = randomBytes(3 * 1024 * 1024 + 17);
-    const head = once(stream, 'head');
     stream.end(body);
-    assert.deepEqual((await head)[0], { status: 200, headers: ['X', 'y'] });
     const received = await collect(stream);
     await echoed;
     assert.equal(sha256([received]), sha256([body]));
@@ -143,7 +121,7 @@ describe('mux', () => {
   });
 
   it('never sends more than the window to a reader that does not read', async () => {
-    const stream = pair.opener.open(HEAD);
+    const stream = pair.opener.open();
     const remote = await nextAccepted();
     const total = 4 * 1024 * 1024;
     const source = Readable.from(
@@ -176,11 +154,11 @@ describe('mux', () => {
   });
 
   it('a stalled stream does not block another stream', async () => {
-    const stalled = pair.opener.open(HEAD);
+    const stalled = pair.opener.open();
     const stalledRemote = await nextAccepted();
     const stalledWrite = stalled.write(Buffer.alloc(1024 * 1024, 1)); // far beyond the window
     assert.equal(stalledWrite, false);
-    const fast = pair.opener.open(HEAD);
+    const fast = pair.opener.open();
     const fastRemote = await nextAccepted();
     const body = randomBytes(2 * 1024 * 1024);
     fast.end(body);
@@ -194,7 +172,7 @@ describe('mux', () => {
   });
 
   it('RESET frees the stream on both ends at once and errors the peer', async () => {
-    const stream = pair.opener.open(HEAD);
+    const stream = pair.opener.open();
     const remote = await nextAccepted();
     stream.write(Buffer.alloc(1000));
     const closed = closeOf(remote.stream);
@@ -208,7 +186,7 @@ describe('mux', () => {
   });
 
   it('a RESET after END still frees both ends at once', async () => {
-    const stream = pair.opener.open(HEAD);
+    const stream = pair.opener.open();
     const closed = closeOf(stream);
     const remote = await nextAccepted();
     stream.end(Buffer.from('request'));
@@ -220,10 +198,42 @@ describe('mux', () => {
     assert.equal(pair.acceptor.streamCount, 0);
   });
 
+  it('a stream opened without half-open ends itself once the peer ends, like a socket', async () => {
+    const stream = pair.opener.open({ halfOpen: false });
+    const closed = closeOf(stream);
+    const remote = await nextAccepted();
+    const remoteEnded = collect(remote.stream);
+    remote.stream.end(Buffer.from('bye'));
+    assert.equal((await collect(stream)).toString(), 'bye');
+    await closed;
+    assert.equal((await remoteEnded).length, 0);
+    await sleep(10);
+    assert.equal(pair.opener.streamCount, 0);
+    assert.equal(pair.acceptor.streamCount, 0);
+  });
+
+  it('emits timeout after the idle period it was given, not while bytes flow', async () => {
+    const stream = pair.opener.open();
+    const remote = await nextAccepted();
+    let timeouts = 0;
+    stream.setTimeout(150, () => timeouts++);
+    assert.equal(stream.timeout, 150);
+    for (let i = 0; i < 6; i++) {
+      remote.stream.write(Buffer.from('tick'));
+      stream.read();
+      await sleep(50);
+    }
+    assert.equal(timeouts, 0);
+    await sleep(400);
+    assert.equal(timeouts, 1);
+    stream.setTimeout(0);
+    stream.destroy();
+  });
+
   it('closing the WebSocket destroys every stream', async () => {
     const local = await muxPair(WINDOW, () => {});
-    const a = local.opener.open(HEAD);
-    const b = local.opener.open(HEAD);
+    const a = local.opener.open();
+    const b = local.opener.open();
     const closes = [closeOf(a), closeOf(b)];
     local.acceptor.close(1001, 'bye');
     await Promise.all(closes);

@@ -65,6 +65,8 @@ interface LocalApp {
   written: number;
   /** Requests whose connection closed before the response finished. */
   aborted: number;
+  /** TCP connections accepted so far. */
+  connections: number;
   /** Releases every waiting /slow request. */
   releaseSlow(): void;
   close(): Promise<void>;
@@ -77,6 +79,7 @@ async function startLocalApp(): Promise<LocalApp> {
     port: 0,
     written: 0,
     aborted: 0,
+    connections: 0,
     releaseSlow() {
       for (const release of slowWaiters) release();
       slowWaiters = [];
@@ -119,6 +122,7 @@ async function startLocalApp(): Promise<LocalApp> {
       res.end('no such page');
     }
   });
+  server.on('connection', () => app.connections++);
   const wss = new WebSocketServer({ server, perMessageDeflate: false });
   wss.on('connection', (ws, req) => {
     ws.send(`welcome ${req.url ?? ''}`);
@@ -409,9 +413,12 @@ describe('tunnel: serving visitors', () => {
     assert.equal(echoed.headers['content-type'], 'application/x-test');
     assert.ok(echoed.body.equals(body));
 
-    // A chunked upload (no Content-Length) arrives whole.
+    // A chunked upload (no Content-Length) arrives whole, also with a method that has no body by default.
     const chunked = await visit(stack.port, name, '/echo', { method: 'POST', body: Readable.from([Buffer.from('a'), Buffer.from('bc')]) });
     assert.equal(chunked.body.toString(), 'abc');
+    const chunkedGet = await visit(stack.port, name, '/echo', { body: Readable.from([Buffer.from('d'), Buffer.from('ef')]), headers: { 'transfer-encoding': 'chunked' } });
+    assert.equal(chunkedGet.body.toString(), 'def');
+    assert.equal((await visit(stack.port, name, '/hello')).body.toString(), 'hello from the app');
 
     const missing = await visit(stack.port, name, '/nope');
     assert.equal(missing.status, 404);
@@ -422,6 +429,16 @@ describe('tunnel: serving visitors', () => {
       'request log',
     );
     assert.deepEqual({ ...logged, ms: 0 }, { type: 'request', method: 'GET', path: '/nope', status: 404, ms: 0 });
+  });
+
+  it('carries sequential requests over one kept-alive connection to the app', async () => {
+    const before = app.connections;
+    for (let i = 0; i < 20; i++) {
+      const result = i % 2 === 0 ? await visit(stack.port, name, '/hello') : await visit(stack.port, name, '/echo', { method: 'POST', body: Buffer.from(`body ${i}`) });
+      assert.equal(`${result.status} ${result.body.toString()}`, i % 2 === 0 ? "200 hello from the app" : `200 body ${i}`);
+    }
+    assert.ok(app.connections - before <= 1, `${app.connections - before} new connections to the app`);
+    assert.equal(stack.server.list('user-a')[0]?.streams, 0);
   });
 
   it('serves 50 concurrent requests, each with its own answer', async () => {
@@ -527,6 +544,10 @@ describe('tunnel: serving visitors', () => {
     });
     const results = await Promise.all(Array.from({ length: 10 }, () => visit(stack.port, name, '/hello')));
     for (const result of results) assert.equal(result.body.toString(), 'hello from the app');
+    // Visitors that left before an answer are logged as 499; those that left mid-body with the app's status.
+    await waitFor(() => client.events.filter((e) => e.type === 'request' && e.path === '/slow' && e.status === 499).length >= 5, 2000, '499 log lines');
+    const downloads = client.events.filter((e) => e.type === 'request' && e.path === `/download?bytes=${50 * MiB}`);
+    assert.ok(downloads.length >= 20 && downloads.every((e) => e.type === 'request' && e.status === 200));
   });
 });
 
@@ -691,6 +712,39 @@ describe('tunnel: limits and link failures', () => {
     for (const result of await Promise.all(slow)) assert.equal(result.body.toString(), 'slow done');
     await client.stop();
     await stack.close();
+  });
+
+  it('keeps serving when the app closes idle kept-alive connections on its own', async () => {
+    // A bare HTTP/1.1 app without a Keep-Alive hint that drops connections idle for 100 ms.
+    let connections = 0;
+    const bare = createTcpServer((socket) => {
+      connections++;
+      socket.setTimeout(100, () => socket.destroy());
+      let buffered = '';
+      socket.on('data', (chunk: Buffer) => {
+        buffered += chunk.toString('latin1');
+        while (buffered.includes('\r\n\r\n')) {
+          buffered = buffered.slice(buffered.indexOf('\r\n\r\n') + 4);
+          socket.write('HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nbare');
+        }
+      });
+      socket.on('error', () => {});
+    });
+    bare.listen(0, '127.0.0.1');
+    await once(bare, 'listening');
+    const stack = await startStack();
+    const client = startClient(stack, { apiKey: stack.authority.addKey('u').key, port: (bare.address() as AddressInfo).port, subdomain: 'bare' });
+    await client.connected();
+    for (let i = 0; i < 4; i++) {
+      const [a, b] = await Promise.all([visit(stack.port, 'bare', '/'), visit(stack.port, 'bare', '/')]);
+      assert.deepEqual([a.status, a.body.toString(), b.status, b.body.toString()], [200, 'bare', 200, 'bare']);
+      await sleep(250);
+    }
+    assert.ok(connections >= 4, `${connections} connections`);
+    await waitFor(() => stack.server.list('u')[0]?.streams === 0, 2000, 'streams freed');
+    await client.stop();
+    await stack.close();
+    bare.close();
   });
 
   it('reconnects after the server restarts on the same port, keeping its random name', async () => {
