@@ -7,7 +7,7 @@ import { after, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { LABEL_INSTANCE, LABEL_MANAGED } from '../../src/runtime/engine.js';
 import { appRequest, busyboxArchive, eventually, testEngine } from '../helpers/apps.js';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, loginAs, request, spawnServerProcess, testEnv, type ServerProcess } from '../helpers/server.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, loginAs, removeEngineObjects, request, spawnServerProcess, testEnv, type ServerProcess } from '../helpers/server.js';
 
 describe('recovery after a crash', () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-recovery-'));
@@ -15,6 +15,7 @@ describe('recovery after a crash', () => {
   let server: ServerProcess | undefined;
   after(async () => {
     await server?.kill('SIGKILL');
+    await removeEngineObjects(dataDir);
   });
 
   async function upload(url: string, token: string, id: string, archive: Buffer): Promise<void> {

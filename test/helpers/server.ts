@@ -6,6 +6,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig, type Config } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/main.js';
+import Database from 'better-sqlite3';
+import { imageRepositoryPrefix } from '../../src/build/images.js';
+import { createDockerEngine } from '../../src/runtime/docker-engine.js';
+import { LABEL_INSTANCE, LABEL_MANAGED } from '../../src/runtime/engine.js';
 
 export const ADMIN_EMAIL = 'admin@test.local';
 export const ADMIN_PASSWORD = 'admin-password-1';
@@ -116,8 +120,34 @@ export async function startTestServer(overrides: Record<string, string> = {}, da
     },
     async close() {
       await server.close();
+      await removeEngineObjects(dir);
     },
   };
+}
+
+/**
+ * Removes every container and image the installation in `dataDir` left on the engine, so a test
+ * run leaves the engine as it found it.
+ */
+export async function removeEngineObjects(dataDir: string): Promise<void> {
+  const file = path.join(dataDir, 'slipway.db');
+  if (!fs.existsSync(file)) return;
+  const sqlite = new Database(file, { readonly: true });
+  let instance: string | undefined;
+  try {
+    instance = (sqlite.prepare('select id from instance').get() as { id: string } | undefined)?.id;
+  } finally {
+    sqlite.close();
+  }
+  if (instance === undefined) return;
+  const engine = createDockerEngine();
+  for (const container of await engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instance })) {
+    await engine.removeContainer(container.id);
+  }
+  const prefix = imageRepositoryPrefix(instance);
+  for (const image of await engine.listImages({})) {
+    for (const tag of image.tags) if (tag.startsWith(prefix)) await engine.removeImage(tag);
+  }
 }
 
 /** A server running as a child process (`slipway server`), for crash and restart tests. */
