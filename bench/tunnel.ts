@@ -10,7 +10,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile, chmod, copyFile, mkdir } from 'node:fs/promises';
 import { Agent, createServer, request } from 'node:http';
-import { connect, createServer as createTcpServer, type AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -22,6 +22,7 @@ import { RoutingTable } from '../src/proxy/routing-table.js';
 import { CONNECT_PATH } from '../src/tunnel/protocol.js';
 import { runTunnelClient } from '../src/tunnel/tunnel-client.js';
 import { TunnelServer, type TunnelOwner } from '../src/tunnel/tunnel-server.js';
+import { freePort } from '../test/helpers/net.js';
 
 const run = promisify(execFile);
 const SELF = fileURLToPath(import.meta.url);
@@ -222,14 +223,6 @@ async function waitForPort(port: number, timeoutMs: number): Promise<void> {
   }
 }
 
-async function freePort(): Promise<number> {
-  const server = createTcpServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** An OpenSSH reverse tunnel (`ssh -R`) through a throwaway sshd on loopback; the forwarded port. */
 async function startSshTunnel(appPort: number, dir: string): Promise<number> {

@@ -13,6 +13,7 @@ import { RoutingTable } from '../../src/proxy/routing-table.js';
 import { CONNECT_PATH } from '../../src/tunnel/protocol.js';
 import { runTunnelClient, type TunnelClientEvent } from '../../src/tunnel/tunnel-client.js';
 import { TunnelServer, type TunnelAuthority, type TunnelOwner } from '../../src/tunnel/tunnel-server.js';
+import { freePort } from '../helpers/net.js';
 
 const MiB = 1024 * 1024;
 const DOMAIN = 'localhost';
@@ -327,14 +328,6 @@ async function visit(
   return { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) };
 }
 
-async function freePort(): Promise<number> {
-  const server = createTcpServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** Samples RSS while `work` runs; returns the largest growth over the starting value. */
 async function peakRssGrowth(work: () => Promise<void>): Promise<number> {
