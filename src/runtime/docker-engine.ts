@@ -1,21 +1,16 @@
 // The container engine on Docker: dockerode over the Engine API (never the docker CLI).
-import { readFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
-import type { Stats } from 'node:fs';
 import Dockerode from 'dockerode';
-import * as tar from 'tar';
 import { EngineBuildError } from './engine.js';
 import type { BuildImageOptions, ContainerEngine, ContainerInfo, ImageInfo, RunContainerOptions } from './engine.js';
-import { parseIgnoreRules } from '../source/ignore-rules.js';
+import { buildContext } from './build-context.js';
+import { OutputTail, eventText, parseEvent } from './build-output.js';
+import { LogDemuxer } from './log-demuxer.js';
 
 /** Time limit of one short engine call (inspect, create, list, remove...). */
 const CALL_TIMEOUT_MS = 30_000;
 /** Extra time, beyond the stop grace period, given to the engine to kill and report back. */
 const STOP_MARGIN_MS = 30_000;
-/** Lines of build output kept for EngineBuildError.outputTail. */
-const TAIL_LINES = 30;
-/** Characters of build output kept in memory to cut the tail from. */
-const TAIL_CHARS = 32_768;
 
 /**
  * A dockerode client for `dockerHost`: `unix:///path/docker.sock` or `tcp://host:port`;
@@ -420,137 +415,4 @@ function fromInspect(info: Dockerode.ContainerInspectInfo): ContainerInfo {
     labels: info.Config?.Labels ?? {},
     state,
   };
-}
-
-// ---- build output ----
-
-interface BuildEvent {
-  stream?: string;
-  status?: string;
-  id?: string;
-  progress?: string;
-  error?: string;
-  errorDetail?: { message?: string };
-  aux?: { ID?: string };
-}
-
-function parseEvent(line: string): BuildEvent {
-  try {
-    const value: unknown = JSON.parse(line);
-    if (typeof value === 'object' && value !== null) return value as BuildEvent;
-  } catch {
-    // Not JSON: pass the raw text on as output rather than lose it.
-  }
-  return { stream: `${line}\n` };
-}
-
-function eventText(event: BuildEvent): string {
-  if (typeof event.stream === 'string') return event.stream;
-  if (typeof event.error === 'string') return `${event.errorDetail?.message ?? event.error}\n`;
-  // Pull progress bars would flood the log; their final status lines are kept.
-  if (typeof event.status === 'string' && event.progress === undefined) {
-    return `${event.id === undefined ? '' : `${event.id}: `}${event.status}\n`;
-  }
-  return '';
-}
-
-/** Keeps the end of the build output for error reports. */
-class OutputTail {
-  #text = '';
-
-  add(text: string): void {
-    this.#text += text;
-    if (this.#text.length > TAIL_CHARS * 2) this.#text = this.#text.slice(-TAIL_CHARS);
-  }
-
-  tail(): string {
-    return this.#text.trimEnd().split('\n').slice(-TAIL_LINES).join('\n');
-  }
-}
-
-// ---- build context ----
-
-/**
- * The context directory as an uncompressed tar stream, filtered by its `.dockerignore`
- * (the Dockerfile and .dockerignore themselves are always sent, as the docker CLI does).
- * Symbolic links are archived as links, never followed.
- */
-async function buildContext(contextDir: string, dockerfile: string): Promise<Readable> {
-  let ignore: string | null = null;
-  try {
-    ignore = await readFile(`${contextDir}/.dockerignore`, 'utf8');
-  } catch {
-    // No .dockerignore: everything is sent.
-  }
-  const excluded = ignore === null ? () => false : dockerignoreMatcher(ignore);
-  const pack = tar.c(
-    {
-      cwd: contextDir,
-      portable: true,
-      follow: false,
-      filter: (entryPath: string, stat: Stats | tar.ReadEntry) => {
-        const rel = entryPath.replace(/^\.\/?/, '');
-        if (rel === '' || rel === dockerfile || rel === '.dockerignore') return true;
-        const isDir = 'isDirectory' in stat ? stat.isDirectory() : stat.type === 'Directory';
-        return !excluded(rel, isDir);
-      },
-    },
-    ['.'],
-  );
-  return Readable.from(pack, { objectMode: false });
-}
-
-/**
- * A matcher for `.dockerignore` rules (see source/ignore-rules.ts): true when a path stays out of
- * the build context. An excluded directory is still walked when an exception may match inside it,
- * so `!dir/keep` works.
- */
-export function dockerignoreMatcher(text: string): (path: string, isDirectory: boolean) => boolean {
-  const rules = parseIgnoreRules(text, 'dockerignore');
-  return (path, isDirectory) => rules.excludes(path, isDirectory) && !(isDirectory && rules.mayReincludeBelow(path));
-}
-
-// ---- logs ----
-
-/**
- * Splits the engine's multiplexed log stream (8-byte frame headers: stream type, 3 zero bytes,
- * big-endian length) into text. Falls back to raw text if the stream is not multiplexed (a TTY).
- */
-class LogDemuxer {
-  #pending: Buffer = Buffer.alloc(0);
-  #raw = false;
-  // One decoder per stream so a UTF-8 character split across frames decodes whole.
-  #decoders = [new TextDecoder(), new TextDecoder(), new TextDecoder()];
-
-  push(chunk: Buffer): string {
-    if (this.#raw) return this.#decode(1, chunk);
-    this.#pending = this.#pending.length === 0 ? chunk : Buffer.concat([this.#pending, chunk]);
-    let out = '';
-    while (this.#pending.length >= 8) {
-      const type = this.#pending[0] ?? 0;
-      if (type > 2 || this.#pending[1] !== 0 || this.#pending[2] !== 0 || this.#pending[3] !== 0) {
-        this.#raw = true;
-        const rest = this.#pending;
-        this.#pending = Buffer.alloc(0);
-        return out + this.#decode(1, rest);
-      }
-      const size = this.#pending.readUInt32BE(4);
-      if (this.#pending.length < 8 + size) break;
-      out += this.#decode(type, this.#pending.subarray(8, 8 + size));
-      this.#pending = this.#pending.subarray(8 + size);
-    }
-    return out;
-  }
-
-  end(): string {
-    let out = this.#pending.length > 0 ? this.#decode(1, this.#pending) : '';
-    this.#pending = Buffer.alloc(0);
-    for (const decoder of this.#decoders) out += decoder.decode();
-    return out;
-  }
-
-  #decode(type: number, bytes: Buffer): string {
-    const decoder = this.#decoders[type] ?? this.#decoders[1];
-    return decoder === undefined ? bytes.toString('utf8') : decoder.decode(bytes, { stream: true });
-  }
 }
