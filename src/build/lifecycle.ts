@@ -92,6 +92,8 @@ export class DeploymentLifecycle implements DeploymentOperations {
     const initial = await getDeploymentRow(db, principal, deploymentId);
     let commitSha: string;
     let sourceRef: string;
+    /** Why the source cannot be read (an unreachable repository): the build is recorded, then fails. */
+    let unreadable: string | undefined;
     if (initial.source_type === 'archive') {
       if (initial.upload_id === null || initial.upload_sha256 === null) {
         throw new DomainError('invalid_state', 'nothing has been uploaded yet; upload an archive first');
@@ -102,6 +104,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
       const resolved = await this.#resolve(initial);
       commitSha = resolved.sha;
       sourceRef = resolved.branch;
+      unreadable = resolved.unreadable;
     }
 
     const build = await this.#locks.run(deploymentId, async () => {
@@ -130,7 +133,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
       await db.insertInto('builds').values(values).execute();
       await this.#setStatus(deploymentId, 'building');
       if (!(await this.#isServing(current))) this.#route(current.subdomain, deploymentId, 'starting');
-      this.#startPipeline(current, row);
+      this.#startPipeline(current, row, unreadable);
       return row;
     });
 
@@ -257,12 +260,19 @@ export class DeploymentLifecycle implements DeploymentOperations {
 
   // ---- internals ----
 
-  async #resolve(dep: DeploymentRow): Promise<{ sha: string; branch: string }> {
+  /**
+   * The commit to build. Bad input (an unknown branch, a refused host) is a validation_error and
+   * records nothing; a repository that cannot be reached is recorded as a build that fails, like any
+   * other build failure (`commit_sha` is then empty).
+   */
+  async #resolve(dep: DeploymentRow): Promise<{ sha: string; branch: string; unreadable?: string }> {
     try {
       return await resolveCommit(dep.repo_url ?? '', dep.branch ?? undefined, this.#gitOptions(AbortSignal.timeout(RESOLVE_TIMEOUT_MS)));
     } catch (err) {
-      if (err instanceof DomainError) throw err;
-      throw new DomainError('validation_error', `cannot read the repository: ${redactCredentials(err instanceof Error ? err.message : String(err))}`);
+      const unresolvable = err instanceof DomainError && err.message.endsWith('could not be resolved');
+      if (err instanceof DomainError && !unresolvable) throw err;
+      const reason = redactCredentials(err instanceof Error ? err.message : String(err));
+      return { sha: '', branch: dep.branch ?? '', unreadable: `cannot read the repository: ${reason}` };
     }
   }
 
@@ -309,22 +319,23 @@ export class DeploymentLifecycle implements DeploymentOperations {
     await Promise.race([inflight.done, new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }))]);
   }
 
-  #startPipeline(dep: DeploymentRow, build: BuildRow): void {
+  #startPipeline(dep: DeploymentRow, build: BuildRow, unreadable: string | undefined): void {
     const controller = new AbortController();
-    const done = this.#runPipeline(dep, build, controller.signal).finally(() => {
+    const done = this.#runPipeline(dep, build, controller.signal, unreadable).finally(() => {
       if (this.#inflight.get(dep.id)?.buildId === build.id) this.#inflight.delete(dep.id);
     });
     this.#inflight.set(dep.id, { buildId: build.id, controller, done });
   }
 
   /** Build → image → healthy container → traffic switch. Never throws: the outcome goes to the database. */
-  async #runPipeline(dep: DeploymentRow, build: BuildRow, cancel: AbortSignal): Promise<void> {
+  async #runPipeline(dep: DeploymentRow, build: BuildRow, cancel: AbortSignal, unreadable?: string): Promise<void> {
     const { engine, buildLogs, settings, db } = this.#deps;
     const log = (text: string): void => buildLogs.append(dep.id, build.id, text);
     const workDir = path.join(settings.dataDir, 'work', build.id);
     let image: string | undefined;
     try {
-      log(`==> build ${build.id} of ${dep.name} (${dep.source_type} ${build.commit_sha})\n`);
+      log(`==> build ${build.id} of ${dep.name} (${dep.source_type} ${build.commit_sha || 'unresolved'})\n`);
+      if (unreadable !== undefined) throw new DomainError('build_failed', unreadable);
       const releaseSlot = await this.#buildSlots.acquire(cancel);
       try {
         const buildSignal = AbortSignal.any([cancel, AbortSignal.timeout(settings.buildTimeoutMs)]);

@@ -163,8 +163,21 @@ async function withLimits<T>(
  * loopback, private, link-local, unique-local, CGNAT, unspecified, multicast or reserved address
  * (IPv4 and IPv6, IPv4-mapped included), unless `allowPrivate`. Every resolved address must be public.
  */
-export async function assertRepoHostAllowed(repoUrl: string, allowPrivate: boolean): Promise<void> {
-  await checkRepo(repoUrl, allowPrivate);
+export async function assertRepoHostAllowed(
+  repoUrl: string,
+  allowPrivate: boolean,
+  options: { allowUnresolvable?: boolean } = {},
+): Promise<void> {
+  try {
+    await checkRepo(repoUrl, allowPrivate, { timeoutMs: 5_000 });
+  } catch (err) {
+    // At create time a host that does not resolve (yet, or from here) is not a reason to refuse:
+    // the deploy resolves it again and refuses private addresses then.
+    const unresolvable = err instanceof DomainError && err.message.endsWith('could not be resolved');
+    const timedOut = err instanceof Error && err.name === 'TimeoutError';
+    if (options.allowUnresolvable === true && (unresolvable || timedOut)) return;
+    throw err;
+  }
 }
 
 /** Hides credentials (`user:pass@`, or any userinfo of an http(s) URL) in text shown to people. */

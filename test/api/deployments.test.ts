@@ -302,4 +302,13 @@ describe('deployments without private git', () => {
     }
     assert.deepEqual((await s.request('GET', '/api/v1/deployments', { token: user.token })).json, []);
   });
+
+  test('a public host that does not resolve from here is accepted at create time (checked again at deploy)', async () => {
+    const user = await s.newUser('public');
+    for (const [i, repo_url] of ['https://github.com/example/app.git', 'git@gitlab.example.invalid:team/app.git'].entries()) {
+      const res = await s.request('POST', '/api/v1/deployments', { token: user.token, body: { name: 'pub', subdomain: `pub-${process.pid}-${i}`, repo_url } });
+      assert.equal(res.status, 201, `${repo_url}: ${res.text}`);
+      assert.equal(res.json.repo_url, repo_url);
+    }
+  });
 });

@@ -97,6 +97,26 @@ describe('git deployments', () => {
     assert.equal((await ts.request('GET', `/api/v1/deployments/${created.json.id}`, { token })).json.status, 'pending');
   });
 
+  test('an unreachable repository gives a build record that fails with the reason', async () => {
+    const created = await ts.request('POST', '/api/v1/deployments', {
+      token,
+      body: { name: 'gone', subdomain: uniqueSubdomain('git'), repo_url: 'http://127.0.0.1:1/nothing.git' },
+    });
+    assert.equal(created.status, 201, created.text);
+    const trigger = await ts.request('POST', `/api/v1/deployments/${created.json.id}/deploy`, { token });
+    assert.equal(trigger.status, 202, trigger.text);
+    assert.equal(trigger.json.status, 'building');
+    assert.equal(trigger.json.finished_at, null);
+    const waited = await ts.request('POST', `/api/v1/deployments/${created.json.id}/deploy?wait=true`, { token });
+    assert.equal(waited.status, 500);
+    assert.equal(waited.json.error, 'build_failed');
+    assert.match(waited.json.message, /cannot read the repository/);
+    const builds = (await ts.request('GET', `/api/v1/deployments/${created.json.id}/builds`, { token })).json;
+    assert.equal(builds.length, 2);
+    assert.ok(builds.every((b: { status: string }) => b.status === 'failed' || b.status === 'cancelled'), JSON.stringify(builds));
+    assert.equal((await ts.request('GET', `/api/v1/deployments/${created.json.id}`, { token })).json.status, 'failed');
+  });
+
   test('hostile repo URLs and branches are refused at create time', async () => {
     const sentinel = `/tmp/slipway-pwned-${crypto.randomUUID()}`;
     const urls = [

@@ -57,7 +57,7 @@ export const deploymentRoutes =
     const deploymentDeps = {
       db: deps.db,
       allowPrivateGit: deps.config.allowPrivateGit,
-      checkRepoHost: (url: string) => assertRepoHostAllowed(url, deps.config.allowPrivateGit),
+      checkRepoHost: (url: string) => assertRepoHostAllowed(url, deps.config.allowPrivateGit, { allowUnresolvable: true }),
     };
 
     app.get(
