@@ -66,6 +66,20 @@ export const CreateDeploymentBody = Type.Object(
 );
 export type CreateDeploymentBody = Static<typeof CreateDeploymentBody>;
 
+export const UpdateDeploymentBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ maxLength: 1000 })),
+    repo_url: Type.Optional(Type.String({ maxLength: 4096 })),
+    branch: Type.Optional(Type.Union([Type.String({ maxLength: 1000 }), Type.Null()], { description: 'null: the remote default branch' })),
+    dockerfile_path: Type.Optional(Type.String({ maxLength: 1000 })),
+    health_check_path: Type.Optional(Type.Union([Type.String({ maxLength: 1000 }), Type.Null()])),
+    memory_mb: Type.Optional(Type.Union([Type.Integer(), Type.Null()], { description: 'null: the default' })),
+    cpus: Type.Optional(Type.Union([Type.Number(), Type.Null()], { description: 'null: the default' })),
+  },
+  { additionalProperties: false, description: 'Settings take effect at the next deploy or restart.' },
+);
+export type UpdateDeploymentBody = Static<typeof UpdateDeploymentBody>;
+
 export const DeploymentSchema = Type.Object(
   {
     id: Uuid,

@@ -73,9 +73,45 @@ export interface DeploymentDeps {
   readonly checkRepoHost: (repoUrl: string) => Promise<void>;
 }
 
+const validationError = (message: string): DomainError => new DomainError('validation_error', message);
+
+function checkName(value: string): string {
+  const name = value.trim();
+  if (name.length < 1 || name.length > 100) throw validationError('name must be 1 to 100 characters');
+  return name;
+}
+
+function checkRepoUrl(value: string, allowFile: boolean): string {
+  const problem = validateRepoUrl(value, { allowFile });
+  if (problem !== null) throw validationError(`repo_url: ${problem}`);
+  return value;
+}
+
+function checkBranch(value: string): string {
+  const problem = validateBranchName(value);
+  if (problem !== null) throw validationError(`branch: ${problem}`);
+  return value;
+}
+
+function checkHealthCheckPath(value: string): string {
+  if (!/^\/[\x21-\x7e]{0,511}$/.test(value)) throw validationError('health_check_path must be a path starting with "/"');
+  return value;
+}
+
+function checkMemoryBytes(memoryMb: number): number {
+  if (!Number.isInteger(memoryMb) || memoryMb < 16 || memoryMb > 65536) {
+    throw validationError('memory_mb must be a whole number from 16 to 65536');
+  }
+  return memoryMb * 1024 * 1024;
+}
+
+function checkNanoCpus(cpus: number): number {
+  if (!(cpus >= 0.01 && cpus <= 64)) throw validationError('cpus must be from 0.01 to 64');
+  return Math.round(cpus * 1e9);
+}
+
 function validateCreate(input: CreateDeploymentInput, allowFile: boolean): Omit<DeploymentRow, 'id' | 'user_id' | 'created_at' | 'updated_at' | 'seq'> {
-  const name = input.name.trim();
-  if (name.length < 1 || name.length > 100) throw new DomainError('validation_error', 'name must be 1 to 100 characters');
+  const name = checkName(input.name);
   const subdomain = normalizeSubdomain(input.subdomain);
   const sourceType = input.source_type ?? 'git';
   const dockerfilePath = normalizeDockerfilePath(input.dockerfile_path);
@@ -83,37 +119,12 @@ function validateCreate(input: CreateDeploymentInput, allowFile: boolean): Omit<
   let branch: string | null = null;
   if (sourceType === 'archive') {
     if (input.repo_url !== undefined || input.branch !== undefined) {
-      throw new DomainError('validation_error', 'repo_url and branch are for git deployments; an archive deployment takes an upload');
+      throw validationError('repo_url and branch are for git deployments; an archive deployment takes an upload');
     }
   } else {
-    if (input.repo_url === undefined) throw new DomainError('validation_error', 'repo_url is required for a git deployment');
-    const urlProblem = validateRepoUrl(input.repo_url, { allowFile });
-    if (urlProblem !== null) throw new DomainError('validation_error', `repo_url: ${urlProblem}`);
-    repoUrl = input.repo_url;
-    if (input.branch !== undefined) {
-      const branchProblem = validateBranchName(input.branch);
-      if (branchProblem !== null) throw new DomainError('validation_error', `branch: ${branchProblem}`);
-      branch = input.branch;
-    }
-  }
-  let healthCheckPath: string | null = null;
-  if (input.health_check_path !== undefined) {
-    if (!/^\/[\x21-\x7e]{0,511}$/.test(input.health_check_path)) {
-      throw new DomainError('validation_error', 'health_check_path must be a path starting with "/"');
-    }
-    healthCheckPath = input.health_check_path;
-  }
-  let memoryBytes: number | null = null;
-  if (input.memory_mb !== undefined) {
-    if (!Number.isInteger(input.memory_mb) || input.memory_mb < 16 || input.memory_mb > 65536) {
-      throw new DomainError('validation_error', 'memory_mb must be a whole number from 16 to 65536');
-    }
-    memoryBytes = input.memory_mb * 1024 * 1024;
-  }
-  let nanoCpus: number | null = null;
-  if (input.cpus !== undefined) {
-    if (!(input.cpus >= 0.01 && input.cpus <= 64)) throw new DomainError('validation_error', 'cpus must be from 0.01 to 64');
-    nanoCpus = Math.round(input.cpus * 1e9);
+    if (input.repo_url === undefined) throw validationError('repo_url is required for a git deployment');
+    repoUrl = checkRepoUrl(input.repo_url, allowFile);
+    if (input.branch !== undefined) branch = checkBranch(input.branch);
   }
   return {
     name,
@@ -127,10 +138,50 @@ function validateCreate(input: CreateDeploymentInput, allowFile: boolean): Omit<
     upload_size: null,
     upload_sha256: null,
     live_build_id: null,
-    health_check_path: healthCheckPath,
-    memory_bytes: memoryBytes,
-    nano_cpus: nanoCpus,
+    health_check_path: input.health_check_path === undefined ? null : checkHealthCheckPath(input.health_check_path),
+    memory_bytes: input.memory_mb === undefined ? null : checkMemoryBytes(input.memory_mb),
+    nano_cpus: input.cpus === undefined ? null : checkNanoCpus(input.cpus),
   };
+}
+
+/** Settings that can change after creation; they take effect at the next deploy or restart. null resets to the default. */
+export interface UpdateDeploymentInput {
+  name?: string | undefined;
+  repo_url?: string | undefined;
+  branch?: string | null | undefined;
+  dockerfile_path?: string | undefined;
+  health_check_path?: string | null | undefined;
+  memory_mb?: number | null | undefined;
+  cpus?: number | null | undefined;
+}
+
+/** Changes a deployment's settings (not its subdomain or source type). */
+export async function updateDeployment(
+  deps: DeploymentDeps,
+  principal: Principal,
+  id: string,
+  input: UpdateDeploymentInput,
+): Promise<DeploymentRow> {
+  const row = await getDeploymentRow(deps.db, principal, id);
+  if (Object.values(input).every((v) => v === undefined)) throw validationError('nothing to change: send at least one field');
+  const changes: Partial<DeploymentRow> = {};
+  if (input.name !== undefined) changes.name = checkName(input.name);
+  if (input.dockerfile_path !== undefined) changes.dockerfile_path = normalizeDockerfilePath(input.dockerfile_path);
+  if (input.health_check_path !== undefined) {
+    changes.health_check_path = input.health_check_path === null ? null : checkHealthCheckPath(input.health_check_path);
+  }
+  if (input.memory_mb !== undefined) changes.memory_bytes = input.memory_mb === null ? null : checkMemoryBytes(input.memory_mb);
+  if (input.cpus !== undefined) changes.nano_cpus = input.cpus === null ? null : checkNanoCpus(input.cpus);
+  if (input.repo_url !== undefined || input.branch !== undefined) {
+    if (row.source_type !== 'git') throw validationError('repo_url and branch are for git deployments');
+    if (input.repo_url !== undefined) {
+      changes.repo_url = checkRepoUrl(input.repo_url, deps.allowPrivateGit);
+      await deps.checkRepoHost(changes.repo_url);
+    }
+    if (input.branch !== undefined) changes.branch = input.branch === null ? null : checkBranch(input.branch);
+  }
+  await deps.db.updateTable('deployments').set({ ...changes, updated_at: nowIso() }).where('id', '=', row.id).execute();
+  return getDeploymentRow(deps.db, principal, id);
 }
 
 /** Creates a deployment. The subdomain is claimed by a unique index, also against live tunnels. */

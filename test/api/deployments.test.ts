@@ -261,6 +261,48 @@ describe('deployments', () => {
     }
   });
 
+  test('PATCH changes settings (null resets to the default) and refuses bad or foreign fields', async () => {
+    const git = await create({ name: 'settings', subdomain: `set-${process.pid}`, repo_url: 'https://example.com/a.git' });
+    assert.equal(git.status, 201, git.text);
+    const id = git.json.id as string;
+    const patch = (body: unknown): Promise<HttpResult> => s.request('PATCH', `/api/v1/deployments/${id}`, { token: user.token, body });
+
+    const changed = await patch({ name: ' renamed ', branch: 'release/1', dockerfile_path: 'web/Dockerfile', health_check_path: '/up', memory_mb: 256, cpus: 0.5 });
+    assert.equal(changed.status, 200, changed.text);
+    assert.equal(changed.json.name, 'renamed');
+    assert.equal(changed.json.branch, 'release/1');
+    assert.equal(changed.json.dockerfile_path, 'web/Dockerfile');
+    assert.equal(changed.json.health_check_path, '/up');
+    assert.equal(changed.json.memory_mb, 256);
+    assert.equal(changed.json.cpus, 0.5);
+    assert.equal(changed.json.subdomain, `set-${process.pid}`);
+    assert.ok(changed.json.updated_at >= git.json.updated_at);
+
+    const reset = await patch({ branch: null, memory_mb: null, cpus: null, health_check_path: null });
+    assert.equal(reset.status, 200, reset.text);
+    assert.equal(reset.json.branch, null);
+    assert.equal(reset.json.memory_mb, null);
+    assert.equal(reset.json.cpus, null);
+    assert.equal(reset.json.health_check_path, null);
+
+    for (const [body, what] of [
+      [{}, 'empty'],
+      [{ subdomain: 'other' }, 'subdomain is not changeable'],
+      [{ memory_mb: 1 }, 'memory too small'],
+      [{ cpus: 0 }, 'cpus zero'],
+      [{ dockerfile_path: '../x' }, 'dockerfile outside'],
+      [{ branch: '--upload-pack=x' }, 'option-like branch'],
+      [{ repo_url: 'ext::sh -c x' }, 'ext:: url'],
+      [{ name: '' }, 'empty name'],
+    ] as const) {
+      assertError(await patch(body), 400, 'validation_error', what);
+    }
+    assert.equal((await s.request('GET', `/api/v1/deployments/${id}`, { token: user.token })).json.name, 'renamed');
+
+    const archive = await create({ name: 'arch', subdomain: `set-a-${process.pid}`, source_type: 'archive' });
+    assertError(await s.request('PATCH', `/api/v1/deployments/${archive.json.id}`, { token: user.token, body: { branch: 'main' } }), 400, 'validation_error', 'branch on archive');
+  });
+
   test('DELETE answers 204, then 404, and the subdomain is free again', async () => {
     const subdomain = fresh('del');
     const res = await create({ name: 'gone', subdomain, source_type: 'archive' });

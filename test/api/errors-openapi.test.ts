@@ -34,6 +34,7 @@ const ROUTES: ReadonlyArray<readonly [string, string]> = [
   ['get', '/api/v1/deployments'],
   ['post', '/api/v1/deployments'],
   ['get', '/api/v1/deployments/{id}'],
+  ['patch', '/api/v1/deployments/{id}'],
   ['delete', '/api/v1/deployments/{id}'],
   ['post', '/api/v1/deployments/{id}/upload'],
   ['post', '/api/v1/deployments/{id}/deploy'],
@@ -112,7 +113,7 @@ describe('errors, media types, OpenAPI and health over a socket', () => {
       ['GET', '/api/v1/nope', user.token],
       ['POST', '/api/v2/deployments', user.token],
       ['GET', '/api/v1/deployments/x/y/z', user.token],
-      ['PATCH', `/api/v1/deployments/${deploymentId}`, user.token],
+      ['PUT', `/api/v1/deployments/${deploymentId}`, user.token],
       ['GET', '/nothing-here', undefined],
       ['GET', '/.env', undefined],
     ] as const) {

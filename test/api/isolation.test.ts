@@ -71,6 +71,7 @@ describe('isolation between users', () => {
     const d = `/api/v1/deployments/${deploymentId}`;
     const cases: Array<[string, string, Parameters<TestServer['request']>[2]]> = [
       ['GET', d, {}],
+      ['PATCH', d, { body: { name: 'taken over', memory_mb: 64 } }],
       ['POST', `${d}/upload`, { raw: upload.body, headers: { 'content-type': upload.contentType } }],
       ['POST', `${d}/deploy`, {}],
       ['POST', `${d}/deploy?wait=true`, {}],

@@ -10,6 +10,7 @@ import {
   listDeployments,
   presentCreatedArchive,
   presentDeployment,
+  updateDeployment,
 } from '../../domain/deployments.js';
 import { DomainError } from '../../domain/errors.js';
 import { authorizeUpload, uploadSource } from '../../domain/uploads.js';
@@ -24,6 +25,7 @@ import {
   MessageSchema,
   RollbackBody,
   RuntimeLogsQuery,
+  UpdateDeploymentBody,
   TextResponse,
   UploadBody,
   UploadResponse,
@@ -94,6 +96,20 @@ export const deploymentRoutes =
       '/deployments/:id',
       { schema: { tags: ['deployments'], summary: 'One deployment', params: IdParams, response: { 200: Type.Ref('Deployment'), ...errorResponses(401, 404) } } },
       async (request) => presentDeployment(await getDeploymentRow(deps.db, principalOf(request), request.params.id), urlFor),
+    );
+
+    app.patch<IdRequest & { Body: UpdateDeploymentBody }>(
+      '/deployments/:id',
+      {
+        schema: {
+          tags: ['deployments'],
+          summary: 'Change settings (name, repo_url, branch, dockerfile_path, health_check_path, memory_mb, cpus); they apply at the next deploy or restart',
+          params: IdParams,
+          body: UpdateDeploymentBody,
+          response: { 200: Type.Ref('Deployment'), ...errorResponses(400, 401, 404) },
+        },
+      },
+      async (request) => presentDeployment(await updateDeployment(deploymentDeps, principalOf(request), request.params.id, request.body), urlFor),
     );
 
     app.delete<IdRequest>(
