@@ -136,3 +136,49 @@ export async function ensureDocker({ required = true } = {}) {
   }
   return fail('dockerd did not answer within 90 s; see /var/log/slipway-dockerd.log');
 }
+
+/**
+ * Makes sure a local PostgreSQL answers on loopback (Debian, root: installs `postgresql` and starts
+ * its cluster) with a role `slipway` that may create databases. Returns the role's URL (to the
+ * `postgres` database), or null with the reason logged when that cannot be done here.
+ */
+export async function ensurePostgres() {
+  if (which('pg_lsclusters') === null) {
+    if (!isRoot || which('apt-get') === null) {
+      log('PostgreSQL is not installed (Debian: apt-get install postgresql): the PostgreSQL pass is not run.');
+      return null;
+    }
+    aptInstall(['postgresql']);
+  }
+  const list = spawnSync('pg_lsclusters', ['--no-header'], { encoding: 'utf8' });
+  let [version, cluster, port, status] = (list.stdout ?? '').trim().split('\n')[0]?.trim().split(/\s+/) ?? [];
+  if (version === undefined || version === '') {
+    const versions = fs.existsSync('/usr/lib/postgresql') ? fs.readdirSync('/usr/lib/postgresql').sort() : [];
+    version = versions.at(-1);
+    if (version === undefined) {
+      log('no PostgreSQL version found under /usr/lib/postgresql: the PostgreSQL pass is not run.');
+      return null;
+    }
+    run('pg_createcluster', [version, 'main']);
+    [, cluster, port, status] = spawnSync('pg_lsclusters', ['--no-header'], { encoding: 'utf8' }).stdout.trim().split(/\s+/);
+  }
+  if (status !== 'online') run('pg_ctlcluster', [version, cluster ?? 'main', 'start']);
+  const psql = (sql) =>
+    spawnSync('runuser', ['-u', 'postgres', '--', 'psql', '-p', String(port), '-v', 'ON_ERROR_STOP=1', '-Atc', sql], { encoding: 'utf8' });
+  const deadline = Date.now() + 30_000;
+  while (psql('select 1').status !== 0) {
+    if (Date.now() > deadline) {
+      log('PostgreSQL did not answer within 30 s: the PostgreSQL pass is not run.');
+      return null;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+  const role = psql(
+    "DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'slipway') THEN CREATE ROLE slipway LOGIN PASSWORD 'slipway' CREATEDB; END IF; END$$;",
+  );
+  if (role.status !== 0) {
+    log(`could not create the PostgreSQL role: ${role.stderr}`);
+    return null;
+  }
+  return `postgres://slipway:slipway@127.0.0.1:${port}/postgres`;
+}

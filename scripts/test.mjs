@@ -1,7 +1,7 @@
 // `npm test`: install what is missing, compile, bring up Docker and busybox, run every test file.
 import fs from 'node:fs';
 import path from 'node:path';
-import { root, run, ensureDependencies, compile, ensureDocker, aptInstall } from './setup.mjs';
+import { root, run, ensureDependencies, compile, ensureDocker, ensurePostgres, aptInstall } from './setup.mjs';
 
 ensureDependencies();
 compile();
@@ -30,3 +30,16 @@ const live = files.filter((file) => {
 run(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=300000', ...live], {
   env: { ...process.env, SLIPWAY_ALLOW_PRIVATE_GIT: 'true' },
 });
+
+// The same dialect-neutral suites once more on PostgreSQL (the tests above run on SQLite).
+const DIALECT_NEUTRAL = ['api/deployments', 'api/api-keys', 'api/isolation', 'api/dashboard', 'e2e/archive-lifecycle', 'e2e/router'];
+const neutral = live.filter((file) => DIALECT_NEUTRAL.some((name) => file.endsWith(`${name}.test.js`)));
+if (neutral.length > 0) {
+  const databaseUrl = await ensurePostgres();
+  if (databaseUrl !== null) {
+    process.stderr.write(`[setup] running ${neutral.length} suites again on PostgreSQL\n`);
+    run(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=300000', ...neutral], {
+      env: { ...process.env, SLIPWAY_ALLOW_PRIVATE_GIT: 'true', SLIPWAY_TEST_DATABASE_URL: databaseUrl },
+    });
+  }
+}

@@ -6,7 +6,7 @@ import { buildApp } from './api/app.js';
 import { BuildLogStore } from './build/build-logs.js';
 import { DeploymentLifecycle } from './build/lifecycle.js';
 import { reconcileWithEngine } from './build/reconcile.js';
-import { ConfigError, appUrl, type Config } from './config.js';
+import { appUrl, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
 import { bootstrapAdmin } from './domain/accounts.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
@@ -25,6 +25,8 @@ export interface RunningServer {
   readonly port: number;
   /** Set on a first start without SLIPWAY_ADMIN_*: the generated admin password (print it once). */
   readonly generatedAdmin: { email: string; password: string } | undefined;
+  /** This installation's id (the `dev.slipway.instance` label on its containers). */
+  readonly instanceId: string;
   close(): Promise<void>;
 }
 
@@ -47,11 +49,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     const line = detail === undefined ? msg : `${msg} ${safeJson(detail)}`;
     process.stderr.write(`[slipway] ${level}: ${line}\n`);
   });
-  if (config.databaseUrl !== undefined) {
-    // The schema and queries are dialect-neutral Kysely; the PostgreSQL dialect is not wired yet.
-    throw new ConfigError('SLIPWAY_DATABASE_URL (PostgreSQL) is not supported yet; unset it to use the embedded SQLite database');
-  }
-  const db = await openDatabase({ file: path.join(config.dataDir, 'slipway.db') });
+  const db = await openDatabase({ file: path.join(config.dataDir, 'slipway.db'), url: config.databaseUrl });
   const engine = options.engine ?? createDockerEngine(config.dockerHost);
   const instanceId = await loadInstanceId(db);
   const store = new SourceStore(config.dataDir);
@@ -191,6 +189,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     url: `http://${hostForUrl === '0.0.0.0' ? '127.0.0.1' : hostForUrl}:${port}`,
     port,
     generatedAdmin: admin?.generatedPassword === undefined ? undefined : { email: admin.email, password: admin.generatedPassword },
+    instanceId,
     close: () => {
       closing ??= (async () => {
         await tunnels.close();

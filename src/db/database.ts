@@ -1,8 +1,9 @@
-// Database connection: Kysely over better-sqlite3 (WAL), with the dated migrations run on open.
+// Database connection: Kysely over better-sqlite3 (WAL) or PostgreSQL, with the dated migrations run on open.
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, SqliteDialect, type Migration, type MigrationProvider } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Dialect, type Migration, type MigrationProvider } from 'kysely';
+import pg from 'pg';
 import type { Database } from './schema.js';
 import * as initial from './migrations/2026-11-21-001-initial.js';
 import * as instance from './migrations/2026-11-21-002-instance.js';
@@ -18,15 +19,36 @@ const MIGRATIONS: Record<string, Migration> = {
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
 
-/** Opens (creating if needed) the SQLite database file and brings its schema up to date. */
-export async function openDatabase(options: { file: string }): Promise<Db> {
-  fs.mkdirSync(path.dirname(options.file), { recursive: true });
-  const sqlite = new SQLite(options.file);
+/** 64-bit integers (PostgreSQL `bigint`) as numbers: every one Slipway stores fits in 2^53. */
+const PG_INT8 = 20;
+
+function sqliteDialect(file: string): Dialect {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const sqlite = new SQLite(file);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  return new SqliteDialect({ database: sqlite });
+}
+
+function postgresDialect(url: string): Dialect {
+  const types = {
+    getTypeParser: (oid: number, format?: 'text' | 'binary') =>
+      oid === PG_INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format),
+  };
+  return new PostgresDialect({
+    pool: new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 10_000, idleTimeoutMillis: 30_000, types }),
+  });
+}
+
+/**
+ * Opens the database — PostgreSQL when `url` is given, else the SQLite file (created if needed) —
+ * and brings its schema up to date.
+ */
+export async function openDatabase(options: { file: string; url?: string | undefined }): Promise<Db> {
+  const dialect = options.url === undefined ? sqliteDialect(options.file) : postgresDialect(options.url);
+  const db = new Kysely<Database>({ dialect });
   const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');
   if (error !== undefined || failed !== undefined) {

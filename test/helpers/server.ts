@@ -7,6 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig, type Config } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/main.js';
 import Database from 'better-sqlite3';
+import crypto from 'node:crypto';
+import pg from 'pg';
 import { imageRepositoryPrefix } from '../../src/build/images.js';
 import { createDockerEngine } from '../../src/runtime/docker-engine.js';
 import { LABEL_INSTANCE, LABEL_MANAGED } from '../../src/runtime/engine.js';
@@ -93,9 +95,35 @@ export async function loginAs(baseUrl: string, email: string, password: string):
   return res.json.token as string;
 }
 
+/**
+ * With SLIPWAY_TEST_DATABASE_URL (a PostgreSQL role that may create databases), each test server
+ * gets a database of its own there instead of SQLite: `npm test` runs the dialect-neutral suites
+ * once per dialect. Resolves with the server's URL and a function that drops the database.
+ */
+async function testDatabase(): Promise<{ url: string; drop: () => Promise<void> } | undefined> {
+  const admin = process.env['SLIPWAY_TEST_DATABASE_URL'];
+  if (admin === undefined || admin === '') return undefined;
+  const name = `slipway_t_${crypto.randomBytes(6).toString('hex')}`;
+  const run = async (statement: string): Promise<void> => {
+    const client = new pg.Client({ connectionString: admin });
+    await client.connect();
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  };
+  await run(`CREATE DATABASE ${name}`);
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return { url: url.href, drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
+
 /** Starts a server in this process. */
 export async function startTestServer(overrides: Record<string, string> = {}, dataDir?: string): Promise<TestServer> {
   const dir = dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-test-'));
+  const database = overrides['SLIPWAY_DATABASE_URL'] === undefined ? await testDatabase() : undefined;
+  if (database !== undefined) overrides = { ...overrides, SLIPWAY_DATABASE_URL: database.url };
   const config = loadConfig(testEnv(dir, overrides));
   const server = await startServer(config, { log: () => undefined, gitEnv: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: dir } });
   const adminToken = await loginAs(server.url, ADMIN_EMAIL, ADMIN_PASSWORD);
@@ -120,7 +148,8 @@ export async function startTestServer(overrides: Record<string, string> = {}, da
     },
     async close() {
       await server.close();
-      await removeEngineObjects(dir);
+      await removeInstanceObjects(server.instanceId);
+      await database?.drop();
     },
   };
 }
@@ -139,7 +168,11 @@ export async function removeEngineObjects(dataDir: string): Promise<void> {
   } finally {
     sqlite.close();
   }
-  if (instance === undefined) return;
+  if (instance !== undefined) await removeInstanceObjects(instance);
+}
+
+/** Removes every container and image of one installation from the engine. */
+export async function removeInstanceObjects(instance: string): Promise<void> {
   const engine = createDockerEngine();
   for (const container of await engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instance })) {
     await engine.removeContainer(container.id);

@@ -1,9 +1,14 @@
 // Migration 2026-11-21-001: users, sessions, API keys, deployments, builds, tunnels.
-import type { Kysely } from 'kysely';
+import { PostgresAdapter, type ColumnDefinitionBuilder, type Kysely } from 'kysely';
 
 // Migrations are frozen in time, so they are written against Kysely<any>, not the current schema.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function up(db: Kysely<any>): Promise<void> {
+  // The two dialects spell an auto-incrementing key and a 64-bit integer differently.
+  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+  const serialType = postgres ? 'serial' : 'integer';
+  const serial = (c: ColumnDefinitionBuilder): ColumnDefinitionBuilder => (postgres ? c.primaryKey() : c.primaryKey().autoIncrement());
+  const big = postgres ? 'bigint' : 'integer';
   await db.schema
     .createTable('users')
     .addColumn('id', 'text', (c) => c.primaryKey())
@@ -38,7 +43,7 @@ export async function up(db: Kysely<any>): Promise<void> {
 
   await db.schema
     .createTable('deployments')
-    .addColumn('seq', 'integer', (c) => c.primaryKey().autoIncrement())
+    .addColumn('seq', serialType, serial)
     .addColumn('id', 'text', (c) => c.notNull().unique())
     .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
     .addColumn('name', 'text', (c) => c.notNull())
@@ -49,12 +54,12 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('dockerfile_path', 'text', (c) => c.notNull())
     .addColumn('status', 'text', (c) => c.notNull())
     .addColumn('upload_id', 'text')
-    .addColumn('upload_size', 'integer')
+    .addColumn('upload_size', big)
     .addColumn('upload_sha256', 'text')
     .addColumn('live_build_id', 'text')
     .addColumn('health_check_path', 'text')
-    .addColumn('memory_bytes', 'integer')
-    .addColumn('nano_cpus', 'integer')
+    .addColumn('memory_bytes', big)
+    .addColumn('nano_cpus', big)
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .execute();
@@ -64,7 +69,7 @@ export async function up(db: Kysely<any>): Promise<void> {
 
   await db.schema
     .createTable('builds')
-    .addColumn('seq', 'integer', (c) => c.primaryKey().autoIncrement())
+    .addColumn('seq', serialType, serial)
     .addColumn('id', 'text', (c) => c.notNull().unique())
     .addColumn('deployment_id', 'text', (c) => c.notNull().references('deployments.id').onDelete('cascade'))
     .addColumn('status', 'text', (c) => c.notNull())
