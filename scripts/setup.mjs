@@ -148,8 +148,18 @@ export async function ensurePostgres() {
       log('PostgreSQL is not installed (Debian: apt-get install postgresql): the PostgreSQL pass is not run.');
       return null;
     }
-    aptInstall(['postgresql']);
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    const args = ['install', '-y', '--no-install-recommends', '--', 'postgresql'];
+    if (spawnSync('apt-get', args, { stdio: 'inherit', env }).status !== 0) {
+      spawnSync('apt-get', ['update'], { stdio: 'inherit', env });
+      if (spawnSync('apt-get', args, { stdio: 'inherit', env }).status !== 0) {
+        log('could not install postgresql: the PostgreSQL pass is not run.');
+        return null;
+      }
+    }
   }
+  // A cluster that cannot be created or started is reported, not fatal: the SQLite run has happened.
+  const tryRun = (cmd, args) => spawnSync(cmd, args, { stdio: 'inherit' }).status === 0;
   const list = spawnSync('pg_lsclusters', ['--no-header'], { encoding: 'utf8' });
   let [version, cluster, port, status] = (list.stdout ?? '').trim().split('\n')[0]?.trim().split(/\s+/) ?? [];
   if (version === undefined || version === '') {
@@ -159,10 +169,16 @@ export async function ensurePostgres() {
       log('no PostgreSQL version found under /usr/lib/postgresql: the PostgreSQL pass is not run.');
       return null;
     }
-    run('pg_createcluster', [version, 'main']);
+    if (!tryRun('pg_createcluster', [version, 'main'])) {
+      log('could not create a PostgreSQL cluster: the PostgreSQL pass is not run.');
+      return null;
+    }
     [, cluster, port, status] = spawnSync('pg_lsclusters', ['--no-header'], { encoding: 'utf8' }).stdout.trim().split(/\s+/);
   }
-  if (status !== 'online') run('pg_ctlcluster', [version, cluster ?? 'main', 'start']);
+  if (status !== 'online' && !tryRun('pg_ctlcluster', [version, cluster ?? 'main', 'start'])) {
+    log('could not start PostgreSQL: the PostgreSQL pass is not run.');
+    return null;
+  }
   const psql = (sql) =>
     spawnSync('runuser', ['-u', 'postgres', '--', 'psql', '-p', String(port), '-v', 'ON_ERROR_STOP=1', '-Atc', sql], { encoding: 'utf8' });
   const deadline = Date.now() + 30_000;
