@@ -26,23 +26,33 @@ export async function ensureBusyboxImage(engine: ContainerEngine): Promise<strin
       path.join(dir, 'Dockerfile'),
       ['FROM scratch', 'COPY busybox /bin/busybox', 'RUN ["/bin/busybox","--install","-s","/bin"]', ''].join('\n'),
     );
-    let output = '';
-    await engine.buildImage({
-      contextDir: dir,
-      dockerfile: 'Dockerfile',
-      tag: BUSYBOX_IMAGE,
-      labels: { [LABEL_TEST_BASE]: 'true' },
-      signal: AbortSignal.timeout(120_000),
-      onOutput: (text) => {
-        output += text;
-      },
-    }).catch((err: unknown) => {
-      throw new Error(`could not build ${BUSYBOX_IMAGE}:\n${output}`, { cause: err });
-    });
-    return BUSYBOX_IMAGE;
+    return await buildTestBaseImage(engine, dir, BUSYBOX_IMAGE, 120_000);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Builds a test base image from `contextDir` (its `Dockerfile`), labelled so Slipway's clean-ups
+ * never remove it; a failure carries the build output.
+ */
+export async function buildTestBaseImage(engine: ContainerEngine, contextDir: string, tag: string, timeoutMs: number): Promise<string> {
+  let output = '';
+  await engine
+    .buildImage({
+      contextDir,
+      dockerfile: 'Dockerfile',
+      tag,
+      labels: { [LABEL_TEST_BASE]: 'true' },
+      signal: AbortSignal.timeout(timeoutMs),
+      onOutput: (text) => {
+        output += text;
+      },
+    })
+    .catch((err: unknown) => {
+      throw new Error(`could not build ${tag}:\n${output.slice(-4000)}`, { cause: err });
+    });
+  return tag;
 }
 
 export interface BusyboxAppOptions {

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { ContainerEngine } from '../../src/runtime/engine.js';
-import { LABEL_TEST_BASE, ensureBusyboxImage } from './busybox-image.js';
+import { buildTestBaseImage, ensureBusyboxImage } from './busybox-image.js';
 import { PROJECT_ROOT } from './server.js';
 
 const run = promisify(execFile);
@@ -33,15 +33,7 @@ export async function ensureNodeImage(engine: ContainerEngine): Promise<string> 
       await copyFile(nodeBinary, path.join(rootfs, 'usr', 'bin', 'node'));
     }
     await writeFile(path.join(dir, 'Dockerfile'), [`FROM ${base}`, 'COPY rootfs/ /', ''].join('\n'));
-    await engine.buildImage({
-      contextDir: dir,
-      dockerfile: 'Dockerfile',
-      tag: NODE_IMAGE,
-      labels: { [LABEL_TEST_BASE]: 'true' },
-      signal: AbortSignal.timeout(300_000),
-      onOutput: () => undefined,
-    });
-    return NODE_IMAGE;
+    return await buildTestBaseImage(engine, dir, NODE_IMAGE, 300_000);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
