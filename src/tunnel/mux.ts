@@ -561,19 +561,30 @@ function truncateUtf8(text: string, maxBytes: number): string {
 }
 
 /**
- * Joins a socket (the client's connection to the local app) and a tunnel stream into one pipe. A clean end travels as END in either direction; an error or abrupt
- * close on one side destroys the other, which frees the stream at once.
+ * Joins a socket and a tunnel stream into one pipe (the client's connection to the local app, or a
+ * visitor's upgraded socket). A clean end travels as END in either direction; an error or abrupt
+ * close of the socket destroys the stream, which frees it at once. When the stream is gone,
+ * `onStreamClose` decides what the socket gets (default: destroyed unless the stream ended cleanly).
  */
-export function joinSocket(socket: Duplex, stream: TunnelStream): void {
+export function joinSocket(
+  socket: Duplex,
+  stream: TunnelStream,
+  options: { failureReason?: string; onStreamClose?: () => void } = {},
+): void {
   socket.pipe(stream);
   stream.pipe(socket);
-  socket.on('error', () => stream.destroy(new StreamResetError('connection failed')));
+  socket.on('error', () => stream.destroy(new StreamResetError(options.failureReason ?? 'connection failed')));
   socket.once('close', () => {
     // A socket that ended cleanly lets its last bytes reach the peer before the stream goes.
     if (stream.writableEnded && !stream.writableFinished) stream.once('finish', () => stream.destroy());
     else stream.destroy();
   });
   stream.once('close', () => {
-    if (!stream.readableEnded) socket.destroy();
+    if (options.onStreamClose !== undefined) {
+      socket.unpipe(stream);
+      options.onStreamClose();
+    } else if (!stream.readableEnded) {
+      socket.destroy();
+    }
   });
 }

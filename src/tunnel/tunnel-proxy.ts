@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import { displayHost, forwardedHeaders, hasNoRequestBody, responseHeaders, upgradeRequestHead } from '../proxy/app-proxy.js';
 import { badGatewayPage, unavailablePage, writePage, writeRawPage, type Page } from '../proxy/pages.js';
 import type { StreamTarget } from '../proxy/routing-table.js';
-import { StreamResetError, type Mux, type TunnelStream } from './mux.js';
+import { StreamResetError, joinSocket, type Mux } from './mux.js';
 import { REFUSED_REASON, type RequestLogEntry } from './protocol.js';
 
 /** Idle kept-alive streams per tunnel: enough for a burst's worth of reuse, few enough to cost little. */
@@ -96,7 +96,7 @@ export class TunnelProxy implements StreamTarget {
     });
     stream.write(upgradeRequestHead(req, this.#protocol));
     if (head.length > 0) stream.write(head);
-    joinUpgrade(socket, stream, () => {
+    const onStreamClose = (): void => {
       this.#active--;
       if (answered) {
         if (!stream.readableEnded) socket.destroy();
@@ -108,7 +108,8 @@ export class TunnelProxy implements StreamTarget {
         this.#logRequest(req, 499, started, true);
         socket.destroy();
       }
-    });
+    };
+    joinSocket(socket, stream, { failureReason: 'visitor connection failed', onStreamClose });
   }
 
   /** Sends the request log entries not yet reported. */
@@ -241,26 +242,6 @@ class TunnelAgent extends Agent {
     }
     return this.#mux.open({ halfOpen: false });
   }
-}
-
-/**
- * Joins a visitor's upgraded socket and an upgrade stream. A clean end travels as END either way;
- * an error or abrupt close of the socket destroys the stream. `onClose` runs once the stream is
- * gone and decides what the socket gets.
- */
-function joinUpgrade(socket: Duplex, stream: TunnelStream, onClose: () => void): void {
-  socket.pipe(stream);
-  stream.pipe(socket);
-  socket.on('error', () => stream.destroy(new StreamResetError('visitor connection failed')));
-  socket.once('close', () => {
-    // A socket that ended cleanly lets its last bytes reach the app before the stream goes.
-    if (stream.writableEnded && !stream.writableFinished) stream.once('finish', () => stream.destroy());
-    else stream.destroy();
-  });
-  stream.once('close', () => {
-    socket.unpipe(stream);
-    onClose();
-  });
 }
 
 /** True when the client could not connect to the local app at all. */
