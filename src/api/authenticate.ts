@@ -4,18 +4,12 @@ import type { Db } from '../db/database.js';
 import { authenticateBearer } from '../domain/accounts.js';
 import { DomainError } from '../domain/errors.js';
 import type { Principal } from '../domain/principal.js';
+import { bearerToken } from '../domain/secrets.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal | null;
   }
-}
-
-/** The bearer value of an `Authorization: Bearer <token>` header, if well formed. */
-export function bearerToken(header: string | undefined): string | undefined {
-  if (header === undefined) return undefined;
-  const match = /^Bearer[ \t]+([^\s]+)[ \t]*$/i.exec(header);
-  return match?.[1];
 }
 
 /** Adds the authentication hook to a scope: every route in it needs a valid credential. */

@@ -10,6 +10,9 @@ import { authorizeOwned, type Principal } from './principal.js';
 
 export type DeploymentRow = Selectable<DeploymentsTable>;
 
+/** A DNS label: 1-63 characters of a-z 0-9 -, not starting or ending with -. */
+export const DNS_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
 /** Labels that never name an app: they are, or may become, Slipway's own hosts. */
 export const RESERVED_SUBDOMAINS = new Set(['api', 'www', 'admin', 'app', 'dashboard', 'tunnel']);
 
@@ -26,7 +29,7 @@ export function assertUuid(id: string, what: string): void {
  */
 export function normalizeSubdomain(value: string): string {
   const label = value.trim().toLowerCase();
-  if (!/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(label)) {
+  if (!DNS_LABEL.test(label)) {
     throw new DomainError(
       'validation_error',
       'subdomain must be 1-63 characters of a-z, 0-9 and "-", not starting or ending with "-"',

@@ -80,3 +80,9 @@ export function digestsEqual(a: string, b: string): boolean {
   const right = Buffer.from(b, 'hex');
   return left.length === right.length && crypto.timingSafeEqual(left, right);
 }
+
+/** The credential of an `Authorization: Bearer <token>` header, if well formed (API and tunnels alike). */
+export function bearerToken(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  return /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header)?.[1];
+}

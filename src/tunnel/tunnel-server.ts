@@ -7,6 +7,8 @@ import type { Route, RoutingTable } from '../proxy/routing-table.js';
 import { Mux } from './mux.js';
 import { CLOSE_KEY_REVOKED, CLOSE_REPLACED, MAX_MESSAGE_BYTES, PROTOCOL_VERSION } from './protocol.js';
 import { TunnelProxy } from './tunnel-proxy.js';
+import { DNS_LABEL } from '../domain/deployments.js';
+import { API_KEY_PREFIX, bearerToken } from '../domain/secrets.js';
 
 /** Who opened a tunnel. */
 export interface TunnelOwner {
@@ -54,10 +56,8 @@ export interface TunnelServerOptions {
   log?: TunnelLog;
 }
 
-const API_KEY_PREFIX = 'slw_k1_';
 const DEFAULT_HEARTBEAT_MS = 10_000;
 const DEFAULT_GRACE_MS = 60_000;
-const DNS_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 const RANDOM_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 
 const noop = (): void => {};
@@ -354,12 +354,6 @@ function refuse(socket: Duplex, refusal: Refusal): void {
   ];
   if (refusal.status === 401) lines.push('WWW-Authenticate: Bearer');
   socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`);
-}
-
-function bearerToken(header: string | undefined): string | undefined {
-  if (header === undefined) return undefined;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return match?.[1];
 }
 
 function randomName(): string {

@@ -1,5 +1,6 @@
 // Command: slipway tunnel PORT — serve a local port at <subdomain>.<domain> through the server.
 import type { Command } from 'commander';
+import { API_KEY_PREFIX } from '../../domain/secrets.js';
 import { CliError } from '../cli-error.js';
 import type { CliIo } from '../cli-io.js';
 import { currentLogin, withJson, type JsonOption } from '../command-context.js';
@@ -36,7 +37,7 @@ Examples:
       const port = Number(portText);
       if (!Number.isInteger(port) || port < 1 || port > 65535) throw new CliError(`"${portText}" is not a port (1-65535)`, { exitCode: 2 });
       const login = await currentLogin(io);
-      if (login.bearer === undefined || !login.bearer.startsWith('slw_k1_')) {
+      if (login.bearer === undefined || !login.bearer.startsWith(API_KEY_PREFIX)) {
         throw new CliError('tunnels need an API key: run `slipway keys create NAME`, then `slipway login --api-key KEY` or set SLIPWAY_API_KEY');
       }
       const controller = new AbortController();
