@@ -11,7 +11,7 @@ import SQLite from 'better-sqlite3';
 import { assertError } from '../helpers/api-assert.js';
 import { buildMultipart, multipartEnd, newBoundary, partHead, uploadBody, type MultipartBody } from '../helpers/multipart.js';
 import { startTestServer, type HttpResult, type TestServer } from '../helpers/server.js';
-import { makeTar, makeTarGz, type TarEntrySpec } from '../helpers/tar-fixtures.js';
+import { makeTar, makeTarGz, makeZeroBomb, type TarEntrySpec } from '../helpers/tar-fixtures.js';
 
 let counter = 0;
 const fresh = (label: string): string => `${label}-${process.pid}-${(counter += 1)}`;
@@ -487,3 +487,61 @@ describe('upload bodies that end badly', () => {
     assert.equal((await sendUpload(s, user.token, id, uploadBody(makeTarGz(BASELINE)))).status, 200);
   });
 });
+
+describe('upload: a gzip bomb', () => {
+  let s: TestServer;
+  let user: Awaited<ReturnType<TestServer['newUser']>>;
+  before(async () => {
+    // A lower limit than the default 2 GiB only so the header pass has less to decompress.
+    s = await startTestServer({ SLIPWAY_MAX_EXPANDED_BYTES: String(128 * 1024 * 1024) });
+    user = await s.newUser('bomb');
+  });
+  after(async () => {
+    await s.close();
+  });
+
+  test('the audit\'s 2.2 MB bomb is 400 validation_error from the declared sizes, with nothing extracted, and the previous upload intact', async () => {
+    const created = await s.request('POST', '/api/v1/deployments', { token: user.token, body: { name: 'b', subdomain: fresh('bomb'), source_type: 'archive' } });
+    const id = created.json.id as string;
+    assert.equal((await sendUpload(s, user.token, id, uploadBody(makeTarGz(BASELINE)))).status, 200);
+    const before = uploadState(s, id);
+    const bomb = makeZeroBomb(34, 64 * 1024 * 1024);
+    assert.ok(bomb.length < 2.5 * 1024 * 1024, `the fixture is small (${bomb.length} bytes)`);
+
+    // Staging holds the received archive; anything beyond it would be extracted files.
+    let peak = 0;
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        peak = Math.max(peak, stagedBytes(path.join(s.dataDir, 'tmp')));
+        await sleep(5);
+      }
+    })();
+    let res: HttpResult;
+    try {
+      res = await sendUpload(s, user.token, id, uploadBody(bomb));
+    } finally {
+      watching = false;
+      await watcher;
+    }
+    assertError(res, 400, 'validation_error', 'bomb');
+    assert.match(res.json.message, /archive expands to more than 134217728 bytes/);
+    assert.ok(peak <= bomb.length + 1024 * 1024, `staged ${peak} bytes for a ${bomb.length}-byte archive`);
+    assert.deepEqual(uploadState(s, id), before);
+    assertNoStrayFiles(s);
+  });
+});
+
+/** Bytes in the files under `dir`; entries vanishing while counted are skipped. */
+function stagedBytes(dir: string): number {
+  let total = 0;
+  for (const name of fs.readdirSync(dir, { recursive: true }) as string[]) {
+    try {
+      const st = fs.lstatSync(path.join(dir, name));
+      if (st.isFile()) total += st.size;
+    } catch {
+      // removed meanwhile
+    }
+  }
+  return total;
+}
