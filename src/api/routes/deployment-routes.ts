@@ -60,6 +60,7 @@ export const deploymentRoutes =
       db: deps.db,
       allowPrivateGit: deps.config.allowPrivateGit,
       checkRepoHost: (url: string) => assertRepoHostAllowed(url, deps.config.allowPrivateGit, { allowUnresolvable: true }),
+      limits: { maxMemoryMb: deps.config.maxMemoryMb, maxCpus: deps.config.maxCpus },
     };
 
     app.get(
