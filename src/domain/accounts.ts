@@ -3,21 +3,12 @@ import crypto from 'node:crypto';
 import type { Db } from '../db/database.js';
 import { isUniqueViolation, nowIso } from '../db/database.js';
 import type { UsersTable } from '../db/schema.js';
-import { DomainError } from './errors.js';
-import type { Principal } from './principal.js';
-import { authorizeAdmin } from './principal.js';
+import { DomainError } from '../core/errors.js';
+import type { Principal } from '../core/principal.js';
+import { authorizeAdmin } from '../core/principal.js';
 import { WorkLimit, WorkLimitFullError, type FailureLimiter } from './rate-limiter.js';
-import {
-  API_KEY_PATTERN,
-  SESSION_TOKEN_PATTERN,
-  digestsEqual,
-  dummyPasswordHash,
-  hashPassword,
-  newSessionToken,
-  randomBase62,
-  sha256Hex,
-  verifyPassword,
-} from './secrets.js';
+import { API_KEY_PATTERN, SESSION_TOKEN_PATTERN, digestsEqual, newSessionToken, randomBase62, sha256Hex } from '../core/credentials.js';
+import { dummyPasswordHash, hashPassword, verifyPassword } from './password-hashing.js';
 
 export const MIN_PASSWORD_LENGTH = 8;
 const MAX_PASSWORD_LENGTH = 1024;
