@@ -2,7 +2,7 @@
 // init, network isolation between deployments), and app logs still read through the API.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createDockerClient } from '../../src/runtime/docker-engine.js';
+import { createDockerClient } from '../../src/runtime/docker/docker-engine.js';
 import { APP_CAPABILITIES, appNetworkName } from '../../src/runtime/engine.js';
 import { appRequest, busyboxArchive, createArchiveApp, deployAndWait } from '../helpers/apps.js';
 import { execIn } from '../helpers/engine-exec.js';

@@ -1,7 +1,7 @@
 // The container engine on Docker: dockerode over the Engine API (never the docker CLI).
 import { Readable } from 'node:stream';
 import Dockerode from 'dockerode';
-import { APP_CAPABILITIES, APP_LOG_MAX_FILES, APP_LOG_MAX_SIZE, EngineBuildError } from './engine.js';
+import { APP_CAPABILITIES, APP_LOG_MAX_FILES, APP_LOG_MAX_SIZE, EngineBuildError } from '../engine.js';
 import type {
   BuildImageOptions,
   ContainerEngine,
@@ -10,7 +10,7 @@ import type {
   NetworkInfo,
   NetworkOptions,
   RunContainerOptions,
-} from './engine.js';
+} from '../engine.js';
 import { buildContext } from './build-context.js';
 import { OutputTail, eventText, parseEvent } from './build-output.js';
 import { LogDemuxer } from './log-demuxer.js';
