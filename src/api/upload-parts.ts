@@ -2,7 +2,7 @@
 import type { IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { Busboy, type BusboyFileStream, type BusboyHeaders, type BusboyInstance } from '@fastify/busboy';
-import { DomainError } from '../domain/errors.js';
+import { DomainError } from '../core/errors.js';
 import type { UploadPart } from '../domain/uploads.js';
 
 const malformed = (detail: string): DomainError => new DomainError('validation_error', `malformed multipart body: ${detail}`);

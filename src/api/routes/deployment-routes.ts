@@ -12,7 +12,7 @@ import {
   presentDeployment,
   updateDeployment,
 } from '../../domain/deployments.js';
-import { DomainError } from '../../domain/errors.js';
+import { DomainError } from '../../core/errors.js';
 import { authorizeUpload, uploadSource } from '../../domain/uploads.js';
 import { assertRepoHostAllowed } from '../../source/git.js';
 import type { ApiDeps } from '../app.js';
@@ -60,6 +60,7 @@ export const deploymentRoutes =
       db: deps.db,
       allowPrivateGit: deps.config.allowPrivateGit,
       checkRepoHost: (url: string) => assertRepoHostAllowed(url, deps.config.allowPrivateGit, { allowUnresolvable: true }),
+      limits: { maxMemoryMb: deps.config.maxMemoryMb, maxCpus: deps.config.maxCpus },
     };
 
     app.get(
