@@ -82,6 +82,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       startupTimeoutMs: config.startupTimeoutMs,
       defaultMemoryBytes: config.defaultMemoryBytes,
       defaultNanoCpus: config.defaultNanoCpus,
+      appPidsLimit: config.appPidsLimit,
       log,
     });
   } else {
@@ -106,6 +107,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       keepImages: config.keepImages,
       defaultMemoryBytes: config.defaultMemoryBytes,
       defaultNanoCpus: config.defaultNanoCpus,
+      appPidsLimit: config.appPidsLimit,
       maxConcurrentBuilds: config.maxConcurrentBuilds,
       gitEnv: options.gitEnv ?? { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: config.dataDir },
     },
