@@ -54,7 +54,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   const instanceId = await loadInstanceId(db);
   const store = new SourceStore(config.dataDir);
   await store.clearStaging();
-  const buildLogs = new BuildLogStore(config.dataDir);
+  const buildLogs = new BuildLogStore(config.dataDir, config.buildLogMaxBytes);
   const table = new RoutingTable(config.domain);
   const urlFor = (subdomain: string): string => appUrl(config, subdomain);
 
