@@ -3,9 +3,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { buildApp } from './api/app.js';
-import { BuildLogStore } from './build/build-logs.js';
-import { DeploymentLifecycle } from './build/lifecycle.js';
-import { reconcileWithEngine } from './build/reconcile.js';
+import { BuildLogStore } from './deploy/build-logs.js';
+import { DeploymentLifecycle } from './deploy/lifecycle.js';
+import { reconcileWithEngine } from './deploy/reconcile.js';
 import { appUrl, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
 import { bootstrapAdmin } from './domain/accounts.js';
@@ -13,7 +13,7 @@ import { FailureLimiter } from './domain/rate-limiter.js';
 import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
 import { AppProxy } from './proxy/app-proxy.js';
 import { RoutingTable } from './proxy/routing-table.js';
-import { createDockerEngine } from './runtime/docker-engine.js';
+import { createDockerEngine } from './runtime/docker/docker-engine.js';
 import type { ContainerEngine } from './runtime/engine.js';
 import { SourceStore } from './source/source-store.js';
 import { TunnelServer } from './tunnel/tunnel-server.js';
@@ -80,6 +80,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       startupTimeoutMs: config.startupTimeoutMs,
       defaultMemoryBytes: config.defaultMemoryBytes,
       defaultNanoCpus: config.defaultNanoCpus,
+      appPidsLimit: config.appPidsLimit,
       log,
     });
   } else {
@@ -104,6 +105,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       keepImages: config.keepImages,
       defaultMemoryBytes: config.defaultMemoryBytes,
       defaultNanoCpus: config.defaultNanoCpus,
+      appPidsLimit: config.appPidsLimit,
       maxConcurrentBuilds: config.maxConcurrentBuilds,
       gitEnv: options.gitEnv ?? { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: config.dataDir },
     },

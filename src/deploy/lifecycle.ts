@@ -8,9 +8,9 @@ import { nowIso } from '../db/database.js';
 import type { BuildRow } from '../domain/builds.js';
 import { getBuildRow } from '../domain/builds.js';
 import { assertUuid, getDeploymentRow, type DeploymentRow } from '../domain/deployments.js';
-import { DomainError } from '../domain/errors.js';
+import { DomainError } from '../core/errors.js';
 import type { DeploymentOperations } from '../domain/operations.js';
-import type { Principal } from '../domain/principal.js';
+import type { Principal } from '../core/principal.js';
 import type { RoutingTable, Upstream } from '../proxy/routing-table.js';
 import type { ContainerEngine } from '../runtime/engine.js';
 import { EngineBuildError } from '../runtime/engine.js';
@@ -38,6 +38,8 @@ export interface LifecycleSettings {
   readonly keepImages: number;
   readonly defaultMemoryBytes: number;
   readonly defaultNanoCpus: number;
+  /** Pids limit of every app container. */
+  readonly appPidsLimit: number;
   readonly maxConcurrentBuilds: number;
   /** Base environment of git processes ({ PATH, HOME }). */
   readonly gitEnv: Record<string, string>;
@@ -441,6 +443,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
       healthCheckPath: dep.health_check_path,
       memoryBytes: dep.memory_bytes ?? this.#deps.settings.defaultMemoryBytes,
       nanoCpus: dep.nano_cpus ?? this.#deps.settings.defaultNanoCpus,
+      pidsLimit: this.#deps.settings.appPidsLimit,
     };
   }
 
