@@ -8,10 +8,11 @@ import { DeploymentLifecycle } from './deploy/lifecycle.js';
 import { reconcileWithEngine } from './deploy/reconcile.js';
 import { appUrl, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
+import { databaseDeploymentStore } from './db/deployment-store.js';
 import { bootstrapAdmin } from './domain/accounts.js';
 import { KeyUsage } from './domain/key-usage.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
-import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
+import { authenticateTunnelKey, claimTunnelSubdomain, releaseAllTunnelClaims, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
 import { AppProxy } from './proxy/app-proxy.js';
 import { RoutingTable } from './proxy/routing-table.js';
 import { createDockerEngine } from './runtime/docker/docker-engine.js';
@@ -53,8 +54,9 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   const db = await openDatabase({ file: path.join(config.dataDir, 'slipway.db'), url: config.databaseUrl });
   const engine = options.engine ?? createDockerEngine(config.dockerHost);
   const instanceId = await loadInstanceId(db);
-  const store = new SourceStore(config.dataDir);
-  await store.clearStaging();
+  const sources = new SourceStore(config.dataDir);
+  await sources.clearStaging();
+  const deployments = databaseDeploymentStore(db);
   const buildLogs = new BuildLogStore(config.dataDir, config.buildLogMaxBytes);
   const table = new RoutingTable(config.domain);
   const urlFor = (subdomain: string): string => appUrl(config, subdomain);
@@ -74,7 +76,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   );
   if (engineUp) {
     await reconcileWithEngine({
-      db,
+      store: deployments,
       engine,
       table,
       dataDir: config.dataDir,
@@ -85,17 +87,16 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       appPidsLimit: config.appPidsLimit,
       log,
     });
-  } else {
-    await db.deleteFrom('tunnels').execute();
   }
+  await releaseAllTunnelClaims(db); // no tunnel survives a restart; clients reconnect
 
   const proxy = new AppProxy({ table, publicProtocol: config.publicUrl.protocol.replace(':', ''), log });
   const lifecycle = new DeploymentLifecycle({
-    db,
+    store: deployments,
     engine,
     table,
     drainer: proxy,
-    store,
+    sources,
     buildLogs,
     log,
     settings: {
@@ -129,7 +130,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     config,
     log,
     db,
-    store,
+    store: sources,
     buildLogs,
     // 10 failures per account; an address gets more room, since many users may share it (NAT).
     keyUsage,

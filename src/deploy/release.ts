@@ -28,6 +28,33 @@ export interface ReleaseTarget {
   readonly pidsLimit: number;
 }
 
+/** What a deployment's release needs besides the deployment: installation-wide settings. */
+export interface ReleaseSettings {
+  readonly instanceId: string;
+  readonly defaultMemoryBytes: number;
+  readonly defaultNanoCpus: number;
+  readonly appPidsLimit: number;
+}
+
+/** The one place a release target is made: a build's image for a deployment, its limits resolved. */
+export function releaseTarget(
+  dep: { id: string; health_check_path: string | null; memory_bytes: number | null; nano_cpus: number | null },
+  buildId: string,
+  image: string,
+  settings: ReleaseSettings,
+): ReleaseTarget {
+  return {
+    instanceId: settings.instanceId,
+    deploymentId: dep.id,
+    buildId,
+    image,
+    healthCheckPath: dep.health_check_path,
+    memoryBytes: dep.memory_bytes ?? settings.defaultMemoryBytes,
+    nanoCpus: dep.nano_cpus ?? settings.defaultNanoCpus,
+    pidsLimit: settings.appPidsLimit,
+  };
+}
+
 /**
  * Runs `target.image` as a new container (port published on 127.0.0.1) and waits until it answers
  * HTTP (2xx/3xx on the health-check path when one is set) within `timeoutMs`. On failure or abort

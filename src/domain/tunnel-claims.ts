@@ -63,3 +63,8 @@ export async function claimTunnelSubdomain(
 export async function releaseTunnelSubdomain(db: Db, subdomain: string, tunnelId: string): Promise<void> {
   await db.deleteFrom('tunnels').where('subdomain', '=', subdomain.toLowerCase()).where('id', '=', tunnelId).execute();
 }
+
+/** Start-up: tunnel claims left by the previous run are released (a tunnel never outlives its connection). */
+export async function releaseAllTunnelClaims(db: Db): Promise<void> {
+  await db.deleteFrom('tunnels').execute();
+}
