@@ -14,6 +14,7 @@ import { KeyUsage } from './domain/key-usage.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
 import { authenticateTunnelKey, claimTunnelSubdomain, releaseAllTunnelClaims, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
 import { AppProxy } from './proxy/app-proxy.js';
+import { nodeDataPlane } from './proxy/node-data-plane.js';
 import { RoutingTable } from './proxy/routing-table.js';
 import { createDockerEngine } from './runtime/docker/docker-engine.js';
 import type { ContainerEngine } from './runtime/engine.js';
@@ -74,11 +75,13 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       return false;
     },
   );
+  const proxy = new AppProxy({ table, publicProtocol: config.publicUrl.protocol.replace(':', ''), log });
+  const dataPlane = nodeDataPlane(table, proxy);
   if (engineUp) {
     await reconcileWithEngine({
       store: deployments,
       engine,
-      table,
+      dataPlane,
       dataDir: config.dataDir,
       instanceId,
       startupTimeoutMs: config.startupTimeoutMs,
@@ -90,12 +93,10 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   }
   await releaseAllTunnelClaims(db); // no tunnel survives a restart; clients reconnect
 
-  const proxy = new AppProxy({ table, publicProtocol: config.publicUrl.protocol.replace(':', ''), log });
   const lifecycle = new DeploymentLifecycle({
     store: deployments,
     engine,
-    table,
-    drainer: proxy,
+    dataPlane,
     sources,
     buildLogs,
     log,
@@ -115,7 +116,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   });
   const stopWatching = lifecycle.watchLiveContainers(5_000);
   const tunnels = new TunnelServer({
-    table,
+    dataPlane,
     authority: {
       authenticateKey: (key) => authenticateTunnelKey(db, keyUsage, key),
       claimSubdomain: (subdomain, owner, tunnelId) => claimTunnelSubdomain(db, subdomain, owner, tunnelId),

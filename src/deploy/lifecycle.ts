@@ -8,7 +8,8 @@ import { assertUuid, type DeploymentRow } from '../domain/deployments.js';
 import { DomainError } from '../core/errors.js';
 import type { DeploymentOperations } from '../domain/operations.js';
 import { authorizeOwned, type Principal } from '../core/principal.js';
-import type { RoutingTable, Upstream } from '../proxy/routing-table.js';
+import type { Upstream } from '../core/upstream.js';
+import type { DataPlane } from '../proxy/data-plane.js';
 import type { ContainerEngine } from '../runtime/engine.js';
 import { EngineBuildError } from '../runtime/engine.js';
 import { fetchCommit, redactCredentials, resolveCommit } from '../source/git.js';
@@ -21,11 +22,6 @@ import { refreshLivePorts } from './live-ports.js';
 import type { DeploymentStore } from './deployment-store.js';
 import { ReleaseError, releaseTarget, startRelease } from './release.js';
 import { transition, type DeploymentEvent, type DeploymentStatus } from './state-table.js';
-
-/** What the lifecycle needs of the data plane: waiting for in-flight requests to an old release. */
-export interface Drainer {
-  drain(upstream: Upstream, timeoutMs: number): Promise<void>;
-}
 
 export interface LifecycleSettings {
   /** This installation's id (labels its engine objects). */
@@ -47,8 +43,7 @@ export interface LifecycleSettings {
 export interface LifecycleDeps {
   readonly store: DeploymentStore;
   readonly engine: ContainerEngine;
-  readonly table: RoutingTable;
-  readonly drainer: Drainer;
+  readonly dataPlane: DataPlane;
   readonly sources: SourceStore;
   readonly buildLogs: BuildLogStore;
   readonly settings: LifecycleSettings;
@@ -152,7 +147,8 @@ export class DeploymentLifecycle implements DeploymentOperations {
       if (next.noop) return { message: `deployment ${dep.name} is already stopped` };
       await this.#cancelInflight(deploymentId, 'cancelled by stop');
       if (live?.container_id != null) {
-        if (live.host_port !== null) await this.#deps.drainer.drain({ host: '127.0.0.1', port: live.host_port }, 5_000);
+        const upstream = this.#liveUpstream(dep);
+        if (upstream !== undefined) await this.#deps.dataPlane.drain(upstream, 5_000);
         await this.#deps.engine.stopContainer(live.container_id, STOP_SECONDS);
       }
       await this.#deps.store.setStatus(deploymentId, next.to);
@@ -192,12 +188,12 @@ export class DeploymentLifecycle implements DeploymentOperations {
   }
 
   async remove(principal: Principal, deploymentId: string): Promise<void> {
-    const { store, sources, buildLogs, table } = this.#deps;
+    const { store, sources, buildLogs, dataPlane } = this.#deps;
     await this.#locks.run(deploymentId, async () => {
       const dep = await this.#owned(principal, deploymentId);
       await this.#cancelInflight(deploymentId, 'cancelled: the deployment was deleted');
       await store.remove(dep.id);
-      table.delete(dep.subdomain);
+      dataPlane.withdraw(dep.subdomain);
       await removeDeploymentObjects(this.#deps.engine, this.#deps.settings.instanceId, dep.id);
       await sources.removeDeployment(dep.id);
       await buildLogs.removeDeployment(dep.id);
@@ -290,7 +286,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
   }
 
   #route(subdomain: string, deploymentId: string, state: 'stopped' | 'failed' | 'starting'): void {
-    this.#deps.table.set(subdomain, { kind: 'app', deploymentId, state });
+    this.#deps.dataPlane.publish(subdomain, { kind: 'app', deploymentId, state });
   }
 
   async #liveBuild(dep: DeploymentRow): Promise<BuildRow | undefined> {
@@ -300,8 +296,13 @@ export class DeploymentLifecycle implements DeploymentOperations {
 
   /** Whether the routing table sends this deployment's traffic to a container now. */
   #isServing(dep: DeploymentRow): boolean {
-    const route = this.#deps.table.get(dep.subdomain);
-    return route?.kind === 'app' && route.state === 'live';
+    return this.#liveUpstream(dep) !== undefined;
+  }
+
+  /** Where the data plane sends this deployment's traffic now, if it is served. */
+  #liveUpstream(dep: DeploymentRow): Upstream | undefined {
+    const route = this.#deps.dataPlane.route(dep.subdomain);
+    return route?.kind === 'app' && route.state === 'live' ? route.upstream : undefined;
   }
 
   /** Aborts the deployment's build in flight (if any) and waits until it has wound down. */
@@ -392,7 +393,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
           await engine.removeContainer(container.id).catch(() => undefined);
           throw cancel.reason ?? new Cancelled('the deployment was deleted');
         }
-        await this.#switchTo(current, build.id, container.id, container.hostPort ?? 0, this.#next(current, 'build_succeeded').to);
+        await this.#switchTo(current, build.id, container.id, container.upstream, this.#next(current, 'build_succeeded').to);
       } finally {
         releaseLock();
       }
@@ -443,27 +444,29 @@ export class DeploymentLifecycle implements DeploymentOperations {
       if (err instanceof ReleaseError) throw new DomainError('invalid_state', `the release did not start: ${err.message}`);
       throw err;
     }
-    await this.#switchTo(dep, build.id, container.id, container.hostPort ?? 0, status);
+    await this.#switchTo(dep, build.id, container.id, container.upstream, status);
   }
 
   /**
    * Makes `buildId`'s new container live: database first (so a crash after this point recovers
    * to it), then the routing table, then the old container is drained and stopped in the background.
    */
-  async #switchTo(dep: DeploymentRow, buildId: string, containerId: string, hostPort: number, status: DeploymentStatus): Promise<void> {
-    const { store, table } = this.#deps;
-    const previous = await store.switchLive({ deploymentId: dep.id, buildId, containerId, hostPort, status });
-    table.set(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'live', upstream: { host: '127.0.0.1', port: hostPort } });
-    for (const old of previous) this.#retire(old.containerId, old.hostPort);
+  async #switchTo(dep: DeploymentRow, buildId: string, containerId: string, upstream: Upstream, status: DeploymentStatus): Promise<void> {
+    const { store, dataPlane } = this.#deps;
+    const previous = await store.switchLive({ deploymentId: dep.id, buildId, containerId, hostPort: upstream.port, status });
+    // The old release is drained where the data plane was sending its traffic.
+    const oldUpstream = this.#liveUpstream(dep);
+    dataPlane.publish(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'live', upstream });
+    for (const old of previous) this.#retire(old.containerId, old.hostPort === oldUpstream?.port ? oldUpstream : undefined);
     this.#track(pruneImages(store, this.#deps.engine, dep.id, this.#deps.settings.keepImages));
   }
 
   /** Drains and stops an old container in the background. */
-  #retire(containerId: string, hostPort: number | null): void {
-    const { engine, drainer } = this.#deps;
+  #retire(containerId: string, upstream: Upstream | undefined): void {
+    const { engine, dataPlane } = this.#deps;
     this.#track(
       (async () => {
-        if (hostPort !== null) await drainer.drain({ host: '127.0.0.1', port: hostPort }, DRAIN_MS);
+        if (upstream !== undefined) await dataPlane.drain(upstream, DRAIN_MS);
         await engine.stopContainer(containerId, STOP_SECONDS);
         await engine.removeContainer(containerId);
       })(),

@@ -1,7 +1,7 @@
 // Start-up reconciliation: bring the database, the engine and the routing table back into agreement.
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import type { RoutingTable } from '../proxy/routing-table.js';
+import type { DataPlane } from '../proxy/data-plane.js';
 import type { ContainerEngine } from '../runtime/engine.js';
 import { LABEL_INSTANCE, LABEL_MANAGED, appNetworkName } from '../runtime/engine.js';
 import { imageRepositoryPrefix } from './images.js';
@@ -12,7 +12,7 @@ import { transition } from './state-table.js';
 export interface ReconcileDeps {
   readonly store: DeploymentStore;
   readonly engine: ContainerEngine;
-  readonly table: RoutingTable;
+  readonly dataPlane: DataPlane;
   readonly dataDir: string;
   /** This installation's id: only engine objects carrying it are ours to remove. */
   readonly instanceId: string;
@@ -29,7 +29,7 @@ export interface ReconcileDeps {
  * Slipway that the database does not know are removed; the routing table is rebuilt.
  */
 export async function reconcileWithEngine(deps: ReconcileDeps): Promise<void> {
-  const { store, engine, table, log } = deps;
+  const { store, engine, dataPlane, log } = deps;
   const interrupted = await store.failInterruptedBuilds('interrupted by a restart');
   if (interrupted > 0) log('warn', `marked ${interrupted} interrupted build(s) as failed`);
   await fsp.rm(path.join(deps.dataDir, 'work'), { recursive: true, force: true });
@@ -42,7 +42,7 @@ export async function reconcileWithEngine(deps: ReconcileDeps): Promise<void> {
     const wantRunning = live !== undefined && (dep.status === 'running' || dep.status === 'failed');
     if (!wantRunning) {
       const state = dep.status === 'stopped' ? 'stopped' : dep.status === 'failed' ? 'failed' : 'starting';
-      table.set(dep.subdomain, { kind: 'app', deploymentId: dep.id, state });
+      dataPlane.publish(dep.subdomain, { kind: 'app', deploymentId: dep.id, state });
       continue;
     }
     let info = live.container_id === null ? null : await engine.inspectContainer(live.container_id);
@@ -59,14 +59,14 @@ export async function reconcileWithEngine(deps: ReconcileDeps): Promise<void> {
       log('error', `could not start ${dep.subdomain} again`, { err });
       info = null;
     }
-    if (info === null || info.hostPort === null) {
+    if (info === null || info.upstream === null) {
       await store.setStatus(dep.id, transition(dep.status, 'release_lost', { serving: false, restartable: false }).to);
-      table.set(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'failed' });
+      dataPlane.publish(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'failed' });
       continue;
     }
-    await store.setContainer(live.id, info.id, info.hostPort);
+    await store.setContainer(live.id, info.id, info.upstream.port);
     live.container_id = info.id;
-    table.set(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'live', upstream: { host: '127.0.0.1', port: info.hostPort } });
+    dataPlane.publish(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'live', upstream: info.upstream });
   }
 
   // Engine objects labelled by Slipway that no live release or kept image accounts for.

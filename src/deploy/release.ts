@@ -2,6 +2,7 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Upstream } from '../core/upstream.js';
 import type { ContainerEngine, ContainerInfo } from '../runtime/engine.js';
 import { LABEL_BUILD, LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED, appNetworkName, containerName } from '../runtime/engine.js';
 
@@ -56,7 +57,7 @@ export function releaseTarget(
 }
 
 /**
- * Runs `target.image` as a new container (port published on 127.0.0.1) and waits until it answers
+ * Runs `target.image` as a new container and waits until it answers, at the upstream the engine gives,
  * HTTP (2xx/3xx on the health-check path when one is set) within `timeoutMs`. On failure or abort
  * the container is removed; failures throw ReleaseError with the container's last output lines.
  */
@@ -64,7 +65,7 @@ export async function startRelease(
   engine: ContainerEngine,
   target: ReleaseTarget,
   options: { timeoutMs: number; signal: AbortSignal; onOutput?: (text: string) => void },
-): Promise<ContainerInfo> {
+): Promise<ContainerInfo & { upstream: Upstream }> {
   const port = await appPort(engine, target.image);
   options.onOutput?.(`==> starting container (PORT=${port})\n`);
   const network = appNetworkName(target.instanceId);
@@ -92,7 +93,7 @@ export async function startRelease(
   });
   try {
     const healthy = await waitHealthy(engine, container, target.healthCheckPath, options.timeoutMs, options.signal);
-    options.onOutput?.(`==> container healthy on 127.0.0.1:${healthy.hostPort}\n`);
+    options.onOutput?.(`==> container healthy on ${healthy.upstream.host}:${healthy.upstream.port}\n`);
     return healthy;
   } catch (err) {
     const output = await lastOutput(engine, container.id);
@@ -110,7 +111,7 @@ async function waitHealthy(
   healthPath: string | null,
   timeoutMs: number,
   signal: AbortSignal,
-): Promise<ContainerInfo & { hostPort: number }> {
+): Promise<ContainerInfo & { upstream: Upstream }> {
   const since = Date.now();
   const deadline = since + timeoutMs;
   let lastProblem = 'no answer yet';
@@ -122,12 +123,12 @@ async function waitHealthy(
     if (!info.running && info.state !== 'created') {
       throw new ReleaseError(`the container exited with code ${info.exitCode ?? 'unknown'} before becoming healthy`);
     }
-    if (info.running && info.hostPort !== null) {
+    if (info.running && info.upstream !== null) {
       // The engine's port proxy accepts connections even before the app listens, so a TCP connect
       // proves nothing: an HTTP answer from the app does.
-      const status = await probe(info.hostPort, healthPath ?? '/', signal);
+      const status = await probe(info.upstream, healthPath ?? '/', signal);
       if (status !== null && (healthPath === null || (status >= 200 && status < 400))) {
-        return { ...info, hostPort: info.hostPort };
+        return { ...info, upstream: info.upstream };
       }
       lastProblem = status === null ? 'the app does not answer HTTP' : `${healthPath ?? '/'} answered ${status}`;
     }
@@ -139,11 +140,11 @@ async function waitHealthy(
   }
 }
 
-/** One HTTP GET to 127.0.0.1:port; the status, or null when there is no HTTP answer within 2 s. */
-function probe(port: number, path: string, signal: AbortSignal): Promise<number | null> {
+/** One HTTP GET to the upstream; the status, or null when there is no HTTP answer within 2 s. */
+function probe(upstream: Upstream, path: string, signal: AbortSignal): Promise<number | null> {
   return new Promise((resolve) => {
     const req = http.get(
-      { host: '127.0.0.1', port, path, agent: false, timeout: 2000, signal, headers: { 'user-agent': 'slipway-health-check' } },
+      { host: upstream.host, port: upstream.port, path, agent: false, timeout: 2000, signal, headers: { 'user-agent': 'slipway-health-check' } },
       (res) => {
         res.resume();
         resolve(res.statusCode ?? null);

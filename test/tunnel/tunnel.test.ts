@@ -1,4 +1,5 @@
 // End-to-end tunnel tests: real sockets on loopback, a front server, a tunnel client and a local app.
+import { nodeDataPlane } from '../../src/proxy/node-data-plane.js';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
@@ -196,7 +197,7 @@ async function startStack(options: StackOptions = {}): Promise<Stack> {
   const authority = options.authority ?? new FakeAuthority();
   let port = options.port ?? 0;
   const server = new TunnelServer({
-    table,
+    dataPlane: tableOnly(table),
     authority,
     publicUrlFor: (subdomain) => `http://${subdomain}.${DOMAIN}:${port}`,
     limits: { tunnelsPerKey: options.tunnelsPerKey ?? 10, streamsPerTunnel: options.streamsPerTunnel ?? 200 },
@@ -834,4 +835,9 @@ async function startBlackholeProxy(targetPort: number): Promise<{ port: number; 
       server.close();
     },
   };
+}
+
+/** The routing table as a data plane (tunnels never drain). */
+function tableOnly(table: RoutingTable) {
+  return nodeDataPlane(table, { drain: async () => undefined });
 }
