@@ -8,6 +8,8 @@ import { DeploymentLifecycle } from './deploy/lifecycle.js';
 import { reconcileWithEngine } from './deploy/reconcile.js';
 import { appUrl, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
+import { DbAppConfigStore, readKeyCheck, writeKeyCheck } from './db/app-config-store.js';
+import { unlockInstallation } from './secrets/unlock.js';
 import { bootstrapAdmin } from './domain/accounts.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
 import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
@@ -52,6 +54,14 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   const db = await openDatabase({ file: path.join(config.dataDir, 'slipway.db'), url: config.databaseUrl });
   const engine = options.engine ?? createDockerEngine(config.dockerHost);
   const instanceId = await loadInstanceId(db);
+  let unlocked;
+  try {
+    unlocked = await unlockInstallation(config.secretKey, config.dataDir, { read: () => readKeyCheck(db), write: (check) => writeKeyCheck(db, check) });
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+  const configs = new DbAppConfigStore(db, unlocked.cipher);
   const store = new SourceStore(config.dataDir);
   await store.clearStaging();
   const buildLogs = new BuildLogStore(config.dataDir);
@@ -130,6 +140,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     // 10 failures per account; an address gets more room, since many users may share it (NAT).
     loginLimiter: new FailureLimiter({ maxFailures: 10, maxFailuresByKind: { ip: 100 }, windowMs: 15 * 60_000 }),
     operations: lifecycle,
+    configs,
     tunnels: {
       list: (userId) =>
         tunnels.list(userId).map((t) => ({

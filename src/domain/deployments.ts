@@ -8,6 +8,7 @@ import { validateBranchName, validateRepoUrl } from '../source/git-url.js';
 import { normalizeSubdomain } from '../core/dns-label.js';
 import { DomainError } from '../core/errors.js';
 import { authorizeOwned, type Principal } from '../core/principal.js';
+import { normalizeVolumes, parseStoredVolumes, type VolumeSpec } from './volumes.js';
 
 export type DeploymentRow = Selectable<DeploymentsTable>;
 
@@ -46,6 +47,7 @@ export interface CreateDeploymentInput {
   health_check_path?: string | undefined;
   memory_mb?: number | undefined;
   cpus?: number | undefined;
+  volumes?: Array<{ name: string; mount_path: string }> | undefined;
 }
 
 export interface DeploymentDeps {
@@ -123,6 +125,7 @@ function validateCreate(input: CreateDeploymentInput, allowFile: boolean): Omit<
     health_check_path: input.health_check_path === undefined ? null : checkHealthCheckPath(input.health_check_path),
     memory_bytes: input.memory_mb === undefined ? null : checkMemoryBytes(input.memory_mb),
     nano_cpus: input.cpus === undefined ? null : checkNanoCpus(input.cpus),
+    volumes: JSON.stringify(normalizeVolumes(input.volumes ?? [])),
   };
 }
 
@@ -135,6 +138,8 @@ export interface UpdateDeploymentInput {
   health_check_path?: string | null | undefined;
   memory_mb?: number | null | undefined;
   cpus?: number | null | undefined;
+  /** The whole list (replaces the old one); a volume left out keeps its data until the deployment is deleted. */
+  volumes?: Array<{ name: string; mount_path: string }> | undefined;
 }
 
 /** Changes a deployment's settings (not its subdomain or source type). */
@@ -154,6 +159,7 @@ export async function updateDeployment(
   }
   if (input.memory_mb !== undefined) changes.memory_bytes = input.memory_mb === null ? null : checkMemoryBytes(input.memory_mb);
   if (input.cpus !== undefined) changes.nano_cpus = input.cpus === null ? null : checkNanoCpus(input.cpus);
+  if (input.volumes !== undefined) changes.volumes = JSON.stringify(normalizeVolumes(input.volumes));
   if (input.repo_url !== undefined || input.branch !== undefined) {
     if (row.source_type !== 'git') throw validationError('repo_url and branch are for git deployments');
     if (input.repo_url !== undefined) {
@@ -220,6 +226,7 @@ export interface DeploymentView {
   health_check_path?: string | null;
   memory_mb?: number | null;
   cpus?: number | null;
+  volumes?: VolumeSpec[];
 }
 
 /** The archive creation response: exactly these keys (decisions §4). */
@@ -248,5 +255,6 @@ export function presentDeployment(row: DeploymentRow, urlFor: (subdomain: string
   view.health_check_path = row.health_check_path;
   view.memory_mb = row.memory_bytes === null ? null : row.memory_bytes / (1024 * 1024);
   view.cpus = row.nano_cpus === null ? null : row.nano_cpus / 1e9;
+  view.volumes = parseStoredVolumes(row.volumes);
   return view;
 }
