@@ -11,6 +11,7 @@ import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
 import { DbAppConfigStore, readKeyCheck, writeKeyCheck } from './db/app-config-store.js';
 import { unlockInstallation } from './secrets/unlock.js';
 import { bootstrapAdmin } from './domain/accounts.js';
+import { KeyUsage } from './domain/key-usage.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
 import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
 import { AppProxy } from './proxy/app-proxy.js';
@@ -67,6 +68,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   const buildLogs = new BuildLogStore(config.dataDir, config.buildLogMaxBytes);
   const table = new RoutingTable(config.domain);
   const urlFor = (subdomain: string): string => appUrl(config, subdomain);
+  const keyUsage = new KeyUsage(db, { log: (msg, detail) => log('warn', msg, detail) });
 
   const admin = await bootstrapAdmin(
     db,
@@ -124,7 +126,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   const tunnels = new TunnelServer({
     table,
     authority: {
-      authenticateKey: (key) => authenticateTunnelKey(db, key),
+      authenticateKey: (key) => authenticateTunnelKey(db, keyUsage, key),
       claimSubdomain: (subdomain, owner, tunnelId) => claimTunnelSubdomain(db, subdomain, owner, tunnelId),
       releaseSubdomain: (subdomain, tunnelId) => releaseTunnelSubdomain(db, subdomain, tunnelId),
     },
@@ -140,6 +142,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     store,
     buildLogs,
     // 10 failures per account; an address gets more room, since many users may share it (NAT).
+    keyUsage,
     loginLimiter: new FailureLimiter({ maxFailures: 10, maxFailuresByKind: { ip: 100 }, windowMs: 15 * 60_000 }),
     operations: lifecycle,
     configs,
@@ -226,6 +229,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
         stopWatching();
         await lifecycle.close();
         await app.close();
+        await keyUsage.close();
         await db.destroy();
       })();
       return closing;

@@ -5,6 +5,7 @@ import swagger from '@fastify/swagger';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { BuildLogStore } from '../deploy/build-logs.js';
+import type { KeyUsage } from '../domain/key-usage.js';
 import type { FailureLimiter } from '../domain/rate-limiter.js';
 import type { AppConfigStore } from '../domain/app-config.js';
 import type { DeploymentOperations } from '../domain/operations.js';
@@ -30,6 +31,8 @@ export interface ApiDeps {
   readonly store: SourceStore;
   readonly buildLogs: BuildLogStore;
   readonly loginLimiter: FailureLimiter;
+  /** API key use (`last_used_at`), coalesced. */
+  readonly keyUsage: KeyUsage;
   readonly operations: DeploymentOperations;
   /** Deployments' environment variables (encrypted at rest by the store). */
   readonly configs: AppConfigStore;
@@ -96,7 +99,7 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
 
   // Everything below requires a bearer credential, checked by one hook.
   await app.register(async (scope) => {
-    registerAuthentication(scope, deps.db);
+    registerAuthentication(scope, deps.db, deps.keyUsage);
     await scope.register(logoutRoutes(deps));
     await scope.register(userRoutes(deps));
     await scope.register(apiKeyRoutes(deps));

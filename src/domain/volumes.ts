@@ -51,6 +51,7 @@ function mountPathProblem(mount: string): string | undefined {
 
 /** The volumes stored on a deployment row (JSON written by this module). */
 export function parseStoredVolumes(json: string): VolumeSpec[] {
+  if (json === '[]') return []; // most deployments: no parse on the list's hot path
   const parsed = JSON.parse(json) as VolumeSpec[];
   return parsed.map((v) => ({ name: v.name, mount_path: v.mount_path }));
 }
