@@ -203,3 +203,16 @@ export function appUrl(config: Pick<Config, 'publicUrl' | 'domain'>, subdomain: 
   url.pathname = '/';
   return url.href;
 }
+
+const URL_PLACEHOLDER = 'slipway0subdomain0placeholder';
+
+/**
+ * `appUrl` for many subdomains at once (a list of deployments): the public URL is parsed once, and
+ * each DNS label is put in its place. Anything that is not a plain label takes the full path.
+ */
+export function appUrls(config: Pick<Config, 'publicUrl' | 'domain'>): (subdomain: string) => string {
+  const parts = appUrl(config, URL_PLACEHOLDER).split(URL_PLACEHOLDER);
+  const [before, after] = parts;
+  if (parts.length !== 2 || before === undefined || after === undefined) return (subdomain) => appUrl(config, subdomain);
+  return (subdomain) => (/^[a-z0-9-]+$/.test(subdomain) ? before + subdomain + after : appUrl(config, subdomain));
+}
