@@ -7,7 +7,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { createDockerEngine } from '../src/runtime/docker-engine.js';
+import { createDockerEngine } from '../src/runtime/docker/docker-engine.js';
 import { ensureBusyboxImage, writeBusyboxApp } from '../test/helpers/busybox-image.js';
 import { createArchiveApp, tarGzOf, upload } from '../test/helpers/apps.js';
 import { startTestServer } from '../test/helpers/server.js';

@@ -6,7 +6,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
-import { createDockerEngine } from '../src/runtime/docker-engine.js';
+import { createDockerEngine } from '../src/runtime/docker/docker-engine.js';
 import { LABEL_DEPLOYMENT } from '../src/runtime/engine.js';
 import { tarGzOf } from '../test/helpers/apps.js';
 import { ensureBusyboxImage, BUSYBOX_IMAGE } from '../test/helpers/busybox-image.js';

@@ -7,6 +7,8 @@ ensureDependencies();
 compile();
 await ensureDocker();
 if (!fs.existsSync('/bin/busybox')) aptInstall(['busybox-static']);
+// The dashboard tests drive Debian's Chromium (playwright-core never downloads a browser here).
+if (!fs.existsSync('/usr/bin/chromium')) aptInstall(['chromium']);
 
 function findTests(dir) {
   const found = [];

@@ -2,9 +2,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Db } from '../db/database.js';
 import { authenticateBearer } from '../domain/accounts.js';
-import { DomainError } from '../domain/errors.js';
-import type { Principal } from '../domain/principal.js';
-import { bearerToken } from '../domain/secrets.js';
+import { DomainError } from '../core/errors.js';
+import type { Principal } from '../core/principal.js';
+import { bearerToken } from '../core/credentials.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

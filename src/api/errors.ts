@@ -1,6 +1,6 @@
 // The one place where errors become HTTP: domain codes to statuses, and Fastify's own errors to codes.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { DomainError, type ErrorCode } from '../domain/errors.js';
+import { DomainError, type ErrorCode } from '../core/errors.js';
 
 /** HTTP status of every error code. */
 export const STATUS_OF: Record<ErrorCode, number> = {

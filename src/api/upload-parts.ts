@@ -2,7 +2,7 @@
 import { finished, PassThrough, type Readable } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
 import type { MultipartFile, MultipartValue } from '@fastify/multipart';
-import { DomainError } from '../domain/errors.js';
+import { DomainError } from '../core/errors.js';
 import type { UploadPart } from '../domain/uploads.js';
 
 const malformed = (detail: string): DomainError => new DomainError('validation_error', `malformed multipart body: ${detail}`);

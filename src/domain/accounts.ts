@@ -3,21 +3,12 @@ import crypto from 'node:crypto';
 import type { Db } from '../db/database.js';
 import { isUniqueViolation, nowIso } from '../db/database.js';
 import type { UsersTable } from '../db/schema.js';
-import { DomainError } from './errors.js';
-import type { Principal } from './principal.js';
-import { authorizeAdmin } from './principal.js';
-import type { FailureLimiter } from './rate-limiter.js';
-import {
-  API_KEY_PATTERN,
-  SESSION_TOKEN_PATTERN,
-  digestsEqual,
-  dummyPasswordHash,
-  hashPassword,
-  newSessionToken,
-  randomBase62,
-  sha256Hex,
-  verifyPassword,
-} from './secrets.js';
+import { DomainError } from '../core/errors.js';
+import type { Principal } from '../core/principal.js';
+import { authorizeAdmin } from '../core/principal.js';
+import { WorkLimit, WorkLimitFullError, type FailureLimiter } from './rate-limiter.js';
+import { API_KEY_PATTERN, SESSION_TOKEN_PATTERN, digestsEqual, newSessionToken, randomBase62, sha256Hex } from '../core/credentials.js';
+import { dummyPasswordHash, hashPassword, verifyPassword } from './password-hashing.js';
 
 export const MIN_PASSWORD_LENGTH = 8;
 const MAX_PASSWORD_LENGTH = 1024;
@@ -85,6 +76,32 @@ export async function bootstrapAdmin(
   return { email: normalizeEmail(email), generatedPassword };
 }
 
+/**
+ * Password checks that run at once, and that may wait for a turn. A check is scrypt with 32 MiB
+ * for about 0.1–0.5 s on libuv's pool (4 threads, shared with file and DNS work): two at a time
+ * leave the pool's other threads to the rest of the server and cap their memory at 64 MiB, however
+ * many accounts a flood of logins names. Beyond the queue a login is answered 429 at once.
+ */
+const passwordChecks = new WorkLimit({ concurrency: 2, maxWaiting: 32 });
+
+/** Checks a password within {@link passwordChecks}; a full queue is `rate_limited` (retry in 1 s). */
+async function checkPassword(password: string, stored: string): Promise<boolean> {
+  try {
+    return await passwordChecks.run(() => verifyPassword(password, stored));
+  } catch (err) {
+    if (err instanceof WorkLimitFullError) {
+      throw new DomainError('rate_limited', 'too many password checks in progress; try again in 1 s', { retryAfterSeconds: 1 });
+    }
+    throw err;
+  }
+}
+
+/** Password checks running or waiting now (for tests and metrics). */
+export const passwordCheckLoad = (): { running: number; waiting: number } => ({
+  running: passwordChecks.running,
+  waiting: passwordChecks.waiting,
+});
+
 export interface AccountDeps {
   readonly db: Db;
   readonly sessionTtlMs: number;
@@ -97,17 +114,24 @@ export async function loginUser(
   input: { email: string; password: string; clientIp: string },
 ): Promise<{ token: string; expires_at: string; user: UserView }> {
   const email = normalizeEmail(input.email);
-  const keys = [`email:${email}`, `ip:${input.clientIp}`];
-  const wait = Math.max(...keys.map((k) => deps.loginLimiter.retryAfterSeconds(k)));
-  if (wait > 0) {
+  // The attempt counts as a failure BEFORE the password is checked, for the e-mail and the address
+  // alike, so parallel attempts cannot all pass the check; a success (or no check at all) refunds it.
+  const attempt = deps.loginLimiter.reserve([`email:${email}`, `ip:${input.clientIp}`]);
+  if (!('refund' in attempt)) {
+    const wait = attempt.retryAfterSeconds;
     throw new DomainError('rate_limited', `too many failed logins; try again in ${wait} s`, { retryAfterSeconds: wait });
   }
-  const user = await deps.db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
-  const ok = await verifyPassword(input.password, user?.password_hash ?? (await dummyPasswordHash()));
-  if (user === undefined || !ok) {
-    for (const key of keys) deps.loginLimiter.recordFailure(key);
-    throw new DomainError('invalid_credentials', 'wrong email or password');
+  let user: UsersTable | undefined;
+  let ok: boolean;
+  try {
+    user = await deps.db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
+    ok = await checkPassword(input.password, user?.password_hash ?? (await dummyPasswordHash()));
+  } catch (err) {
+    attempt.refund();
+    throw err;
   }
+  if (user === undefined || !ok) throw new DomainError('invalid_credentials', 'wrong email or password');
+  attempt.refund();
   deps.loginLimiter.reset(`email:${email}`);
   const token = newSessionToken();
   const now = Date.now();
@@ -193,18 +217,28 @@ export async function changePassword(
   limiter?: FailureLimiter,
 ): Promise<void> {
   // A stolen session or key must not become an oracle for guessing the password: wrong guesses are limited like logins.
-  const limitKey = `password:${principal.userId}`;
-  const wait = limiter?.retryAfterSeconds(limitKey) ?? 0;
-  if (wait > 0) {
+  // Reserved before the check (like logins), so parallel guesses count too; refunded on success.
+  const attempt = limiter?.reserve([`password:${principal.userId}`]);
+  if (attempt !== undefined && !('refund' in attempt)) {
+    const wait = attempt.retryAfterSeconds;
     throw new DomainError('rate_limited', `too many wrong current passwords; try again in ${wait} s`, { retryAfterSeconds: wait });
   }
-  const user = await db.selectFrom('users').selectAll().where('id', '=', principal.userId).executeTakeFirst();
-  if (user === undefined) throw unauthorized();
-  if (!(await verifyPassword(input.current_password, user.password_hash))) {
-    limiter?.recordFailure(limitKey);
-    throw new DomainError('invalid_password', 'current password is incorrect');
+  let user: UsersTable | undefined;
+  let ok: boolean;
+  try {
+    user = await db.selectFrom('users').selectAll().where('id', '=', principal.userId).executeTakeFirst();
+    ok = user !== undefined && (await checkPassword(input.current_password, user.password_hash));
+  } catch (err) {
+    attempt?.refund();
+    throw err;
   }
-  limiter?.reset(limitKey);
+  if (user === undefined) {
+    attempt?.refund();
+    throw unauthorized();
+  }
+  if (!ok) throw new DomainError('invalid_password', 'current password is incorrect');
+  attempt?.refund();
+  limiter?.reset(`password:${principal.userId}`);
   checkNewPassword(input.new_password);
   if (input.new_password === input.current_password) {
     throw new DomainError('validation_error', 'new password must differ from the current password');

@@ -3,9 +3,9 @@ import crypto from 'node:crypto';
 import type { Db } from '../db/database.js';
 import { nowIso } from '../db/database.js';
 import type { ApiKeysTable } from '../db/schema.js';
-import { DomainError } from './errors.js';
-import { authorizeOwned, type Principal } from './principal.js';
-import { newApiKey, sha256Hex } from './secrets.js';
+import { DomainError } from '../core/errors.js';
+import { authorizeOwned, type Principal } from '../core/principal.js';
+import { newApiKey, sha256Hex } from '../core/credentials.js';
 
 export interface ApiKeyView {
   id: string;

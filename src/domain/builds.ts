@@ -3,8 +3,8 @@ import type { Db } from '../db/database.js';
 import type { Selectable } from 'kysely';
 import type { BuildsTable } from '../db/schema.js';
 import { assertUuid, getDeploymentRow, type DeploymentRow } from './deployments.js';
-import { DomainError } from './errors.js';
-import type { Principal } from './principal.js';
+import { DomainError } from '../core/errors.js';
+import type { Principal } from '../core/principal.js';
 
 export type BuildRow = Selectable<BuildsTable>;
 

@@ -5,38 +5,17 @@ import { isUniqueViolation, nowIso } from '../db/database.js';
 import type { Selectable } from 'kysely';
 import type { DeploymentsTable } from '../db/schema.js';
 import { validateBranchName, validateRepoUrl } from '../source/git-url.js';
-import { DomainError } from './errors.js';
-import { authorizeOwned, type Principal } from './principal.js';
+import { normalizeSubdomain } from '../core/dns-label.js';
+import { DomainError } from '../core/errors.js';
+import { authorizeOwned, type Principal } from '../core/principal.js';
 
 export type DeploymentRow = Selectable<DeploymentsTable>;
-
-/** A DNS label: 1-63 characters of a-z 0-9 -, not starting or ending with -. */
-export const DNS_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
-
-/** Labels that never name an app: they are, or may become, Slipway's own hosts. */
-export const RESERVED_SUBDOMAINS = new Set(['api', 'www', 'admin', 'app', 'dashboard', 'tunnel']);
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A path id that is not a UUID can name nothing: the same 404 as a missing object. */
 export function assertUuid(id: string, what: string): void {
   if (!UUID.test(id)) throw new DomainError('not_found', `${what} not found`);
-}
-
-/**
- * Normalizes a subdomain (lower case) and checks it is a DNS label that is not reserved.
- * Returns the normalized label, or throws validation_error.
- */
-export function normalizeSubdomain(value: string): string {
-  const label = value.trim().toLowerCase();
-  if (!DNS_LABEL.test(label)) {
-    throw new DomainError(
-      'validation_error',
-      'subdomain must be 1-63 characters of a-z, 0-9 and "-", not starting or ending with "-"',
-    );
-  }
-  if (RESERVED_SUBDOMAINS.has(label)) throw new DomainError('validation_error', `subdomain "${label}" is reserved`);
-  return label;
 }
 
 /** Checks a Dockerfile path: relative, inside the source, no `..`. Returns it normalized. */

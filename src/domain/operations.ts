@@ -1,6 +1,6 @@
 // The deployment lifecycle the API drives: deploy, stop, restart, rollback, delete, runtime logs.
 import type { BuildRow } from './builds.js';
-import type { Principal } from './principal.js';
+import type { Principal } from '../core/principal.js';
 
 /**
  * Lifecycle use-cases of one user's deployments. Each authorizes the principal first (another

@@ -1,6 +1,17 @@
-// A sliding-window failure counter: after too many failures for one key, further attempts wait.
+// Limits counted before the expensive work: a sliding-window failure counter whose attempts are
+// reserved up front, and a bound on how many password hashes run at once.
 
-/** Counts failures per key within a window; `check` says how long a blocked key must wait. */
+/** A reserved attempt: it already counts as a failure for each of its keys until refunded. */
+export interface ReservedAttempt {
+  /** The attempt succeeded, or never did the expensive work: it stops counting (idempotent). */
+  refund(): void;
+}
+
+/**
+ * Counts failures per key within a window. An attempt is reserved BEFORE the work it guards
+ * ({@link FailureLimiter.reserve}), so parallel attempts all count against the limit: at most
+ * `max` attempts per key start within any window, whatever the concurrency.
+ */
 export class FailureLimiter {
   readonly #max: number;
   readonly #maxByKind: Readonly<Record<string, number>>;
@@ -22,22 +33,60 @@ export class FailureLimiter {
   /** Seconds until `key` may try again, or 0 when it may try now. */
   retryAfterSeconds(key: string): number {
     const recent = this.#recent(key);
-    const max = this.#maxByKind[key.split(':', 1)[0] ?? ''] ?? this.#max;
+    const max = this.#maxFor(key);
     if (recent.length < max) return 0;
     const oldest = recent[recent.length - max] ?? this.#now();
     return Math.max(1, Math.ceil((oldest + this.#windowMs - this.#now()) / 1000));
   }
 
+  /**
+   * Reserves one attempt for all `keys` at once: when every key may try, each counts one failure
+   * now and the attempt is returned (refund it on success); otherwise nothing is counted and the
+   * answer is the seconds to wait (the largest over the keys). Synchronous, so two concurrent
+   * callers can never both take the last slot.
+   */
+  reserve(keys: readonly string[]): ReservedAttempt | { retryAfterSeconds: number } {
+    const wait = Math.max(0, ...keys.map((key) => this.retryAfterSeconds(key)));
+    if (wait > 0) return { retryAfterSeconds: wait };
+    const at = this.#now();
+    for (const key of keys) this.#record(key, at);
+    let refunded = false;
+    return {
+      refund: () => {
+        if (refunded) return;
+        refunded = true;
+        for (const key of keys) this.#remove(key, at);
+      },
+    };
+  }
+
   recordFailure(key: string): void {
+    this.#record(key, this.#now());
+  }
+
+  reset(key: string): void {
+    this.#failures.delete(key);
+  }
+
+  #maxFor(key: string): number {
+    return this.#maxByKind[key.split(':', 1)[0] ?? ''] ?? this.#max;
+  }
+
+  #record(key: string, at: number): void {
     const recent = this.#recent(key);
-    recent.push(this.#now());
+    recent.push(at);
     this.#failures.set(key, recent);
     // Keep memory bounded under a flood of distinct keys.
     if (this.#failures.size > 100_000) this.#prune();
   }
 
-  reset(key: string): void {
-    this.#failures.delete(key);
+  /** Takes back one failure recorded at `at` (gone already when the key was reset or expired). */
+  #remove(key: string, at: number): void {
+    const list = this.#failures.get(key);
+    if (list === undefined) return;
+    const index = list.lastIndexOf(at);
+    if (index >= 0) list.splice(index, 1);
+    if (list.length === 0) this.#failures.delete(key);
   }
 
   #recent(key: string): number[] {
@@ -48,6 +97,57 @@ export class FailureLimiter {
   #prune(): void {
     for (const key of this.#failures.keys()) {
       if (this.#recent(key).length === 0) this.#failures.delete(key);
+    }
+  }
+}
+
+/** Raised by {@link WorkLimit.run} when its queue is full: answer "busy, retry" rather than wait. */
+export class WorkLimitFullError extends Error {
+  constructor() {
+    super('too much of this work is waiting');
+    this.name = 'WorkLimitFullError';
+  }
+}
+
+/**
+ * Runs at most `concurrency` tasks at once and lets at most `maxWaiting` more wait their turn;
+ * beyond that {@link run} rejects with {@link WorkLimitFullError} at once (nothing queued).
+ */
+export class WorkLimit {
+  readonly #concurrency: number;
+  readonly #maxWaiting: number;
+  #running = 0;
+  readonly #waiting: Array<() => void> = [];
+
+  constructor(options: { concurrency: number; maxWaiting: number }) {
+    this.#concurrency = Math.max(1, options.concurrency);
+    this.#maxWaiting = Math.max(0, options.maxWaiting);
+  }
+
+  /** Tasks running now. */
+  get running(): number {
+    return this.#running;
+  }
+
+  /** Tasks waiting for a slot. */
+  get waiting(): number {
+    return this.#waiting.length;
+  }
+
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.#running >= this.#concurrency) {
+      if (this.#waiting.length >= this.#maxWaiting) throw new WorkLimitFullError();
+      // The slot is handed over by the task that finishes (see finally): #running stays counted.
+      await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    } else {
+      this.#running++;
+    }
+    try {
+      return await task();
+    } finally {
+      const next = this.#waiting.shift();
+      if (next !== undefined) next();
+      else this.#running--;
     }
   }
 }

@@ -2,9 +2,9 @@
 import type { Db } from '../db/database.js';
 import { isUniqueViolation, nowIso } from '../db/database.js';
 import { authenticateBearer } from './accounts.js';
-import { normalizeSubdomain } from './deployments.js';
-import { DomainError } from './errors.js';
-import { API_KEY_PATTERN } from './secrets.js';
+import { normalizeSubdomain } from '../core/dns-label.js';
+import { DomainError } from '../core/errors.js';
+import { API_KEY_PATTERN } from '../core/credentials.js';
 
 export interface TunnelOwner {
   userId: string;

@@ -8,8 +8,8 @@ import type { ArchiveLimits } from '../source/archive.js';
 import { extractArchive, writeFileInside } from '../source/archive.js';
 import type { SourceStore } from '../source/source-store.js';
 import { getDeploymentRow } from './deployments.js';
-import { DomainError } from './errors.js';
-import type { Principal } from './principal.js';
+import { DomainError } from '../core/errors.js';
+import type { Principal } from '../core/principal.js';
 
 /** One part of a multipart upload, as the transport hands it over. */
 export type UploadPart =

@@ -1,5 +1,5 @@
 // Archive path rules: entry paths split safely, and symlink targets resolved against the archive's own tree.
-import { DomainError } from '../domain/errors.js';
+import { DomainError } from '../core/errors.js';
 
 /** Longest entry path or link target accepted (Linux PATH_MAX). */
 export const MAX_PATH_BYTES = 4096;

@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import * as tar from 'tar';
-import { DomainError } from '../domain/errors.js';
+import { DomainError } from '../core/errors.js';
 import { MAX_PATH_BYTES, childOf, invalid, isAbsoluteLike, quote, splitSafePath, symlinkEscape, type TreeNode } from './archive-paths.js';
 
 export interface ArchiveLimits {

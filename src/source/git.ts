@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { lookup } from 'node:dns/promises';
 import { mkdir, readdir } from 'node:fs/promises';
 import net from 'node:net';
-import { DomainError } from '../domain/errors.js';
+import { DomainError } from '../core/errors.js';
 import { validateBranchName, validateRepoUrl } from './git-url.js';
 
 /** How git is run. */

@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Transform } from 'node:stream';
-import { DomainError } from '../domain/errors.js';
+import { DomainError } from '../core/errors.js';
 
 /**
  * Layout under the data directory:

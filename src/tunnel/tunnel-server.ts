@@ -7,8 +7,8 @@ import type { Route, RoutingTable } from '../proxy/routing-table.js';
 import { Mux } from './mux.js';
 import { CLOSE_KEY_REVOKED, CLOSE_REPLACED, MAX_MESSAGE_BYTES, PROTOCOL_VERSION } from './protocol.js';
 import { TunnelProxy } from './tunnel-proxy.js';
-import { DNS_LABEL } from '../domain/deployments.js';
-import { API_KEY_PREFIX, bearerToken } from '../domain/secrets.js';
+import { DNS_LABEL } from '../core/dns-label.js';
+import { API_KEY_PREFIX, bearerToken } from '../core/credentials.js';
 
 /** Who opened a tunnel. */
 export interface TunnelOwner {

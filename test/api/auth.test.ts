@@ -281,6 +281,25 @@ describe('accounts', () => {
 });
 
 describe('password change rate limit', () => {
+  test('30 parallel wrong current passwords: only 10 are checked, the other 20 answer 429', async () => {
+    const s = await startTestServer();
+    try {
+      const user = await s.newUser('pwparallel');
+      const answers = await Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          s.request('PUT', '/api/v1/users/me/password', { token: user.token, body: { current_password: `wrong-${i}`, new_password: 'a-new-password-9' } }),
+        ),
+      );
+      const checked = answers.filter((res) => res.status === 400);
+      assert.equal(checked.length, 10, `statuses: ${answers.map((res) => res.status).join(' ')}`);
+      for (const res of checked) assertError(res, 400, 'invalid_password');
+      for (const res of answers.filter((r) => r.status !== 400)) assertError(res, 429, 'rate_limited');
+      await loginAs(s.url, user.email, user.password);
+    } finally {
+      await s.close();
+    }
+  });
+
   test('repeated wrong current passwords answer 429 rate_limited, even with the right one', async () => {
     const s = await startTestServer();
     try {
@@ -305,6 +324,43 @@ describe('password change rate limit', () => {
 });
 
 describe('login rate limit', () => {
+  test('30 parallel wrong logins: only the limit’s 10 are checked, the other 20 answer 429 at once', async () => {
+    const s = await startTestServer();
+    try {
+      const user = await s.newUser('parallel');
+      const answers = await Promise.all(
+        Array.from({ length: 30 }, (_, i) => s.request('POST', '/api/v1/auth/login', { body: { email: user.email, password: `wrong-${i}` } })),
+      );
+      const checked = answers.filter((res) => res.status === 401);
+      const limited = answers.filter((res) => res.status === 429);
+      assert.equal(checked.length, 10, `statuses: ${answers.map((res) => res.status).join(' ')}`);
+      assert.equal(limited.length, 20);
+      for (const res of checked) assertError(res, 401, 'invalid_credentials');
+      for (const res of limited) {
+        assertError(res, 429, 'rate_limited');
+        assert.ok(Number(res.headers.get('retry-after')) > 0);
+      }
+      // The window is spent: even the right password waits now.
+      assertError(await s.request('POST', '/api/v1/auth/login', { body: { email: user.email, password: user.password } }), 429, 'rate_limited');
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('a successful login is not counted against its address', async () => {
+    const s = await startTestServer();
+    try {
+      const user = await s.newUser('refund');
+      // More successes than the e-mail limit (10): each one's reserved attempt is refunded.
+      for (let i = 0; i < 12; i += 1) {
+        const res = await s.request('POST', '/api/v1/auth/login', { body: { email: user.email, password: user.password } });
+        assert.equal(res.status, 200, `login ${i}`);
+      }
+    } finally {
+      await s.close();
+    }
+  });
+
   test('repeated failures answer 429 rate_limited with Retry-After, even for the right password', async () => {
     const s = await startTestServer();
     try {

@@ -7,7 +7,7 @@ import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { createDockerEngine } from '../../src/runtime/docker-engine.js';
+import { createDockerEngine } from '../../src/runtime/docker/docker-engine.js';
 import { BUSYBOX_IMAGE, ensureBusyboxImage, writeBusyboxApp } from '../helpers/busybox-image.js';
 import { PROJECT_ROOT, startTestServer, type TestServer } from '../helpers/server.js';
 

@@ -5,7 +5,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import * as tar from 'tar';
-import { createDockerEngine } from '../../src/runtime/docker-engine.js';
+import { createDockerEngine } from '../../src/runtime/docker/docker-engine.js';
 import type { ContainerEngine } from '../../src/runtime/engine.js';
 import { ensureBusyboxImage, writeBusyboxApp, type BusyboxAppOptions } from './busybox-image.js';
 import type { HttpResult, TestServer } from './server.js';

@@ -9,8 +9,8 @@ import { startServer, type RunningServer } from '../../src/main.js';
 import Database from 'better-sqlite3';
 import crypto from 'node:crypto';
 import pg from 'pg';
-import { imageRepositoryPrefix } from '../../src/build/images.js';
-import { createDockerEngine } from '../../src/runtime/docker-engine.js';
+import { imageRepositoryPrefix } from '../../src/deploy/images.js';
+import { createDockerEngine } from '../../src/runtime/docker/docker-engine.js';
 import { LABEL_INSTANCE, LABEL_MANAGED } from '../../src/runtime/engine.js';
 
 export const ADMIN_EMAIL = 'admin@test.local';

@@ -7,8 +7,8 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DockerEngine, createDockerClient } from '../../src/runtime/docker-engine.js';
-import { dockerignoreMatcher } from '../../src/runtime/build-context.js';
+import { DockerEngine, createDockerClient } from '../../src/runtime/docker/docker-engine.js';
+import { dockerignoreMatcher } from '../../src/runtime/docker/build-context.js';
 import {
   EngineBuildError,
   LABEL_BUILD,

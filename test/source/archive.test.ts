@@ -7,7 +7,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import * as tar from 'tar';
-import { DomainError } from '../../src/domain/errors.js';
+import { DomainError } from '../../src/core/errors.js';
 import { extractArchive, writeFileInside } from '../../src/source/archive.js';
 import type { ArchiveLimits } from '../../src/source/archive.js';
 import { globalPaxEntry, makeTar, makeTarGz, writeTarGz } from '../helpers/tar-fixtures.js';

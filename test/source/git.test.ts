@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { DomainError } from '../../src/domain/errors.js';
+import { DomainError } from '../../src/core/errors.js';
 import { assertRepoHostAllowed, fetchCommit, redactCredentials, resolveCommit } from '../../src/source/git.js';
 import type { GitOptions } from '../../src/source/git.js';
 import { validateBranchName, validateRepoUrl } from '../../src/source/git-url.js';

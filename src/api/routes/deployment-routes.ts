@@ -12,7 +12,7 @@ import {
   presentDeployment,
   updateDeployment,
 } from '../../domain/deployments.js';
-import { DomainError } from '../../domain/errors.js';
+import { DomainError } from '../../core/errors.js';
 import { authorizeUpload, uploadSource } from '../../domain/uploads.js';
 import { assertRepoHostAllowed } from '../../source/git.js';
 import type { ApiDeps } from '../app.js';

@@ -1,6 +1,6 @@
 // Command: slipway tunnel PORT — serve a local port at <subdomain>.<domain> through the server.
 import type { Command } from 'commander';
-import { API_KEY_PREFIX } from '../../domain/secrets.js';
+import { API_KEY_PREFIX } from '../../core/credentials.js';
 import { CliError } from '../cli-error.js';
 import type { CliIo } from '../cli-io.js';
 import { currentLogin, withJson, type JsonOption } from '../command-context.js';

@@ -1,8 +1,8 @@
 // The container engine on Docker: dockerode over the Engine API (never the docker CLI).
 import { Readable } from 'node:stream';
 import Dockerode from 'dockerode';
-import { EngineBuildError } from './engine.js';
-import type { BuildImageOptions, ContainerEngine, ContainerInfo, ImageInfo, RunContainerOptions } from './engine.js';
+import { EngineBuildError } from '../engine.js';
+import type { BuildImageOptions, ContainerEngine, ContainerInfo, ImageInfo, RunContainerOptions } from '../engine.js';
 import { buildContext } from './build-context.js';
 import { OutputTail, eventText, parseEvent } from './build-output.js';
 import { LogDemuxer } from './log-demuxer.js';

@@ -3,7 +3,7 @@ import type { Stats } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import * as tar from 'tar';
-import { parseIgnoreRules } from '../source/ignore-rules.js';
+import { parseIgnoreRules } from '../../source/ignore-rules.js';
 
 /**
  * The context directory as an uncompressed tar stream, filtered by its `.dockerignore`

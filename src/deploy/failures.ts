@@ -1,5 +1,5 @@
 // How a failed or cancelled build is described in its record (`error`) and log.
-import { DomainError } from '../domain/errors.js';
+import { DomainError } from '../core/errors.js';
 import { EngineBuildError } from '../runtime/engine.js';
 import { redactCredentials } from '../source/git.js';
 import { ReleaseError } from './release.js';
