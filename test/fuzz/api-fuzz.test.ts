@@ -6,7 +6,7 @@ import { busyboxArchive, createArchiveApp, deployAndWait } from '../helpers/apps
 import { loginAs, startTestServer, type TestServer } from '../helpers/server.js';
 import { Rng } from './fuzz-random.js';
 import { operationsOf, type Operation } from './openapi-shapes.js';
-import { sendRaw, type RawResponse } from './raw-http.js';
+import { sendRaw, type RawResponse } from '../helpers/raw-http.js';
 import {
   planApiRequest,
   planAppHostRequest,

@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import { makeTarGz } from '../helpers/tar-fixtures.js';
 import { anyJson, HOSTILE_STRINGS, malformedJson, type Rng } from './fuzz-random.js';
 import { almostValidObject, hostileValue, validObject, type Operation, type Schema } from './openapi-shapes.js';
-import type { RawRequest } from './raw-http.js';
+import type { RawRequest } from '../helpers/raw-http.js';
 
 /** A user the fuzzer acts as. */
 export interface FuzzUser {
