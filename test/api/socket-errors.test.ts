@@ -1,4 +1,4 @@
-// Requests refused before any route runs (by Node's parser, an Expect header, an upgrade nobody serves) still get `{error, message}` JSON.
+// Requests refused before any route runs (by Node's parser, an Expect header, an upgrade nobody serves, a broken tunnel handshake) still get `{error, message}` JSON.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sendRaw, type RawRequest, type RawResponse } from '../helpers/raw-http.js';
@@ -6,9 +6,11 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 
 describe('errors answered on the socket', () => {
   let ts: TestServer;
+  let apiKey: string;
 
   before(async () => {
     ts = await startTestServer();
+    apiKey = (await ts.newUser('socket-errors')).apiKey;
   });
   after(async () => {
     await ts.close();
@@ -57,5 +59,21 @@ describe('errors answered on the socket', () => {
       headers: [host, ['Upgrade', 'websocket'], ['Connection', 'Upgrade'], ['Sec-WebSocket-Key', 'dGhlIHNhbXBsZSBub25jZQ=='], ['Sec-WebSocket-Version', '13']],
     });
     assertJsonError(res, 404, 'not_found');
+  });
+
+  test('a tunnel connect with a broken WebSocket handshake is 400 validation_error, as JSON', async () => {
+    const base: [string, string][] = [host, ['Authorization', `Bearer ${apiKey}`], ['Connection', 'Upgrade']];
+    const key: [string, string] = ['Sec-WebSocket-Key', 'dGhlIHNhbXBsZSBub25jZQ=='];
+    const version: [string, string] = ['Sec-WebSocket-Version', '13'];
+    const cases: RawRequest[] = [
+      { method: 'POST', target: '/api/v1/tunnels/connect', headers: [...base, ['Upgrade', 'websocket'], key, version] },
+      { method: 'GET', target: '/api/v1/tunnels/connect', headers: [...base, ['Upgrade', 'h2c'], key, version] },
+      { method: 'GET', target: '/api/v1/tunnels/connect?subdomain=handshake-a', headers: [...base, ['Upgrade', 'websocket'], ['Sec-WebSocket-Key', 'short'], version] },
+      { method: 'GET', target: '/api/v1/tunnels/connect', headers: [...base, ['Upgrade', 'websocket'], key, ['Sec-WebSocket-Version', '99']] },
+    ];
+    for (const request of cases) assertJsonError(await send(request), 400, 'validation_error');
+    // The refused handshake claimed no name: a deployment can take it.
+    const created = await ts.request('POST', '/api/v1/deployments', { token: apiKey, body: { name: 'n', subdomain: 'handshake-a', source_type: 'archive' } });
+    assert.equal(created.status, 201, created.text);
   });
 });
