@@ -20,8 +20,8 @@ import {
 
 /** SLIPWAY_FUZZ_SEED: the run's seed (printed); SLIPWAY_FUZZ_COUNT: how many requests; SLIPWAY_FUZZ_SECONDS: a time cap on the random phase. */
 const SEED = envNumber('SLIPWAY_FUZZ_SEED', 0x51a1e) >>> 0;
-const COUNT = envNumber('SLIPWAY_FUZZ_COUNT', 1500);
-const SECONDS = envNumber('SLIPWAY_FUZZ_SECONDS', 45);
+const COUNT = envNumber('SLIPWAY_FUZZ_COUNT', 800);
+const SECONDS = envNumber('SLIPWAY_FUZZ_SECONDS', 40);
 /** Engine-heavy requests (deploy, restart, rollback on an own deployment) allowed in one run. */
 const HEAVY_BUDGET = envNumber('SLIPWAY_FUZZ_HEAVY', 10);
 
