@@ -340,7 +340,6 @@ export class TunnelServer {
   }
 }
 
-/** Answers an upgrade request with a plain HTTP error and a JSON `{error, message}` body. */
 /**
  * Why a request is not a WebSocket handshake ws would complete (ws answers those itself, in text/html),
  * checked before any name is claimed; undefined when it is one.
@@ -354,6 +353,7 @@ function handshakeProblem(req: IncomingMessage): string | undefined {
   return undefined;
 }
 
+/** Answers an upgrade request with a plain HTTP error and a JSON `{error, message}` body. */
 function refuse(socket: Duplex, refusal: Refusal): void {
   if (socket.destroyed || !socket.writable) {
     socket.destroy();
