@@ -9,6 +9,7 @@ import { reconcileWithEngine } from './deploy/reconcile.js';
 import { appUrl, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
 import { bootstrapAdmin } from './domain/accounts.js';
+import { KeyUsage } from './domain/key-usage.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
 import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
 import { AppProxy } from './proxy/app-proxy.js';
@@ -55,9 +56,10 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   const instanceId = await loadInstanceId(db);
   const store = new SourceStore(config.dataDir);
   await store.clearStaging();
-  const buildLogs = new BuildLogStore(config.dataDir);
+  const buildLogs = new BuildLogStore(config.dataDir, config.buildLogMaxBytes);
   const table = new RoutingTable(config.domain);
   const urlFor = (subdomain: string): string => appUrl(config, subdomain);
+  const keyUsage = new KeyUsage(db, { log: (msg, detail) => log('warn', msg, detail) });
 
   const admin = await bootstrapAdmin(
     db,
@@ -115,7 +117,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   const tunnels = new TunnelServer({
     table,
     authority: {
-      authenticateKey: (key) => authenticateTunnelKey(db, key),
+      authenticateKey: (key) => authenticateTunnelKey(db, keyUsage, key),
       claimSubdomain: (subdomain, owner, tunnelId) => claimTunnelSubdomain(db, subdomain, owner, tunnelId),
       releaseSubdomain: (subdomain, tunnelId) => releaseTunnelSubdomain(db, subdomain, tunnelId),
     },
@@ -131,6 +133,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     store,
     buildLogs,
     // 10 failures per account; an address gets more room, since many users may share it (NAT).
+    keyUsage,
     loginLimiter: new FailureLimiter({ maxFailures: 10, maxFailuresByKind: { ip: 100 }, windowMs: 15 * 60_000 }),
     operations: lifecycle,
     tunnels: {
@@ -220,6 +223,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
         stopWatching();
         await lifecycle.close();
         await app.close();
+        await keyUsage.close();
         await db.destroy();
       })();
       return closing;

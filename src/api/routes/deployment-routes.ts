@@ -2,7 +2,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { appUrl } from '../../config.js';
+import { appUrl, appUrls } from '../../config.js';
 import { presentBuild } from '../../domain/builds.js';
 import {
   createDeployment,
@@ -72,7 +72,12 @@ export const deploymentRoutes =
           response: { 200: Type.Array(Type.Ref('Deployment')), ...errorResponses(401) },
         },
       },
-      async (request) => (await listDeployments(deps.db, principalOf(request))).map((row) => presentDeployment(row, urlFor)),
+      async (request) => {
+        const rows = await listDeployments(deps.db, principalOf(request));
+        // Read the public URL once per answer: the port is only known once the server listens.
+        const urlOf = appUrls(deps.config);
+        return rows.map((row) => presentDeployment(row, urlOf));
+      },
     );
 
     app.post<{ Body: CreateDeploymentBody }>(
