@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { buildApp } from './api/app.js';
+import { answerClientError, answerUnmetExpectation, endSocketWithError } from './api/socket-errors.js';
 import { BuildLogStore } from './deploy/build-logs.js';
 import { DeploymentLifecycle } from './deploy/lifecycle.js';
 import { reconcileWithEngine } from './deploy/reconcile.js';
@@ -190,12 +191,15 @@ export async function startServer(startConfig: Config, options: StartOptions = {
         tunnels.handleUpgrade(req, socket, head);
         return;
       }
-      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      endSocketWithError(socket, 404, { error: 'not_found', message: 'no WebSocket endpoint at this path' });
     } catch (err) {
       log('error', 'upgrade handler threw', { url: req.url, error: err });
       socket.destroy();
     }
   });
+  // Requests Node's parser refuses get the same {error, message} JSON as every other error.
+  server.on('clientError', answerClientError);
+  server.on('checkExpectation', answerUnmetExpectation);
   server.headersTimeout = 60_000;
   server.requestTimeout = 0; // uploads and followed logs may take long; idle sockets still time out
   await new Promise<void>((resolve, reject) => {
