@@ -16,6 +16,7 @@ import { KeyUsage } from './domain/key-usage.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
 import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
 import { AppProxy } from './proxy/app-proxy.js';
+import { requestHeadProblem, writeBadRequest, writeRawBadRequest } from './proxy/request-guard.js';
 import { RoutingTable } from './proxy/routing-table.js';
 import { createDockerEngine } from './runtime/docker/docker-engine.js';
 import type { ContainerEngine } from './runtime/engine.js';
@@ -182,6 +183,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   // One port: app hosts go to the data plane, everything else to the API.
   const server = http.createServer((req, res) => {
     try {
+      const problem = requestHeadProblem(req);
+      if (problem !== undefined) return writeBadRequest(res, problem);
       if (!proxy.handleRequest(req, res)) app.routing(req, res);
     } catch (err) {
       // The last line of defence: a throw here would otherwise end the process for every tenant.
@@ -192,6 +195,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   });
   server.on('upgrade', (req, socket, head) => {
     try {
+      const problem = requestHeadProblem(req);
+      if (problem !== undefined) return writeRawBadRequest(socket, problem);
       if (proxy.handleUpgrade(req, socket, head)) return;
       if ((req.url ?? '').split('?')[0] === '/api/v1/tunnels/connect') {
         tunnels.handleUpgrade(req, socket, head);
