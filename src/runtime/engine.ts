@@ -22,6 +22,26 @@ export interface BuildImageOptions {
   signal: AbortSignal;
   /** Receives the build output as it arrives. */
   onOutput(text: string): void;
+  /** Build arguments (`--build-arg`): only for ARGs the Dockerfile declares, never secrets. */
+  buildArgs?: Record<string, string>;
+}
+
+/** A named engine volume mounted into a container. */
+export interface VolumeMount {
+  /** The engine volume's name. */
+  readonly source: string;
+  /** Absolute path inside the container. */
+  readonly target: string;
+}
+
+export interface VolumeOptions {
+  name: string;
+  labels: Record<string, string>;
+}
+
+export interface VolumeInfo {
+  name: string;
+  labels: Record<string, string>;
 }
 
 export interface RunContainerOptions {
@@ -38,6 +58,8 @@ export interface RunContainerOptions {
   pidsLimit: number;
   /** The network the container joins (see ensureNetwork); it must exist. */
   network: string;
+  /** Named volumes to mount (see ensureVolume); they must exist. */
+  volumes?: readonly VolumeMount[];
 }
 
 export interface NetworkOptions {
@@ -115,6 +137,12 @@ export interface ContainerEngine {
   removeNetwork(name: string): Promise<void>;
   /** All networks carrying every one of these labels. */
   listNetworks(labels: Record<string, string>): Promise<NetworkInfo[]>;
+  /** Creates a named volume unless one of that name exists (its data is kept). */
+  ensureVolume(options: VolumeOptions): Promise<void>;
+  /** Removes a volume and its data, ignoring not-found; a container still using it makes this throw. */
+  removeVolume(name: string): Promise<void>;
+  /** All volumes carrying every one of these labels. */
+  listVolumes(labels: Record<string, string>): Promise<VolumeInfo[]>;
 }
 
 /**

@@ -10,6 +10,8 @@ import type {
   NetworkInfo,
   NetworkOptions,
   RunContainerOptions,
+  VolumeInfo,
+  VolumeOptions,
 } from '../engine.js';
 import { buildContext } from './build-context.js';
 import { OutputTail, eventText, parseEvent } from './build-output.js';
@@ -77,6 +79,7 @@ export class DockerEngine implements ContainerEngine {
         rm: true,
         forcerm: true,
         version: '1',
+        ...(options.buildArgs === undefined || Object.keys(options.buildArgs).length === 0 ? {} : { buildargs: options.buildArgs }),
         abortSignal: signal,
       })) as Readable; // dockerode hands back the http.IncomingMessage
     } catch (err) {
@@ -196,6 +199,7 @@ export class DockerEngine implements ContainerEngine {
           // An init (tini) as PID 1 forwards SIGTERM and reaps zombies: an app that ignores signals
           // as PID 1 would otherwise wait out the whole stop timeout.
           Init: true,
+          Mounts: (options.volumes ?? []).map((v) => ({ Type: 'volume' as const, Source: v.source, Target: v.target, ReadOnly: false })),
         },
         abortSignal: s,
       }),
@@ -385,6 +389,26 @@ export class DockerEngine implements ContainerEngine {
       this.#docker.listNetworks({ filters: { label: labelFilters(labels) }, abortSignal: s }),
     );
     return list.map((n) => ({ id: n.Id, name: n.Name, labels: n.Labels ?? {} }));
+  }
+
+  async ensureVolume(options: VolumeOptions): Promise<void> {
+    // Creating a volume that exists is a no-op for the engine: it answers with the existing one.
+    await withTimeout(`create volume ${options.name}`, CALL_TIMEOUT_MS, (s) =>
+      this.#docker.createVolume({ Name: options.name, Driver: 'local', Labels: options.labels, abortSignal: s }),
+    );
+  }
+
+  async removeVolume(name: string): Promise<void> {
+    await ignoreStatus([404], () =>
+      withTimeout(`remove volume ${name}`, CALL_TIMEOUT_MS, (s) => this.#docker.getVolume(name).remove({ abortSignal: s })),
+    );
+  }
+
+  async listVolumes(labels: Record<string, string>): Promise<VolumeInfo[]> {
+    const list = await withTimeout('list volumes', CALL_TIMEOUT_MS, (s) =>
+      this.#docker.listVolumes({ filters: { label: labelFilters(labels) }, abortSignal: s }),
+    );
+    return (list.Volumes ?? []).map((v) => ({ name: v.Name, labels: v.Labels ?? {} }));
   }
 
   async #inspectNetwork(name: string): Promise<Dockerode.NetworkInspectInfo | null> {
