@@ -58,6 +58,8 @@ export interface Config {
   readonly streamsPerTunnel: number;
   /** SLIPWAY_LOG_LEVEL: fatal|error|warn|info|debug|trace|silent. */
   readonly logLevel: string;
+  /** SLIPWAY_BUILD_LOG_MAX_BYTES: a build log keeps its head and tail within this size, with a marker where it was cut. */
+  readonly buildLogMaxBytes: number;
 }
 
 /** Client (CLI) settings from the environment. */
@@ -173,6 +175,7 @@ export function loadConfig(env: Env = process.env): Config {
     buildTimeoutMs: integer(env, 'SLIPWAY_BUILD_TIMEOUT_SECONDS', 900, 1, 86_400) * 1000,
     startupTimeoutMs: integer(env, 'SLIPWAY_STARTUP_TIMEOUT_SECONDS', 60, 1, 3600) * 1000,
     keepImages: integer(env, 'SLIPWAY_KEEP_IMAGES', 5, 1, 100),
+    buildLogMaxBytes: integer(env, 'SLIPWAY_BUILD_LOG_MAX_BYTES', 5 * 1024 * 1024, 4096, 1024 ** 3),
     defaultMemoryBytes,
     defaultNanoCpus,
     maxMemoryMb,
@@ -217,4 +220,17 @@ export function appUrl(config: Pick<Config, 'publicUrl' | 'domain'>, subdomain: 
   url.hostname = `${subdomain}.${config.domain}`;
   url.pathname = '/';
   return url.href;
+}
+
+const URL_PLACEHOLDER = 'slipway0subdomain0placeholder';
+
+/**
+ * `appUrl` for many subdomains at once (a list of deployments): the public URL is parsed once, and
+ * each DNS label is put in its place. Anything that is not a plain label takes the full path.
+ */
+export function appUrls(config: Pick<Config, 'publicUrl' | 'domain'>): (subdomain: string) => string {
+  const parts = appUrl(config, URL_PLACEHOLDER).split(URL_PLACEHOLDER);
+  const [before, after] = parts;
+  if (parts.length !== 2 || before === undefined || after === undefined) return (subdomain) => appUrl(config, subdomain);
+  return (subdomain) => (/^[a-z0-9-]+$/.test(subdomain) ? before + subdomain + after : appUrl(config, subdomain));
 }

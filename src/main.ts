@@ -3,12 +3,14 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { buildApp } from './api/app.js';
+import { answerClientError, answerUnmetExpectation, endSocketWithError } from './api/socket-errors.js';
 import { BuildLogStore } from './deploy/build-logs.js';
 import { DeploymentLifecycle } from './deploy/lifecycle.js';
 import { reconcileWithEngine } from './deploy/reconcile.js';
 import { appUrl, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
 import { bootstrapAdmin } from './domain/accounts.js';
+import { KeyUsage } from './domain/key-usage.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
 import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
 import { AppProxy } from './proxy/app-proxy.js';
@@ -54,9 +56,10 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   const instanceId = await loadInstanceId(db);
   const store = new SourceStore(config.dataDir);
   await store.clearStaging();
-  const buildLogs = new BuildLogStore(config.dataDir);
+  const buildLogs = new BuildLogStore(config.dataDir, config.buildLogMaxBytes);
   const table = new RoutingTable(config.domain);
   const urlFor = (subdomain: string): string => appUrl(config, subdomain);
+  const keyUsage = new KeyUsage(db, { log: (msg, detail) => log('warn', msg, detail) });
 
   const admin = await bootstrapAdmin(
     db,
@@ -120,7 +123,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   const tunnels = new TunnelServer({
     table,
     authority: {
-      authenticateKey: (key) => authenticateTunnelKey(db, key),
+      authenticateKey: (key) => authenticateTunnelKey(db, keyUsage, key),
       claimSubdomain: (subdomain, owner, tunnelId) => claimTunnelSubdomain(db, subdomain, owner, tunnelId),
       releaseSubdomain: (subdomain, tunnelId) => releaseTunnelSubdomain(db, subdomain, tunnelId),
     },
@@ -136,6 +139,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     store,
     buildLogs,
     // 10 failures per account; an address gets more room, since many users may share it (NAT).
+    keyUsage,
     loginLimiter: new FailureLimiter({ maxFailures: 10, maxFailuresByKind: { ip: 100 }, windowMs: 15 * 60_000 }),
     operations: lifecycle,
     tunnels: {
@@ -172,16 +176,31 @@ export async function startServer(startConfig: Config, options: StartOptions = {
 
   // One port: app hosts go to the data plane, everything else to the API.
   const server = http.createServer((req, res) => {
-    if (!proxy.handleRequest(req, res)) app.routing(req, res);
+    try {
+      if (!proxy.handleRequest(req, res)) app.routing(req, res);
+    } catch (err) {
+      // The last line of defence: a throw here would otherwise end the process for every tenant.
+      log('error', 'request handler threw', { url: req.url, error: err });
+      if (res.headersSent) res.destroy();
+      else writeInternalError(res);
+    }
   });
   server.on('upgrade', (req, socket, head) => {
-    if (proxy.handleUpgrade(req, socket, head)) return;
-    if ((req.url ?? '').split('?')[0] === '/api/v1/tunnels/connect') {
-      tunnels.handleUpgrade(req, socket, head);
-      return;
+    try {
+      if (proxy.handleUpgrade(req, socket, head)) return;
+      if ((req.url ?? '').split('?')[0] === '/api/v1/tunnels/connect') {
+        tunnels.handleUpgrade(req, socket, head);
+        return;
+      }
+      endSocketWithError(socket, 404, { error: 'not_found', message: 'no WebSocket endpoint at this path' });
+    } catch (err) {
+      log('error', 'upgrade handler threw', { url: req.url, error: err });
+      socket.destroy();
     }
-    socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
   });
+  // Requests Node's parser refuses get the same {error, message} JSON as every other error.
+  server.on('clientError', answerClientError);
+  server.on('checkExpectation', answerUnmetExpectation);
   server.headersTimeout = 60_000;
   server.requestTimeout = 0; // uploads and followed logs may take long; idle sockets still time out
   await new Promise<void>((resolve, reject) => {
@@ -209,11 +228,23 @@ export async function startServer(startConfig: Config, options: StartOptions = {
         stopWatching();
         await lifecycle.close();
         await app.close();
+        await keyUsage.close();
         await db.destroy();
       })();
       return closing;
     },
   };
+}
+
+/** A 500 `internal_error` answer, without detail (the detail goes to the log). */
+function writeInternalError(res: http.ServerResponse): void {
+  try {
+    const body = JSON.stringify({ error: 'internal_error', message: 'The server failed to handle this request.' });
+    res.writeHead(500, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' });
+    res.end(body);
+  } catch {
+    res.destroy();
+  }
 }
 
 function safeJson(detail: object): string {

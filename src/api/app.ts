@@ -5,6 +5,7 @@ import swagger from '@fastify/swagger';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { BuildLogStore } from '../deploy/build-logs.js';
+import type { KeyUsage } from '../domain/key-usage.js';
 import type { FailureLimiter } from '../domain/rate-limiter.js';
 import type { DeploymentOperations } from '../domain/operations.js';
 import type { SourceStore } from '../source/source-store.js';
@@ -28,6 +29,8 @@ export interface ApiDeps {
   readonly store: SourceStore;
   readonly buildLogs: BuildLogStore;
   readonly loginLimiter: FailureLimiter;
+  /** API key use (`last_used_at`), coalesced. */
+  readonly keyUsage: KeyUsage;
   readonly operations: DeploymentOperations;
   readonly tunnels: TunnelDirectory;
   readonly health: HealthCheck;
@@ -92,7 +95,7 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
 
   // Everything below requires a bearer credential, checked by one hook.
   await app.register(async (scope) => {
-    registerAuthentication(scope, deps.db);
+    registerAuthentication(scope, deps.db, deps.keyUsage);
     await scope.register(logoutRoutes(deps));
     await scope.register(userRoutes(deps));
     await scope.register(apiKeyRoutes(deps));

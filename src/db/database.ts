@@ -7,6 +7,7 @@ import pg from 'pg';
 import type { Database } from './schema.js';
 import * as initial from './migrations/2026-11-21-001-initial.js';
 import * as instance from './migrations/2026-11-21-002-instance.js';
+import { withStatementCache } from './statement-cache.js';
 import crypto from 'node:crypto';
 
 export type Db = Kysely<Database>;
@@ -29,7 +30,7 @@ function sqliteDialect(file: string): Dialect {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  return new SqliteDialect({ database: sqlite });
+  return new SqliteDialect({ database: withStatementCache(sqlite) });
 }
 
 function postgresDialect(url: string): Dialect {

@@ -334,7 +334,12 @@ export class DeploymentLifecycle implements DeploymentOperations {
   /** Build → image → healthy container → traffic switch. Never throws: the outcome goes to the database. */
   async #runPipeline(dep: DeploymentRow, build: BuildRow, cancel: AbortSignal, unreadable?: string): Promise<void> {
     const { engine, buildLogs, settings, db } = this.#deps;
-    const log = (text: string): void => buildLogs.append(dep.id, build.id, text);
+    // Output that arrives after the log is closed (an engine stream still draining after a cancel)
+    // must not reopen it: a reopened log would never be closed, and its followers never finish.
+    let logOpen = true;
+    const log = (text: string): void => {
+      if (logOpen) buildLogs.append(dep.id, build.id, text);
+    };
     const workDir = path.join(settings.dataDir, 'work', build.id);
     let image: string | undefined;
     try {
@@ -405,6 +410,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
     } catch (err) {
       await this.#recordFailure(dep, build, image, err, cancel, log);
     } finally {
+      logOpen = false;
       await buildLogs.close(build.id);
     }
   }

@@ -198,9 +198,30 @@ export async function createDeployment(deps: DeploymentDeps, principal: Principa
 const subdomainTaken = (subdomain: string): DomainError =>
   new DomainError('subdomain_taken', `subdomain "${subdomain}" is already in use`);
 
-/** The caller's deployments, newest first. */
-export async function listDeployments(db: Db, principal: Principal): Promise<DeploymentRow[]> {
-  return db.selectFrom('deployments').selectAll().where('user_id', '=', principal.userId).orderBy('seq', 'desc').execute();
+/** The columns a deployment's view is made of. */
+const SHOWN_COLUMNS = [
+  'id',
+  'name',
+  'subdomain',
+  'status',
+  'source_type',
+  'created_at',
+  'updated_at',
+  'repo_url',
+  'branch',
+  'dockerfile_path',
+  'live_build_id',
+  'health_check_path',
+  'memory_bytes',
+  'nano_cpus',
+] as const;
+
+/** What `presentDeployment` shows of a deployment. */
+export type ShownDeployment = Pick<DeploymentRow, (typeof SHOWN_COLUMNS)[number]>;
+
+/** The caller's deployments, newest first (only what is shown: a list is read on every dashboard refresh). */
+export async function listDeployments(db: Db, principal: Principal): Promise<ShownDeployment[]> {
+  return db.selectFrom('deployments').select(SHOWN_COLUMNS).where('user_id', '=', principal.userId).orderBy('seq', 'desc').execute();
 }
 
 /** One of the caller's deployments; anything else (missing, not a UUID, another user's) is 404. */
@@ -230,7 +251,7 @@ export interface DeploymentView {
 }
 
 /** The archive creation response: exactly these keys (decisions §4). */
-export function presentCreatedArchive(row: DeploymentRow): DeploymentView {
+export function presentCreatedArchive(row: ShownDeployment): DeploymentView {
   return {
     id: row.id,
     name: row.name,
@@ -243,17 +264,43 @@ export function presentCreatedArchive(row: DeploymentRow): DeploymentView {
 }
 
 /** The full view of a deployment, with where it is served. */
-export function presentDeployment(row: DeploymentRow, urlFor: (subdomain: string) => string): DeploymentView {
-  const view: DeploymentView = { ...presentCreatedArchive(row) };
+export function presentDeployment(row: ShownDeployment, urlFor: (subdomain: string) => string): DeploymentView {
+  // Object literals written out in full: every view of a kind gets the same shape, cheap to build
+  // and to serialize (spreading one object into another here cost more than the whole query).
+  const memory_mb = row.memory_bytes === null ? null : row.memory_bytes / (1024 * 1024);
+  const cpus = row.nano_cpus === null ? null : row.nano_cpus / 1e9;
   if (row.source_type === 'git') {
-    view.repo_url = row.repo_url ?? '';
-    view.branch = row.branch;
+    return {
+      id: row.id,
+      name: row.name,
+      subdomain: row.subdomain,
+      status: row.status,
+      source_type: row.source_type,
+      created_at: row.created_at,
+      updated_at: row.updated_at,
+      repo_url: row.repo_url ?? '',
+      branch: row.branch,
+      dockerfile_path: row.dockerfile_path,
+      url: urlFor(row.subdomain),
+      live_build_id: row.live_build_id,
+      health_check_path: row.health_check_path,
+      memory_mb,
+      cpus,
+    };
   }
-  view.dockerfile_path = row.dockerfile_path;
-  view.url = urlFor(row.subdomain);
-  view.live_build_id = row.live_build_id;
-  view.health_check_path = row.health_check_path;
-  view.memory_mb = row.memory_bytes === null ? null : row.memory_bytes / (1024 * 1024);
-  view.cpus = row.nano_cpus === null ? null : row.nano_cpus / 1e9;
-  return view;
+  return {
+    id: row.id,
+    name: row.name,
+    subdomain: row.subdomain,
+    status: row.status,
+    source_type: row.source_type,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    dockerfile_path: row.dockerfile_path,
+    url: urlFor(row.subdomain),
+    live_build_id: row.live_build_id,
+    health_check_path: row.health_check_path,
+    memory_mb,
+    cpus,
+  };
 }

@@ -15,6 +15,7 @@ import type { BuildRow } from '../../src/domain/builds.js';
 import { DomainError } from '../../src/core/errors.js';
 import type { DeploymentOperations } from '../../src/domain/operations.js';
 import type { Principal } from '../../src/core/principal.js';
+import { KeyUsage } from '../../src/domain/key-usage.js';
 import { FailureLimiter } from '../../src/domain/rate-limiter.js';
 import { SourceStore } from '../../src/source/source-store.js';
 import { assertError, assertNoLeak } from '../helpers/api-assert.js';
@@ -265,6 +266,7 @@ describe('the Fastify app in-process (inject)', () => {
       db,
       store: new SourceStore(dir),
       buildLogs: new BuildLogStore(dir),
+      keyUsage: new KeyUsage(db),
       loginLimiter: new FailureLimiter({ maxFailures: 10, windowMs: 60_000 }),
       operations: ops,
       tunnels: { list: () => [], closeForKey: () => undefined },

@@ -68,6 +68,8 @@ interface EngineHost {
 export class DockerEngine implements ContainerEngine {
   #docker: Dockerode;
   #host: Promise<EngineHost> | undefined;
+  /** Network creations in flight, by name: the engine's duplicate check is not atomic, so concurrent callers share one. */
+  readonly #ensuringNetworks = new Map<string, Promise<{ id: string }>>();
 
   constructor(docker: Dockerode) {
     this.#docker = docker;
@@ -435,7 +437,17 @@ export class DockerEngine implements ContainerEngine {
     }));
   }
 
-  async ensureNetwork(options: NetworkOptions): Promise<{ id: string }> {
+  ensureNetwork(options: NetworkOptions): Promise<{ id: string }> {
+    // Two releases starting at once (two first deploys) both found no network and both created one:
+    // the engine then refuses the name as ambiguous, for every later release of the installation.
+    const inFlight = this.#ensuringNetworks.get(options.name);
+    if (inFlight !== undefined) return inFlight;
+    const ensuring = this.#ensureNetwork(options).finally(() => this.#ensuringNetworks.delete(options.name));
+    this.#ensuringNetworks.set(options.name, ensuring);
+    return ensuring;
+  }
+
+  async #ensureNetwork(options: NetworkOptions): Promise<{ id: string }> {
     const existing = await this.#inspectNetwork(options.name);
     if (existing !== null) return checkNetwork(existing, options);
     try {
