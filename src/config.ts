@@ -60,6 +60,10 @@ export interface Config {
   readonly logLevel: string;
   /** SLIPWAY_BUILD_LOG_MAX_BYTES: a build log keeps its head and tail within this size, with a marker where it was cut. */
   readonly buildLogMaxBytes: number;
+  /** SLIPWAY_SECRET_KEY: the installation key (32 bytes, base64); undefined = `<data>/secret.key`. */
+  readonly secretKey: Buffer | undefined;
+  /** SLIPWAY_NEW_SECRET_KEY: the key `slipway server rotate-key` moves to when SLIPWAY_SECRET_KEY is used. */
+  readonly newSecretKey: Buffer | undefined;
 }
 
 /** Client (CLI) settings from the environment. */
@@ -189,7 +193,20 @@ export function loadConfig(env: Env = process.env): Config {
     tunnelsPerKey: integer(env, 'SLIPWAY_TUNNELS_PER_KEY', 5, 1, 1000),
     streamsPerTunnel: integer(env, 'SLIPWAY_TUNNEL_STREAMS', 256, 1, 100_000),
     logLevel,
+    secretKey: secretKey(env, 'SLIPWAY_SECRET_KEY'),
+    newSecretKey: secretKey(env, 'SLIPWAY_NEW_SECRET_KEY'),
   };
+}
+
+/** A 32-byte key given in base64. */
+function secretKey(env: Env, name: string): Buffer | undefined {
+  const raw = text(env, name);
+  if (raw === undefined) return undefined;
+  const key = Buffer.from(raw, 'base64');
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(raw) || key.length !== 32) {
+    throw new ConfigError(`${name} must be 32 random bytes in base64 (e.g. the output of \`openssl rand -base64 32\`)`);
+  }
+  return key;
 }
 
 /** A CPU count (decimal, 0.01 to 1024, as deployments accept) in nano-CPUs, the unit Docker takes. */

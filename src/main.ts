@@ -9,11 +9,14 @@ import { DeploymentLifecycle } from './deploy/lifecycle.js';
 import { reconcileWithEngine } from './deploy/reconcile.js';
 import { appUrl, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
+import { DbAppConfigStore, readKeyCheck, writeKeyCheck } from './db/app-config-store.js';
+import { unlockInstallation } from './secrets/unlock.js';
 import { bootstrapAdmin } from './domain/accounts.js';
 import { KeyUsage } from './domain/key-usage.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
 import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
 import { AppProxy } from './proxy/app-proxy.js';
+import { requestHeadProblem, writeBadRequest, writeRawBadRequest } from './proxy/request-guard.js';
 import { RoutingTable } from './proxy/routing-table.js';
 import { createDockerEngine } from './runtime/docker/docker-engine.js';
 import type { ContainerEngine } from './runtime/engine.js';
@@ -54,6 +57,14 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   const db = await openDatabase({ file: path.join(config.dataDir, 'slipway.db'), url: config.databaseUrl });
   const engine = options.engine ?? createDockerEngine(config.dockerHost);
   const instanceId = await loadInstanceId(db);
+  let unlocked;
+  try {
+    unlocked = await unlockInstallation(config.secretKey, config.dataDir, { read: () => readKeyCheck(db), write: (check) => writeKeyCheck(db, check) });
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+  const configs = new DbAppConfigStore(db, unlocked.cipher);
   const store = new SourceStore(config.dataDir);
   await store.clearStaging();
   const buildLogs = new BuildLogStore(config.dataDir, config.buildLogMaxBytes);
@@ -142,6 +153,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     keyUsage,
     loginLimiter: new FailureLimiter({ maxFailures: 10, maxFailuresByKind: { ip: 100 }, windowMs: 15 * 60_000 }),
     operations: lifecycle,
+    configs,
     tunnels: {
       list: (userId) =>
         tunnels.list(userId).map((t) => ({
@@ -177,6 +189,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   // One port: app hosts go to the data plane, everything else to the API.
   const server = http.createServer((req, res) => {
     try {
+      const problem = requestHeadProblem(req);
+      if (problem !== undefined) return writeBadRequest(res, problem);
       if (!proxy.handleRequest(req, res)) app.routing(req, res);
     } catch (err) {
       // The last line of defence: a throw here would otherwise end the process for every tenant.
@@ -187,6 +201,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   });
   server.on('upgrade', (req, socket, head) => {
     try {
+      const problem = requestHeadProblem(req);
+      if (problem !== undefined) return writeRawBadRequest(socket, problem);
       if (proxy.handleUpgrade(req, socket, head)) return;
       if ((req.url ?? '').split('?')[0] === '/api/v1/tunnels/connect') {
         tunnels.handleUpgrade(req, socket, head);
