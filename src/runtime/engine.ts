@@ -22,6 +22,8 @@ export interface BuildImageOptions {
   signal: AbortSignal;
   /** Receives the build output as it arrives. */
   onOutput(text: string): void;
+  /** Where and within what limits the build's RUN steps run. */
+  sandbox: BuildSandbox;
   /** Build arguments (`--build-arg`): only for ARGs the Dockerfile declares, never secrets. */
   buildArgs?: Record<string, string>;
 }
@@ -42,6 +44,24 @@ export interface VolumeOptions {
 export interface VolumeInfo {
   name: string;
   labels: Record<string, string>;
+}
+
+/**
+ * The confinement of a build's RUN steps. `confined`: they run on `network`, a bridge from which
+ * the host, its private networks and other containers are unreachable (internet and DNS remain);
+ * `none`: no network at all.
+ */
+export interface BuildSandbox {
+  network: { mode: 'confined'; name: string; labels: Record<string, string> } | { mode: 'none' };
+  memoryBytes: number;
+  nanoCpus: number;
+  /** Most processes and threads the build's RUN steps may hold at once. */
+  pidsLimit: number;
+}
+
+/** The network an installation's builds run on (see BuildSandbox). */
+export function buildNetworkName(instanceId: string): string {
+  return `slipway-${instanceId}-build`;
 }
 
 export interface RunContainerOptions {
@@ -67,6 +87,8 @@ export interface NetworkOptions {
   labels: Record<string, string>;
   /** Containers on the network cannot reach one another (inter-container communication off). */
   isolated: boolean;
+  /** The Linux bridge interface's name (at most 15 characters); the engine picks one if absent. */
+  bridgeName?: string;
 }
 
 export interface NetworkInfo {
