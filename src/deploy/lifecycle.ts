@@ -10,8 +10,8 @@ import type { DeploymentOperations } from '../domain/operations.js';
 import { authorizeOwned, type Principal } from '../core/principal.js';
 import type { Upstream } from '../core/upstream.js';
 import type { DataPlane } from '../proxy/data-plane.js';
-import type { ContainerEngine } from '../runtime/engine.js';
-import { EngineBuildError } from '../runtime/engine.js';
+import type { BuildSandbox, ContainerEngine } from '../runtime/engine.js';
+import { EngineBuildError, LABEL_INSTANCE, LABEL_MANAGED, buildNetworkName } from '../runtime/engine.js';
 import { fetchCommit, redactCredentials, resolveCommit } from '../source/git.js';
 import type { SourceStore } from '../source/source-store.js';
 import type { BuildLogStore } from './build-logs.js';
@@ -35,6 +35,8 @@ export interface LifecycleSettings {
   readonly defaultNanoCpus: number;
   /** Pids limit of every app container. */
   readonly appPidsLimit: number;
+  /** How builds' RUN steps are confined (the network is this installation's build network). */
+  readonly build: { readonly network: 'confined' | 'none'; readonly memoryBytes: number; readonly nanoCpus: number; readonly pidsLimit: number };
   readonly maxConcurrentBuilds: number;
   /** Base environment of git processes ({ PATH, HOME }). */
   readonly gitEnv: Record<string, string>;
@@ -331,7 +333,12 @@ export class DeploymentLifecycle implements DeploymentOperations {
   /** Build → image → healthy container → traffic switch. Never throws: the outcome goes to the database. */
   async #runPipeline(dep: DeploymentRow, build: BuildRow, cancel: AbortSignal, unreadable?: string): Promise<void> {
     const { engine, buildLogs, settings, store } = this.#deps;
-    const log = (text: string): void => buildLogs.append(dep.id, build.id, text);
+    // Output that arrives after the log is closed (an engine stream still draining after a cancel)
+    // must not reopen it: a reopened log would never be closed, and its followers never finish.
+    let logOpen = true;
+    const log = (text: string): void => {
+      if (logOpen) buildLogs.append(dep.id, build.id, text);
+    };
     const workDir = path.join(settings.dataDir, 'work', build.id);
     let image: string | undefined;
     try {
@@ -366,6 +373,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
           labels: {},
           signal: buildSignal,
           onOutput: log,
+          sandbox: this.#buildSandbox(),
         });
         image = tag;
         await store.setImage(build.id, tag);
@@ -401,6 +409,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
     } catch (err) {
       await this.#recordFailure(dep, build, image, err, cancel, log);
     } finally {
+      logOpen = false;
       await buildLogs.close(build.id);
     }
   }
@@ -429,6 +438,19 @@ export class DeploymentLifecycle implements DeploymentOperations {
         if (!this.#isServing(current)) this.#route(current.subdomain, dep.id, 'failed');
       }
     }
+  }
+
+  #buildSandbox(): BuildSandbox {
+    const { instanceId, build } = this.#deps.settings;
+    return {
+      network:
+        build.network === 'none'
+          ? { mode: 'none' }
+          : { mode: 'confined', name: buildNetworkName(instanceId), labels: { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instanceId } },
+      memoryBytes: build.memoryBytes,
+      nanoCpus: build.nanoCpus,
+      pidsLimit: build.pidsLimit,
+    };
   }
 
   /** Starts `build`'s image as a new container and switches traffic to it (restart and rollback). Caller holds the lock. */
