@@ -150,6 +150,7 @@ export class DockerEngine implements ContainerEngine {
     // What the engine would fetch itself, from the host's network, is checked first (see dockerfile-policy).
     const problem = await dockerfileProblem(await readDockerfile(options.contextDir, dockerfile), (host) =>
       withTimeout(`resolving ${host}`, RESOLVE_TIMEOUT_MS, async () => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address), signal),
+      options.buildArgs,
     );
     if (problem !== null) throw new EngineBuildError(`refused: ${problem}`, `refused: ${problem}`);
     const sandbox = await this.#sandbox(options.sandbox, options.onOutput);
