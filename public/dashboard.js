@@ -42,10 +42,21 @@ function show(loggedIn) {
   if (!loggedIn) $('detail').hidden = true;
 }
 
+// A new key's secret is shown once, until the next action: revoking any key, logging out, opening
+// an app's builds, or leaving the page (also when the browser keeps the page for Back) clears it.
+function forgetNewKey() {
+  $('new-key').textContent = '';
+  $('new-key').hidden = true;
+}
+
 function logout() {
   token = null;
   sessionStorage.removeItem('slipway-token');
+  forgetNewKey();
   $('who').textContent = '';
+  // Nothing of this user's stays in the page for the next one to log in on this tab.
+  for (const id of ['app-rows', 'build-rows', 'key-rows', 'log', 'detail-title']) $(id).replaceChildren();
+  $('log-title').textContent = 'Log';
   show(false);
 }
 
@@ -78,6 +89,7 @@ async function loadApps() {
 }
 
 async function loadBuilds(app) {
+  forgetNewKey();
   const builds = await call('GET', `/deployments/${app.id}/builds`);
   $('detail').hidden = false;
   $('detail-title').textContent = `${app.name} (${app.subdomain})`;
@@ -114,7 +126,11 @@ async function loadKeys() {
     cell(tr, key.name);
     cell(tr, `${key.key_prefix}…`);
     cell(tr, key.last_used_at ? new Date(key.last_used_at).toLocaleString() : 'never');
-    button(cell(tr, ''), 'Revoke', async () => { await call('DELETE', `/api-keys/${key.id}`); await loadKeys(); });
+    button(cell(tr, ''), 'Revoke', async () => {
+      forgetNewKey();
+      await call('DELETE', `/api-keys/${key.id}`);
+      await loadKeys();
+    });
     rows.appendChild(tr);
   }
 }
@@ -155,4 +171,6 @@ $('key-form').addEventListener('submit', (event) => {
   });
 });
 $('logout').addEventListener('click', () => run(async () => { await call('POST', '/auth/logout').catch(() => null); logout(); }));
+window.addEventListener('pagehide', forgetNewKey);
+window.addEventListener('hashchange', forgetNewKey);
 run(start);

@@ -12,8 +12,8 @@ import { DomainError } from '../core/errors.js';
 import type { DeploymentOperations } from '../domain/operations.js';
 import type { Principal } from '../core/principal.js';
 import type { RoutingTable, Upstream } from '../proxy/routing-table.js';
-import type { ContainerEngine } from '../runtime/engine.js';
-import { EngineBuildError } from '../runtime/engine.js';
+import type { BuildSandbox, ContainerEngine } from '../runtime/engine.js';
+import { EngineBuildError, LABEL_INSTANCE, LABEL_MANAGED, buildNetworkName } from '../runtime/engine.js';
 import { fetchCommit, redactCredentials, resolveCommit } from '../source/git.js';
 import type { SourceStore } from '../source/source-store.js';
 import type { BuildLogStore } from './build-logs.js';
@@ -38,6 +38,10 @@ export interface LifecycleSettings {
   readonly keepImages: number;
   readonly defaultMemoryBytes: number;
   readonly defaultNanoCpus: number;
+  /** Pids limit of every app container. */
+  readonly appPidsLimit: number;
+  /** How builds' RUN steps are confined (the network is this installation's build network). */
+  readonly build: { readonly network: 'confined' | 'none'; readonly memoryBytes: number; readonly nanoCpus: number; readonly pidsLimit: number };
   readonly maxConcurrentBuilds: number;
   /** Base environment of git processes ({ PATH, HOME }). */
   readonly gitEnv: Record<string, string>;
@@ -330,7 +334,12 @@ export class DeploymentLifecycle implements DeploymentOperations {
   /** Build → image → healthy container → traffic switch. Never throws: the outcome goes to the database. */
   async #runPipeline(dep: DeploymentRow, build: BuildRow, cancel: AbortSignal, unreadable?: string): Promise<void> {
     const { engine, buildLogs, settings, db } = this.#deps;
-    const log = (text: string): void => buildLogs.append(dep.id, build.id, text);
+    // Output that arrives after the log is closed (an engine stream still draining after a cancel)
+    // must not reopen it: a reopened log would never be closed, and its followers never finish.
+    let logOpen = true;
+    const log = (text: string): void => {
+      if (logOpen) buildLogs.append(dep.id, build.id, text);
+    };
     const workDir = path.join(settings.dataDir, 'work', build.id);
     let image: string | undefined;
     try {
@@ -365,6 +374,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
           labels: {},
           signal: buildSignal,
           onOutput: log,
+          sandbox: this.#buildSandbox(),
         });
         image = tag;
         await db.updateTable('builds').set({ image_id: tag }).where('id', '=', build.id).execute();
@@ -400,6 +410,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
     } catch (err) {
       await this.#recordFailure(dep, build, image, err, cancel, log);
     } finally {
+      logOpen = false;
       await buildLogs.close(build.id);
     }
   }
@@ -432,6 +443,19 @@ export class DeploymentLifecycle implements DeploymentOperations {
     }
   }
 
+  #buildSandbox(): BuildSandbox {
+    const { instanceId, build } = this.#deps.settings;
+    return {
+      network:
+        build.network === 'none'
+          ? { mode: 'none' }
+          : { mode: 'confined', name: buildNetworkName(instanceId), labels: { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instanceId } },
+      memoryBytes: build.memoryBytes,
+      nanoCpus: build.nanoCpus,
+      pidsLimit: build.pidsLimit,
+    };
+  }
+
   #target(dep: DeploymentRow, buildId: string, image: string) {
     return {
       instanceId: this.#deps.settings.instanceId,
@@ -441,6 +465,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
       healthCheckPath: dep.health_check_path,
       memoryBytes: dep.memory_bytes ?? this.#deps.settings.defaultMemoryBytes,
       nanoCpus: dep.nano_cpus ?? this.#deps.settings.defaultNanoCpus,
+      pidsLimit: this.#deps.settings.appPidsLimit,
     };
   }
 

@@ -80,4 +80,35 @@ describe('loadConfig', () => {
     assert.equal(loadConfig({ SLIPWAY_DEFAULT_CPUS: '1.5' }).defaultNanoCpus, 1_500_000_000);
     refuses({ SLIPWAY_DATABASE_URL: 'mysql://x' }, /SLIPWAY_DATABASE_URL/);
   });
+
+  test('resource ceilings and the pids limit: defaults, overrides, and defaults above a ceiling refused', () => {
+    const defaults = loadConfig({});
+    assert.equal(defaults.maxMemoryMb, 2048);
+    assert.equal(defaults.maxCpus, 2);
+    assert.equal(defaults.appPidsLimit, 512);
+    const set = loadConfig({ SLIPWAY_MAX_MEMORY_MB: '4096', SLIPWAY_MAX_CPUS: '3.5', SLIPWAY_APP_PIDS_LIMIT: '100' });
+    assert.equal(set.maxMemoryMb, 4096);
+    assert.equal(set.maxCpus, 3.5);
+    assert.equal(set.appPidsLimit, 100);
+    refuses({ SLIPWAY_MAX_MEMORY_MB: '256' }, /SLIPWAY_DEFAULT_MEMORY_MB must not exceed SLIPWAY_MAX_MEMORY_MB/);
+    refuses({ SLIPWAY_MAX_CPUS: '0.5' }, /SLIPWAY_DEFAULT_CPUS must not exceed SLIPWAY_MAX_CPUS/);
+    refuses({ SLIPWAY_APP_PIDS_LIMIT: '0' }, /SLIPWAY_APP_PIDS_LIMIT/);
+    refuses({ SLIPWAY_MAX_MEMORY_MB: 'lots' }, /SLIPWAY_MAX_MEMORY_MB/);
+  });
+
+  test('build sandbox settings: defaults, overrides, bad values refused', () => {
+    const defaults = loadConfig({});
+    assert.equal(defaults.buildNetwork, 'confined');
+    assert.equal(defaults.buildMemoryBytes, 2048 * 1024 * 1024);
+    assert.equal(defaults.buildNanoCpus, 2_000_000_000);
+    assert.equal(defaults.buildPidsLimit, 1024);
+    const set = loadConfig({ SLIPWAY_BUILD_NETWORK: 'none', SLIPWAY_BUILD_MEMORY_MB: '512', SLIPWAY_BUILD_CPUS: '0.5', SLIPWAY_BUILD_PIDS_LIMIT: '100' });
+    assert.equal(set.buildNetwork, 'none');
+    assert.equal(set.buildMemoryBytes, 512 * 1024 * 1024);
+    assert.equal(set.buildNanoCpus, 500_000_000);
+    assert.equal(set.buildPidsLimit, 100);
+    refuses({ SLIPWAY_BUILD_NETWORK: 'host' }, /SLIPWAY_BUILD_NETWORK must be one of confined, none/);
+    refuses({ SLIPWAY_BUILD_MEMORY_MB: '8' }, /SLIPWAY_BUILD_MEMORY_MB/);
+    refuses({ SLIPWAY_BUILD_PIDS_LIMIT: 'many' }, /SLIPWAY_BUILD_PIDS_LIMIT/);
+  });
 });

@@ -171,7 +171,7 @@ export async function removeEngineObjects(dataDir: string): Promise<void> {
   if (instance !== undefined) await removeInstanceObjects(instance);
 }
 
-/** Removes every container and image of one installation from the engine. */
+/** Removes every container, image and network of one installation from the engine. */
 export async function removeInstanceObjects(instance: string): Promise<void> {
   const engine = createDockerEngine();
   for (const container of await engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instance })) {
@@ -180,6 +180,9 @@ export async function removeInstanceObjects(instance: string): Promise<void> {
   const prefix = imageRepositoryPrefix(instance);
   for (const image of await engine.listImages({})) {
     for (const tag of image.tags) if (tag.startsWith(prefix)) await engine.removeImage(tag);
+  }
+  for (const network of await engine.listNetworks({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instance })) {
+    await engine.removeNetwork(network.id);
   }
 }
 
@@ -192,9 +195,9 @@ export interface ServerProcess {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-export async function spawnServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+export async function spawnServerProcess(env: Record<string, string>, nodeArgs: readonly string[] = []): Promise<ServerProcess> {
   // The same V8 flag `npm start` runs the server with (a small young generation: less memory).
-  const child = spawn(process.execPath, ['--max-semi-space-size=2', path.join(PROJECT_ROOT, 'bin', 'slipway.js'), 'server'], {
+  const child = spawn(process.execPath, ['--max-semi-space-size=2', ...nodeArgs, path.join(PROJECT_ROOT, 'bin', 'slipway.js'), 'server'], {
     env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: os.tmpdir(), ...env, SLIPWAY_LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -410,7 +410,7 @@ describe('tunnel: serving visitors', () => {
     assert.equal(seen.headers['host'], `demo.localhost:${stack.port}`);
     assert.equal(seen.headers['x-forwarded-host'], `demo.localhost:${stack.port}`);
     assert.equal(seen.headers['x-forwarded-proto'], 'http');
-    assert.equal(seen.headers['x-forwarded-for'], '10.0.0.9, 127.0.0.1');
+    assert.equal(seen.headers['x-forwarded-for'], '127.0.0.1');
 
     const body = randomBytes(300_000);
     const echoed = await visit(stack.port, name, '/echo', { method: 'POST', body, headers: { 'content-type': 'application/x-test' } });
@@ -578,6 +578,27 @@ describe('tunnel: unavailable apps', () => {
     upgrade.on('error', () => {});
     upgrade.terminate();
     await client.stop();
+  });
+
+  it('answers 502 when the local app answers a status Node cannot pass on (099), and keeps serving', async () => {
+    const evil = createTcpServer((socket) => {
+      socket.on('error', () => {});
+      socket.once('data', () => socket.end('HTTP/1.1 099 Weird\r\nContent-Length: 2\r\n\r\nok'));
+    });
+    evil.listen(0, '127.0.0.1');
+    await once(evil, 'listening');
+    const client = startClient(stack, { apiKey: key, port: (evil.address() as AddressInfo).port, subdomain: 'weird' });
+    await client.connected();
+    try {
+      for (let i = 0; i < 2; i++) {
+        const page = await visit(stack.port, 'weird', '/');
+        assert.equal(page.status, 502);
+        assert.match(page.body.toString(), /Bad gateway/);
+      }
+    } finally {
+      await client.stop();
+      evil.close();
+    }
   });
 
   it('answers 503 while no client is connected, then 404 once the grace period ends', async () => {
@@ -900,8 +921,16 @@ describe('tunnel: limits counted before the work', () => {
     const stack = await startStack();
     const attacker = stack.authority.addKey('attacker');
     const honest = stack.authority.addKey('honest');
-    // Valid key and name, but no Sec-WebSocket-Key: the WebSocket handshake itself fails.
-    const socket = await rawUpgrade(stack.port, attacker.key, 'contested', ['Sec-WebSocket-Version: 13']);
+    // No Sec-WebSocket-Key: refused before the key is even looked up, nothing claimed.
+    const early = await rawUpgrade(stack.port, attacker.key, 'contested', ['Sec-WebSocket-Version: 13']);
+    assert.match(await readUntilClose(early, 5000), /^HTTP\/1\.1 400 /);
+    assert.equal(stack.authority.claimCalls, 0);
+    // A handshake only ws itself refuses (a malformed Sec-WebSocket-Protocol), after the claim.
+    const socket = await rawUpgrade(stack.port, attacker.key, 'contested', [
+      'Sec-WebSocket-Version: 13',
+      `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}`,
+      'Sec-WebSocket-Protocol: "not a token"',
+    ]);
     assert.match(await readUntilClose(socket, 5000), /^HTTP\/1\.1 400 /);
     assert.equal(stack.authority.claimCalls, 1, 'the name was claimed before the handshake');
     await waitFor(() => stack.authority.releases >= 1, 2000, 'claim released');

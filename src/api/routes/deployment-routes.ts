@@ -2,7 +2,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { appUrl } from '../../config.js';
+import { appUrl, appUrls } from '../../config.js';
 import { presentBuild } from '../../domain/builds.js';
 import {
   createDeployment,
@@ -60,6 +60,7 @@ export const deploymentRoutes =
       db: deps.db,
       allowPrivateGit: deps.config.allowPrivateGit,
       checkRepoHost: (url: string) => assertRepoHostAllowed(url, deps.config.allowPrivateGit, { allowUnresolvable: true }),
+      limits: { maxMemoryMb: deps.config.maxMemoryMb, maxCpus: deps.config.maxCpus },
     };
 
     app.get(
@@ -71,7 +72,12 @@ export const deploymentRoutes =
           response: { 200: Type.Array(Type.Ref('Deployment')), ...errorResponses(401) },
         },
       },
-      async (request) => (await listDeployments(deps.db, principalOf(request))).map((row) => presentDeployment(row, urlFor)),
+      async (request) => {
+        const rows = await listDeployments(deps.db, principalOf(request));
+        // Read the public URL once per answer: the port is only known once the server listens.
+        const urlOf = appUrls(deps.config);
+        return rows.map((row) => presentDeployment(row, urlOf));
+      },
     );
 
     app.post<{ Body: CreateDeploymentBody }>(
@@ -103,7 +109,7 @@ export const deploymentRoutes =
       {
         schema: {
           tags: ['deployments'],
-          summary: 'Change settings (name, repo_url, branch, dockerfile_path, health_check_path, memory_mb, cpus); they apply at the next deploy or restart',
+          summary: 'Change settings (name, repo_url, branch, dockerfile_path, health_check_path, memory_mb, cpus, volumes); they apply at the next deploy or restart',
           params: IdParams,
           body: UpdateDeploymentBody,
           response: { 200: Type.Ref('Deployment'), ...errorResponses(400, 401, 404) },
@@ -157,7 +163,7 @@ export const deploymentRoutes =
           }
         },
       },
-      async (request) =>
+      async (request, reply) =>
         uploadSource(
           {
             db: deps.db,
@@ -167,7 +173,11 @@ export const deploymentRoutes =
           },
           principalOf(request),
           request.params.id,
-          multipartParts(request),
+          // The body is read here, not by @fastify/multipart's parts(): that iterator reports a body cut
+          // before its closing boundary as a normal end, and can leave a part's reader waiting forever.
+          multipartParts(request.raw, { maxFileBytes: deps.config.maxUploadBytes }),
+          // The client gone (or its socket destroyed by a server timeout): stop extracting too.
+          clientGone(reply),
         ),
     );
 

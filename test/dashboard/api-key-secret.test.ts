@@ -1,0 +1,114 @@
+// The dashboard in a real browser: a new API key's secret is shown once and does not outlive the
+// key, the session, or the page (issue 17: the next person on the same tab must not see it).
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type { Page } from 'playwright-core';
+import { launchBrowser, type TestBrowser } from '../helpers/browser.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+let ts: TestServer;
+let browser: TestBrowser;
+let alice: Awaited<ReturnType<TestServer['newUser']>>;
+let bob: Awaited<ReturnType<TestServer['newUser']>>;
+
+before(async () => {
+  ts = await startTestServer();
+  alice = await ts.newUser('alice');
+  bob = await ts.newUser('bob');
+  browser = await launchBrowser();
+});
+after(async () => {
+  await browser?.close();
+  await ts?.close();
+});
+
+async function logIn(page: Page, email: string, password: string): Promise<void> {
+  await page.locator('#login-form input[name=email]').fill(email);
+  await page.locator('#login-form input[name=password]').fill(password);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.locator('#who', { hasText: email }).waitFor();
+}
+
+/** Creates a key named `name` on the page; returns the secret the page shows. */
+async function createKey(page: Page, name: string): Promise<string> {
+  await page.locator('#key-form input[name=name]').fill(name);
+  await page.getByRole('button', { name: 'Create key' }).click();
+  const shown = page.locator('#new-key');
+  await shown.waitFor({ state: 'visible' });
+  const text = await shown.innerText();
+  const match = /^New key \(shown once\): (slw_\S+)$/.exec(text);
+  assert.ok(match, `the page shows the new key: ${JSON.stringify(text)}`);
+  await page.locator('#key-rows tr', { hasText: name }).waitFor();
+  return match[1]!;
+}
+
+async function assertSecretGone(page: Page, secret: string): Promise<void> {
+  assert.equal(await page.locator('#new-key').isHidden(), true, 'the new-key box is hidden');
+  assert.equal(await page.locator('#new-key').textContent(), '');
+  const html = await page.content();
+  assert.ok(!html.includes(secret), 'the secret is nowhere in the page');
+}
+
+test('the new key secret is cleared when the key is revoked', async () => {
+  const page = await browser.newPage();
+  await page.goto(ts.url + '/');
+  await logIn(page, alice.email, alice.password);
+  const secret = await createKey(page, 'revoked-at-once');
+  await page.locator('#key-rows tr', { hasText: 'revoked-at-once' }).getByRole('button', { name: 'Revoke' }).click();
+  await page.locator('#key-rows tr', { hasText: 'revoked-at-once' }).waitFor({ state: 'detached' });
+  await assertSecretGone(page, secret);
+  // The key is really revoked on the server.
+  assert.equal((await ts.request('GET', '/api/v1/users/me', { token: secret })).status, 401);
+  await page.close();
+});
+
+test('after logout the next person on the same tab sees neither the secret nor the previous user\'s data', async () => {
+  const page = await browser.newPage();
+  await page.goto(ts.url + '/');
+  await logIn(page, alice.email, alice.password);
+  const secret = await createKey(page, 'left-behind');
+  await page.getByRole('button', { name: 'Log out' }).click();
+  await page.locator('#login').waitFor({ state: 'visible' });
+  await assertSecretGone(page, secret);
+  assert.equal(await page.locator('#key-rows tr').count(), 0, 'alice\'s keys are not left in the page');
+
+  await logIn(page, bob.email, bob.password);
+  await page.locator('#keys').waitFor({ state: 'visible' });
+  await assertSecretGone(page, secret);
+  assert.equal(await page.locator('#key-rows tr', { hasText: 'left-behind' }).count(), 0);
+  assert.ok(!(await page.locator('body').innerText()).includes(secret));
+  await page.getByRole('button', { name: 'Log out' }).click();
+  await page.close();
+});
+
+test('leaving the page and coming back with Back does not bring the secret back', async () => {
+  const page = await browser.newPage();
+  await page.goto(ts.url + '/');
+  await logIn(page, alice.email, alice.password);
+  const secret = await createKey(page, 'navigated-away');
+  await page.evaluate("addEventListener('pageshow', (event) => { document.body.dataset.restored = String(event.persisted); })");
+  await page.goto(ts.url + '/api/v1/openapi.json');
+  await page.goBack({ waitUntil: 'commit' });
+  await page.locator('#who', { hasText: alice.email }).waitFor();
+  // The browser kept the page (back/forward cache) rather than loading it again: the case where the
+  // secret could survive.
+  assert.equal(await page.evaluate('document.body.dataset.restored'), 'true');
+  await assertSecretGone(page, secret);
+  await page.close();
+});
+
+test('opening an app\'s builds clears the secret', async () => {
+  const created = await ts.request('POST', '/api/v1/deployments', {
+    token: alice.token,
+    body: { name: 'shown-app', subdomain: 'shown-app', source_type: 'archive' },
+  });
+  assert.equal(created.status, 201, created.text);
+  const page = await browser.newPage();
+  await page.goto(ts.url + '/');
+  await logIn(page, alice.email, alice.password);
+  const secret = await createKey(page, 'then-builds');
+  await page.locator('#app-rows tr', { hasText: 'shown-app' }).getByRole('button', { name: 'Builds' }).click();
+  await page.locator('#detail-title', { hasText: 'shown-app' }).waitFor();
+  await assertSecretGone(page, secret);
+  await page.close();
+});
