@@ -1,6 +1,14 @@
-// `slipway server`: run the Slipway server in the foreground until SIGINT/SIGTERM.
+// `slipway server`: run the Slipway server in the foreground until SIGINT/SIGTERM; `server reset-password`.
+import path from 'node:path';
 import { ConfigError, loadConfig } from '../config.js';
+import { randomBase62 } from '../core/credentials.js';
+import { DomainError } from '../core/errors.js';
+import { openDatabase } from '../db/database.js';
+import { resetPassword } from '../domain/accounts.js';
 import { startServer } from '../main.js';
+import { CliError, EXIT_USAGE } from './cli-error.js';
+import type { CliIo } from './cli-io.js';
+import { createPrompter } from './prompt.js';
 
 /** Starts the server from the environment; prints where it listens and a generated admin password. */
 export async function runServer(): Promise<void> {
@@ -45,4 +53,40 @@ export async function runServer(): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+/**
+ * `slipway server reset-password EMAIL`, run on the server host with the server's configuration
+ * (SLIPWAY_DATA_DIR, or SLIPWAY_DATABASE_URL for PostgreSQL): sets a new random password, printed
+ * once, or with --password-stdin the first line of stdin; revokes every session of the user.
+ */
+export async function runResetPassword(io: CliIo, email: string, options: { passwordStdin?: boolean }): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) throw new CliError(`configuration error: ${err.message}`, { exitCode: EXIT_USAGE });
+    throw err;
+  }
+  let password = randomBase62(20);
+  if (options.passwordStdin === true) {
+    const prompter = createPrompter(io, AbortSignal.timeout(300_000));
+    try {
+      password = await prompter.ask('', { secret: true });
+    } finally {
+      prompter.close();
+    }
+  }
+  const db = await openDatabase({ file: path.join(config.dataDir, 'slipway.db'), url: config.databaseUrl });
+  try {
+    const user = await resetPassword(db, email, password);
+    const where = config.databaseUrl === undefined ? config.dataDir : 'the PostgreSQL database';
+    io.stderr.write(`The password of ${user.email} (in ${where}) was reset; its sessions are logged out (API keys keep working).\n`);
+    if (options.passwordStdin !== true) io.stdout.write(`New password (shown only once): ${password}\n`);
+  } catch (err) {
+    if (err instanceof DomainError) throw new CliError(err.message, { code: err.code });
+    throw err;
+  } finally {
+    await db.destroy();
+  }
 }
