@@ -40,6 +40,11 @@ export interface Config {
   /** SLIPWAY_DEFAULT_MEMORY_MB / SLIPWAY_DEFAULT_CPUS: container limits unless a deployment sets its own. */
   readonly defaultMemoryBytes: number;
   readonly defaultNanoCpus: number;
+  /** SLIPWAY_MAX_MEMORY_MB / SLIPWAY_MAX_CPUS: ceilings of a deployment's memory_mb / cpus (decisions §13). */
+  readonly maxMemoryMb: number;
+  readonly maxCpus: number;
+  /** SLIPWAY_APP_PIDS_LIMIT: most processes and threads one app container may hold. */
+  readonly appPidsLimit: number;
   /** SLIPWAY_PUBLIC_URL: how users reach this server (scheme, host and port of app URLs); default http://<domain>:<port>. */
   readonly publicUrl: URL;
   /** SLIPWAY_TUNNELS_PER_KEY / SLIPWAY_TUNNEL_STREAMS: limits on live tunnels per API key and streams per tunnel. */
@@ -127,6 +132,15 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('SLIPWAY_PUBLIC_URL must be http:// or https://');
   }
 
+  const maxMemoryMb = integer(env, 'SLIPWAY_MAX_MEMORY_MB', 2048, 16, 1_048_576);
+  const maxCpus = cpus(env, 'SLIPWAY_MAX_CPUS', 2) / 1e9;
+  const defaultMemoryBytes = integer(env, 'SLIPWAY_DEFAULT_MEMORY_MB', 512, 16, 1_048_576) * 1024 * 1024;
+  const defaultNanoCpus = cpus(env, 'SLIPWAY_DEFAULT_CPUS', 1);
+  if (defaultMemoryBytes > maxMemoryMb * 1024 * 1024) {
+    throw new ConfigError(`SLIPWAY_DEFAULT_MEMORY_MB must not exceed SLIPWAY_MAX_MEMORY_MB (${maxMemoryMb})`);
+  }
+  if (defaultNanoCpus > Math.round(maxCpus * 1e9)) throw new ConfigError(`SLIPWAY_DEFAULT_CPUS must not exceed SLIPWAY_MAX_CPUS (${maxCpus})`);
+
   return {
     port,
     host,
@@ -145,8 +159,11 @@ export function loadConfig(env: Env = process.env): Config {
     buildTimeoutMs: integer(env, 'SLIPWAY_BUILD_TIMEOUT_SECONDS', 900, 1, 86_400) * 1000,
     startupTimeoutMs: integer(env, 'SLIPWAY_STARTUP_TIMEOUT_SECONDS', 60, 1, 3600) * 1000,
     keepImages: integer(env, 'SLIPWAY_KEEP_IMAGES', 5, 1, 100),
-    defaultMemoryBytes: integer(env, 'SLIPWAY_DEFAULT_MEMORY_MB', 512, 16, 1_048_576) * 1024 * 1024,
-    defaultNanoCpus: cpus(env, 'SLIPWAY_DEFAULT_CPUS', 1),
+    defaultMemoryBytes,
+    defaultNanoCpus,
+    maxMemoryMb,
+    maxCpus,
+    appPidsLimit: integer(env, 'SLIPWAY_APP_PIDS_LIMIT', 512, 16, 1_000_000),
     publicUrl,
     tunnelsPerKey: integer(env, 'SLIPWAY_TUNNELS_PER_KEY', 5, 1, 1000),
     streamsPerTunnel: integer(env, 'SLIPWAY_TUNNEL_STREAMS', 256, 1, 100_000),

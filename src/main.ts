@@ -80,6 +80,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       startupTimeoutMs: config.startupTimeoutMs,
       defaultMemoryBytes: config.defaultMemoryBytes,
       defaultNanoCpus: config.defaultNanoCpus,
+      appPidsLimit: config.appPidsLimit,
       log,
     });
   } else {
@@ -104,6 +105,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       keepImages: config.keepImages,
       defaultMemoryBytes: config.defaultMemoryBytes,
       defaultNanoCpus: config.defaultNanoCpus,
+      appPidsLimit: config.appPidsLimit,
       maxConcurrentBuilds: config.maxConcurrentBuilds,
       gitEnv: options.gitEnv ?? { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: config.dataDir },
     },
@@ -164,15 +166,27 @@ export async function startServer(startConfig: Config, options: StartOptions = {
 
   // One port: app hosts go to the data plane, everything else to the API.
   const server = http.createServer((req, res) => {
-    if (!proxy.handleRequest(req, res)) app.routing(req, res);
+    try {
+      if (!proxy.handleRequest(req, res)) app.routing(req, res);
+    } catch (err) {
+      // The last line of defence: a throw here would otherwise end the process for every tenant.
+      log('error', 'request handler threw', { url: req.url, error: err });
+      if (res.headersSent) res.destroy();
+      else writeInternalError(res);
+    }
   });
   server.on('upgrade', (req, socket, head) => {
-    if (proxy.handleUpgrade(req, socket, head)) return;
-    if ((req.url ?? '').split('?')[0] === '/api/v1/tunnels/connect') {
-      tunnels.handleUpgrade(req, socket, head);
-      return;
+    try {
+      if (proxy.handleUpgrade(req, socket, head)) return;
+      if ((req.url ?? '').split('?')[0] === '/api/v1/tunnels/connect') {
+        tunnels.handleUpgrade(req, socket, head);
+        return;
+      }
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    } catch (err) {
+      log('error', 'upgrade handler threw', { url: req.url, error: err });
+      socket.destroy();
     }
-    socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
   });
   server.headersTimeout = 60_000;
   server.requestTimeout = 0; // uploads and followed logs may take long; idle sockets still time out
@@ -206,6 +220,17 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       return closing;
     },
   };
+}
+
+/** A 500 `internal_error` answer, without detail (the detail goes to the log). */
+function writeInternalError(res: http.ServerResponse): void {
+  try {
+    const body = JSON.stringify({ error: 'internal_error', message: 'The server failed to handle this request.' });
+    res.writeHead(500, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' });
+    res.end(body);
+  } catch {
+    res.destroy();
+  }
 }
 
 function safeJson(detail: object): string {

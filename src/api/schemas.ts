@@ -59,8 +59,10 @@ export const CreateDeploymentBody = Type.Object(
     branch: Type.Optional(Type.String({ maxLength: 1000 })),
     dockerfile_path: Type.Optional(Type.String({ maxLength: 1000 })),
     health_check_path: Type.Optional(Type.String({ maxLength: 1000, description: 'path that must answer 2xx/3xx before traffic moves' })),
-    memory_mb: Type.Optional(Type.Integer({ description: 'memory limit in MiB (default 512)' })),
-    cpus: Type.Optional(Type.Number({ description: 'CPU limit (default 1)' })),
+    memory_mb: Type.Optional(
+      Type.Integer({ description: 'memory limit in MiB: 16 to SLIPWAY_MAX_MEMORY_MB (default ceiling 2048); default SLIPWAY_DEFAULT_MEMORY_MB (512)' }),
+    ),
+    cpus: Type.Optional(Type.Number({ description: 'CPU limit: 0.01 to SLIPWAY_MAX_CPUS (default ceiling 2); default SLIPWAY_DEFAULT_CPUS (1)' })),
   },
   { additionalProperties: false },
 );
@@ -73,8 +75,10 @@ export const UpdateDeploymentBody = Type.Object(
     branch: Type.Optional(Type.Union([Type.String({ maxLength: 1000 }), Type.Null()], { description: 'null: the remote default branch' })),
     dockerfile_path: Type.Optional(Type.String({ maxLength: 1000 })),
     health_check_path: Type.Optional(Type.Union([Type.String({ maxLength: 1000 }), Type.Null()])),
-    memory_mb: Type.Optional(Type.Union([Type.Integer(), Type.Null()], { description: 'null: the default' })),
-    cpus: Type.Optional(Type.Union([Type.Number(), Type.Null()], { description: 'null: the default' })),
+    memory_mb: Type.Optional(
+      Type.Union([Type.Integer(), Type.Null()], { description: 'MiB, 16 to SLIPWAY_MAX_MEMORY_MB (default ceiling 2048); null: the default' }),
+    ),
+    cpus: Type.Optional(Type.Union([Type.Number(), Type.Null()], { description: '0.01 to SLIPWAY_MAX_CPUS (default ceiling 2); null: the default' })),
   },
   { additionalProperties: false, description: 'Settings take effect at the next deploy or restart.' },
 );

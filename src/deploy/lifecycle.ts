@@ -38,6 +38,8 @@ export interface LifecycleSettings {
   readonly keepImages: number;
   readonly defaultMemoryBytes: number;
   readonly defaultNanoCpus: number;
+  /** Pids limit of every app container. */
+  readonly appPidsLimit: number;
   readonly maxConcurrentBuilds: number;
   /** Base environment of git processes ({ PATH, HOME }). */
   readonly gitEnv: Record<string, string>;
@@ -468,6 +470,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
       healthCheckPath: dep.health_check_path,
       memoryBytes: dep.memory_bytes ?? this.#deps.settings.defaultMemoryBytes,
       nanoCpus: dep.nano_cpus ?? this.#deps.settings.defaultNanoCpus,
+      pidsLimit: this.#deps.settings.appPidsLimit,
     };
   }
 

@@ -5,7 +5,7 @@ import type { Db } from '../db/database.js';
 import { nowIso } from '../db/database.js';
 import type { RoutingTable } from '../proxy/routing-table.js';
 import type { ContainerEngine } from '../runtime/engine.js';
-import { LABEL_INSTANCE, LABEL_MANAGED } from '../runtime/engine.js';
+import { LABEL_INSTANCE, LABEL_MANAGED, appNetworkName } from '../runtime/engine.js';
 import { imageRepositoryPrefix } from './images.js';
 import { startRelease } from './release.js';
 
@@ -19,6 +19,7 @@ export interface ReconcileDeps {
   readonly startupTimeoutMs: number;
   readonly defaultMemoryBytes: number;
   readonly defaultNanoCpus: number;
+  readonly appPidsLimit: number;
   readonly log: (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
 }
 
@@ -67,6 +68,7 @@ export async function reconcileWithEngine(deps: ReconcileDeps): Promise<void> {
             healthCheckPath: dep.health_check_path,
             memoryBytes: dep.memory_bytes ?? deps.defaultMemoryBytes,
             nanoCpus: dep.nano_cpus ?? deps.defaultNanoCpus,
+            pidsLimit: deps.appPidsLimit,
           },
           { timeoutMs: deps.startupTimeoutMs, signal: AbortSignal.timeout(deps.startupTimeoutMs + 30_000) },
         );
@@ -91,6 +93,14 @@ export async function reconcileWithEngine(deps: ReconcileDeps): Promise<void> {
     if (!knownContainers.has(container.id)) {
       log('info', `removing unknown container ${container.name}`);
       await engine.removeContainer(container.id);
+    }
+  }
+  // Networks are shared by the installation's containers; any other network carrying its label is a leftover.
+  const networks = new Set([appNetworkName(deps.instanceId)]);
+  for (const network of await engine.listNetworks({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: deps.instanceId })) {
+    if (!networks.has(network.name)) {
+      log('info', `removing unknown network ${network.name}`);
+      await engine.removeNetwork(network.id).catch((err: unknown) => log('warn', `could not remove network ${network.name}`, { err }));
     }
   }
   const keptImages = new Set(builds.filter((b) => b.status === 'succeeded' && b.image_id !== null).map((b) => b.image_id));

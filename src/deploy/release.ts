@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ContainerEngine, ContainerInfo } from '../runtime/engine.js';
-import { LABEL_BUILD, LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED, containerName } from '../runtime/engine.js';
+import { LABEL_BUILD, LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED, appNetworkName, containerName } from '../runtime/engine.js';
 
 /** The port an app listens on: the image's single EXPOSEd port, else 8080 (decisions §5). */
 export async function appPort(engine: ContainerEngine, image: string): Promise<number> {
@@ -34,6 +34,7 @@ export interface ReleaseTarget {
   readonly healthCheckPath: string | null;
   readonly memoryBytes: number;
   readonly nanoCpus: number;
+  readonly pidsLimit: number;
 }
 
 /** The marker line before the app's own output in a build log (the CLI finds it there). */
@@ -54,6 +55,12 @@ export async function startRelease(
   const port = await appPort(engine, target.image);
   const say = options.onOutput ?? ((): void => undefined);
   say(`==> starting the app: it must answer HTTP on port ${port} (the PORT environment variable)\n`);
+  const network = appNetworkName(target.instanceId);
+  await engine.ensureNetwork({
+    name: network,
+    labels: { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: target.instanceId },
+    isolated: true,
+  });
   const container = await engine.runContainer({
     image: target.image,
     // A build can be released more than once (restart, rollback): names must not collide.
@@ -68,6 +75,8 @@ export async function startRelease(
     containerPort: port,
     memoryBytes: target.memoryBytes,
     nanoCpus: target.nanoCpus,
+    pidsLimit: target.pidsLimit,
+    network,
   });
   const output = new OutputCopy(engine, container.id, say, options.signal);
   try {

@@ -53,6 +53,13 @@ export interface DeploymentDeps {
   readonly allowPrivateGit: boolean;
   /** Refuses repository hosts on private addresses (unless allowed); throws validation_error. */
   readonly checkRepoHost: (repoUrl: string) => Promise<void>;
+  /** Ceilings of a deployment's resources (SLIPWAY_MAX_MEMORY_MB, SLIPWAY_MAX_CPUS). */
+  readonly limits: ResourceCeilings;
+}
+
+export interface ResourceCeilings {
+  readonly maxMemoryMb: number;
+  readonly maxCpus: number;
 }
 
 const validationError = (message: string): DomainError => new DomainError('validation_error', message);
@@ -80,19 +87,19 @@ function checkHealthCheckPath(value: string): string {
   return value;
 }
 
-function checkMemoryBytes(memoryMb: number): number {
-  if (!Number.isInteger(memoryMb) || memoryMb < 16 || memoryMb > 65536) {
-    throw validationError('memory_mb must be a whole number from 16 to 65536');
+function checkMemoryBytes(memoryMb: number, limits: ResourceCeilings): number {
+  if (!Number.isInteger(memoryMb) || memoryMb < 16 || memoryMb > limits.maxMemoryMb) {
+    throw validationError(`memory_mb must be a whole number from 16 to ${limits.maxMemoryMb} (this server's ceiling)`);
   }
   return memoryMb * 1024 * 1024;
 }
 
-function checkNanoCpus(cpus: number): number {
-  if (!(cpus >= 0.01 && cpus <= 64)) throw validationError('cpus must be from 0.01 to 64');
+function checkNanoCpus(cpus: number, limits: ResourceCeilings): number {
+  if (!(cpus >= 0.01 && cpus <= limits.maxCpus)) throw validationError(`cpus must be from 0.01 to ${limits.maxCpus} (this server's ceiling)`);
   return Math.round(cpus * 1e9);
 }
 
-function validateCreate(input: CreateDeploymentInput, allowFile: boolean): Omit<DeploymentRow, 'id' | 'user_id' | 'created_at' | 'updated_at' | 'seq'> {
+function validateCreate(input: CreateDeploymentInput, allowFile: boolean, limits: ResourceCeilings): Omit<DeploymentRow, 'id' | 'user_id' | 'created_at' | 'updated_at' | 'seq'> {
   const name = checkName(input.name);
   const subdomain = normalizeSubdomain(input.subdomain);
   const sourceType = input.source_type ?? 'git';
@@ -121,8 +128,8 @@ function validateCreate(input: CreateDeploymentInput, allowFile: boolean): Omit<
     upload_sha256: null,
     live_build_id: null,
     health_check_path: input.health_check_path === undefined ? null : checkHealthCheckPath(input.health_check_path),
-    memory_bytes: input.memory_mb === undefined ? null : checkMemoryBytes(input.memory_mb),
-    nano_cpus: input.cpus === undefined ? null : checkNanoCpus(input.cpus),
+    memory_bytes: input.memory_mb === undefined ? null : checkMemoryBytes(input.memory_mb, limits),
+    nano_cpus: input.cpus === undefined ? null : checkNanoCpus(input.cpus, limits),
   };
 }
 
@@ -152,8 +159,8 @@ export async function updateDeployment(
   if (input.health_check_path !== undefined) {
     changes.health_check_path = input.health_check_path === null ? null : checkHealthCheckPath(input.health_check_path);
   }
-  if (input.memory_mb !== undefined) changes.memory_bytes = input.memory_mb === null ? null : checkMemoryBytes(input.memory_mb);
-  if (input.cpus !== undefined) changes.nano_cpus = input.cpus === null ? null : checkNanoCpus(input.cpus);
+  if (input.memory_mb !== undefined) changes.memory_bytes = input.memory_mb === null ? null : checkMemoryBytes(input.memory_mb, deps.limits);
+  if (input.cpus !== undefined) changes.nano_cpus = input.cpus === null ? null : checkNanoCpus(input.cpus, deps.limits);
   if (input.repo_url !== undefined || input.branch !== undefined) {
     if (row.source_type !== 'git') throw validationError('repo_url and branch are for git deployments');
     if (input.repo_url !== undefined) {
@@ -168,7 +175,7 @@ export async function updateDeployment(
 
 /** Creates a deployment. The subdomain is claimed by a unique index, also against live tunnels. */
 export async function createDeployment(deps: DeploymentDeps, principal: Principal, input: CreateDeploymentInput): Promise<DeploymentRow> {
-  const fields = validateCreate(input, deps.allowPrivateGit);
+  const fields = validateCreate(input, deps.allowPrivateGit, deps.limits);
   if (fields.repo_url !== null) await deps.checkRepoHost(fields.repo_url);
   const now = nowIso();
   const id = crypto.randomUUID();

@@ -23,7 +23,7 @@ export interface UploadDeps {
   readonly archiveLimits: ArchiveLimits;
 }
 
-/** Largest accepted `dockerfile` part. */
+/** Largest accepted `dockerfile` part, sent as text or as a file (its content is the Dockerfile). */
 export const MAX_DOCKERFILE_BYTES = 1024 * 1024;
 
 /**
@@ -38,14 +38,18 @@ export async function authorizeUpload(db: Db, principal: Principal, id: string):
 }
 
 /**
- * Receives the parts `archive` (required, tar.gz) and `dockerfile` (optional text), validates the
- * archive, and makes it the deployment's source. A rejected upload leaves the previous one as it was.
+ * Receives the parts `archive` (required, tar.gz) and `dockerfile` (optional text, or a file holding
+ * the text), validates the archive, and makes it the deployment's source. A rejected upload leaves the
+ * previous one as it was. However the call ends (success, refusal, `parts` failing because the
+ * connection closed, `signal` aborting), its staging directory is removed before it settles: the
+ * one cleanup path for an upload's files.
  */
 export async function uploadSource(
   deps: UploadDeps,
   principal: Principal,
   id: string,
   parts: AsyncIterable<UploadPart>,
+  signal?: AbortSignal,
 ): Promise<{ status: 'uploaded'; size: number }> {
   await authorizeUpload(deps.db, principal, id);
   const staged = deps.store.stagingPath('upload');
@@ -70,7 +74,8 @@ export async function uploadSource(
     if (received === undefined) throw new DomainError('validation_error', 'the "archive" part (a tar.gz file) is required');
     if (received.size === 0) throw new DomainError('validation_error', 'the archive is empty');
 
-    await extractArchive(path.join(staged, 'archive.tar.gz'), path.join(staged, 'src'), deps.archiveLimits);
+    await extractArchive(path.join(staged, 'archive.tar.gz'), path.join(staged, 'src'), deps.archiveLimits, signal);
+    signal?.throwIfAborted();
     // The deployment may have changed (or gone) while the archive streamed in.
     const row = await getDeploymentRow(deps.db, principal, id);
     if (dockerfile !== undefined) await writeFileInside(path.join(staged, 'src'), row.dockerfile_path, dockerfile);

@@ -1,11 +1,5 @@
 // The embedded Node data plane: serves `<subdomain>.<domain>` requests and upgrades from the routing table.
-import {
-  Agent,
-  request as httpRequest,
-  type ClientRequest,
-  type IncomingMessage,
-  type ServerResponse,
-} from 'node:http';
+import { Agent, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import {
@@ -17,6 +11,7 @@ import {
   writeRawPage,
   type Page,
 } from './pages.js';
+import { failResponse, openUpstreamRequest, relayResponse, stripHopByHop } from './relay.js';
 import type { Route, RoutingTable, Upstream } from './routing-table.js';
 
 export interface AppProxyOptions {
@@ -30,12 +25,8 @@ export interface AppProxyOptions {
 
 const DEFAULT_UPSTREAM_TIMEOUT_MS = 60_000;
 
-/** Headers that describe one connection, never forwarded (RFC 9110 §7.6.1). `proxy-*` is matched by prefix. */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
-
 /** The visitor's own values of the headers we set for the upstream. */
 const FORWARDED: ReadonlySet<string> = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host']);
-const NONE: ReadonlySet<string> = new Set();
 
 /** Methods safe to send twice when a reused keep-alive socket turns out to be closed. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
@@ -144,12 +135,8 @@ export class AppProxy {
 
   #proxyRequest(req: IncomingMessage, res: ServerResponse, upstream: Upstream, retried: boolean): void {
     const key = upstreamKey(upstream);
-    const release = this.#acquire(key);
-    let bodyStarted = false;
-    let responded = false;
-    let timedOut = false;
-
-    const proxyReq: ClientRequest = httpRequest({
+    const host = displayHost(req);
+    const opened = openUpstreamRequest({
       host: upstream.host,
       port: upstream.port,
       method: req.method,
@@ -157,6 +144,16 @@ export class AppProxy {
       headers: forwardedHeaders(req, this.#protocol),
       agent: this.#agent,
     });
+    if (opened instanceof Error) {
+      this.#log('warn', 'request cannot be sent upstream', { host, error: opened.message });
+      failResponse(res, badGatewayPage(host));
+      return;
+    }
+    const proxyReq: ClientRequest = opened;
+    const release = this.#acquire(key);
+    let bodyStarted = false;
+    let timedOut = false;
+
     // Time to response headers only: a started response may stream for as long as it likes.
     const timer = setTimeout(() => {
       timedOut = true;
@@ -182,39 +179,20 @@ export class AppProxy {
     });
     req.once('error', () => proxyReq.destroy());
 
-    proxyReq.on('response', (proxyRes: IncomingMessage) => {
-      clearTimeout(timer);
-      responded = true;
-      if (res.destroyed) {
-        proxyRes.destroy();
-        return;
-      }
-      res.writeHead(proxyRes.statusCode ?? 502, proxyRes.statusMessage, responseHeaders(proxyRes.rawHeaders));
-      proxyRes.on('error', () => res.destroy());
-      proxyRes.once('close', () => {
-        // The upstream dropped mid-body: the visitor must see a broken response, not a short one.
-        if (!proxyRes.complete) res.destroy();
-      });
-      proxyRes.pipe(res);
-    });
-
-    proxyReq.on('error', (err: NodeJS.ErrnoException) => {
-      clearTimeout(timer);
-      if (responded || res.headersSent) {
-        res.destroy();
-        return;
-      }
-      if (res.destroyed) return;
-      release();
-      const retryTo = retried || timedOut ? undefined : this.#retryTarget(req, upstream, err, bodyStarted, proxyReq);
-      if (retryTo !== undefined) {
-        this.#log('info', 'retrying request against the current upstream', { from: key, to: upstreamKey(retryTo), code: err.code });
-        this.#proxyRequest(req, res, retryTo, true);
-        return;
-      }
-      const host = displayHost(req);
-      this.#log('warn', 'upstream request failed', { host, upstream: key, error: err.message, code: err.code });
-      writePage(res, timedOut ? gatewayTimeoutPage(host) : badGatewayPage(host));
+    relayResponse(proxyReq, res, {
+      onStatus: () => clearTimeout(timer),
+      onFailure: (err) => {
+        clearTimeout(timer);
+        release();
+        const retryTo = retried || timedOut ? undefined : this.#retryTarget(req, upstream, err, bodyStarted, proxyReq);
+        if (retryTo !== undefined) {
+          this.#log('info', 'retrying request against the current upstream', { from: key, to: upstreamKey(retryTo), code: err.code });
+          this.#proxyRequest(req, res, retryTo, true);
+          return;
+        }
+        this.#log('warn', 'upstream request failed', { host, upstream: key, error: err.message, code: err.code });
+        failResponse(res, timedOut ? gatewayTimeoutPage(host) : badGatewayPage(host));
+      },
     });
   }
 
@@ -374,11 +352,6 @@ export function upgradeRequestHead(req: IncomingMessage, protocol: string): stri
   return `${lines.join('\r\n')}\r\n\r\n`;
 }
 
-/** An upstream's raw response headers (`rawHeaders`) for the visitor: hop-by-hop ones removed. */
-export function responseHeaders(rawHeaders: readonly string[]): string[] {
-  return stripHopByHop(rawHeaders, NONE);
-}
-
 /** True when the visitor's request carries no body (so it can be sent again as is). */
 export function hasNoRequestBody(req: IncomingMessage): boolean {
   const length = req.headers['content-length'];
@@ -401,27 +374,6 @@ function forwardedValues(req: IncomingMessage, protocol: string): { for: string;
     proto: protocol,
     host: req.headers.host,
   };
-}
-
-/**
- * Copies a raw header list without the hop-by-hop headers (also those the Connection header
- * names) and without those in `drop` (lower case).
- */
-function stripHopByHop(rawHeaders: readonly string[], drop: ReadonlySet<string>): string[] {
-  let named: Set<string> | undefined;
-  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
-    if (rawHeaders[i]?.toLowerCase() !== 'connection') continue;
-    named ??= new Set();
-    for (const token of (rawHeaders[i + 1] ?? '').split(',')) named.add(token.trim().toLowerCase());
-  }
-  const out: string[] = [];
-  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i] ?? '';
-    const lower = name.toLowerCase();
-    if (HOP_BY_HOP.has(lower) || drop.has(lower) || named?.has(lower) === true || lower.startsWith('proxy-')) continue;
-    out.push(name, rawHeaders[i + 1] ?? '');
-  }
-  return out;
 }
 
 /** The visitor's address, with IPv4-mapped IPv6 ("::ffff:1.2.3.4") shown as plain IPv4. */

@@ -47,7 +47,8 @@ export function writePage(res: ServerResponse, page: Page): void {
     return;
   }
   const body = renderPage(page);
-  res.writeHead(page.status, {
+  // The reason phrase is given: a refused upstream head may have left its own in res.statusMessage.
+  res.writeHead(page.status, STATUS_CODES[page.status] ?? 'Error', {
     'content-type': 'text/html; charset=utf-8',
     'content-length': Buffer.byteLength(body),
     'cache-control': 'no-store',

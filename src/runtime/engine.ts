@@ -34,6 +34,23 @@ export interface RunContainerOptions {
   containerPort: number;
   memoryBytes: number;
   nanoCpus: number;
+  /** Most processes and threads the container may hold at once. */
+  pidsLimit: number;
+  /** The network the container joins (see ensureNetwork); it must exist. */
+  network: string;
+}
+
+export interface NetworkOptions {
+  name: string;
+  labels: Record<string, string>;
+  /** Containers on the network cannot reach one another (inter-container communication off). */
+  isolated: boolean;
+}
+
+export interface NetworkInfo {
+  id: string;
+  name: string;
+  labels: Record<string, string>;
 }
 
 export interface ContainerInfo {
@@ -69,8 +86,10 @@ export interface ContainerEngine {
   /** Removes an image (force), ignoring "not found". */
   removeImage(image: string): Promise<void>;
   /**
-   * Creates and starts a container: containerPort/tcp published on 127.0.0.1 with an engine-chosen
-   * host port, env, labels, memory/cpu limits, restart policy unless-stopped, no init process.
+   * Creates and starts a confined container: containerPort/tcp published on 127.0.0.1 with an
+   * engine-chosen host port, env, labels, memory/cpu/pids limits, restart policy unless-stopped,
+   * an init process, every capability dropped but a web server's few (APP_CAPABILITIES),
+   * no-new-privileges and rotated logs.
    */
   runContainer(options: RunContainerOptions): Promise<ContainerInfo>;
   /** Null when the container does not exist. */
@@ -90,7 +109,24 @@ export interface ContainerEngine {
   listContainers(labels: Record<string, string>): Promise<ContainerInfo[]>;
   /** All images carrying every one of these labels. */
   listImages(labels: Record<string, string>): Promise<ImageInfo[]>;
+  /** Creates a bridge network unless one of that name exists; resolves with its id. */
+  ensureNetwork(options: NetworkOptions): Promise<{ id: string }>;
+  /** Removes a network, ignoring not-found; containers still on it make this throw. */
+  removeNetwork(name: string): Promise<void>;
+  /** All networks carrying every one of these labels. */
+  listNetworks(labels: Record<string, string>): Promise<NetworkInfo[]>;
 }
+
+/**
+ * The only capabilities an app container keeps: enough for a web server that starts as root,
+ * binds a low port and drops to its own user (nginx, Apache, images using gosu/su-exec), signals
+ * its workers and chowns its own files. Gone are NET_RAW (spoofing on the bridge), MKNOD,
+ * SETFCAP, SETPCAP, DAC_OVERRIDE, FOWNER, FSETID, SYS_CHROOT and AUDIT_WRITE.
+ */
+export const APP_CAPABILITIES: readonly string[] = ['CHOWN', 'SETUID', 'SETGID', 'KILL', 'NET_BIND_SERVICE'];
+/** Container log rotation: json-file logs of at most this many files of this size. */
+export const APP_LOG_MAX_SIZE = '10m';
+export const APP_LOG_MAX_FILES = 3;
 
 /** A build the engine ran and that failed (bad Dockerfile, failing RUN, missing file...). */
 export class EngineBuildError extends Error {
@@ -102,6 +138,14 @@ export class EngineBuildError extends Error {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.outputTail = outputTail;
   }
+}
+
+/**
+ * The network an installation's app containers share. Inter-container communication is off on it,
+ * so no container reaches another (another deployment's, or its own older release) by address.
+ */
+export function appNetworkName(instanceId: string): string {
+  return `slipway-${instanceId}-apps`;
 }
 
 /**

@@ -26,10 +26,14 @@ const GZIP_MAGIC = Buffer.from([0x1f, 0x8b, 0x08]);
 /** fs errors that mean the archive's entries collide with each other, not that the server is broken. */
 const CONFLICT_CODES = new Set(['EEXIST', 'ENOTDIR', 'EISDIR', 'ENAMETOOLONG', 'ELOOP', 'ENOENT', 'EINVAL']);
 
-/** One extraction run: the parser feeds entries in order; checks are synchronous, disk work is chained. */
+/**
+ * One pass over the archive: the parser feeds entries in order; checks are synchronous, disk work is
+ * chained. A dry pass (`write` false) runs every check from the headers alone and writes nothing.
+ */
 class ArchiveExtraction {
   readonly #root: string;
   readonly #limits: ArchiveLimits;
+  readonly #write: boolean;
   readonly #maxTarBytes: number;
   readonly #tree: TreeNode & { kind: 'dir' } = { kind: 'dir', children: new Map(), mode: undefined };
   readonly #symlinks: Array<{ readonly raw: string; readonly segments: readonly string[]; readonly target: string }> = [];
@@ -50,9 +54,10 @@ class ArchiveExtraction {
   #pendingWrite: ((error?: Error | null) => void) | undefined;
   #pendingFinal: ((error?: Error | null) => void) | undefined;
 
-  constructor(root: string, limits: ArchiveLimits) {
+  constructor(root: string, limits: ArchiveLimits, write: boolean) {
     this.#root = root;
     this.#limits = limits;
+    this.#write = write;
     this.#maxTarBytes = Math.min(
       Number.MAX_SAFE_INTEGER,
       limits.maxExpandedBytes + (limits.maxEntries + 1) * FRAMING_BYTES_PER_ENTRY + MAX_META_BYTES,
@@ -85,6 +90,7 @@ class ArchiveExtraction {
         throw invalid(this.#sawEof ? 'archive is empty' : 'archive is not a tar archive');
       }
       await this.#createSymlinks(signal);
+      if (!this.#write) return { entries: this.#entries, expandedBytes: this.#declaredBytes };
       await this.#applyDirModes(signal);
       return { entries: this.#entries, expandedBytes: this.#writtenBytes };
     } finally {
@@ -175,8 +181,9 @@ class ArchiveExtraction {
     pendingFinal?.(error as Error);
   }
 
-  /** Queues disk work after everything queued before it; skipped once the run has failed. */
+  /** Queues disk work after everything queued before it; skipped once the run has failed, and in a dry pass. */
   #enqueue(raw: string, work: () => Promise<void>): void {
+    if (!this.#write) return;
     this.#chain = this.#chain
       .then(async () => {
         if (!this.#failed) await work();
@@ -247,6 +254,10 @@ class ArchiveExtraction {
       case 'file': {
         const replace = this.#checkReplaceable(existing, name);
         parent.children.set(last, { kind: 'file' });
+        if (!this.#write) {
+          entry.resume();
+          return;
+        }
         const mode = (entry.mode ?? 0o644) & 0o777; // never setuid/setgid/sticky
         this.#current = entry;
         this.#enqueue(raw, () => this.#writeFile(entry, abs, size, mode, replace, name));
@@ -369,6 +380,7 @@ class ArchiveExtraction {
       const why = symlinkEscape(this.#tree, link.segments.slice(0, -1), link.target, true);
       if (why !== undefined) throw invalid(`archive entry ${quote(link.raw)} is a symlink to ${quote(link.target)}, which ${why}`);
     }
+    if (!this.#write) return;
     for (const link of this.#symlinks) {
       signal?.throwIfAborted();
       try {
@@ -428,7 +440,9 @@ async function assertGzip(archivePath: string): Promise<void> {
 
 /**
  * Extracts the gzip-compressed tar at `archivePath` into `destDir` (which must not exist yet; it is created),
- * checking every entry strictly. On any violation it removes destDir and throws
+ * checking every entry strictly. Two passes: the first reads only the headers and writes nothing, so
+ * an archive over the limits (the sum of its entries' declared sizes, or their count) or with any bad
+ * entry is refused before a single file is written; the second extracts. On any violation it removes destDir and throws
  * DomainError('validation_error', <clear message naming the entry and the problem>).
  *
  * Accepted: regular files (mode kept, setuid/setgid/sticky dropped), directories, symlinks whose target
@@ -447,10 +461,11 @@ export async function extractArchive(
   signal?.throwIfAborted();
   await assertGzip(archivePath);
   const root = path.resolve(destDir);
+  await new ArchiveExtraction(root, limits, false).run(archivePath, signal);
   await fs.mkdir(path.dirname(root), { recursive: true });
   await fs.mkdir(root, { mode: 0o755 });
   try {
-    return await new ArchiveExtraction(root, limits).run(archivePath, signal);
+    return await new ArchiveExtraction(root, limits, true).run(archivePath, signal);
   } catch (err) {
     await fs.rm(root, { recursive: true, force: true });
     throw err;

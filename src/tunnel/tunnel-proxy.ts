@@ -1,8 +1,9 @@
 // Tunnel data plane: serves one tunnel's visitors by speaking HTTP to the local app over raw tunnel streams.
-import { Agent, request as httpRequest, type ClientRequest, type ClientRequestArgs, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Agent, type ClientRequestArgs, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { displayHost, forwardedHeaders, hasNoRequestBody, responseHeaders, upgradeRequestHead } from '../proxy/app-proxy.js';
+import { displayHost, forwardedHeaders, hasNoRequestBody, upgradeRequestHead } from '../proxy/app-proxy.js';
 import { badGatewayPage, unavailablePage, writePage, writeRawPage, type Page } from '../proxy/pages.js';
+import { InvalidUpstreamAnswer, failResponse, openUpstreamRequest, relayResponse } from '../proxy/relay.js';
 import type { StreamTarget } from '../proxy/routing-table.js';
 import { StreamResetError, joinSocket, type Mux } from './mux.js';
 import { REFUSED_REASON, type RequestLogEntry } from './protocol.js';
@@ -133,21 +134,18 @@ export class TunnelProxy implements StreamTarget {
   }
 
   #forward(req: IncomingMessage, res: ServerResponse, retried: boolean, onStatus: (status: number) => void): void {
-    let proxyReq: ClientRequest;
-    try {
-      proxyReq = httpRequest({
-        agent: this.#agent,
-        host: TUNNEL_HOST,
-        method: req.method,
-        path: req.url,
-        headers: forwardedHeaders(req, this.#protocol),
-      });
-    } catch {
+    const proxyReq = openUpstreamRequest({
+      agent: this.#agent,
+      host: TUNNEL_HOST,
+      method: req.method,
+      path: req.url,
+      headers: forwardedHeaders(req, this.#protocol),
+    });
+    if (proxyReq instanceof Error) {
       // Node refused the method, path or a header: nothing was sent.
       onStatus(502);
-      return writePage(res, badGatewayPage(displayHost(req)));
+      return failResponse(res, badGatewayPage(displayHost(req)));
     }
-    let responded = false;
     res.once('close', () => {
       // The visitor went away (or we finished): never leave the app's request running. Destroying
       // the request destroys its stream, whose RESET makes the client drop its app connection.
@@ -155,43 +153,19 @@ export class TunnelProxy implements StreamTarget {
     });
     req.once('error', () => proxyReq.destroy());
 
-    proxyReq.on('response', (proxyRes: IncomingMessage) => {
-      responded = true;
-      const status = proxyRes.statusCode ?? 502;
-      onStatus(status);
-      if (res.destroyed) {
-        proxyRes.destroy();
-        return;
-      }
-      try {
-        res.writeHead(status, proxyRes.statusMessage, responseHeaders(proxyRes.rawHeaders));
-      } catch {
-        proxyRes.destroy();
+    relayResponse(proxyReq, res, {
+      onStatus,
+      onFailure: (err) => {
+        // A kept-alive stream whose app connection was closing as we reused it: the app never saw
+        // the request. Send it once more, on another stream, when that is safe.
+        const replayable = !(err instanceof InvalidUpstreamAnswer) && IDEMPOTENT.has(req.method ?? '') && hasNoRequestBody(req);
+        if (!retried && proxyReq.reusedSocket && replayable) {
+          this.#forward(req, res, true, onStatus);
+          return;
+        }
         onStatus(502);
-        return writePage(res, badGatewayPage(displayHost(req)));
-      }
-      proxyRes.on('error', () => res.destroy());
-      proxyRes.once('close', () => {
-        // The app dropped mid-body: the visitor must see a broken response, not a short one.
-        if (!proxyRes.complete) res.destroy();
-      });
-      proxyRes.pipe(res);
-    });
-
-    proxyReq.on('error', (err: Error) => {
-      if (responded || res.headersSent) {
-        res.destroy();
-        return;
-      }
-      if (res.destroyed) return;
-      // A kept-alive stream whose app connection was closing as we reused it: the app never saw
-      // the request. Send it once more, on another stream, when that is safe.
-      if (!retried && proxyReq.reusedSocket && IDEMPOTENT.has(req.method ?? '') && hasNoRequestBody(req)) {
-        this.#forward(req, res, true, onStatus);
-        return;
-      }
-      onStatus(502);
-      writePage(res, appUnreachablePage(req, err));
+        failResponse(res, appUnreachablePage(req, err));
+      },
     });
 
     if (hasNoRequestBody(req)) proxyReq.end();

@@ -80,4 +80,19 @@ describe('loadConfig', () => {
     assert.equal(loadConfig({ SLIPWAY_DEFAULT_CPUS: '1.5' }).defaultNanoCpus, 1_500_000_000);
     refuses({ SLIPWAY_DATABASE_URL: 'mysql://x' }, /SLIPWAY_DATABASE_URL/);
   });
+
+  test('resource ceilings and the pids limit: defaults, overrides, and defaults above a ceiling refused', () => {
+    const defaults = loadConfig({});
+    assert.equal(defaults.maxMemoryMb, 2048);
+    assert.equal(defaults.maxCpus, 2);
+    assert.equal(defaults.appPidsLimit, 512);
+    const set = loadConfig({ SLIPWAY_MAX_MEMORY_MB: '4096', SLIPWAY_MAX_CPUS: '3.5', SLIPWAY_APP_PIDS_LIMIT: '100' });
+    assert.equal(set.maxMemoryMb, 4096);
+    assert.equal(set.maxCpus, 3.5);
+    assert.equal(set.appPidsLimit, 100);
+    refuses({ SLIPWAY_MAX_MEMORY_MB: '256' }, /SLIPWAY_DEFAULT_MEMORY_MB must not exceed SLIPWAY_MAX_MEMORY_MB/);
+    refuses({ SLIPWAY_MAX_CPUS: '0.5' }, /SLIPWAY_DEFAULT_CPUS must not exceed SLIPWAY_MAX_CPUS/);
+    refuses({ SLIPWAY_APP_PIDS_LIMIT: '0' }, /SLIPWAY_APP_PIDS_LIMIT/);
+    refuses({ SLIPWAY_MAX_MEMORY_MB: 'lots' }, /SLIPWAY_MAX_MEMORY_MB/);
+  });
 });

@@ -303,6 +303,32 @@ describe('deployments', () => {
     assertError(await s.request('PATCH', `/api/v1/deployments/${archive.json.id}`, { token: user.token, body: { branch: 'main' } }), 400, 'validation_error', 'branch on archive');
   });
 
+  test('memory_mb and cpus above the server ceilings (2048 MiB, 2 CPUs) are refused on create and PATCH', async () => {
+    for (const [extra, field] of [
+      [{ memory_mb: 2049 }, 'memory_mb'],
+      [{ memory_mb: 65536 }, 'memory_mb'],
+      [{ cpus: 2.01 }, 'cpus'],
+      [{ cpus: 64 }, 'cpus'],
+    ] as const) {
+      const res = await create({ name: 'big', subdomain: fresh('big'), source_type: 'archive', ...extra });
+      assertError(res, 400, 'validation_error', `create ${JSON.stringify(extra)}`);
+      assert.match(res.json.message as string, new RegExp(`^${field} .*\\b(2048|2)\\b`));
+    }
+    const atCeiling = await create({ name: 'max', subdomain: fresh('max'), source_type: 'archive', memory_mb: 2048, cpus: 2 });
+    assert.equal(atCeiling.status, 201, atCeiling.text);
+    const id = atCeiling.json.id as string;
+    const patch = (body: unknown): Promise<HttpResult> => s.request('PATCH', `/api/v1/deployments/${id}`, { token: user.token, body });
+    const tooMuchMemory = await patch({ memory_mb: 4096 });
+    assertError(tooMuchMemory, 400, 'validation_error', 'PATCH memory_mb');
+    assert.match(tooMuchMemory.json.message as string, /^memory_mb /);
+    const tooManyCpus = await patch({ cpus: 3 });
+    assertError(tooManyCpus, 400, 'validation_error', 'PATCH cpus');
+    assert.match(tooManyCpus.json.message as string, /^cpus /);
+    const unchanged = await s.request('GET', `/api/v1/deployments/${id}`, { token: user.token });
+    assert.equal(unchanged.json.memory_mb, 2048);
+    assert.equal(unchanged.json.cpus, 2);
+  });
+
   test('DELETE answers 204, then 404, and the subdomain is free again', async () => {
     const subdomain = fresh('del');
     const res = await create({ name: 'gone', subdomain, source_type: 'archive' });

@@ -2,14 +2,16 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { gzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import SQLite from 'better-sqlite3';
 import { assertError } from '../helpers/api-assert.js';
-import { buildMultipart, uploadBody, type MultipartBody } from '../helpers/multipart.js';
+import { buildMultipart, multipartEnd, newBoundary, partHead, uploadBody, type MultipartBody } from '../helpers/multipart.js';
 import { startTestServer, type HttpResult, type TestServer } from '../helpers/server.js';
-import { makeTar, makeTarGz, type TarEntrySpec } from '../helpers/tar-fixtures.js';
+import { makeTar, makeTarGz, makeZeroBomb, type TarEntrySpec } from '../helpers/tar-fixtures.js';
 
 let counter = 0;
 const fresh = (label: string): string => `${label}-${process.pid}-${(counter += 1)}`;
@@ -296,3 +298,250 @@ describe('upload limits', () => {
     assert.deepEqual((await s.request('GET', '/api/v1/deployments', { token: user.token })).json.length, 1);
   });
 });
+
+/** Waits until `check` holds, polling; fails after `timeoutMs`. */
+async function waitUntil(what: string, check: () => boolean, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting until ${what}`);
+    await sleep(25);
+  }
+}
+
+const stagingEntries = (s: TestServer): string[] => fs.readdirSync(path.join(s.dataDir, 'tmp'));
+
+/** An upload request written by hand on a socket: its head, with the Content-Length the caller declares. */
+function openUpload(s: TestServer, token: string, id: string, boundary: string, contentLength: number): net.Socket {
+  const socket = net.connect(s.port, '127.0.0.1');
+  socket.write(
+    `POST /api/v1/deployments/${id}/upload HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\n` +
+      `Content-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${contentLength}\r\n\r\n`,
+  );
+  return socket;
+}
+
+/** Reads the answer on `socket` until the server has sent a whole JSON body or closed; fails after a timeout. */
+async function readAnswer(socket: net.Socket, timeoutMs = 30_000): Promise<{ status: number; json: { error?: string; message?: string } } | 'closed'> {
+  let text = '';
+  socket.setEncoding('utf8');
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`no answer and no close within ${timeoutMs} ms (got ${JSON.stringify(text.slice(0, 200))})`));
+    }, timeoutMs);
+    const settle = (value: Awaited<ReturnType<typeof readAnswer>>): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(value);
+    };
+    const parse = (): void => {
+      const split = text.indexOf('\r\n\r\n');
+      const length = /\r\ncontent-length: (\d+)/i.exec(text)?.[1];
+      if (split < 0 || length === undefined || Buffer.byteLength(text.slice(split + 4)) < Number(length)) return;
+      settle({ status: Number(text.slice(9, 12)), json: JSON.parse(text.slice(split + 4)) });
+    };
+    socket.on('data', (chunk: string) => {
+      text += chunk;
+      parse();
+    });
+    socket.on('error', () => undefined);
+    socket.on('close', () => settle('closed'));
+  });
+}
+
+describe('upload bodies that end badly', () => {
+  let s: TestServer;
+  let user: Awaited<ReturnType<TestServer['newUser']>>;
+  before(async () => {
+    s = await startTestServer();
+    user = await s.newUser('ends');
+  });
+  after(async () => {
+    await s.close();
+  });
+
+  /** An archive deployment with a first upload in place, and the state that must survive. */
+  const withBaseline = async (): Promise<{ id: string; before: ReturnType<typeof uploadState> }> => {
+    const res = await s.request('POST', '/api/v1/deployments', { token: user.token, body: { name: 'e', subdomain: fresh('end'), source_type: 'archive' } });
+    assert.equal(res.status, 201, res.text);
+    const id = res.json.id as string;
+    assert.equal((await sendUpload(s, user.token, id, uploadBody(makeTarGz(BASELINE)))).status, 200);
+    return { id, before: uploadState(s, id) };
+  };
+
+  test('the audit\'s shape (archive, dockerfile as a file, a text part over 1 MiB, no closing boundary) is answered 400 and leaves nothing staged', async () => {
+    const { id, before } = await withBaseline();
+    const boundary = newBoundary();
+    const body = Buffer.concat([
+      Buffer.from(partHead(boundary, { name: 'archive', filename: 'a.tar.gz' })),
+      makeTarGz([{ path: 'Dockerfile', content: 'FROM scratch\n' }, { path: 'pwned', content: 'x' }]),
+      Buffer.from(`\r\n${partHead(boundary, { name: 'dockerfile', filename: 'Dockerfile', contentType: 'text/plain' })}FROM scratch\n`),
+      Buffer.from(`\r\n${partHead(boundary, { name: 'note' })}`),
+      Buffer.alloc(1024 * 1024 + 100, 'a'),
+    ]);
+    // Repeated: the old parser's outcome depended on which of its events won a race.
+    for (let i = 0; i < 5; i++) {
+      const socket = openUpload(s, user.token, id, boundary, body.length);
+      socket.write(body);
+      const answer = await readAnswer(socket);
+      assert.notEqual(answer, 'closed');
+      if (answer === 'closed') return;
+      assert.equal(answer.status, 400, JSON.stringify(answer.json));
+      assert.equal(answer.json.error, 'validation_error');
+      await waitUntil('staging is empty', () => stagingEntries(s).length === 0);
+      assert.deepEqual(uploadState(s, id), before);
+    }
+  });
+
+  test('a text part over 1 MiB is 400 validation_error, and so is a body without its closing boundary', async () => {
+    const { id, before } = await withBaseline();
+    const archive = makeTarGz(BASELINE);
+    const longField = buildMultipart([
+      { name: 'archive', filename: 'a.tar.gz', content: archive },
+      { name: 'dockerfile', content: 'x'.repeat(1024 * 1024 + 1) },
+    ]);
+    const res = await sendUpload(s, user.token, id, longField);
+    assertError(res, 400, 'validation_error', 'long field');
+    assert.match(res.json.message, /larger than the limit of a text part/);
+    assert.deepEqual(uploadState(s, id), before);
+
+    const whole = uploadBody(archive);
+    const boundary = whole.contentType.split('boundary=')[1] as string;
+    const cut = { ...whole, body: whole.body.subarray(0, whole.body.length - multipartEnd(boundary).length) };
+    assert.ok(!cut.body.includes(`--${boundary}--`), 'the closing boundary is gone');
+    const noEnd = await sendUpload(s, user.token, id, cut);
+    assertError(noEnd, 400, 'validation_error', 'no closing boundary');
+    assert.match(noEnd.json.message, /closing boundary/);
+    assert.deepEqual(uploadState(s, id), before);
+    assertNoStrayFiles(s);
+  });
+
+  test('a dockerfile sent as a file part is taken as the Dockerfile text, up to 1 MiB', async () => {
+    const { id, before } = await withBaseline();
+    const archive = makeTarGz(BASELINE);
+    const dockerfile = 'FROM scratch\nCOPY app /app\n';
+    const ok = await sendUpload(
+      s,
+      user.token,
+      id,
+      buildMultipart([
+        { name: 'archive', filename: 'a.tar.gz', content: archive },
+        { name: 'dockerfile', filename: 'Dockerfile', contentType: 'text/plain', content: dockerfile },
+      ]),
+    );
+    assert.equal(ok.status, 200, ok.text);
+    const [upload] = fs.readdirSync(path.join(s.dataDir, 'uploads', id));
+    assert.equal(fs.readFileSync(path.join(s.dataDir, 'uploads', id, upload as string, 'src', 'Dockerfile'), 'utf8'), dockerfile);
+    const accepted = uploadState(s, id);
+    assert.notDeepEqual(accepted, before);
+
+    const tooBig = await sendUpload(
+      s,
+      user.token,
+      id,
+      buildMultipart([
+        { name: 'archive', filename: 'a.tar.gz', content: archive },
+        { name: 'dockerfile', filename: 'Dockerfile', contentType: 'text/plain', content: 'x'.repeat(1024 * 1024 + 1) },
+      ]),
+    );
+    assertError(tooBig, 400, 'validation_error', 'dockerfile file over 1 MiB');
+    assert.deepEqual(uploadState(s, id), accepted);
+    assertNoStrayFiles(s);
+  });
+
+  test('a client that goes away mid-body (inside the archive, or after it) leaves nothing staged and the previous upload intact', async () => {
+    const { id, before } = await withBaseline();
+    const boundary = newBoundary();
+    const archiveHead = Buffer.from(partHead(boundary, { name: 'archive', filename: 'a.tar.gz' }));
+    // Incompressible, so the staged archive grows as the bytes arrive.
+    const noise = makeTarGz([{ path: 'noise.bin', content: crypto.randomBytes(256 * 1024) }]);
+    const cuts: Array<[string, Buffer]> = [
+      ['inside the archive part', Buffer.concat([archiveHead, noise.subarray(0, 128 * 1024)])],
+      ['after the archive, inside the dockerfile file part', Buffer.concat([archiveHead, noise, Buffer.from(`\r\n${partHead(boundary, { name: 'dockerfile', filename: 'D' })}FROM`)])],
+      [
+        'inside a text part over 1 MiB, after a dockerfile file part',
+        Buffer.concat([
+          archiveHead,
+          noise,
+          Buffer.from(`\r\n${partHead(boundary, { name: 'dockerfile', filename: 'D' })}FROM scratch\n\r\n${partHead(boundary, { name: 'note' })}`),
+          Buffer.alloc(1024 * 1024 + 100, 'a'),
+        ]),
+      ],
+    ];
+    for (const [where, sent] of cuts) {
+      // The declared length promises far more than is sent, as a stalled or dying client would.
+      const socket = openUpload(s, user.token, id, boundary, sent.length + 10 * 1024 * 1024);
+      socket.on('error', () => undefined);
+      socket.write(sent);
+      await waitUntil(`${where}: the archive is being staged`, () =>
+        stagingEntries(s).some((entry) => {
+          const file = path.join(s.dataDir, 'tmp', entry, 'archive.tar.gz');
+          return fs.existsSync(file) && fs.statSync(file).size > 0;
+        }),
+      );
+      socket.destroy();
+      await waitUntil(`${where}: staging is empty after the client left`, () => stagingEntries(s).length === 0);
+      assert.deepEqual(uploadState(s, id), before, where);
+    }
+    // The server still takes uploads.
+    assert.equal((await sendUpload(s, user.token, id, uploadBody(makeTarGz(BASELINE)))).status, 200);
+  });
+});
+
+describe('upload: a gzip bomb', () => {
+  let s: TestServer;
+  let user: Awaited<ReturnType<TestServer['newUser']>>;
+  before(async () => {
+    // A lower limit than the default 2 GiB only so the header pass has less to decompress.
+    s = await startTestServer({ SLIPWAY_MAX_EXPANDED_BYTES: String(128 * 1024 * 1024) });
+    user = await s.newUser('bomb');
+  });
+  after(async () => {
+    await s.close();
+  });
+
+  test('the audit\'s 2.2 MB bomb is 400 validation_error from the declared sizes, with nothing extracted, and the previous upload intact', async () => {
+    const created = await s.request('POST', '/api/v1/deployments', { token: user.token, body: { name: 'b', subdomain: fresh('bomb'), source_type: 'archive' } });
+    const id = created.json.id as string;
+    assert.equal((await sendUpload(s, user.token, id, uploadBody(makeTarGz(BASELINE)))).status, 200);
+    const before = uploadState(s, id);
+    const bomb = makeZeroBomb(34, 64 * 1024 * 1024);
+    assert.ok(bomb.length < 2.5 * 1024 * 1024, `the fixture is small (${bomb.length} bytes)`);
+
+    // Staging holds the received archive; anything beyond it would be extracted files.
+    let peak = 0;
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        peak = Math.max(peak, stagedBytes(path.join(s.dataDir, 'tmp')));
+        await sleep(5);
+      }
+    })();
+    let res: HttpResult;
+    try {
+      res = await sendUpload(s, user.token, id, uploadBody(bomb));
+    } finally {
+      watching = false;
+      await watcher;
+    }
+    assertError(res, 400, 'validation_error', 'bomb');
+    assert.match(res.json.message, /archive expands to more than 134217728 bytes/);
+    assert.ok(peak <= bomb.length + 1024 * 1024, `staged ${peak} bytes for a ${bomb.length}-byte archive`);
+    assert.deepEqual(uploadState(s, id), before);
+    assertNoStrayFiles(s);
+  });
+});
+
+/** Bytes in the files under `dir`; entries vanishing while counted are skipped. */
+function stagedBytes(dir: string): number {
+  let total = 0;
+  for (const name of fs.readdirSync(dir, { recursive: true }) as string[]) {
+    try {
+      const st = fs.lstatSync(path.join(dir, name));
+      if (st.isFile()) total += st.size;
+    } catch {
+      // removed meanwhile
+    }
+  }
+  return total;
+}

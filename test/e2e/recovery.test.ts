@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { LABEL_INSTANCE, LABEL_MANAGED } from '../../src/runtime/engine.js';
+import { LABEL_INSTANCE, LABEL_MANAGED, appNetworkName } from '../../src/runtime/engine.js';
 import { appRequest, busyboxArchive, eventually, testEngine } from '../helpers/apps.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, loginAs, removeEngineObjects, request, spawnServerProcess, testEnv, type ServerProcess } from '../helpers/server.js';
 
@@ -67,6 +67,8 @@ describe('recovery after a crash', () => {
       containerPort: 8080,
       memoryBytes: 64 * 1024 * 1024,
       nanoCpus: 500_000_000,
+      pidsLimit: 64,
+      network: appNetworkName(instance),
     });
 
     server = await spawnServerProcess(env);

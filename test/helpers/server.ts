@@ -171,7 +171,7 @@ export async function removeEngineObjects(dataDir: string): Promise<void> {
   if (instance !== undefined) await removeInstanceObjects(instance);
 }
 
-/** Removes every container and image of one installation from the engine. */
+/** Removes every container, image and network of one installation from the engine. */
 export async function removeInstanceObjects(instance: string): Promise<void> {
   const engine = createDockerEngine();
   for (const container of await engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instance })) {
@@ -180,6 +180,9 @@ export async function removeInstanceObjects(instance: string): Promise<void> {
   const prefix = imageRepositoryPrefix(instance);
   for (const image of await engine.listImages({})) {
     for (const tag of image.tags) if (tag.startsWith(prefix)) await engine.removeImage(tag);
+  }
+  for (const network of await engine.listNetworks({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instance })) {
+    await engine.removeNetwork(network.id);
   }
 }
 

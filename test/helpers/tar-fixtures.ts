@@ -151,3 +151,20 @@ export function makeTarGz(entries: readonly TarEntrySpec[], options: TarOptions 
 export async function writeTarGz(file: string, entries: readonly TarEntrySpec[], options: TarOptions = {}): Promise<void> {
   await writeFile(file, makeTarGz(entries, options));
 }
+
+/**
+ * A gzip bomb: `files` files of `fileBytes` zeros each (a multiple of 16 MiB), as concatenated gzip
+ * members so it is built in milliseconds: 34 files of 64 MiB make a 2.2 MB archive expanding to 2.2 GB.
+ */
+export function makeZeroBomb(files: number, fileBytes: number): Buffer {
+  const chunk = 16 * 1024 * 1024;
+  if (fileBytes % chunk !== 0) throw new Error('fileBytes must be a multiple of 16 MiB');
+  const zeros = gzipSync(Buffer.alloc(chunk), { level: 9 });
+  const members: Buffer[] = [];
+  for (let i = 0; i < files; i++) {
+    members.push(gzipSync(makeHeader({ path: `zeros-${i}.bin`, typeflag: '0', size: fileBytes, mode: 0o644 })));
+    for (let done = 0; done < fileBytes; done += chunk) members.push(zeros);
+  }
+  members.push(gzipSync(Buffer.alloc(BLOCK * 2)));
+  return Buffer.concat(members);
+}

@@ -10,7 +10,7 @@ import * as tar from 'tar';
 import { DomainError } from '../../src/core/errors.js';
 import { extractArchive, writeFileInside } from '../../src/source/archive.js';
 import type { ArchiveLimits } from '../../src/source/archive.js';
-import { globalPaxEntry, makeTar, makeTarGz, writeTarGz } from '../helpers/tar-fixtures.js';
+import { globalPaxEntry, makeTar, makeTarGz, makeZeroBomb, writeTarGz } from '../helpers/tar-fixtures.js';
 import type { TarEntrySpec } from '../helpers/tar-fixtures.js';
 
 const LIMITS: ArchiveLimits = { maxExpandedBytes: 64 * 1024 * 1024, maxEntries: 1000 };
@@ -344,6 +344,37 @@ describe('extractArchive: rejected archives', () => {
     });
   });
 
+  it('refuses a 2.2 MB bomb of many large zero files from the declared sizes, having written nothing', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'slipway-bomb-'));
+    sandboxes.push(dir);
+    const archive = path.join(dir, 'bomb.tar.gz');
+    const bomb = makeZeroBomb(34, 64 * 1024 * 1024);
+    assert.ok(bomb.length < 2.5 * 1024 * 1024, `the fixture really is a bomb (${bomb.length} bytes)`);
+    await fs.writeFile(archive, bomb);
+    const dest = path.join(dir, 'out');
+    // Each file is under the limit; their declared sum passes it at the third header.
+    let peak = 0;
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        peak = Math.max(peak, await treeBytes(dest));
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    })();
+    try {
+      await assert.rejects(extractArchive(archive, dest, { maxExpandedBytes: 128 * 1024 * 1024, maxEntries: 1000 }), (err: unknown) => {
+        assert.ok(err instanceof DomainError && err.code === 'validation_error', String(err));
+        assert.match(err.message, /archive expands to more than 134217728 bytes \(at archive entry "zeros-2\.bin"/);
+        return true;
+      });
+    } finally {
+      watching = false;
+      await watcher;
+    }
+    assert.ok(peak < 1024 * 1024, `bytes written before the refusal: ${peak}`);
+    await assert.rejects(fs.stat(dest), { code: 'ENOENT' });
+  });
+
   it('rejects a highly compressible bomb over the expanded-size limit', async () => {
     const box = await assertRejected([{ path: 'zeros.bin', content: Buffer.alloc(8 * 1024 * 1024) }], /archive expands to more than/, {
       maxExpandedBytes: 1024 * 1024,
@@ -503,3 +534,19 @@ describe('writeFileInside', () => {
     await assert.rejects(writeFileInside(dir, 'Dockerfile', 'x'), { code: 'validation_error', message: /is a directory/ });
   });
 });
+
+/** Bytes in the files under `dir` (0 if it does not exist); files vanishing while counted are skipped. */
+async function treeBytes(dir: string): Promise<number> {
+  let total = 0;
+  let names: string[];
+  try {
+    names = await fs.readdir(dir, { recursive: true });
+  } catch {
+    return 0;
+  }
+  for (const name of names) {
+    const st = await fs.lstat(path.join(dir, name)).catch(() => undefined);
+    if (st?.isFile() === true) total += st.size;
+  }
+  return total;
+}

@@ -568,6 +568,27 @@ describe('tunnel: unavailable apps', () => {
     await client.stop();
   });
 
+  it('answers 502 when the local app answers a status Node cannot pass on (099), and keeps serving', async () => {
+    const evil = createTcpServer((socket) => {
+      socket.on('error', () => {});
+      socket.once('data', () => socket.end('HTTP/1.1 099 Weird\r\nContent-Length: 2\r\n\r\nok'));
+    });
+    evil.listen(0, '127.0.0.1');
+    await once(evil, 'listening');
+    const client = startClient(stack, { apiKey: key, port: (evil.address() as AddressInfo).port, subdomain: 'weird' });
+    await client.connected();
+    try {
+      for (let i = 0; i < 2; i++) {
+        const page = await visit(stack.port, 'weird', '/');
+        assert.equal(page.status, 502);
+        assert.match(page.body.toString(), /Bad gateway/);
+      }
+    } finally {
+      await client.stop();
+      evil.close();
+    }
+  });
+
   it('answers 503 while no client is connected, then 404 once the grace period ends', async () => {
     const client = startClient(stack, { apiKey: key, port: app.port, subdomain: 'away' });
     await client.connected();

@@ -60,6 +60,7 @@ export const deploymentRoutes =
       db: deps.db,
       allowPrivateGit: deps.config.allowPrivateGit,
       checkRepoHost: (url: string) => assertRepoHostAllowed(url, deps.config.allowPrivateGit, { allowUnresolvable: true }),
+      limits: { maxMemoryMb: deps.config.maxMemoryMb, maxCpus: deps.config.maxCpus },
     };
 
     app.get(
@@ -157,7 +158,7 @@ export const deploymentRoutes =
           }
         },
       },
-      async (request) =>
+      async (request, reply) =>
         uploadSource(
           {
             db: deps.db,
@@ -167,7 +168,11 @@ export const deploymentRoutes =
           },
           principalOf(request),
           request.params.id,
-          multipartParts(request),
+          // The body is read here, not by @fastify/multipart's parts(): that iterator reports a body cut
+          // before its closing boundary as a normal end, and can leave a part's reader waiting forever.
+          multipartParts(request.raw, { maxFileBytes: deps.config.maxUploadBytes }),
+          // The client gone (or its socket destroyed by a server timeout): stop extracting too.
+          clientGone(reply),
         ),
     );
 

@@ -1,8 +1,16 @@
 // The container engine on Docker: dockerode over the Engine API (never the docker CLI).
 import { Readable } from 'node:stream';
 import Dockerode from 'dockerode';
-import { EngineBuildError } from '../engine.js';
-import type { BuildImageOptions, ContainerEngine, ContainerInfo, ImageInfo, RunContainerOptions } from '../engine.js';
+import { APP_CAPABILITIES, APP_LOG_MAX_FILES, APP_LOG_MAX_SIZE, EngineBuildError } from '../engine.js';
+import type {
+  BuildImageOptions,
+  ContainerEngine,
+  ContainerInfo,
+  ImageInfo,
+  NetworkInfo,
+  NetworkOptions,
+  RunContainerOptions,
+} from '../engine.js';
 import { buildContext } from './build-context.js';
 import { OutputTail, eventText, parseEvent } from './build-output.js';
 import { LogDemuxer } from './log-demuxer.js';
@@ -176,7 +184,16 @@ export class DockerEngine implements ContainerEngine {
           Memory: options.memoryBytes,
           MemorySwap: options.memoryBytes, // no swap beyond the memory limit
           NanoCpus: options.nanoCpus,
-          Init: false,
+          PidsLimit: options.pidsLimit,
+          NetworkMode: options.network,
+          CapDrop: ['ALL'],
+          CapAdd: [...APP_CAPABILITIES],
+          // Setuid binaries and file capabilities can no longer raise a process's privileges.
+          SecurityOpt: ['no-new-privileges'],
+          LogConfig: { Type: 'json-file', Config: { 'max-size': APP_LOG_MAX_SIZE, 'max-file': String(APP_LOG_MAX_FILES) } },
+          // An init (tini) as PID 1 forwards SIGTERM and reaps zombies: an app that ignores signals
+          // as PID 1 would otherwise wait out the whole stop timeout.
+          Init: true,
         },
         abortSignal: s,
       }),
@@ -321,6 +338,51 @@ export class DockerEngine implements ContainerEngine {
     }));
   }
 
+  async ensureNetwork(options: NetworkOptions): Promise<{ id: string }> {
+    const existing = await this.#inspectNetwork(options.name);
+    if (existing !== null) return checkNetwork(existing, options);
+    try {
+      const created = await withTimeout(`create network ${options.name}`, CALL_TIMEOUT_MS, (s) =>
+        this.#docker.createNetwork({
+          Name: options.name,
+          Driver: 'bridge',
+          CheckDuplicate: true,
+          Labels: options.labels,
+          Options: options.isolated ? { 'com.docker.network.bridge.enable_icc': 'false' } : {},
+          abortSignal: s,
+        }),
+      );
+      return { id: created.id };
+    } catch (err) {
+      // 409: another caller created it first; use theirs.
+      if (statusCode(err) !== 409) throw err;
+      const raced = await this.#inspectNetwork(options.name);
+      if (raced === null) throw err;
+      return checkNetwork(raced, options);
+    }
+  }
+
+  async removeNetwork(name: string): Promise<void> {
+    await ignoreStatus([404], () =>
+      withTimeout(`remove network ${name}`, CALL_TIMEOUT_MS, (s) => this.#docker.getNetwork(name).remove({ abortSignal: s })),
+    );
+  }
+
+  async listNetworks(labels: Record<string, string>): Promise<NetworkInfo[]> {
+    const list = await withTimeout('list networks', CALL_TIMEOUT_MS, (s) =>
+      this.#docker.listNetworks({ filters: { label: labelFilters(labels) }, abortSignal: s }),
+    );
+    return list.map((n) => ({ id: n.Id, name: n.Name, labels: n.Labels ?? {} }));
+  }
+
+  async #inspectNetwork(name: string): Promise<Dockerode.NetworkInspectInfo | null> {
+    const info = await ignoreStatus([404], () =>
+      withTimeout(`inspect network ${name}`, CALL_TIMEOUT_MS, () => this.#docker.getNetwork(name).inspect()),
+    );
+    // A lookup by name also matches an id prefix: only an exact name counts.
+    return info !== undefined && info.Name === name ? (info as Dockerode.NetworkInspectInfo) : null;
+  }
+
   async #inspectImage(image: string): Promise<Dockerode.ImageInspectInfo | null> {
     const info = await ignoreStatus([404], () =>
       withTimeout(`inspect image ${image}`, CALL_TIMEOUT_MS, () => this.#docker.getImage(image).inspect()),
@@ -388,6 +450,15 @@ function engineMessage(err: unknown): string {
     if (typeof json === 'string' && json.trim() !== '') return json.trim();
   }
   return err instanceof Error ? err.message : String(err);
+}
+
+/** An existing network must be the kind asked for: an isolated one never silently has ICC on. */
+function checkNetwork(info: Dockerode.NetworkInspectInfo, options: NetworkOptions): { id: string } {
+  const icc = info.Options?.['com.docker.network.bridge.enable_icc'];
+  if (info.Driver !== 'bridge' || (options.isolated && icc !== 'false')) {
+    throw new Error(`network ${options.name} exists but is not an isolated bridge (inter-container communication must be off); remove it`);
+  }
+  return { id: info.Id };
 }
 
 function labelFilters(labels: Record<string, string>): string[] {

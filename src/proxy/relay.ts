@@ -1,0 +1,153 @@
+// The one place an upstream's answer reaches a visitor: whatever an app sends, a broken answer fails that request alone.
+import { request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions, type ServerResponse } from 'node:http';
+import { writePage, type Page } from './pages.js';
+
+/** An upstream answer the proxy refuses to pass on (its `code` says why; the message is for logs). */
+export class InvalidUpstreamAnswer extends Error {
+  override readonly name = 'InvalidUpstreamAnswer';
+  readonly code: string;
+
+  constructor(code: string, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+export interface RelayHooks {
+  /** Called with the upstream's status once its head was passed on to the visitor. */
+  onStatus?(status: number): void;
+  /**
+   * Called (at most once) when the exchange failed before anything was sent to the visitor: a refused
+   * or reset connection, a parse error, a head Node would not send (status outside 100–599, a header or
+   * reason phrase it rejects), or a close without an answer. The hook answers the visitor: an error
+   * page (see {@link failResponse}) or a retry. Not called once the visitor has gone away.
+   */
+  onFailure(err: Error & { code?: string }): void;
+}
+
+/**
+ * Opens an upstream request with Node's HTTP client; a request Node refuses to build (a method, path
+ * or header it will not send) comes back as the Error instead of a throw.
+ */
+export function openUpstreamRequest(options: RequestOptions): ClientRequest | Error {
+  try {
+    return httpRequest(options);
+  } catch (err) {
+    return err instanceof Error ? err : new Error(String(err));
+  }
+}
+
+/**
+ * Relays `proxyReq`'s answer to `res`. Every way the upstream can fail ends in one outcome for this
+ * request only: before the visitor got a head, `hooks.onFailure` (a 502); after, the visitor's
+ * connection is closed, so a broken body is never mistaken for a complete short one. Nothing the
+ * upstream sends can make this throw.
+ */
+export function relayResponse(proxyReq: ClientRequest, res: ServerResponse, hooks: RelayHooks): void {
+  let settled = false;
+  const fail = (err: Error & { code?: string }): void => {
+    if (settled) return;
+    settled = true;
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    // The visitor left: nobody to answer.
+    if (res.destroyed) return;
+    hooks.onFailure(err);
+  };
+
+  proxyReq.on('response', (proxyRes: IncomingMessage) => {
+    if (settled) {
+      proxyRes.destroy();
+      return;
+    }
+    if (res.destroyed) {
+      settled = true;
+      proxyRes.destroy();
+      return;
+    }
+    const invalid = invalidHead(proxyRes);
+    if (invalid !== undefined) {
+      proxyRes.destroy();
+      proxyReq.destroy();
+      fail(invalid);
+      return;
+    }
+    const status = proxyRes.statusCode as number;
+    try {
+      res.writeHead(status, proxyRes.statusMessage, stripHopByHop(proxyRes.rawHeaders));
+    } catch (err) {
+      // Node checks every name and value as it writes the head; nothing has left when it throws.
+      proxyRes.destroy();
+      proxyReq.destroy();
+      const reason = err instanceof Error ? err.message : String(err);
+      fail(new InvalidUpstreamAnswer('ERR_UPSTREAM_HEAD', `the upstream's response head cannot be passed on: ${reason}`));
+      return;
+    }
+    settled = true;
+    hooks.onStatus?.(status);
+    proxyRes.on('error', () => res.destroy());
+    proxyRes.once('close', () => {
+      // The upstream dropped mid-body: the visitor must see a broken response, not a short one.
+      if (!proxyRes.complete) res.destroy();
+    });
+    proxyRes.pipe(res);
+  });
+
+  proxyReq.on('error', (err: Error) => {
+    // After the head: a broken body; close the visitor's connection (a no-op if it already left).
+    if (settled) res.destroy();
+    else fail(err);
+  });
+
+  // Node closes the request without 'response' or 'error' in a few cases (a 101 to a plain request).
+  proxyReq.once('close', () => {
+    if (settled) return;
+    queueMicrotask(() => fail(new InvalidUpstreamAnswer('ERR_UPSTREAM_CLOSED', 'the upstream closed the connection without an answer')));
+  });
+}
+
+/** Sends an error page, or closes the connection when a head has already left. Never throws. */
+export function failResponse(res: ServerResponse, page: Page): void {
+  try {
+    writePage(res, page);
+  } catch {
+    res.destroy();
+  }
+}
+
+/** Why an upstream head must not reach the visitor, or undefined when it may. */
+function invalidHead(proxyRes: IncomingMessage): InvalidUpstreamAnswer | undefined {
+  const status = proxyRes.statusCode ?? 0;
+  if (!Number.isInteger(status) || status < 200 || status > 599) {
+    // 1xx answers are interim (Node handles 100/103 itself); a final 1xx, a 101 to a plain request,
+    // or a status outside the HTTP range is not an answer a browser can use.
+    return new InvalidUpstreamAnswer('ERR_UPSTREAM_STATUS', `the upstream answered with status ${status}`);
+  }
+  return undefined;
+}
+
+/** Headers that describe one connection, never forwarded (RFC 9110 §7.6.1). `proxy-*` is matched by prefix. */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+/**
+ * Copies a raw header list without the hop-by-hop headers (also those the Connection header
+ * names) and without those in `drop` (lower case).
+ */
+export function stripHopByHop(rawHeaders: readonly string[], drop: ReadonlySet<string> = new Set()): string[] {
+  let named: Set<string> | undefined;
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    if (rawHeaders[i]?.toLowerCase() !== 'connection') continue;
+    named ??= new Set();
+    for (const token of (rawHeaders[i + 1] ?? '').split(',')) named.add(token.trim().toLowerCase());
+  }
+  const out: string[] = [];
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] ?? '';
+    const lower = name.toLowerCase();
+    if (HOP_BY_HOP.has(lower) || drop.has(lower) || named?.has(lower) === true || lower.startsWith('proxy-')) continue;
+    out.push(name, rawHeaders[i + 1] ?? '');
+  }
+  return out;
+}
