@@ -8,7 +8,6 @@ import { resetPassword } from '../domain/accounts.js';
 import { startServer } from '../main.js';
 import { CliError, EXIT_USAGE } from './cli-error.js';
 import type { CliIo } from './cli-io.js';
-import { createPrompter } from './prompt.js';
 
 /** Starts the server from the environment; prints where it listens and a generated admin password. */
 export async function runServer(): Promise<void> {
@@ -70,12 +69,7 @@ export async function runResetPassword(io: CliIo, email: string, options: { pass
   }
   let password = randomBase62(20);
   if (options.passwordStdin === true) {
-    const prompter = createPrompter(io, AbortSignal.timeout(300_000));
-    try {
-      password = await prompter.ask('', { secret: true });
-    } finally {
-      prompter.close();
-    }
+    password = await firstLine(io);
   }
   const db = await openDatabase({ file: path.join(config.dataDir, 'slipway.db'), url: config.databaseUrl });
   try {
@@ -89,4 +83,14 @@ export async function runResetPassword(io: CliIo, email: string, options: { pass
   } finally {
     await db.destroy();
   }
+}
+
+/** The first line of stdin (at most 4 KiB are read), without its line ending. */
+async function firstLine(io: CliIo): Promise<string> {
+  let text = '';
+  for await (const chunk of io.stdin) {
+    text += typeof chunk === 'string' ? chunk : (chunk as Buffer).toString('utf8');
+    if (text.includes('\n') || text.length > 4096) break;
+  }
+  return (text.split(/\r?\n/)[0] ?? '').slice(0, 4096);
 }

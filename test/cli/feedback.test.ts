@@ -1,6 +1,7 @@
 // Issue 17: the CLI says what went wrong and what is going on, in the words a person reads:
 // the app's own last line, the port it must listen on, one copy of each log, progress during stop,
 // what Ctrl-C left running and how to cancel it, --version, create --git, the server's console.
+// (`server reset-password` is in reset-password.test.ts.)
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -12,9 +13,10 @@ import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../helpers/busybox-image.js';
 import { cli, startCli, until, type CliResult } from '../helpers/cli.js';
 import { startGitServer, type GitServer } from '../helpers/git-server.js';
 import {
+  ADMIN_EMAIL,
+  ADMIN_PASSWORD,
   PROJECT_ROOT,
   removeEngineObjects,
-  request,
   spawnServerProcess,
   startTestServer,
   testEnv,
@@ -209,7 +211,7 @@ describe('small things a new user looks for', () => {
   });
 });
 
-describe('the server host', () => {
+describe('the server console', () => {
   let proc: ServerProcess | undefined;
   let dataDir: string;
   before(async () => {
@@ -225,7 +227,6 @@ describe('the server host', () => {
     proc = await spawnServerProcess(testEnv(dataDir));
     assert.match(proc.output(), /^Slipway is listening on http:\/\/127\.0\.0\.1:\d+ \(apps at http:\/\/<subdomain>\.localhost:\d+\/\)$/m);
     const ownHome = await mkdtemp(path.join(work, 'home-'));
-    const { ADMIN_EMAIL, ADMIN_PASSWORD } = await import('../helpers/server.js');
     const login = await cli(['login', '--url', proc.url, '--email', ADMIN_EMAIL], { home: ownHome, input: `${ADMIN_PASSWORD}\n` });
     assertExit(login, 0);
     const key = await cli(['keys', 'create', 'console-test', '--json'], { home: ownHome });
@@ -243,30 +244,5 @@ describe('the server host', () => {
     assert.match(out, /^\[slipway\] info: deploy of bad \(bad-app, build [0-9a-f]{8}\) failed after \d+\.\d s: the image build failed$/m);
     assert.ok(!out.includes(secret) && !out.includes(secret.slice(0, 20)), 'no key in the console');
     assert.ok(!out.includes(ADMIN_PASSWORD), 'no password in the console');
-  });
-
-  test('server reset-password: a new password printed once, the old sessions logged out', async () => {
-    assert.ok(proc !== undefined, 'the server of the previous test runs');
-    const { ADMIN_EMAIL, ADMIN_PASSWORD } = await import('../helpers/server.js');
-    const old = await request(proc.url, 'POST', '/api/v1/auth/login', { body: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD } });
-    assert.equal(old.status, 200);
-    const ownHome = await mkdtemp(path.join(work, 'home-'));
-    const res = await cli(['server', 'reset-password', ADMIN_EMAIL.toUpperCase()], { home: ownHome, env: testEnv(dataDir) });
-    assertExit(res, 0);
-    const match = /^New password \(shown only once\): (\S{20})\n$/.exec(res.stdout);
-    assert.ok(match, res.stdout);
-    assert.equal(res.stderr, `The password of ${ADMIN_EMAIL} (in ${dataDir}) was reset; its sessions are logged out (API keys keep working).\n`);
-    assert.equal((await request(proc.url, 'GET', '/api/v1/users/me', { token: old.json.token })).status, 401);
-    assert.equal((await request(proc.url, 'POST', '/api/v1/auth/login', { body: { email: ADMIN_EMAIL, password: ADMIN_PASSWORD } })).status, 401);
-    assert.equal((await request(proc.url, 'POST', '/api/v1/auth/login', { body: { email: ADMIN_EMAIL, password: match[1] } })).status, 200);
-
-    const chosen = await cli(['server', 'reset-password', ADMIN_EMAIL, '--password-stdin'], { home: ownHome, env: testEnv(dataDir), input: 'chosen-password-1\n' });
-    assertExit(chosen, 0);
-    assert.equal(chosen.stdout, '');
-    assert.equal((await request(proc.url, 'POST', '/api/v1/auth/login', { body: { email: ADMIN_EMAIL, password: 'chosen-password-1' } })).status, 200);
-
-    const unknown = await cli(['server', 'reset-password', 'nobody@test.local'], { home: ownHome, env: testEnv(dataDir) });
-    assertExit(unknown, 1);
-    assert.equal(unknown.stderr, 'error: no user has the e-mail nobody@test.local\n');
   });
 });
