@@ -1,18 +1,31 @@
-// Benchmark (run by hand: `node dist/bench/api.js`): API throughput and latency over a real socket, and the server's peak memory during a 1 GiB upload.
+// Benchmark (run by hand: `node dist/bench/api.js`): API throughput and latency over a real socket beside a bare Fastify route, and the server's peak memory during a 1 GiB upload.
+import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { createGzip } from 'node:zlib';
 import { newBoundary, streamUploadBody } from '../test/helpers/multipart.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, loginAs, request, spawnServerProcess } from '../test/helpers/server.js';
 import { makeHeader } from '../test/helpers/tar-fixtures.js';
 
+const { values: options } = parseArgs({
+  options: {
+    connections: { type: 'string', default: '16' },
+    seconds: { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '3' },
+    'no-upload': { type: 'boolean', default: false },
+    'cpu-prof': { type: 'string' },
+  },
+});
 const DEPLOYMENTS = 50;
-const CONCURRENCY = Number(process.argv[2] ?? 16);
-const LOAD_SECONDS = Number(process.argv[3] ?? 10);
+const CONCURRENCY = Number(options.connections);
+const LOAD_SECONDS = Number(options.seconds);
+const ROUNDS = Number(options.rounds);
 const UPLOAD_CONTENT_BYTES = 1024 ** 3; // random, so the tar.gz is ~1 GiB too
 const MIB = 1024 * 1024;
 
@@ -61,6 +74,29 @@ async function loadTest(url: URL, key: string, concurrency: number, seconds: num
   return { rps: latencies.length / elapsed, p50: at(0.5), p99: at(0.99), count: latencies.length };
 }
 
+/** The baseline: a bare Fastify route in its own process, answering `body` at the same path. */
+async function spawnBareServer(body: string): Promise<{ child: ChildProcess; url: string }> {
+  const script = path.join(path.dirname(fileURLToPath(import.meta.url)), 'bare-json-server.js');
+  const child = spawn(process.execPath, ['--max-semi-space-size=2', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+  child.stdin?.end(body);
+  let output = '';
+  child.stdout?.setEncoding('utf8');
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the bare server did not start within 30 s')), 30_000);
+    child.stdout?.on('data', (chunk: string) => {
+      output += chunk;
+      const match = /listening on (http:\/\/\S+)/.exec(output);
+      if (match?.[1] !== undefined) {
+        clearTimeout(timer);
+        resolve({ child, url: match[1] });
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`the bare server exited (${code})`)));
+  });
+}
+
+const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
+
 /** A tar of one file of `size` random bytes, generated on the fly (never held in memory). */
 async function* randomTar(size: number): AsyncGenerator<Buffer> {
   yield makeHeader({ path: 'Dockerfile', typeflag: '0', size: 13, mode: 0o644 });
@@ -100,7 +136,8 @@ function streamUpload(url: URL, key: string, size: number): Promise<{ status: nu
 
 async function main(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-bench-'));
-  const server = await spawnServerProcess({
+  const server = await spawnServerProcess(
+    {
     SLIPWAY_PORT: '0',
     SLIPWAY_HOST: '127.0.0.1',
     SLIPWAY_DATA_DIR: dataDir,
@@ -108,7 +145,9 @@ async function main(): Promise<void> {
     SLIPWAY_ADMIN_PASSWORD: ADMIN_PASSWORD,
     SLIPWAY_MAX_UPLOAD_BYTES: String(2 * 1024 ** 3),
     SLIPWAY_MAX_EXPANDED_BYTES: String(3 * 1024 ** 3),
-  });
+    },
+    options['cpu-prof'] === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', options['cpu-prof']],
+  );
   const pid = server.child.pid as number;
   try {
     const token = await loginAs(server.url, ADMIN_EMAIL, ADMIN_PASSWORD);
@@ -119,14 +158,39 @@ async function main(): Promise<void> {
     }
     console.log(`server pid ${pid}, RSS after setup ${(procStatus(pid, 'VmRSS') / MIB).toFixed(1)} MiB (peak so far ${(procStatus(pid, 'VmHWM') / MIB).toFixed(1)} MiB, scrypt logins included)`);
 
-    await loadTest(new URL('/api/v1/deployments', server.url), key, CONCURRENCY, 1); // warm-up
-    const load = await loadTest(new URL('/api/v1/deployments', server.url), key, CONCURRENCY, LOAD_SECONDS);
-    console.log(
-      `GET /api/v1/deployments (${DEPLOYMENTS} deployments, API key, ${CONCURRENCY} keep-alive connections, ${LOAD_SECONDS} s): ` +
-        `${load.rps.toFixed(0)} req/s, p50 ${load.p50.toFixed(2)} ms, p99 ${load.p99.toFixed(2)} ms (${load.count} requests)`,
-    );
+    const listUrl = new URL('/api/v1/deployments', server.url);
+    const sample = await request(server.url, 'GET', '/api/v1/deployments', { token: key });
+    const bare = await spawnBareServer(sample.text);
+    try {
+      const bareUrl = new URL('/api/v1/deployments', bare.url);
+      await loadTest(listUrl, key, CONCURRENCY, 1); // warm-up
+      await loadTest(bareUrl, key, CONCURRENCY, 1);
+      const ours: Awaited<ReturnType<typeof loadTest>>[] = [];
+      const theirs: Awaited<ReturnType<typeof loadTest>>[] = [];
+      // Rounds interleaved, so a noisy neighbour on the machine hits both sides alike.
+      for (let round = 1; round <= ROUNDS; round += 1) {
+        const a = await loadTest(listUrl, key, CONCURRENCY, LOAD_SECONDS);
+        const b = await loadTest(bareUrl, key, CONCURRENCY, LOAD_SECONDS);
+        ours.push(a);
+        theirs.push(b);
+        console.log(
+          `round ${round}: slipway ${a.rps.toFixed(0)} req/s p50 ${a.p50.toFixed(2)} ms p99 ${a.p99.toFixed(2)} ms | ` +
+            `bare fastify ${b.rps.toFixed(0)} req/s p50 ${b.p50.toFixed(2)} ms p99 ${b.p99.toFixed(2)} ms | ratio ${(a.rps / b.rps).toFixed(2)}`,
+        );
+      }
+      const rps = median(ours.map((r) => r.rps));
+      const bareRps = median(theirs.map((r) => r.rps));
+      console.log(
+        `GET /api/v1/deployments (${DEPLOYMENTS} deployments, ${sample.text.length} bytes, API key, ${CONCURRENCY} keep-alive connections, ` +
+          `${ROUNDS} × ${LOAD_SECONDS} s, medians): slipway ${rps.toFixed(0)} req/s p99 ${median(ours.map((r) => r.p99)).toFixed(2)} ms; ` +
+          `bare fastify ${bareRps.toFixed(0)} req/s p99 ${median(theirs.map((r) => r.p99)).toFixed(2)} ms; ratio ${(rps / bareRps).toFixed(2)}`,
+      );
+    } finally {
+      bare.child.kill();
+    }
 
     console.log(`server RSS after the load test ${(procStatus(pid, 'VmRSS') / MIB).toFixed(1)} MiB`);
+    if (options['no-upload']) return;
     // Let the server's heap settle (idle GC) so the upload's peak is measured from a quiet baseline.
     await new Promise((resolve) => setTimeout(resolve, 5000));
     const dep = await request(server.url, 'POST', '/api/v1/deployments', { token: key, body: { name: 'big', subdomain: 'bench-big', source_type: 'archive' } });

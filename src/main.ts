@@ -3,15 +3,20 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { buildApp } from './api/app.js';
+import { answerClientError, answerUnmetExpectation, endSocketWithError } from './api/socket-errors.js';
 import { BuildLogStore } from './deploy/build-logs.js';
 import { DeploymentLifecycle } from './deploy/lifecycle.js';
 import { reconcileWithEngine } from './deploy/reconcile.js';
 import { appUrl, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
+import { DbAppConfigStore, readKeyCheck, writeKeyCheck } from './db/app-config-store.js';
+import { unlockInstallation } from './secrets/unlock.js';
 import { bootstrapAdmin } from './domain/accounts.js';
+import { KeyUsage } from './domain/key-usage.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
 import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
 import { AppProxy } from './proxy/app-proxy.js';
+import { requestHeadProblem, writeBadRequest, writeRawBadRequest } from './proxy/request-guard.js';
 import { RoutingTable } from './proxy/routing-table.js';
 import { createDockerEngine } from './runtime/docker/docker-engine.js';
 import type { ContainerEngine } from './runtime/engine.js';
@@ -52,11 +57,20 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   const db = await openDatabase({ file: path.join(config.dataDir, 'slipway.db'), url: config.databaseUrl });
   const engine = options.engine ?? createDockerEngine(config.dockerHost);
   const instanceId = await loadInstanceId(db);
+  let unlocked;
+  try {
+    unlocked = await unlockInstallation(config.secretKey, config.dataDir, { read: () => readKeyCheck(db), write: (check) => writeKeyCheck(db, check) });
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+  const configs = new DbAppConfigStore(db, unlocked.cipher);
   const store = new SourceStore(config.dataDir);
   await store.clearStaging();
-  const buildLogs = new BuildLogStore(config.dataDir);
+  const buildLogs = new BuildLogStore(config.dataDir, config.buildLogMaxBytes);
   const table = new RoutingTable(config.domain);
   const urlFor = (subdomain: string): string => appUrl(config, subdomain);
+  const keyUsage = new KeyUsage(db, { log: (msg, detail) => log('warn', msg, detail) });
 
   const admin = await bootstrapAdmin(
     db,
@@ -106,6 +120,12 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       defaultMemoryBytes: config.defaultMemoryBytes,
       defaultNanoCpus: config.defaultNanoCpus,
       appPidsLimit: config.appPidsLimit,
+      build: {
+        network: config.buildNetwork,
+        memoryBytes: config.buildMemoryBytes,
+        nanoCpus: config.buildNanoCpus,
+        pidsLimit: config.buildPidsLimit,
+      },
       maxConcurrentBuilds: config.maxConcurrentBuilds,
       gitEnv: options.gitEnv ?? { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: config.dataDir },
     },
@@ -114,7 +134,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   const tunnels = new TunnelServer({
     table,
     authority: {
-      authenticateKey: (key) => authenticateTunnelKey(db, key),
+      authenticateKey: (key) => authenticateTunnelKey(db, keyUsage, key),
       claimSubdomain: (subdomain, owner, tunnelId) => claimTunnelSubdomain(db, subdomain, owner, tunnelId),
       releaseSubdomain: (subdomain, tunnelId) => releaseTunnelSubdomain(db, subdomain, tunnelId),
     },
@@ -130,8 +150,10 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     store,
     buildLogs,
     // 10 failures per account; an address gets more room, since many users may share it (NAT).
+    keyUsage,
     loginLimiter: new FailureLimiter({ maxFailures: 10, maxFailuresByKind: { ip: 100 }, windowMs: 15 * 60_000 }),
     operations: lifecycle,
+    configs,
     tunnels: {
       list: (userId) =>
         tunnels.list(userId).map((t) => ({
@@ -167,6 +189,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   // One port: app hosts go to the data plane, everything else to the API.
   const server = http.createServer((req, res) => {
     try {
+      const problem = requestHeadProblem(req);
+      if (problem !== undefined) return writeBadRequest(res, problem);
       if (!proxy.handleRequest(req, res)) app.routing(req, res);
     } catch (err) {
       // The last line of defence: a throw here would otherwise end the process for every tenant.
@@ -177,17 +201,22 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   });
   server.on('upgrade', (req, socket, head) => {
     try {
+      const problem = requestHeadProblem(req);
+      if (problem !== undefined) return writeRawBadRequest(socket, problem);
       if (proxy.handleUpgrade(req, socket, head)) return;
       if ((req.url ?? '').split('?')[0] === '/api/v1/tunnels/connect') {
         tunnels.handleUpgrade(req, socket, head);
         return;
       }
-      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      endSocketWithError(socket, 404, { error: 'not_found', message: 'no WebSocket endpoint at this path' });
     } catch (err) {
       log('error', 'upgrade handler threw', { url: req.url, error: err });
       socket.destroy();
     }
   });
+  // Requests Node's parser refuses get the same {error, message} JSON as every other error.
+  server.on('clientError', answerClientError);
+  server.on('checkExpectation', answerUnmetExpectation);
   server.headersTimeout = 60_000;
   server.requestTimeout = 0; // uploads and followed logs may take long; idle sockets still time out
   await new Promise<void>((resolve, reject) => {
@@ -215,6 +244,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
         stopWatching();
         await lifecycle.close();
         await app.close();
+        await keyUsage.close();
         await db.destroy();
       })();
       return closing;

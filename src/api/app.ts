@@ -5,7 +5,9 @@ import swagger from '@fastify/swagger';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { BuildLogStore } from '../deploy/build-logs.js';
+import type { KeyUsage } from '../domain/key-usage.js';
 import type { FailureLimiter } from '../domain/rate-limiter.js';
+import type { AppConfigStore } from '../domain/app-config.js';
 import type { DeploymentOperations } from '../domain/operations.js';
 import type { SourceStore } from '../source/source-store.js';
 import { installErrorHandlers, sendError, type ErrorLog } from './errors.js';
@@ -17,6 +19,7 @@ import { userRoutes } from './routes/user-routes.js';
 import { apiKeyRoutes } from './routes/api-key-routes.js';
 import { deploymentRoutes } from './routes/deployment-routes.js';
 import { buildRoutes } from './routes/build-routes.js';
+import { envRoutes } from './routes/env-routes.js';
 import { tunnelRoutes, type TunnelDirectory } from './routes/tunnel-routes.js';
 import { healthRoutes, type HealthCheck } from './routes/health-routes.js';
 import { dashboardRoutes } from './routes/dashboard-routes.js';
@@ -28,7 +31,11 @@ export interface ApiDeps {
   readonly store: SourceStore;
   readonly buildLogs: BuildLogStore;
   readonly loginLimiter: FailureLimiter;
+  /** API key use (`last_used_at`), coalesced. */
+  readonly keyUsage: KeyUsage;
   readonly operations: DeploymentOperations;
+  /** Deployments' environment variables (encrypted at rest by the store). */
+  readonly configs: AppConfigStore;
   readonly tunnels: TunnelDirectory;
   readonly health: HealthCheck;
   /** Where internal errors are logged with their detail; default: Fastify's logger (off unless enabled). */
@@ -92,12 +99,13 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
 
   // Everything below requires a bearer credential, checked by one hook.
   await app.register(async (scope) => {
-    registerAuthentication(scope, deps.db);
+    registerAuthentication(scope, deps.db, deps.keyUsage);
     await scope.register(logoutRoutes(deps));
     await scope.register(userRoutes(deps));
     await scope.register(apiKeyRoutes(deps));
     await scope.register(deploymentRoutes(deps));
     await scope.register(buildRoutes(deps));
+    await scope.register(envRoutes(deps));
     await scope.register(tunnelRoutes(deps));
   }, { prefix: '/api/v1' });
 

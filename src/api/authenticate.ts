@@ -2,6 +2,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Db } from '../db/database.js';
 import { authenticateBearer } from '../domain/accounts.js';
+import type { KeyUsage } from '../domain/key-usage.js';
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import { bearerToken } from '../core/credentials.js';
@@ -13,10 +14,10 @@ declare module 'fastify' {
 }
 
 /** Adds the authentication hook to a scope: every route in it needs a valid credential. */
-export function registerAuthentication(scope: FastifyInstance, db: Db): void {
+export function registerAuthentication(scope: FastifyInstance, db: Db, keyUsage: KeyUsage): void {
   scope.decorateRequest('principal', null);
   scope.addHook('onRequest', async (request) => {
-    request.principal = await authenticateBearer(db, bearerToken(request.headers.authorization));
+    request.principal = await authenticateBearer(db, keyUsage, bearerToken(request.headers.authorization));
   });
 }
 

@@ -1,8 +1,14 @@
 // Request and response schemas (TypeBox): they validate requests and generate the OpenAPI document.
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 
 const Timestamp = Type.String({ format: 'date-time' });
 const Uuid = Type.String({ description: 'UUID' });
+
+// Response fields that may be null, or take one of a few strings, are written the OpenAPI 3.0 way
+// (`nullable`, `enum`) rather than as an anyOf: the serializer then writes them directly instead of
+// trying each branch of the anyOf on every value (most of the cost of a list answer).
+const Nullable = <T extends TSchema>(schema: T) => Type.Unsafe<Static<T> | null>({ ...schema, nullable: true });
+const OneOf = <const V extends readonly string[]>(values: V) => Type.Unsafe<V[number]>({ type: 'string', enum: values });
 
 export const ErrorSchema = Type.Object(
   { error: Type.String({ description: 'stable error code' }), message: Type.String() },
@@ -42,13 +48,25 @@ export const ApiKeySchema = Type.Object(
     name: Type.String(),
     key_prefix: Type.String(),
     created_at: Timestamp,
-    last_used_at: Type.Union([Timestamp, Type.Null()]),
+    last_used_at: Nullable(Timestamp),
   },
   { $id: 'ApiKey' },
 );
 export const CreateApiKeyBody = Type.Object({ name: Type.String({ maxLength: 200 }) }, { additionalProperties: false });
 export type CreateApiKeyBody = Static<typeof CreateApiKeyBody>;
 export const CreateApiKeyResponse = Type.Object({ api_key: Type.Ref('ApiKey'), key: Type.String({ description: 'shown only once' }) });
+
+const VolumeSchema = Type.Object(
+  {
+    name: Type.String({ maxLength: 1000, description: 'a DNS label, unique within the deployment' }),
+    mount_path: Type.String({ maxLength: 4096, description: 'absolute and normalized, not "/", no ".."' }),
+  },
+  { additionalProperties: false },
+);
+const VolumesField = Type.Array(VolumeSchema, {
+  maxItems: 1000,
+  description: 'named volumes (at most 10) mounted into every release; their data survives deploy, restart, stop and rollback, and is removed with the deployment',
+});
 
 export const CreateDeploymentBody = Type.Object(
   {
@@ -63,6 +81,7 @@ export const CreateDeploymentBody = Type.Object(
       Type.Integer({ description: 'memory limit in MiB: 16 to SLIPWAY_MAX_MEMORY_MB (default ceiling 2048); default SLIPWAY_DEFAULT_MEMORY_MB (512)' }),
     ),
     cpus: Type.Optional(Type.Number({ description: 'CPU limit: 0.01 to SLIPWAY_MAX_CPUS (default ceiling 2); default SLIPWAY_DEFAULT_CPUS (1)' })),
+    volumes: Type.Optional(VolumesField),
   },
   { additionalProperties: false },
 );
@@ -79,6 +98,7 @@ export const UpdateDeploymentBody = Type.Object(
       Type.Union([Type.Integer(), Type.Null()], { description: 'MiB, 16 to SLIPWAY_MAX_MEMORY_MB (default ceiling 2048); null: the default' }),
     ),
     cpus: Type.Optional(Type.Union([Type.Number(), Type.Null()], { description: '0.01 to SLIPWAY_MAX_CPUS (default ceiling 2); null: the default' })),
+    volumes: Type.Optional(VolumesField),
   },
   { additionalProperties: false, description: 'Settings take effect at the next deploy or restart.' },
 );
@@ -89,18 +109,19 @@ export const DeploymentSchema = Type.Object(
     id: Uuid,
     name: Type.String(),
     subdomain: Type.String(),
-    status: Type.Union(['pending', 'building', 'running', 'stopped', 'failed'].map((s) => Type.Literal(s))),
-    source_type: Type.Union([Type.Literal('git'), Type.Literal('archive')]),
+    status: OneOf(['pending', 'building', 'running', 'stopped', 'failed']),
+    source_type: OneOf(['git', 'archive']),
     created_at: Timestamp,
     updated_at: Timestamp,
     repo_url: Type.Optional(Type.String()),
-    branch: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+    branch: Type.Optional(Nullable(Type.String())),
     dockerfile_path: Type.Optional(Type.String()),
     url: Type.Optional(Type.String()),
-    live_build_id: Type.Optional(Type.Union([Uuid, Type.Null()])),
-    health_check_path: Type.Optional(Type.Union([Type.String(), Type.Null()])),
-    memory_mb: Type.Optional(Type.Union([Type.Number(), Type.Null()])),
-    cpus: Type.Optional(Type.Union([Type.Number(), Type.Null()])),
+    live_build_id: Type.Optional(Nullable(Uuid)),
+    health_check_path: Type.Optional(Nullable(Type.String())),
+    memory_mb: Type.Optional(Nullable(Type.Number())),
+    cpus: Type.Optional(Nullable(Type.Number())),
+    volumes: Type.Optional(Type.Array(VolumeSchema)),
   },
   { $id: 'Deployment' },
 );
@@ -123,11 +144,11 @@ export const BuildSchema = Type.Object(
   {
     id: Uuid,
     deployment_id: Uuid,
-    status: Type.Union(['building', 'succeeded', 'failed', 'cancelled'].map((s) => Type.Literal(s))),
+    status: OneOf(['building', 'succeeded', 'failed', 'cancelled']),
     commit_sha: Type.String(),
     started_at: Timestamp,
-    finished_at: Type.Union([Timestamp, Type.Null()]),
-    error: Type.Union([Type.String(), Type.Null()]),
+    finished_at: Nullable(Timestamp),
+    error: Nullable(Type.String()),
   },
   { $id: 'Build' },
 );
@@ -188,8 +209,34 @@ export const HealthResponse = Type.Object({
   checks: Type.Record(Type.String(), Type.Object({ ok: Type.Boolean(), detail: Type.Optional(Type.String()) })),
 });
 
+export const EnvVarSchema = Type.Object(
+  {
+    key: Type.String(),
+    value: Type.Union([Type.String(), Type.Null()], { description: "null for a secret: a secret's value is never shown" }),
+    secret: Type.Boolean(),
+    updated_at: Timestamp,
+  },
+  { $id: 'EnvVar' },
+);
+export const EnvResponse = Type.Object(
+  { vars: Type.Array(Type.Ref('EnvVar'), { description: 'sorted by key' }) },
+  { description: 'The variables containers get at the next deploy, restart or rollback (beside PORT).' },
+);
+export const PatchEnvBody = Type.Object(
+  {
+    vars: Type.Record(Type.String(), Type.Union([Type.String(), Type.Null()]), {
+      description:
+        'KEY: value to set, or null to remove. Keys match ^[A-Za-z_][A-Za-z0-9_]*$ (at most 256 characters; PORT and SLIPWAY_* are reserved); ' +
+        'a value is at most 32 KiB without NUL; at most 500 variables and 256 KiB per deployment.',
+    }),
+    secret: Type.Optional(Type.Boolean({ description: 'the secret flag of every key set (default false); secrets are write-only' })),
+  },
+  { additionalProperties: false },
+);
+export type PatchEnvBody = Static<typeof PatchEnvBody>;
+
 /** Shared schemas registered once, referenced by `$ref`. */
-export const SHARED_SCHEMAS = [ErrorSchema, UserSchema, ApiKeySchema, DeploymentSchema, BuildSchema, TunnelSchema];
+export const SHARED_SCHEMAS = [ErrorSchema, UserSchema, ApiKeySchema, DeploymentSchema, BuildSchema, TunnelSchema, EnvVarSchema];
 
 /** Standard error responses for the OpenAPI document. */
 export function errorResponses(...statuses: number[]): Record<number, unknown> {

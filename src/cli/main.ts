@@ -5,9 +5,10 @@ import { processIo, type CliIo } from './cli-io.js';
 import { registerAppCommands } from './commands/app-commands.js';
 import { registerAuthCommands } from './commands/auth-commands.js';
 import { registerDeployCommand } from './commands/deploy-command.js';
+import { registerEnvCommands } from './commands/env-commands.js';
 import { registerKeyCommands } from './commands/key-commands.js';
 import { registerTunnelCommand } from './commands/tunnel-command.js';
-import { runResetPassword, runServer } from './server-command.js';
+import { rotateKey, runResetPassword, runServer } from './server-command.js';
 import { registerCreateCommand } from './commands/create-command.js';
 import { readFileSync } from 'node:fs';
 
@@ -53,10 +54,21 @@ Environment: SLIPWAY_URL and SLIPWAY_API_KEY override the saved login. See docs/
       '\nPrints a new random password once (or takes one from stdin) and logs the user out everywhere.\nAPI keys keep working. Works while the server runs.\n\nExamples:\n  slipway server reset-password admin@localhost\n  printf \'%s\\n\' "$NEW_PASSWORD" | slipway server reset-password ops@example.com --password-stdin',
     )
     .action((email: string, options: { passwordStdin?: boolean }) => runResetPassword(io, email, options));
+  server
+    .command('rotate-key')
+    .description('re-encrypt the app configuration under a new installation key (stop the server first)')
+    .addHelpText(
+      'after',
+      '\nWith the key in <data>/secret.key, a new key is generated there. With SLIPWAY_SECRET_KEY, set\n' +
+        'SLIPWAY_NEW_SECRET_KEY to the new key, then set SLIPWAY_SECRET_KEY to it before the next start.\n\n' +
+        'Example:\n  slipway server rotate-key',
+    )
+    .action(rotateKey);
   registerAuthCommands(program, io);
   registerDeployCommand(program, io);
   registerCreateCommand(program, io);
   registerAppCommands(program, io);
+  registerEnvCommands(program, io);
   registerKeyCommands(program, io);
   registerTunnelCommand(program, io);
   return program;

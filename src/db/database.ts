@@ -7,6 +7,8 @@ import pg from 'pg';
 import type { Database } from './schema.js';
 import * as initial from './migrations/2026-11-21-001-initial.js';
 import * as instance from './migrations/2026-11-21-002-instance.js';
+import * as appConfig from './migrations/2026-11-22-001-app-config.js';
+import { withStatementCache } from './statement-cache.js';
 import crypto from 'node:crypto';
 
 export type Db = Kysely<Database>;
@@ -15,6 +17,7 @@ export type Db = Kysely<Database>;
 const MIGRATIONS: Record<string, Migration> = {
   '2026-11-21-001-initial': initial,
   '2026-11-21-002-instance': instance,
+  '2026-11-22-001-app-config': appConfig,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
@@ -29,7 +32,7 @@ function sqliteDialect(file: string): Dialect {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  return new SqliteDialect({ database: sqlite });
+  return new SqliteDialect({ database: withStatementCache(sqlite) });
 }
 
 function postgresDialect(url: string): Dialect {

@@ -1,16 +1,119 @@
-// Build output on disk, one file per build: appended while building, read or followed by clients.
+// Build output on disk, one file per build: appended while building (capped head and tail), read or followed by clients.
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-/** Stores and serves build logs under `<dataDir>/logs/<deployment>/<build>.log`. */
+/** Room kept in the cap for the marker line. */
+const MARKER_RESERVE = 128;
+/** Smallest cap that leaves a useful head and tail. */
+export const MIN_BUILD_LOG_BYTES = 1024;
+
+/** The line written where a capped log was cut. */
+export const omittedMarker = (bytes: number): string => `… ${bytes} bytes of build output omitted …\n`;
+
+/**
+ * One open log. The first half of the cap (the head) goes to disk as it comes, so followers see it
+ * live; what comes after is held in memory, keeping only its last bytes (the tail), and written with
+ * a marker line when the build ends. The file therefore never exceeds the cap.
+ */
+class CappedLog {
+  readonly #stream: fs.WriteStream;
+  readonly #headBytes: number;
+  readonly #tailBytes: number;
+  #written = 0;
+  #endsLine = false;
+  #cut = false;
+  #tail: Buffer[] = [];
+  #tailFirst = 0;
+  #tailLength = 0;
+  #dropped = 0;
+
+  constructor(file: string, maxBytes: number) {
+    this.#stream = fs.createWriteStream(file, { flags: 'a' });
+    this.#stream.on('error', () => undefined);
+    const room = Math.max(0, maxBytes - MARKER_RESERVE);
+    this.#headBytes = Math.floor(room / 2);
+    this.#tailBytes = room - this.#headBytes;
+  }
+
+  append(text: string): void {
+    let data = Buffer.from(text);
+    if (!this.#cut) {
+      const room = this.#headBytes - this.#written;
+      if (data.length <= room) {
+        this.#write(data);
+        return;
+      }
+      // The head ends at a line end: the last one within the room left, else where the previous chunk
+      // ended (when it ended one); only a head that is one long line is cut inside it.
+      const newline = room > 0 ? data.lastIndexOf(0x0a, room - 1) : -1;
+      const take = newline >= 0 ? newline + 1 : this.#endsLine ? 0 : room;
+      this.#write(data.subarray(0, take));
+      this.#cut = true;
+      data = data.subarray(take);
+    }
+    this.#tail.push(data);
+    this.#tailLength += data.length;
+    // A queue read from #tailFirst, compacted now and then: output often comes a line at a time.
+    while (this.#tailLength > this.#tailBytes) {
+      const first = this.#tail[this.#tailFirst] as Buffer;
+      const excess = this.#tailLength - this.#tailBytes;
+      if (first.length <= excess) {
+        this.#tailFirst += 1;
+        this.#tailLength -= first.length;
+        this.#dropped += first.length;
+      } else {
+        this.#tail[this.#tailFirst] = first.subarray(excess);
+        this.#tailLength -= excess;
+        this.#dropped += excess;
+      }
+    }
+    if (this.#tailFirst > 1024 && this.#tailFirst * 2 > this.#tail.length) {
+      this.#tail = this.#tail.slice(this.#tailFirst);
+      this.#tailFirst = 0;
+    }
+  }
+
+  /** Writes the held tail (after the marker, if anything was dropped) and closes the file. */
+  async close(): Promise<void> {
+    let tail = Buffer.concat(this.#tail.slice(this.#tailFirst));
+    this.#tail = [];
+    this.#tailFirst = 0;
+    if (this.#dropped > 0) {
+      // The tail starts at a line start when it holds a line end.
+      const newline = tail.indexOf(0x0a);
+      if (newline >= 0 && newline < tail.length - 1) {
+        this.#dropped += newline + 1;
+        tail = tail.subarray(newline + 1);
+      }
+      this.#stream.write(this.#endsLine ? omittedMarker(this.#dropped) : `\n${omittedMarker(this.#dropped)}`);
+    }
+    if (tail.length > 0) this.#stream.write(tail);
+    await new Promise<void>((resolve) => this.#stream.end(resolve));
+  }
+
+  #write(data: Buffer): void {
+    if (data.length === 0) return;
+    this.#written += data.length;
+    this.#endsLine = data[data.length - 1] === 0x0a;
+    this.#stream.write(data);
+  }
+}
+
+/**
+ * Stores and serves build logs under `<dataDir>/logs/<deployment>/<build>.log`, each capped at
+ * `maxBytes` (SLIPWAY_BUILD_LOG_MAX_BYTES): a log that would be longer keeps its head and its tail
+ * with a marker line between them saying how many bytes were cut.
+ */
 export class BuildLogStore {
   readonly #root: string;
-  readonly #streams = new Map<string, fs.WriteStream>();
+  readonly #maxBytes: number;
+  readonly #open = new Map<string, CappedLog>();
 
-  constructor(dataDir: string) {
+  constructor(dataDir: string, maxBytes = 5 * 1024 * 1024) {
     this.#root = path.join(dataDir, 'logs');
+    this.#maxBytes = Math.max(MIN_BUILD_LOG_BYTES, maxBytes);
   }
 
   file(deploymentId: string, buildId: string): string {
@@ -19,22 +122,21 @@ export class BuildLogStore {
 
   /** Appends text to a build's log (opening it on first use). */
   append(deploymentId: string, buildId: string, text: string): void {
-    let stream = this.#streams.get(buildId);
-    if (stream === undefined) {
+    let log = this.#open.get(buildId);
+    if (log === undefined) {
       fs.mkdirSync(path.join(this.#root, deploymentId), { recursive: true });
-      stream = fs.createWriteStream(this.file(deploymentId, buildId), { flags: 'a' });
-      stream.on('error', () => undefined);
-      this.#streams.set(buildId, stream);
+      log = new CappedLog(this.file(deploymentId, buildId), this.#maxBytes);
+      this.#open.set(buildId, log);
     }
-    stream.write(text);
+    log.append(text);
   }
 
-  /** Flushes and closes a build's log once the build has ended. */
+  /** Writes the held tail, flushes and closes a build's log once the build has ended. */
   async close(buildId: string): Promise<void> {
-    const stream = this.#streams.get(buildId);
-    if (stream === undefined) return;
-    this.#streams.delete(buildId);
-    await new Promise<void>((resolve) => stream.end(resolve));
+    const log = this.#open.get(buildId);
+    if (log === undefined) return;
+    await log.close();
+    this.#open.delete(buildId);
   }
 
   /** The last `maxBytes` of a build's log (for error messages). */
@@ -57,7 +159,9 @@ export class BuildLogStore {
 
   /**
    * Yields the log from the start; with `isFinished`, keeps yielding what is appended until the
-   * build has finished and everything written has been read (or `signal` aborts).
+   * build has finished, its log is closed (the held tail written) and everything written has been
+   * read (or `signal` aborts). A follower of a capped log sees the head live, then nothing until the
+   * build ends, then the marker and the tail.
    */
   async *read(
     deploymentId: string,
@@ -68,7 +172,7 @@ export class BuildLogStore {
     let offset = 0;
     for (;;) {
       if (options.signal?.aborted) return;
-      const finished = options.isFinished === undefined ? true : await options.isFinished();
+      const finished = options.isFinished === undefined ? true : (await options.isFinished()) && !this.#open.has(buildId);
       const chunk = await readFrom(file, offset);
       if (chunk.length > 0) {
         offset += chunk.length;

@@ -12,8 +12,8 @@ import { DomainError } from '../core/errors.js';
 import type { DeploymentOperations } from '../domain/operations.js';
 import type { Principal } from '../core/principal.js';
 import type { RoutingTable, Upstream } from '../proxy/routing-table.js';
-import type { ContainerEngine } from '../runtime/engine.js';
-import { EngineBuildError } from '../runtime/engine.js';
+import type { BuildSandbox, ContainerEngine } from '../runtime/engine.js';
+import { EngineBuildError, LABEL_INSTANCE, LABEL_MANAGED, buildNetworkName } from '../runtime/engine.js';
 import { fetchCommit, redactCredentials, resolveCommit } from '../source/git.js';
 import type { SourceStore } from '../source/source-store.js';
 import type { BuildLogStore } from './build-logs.js';
@@ -40,6 +40,8 @@ export interface LifecycleSettings {
   readonly defaultNanoCpus: number;
   /** Pids limit of every app container. */
   readonly appPidsLimit: number;
+  /** How builds' RUN steps are confined (the network is this installation's build network). */
+  readonly build: { readonly network: 'confined' | 'none'; readonly memoryBytes: number; readonly nanoCpus: number; readonly pidsLimit: number };
   readonly maxConcurrentBuilds: number;
   /** Base environment of git processes ({ PATH, HOME }). */
   readonly gitEnv: Record<string, string>;
@@ -353,7 +355,12 @@ export class DeploymentLifecycle implements DeploymentOperations {
   /** Build → image → healthy container → traffic switch. Never throws: the outcome goes to the database. */
   async #runPipeline(dep: DeploymentRow, build: BuildRow, cancel: AbortSignal, unreadable?: string): Promise<void> {
     const { engine, buildLogs, settings, db } = this.#deps;
-    const log = (text: string): void => buildLogs.append(dep.id, build.id, text);
+    // Output that arrives after the log is closed (an engine stream still draining after a cancel)
+    // must not reopen it: a reopened log would never be closed, and its followers never finish.
+    let logOpen = true;
+    const log = (text: string): void => {
+      if (logOpen) buildLogs.append(dep.id, build.id, text);
+    };
     const workDir = path.join(settings.dataDir, 'work', build.id);
     let image: string | undefined;
     const startedAt = Date.now();
@@ -391,6 +398,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
           labels: {},
           signal: buildSignal,
           onOutput: log,
+          sandbox: this.#buildSandbox(),
         });
         image = tag;
         await db.updateTable('builds').set({ image_id: tag }).where('id', '=', build.id).execute();
@@ -429,6 +437,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
       const verb = cancel.aborted ? 'cancelled' : 'failed';
       this.#deps.log('info', `${what} ${verb} after ${seconds(startedAt)} s: ${summarizeFailure(err, cancel, this.#deps.settings.buildTimeoutMs)}`);
     } finally {
+      logOpen = false;
       await buildLogs.close(build.id);
     }
   }
@@ -459,6 +468,19 @@ export class DeploymentLifecycle implements DeploymentOperations {
       const current = await db.selectFrom('deployments').selectAll().where('id', '=', dep.id).executeTakeFirst();
       if (current !== undefined && !(await this.#isServing(current))) this.#route(current.subdomain, dep.id, 'failed');
     }
+  }
+
+  #buildSandbox(): BuildSandbox {
+    const { instanceId, build } = this.#deps.settings;
+    return {
+      network:
+        build.network === 'none'
+          ? { mode: 'none' }
+          : { mode: 'confined', name: buildNetworkName(instanceId), labels: { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instanceId } },
+      memoryBytes: build.memoryBytes,
+      nanoCpus: build.nanoCpus,
+      pidsLimit: build.pidsLimit,
+    };
   }
 
   #target(dep: DeploymentRow, buildId: string, image: string) {

@@ -6,6 +6,7 @@ import type { UsersTable } from '../db/schema.js';
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import { authorizeAdmin } from '../core/principal.js';
+import type { KeyUsage } from './key-usage.js';
 import { WorkLimit, WorkLimitFullError, type FailureLimiter } from './rate-limiter.js';
 import { API_KEY_PATTERN, SESSION_TOKEN_PATTERN, digestsEqual, newSessionToken, randomBase62, sha256Hex } from '../core/credentials.js';
 import { dummyPasswordHash, hashPassword, verifyPassword } from './password-hashing.js';
@@ -160,9 +161,9 @@ const unauthorized = (): DomainError => new DomainError('unauthorized', 'missing
 
 /**
  * Resolves a bearer value (session token or API key) to a principal. Every kind of bad
- * credential gives the same `unauthorized` error. Using an API key records `last_used_at`.
+ * credential gives the same `unauthorized` error. Using an API key records its use (`last_used_at`).
  */
-export async function authenticateBearer(db: Db, token: string | undefined): Promise<Principal> {
+export async function authenticateBearer(db: Db, keyUsage: KeyUsage, token: string | undefined): Promise<Principal> {
   if (token === undefined) throw unauthorized();
   const digest = sha256Hex(token);
   if (API_KEY_PATTERN.test(token)) {
@@ -173,7 +174,7 @@ export async function authenticateBearer(db: Db, token: string | undefined): Pro
       .where('api_keys.key_hash', '=', digest)
       .executeTakeFirst();
     if (key === undefined || !digestsEqual(key.key_hash, digest)) throw unauthorized();
-    await db.updateTable('api_keys').set({ last_used_at: nowIso() }).where('id', '=', key.id).execute();
+    keyUsage.record(key.id);
     return { userId: key.user_id, isAdmin: key.is_admin === 1, via: 'api_key', sessionId: undefined, apiKeyId: key.id };
   }
   if (SESSION_TOKEN_PATTERN.test(token)) {

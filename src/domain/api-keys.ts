@@ -6,6 +6,7 @@ import type { ApiKeysTable } from '../db/schema.js';
 import { DomainError } from '../core/errors.js';
 import { authorizeOwned, type Principal } from '../core/principal.js';
 import { newApiKey, sha256Hex } from '../core/credentials.js';
+import type { KeyUsage } from './key-usage.js';
 
 export interface ApiKeyView {
   id: string;
@@ -46,7 +47,8 @@ export async function createApiKey(db: Db, principal: Principal, input: { name: 
   return { api_key: presentKey(row), key };
 }
 
-export async function listApiKeys(db: Db, principal: Principal): Promise<ApiKeyView[]> {
+/** The caller's keys, newest first; `last_used_at` includes uses not yet written. */
+export async function listApiKeys(db: Db, keyUsage: KeyUsage, principal: Principal): Promise<ApiKeyView[]> {
   const rows = await db
     .selectFrom('api_keys')
     .selectAll()
@@ -54,7 +56,7 @@ export async function listApiKeys(db: Db, principal: Principal): Promise<ApiKeyV
     .orderBy('created_at', 'desc')
     .orderBy('id')
     .execute();
-  return rows.map(presentKey);
+  return rows.map((row) => presentKey({ ...row, last_used_at: keyUsage.unwritten(row.id) ?? row.last_used_at }));
 }
 
 /** Revokes one of the caller's keys; `onRevoked` closes what the key had open (its tunnels). */

@@ -2,6 +2,7 @@
 import type { Db } from '../db/database.js';
 import { isUniqueViolation, nowIso } from '../db/database.js';
 import { authenticateBearer } from './accounts.js';
+import type { KeyUsage } from './key-usage.js';
 import { normalizeSubdomain } from '../core/dns-label.js';
 import { DomainError } from '../core/errors.js';
 import { API_KEY_PATTERN } from '../core/credentials.js';
@@ -12,10 +13,10 @@ export interface TunnelOwner {
 }
 
 /** Authenticates a tunnel client: API keys only (session tokens are refused). Sets last_used_at. */
-export async function authenticateTunnelKey(db: Db, key: string): Promise<TunnelOwner | null> {
+export async function authenticateTunnelKey(db: Db, keyUsage: KeyUsage, key: string): Promise<TunnelOwner | null> {
   if (!API_KEY_PATTERN.test(key)) return null;
   try {
-    const principal = await authenticateBearer(db, key);
+    const principal = await authenticateBearer(db, keyUsage, key);
     return principal.apiKeyId === undefined ? null : { userId: principal.userId, apiKeyId: principal.apiKeyId };
   } catch (err) {
     if (err instanceof DomainError && err.code === 'unauthorized') return null;

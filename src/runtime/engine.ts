@@ -22,6 +22,26 @@ export interface BuildImageOptions {
   signal: AbortSignal;
   /** Receives the build output as it arrives. */
   onOutput(text: string): void;
+  /** Where and within what limits the build's RUN steps run. */
+  sandbox: BuildSandbox;
+}
+
+/**
+ * The confinement of a build's RUN steps. `confined`: they run on `network`, a bridge from which
+ * the host, its private networks and other containers are unreachable (internet and DNS remain);
+ * `none`: no network at all.
+ */
+export interface BuildSandbox {
+  network: { mode: 'confined'; name: string; labels: Record<string, string> } | { mode: 'none' };
+  memoryBytes: number;
+  nanoCpus: number;
+  /** Most processes and threads the build's RUN steps may hold at once. */
+  pidsLimit: number;
+}
+
+/** The network an installation's builds run on (see BuildSandbox). */
+export function buildNetworkName(instanceId: string): string {
+  return `slipway-${instanceId}-build`;
 }
 
 export interface RunContainerOptions {
@@ -45,6 +65,8 @@ export interface NetworkOptions {
   labels: Record<string, string>;
   /** Containers on the network cannot reach one another (inter-container communication off). */
   isolated: boolean;
+  /** The Linux bridge interface's name (at most 15 characters); the engine picks one if absent. */
+  bridgeName?: string;
 }
 
 export interface NetworkInfo {

@@ -4,6 +4,8 @@ import { lookup } from 'node:dns/promises';
 import { mkdir, readdir } from 'node:fs/promises';
 import net from 'node:net';
 import { DomainError } from '../core/errors.js';
+import { isPrivateAddress } from '../core/private-address.js';
+import { gitSshProgram, SSH_ENV } from './git-ssh.js';
 import { validateBranchName, validateRepoUrl } from './git-url.js';
 
 /** How git is run. */
@@ -16,7 +18,12 @@ export interface GitOptions {
   signal?: AbortSignal;
   /** Base environment of git children, e.g. `{ PATH, HOME }`; `GIT_*` entries are ignored. */
   gitEnv: Record<string, string>;
+  /** Resolves a host for the private-address check (default: the system resolver); git is pinned to its answer. */
+  resolve?: (host: string) => Promise<string[]>;
 }
+
+const systemResolve = async (host: string): Promise<string[]> =>
+  (await lookup(host, { all: true, verbatim: true })).map((result) => result.address);
 
 const SHA = /^[0-9a-f]{40}$/;
 /** Most bytes read from a git process's stdout before it is killed. */
@@ -25,59 +32,6 @@ const MAX_STDOUT_BYTES = 1024 * 1024;
 const STDERR_TAIL_BYTES = 16 * 1024;
 /** Depths tried, in turn, when a server refuses a fetch by sha and the branch has moved on. */
 const FALLBACK_DEPTHS = [1, 50, 1000];
-
-const BLOCKED = new net.BlockList();
-for (const [address, prefix] of [
-  ['0.0.0.0', 8], // "this" network, unspecified
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10], // CGNAT
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16], // link-local, cloud metadata
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4], // multicast
-  ['240.0.0.0', 4], // reserved, broadcast
-] as const) {
-  BLOCKED.addSubnet(address, prefix, 'ipv4');
-}
-for (const [address, prefix] of [
-  ['::', 128], // unspecified
-  ['::1', 128],
-  ['::', 96], // IPv4-compatible (deprecated)
-  ['100::', 64], // discard
-  ['2001:db8::', 32], // documentation
-  ['fc00::', 7], // unique local
-  ['fe80::', 10], // link-local
-  ['fec0::', 10], // site-local (deprecated)
-  ['ff00::', 8], // multicast
-] as const) {
-  BLOCKED.addSubnet(address, prefix, 'ipv6');
-}
-
-/** The IPv4 address embedded in an IPv4-mapped (::ffff:0:0/96) or NAT64 (64:ff9b::/96) address, if any. */
-function embeddedIpv4(address: string): string | undefined {
-  const match = /^(?:::ffff:|64:ff9b::)(?:(\d+\.\d+\.\d+\.\d+)|([0-9a-f]{1,4}):([0-9a-f]{1,4}))$/i.exec(address);
-  if (match === null) return undefined;
-  if (match[1] !== undefined) return match[1];
-  const high = Number.parseInt(match[2] ?? '0', 16);
-  const low = Number.parseInt(match[3] ?? '0', 16);
-  return [high >> 8, high & 255, low >> 8, low & 255].join('.');
-}
-
-/** True for loopback, private, link-local, unique-local, CGNAT, unspecified, multicast and reserved addresses. */
-function isPrivateAddress(address: string): boolean {
-  const family = net.isIP(address);
-  if (family === 4) return BLOCKED.check(address, 'ipv4');
-  if (family !== 6) return true; // not an address at all: refuse rather than guess
-  const v4 = embeddedIpv4(address);
-  if (v4 !== undefined) return BLOCKED.check(v4, 'ipv4');
-  return BLOCKED.check(address, 'ipv6');
-}
 
 interface RepoTarget {
   scheme: 'https' | 'http' | 'ssh' | 'file';
@@ -107,25 +61,25 @@ function validationError(message: string): DomainError {
 async function checkRepo(
   repoUrl: string,
   allowPrivate: boolean,
-  limits?: { timeoutMs: number; signal?: AbortSignal | undefined },
+  limits?: { timeoutMs: number; signal?: AbortSignal | undefined; resolve?: ((host: string) => Promise<string[]>) | undefined },
 ): Promise<{ target: RepoTarget; addresses: string[] }> {
   const problem = validateRepoUrl(repoUrl, { allowFile: allowPrivate });
   if (problem !== null) throw validationError(problem);
   const target = parseTarget(repoUrl);
   if (allowPrivate) return { target, addresses: [] };
   if (target.scheme === 'file') throw validationError('repo_url must not be a file:// URL');
-  let results: { address: string }[];
+  let results: string[];
   try {
-    results = await withLimits(lookup(target.host, { all: true, verbatim: true }), `resolving "${target.host}"`, limits);
+    results = await withLimits((limits?.resolve ?? systemResolve)(target.host), `resolving "${target.host}"`, limits);
   } catch (err) {
     if (err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError')) throw err;
     throw validationError(`repo_url host "${target.host}" could not be resolved`);
   }
   if (results.length === 0) throw validationError(`repo_url host "${target.host}" could not be resolved`);
-  if (results.some((r) => isPrivateAddress(r.address))) {
+  if (results.some((address) => isPrivateAddress(address))) {
     throw validationError(`repo_url host "${target.host}" is on a loopback, private or reserved network`);
   }
-  return { target, addresses: results.map((r) => r.address) };
+  return { target, addresses: results };
 }
 
 /** Settles like `promise`, but rejects early on timeout or abort (getaddrinfo itself cannot be cancelled). */
@@ -217,11 +171,17 @@ function gitConfigArgs(options: GitOptions, target: RepoTarget, addresses: strin
   return settings.flatMap((setting) => ['-c', setting]);
 }
 
-function gitChildEnv(options: GitOptions): Record<string, string> {
+/**
+ * The environment of every git process. ssh goes through Slipway's wrapper (GIT_SSH, run by git
+ * with an argv, no shell), told the checked host and address: it connects to that address, so DNS
+ * cannot answer differently for ssh than for the check (rebinding), as curloptResolve does for http.
+ */
+async function gitChildEnv(options: GitOptions, target: RepoTarget, addresses: string[]): Promise<Record<string, string>> {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(options.gitEnv)) {
-    if (!key.startsWith('GIT_') && !key.startsWith('SSH_')) env[key] = value;
+    if (!key.startsWith('GIT_') && !key.startsWith('SSH_') && !key.startsWith('SLIPWAY_GIT_SSH_')) env[key] = value;
   }
+  const pinned: Record<string, string> = target.scheme === 'ssh' && addresses[0] !== undefined ? { [SSH_ENV.address]: addresses[0] } : {};
   const connectTimeout = Math.max(1, Math.ceil(options.timeoutMs / 1000));
   return {
     ...env,
@@ -231,9 +191,11 @@ function gitChildEnv(options: GitOptions): Record<string, string> {
     GIT_CONFIG_GLOBAL: '/dev/null',
     GIT_ALLOW_PROTOCOL: options.allowPrivate ? 'https:http:ssh:file' : 'https:http:ssh',
     GIT_PROTOCOL_FROM_USER: '0',
-    // git runs this through a shell, so it is a constant: no user value ever goes in it.
-    GIT_SSH_COMMAND: `ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new -o ConnectTimeout=${connectTimeout}`,
+    GIT_SSH: await gitSshProgram(),
     GIT_SSH_VARIANT: 'ssh',
+    [SSH_ENV.host]: target.host,
+    [SSH_ENV.connectTimeout]: String(connectTimeout),
+    ...pinned,
   };
 }
 
@@ -359,7 +321,8 @@ export async function resolveCommit(
   const patterns = branch === undefined ? ['HEAD'] : [`refs/heads/${branch}`];
   const args = [...gitConfigArgs(options, target, addresses), 'ls-remote', '--symref', '--', repoUrl, ...patterns];
   // cwd "/" so no repository (and no repository config) around the server's working directory is read.
-  const output = await runGit(args, { cwd: '/', env: gitChildEnv(options), timeoutMs: options.timeoutMs, signal: options.signal });
+  const env = await gitChildEnv(options, target, addresses);
+  const output = await runGit(args, { cwd: '/', env, timeoutMs: options.timeoutMs, signal: options.signal });
 
   const refs = new Map<string, string>();
   let headTarget: string | undefined;
@@ -407,7 +370,7 @@ export async function fetchCommit(
   if ((await readdir(destDir)).length > 0) throw new Error('the directory to fetch into is not empty');
 
   const config = gitConfigArgs(options, target, addresses);
-  const run: RunOptions = { cwd: destDir, env: gitChildEnv(options), timeoutMs: options.timeoutMs, signal: options.signal };
+  const run: RunOptions = { cwd: destDir, env: await gitChildEnv(options, target, addresses), timeoutMs: options.timeoutMs, signal: options.signal };
   if (options.onOutput !== undefined) run.onStderr = options.onOutput;
   const git = (args: string[]): Promise<string> => runGit([...config, ...args], run);
 

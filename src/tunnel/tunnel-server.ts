@@ -190,6 +190,8 @@ export class TunnelServer {
     if (requested !== undefined && !DNS_LABEL.test(requested)) {
       return refuse(socket, { status: 400, error: 'validation_error', message: `"${requested.slice(0, 80)}" is not a valid subdomain (a-z, 0-9 and -, at most 63).` });
     }
+    const handshake = handshakeProblem(req);
+    if (handshake !== undefined) return refuse(socket, { status: 400, error: 'validation_error', message: handshake });
     const owner = await this.#authority.authenticateKey(key);
     if (owner === null) {
       return refuse(socket, { status: 401, error: 'unauthorized', message: 'The API key is invalid or has been deleted.' });
@@ -336,6 +338,19 @@ export class TunnelServer {
       this.#log('error', 'could not release a tunnel subdomain', { subdomain: conn.subdomain, error: String(err) });
     }
   }
+}
+
+/**
+ * Why a request is not a WebSocket handshake ws would complete (ws answers those itself, in text/html),
+ * checked before any name is claimed; undefined when it is one.
+ */
+function handshakeProblem(req: IncomingMessage): string | undefined {
+  if (req.method !== 'GET') return 'A tunnel connects with a WebSocket upgrade (GET).';
+  if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket') return 'A tunnel connects with "Upgrade: websocket".';
+  if (!/^[+/0-9A-Za-z]{22}==$/.test(req.headers['sec-websocket-key'] ?? '')) return 'Missing or invalid Sec-WebSocket-Key header.';
+  const version = req.headers['sec-websocket-version'];
+  if (version !== '13' && version !== '8') return 'Unsupported Sec-WebSocket-Version (use 13).';
+  return undefined;
 }
 
 /** Answers an upgrade request with a plain HTTP error and a JSON `{error, message}` body. */

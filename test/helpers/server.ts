@@ -195,9 +195,9 @@ export interface ServerProcess {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-export async function spawnServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+export async function spawnServerProcess(env: Record<string, string>, nodeArgs: readonly string[] = []): Promise<ServerProcess> {
   // The same V8 flag `npm start` runs the server with (a small young generation: less memory).
-  const child = spawn(process.execPath, ['--max-semi-space-size=2', path.join(PROJECT_ROOT, 'bin', 'slipway.js'), 'server'], {
+  const child = spawn(process.execPath, ['--max-semi-space-size=2', ...nodeArgs, path.join(PROJECT_ROOT, 'bin', 'slipway.js'), 'server'], {
     env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: os.tmpdir(), ...env, SLIPWAY_LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { DomainError } from '../../src/core/errors.js';
 import { assertRepoHostAllowed, fetchCommit, redactCredentials, resolveCommit } from '../../src/source/git.js';
 import type { GitOptions } from '../../src/source/git.js';
+import { pinnedSshArgs } from '../../src/source/git-ssh.js';
 import { validateBranchName, validateRepoUrl } from '../../src/source/git-url.js';
 import { startGitServer, TEST_PATH } from '../helpers/git-server.js';
 import type { GitServer } from '../helpers/git-server.js';
@@ -482,5 +483,125 @@ describe('redactCredentials', () => {
     assert.equal(redactCredentials('https://ghp_token123@github.com/a/b'), 'https://***@github.com/a/b');
     assert.equal(redactCredentials('ssh://git:pw@host/x'), 'ssh://***@host/x');
     assert.equal(redactCredentials('ssh://git@host/x'), 'ssh://git@host/x');
+  });
+});
+
+describe('ssh sources are pinned to the checked address', () => {
+  let dir: string;
+  let record: string;
+  let gitEnv: Record<string, string>;
+  const REBOUND = '10.0.0.7';
+
+  before(async () => {
+    dir = await tempDir();
+    record = path.join(dir, 'ssh-calls.jsonl');
+    // A fake ssh first on PATH: it records the argv it was given and fails as an unreachable host would.
+    const fake = path.join(dir, 'ssh');
+    await writeFile(
+      fake,
+      `#!${process.execPath}\n` +
+        `require('node:fs').appendFileSync(process.env.SLIPWAY_TEST_SSH_RECORD, JSON.stringify(process.argv.slice(2)) + '\\n');\n` +
+        `process.stderr.write('ssh: connect to host: Connection refused\\n');\n` +
+        `process.exit(255);\n`,
+      { mode: 0o755 },
+    );
+    await writeFile(path.join(dir, 'package.json'), '{"type":"commonjs"}\n');
+    gitEnv = { PATH: `${dir}:${TEST_PATH}`, HOME: dir, SLIPWAY_TEST_SSH_RECORD: record };
+  });
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** The argv of each ssh run since the last call. */
+  async function sshCalls(): Promise<string[][]> {
+    if (!existsSync(record)) return [];
+    const text = await readFile(record, 'utf8');
+    await rm(record);
+    return text.trim().split('\n').map((line) => JSON.parse(line) as string[]);
+  }
+
+  /** A resolver that answers a public address once, then (as a rebinding DNS would) a private one. */
+  function rebindingResolver(): { resolve: (host: string) => Promise<string[]>; calls: string[] } {
+    const calls: string[] = [];
+    return {
+      calls,
+      resolve: async (host) => {
+        calls.push(host);
+        return calls.length === 1 ? ['93.184.216.34'] : [REBOUND];
+      },
+    };
+  }
+
+  function assertPinned(argv: string[] | undefined, host: string, destination: string): void {
+    assert.ok(argv !== undefined, 'ssh was run');
+    const options: string[] = [];
+    for (let i = 0; i < argv.indexOf('--'); i++) if (argv[i] === '-o') options.push(argv[i + 1] as string);
+    assert.ok(options.includes('HostName=93.184.216.34'), `connects to the checked address: ${JSON.stringify(argv)}`);
+    assert.ok(options.includes(`HostKeyAlias=${host}`), 'known_hosts still names the host');
+    assert.ok(!argv.some((arg) => arg.includes(REBOUND)), 'never the address DNS gave later');
+    const dashes = argv.indexOf('--');
+    assert.ok(dashes > 0, 'options end with --');
+    assert.equal(argv[dashes + 1], destination);
+    assert.equal(argv.length, dashes + 3, 'after -- only the destination and the remote command');
+  }
+
+  test('resolveCommit over ssh:// connects to the address that passed the check, resolved once', async () => {
+    const dns = rebindingResolver();
+    const options: GitOptions = { allowPrivate: false, timeoutMs: 20_000, gitEnv, resolve: dns.resolve };
+    await assert.rejects(resolveCommit('ssh://git@repo.example.test:2222/team/app.git', 'main', options), (err: unknown) => {
+      assert.ok(!isValidationError(err), String(err));
+      assert.match((err as Error).message, /Could not read from remote repository/);
+      return true;
+    });
+    assert.deepEqual(dns.calls, ['repo.example.test']);
+    const [argv, ...more] = await sshCalls();
+    assert.equal(more.length, 0);
+    assertPinned(argv, 'repo.example.test', 'git@repo.example.test');
+    assert.ok(argv?.includes('2222'), 'the port is passed on');
+  });
+
+  test('fetchCommit over git@host:path connects to the checked address', async () => {
+    const dns = rebindingResolver();
+    const dest = path.join(await tempDir(), 'src');
+    try {
+      const options: GitOptions = { allowPrivate: false, timeoutMs: 20_000, gitEnv, resolve: dns.resolve };
+      await assert.rejects(fetchCommit('git@repo.example.test:team/app.git', 'a'.repeat(40), dest, options), /Could not read from remote repository/);
+      assert.deepEqual(dns.calls, ['repo.example.test']);
+      const calls = await sshCalls();
+      assert.ok(calls.length >= 1);
+      for (const argv of calls) assertPinned(argv, 'repo.example.test', 'git@repo.example.test');
+    } finally {
+      await rm(path.dirname(dest), { recursive: true, force: true });
+    }
+  });
+
+  test('a host resolving to a private address is refused before ssh runs', async () => {
+    const options: GitOptions = { allowPrivate: false, timeoutMs: 20_000, gitEnv, resolve: async () => ['93.184.216.34', REBOUND] };
+    await assert.rejects(resolveCommit('git@repo.example.test:team/app.git', 'main', options), isValidationError);
+    await assert.rejects(resolveCommit('ssh://git@repo.example.test/team/app.git', 'main', { ...options, resolve: async () => ['fd00::1'] }), isValidationError);
+    assert.deepEqual(await sshCalls(), []);
+  });
+
+  test('with private hosts allowed nothing is resolved or pinned, and the options still end with --', async () => {
+    const options: GitOptions = {
+      allowPrivate: true,
+      timeoutMs: 20_000,
+      gitEnv,
+      resolve: async () => assert.fail('no lookup when private hosts are allowed'),
+    };
+    await assert.rejects(resolveCommit('git@repo.example.test:team/app.git', 'main', options), /Could not read from remote repository/);
+    const [argv] = await sshCalls();
+    assert.ok(argv !== undefined && !argv.some((arg) => arg.startsWith('HostName=')));
+    assert.equal(argv[argv.indexOf('--') + 1], 'git@repo.example.test');
+  });
+});
+
+describe('pinnedSshArgs', () => {
+  test('refuses a destination that is not the repository host', () => {
+    const env = { SLIPWAY_GIT_SSH_HOST: 'repo.example.test', SLIPWAY_GIT_SSH_ADDRESS: '93.184.216.34' };
+    assert.throws(() => pinnedSshArgs(['git@other.example.test', "git-upload-pack 'x'"], env), /not the repository's host/);
+    assert.throws(() => pinnedSshArgs(['-oProxyCommand=x', "git-upload-pack 'x'"], env), /not the repository's host/);
+    assert.throws(() => pinnedSshArgs(['git@repo.example.test'], env), /host and a command/);
+    assert.deepEqual(pinnedSshArgs(['-p', '22', 'git@repo.example.test', "git-upload-pack 'x'"], env).slice(-5), ['-p', '22', '--', 'git@repo.example.test', "git-upload-pack 'x'"]);
   });
 });

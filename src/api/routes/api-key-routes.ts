@@ -13,7 +13,7 @@ export const apiKeyRoutes =
     app.get(
       '/api-keys',
       { schema: { tags: ['api-keys'], summary: "The caller's API keys", response: { 200: Type.Array(Type.Ref('ApiKey')), ...errorResponses(401) } } },
-      async (request) => listApiKeys(deps.db, principalOf(request)),
+      async (request) => listApiKeys(deps.db, deps.keyUsage, principalOf(request)),
     );
 
     app.post<{ Body: CreateApiKeyBody }>(

@@ -2,7 +2,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { appUrl } from '../../config.js';
+import { appUrl, appUrls } from '../../config.js';
 import { presentBuild } from '../../domain/builds.js';
 import {
   createDeployment,
@@ -72,7 +72,12 @@ export const deploymentRoutes =
           response: { 200: Type.Array(Type.Ref('Deployment')), ...errorResponses(401) },
         },
       },
-      async (request) => (await listDeployments(deps.db, principalOf(request))).map((row) => presentDeployment(row, urlFor)),
+      async (request) => {
+        const rows = await listDeployments(deps.db, principalOf(request));
+        // Read the public URL once per answer: the port is only known once the server listens.
+        const urlOf = appUrls(deps.config);
+        return rows.map((row) => presentDeployment(row, urlOf));
+      },
     );
 
     app.post<{ Body: CreateDeploymentBody }>(
@@ -104,7 +109,7 @@ export const deploymentRoutes =
       {
         schema: {
           tags: ['deployments'],
-          summary: 'Change settings (name, repo_url, branch, dockerfile_path, health_check_path, memory_mb, cpus); they apply at the next deploy or restart',
+          summary: 'Change settings (name, repo_url, branch, dockerfile_path, health_check_path, memory_mb, cpus, volumes); they apply at the next deploy or restart',
           params: IdParams,
           body: UpdateDeploymentBody,
           response: { 200: Type.Ref('Deployment'), ...errorResponses(400, 401, 404) },

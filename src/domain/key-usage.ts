@@ -1,0 +1,70 @@
+// API key use, recorded in memory and written at most once a second per key (not on every request).
+import type { Db } from '../db/database.js';
+
+/** How long a use may wait in memory before it is written. */
+const FLUSH_INTERVAL_MS = 1000;
+
+/**
+ * `last_used_at` of API keys. Every use is recorded at once in memory (the API shows it from there),
+ * and the database gets the latest use of each key at most once per interval, and on close; so a
+ * key's stored `last_used_at` is at most about a second behind, and a busy key costs one write a
+ * second instead of one per request.
+ */
+export class KeyUsage {
+  readonly #db: Db;
+  readonly #intervalMs: number;
+  /** Key id → ISO time of its latest use not yet written. */
+  #pending = new Map<string, string>();
+  #timer: NodeJS.Timeout | undefined;
+  #flushing: Promise<void> = Promise.resolve();
+  #log: (msg: string, detail: object) => void;
+
+  constructor(db: Db, options: { intervalMs?: number; log?: (msg: string, detail: object) => void } = {}) {
+    this.#db = db;
+    this.#intervalMs = options.intervalMs ?? FLUSH_INTERVAL_MS;
+    this.#log = options.log ?? (() => undefined);
+  }
+
+  /** Records a use of `keyId` now. */
+  record(keyId: string, at: string = new Date().toISOString()): void {
+    this.#pending.set(keyId, at);
+    if (this.#timer === undefined) {
+      this.#timer = setTimeout(() => {
+        this.#timer = undefined;
+        void this.flush();
+      }, this.#intervalMs);
+      this.#timer.unref();
+    }
+  }
+
+  /** The latest use of `keyId` not yet written, if any (newer than what the database holds). */
+  unwritten(keyId: string): string | undefined {
+    return this.#pending.get(keyId);
+  }
+
+  /** Writes every pending use (one statement per key, in one transaction). */
+  flush(): Promise<void> {
+    this.#flushing = this.#flushing.then(async () => {
+      if (this.#pending.size === 0) return;
+      const batch = this.#pending;
+      this.#pending = new Map();
+      try {
+        await this.#db.transaction().execute(async (trx) => {
+          for (const [id, at] of batch) await trx.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute();
+        });
+      } catch (err) {
+        this.#log('recording API key use failed', { err });
+        // Keep what was not written, unless a newer use replaced it meanwhile.
+        for (const [id, at] of batch) if (!this.#pending.has(id)) this.#pending.set(id, at);
+      }
+    });
+    return this.#flushing;
+  }
+
+  /** Writes what is pending and stops the timer (server shutdown, before the database closes). */
+  async close(): Promise<void> {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.flush();
+  }
+}

@@ -1,0 +1,253 @@
+// Fuzz suite: seeded random requests to every route of the OpenAPI document, the dashboard, the tunnel upgrade and app hosts through the router, against a real server; fails on any 5xx, hang, crash, leak or malformed error.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { busyboxArchive, createArchiveApp, deployAndWait } from '../helpers/apps.js';
+import { loginAs, startTestServer, type TestServer } from '../helpers/server.js';
+import { Rng } from './fuzz-random.js';
+import { operationsOf, type Operation } from './openapi-shapes.js';
+import { sendRaw, type RawResponse } from '../helpers/raw-http.js';
+import {
+  planApiRequest,
+  planAppHostRequest,
+  planStaticRequest,
+  planTunnelRequest,
+  planUnknownPath,
+  type FuzzUser,
+  type FuzzWorld,
+  type Plan,
+} from './request-plans.js';
+
+/** SLIPWAY_FUZZ_SEED: the run's seed (printed); SLIPWAY_FUZZ_COUNT: how many requests; SLIPWAY_FUZZ_SECONDS: a time cap on the random phase. */
+const SEED = envNumber('SLIPWAY_FUZZ_SEED', 0x51a1e) >>> 0;
+const COUNT = envNumber('SLIPWAY_FUZZ_COUNT', 800);
+const SECONDS = envNumber('SLIPWAY_FUZZ_SECONDS', 40);
+/** Engine-heavy requests (deploy, restart, rollback on an own deployment) allowed in one run. */
+const HEAVY_BUDGET = envNumber('SLIPWAY_FUZZ_HEAVY', 10);
+
+function envNumber(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value)) throw new Error(`${name} must be a number, got "${raw}"`);
+  return value;
+}
+
+/** A stack frame as V8 prints it. */
+const STACK_FRAME = /\n\s+at [^\n]*[:(]/;
+
+interface Finding {
+  readonly index: number;
+  readonly shape: string;
+  readonly problem: string;
+  readonly request: string;
+}
+
+/** Everything wrong with one answer (empty: fine). */
+function judge(plan: Plan, res: RawResponse, secrets: readonly string[]): string[] {
+  const problems: string[] = [];
+  if (res.outcome === 'timeout') return [`no answer within ${plan.timeoutMs} ms (hang)`];
+  if (res.bodyTimedOut) problems.push(`the body did not end within ${plan.timeoutMs} ms (hang)`);
+  if (res.outcome === 'closed') return plan.mayClose ? [] : ['the connection closed without an answer'];
+  const text = res.body.toString('utf8');
+  if (res.status >= 500 && !plan.allowedServerErrors.includes(res.status)) problems.push(`answered ${res.status}`);
+  if (STACK_FRAME.test(text)) problems.push('the body carries a stack trace');
+  if (text.includes('internal_error')) problems.push('the body is an internal_error');
+  for (const secret of secrets) if (text.includes(secret)) problems.push('the body carries a secret (a password or an API key)');
+  // The API's errors are `{error, message}` JSON; the data plane's own pages are HTML and the app's answers are its own.
+  const apiError = plan.kind !== 'app-host' && res.status >= 400 && !plan.headOnly;
+  if (apiError) {
+    const type = res.headers['content-type']?.[0] ?? '';
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = undefined;
+    }
+    const keys = typeof body === 'object' && body !== null ? Object.keys(body).sort().join(',') : '';
+    const record = body as Record<string, unknown> | undefined;
+    if (!type.startsWith('application/json') || keys !== 'error,message' || typeof record?.['error'] !== 'string' || typeof record['message'] !== 'string') {
+      problems.push(`error ${res.status} is not {error, message} JSON (${type || 'no content-type'}: ${JSON.stringify(text.slice(0, 120))})`);
+    }
+    if (res.status === 401 && !/^Bearer\b/.test(res.headers['www-authenticate']?.[0] ?? '')) problems.push('401 without WWW-Authenticate: Bearer');
+  }
+  return problems;
+}
+
+/** What the request looked like, for the report (head and the start of the body). */
+function describeRequest(plan: Plan): string {
+  const head = `${plan.request.method} ${plan.request.target.slice(0, 200)} ${plan.request.headers.map(([n, v]) => `${n}: ${v.slice(0, 60)}`).join(' | ')}`;
+  const body = plan.request.body === undefined ? '' : ` body(${plan.request.body.length}): ${JSON.stringify(plan.request.body.subarray(0, 160).toString('utf8'))}`;
+  return `${head}${body}`;
+}
+
+/** The JSON body a request sent, when it was plain JSON. */
+function sentJson(plan: Plan): unknown {
+  try {
+    return JSON.parse(plan.request.body?.toString('utf8') ?? '');
+  } catch {
+    return undefined;
+  }
+}
+
+/** Files objects the fuzzer created into the pools, so later requests reach them. */
+function harvest(world: FuzzWorld, plan: Plan, res: RawResponse): void {
+  if (res.outcome !== 'response' || plan.op === undefined || res.status >= 300) return;
+  let json: Record<string, unknown>;
+  try {
+    json = JSON.parse(res.body.toString('utf8')) as Record<string, unknown>;
+  } catch {
+    return;
+  }
+  const owner = plan.owner === 'a' ? 'own' : 'other';
+  const { method, path } = plan.op;
+  if (method === 'POST' && path === '/api/v1/deployments' && typeof json['id'] === 'string') {
+    world.deployments[owner].push(json['id']);
+    if (typeof json['subdomain'] === 'string') world.otherSubdomains.push(json['subdomain']);
+  } else if (method === 'POST' && path === '/api/v1/api-keys') {
+    const key = json['api_key'] as { id?: unknown } | undefined;
+    if (typeof key?.id === 'string') world.apiKeys[owner].push(key.id);
+  } else if (method === 'POST' && path.endsWith('/deploy') && typeof json['id'] === 'string') {
+    world.builds[owner].push(json['id']);
+  } else if (method === 'PUT' && path === '/api/v1/users/me/password' && res.status === 200) {
+    // The change went through: the new password is now the known one.
+    const sent = sentJson(plan) as { new_password?: unknown } | undefined;
+    if (typeof sent?.new_password === 'string') world.c.password = sent.new_password;
+  } else if (method === 'POST' && path === '/api/v1/auth/login' && typeof json['token'] === 'string') {
+    const sent = sentJson(plan) as { email?: unknown } | undefined;
+    if (sent?.email === world.a.email) world.spareSessions.push(json['token']);
+  }
+}
+
+describe('API fuzz', () => {
+  let ts: TestServer;
+  let world: FuzzWorld;
+  let operations: Operation[];
+  const crashes: string[] = [];
+  const onCrash = (err: unknown): void => {
+    crashes.push(err instanceof Error ? `${err.name}: ${err.message}` : String(err));
+  };
+
+  before(async () => {
+    process.on('uncaughtException', onCrash);
+    process.on('unhandledRejection', onCrash);
+    ts = await startTestServer({ SLIPWAY_STARTUP_TIMEOUT_SECONDS: '10', SLIPWAY_BUILD_TIMEOUT_SECONDS: '60' });
+    const [a, b, c] = await Promise.all([ts.newUser('fuzz-a'), ts.newUser('fuzz-b'), ts.newUser('fuzz-c')]);
+    const asUser = (u: typeof a): FuzzUser => ({ email: u.email, password: u.password, token: u.token, apiKey: u.apiKey });
+    // Running apps: a's (the fuzzer may stop, restart, roll back and redeploy it) and b's (another tenant's, and the router's target).
+    const { archive } = await busyboxArchive({ body: 'fuzz target\n' });
+    const [appA, appB] = await Promise.all([createArchiveApp(ts, a.token, archive), createArchiveApp(ts, b.token, archive)]);
+    const [deployA, deployB] = await Promise.all([deployAndWait(ts, a.token, appA.id), deployAndWait(ts, b.token, appB.id)]);
+    assert.equal(deployA.status, 200, deployA.text);
+    assert.equal(deployB.status, 200, deployB.text);
+    const spareSessions = await Promise.all([1, 2, 3, 4, 5, 6].map(() => loginAs(ts.url, a.email, a.password)));
+    const revokedToken = await loginAs(ts.url, a.email, a.password);
+    assert.equal((await ts.request('POST', '/api/v1/auth/logout', { token: revokedToken })).status, 204);
+    const bKeys = await ts.request('GET', '/api/v1/api-keys', { token: b.token });
+    world = {
+      port: ts.port,
+      a: asUser(a),
+      b: asUser(b),
+      c: asUser(c),
+      adminToken: ts.adminToken,
+      spareSessions,
+      revokedToken,
+      deployments: { own: [appA.id], other: [appB.id] },
+      builds: { own: [deployA.json.id as string], other: [deployB.json.id as string] },
+      apiKeys: { own: [], other: (bKeys.json as { id: string }[]).map((k) => k.id) },
+      protectedIds: new Set([appA.id]),
+      liveSubdomains: [appB.subdomain, appA.subdomain],
+      otherSubdomains: [],
+      heavyBudget: HEAVY_BUDGET,
+    };
+    const doc = await ts.request('GET', '/api/v1/openapi.json');
+    operations = operationsOf(doc.json);
+  });
+
+  after(async () => {
+    process.off('uncaughtException', onCrash);
+    process.off('unhandledRejection', onCrash);
+    await ts?.close();
+    if (ts !== undefined) fs.rmSync(ts.dataDir, { recursive: true, force: true });
+  });
+
+  test(`random requests (seed ${SEED}, SLIPWAY_FUZZ_SEED / SLIPWAY_FUZZ_COUNT to change): no 5xx, hang, crash, leak or malformed error`, async (t) => {
+    console.log(`[fuzz] seed ${SEED} (SLIPWAY_FUZZ_SEED=${SEED} reproduces), count ${COUNT}, time cap ${SECONDS} s, ${operations.length} OpenAPI operations`);
+    assert.ok(operations.length >= 20, `the OpenAPI document lists ${operations.length} operations`);
+    const secrets = [world.a.apiKey, world.b.apiKey, world.c.apiKey, world.a.password, world.b.password];
+    const findings: Finding[] = [];
+    const shapes = new Set<string>();
+    const byKind = new Map<string, number>();
+    const byStatus = new Map<string, number>();
+    const covered = new Set<string>();
+    let serverErrors = 0;
+    let allowedServerErrors = 0;
+    let hangs = 0;
+    let closes = 0;
+    let sent = 0;
+    const started = Date.now();
+    const deadline = started + SECONDS * 1000;
+
+    for (let i = 0; i < COUNT; i++) {
+      // The first pass asks every operation once, validly; then each request draws from a PRNG of its own (seed, index).
+      const rng = new Rng((SEED ^ Math.imul(i + 1, 0x9e3779b1)) >>> 0);
+      const firstPass = i < operations.length;
+      if (!firstPass && Date.now() > deadline) break;
+      let plan: Plan;
+      if (firstPass) {
+        plan = planApiRequest(rng, world, operations[i]!, true);
+      } else {
+        const kind = rng.weighted({ api: 68, static: 5, 'unknown-path': 3, tunnel: 9, 'app-host': 15 });
+        plan =
+          kind === 'api' ? planApiRequest(rng, world, rng.pick(operations), false) :
+          kind === 'static' ? planStaticRequest(rng, world) :
+          kind === 'unknown-path' ? planUnknownPath(rng, world) :
+          kind === 'tunnel' ? planTunnelRequest(rng, world) :
+          planAppHostRequest(rng, world);
+      }
+      const res = await sendRaw(ts.port, plan.request, { timeoutMs: plan.timeoutMs, streamCutMs: 1500 }, plan.headOnly);
+      sent += 1;
+      shapes.add(plan.shape);
+      if (plan.op !== undefined) covered.add(`${plan.op.method} ${plan.op.path}`);
+      byKind.set(plan.kind, (byKind.get(plan.kind) ?? 0) + 1);
+      const statusKey = res.outcome === 'response' ? `${Math.floor(res.status / 100)}xx` : res.outcome;
+      byStatus.set(statusKey, (byStatus.get(statusKey) ?? 0) + 1);
+      if (res.outcome === 'response' && res.status >= 500) {
+        if (plan.allowedServerErrors.includes(res.status)) allowedServerErrors += 1;
+        else serverErrors += 1;
+      }
+      if (res.outcome === 'timeout' || res.bodyTimedOut) hangs += 1;
+      if (res.outcome === 'closed') closes += 1;
+      for (const problem of judge(plan, res, secrets)) {
+        findings.push({ index: i, shape: plan.shape, problem: res.outcome === 'response' ? `${problem} [${res.status}: ${JSON.stringify(res.body.subarray(0, 200).toString('utf8'))}]` : problem, request: describeRequest(plan) });
+      }
+      harvest(world, plan, res);
+    }
+
+    const seconds = ((Date.now() - started) / 1000).toFixed(1);
+    const summary = [
+      `[fuzz] ${sent} requests in ${seconds} s, ${shapes.size} distinct shapes (method + route + body kind + auth kind + params/query/header twist)`,
+      `[fuzz] by target: ${[...byKind].map(([k, n]) => `${k} ${n}`).join(', ')}`,
+      `[fuzz] by answer: ${[...byStatus].sort().map(([k, n]) => `${k} ${n}`).join(', ')}`,
+      `[fuzz] 5xx (not allowed): ${serverErrors}; allowed 5xx (data plane 501-504, build_failed on deploy?wait): ${allowedServerErrors}; hangs: ${hangs}; closed without answer: ${closes}; engine-heavy budget left: ${world.heavyBudget}`,
+      `[fuzz] findings: ${findings.length}; crashes / unhandled rejections: ${crashes.length}`,
+    ];
+    for (const line of summary) {
+      console.log(line);
+      t.diagnostic(line);
+    }
+    for (const f of findings.slice(0, 25)) console.log(`[fuzz] #${f.index} ${f.shape}: ${f.problem}\n        ${f.request.slice(0, 600)}`);
+
+    const missing = operations.map((op) => `${op.method} ${op.path}`).filter((key) => !covered.has(key));
+    assert.deepEqual(missing, [], 'every OpenAPI operation was requested');
+    assert.deepEqual(crashes, [], 'no uncaught exception or unhandled rejection');
+    assert.deepEqual(findings.map((f) => `#${f.index} ${f.shape}: ${f.problem}`), [], `seed ${SEED}: every answer is bounded, below 500, leak-free and well-formed`);
+  });
+
+  test('the server still answers /healthz after the fuzzing', async () => {
+    const res = await ts.request('GET', '/healthz');
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.json.status, 'ok');
+    assert.deepEqual(crashes, [], 'no uncaught exception or unhandled rejection');
+  });
+});
