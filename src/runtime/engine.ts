@@ -24,6 +24,26 @@ export interface BuildImageOptions {
   onOutput(text: string): void;
   /** Where and within what limits the build's RUN steps run. */
   sandbox: BuildSandbox;
+  /** Build arguments (`--build-arg`): only for ARGs the Dockerfile declares, never secrets. */
+  buildArgs?: Record<string, string>;
+}
+
+/** A named engine volume mounted into a container. */
+export interface VolumeMount {
+  /** The engine volume's name. */
+  readonly source: string;
+  /** Absolute path inside the container. */
+  readonly target: string;
+}
+
+export interface VolumeOptions {
+  name: string;
+  labels: Record<string, string>;
+}
+
+export interface VolumeInfo {
+  name: string;
+  labels: Record<string, string>;
 }
 
 /**
@@ -58,6 +78,8 @@ export interface RunContainerOptions {
   pidsLimit: number;
   /** The network the container joins (see ensureNetwork); it must exist. */
   network: string;
+  /** Named volumes to mount (see ensureVolume); they must exist. */
+  volumes?: readonly VolumeMount[];
 }
 
 export interface NetworkOptions {
@@ -137,6 +159,12 @@ export interface ContainerEngine {
   removeNetwork(name: string): Promise<void>;
   /** All networks carrying every one of these labels. */
   listNetworks(labels: Record<string, string>): Promise<NetworkInfo[]>;
+  /** Creates a named volume unless one of that name exists (its data is kept). */
+  ensureVolume(options: VolumeOptions): Promise<void>;
+  /** Removes a volume and its data, ignoring not-found; a container still using it makes this throw. */
+  removeVolume(name: string): Promise<void>;
+  /** All volumes carrying every one of these labels. */
+  listVolumes(labels: Record<string, string>): Promise<VolumeInfo[]>;
 }
 
 /**

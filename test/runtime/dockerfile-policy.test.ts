@@ -23,6 +23,15 @@ const resolve: Resolve = async (host) => {
 const problem = (text: string): Promise<string | null> => dockerfileProblem(text, resolve);
 
 describe('dockerfile fetch policy', () => {
+  test('build arguments replace ARG defaults before the check: a variable cannot point FROM or ADD at a private host', async () => {
+    const text = 'ARG BASE=node:20\nFROM ${BASE}\nARG SRC=./local\nADD ${SRC} /x\n';
+    assert.equal(await dockerfileProblem(text, resolve), null);
+    assert.match((await dockerfileProblem(text, resolve, { BASE: 'internal.example.com/img' })) ?? '', /line 2: FROM internal\.example\.com\/img refused/);
+    assert.match((await dockerfileProblem(text, resolve, { SRC: 'http://169.254.169.254/latest' })) ?? '', /line 4: ADD http:\/\/169\.254\.169\.254\/latest refused/);
+    // An argument the Dockerfile does not declare changes nothing.
+    assert.equal(await dockerfileProblem(text, resolve, { OTHER: 'internal.example.com/img' }), null);
+  });
+
   test('ordinary Dockerfiles pass: public bases, stages, COPY --from a stage or index, local COPY/ADD', async () => {
     const ok = [
       'FROM node:20\nCOPY . /app\nRUN npm ci\n',

@@ -13,6 +13,8 @@ import type {
   NetworkInfo,
   NetworkOptions,
   RunContainerOptions,
+  VolumeInfo,
+  VolumeOptions,
 } from '../engine.js';
 import { dockerfileProblem } from '../dockerfile-policy.js';
 import { buildContext, readDockerfile } from './build-context.js';
@@ -148,6 +150,7 @@ export class DockerEngine implements ContainerEngine {
     // What the engine would fetch itself, from the host's network, is checked first (see dockerfile-policy).
     const problem = await dockerfileProblem(await readDockerfile(options.contextDir, dockerfile), (host) =>
       withTimeout(`resolving ${host}`, RESOLVE_TIMEOUT_MS, async () => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address), signal),
+      options.buildArgs,
     );
     if (problem !== null) throw new EngineBuildError(`refused: ${problem}`, `refused: ${problem}`);
     const sandbox = await this.#sandbox(options.sandbox, options.onOutput);
@@ -174,6 +177,7 @@ export class DockerEngine implements ContainerEngine {
         forcerm: true,
         version: '1',
         ...sandbox,
+        ...(options.buildArgs === undefined || Object.keys(options.buildArgs).length === 0 ? {} : { buildargs: options.buildArgs }),
         abortSignal: signal,
       })) as Readable; // dockerode hands back the http.IncomingMessage
     } catch (err) {
@@ -293,6 +297,7 @@ export class DockerEngine implements ContainerEngine {
           // An init (tini) as PID 1 forwards SIGTERM and reaps zombies: an app that ignores signals
           // as PID 1 would otherwise wait out the whole stop timeout.
           Init: true,
+          Mounts: (options.volumes ?? []).map((v) => ({ Type: 'volume' as const, Source: v.source, Target: v.target, ReadOnly: false })),
         },
         abortSignal: s,
       }),
@@ -485,6 +490,26 @@ export class DockerEngine implements ContainerEngine {
       this.#docker.listNetworks({ filters: { label: labelFilters(labels) }, abortSignal: s }),
     );
     return list.map((n) => ({ id: n.Id, name: n.Name, labels: n.Labels ?? {} }));
+  }
+
+  async ensureVolume(options: VolumeOptions): Promise<void> {
+    // Creating a volume that exists is a no-op for the engine: it answers with the existing one.
+    await withTimeout(`create volume ${options.name}`, CALL_TIMEOUT_MS, (s) =>
+      this.#docker.createVolume({ Name: options.name, Driver: 'local', Labels: options.labels, abortSignal: s }),
+    );
+  }
+
+  async removeVolume(name: string): Promise<void> {
+    await ignoreStatus([404], () =>
+      withTimeout(`remove volume ${name}`, CALL_TIMEOUT_MS, (s) => this.#docker.getVolume(name).remove({ abortSignal: s })),
+    );
+  }
+
+  async listVolumes(labels: Record<string, string>): Promise<VolumeInfo[]> {
+    const list = await withTimeout('list volumes', CALL_TIMEOUT_MS, (s) =>
+      this.#docker.listVolumes({ filters: { label: labelFilters(labels) }, abortSignal: s }),
+    );
+    return (list.Volumes ?? []).map((v) => ({ name: v.Name, labels: v.Labels ?? {} }));
   }
 
   async #inspectNetwork(name: string): Promise<Dockerode.NetworkInspectInfo | null> {
