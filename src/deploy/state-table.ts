@@ -11,6 +11,8 @@ export type DeploymentEvent =
   | 'stop'
   | 'restart'
   | 'rollback'
+  /** A user cancels the build in flight (the CLI's and dashboard's cancel). */
+  | 'cancel'
   /** Start-up recovery: a build this installation was running when it went down. */
   | 'build_interrupted'
   /** Start-up recovery: the release that should serve could not be started again. */
@@ -62,6 +64,10 @@ export function transition(from: DeploymentStatus, event: DeploymentEvent, facts
     case 'rollback':
       if (from === 'pending') return refuse('the deployment has never been deployed; there is no build to roll back to');
       return to('running');
+    case 'cancel':
+      // What served before the build serves on; with nothing serving, the app is stopped.
+      if (from !== 'building') return refuse('no build is in progress');
+      return to(facts.serving ? 'running' : 'stopped');
     case 'build_interrupted':
       return from === 'building' ? to('failed') : { to: from, noop: true };
     case 'release_lost':

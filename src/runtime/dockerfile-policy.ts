@@ -218,16 +218,22 @@ export function isRemoteSource(source: string): boolean {
  * Everything the Dockerfile asks the engine to fetch itself: ADD sources that are URLs (or cannot
  * be known), and image references of FROM and COPY --from that are not earlier stages.
  */
-export function dockerfileFetches(text: string): DockerfileFetch[] {
+export function dockerfileFetches(text: string, buildArgs: Readonly<Record<string, string>> = {}): DockerfileFetch[] {
   const { escape, list } = instructions(text);
   const found: DockerfileFetch[] = [];
   const globalArgs = new Map<string, string>();
   const stages = new Set<string>();
   let stageVars: Map<string, string> | null = null;
-  for (const ins of list) {
+  for (const listed of list) {
+    // A trigger runs when an image built from this one is used as a base, a later stage included:
+    // `ONBUILD ADD <url>` is checked like the ADD itself.
+    const ins = listed.keyword === 'ONBUILD' ? split(listed.args, listed.line) : listed;
+    if (listed.keyword === 'ONBUILD' && ins.keyword !== 'ADD' && ins.keyword !== 'COPY') continue;
     switch (ins.keyword) {
       case 'ARG': {
-        for (const [name, value] of assignments('ARG', ins.args, stageVars ?? globalArgs, escape)) {
+        for (const [name, declared] of assignments('ARG', ins.args, stageVars ?? globalArgs, escape)) {
+          // A build argument given for a declared ARG replaces its default, as the engine does.
+          const value = Object.hasOwn(buildArgs, name) ? buildArgs[name] : declared;
           if (stageVars === null) {
             if (value !== undefined) globalArgs.set(name, value);
           } else {
@@ -321,8 +327,8 @@ export type Resolve = (host: string) => Promise<string[]>;
  * is, or resolves to, a loopback/private/link-local/reserved address or does not resolve at all,
  * or a local image that is not the app's to use.
  */
-export async function dockerfileProblem(text: string, resolve: Resolve): Promise<string | null> {
-  for (const fetch of dockerfileFetches(text)) {
+export async function dockerfileProblem(text: string, resolve: Resolve, buildArgs: Readonly<Record<string, string>> = {}): Promise<string | null> {
+  for (const fetch of dockerfileFetches(text, buildArgs)) {
     const where = `line ${fetch.line}`;
     if (fetch.kind === 'add') {
       return `${where}: ADD ${fetch.source} refused: ADD may not fetch URLs (the engine would fetch them from the host's own network); COPY files from the source, or download them in a RUN step`;
@@ -350,4 +356,14 @@ export async function dockerfileProblem(text: string, resolve: Resolve): Promise
     }
   }
   return null;
+}
+
+/**
+ * Checks a base image's ONBUILD triggers (they run in this build, as if written after its FROM):
+ * null when they may run, else why not.
+ */
+export async function triggersProblem(triggers: readonly string[], resolve: Resolve): Promise<string | null> {
+  const text = ['FROM scratch', ...triggers.map((t) => t.replace(/[\r\n]+/g, ' '))].join('\n');
+  const problem = await dockerfileProblem(text, resolve);
+  return problem === null ? null : problem.replace(/^line \d+: /, '');
 }

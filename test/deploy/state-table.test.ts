@@ -80,6 +80,12 @@ describe('the state table of decisions §4', () => {
     }
   });
 
+  test('cancel (beyond §4): the build in flight stops; what served serves on, else the app is stopped', () => {
+    assert.equal(cell('building', 'cancel', serving), 'running');
+    assert.equal(cell('building', 'cancel', none), 'stopped');
+    for (const from of ['pending', 'running', 'stopped', 'failed'] as const) assert.equal(cell(from, 'cancel', serving), '409: no build is in progress');
+  });
+
   test('start-up recovery: an interrupted build fails its deployment; a lost release fails it whatever it was', () => {
     assert.equal(cell('building', 'build_interrupted', none), 'failed');
     for (const from of ['pending', 'running', 'stopped', 'failed'] as const) {
@@ -89,7 +95,7 @@ describe('the state table of decisions §4', () => {
   });
 
   test('every status answers every event (the table has no hole)', () => {
-    const events: DeploymentEvent[] = ['deploy', 'build_succeeded', 'build_failed', 'stop', 'restart', 'rollback', 'build_interrupted', 'release_lost'];
+    const events: DeploymentEvent[] = ['deploy', 'build_succeeded', 'build_failed', 'stop', 'restart', 'rollback', 'cancel', 'build_interrupted', 'release_lost'];
     for (const from of Object.keys(table) as DeploymentStatus[]) {
       for (const event of events) assert.match(cell(from, event, serving), /^(pending|building|running|stopped|failed|no-op|409)/);
     }

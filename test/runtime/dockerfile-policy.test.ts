@@ -23,6 +23,15 @@ const resolve: Resolve = async (host) => {
 const problem = (text: string): Promise<string | null> => dockerfileProblem(text, resolve);
 
 describe('dockerfile fetch policy', () => {
+  test('build arguments replace ARG defaults before the check: a variable cannot point FROM or ADD at a private host', async () => {
+    const text = 'ARG BASE=node:20\nFROM ${BASE}\nARG SRC=./local\nADD ${SRC} /x\n';
+    assert.equal(await dockerfileProblem(text, resolve), null);
+    assert.match((await dockerfileProblem(text, resolve, { BASE: 'internal.example.com/img' })) ?? '', /line 2: FROM internal\.example\.com\/img refused/);
+    assert.match((await dockerfileProblem(text, resolve, { SRC: 'http://169.254.169.254/latest' })) ?? '', /line 4: ADD http:\/\/169\.254\.169\.254\/latest refused/);
+    // An argument the Dockerfile does not declare changes nothing.
+    assert.equal(await dockerfileProblem(text, resolve, { OTHER: 'internal.example.com/img' }), null);
+  });
+
   test('ordinary Dockerfiles pass: public bases, stages, COPY --from a stage or index, local COPY/ADD', async () => {
     const ok = [
       'FROM node:20\nCOPY . /app\nRUN npm ci\n',
@@ -53,6 +62,8 @@ describe('dockerfile fetch policy', () => {
       'ARG H=127.0.0.1\nFROM node\nARG H\nADD http://${H}/x /x\n',
       'FROM node\nENV U http://10.0.0.1/x\nADD ${U} /x\n',
       'FROM node\nENV A=1 U=http://10.0.0.1/x\nADD ${U} /x\n',
+      'FROM node AS base\nONBUILD ADD http://127.0.0.1/x /x\nFROM base\n',
+      'FROM node\nonbuild add https://example.com/f /f\n',
     ];
     for (const text of refused) assert.match((await problem(text)) ?? 'passed', /ADD .* refused: ADD may not fetch URLs/, text);
   });
