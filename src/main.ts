@@ -10,12 +10,13 @@ import { reconcileWithEngine } from './deploy/reconcile.js';
 import { appUrl, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
 import { databaseDeploymentStore } from './db/deployment-store.js';
+import { runnerId } from './runner-id.js';
 import { DbAppConfigStore, readKeyCheck, writeKeyCheck } from './db/app-config-store.js';
 import { unlockInstallation } from './secrets/unlock.js';
 import { bootstrapAdmin } from './domain/accounts.js';
 import { KeyUsage } from './domain/key-usage.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
-import { authenticateTunnelKey, claimTunnelSubdomain, releaseAllTunnelClaims, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
+import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelsOf, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
 import { AppProxy } from './proxy/app-proxy.js';
 import { nodeDataPlane } from './proxy/node-data-plane.js';
 import { requestHeadProblem, writeBadRequest, writeRawBadRequest } from './proxy/request-guard.js';
@@ -69,7 +70,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   const configs = new DbAppConfigStore(db, unlocked.cipher);
   const sources = new SourceStore(config.dataDir);
   await sources.clearStaging();
-  const deployments = databaseDeploymentStore(db);
+  const runner = await runnerId(config.dataDir);
+  const deployments = databaseDeploymentStore(db, runner);
   const buildLogs = new BuildLogStore(config.dataDir, config.buildLogMaxBytes);
   const table = new RoutingTable(config.domain);
   const urlFor = (subdomain: string): string => appUrl(config, subdomain);
@@ -103,7 +105,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       log,
     });
   }
-  await releaseAllTunnelClaims(db); // no tunnel survives a restart; clients reconnect
+  await releaseTunnelsOf(db, runner); // no tunnel survives a restart; clients reconnect
 
   const lifecycle = new DeploymentLifecycle({
     store: deployments,
@@ -137,7 +139,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     dataPlane,
     authority: {
       authenticateKey: (key) => authenticateTunnelKey(db, keyUsage, key),
-      claimSubdomain: (subdomain, owner, tunnelId) => claimTunnelSubdomain(db, subdomain, owner, tunnelId),
+      claimSubdomain: (subdomain, owner, tunnelId) => claimTunnelSubdomain(db, runner, subdomain, owner, tunnelId),
       releaseSubdomain: (subdomain, tunnelId) => releaseTunnelSubdomain(db, subdomain, tunnelId),
     },
     publicUrlFor: urlFor,

@@ -3,8 +3,12 @@ import type { DeploymentStore, LiveContainer, NewBuild, RetiredContainer } from 
 import type { DeploymentStatus } from '../deploy/state-table.js';
 import { nowIso, type Db } from './database.js';
 
-/** The deployment store of the lifecycle, on `db`. */
-export function databaseDeploymentStore(db: Db): DeploymentStore {
+/**
+ * The deployment store of the lifecycle, on `db`, for the control-plane instance `runner`: builds
+ * it starts are recorded as its own, and start-up recovery only touches those (and rows from
+ * before instances were recorded).
+ */
+export function databaseDeploymentStore(db: Db, runner: string): DeploymentStore {
   return {
     deployment: (id) => db.selectFrom('deployments').selectAll().where('id', '=', id).executeTakeFirst(),
 
@@ -13,7 +17,7 @@ export function databaseDeploymentStore(db: Db): DeploymentStore {
 
     async startBuild(build: NewBuild, status: DeploymentStatus) {
       await db.transaction().execute(async (trx) => {
-        await trx.insertInto('builds').values(build).execute();
+        await trx.insertInto('builds').values({ ...build, runner }).execute();
         await trx.updateTable('deployments').set({ status, updated_at: nowIso() }).where('id', '=', build.deployment_id).execute();
       });
     },
@@ -73,7 +77,10 @@ export function databaseDeploymentStore(db: Db): DeploymentStore {
     },
 
     async remove(deploymentId) {
-      await db.deleteFrom('deployments').where('id', '=', deploymentId).execute();
+      await db.transaction().execute(async (trx) => {
+        await trx.deleteFrom('subdomain_claims').where('kind', '=', 'deployment').where('owner_id', '=', deploymentId).execute();
+        await trx.deleteFrom('deployments').where('id', '=', deploymentId).execute();
+      });
     },
 
     async buildsWithImages(deploymentId) {
@@ -110,13 +117,23 @@ export function databaseDeploymentStore(db: Db): DeploymentStore {
     async failInterruptedBuilds(error) {
       const now = nowIso();
       return db.transaction().execute(async (trx) => {
-        const interrupted = await trx
-          .updateTable('builds')
-          .set({ status: 'failed', error, finished_at: now })
+        const mine = await trx
+          .selectFrom('builds')
+          .select(['id', 'deployment_id'])
           .where('status', '=', 'building')
-          .executeTakeFirst();
-        await trx.updateTable('deployments').set({ status: 'failed', updated_at: now }).where('status', '=', 'building').execute();
-        return Number(interrupted.numUpdatedRows);
+          .where((eb) => eb.or([eb('runner', '=', runner), eb('runner', 'is', null)]))
+          .execute();
+        for (const build of mine) {
+          await trx.updateTable('builds').set({ status: 'failed', error, finished_at: now }).where('id', '=', build.id).where('status', '=', 'building').execute();
+          // The state table's build_interrupted: a deployment still building fails.
+          await trx
+            .updateTable('deployments')
+            .set({ status: 'failed', updated_at: now })
+            .where('id', '=', build.deployment_id)
+            .where('status', '=', 'building')
+            .execute();
+        }
+        return mine.length;
       });
     },
   };

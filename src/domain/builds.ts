@@ -6,7 +6,8 @@ import { assertUuid, getDeploymentRow, type DeploymentRow } from './deployments.
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 
-export type BuildRow = Selectable<BuildsTable>;
+/** A build as the lifecycle and the API see it (which instance runs it is the store's business). */
+export type BuildRow = Omit<Selectable<BuildsTable>, 'runner'>;
 
 export interface BuildView {
   id: string;

@@ -19,6 +19,7 @@ import { FakeDataPlane } from '../helpers/fake-data-plane.js';
 import { FakeRuntime } from '../helpers/fake-runtime.js';
 
 const INSTANCE = '11111111-2222-4333-8444-555555555555';
+const RUNNER = 'aaaaaaaa-2222-4333-8444-555555555555';
 const settings = {
   instanceId: INSTANCE,
   allowPrivateGit: false,
@@ -43,7 +44,7 @@ const principal: Principal = { userId: crypto.randomUUID(), isAdmin: false, via:
 
 function newLifecycle(plane: FakeDataPlane): DeploymentLifecycle {
   return new DeploymentLifecycle({
-    store: databaseDeploymentStore(db),
+    store: databaseDeploymentStore(db, RUNNER),
     engine: runtime,
     dataPlane: plane,
     sources,
@@ -277,7 +278,7 @@ describe('lifecycle on a fake runtime and data plane', () => {
     });
 
     const restarted = new FakeDataPlane();
-    await reconcileWithEngine({ store: databaseDeploymentStore(db), engine: runtime, dataPlane: restarted, dataDir: dir, log: () => undefined, ...settings });
+    await reconcileWithEngine({ store: databaseDeploymentStore(db, RUNNER), engine: runtime, dataPlane: restarted, dataDir: dir, log: () => undefined, ...settings });
     const failed = await build(interrupted);
     assert.equal(failed.status, 'failed');
     assert.equal(failed.error, 'interrupted by a restart');
