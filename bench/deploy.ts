@@ -53,7 +53,7 @@ const median = (values: number[]): number => {
   return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 };
 
-/** Deploy-to-first-200 of one app with `extra` settings (and `vars`), the deployment deleted after. */
+/** Deploy-to-first-200 of one app, configured (50 variables, one volume) or not; the deployment is deleted after. */
 async function timedDeploy(ts: Awaited<ReturnType<typeof startTestServer>>, token: string, label: string, configured: boolean): Promise<number> {
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'slipway-bench-'));
   const body = await writeBusyboxApp(dir, { body: `${label} ${Date.now()}\n` });

@@ -22,6 +22,7 @@ async function configApp(): Promise<Buffer> {
   const dir = tempDir('config');
   const start = [
     'env > /www/env',
+    'mkdir -p /data',
     'echo "start $(date +%s%N)" >> /data/starts',
     'cp /data/starts /www/starts',
     'echo "listening on $PORT"',
