@@ -45,6 +45,12 @@ export interface Config {
   readonly maxCpus: number;
   /** SLIPWAY_APP_PIDS_LIMIT: most processes and threads one app container may hold. */
   readonly appPidsLimit: number;
+  /** SLIPWAY_BUILD_NETWORK: `confined` (RUN steps reach the internet only) or `none` (no network). */
+  readonly buildNetwork: 'confined' | 'none';
+  /** SLIPWAY_BUILD_MEMORY_MB / SLIPWAY_BUILD_CPUS / SLIPWAY_BUILD_PIDS_LIMIT: limits of a build's RUN steps. */
+  readonly buildMemoryBytes: number;
+  readonly buildNanoCpus: number;
+  readonly buildPidsLimit: number;
   /** SLIPWAY_PUBLIC_URL: how users reach this server (scheme, host and port of app URLs); default http://<domain>:<port>. */
   readonly publicUrl: URL;
   /** SLIPWAY_TUNNELS_PER_KEY / SLIPWAY_TUNNEL_STREAMS: limits on live tunnels per API key and streams per tunnel. */
@@ -54,6 +60,10 @@ export interface Config {
   readonly logLevel: string;
   /** SLIPWAY_BUILD_LOG_MAX_BYTES: a build log keeps its head and tail within this size, with a marker where it was cut. */
   readonly buildLogMaxBytes: number;
+  /** SLIPWAY_SECRET_KEY: the installation key (32 bytes, base64); undefined = `<data>/secret.key`. */
+  readonly secretKey: Buffer | undefined;
+  /** SLIPWAY_NEW_SECRET_KEY: the key `slipway server rotate-key` moves to when SLIPWAY_SECRET_KEY is used. */
+  readonly newSecretKey: Buffer | undefined;
   /** Bounds on receiving requests and on connections (SLIPWAY_*_TIMEOUT_SECONDS, SLIPWAY_MAX_CONNECTIONS*). */
   readonly edge: EdgeLimits;
 }
@@ -107,6 +117,14 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+function oneOf<T extends string>(env: Env, name: string, values: readonly T[], fallback: T): T {
+  const raw = text(env, name)?.toLowerCase();
+  if (raw === undefined) return fallback;
+  const found = values.find((v) => v === raw);
+  if (found === undefined) throw new ConfigError(`${name} must be one of ${values.join(', ')}, got "${raw}"`);
+  return found;
 }
 
 function bool(env: Env, name: string, fallback: boolean): boolean {
@@ -187,12 +205,29 @@ export function loadConfig(env: Env = process.env): Config {
     maxMemoryMb,
     maxCpus,
     appPidsLimit: integer(env, 'SLIPWAY_APP_PIDS_LIMIT', 512, 16, 1_000_000),
+    buildNetwork: oneOf(env, 'SLIPWAY_BUILD_NETWORK', ['confined', 'none'] as const, 'confined'),
+    buildMemoryBytes: integer(env, 'SLIPWAY_BUILD_MEMORY_MB', 2048, 64, 1_048_576) * 1024 * 1024,
+    buildNanoCpus: cpus(env, 'SLIPWAY_BUILD_CPUS', 2),
+    buildPidsLimit: integer(env, 'SLIPWAY_BUILD_PIDS_LIMIT', 1024, 16, 1_000_000),
     publicUrl,
     tunnelsPerKey: integer(env, 'SLIPWAY_TUNNELS_PER_KEY', 5, 1, 1000),
     streamsPerTunnel: integer(env, 'SLIPWAY_TUNNEL_STREAMS', 256, 1, 100_000),
     logLevel,
     edge: edgeLimits(env),
+    secretKey: secretKey(env, 'SLIPWAY_SECRET_KEY'),
+    newSecretKey: secretKey(env, 'SLIPWAY_NEW_SECRET_KEY'),
   };
+}
+
+/** A 32-byte key given in base64. */
+function secretKey(env: Env, name: string): Buffer | undefined {
+  const raw = text(env, name);
+  if (raw === undefined) return undefined;
+  const key = Buffer.from(raw, 'base64');
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(raw) || key.length !== 32) {
+    throw new ConfigError(`${name} must be 32 random bytes in base64 (e.g. the output of \`openssl rand -base64 32\`)`);
+  }
+  return key;
 }
 
 function edgeLimits(env: Env): EdgeLimits {

@@ -9,6 +9,8 @@ import { DeploymentLifecycle } from './deploy/lifecycle.js';
 import { reconcileWithEngine } from './deploy/reconcile.js';
 import { appUrl, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
+import { DbAppConfigStore, readKeyCheck, writeKeyCheck } from './db/app-config-store.js';
+import { unlockInstallation } from './secrets/unlock.js';
 import { bootstrapAdmin } from './domain/accounts.js';
 import { KeyUsage } from './domain/key-usage.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
@@ -56,6 +58,14 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   const db = await openDatabase({ file: path.join(config.dataDir, 'slipway.db'), url: config.databaseUrl });
   const engine = options.engine ?? createDockerEngine(config.dockerHost);
   const instanceId = await loadInstanceId(db);
+  let unlocked;
+  try {
+    unlocked = await unlockInstallation(config.secretKey, config.dataDir, { read: () => readKeyCheck(db), write: (check) => writeKeyCheck(db, check) });
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+  const configs = new DbAppConfigStore(db, unlocked.cipher);
   const store = new SourceStore(config.dataDir);
   await store.clearStaging();
   const buildLogs = new BuildLogStore(config.dataDir, config.buildLogMaxBytes);
@@ -111,6 +121,12 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       defaultMemoryBytes: config.defaultMemoryBytes,
       defaultNanoCpus: config.defaultNanoCpus,
       appPidsLimit: config.appPidsLimit,
+      build: {
+        network: config.buildNetwork,
+        memoryBytes: config.buildMemoryBytes,
+        nanoCpus: config.buildNanoCpus,
+        pidsLimit: config.buildPidsLimit,
+      },
       maxConcurrentBuilds: config.maxConcurrentBuilds,
       gitEnv: options.gitEnv ?? { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: config.dataDir },
     },
@@ -138,6 +154,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     keyUsage,
     loginLimiter: new FailureLimiter({ maxFailures: 10, maxFailuresByKind: { ip: 100 }, windowMs: 15 * 60_000 }),
     operations: lifecycle,
+    configs,
     tunnels: {
       list: (userId) =>
         tunnels.list(userId).map((t) => ({

@@ -5,9 +5,10 @@ import { processIo, type CliIo } from './cli-io.js';
 import { registerAppCommands } from './commands/app-commands.js';
 import { registerAuthCommands } from './commands/auth-commands.js';
 import { registerDeployCommand } from './commands/deploy-command.js';
+import { registerEnvCommands } from './commands/env-commands.js';
 import { registerKeyCommands } from './commands/key-commands.js';
 import { registerTunnelCommand } from './commands/tunnel-command.js';
-import { runServer } from './server-command.js';
+import { rotateKey, runServer } from './server-command.js';
 
 /**
  * Builds the whole program on `io`. Commands added to the result afterwards (e.g. `tunnel`)
@@ -32,14 +33,25 @@ Getting started:
 
 Environment: SLIPWAY_URL and SLIPWAY_API_KEY override the saved login. See docs/cli.md.`,
     );
-  program
+  const server = program
     .command('server')
     .description('run the Slipway server (API, dashboard, app router and tunnels on one port)')
     .addHelpText('after', '\nConfiguration comes from SLIPWAY_* environment variables (see docs/configuration.md).\n\nExample:\n  SLIPWAY_PORT=8080 slipway server')
     .action(runServer);
+  server
+    .command('rotate-key')
+    .description('re-encrypt the app configuration under a new installation key (stop the server first)')
+    .addHelpText(
+      'after',
+      '\nWith the key in <data>/secret.key, a new key is generated there. With SLIPWAY_SECRET_KEY, set\n' +
+        'SLIPWAY_NEW_SECRET_KEY to the new key, then set SLIPWAY_SECRET_KEY to it before the next start.\n\n' +
+        'Example:\n  slipway server rotate-key',
+    )
+    .action(rotateKey);
   registerAuthCommands(program, io);
   registerDeployCommand(program, io);
   registerAppCommands(program, io);
+  registerEnvCommands(program, io);
   registerKeyCommands(program, io);
   registerTunnelCommand(program, io);
   return program;

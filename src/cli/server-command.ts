@@ -1,6 +1,11 @@
 // `slipway server`: run the Slipway server in the foreground until SIGINT/SIGTERM.
 import { ConfigError, loadConfig } from '../config.js';
 import { startServer } from '../main.js';
+import { instanceId, openDatabase } from '../db/database.js';
+import { readKeyCheck, reencryptAll, writeKeyCheck } from '../db/app-config-store.js';
+import { rotateInstallationKey } from '../secrets/rotate-key.js';
+import { unlockInstallation } from '../secrets/unlock.js';
+import path from 'node:path';
 
 /** Starts the server from the environment; prints where it listens and a generated admin password. */
 export async function runServer(): Promise<void> {
@@ -45,4 +50,42 @@ export async function runServer(): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+/**
+ * `slipway server rotate-key`: re-encrypts the app configuration under a new installation key.
+ * Run it with the server stopped (a running server keeps using the key it started with).
+ */
+export async function rotateKey(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`slipway: configuration error: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const db = await openDatabase({ file: path.join(config.dataDir, 'slipway.db'), url: config.databaseUrl });
+  try {
+    await instanceId(db);
+    const unlocked = await unlockInstallation(config.secretKey, config.dataDir, { read: () => readKeyCheck(db), write: (check) => writeKeyCheck(db, check) });
+    const { count, where } = await rotateInstallationKey({
+      unlocked,
+      dataDir: config.dataDir,
+      newKey: config.newSecretKey,
+      reencrypt: (from, to) => reencryptAll(db, from, to),
+    });
+    process.stdout.write(`Re-encrypted ${count} value${count === 1 ? '' : 's'} under the new key: ${where}.\n`);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`slipway: cannot rotate the key: ${err.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    throw err;
+  } finally {
+    await db.destroy();
+  }
 }

@@ -12,8 +12,8 @@ import { DomainError } from '../core/errors.js';
 import type { DeploymentOperations } from '../domain/operations.js';
 import type { Principal } from '../core/principal.js';
 import type { RoutingTable, Upstream } from '../proxy/routing-table.js';
-import type { ContainerEngine } from '../runtime/engine.js';
-import { EngineBuildError } from '../runtime/engine.js';
+import type { BuildSandbox, ContainerEngine } from '../runtime/engine.js';
+import { EngineBuildError, LABEL_INSTANCE, LABEL_MANAGED, buildNetworkName } from '../runtime/engine.js';
 import { fetchCommit, redactCredentials, resolveCommit } from '../source/git.js';
 import type { SourceStore } from '../source/source-store.js';
 import type { BuildLogStore } from './build-logs.js';
@@ -40,6 +40,8 @@ export interface LifecycleSettings {
   readonly defaultNanoCpus: number;
   /** Pids limit of every app container. */
   readonly appPidsLimit: number;
+  /** How builds' RUN steps are confined (the network is this installation's build network). */
+  readonly build: { readonly network: 'confined' | 'none'; readonly memoryBytes: number; readonly nanoCpus: number; readonly pidsLimit: number };
   readonly maxConcurrentBuilds: number;
   /** Base environment of git processes ({ PATH, HOME }). */
   readonly gitEnv: Record<string, string>;
@@ -372,6 +374,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
           labels: {},
           signal: buildSignal,
           onOutput: log,
+          sandbox: this.#buildSandbox(),
         });
         image = tag;
         await db.updateTable('builds').set({ image_id: tag }).where('id', '=', build.id).execute();
@@ -438,6 +441,19 @@ export class DeploymentLifecycle implements DeploymentOperations {
       const current = await db.selectFrom('deployments').selectAll().where('id', '=', dep.id).executeTakeFirst();
       if (current !== undefined && !(await this.#isServing(current))) this.#route(current.subdomain, dep.id, 'failed');
     }
+  }
+
+  #buildSandbox(): BuildSandbox {
+    const { instanceId, build } = this.#deps.settings;
+    return {
+      network:
+        build.network === 'none'
+          ? { mode: 'none' }
+          : { mode: 'confined', name: buildNetworkName(instanceId), labels: { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instanceId } },
+      memoryBytes: build.memoryBytes,
+      nanoCpus: build.nanoCpus,
+      pidsLimit: build.pidsLimit,
+    };
   }
 
   #target(dep: DeploymentRow, buildId: string, image: string) {

@@ -10,6 +10,8 @@ import { buildApp } from '../../src/api/app.js';
 import { BuildLogStore } from '../../src/deploy/build-logs.js';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
+import { DbAppConfigStore } from '../../src/db/app-config-store.js';
+import { ValueCipher } from '../../src/secrets/value-cipher.js';
 import { bootstrapAdmin } from '../../src/domain/accounts.js';
 import type { BuildRow } from '../../src/domain/builds.js';
 import { DomainError } from '../../src/core/errors.js';
@@ -269,6 +271,7 @@ describe('the Fastify app in-process (inject)', () => {
       keyUsage: new KeyUsage(db),
       loginLimiter: new FailureLimiter({ maxFailures: 10, windowMs: 60_000 }),
       operations: ops,
+      configs: new DbAppConfigStore(db, new ValueCipher(crypto.randomBytes(32))),
       tunnels: { list: () => [], closeForKey: () => undefined },
       health: async () => ({ ok: healthy, checks: { database: { ok: true }, docker: healthy ? { ok: true } : { ok: false, detail: 'the Docker engine does not answer' } } }),
       log: (_level, msg, detail) => logged.push({ msg, ...(detail === undefined ? {} : { detail }) }),
