@@ -18,7 +18,7 @@ import { fetchCommit, redactCredentials, resolveCommit } from '../source/git.js'
 import type { SourceStore } from '../source/source-store.js';
 import type { BuildLogStore } from './build-logs.js';
 import { KeyedMutex, Semaphore } from './concurrency.js';
-import { describeFailure, isExpectedFailure } from './failures.js';
+import { describeFailure, isExpectedFailure, summarizeFailure } from './failures.js';
 import { imageTag, pruneImages, removeDeploymentObjects } from './images.js';
 import { refreshLivePorts } from './live-ports.js';
 import { ReleaseError, startRelease } from './release.js';
@@ -69,6 +69,11 @@ const DRAIN_MS = 30_000;
 const STOP_SECONDS = 10;
 /** Time limit of `git ls-remote` at trigger time. */
 const RESOLVE_TIMEOUT_MS = 60_000;
+
+/** Seconds since `since`, with one decimal. */
+function seconds(since: number): string {
+  return ((Date.now() - since) / 1000).toFixed(1);
+}
 
 class Cancelled extends Error {
   override readonly name = 'Cancelled';
@@ -166,6 +171,22 @@ export class DeploymentLifecycle implements DeploymentOperations {
       await this.#setStatus(deploymentId, 'stopped');
       this.#route(dep.subdomain, deploymentId, 'stopped');
       return { message: `deployment ${dep.name} stopped` };
+    });
+  }
+
+  async cancel(principal: Principal, deploymentId: string): Promise<{ message: string }> {
+    return this.#locks.run(deploymentId, async () => {
+      const dep = await getDeploymentRow(this.#deps.db, principal, deploymentId);
+      const inflight = this.#inflight.get(deploymentId);
+      if (inflight === undefined) throw new DomainError('invalid_state', `no build of ${dep.name} is in progress`);
+      await this.#cancelInflight(deploymentId, 'cancelled by the user');
+      // What served before the build serves on; with nothing serving, the app is stopped.
+      const serving = await this.#isServing(dep);
+      await this.#setStatus(deploymentId, serving ? 'running' : 'stopped');
+      if (!serving) this.#route(dep.subdomain, deploymentId, 'stopped');
+      return {
+        message: `build ${inflight.buildId.slice(0, 8)} of ${dep.name} cancelled${serving ? '; the live release keeps serving' : ''}`,
+      };
     });
   }
 
@@ -342,6 +363,9 @@ export class DeploymentLifecycle implements DeploymentOperations {
     };
     const workDir = path.join(settings.dataDir, 'work', build.id);
     let image: string | undefined;
+    const startedAt = Date.now();
+    const what = `deploy of ${dep.name} (${dep.subdomain}, build ${build.id.slice(0, 8)})`;
+    this.#deps.log('info', `${what} started`);
     try {
       log(`==> build ${build.id} of ${dep.name} (${dep.source_type} ${build.commit_sha || 'unresolved'})\n`);
       if (unreadable !== undefined) throw new DomainError('build_failed', unreadable);
@@ -407,8 +431,11 @@ export class DeploymentLifecycle implements DeploymentOperations {
         releaseLock();
       }
       log(`==> live at build ${build.id}\n`);
+      this.#deps.log('info', `${what} succeeded in ${seconds(startedAt)} s`);
     } catch (err) {
       await this.#recordFailure(dep, build, image, err, cancel, log);
+      const verb = cancel.aborted ? 'cancelled' : 'failed';
+      this.#deps.log('info', `${what} ${verb} after ${seconds(startedAt)} s: ${summarizeFailure(err, cancel, this.#deps.settings.buildTimeoutMs)}`);
     } finally {
       logOpen = false;
       await buildLogs.close(build.id);
