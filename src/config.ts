@@ -45,6 +45,12 @@ export interface Config {
   readonly maxCpus: number;
   /** SLIPWAY_APP_PIDS_LIMIT: most processes and threads one app container may hold. */
   readonly appPidsLimit: number;
+  /** SLIPWAY_BUILD_NETWORK: `confined` (RUN steps reach the internet only) or `none` (no network). */
+  readonly buildNetwork: 'confined' | 'none';
+  /** SLIPWAY_BUILD_MEMORY_MB / SLIPWAY_BUILD_CPUS / SLIPWAY_BUILD_PIDS_LIMIT: limits of a build's RUN steps. */
+  readonly buildMemoryBytes: number;
+  readonly buildNanoCpus: number;
+  readonly buildPidsLimit: number;
   /** SLIPWAY_PUBLIC_URL: how users reach this server (scheme, host and port of app URLs); default http://<domain>:<port>. */
   readonly publicUrl: URL;
   /** SLIPWAY_TUNNELS_PER_KEY / SLIPWAY_TUNNEL_STREAMS: limits on live tunnels per API key and streams per tunnel. */
@@ -54,6 +60,30 @@ export interface Config {
   readonly logLevel: string;
   /** SLIPWAY_BUILD_LOG_MAX_BYTES: a build log keeps its head and tail within this size, with a marker where it was cut. */
   readonly buildLogMaxBytes: number;
+  /** SLIPWAY_SECRET_KEY: the installation key (32 bytes, base64); undefined = `<data>/secret.key`. */
+  readonly secretKey: Buffer | undefined;
+  /** SLIPWAY_NEW_SECRET_KEY: the key `slipway server rotate-key` moves to when SLIPWAY_SECRET_KEY is used. */
+  readonly newSecretKey: Buffer | undefined;
+  /** Bounds on receiving requests and on connections (SLIPWAY_*_TIMEOUT_SECONDS, SLIPWAY_MAX_CONNECTIONS*). */
+  readonly edge: EdgeLimits;
+}
+
+/** How long the server waits for a request, and how many connections it holds (docs/configuration.md). */
+export interface EdgeLimits {
+  /** SLIPWAY_HEADERS_TIMEOUT_SECONDS: time to receive a request's head. */
+  readonly headersTimeoutMs: number;
+  /** SLIPWAY_REQUEST_TIMEOUT_SECONDS: time to receive a whole ordinary request (head and body). */
+  readonly requestTimeoutMs: number;
+  /** SLIPWAY_UPLOAD_TIMEOUT_SECONDS: the same for uploads (multipart) and requests to apps. */
+  readonly uploadTimeoutMs: number;
+  /** SLIPWAY_BODY_IDLE_TIMEOUT_SECONDS: a body that sends nothing for this long is closed. */
+  readonly bodyIdleTimeoutMs: number;
+  /** SLIPWAY_KEEP_ALIVE_TIMEOUT_SECONDS: an idle kept-alive connection is closed after this long. */
+  readonly keepAliveTimeoutMs: number;
+  /** SLIPWAY_MAX_CONNECTIONS: open connections in all (more are closed at once). */
+  readonly maxConnections: number;
+  /** SLIPWAY_MAX_CONNECTIONS_PER_ADDRESS: open connections from one client address. */
+  readonly maxConnectionsPerAddress: number;
 }
 
 /** Client (CLI) settings from the environment. */
@@ -87,6 +117,14 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+function oneOf<T extends string>(env: Env, name: string, values: readonly T[], fallback: T): T {
+  const raw = text(env, name)?.toLowerCase();
+  if (raw === undefined) return fallback;
+  const found = values.find((v) => v === raw);
+  if (found === undefined) throw new ConfigError(`${name} must be one of ${values.join(', ')}, got "${raw}"`);
+  return found;
 }
 
 function bool(env: Env, name: string, fallback: boolean): boolean {
@@ -167,11 +205,46 @@ export function loadConfig(env: Env = process.env): Config {
     maxMemoryMb,
     maxCpus,
     appPidsLimit: integer(env, 'SLIPWAY_APP_PIDS_LIMIT', 512, 16, 1_000_000),
+    buildNetwork: oneOf(env, 'SLIPWAY_BUILD_NETWORK', ['confined', 'none'] as const, 'confined'),
+    buildMemoryBytes: integer(env, 'SLIPWAY_BUILD_MEMORY_MB', 2048, 64, 1_048_576) * 1024 * 1024,
+    buildNanoCpus: cpus(env, 'SLIPWAY_BUILD_CPUS', 2),
+    buildPidsLimit: integer(env, 'SLIPWAY_BUILD_PIDS_LIMIT', 1024, 16, 1_000_000),
     publicUrl,
     tunnelsPerKey: integer(env, 'SLIPWAY_TUNNELS_PER_KEY', 5, 1, 1000),
     streamsPerTunnel: integer(env, 'SLIPWAY_TUNNEL_STREAMS', 256, 1, 100_000),
     logLevel,
+    edge: edgeLimits(env),
+    secretKey: secretKey(env, 'SLIPWAY_SECRET_KEY'),
+    newSecretKey: secretKey(env, 'SLIPWAY_NEW_SECRET_KEY'),
   };
+}
+
+/** A 32-byte key given in base64. */
+function secretKey(env: Env, name: string): Buffer | undefined {
+  const raw = text(env, name);
+  if (raw === undefined) return undefined;
+  const key = Buffer.from(raw, 'base64');
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(raw) || key.length !== 32) {
+    throw new ConfigError(`${name} must be 32 random bytes in base64 (e.g. the output of \`openssl rand -base64 32\`)`);
+  }
+  return key;
+}
+
+function edgeLimits(env: Env): EdgeLimits {
+  const seconds = (name: string, fallback: number, max: number): number => integer(env, name, fallback, 1, max) * 1000;
+  const limits: EdgeLimits = {
+    headersTimeoutMs: seconds('SLIPWAY_HEADERS_TIMEOUT_SECONDS', 20, 3600),
+    requestTimeoutMs: seconds('SLIPWAY_REQUEST_TIMEOUT_SECONDS', 60, 86_400),
+    uploadTimeoutMs: seconds('SLIPWAY_UPLOAD_TIMEOUT_SECONDS', 3600, 86_400),
+    bodyIdleTimeoutMs: seconds('SLIPWAY_BODY_IDLE_TIMEOUT_SECONDS', 30, 3600),
+    keepAliveTimeoutMs: seconds('SLIPWAY_KEEP_ALIVE_TIMEOUT_SECONDS', 5, 3600),
+    maxConnections: integer(env, 'SLIPWAY_MAX_CONNECTIONS', 10_000, 1, 1_000_000),
+    maxConnectionsPerAddress: integer(env, 'SLIPWAY_MAX_CONNECTIONS_PER_ADDRESS', 512, 1, 1_000_000),
+  };
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs || limits.requestTimeoutMs > limits.uploadTimeoutMs) {
+    throw new ConfigError('SLIPWAY_HEADERS_TIMEOUT_SECONDS ≤ SLIPWAY_REQUEST_TIMEOUT_SECONDS ≤ SLIPWAY_UPLOAD_TIMEOUT_SECONDS must hold');
+  }
+  return limits;
 }
 
 /** A CPU count (decimal, 0.01 to 1024, as deployments accept) in nano-CPUs, the unit Docker takes. */

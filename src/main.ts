@@ -9,11 +9,15 @@ import { DeploymentLifecycle } from './deploy/lifecycle.js';
 import { reconcileWithEngine } from './deploy/reconcile.js';
 import { appUrl, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
+import { DbAppConfigStore, readKeyCheck, writeKeyCheck } from './db/app-config-store.js';
+import { unlockInstallation } from './secrets/unlock.js';
 import { bootstrapAdmin } from './domain/accounts.js';
 import { KeyUsage } from './domain/key-usage.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
 import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
 import { AppProxy } from './proxy/app-proxy.js';
+import { boundRequests, boundedServerOptions } from './proxy/request-bounds.js';
+import { requestHeadProblem, writeBadRequest, writeRawBadRequest } from './proxy/request-guard.js';
 import { RoutingTable } from './proxy/routing-table.js';
 import { createDockerEngine } from './runtime/docker/docker-engine.js';
 import type { ContainerEngine } from './runtime/engine.js';
@@ -54,6 +58,14 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   const db = await openDatabase({ file: path.join(config.dataDir, 'slipway.db'), url: config.databaseUrl });
   const engine = options.engine ?? createDockerEngine(config.dockerHost);
   const instanceId = await loadInstanceId(db);
+  let unlocked;
+  try {
+    unlocked = await unlockInstallation(config.secretKey, config.dataDir, { read: () => readKeyCheck(db), write: (check) => writeKeyCheck(db, check) });
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+  const configs = new DbAppConfigStore(db, unlocked.cipher);
   const store = new SourceStore(config.dataDir);
   await store.clearStaging();
   const buildLogs = new BuildLogStore(config.dataDir, config.buildLogMaxBytes);
@@ -109,6 +121,12 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       defaultMemoryBytes: config.defaultMemoryBytes,
       defaultNanoCpus: config.defaultNanoCpus,
       appPidsLimit: config.appPidsLimit,
+      build: {
+        network: config.buildNetwork,
+        memoryBytes: config.buildMemoryBytes,
+        nanoCpus: config.buildNanoCpus,
+        pidsLimit: config.buildPidsLimit,
+      },
       maxConcurrentBuilds: config.maxConcurrentBuilds,
       gitEnv: options.gitEnv ?? { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: config.dataDir },
     },
@@ -136,6 +154,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     keyUsage,
     loginLimiter: new FailureLimiter({ maxFailures: 10, maxFailuresByKind: { ip: 100 }, windowMs: 15 * 60_000 }),
     operations: lifecycle,
+    configs,
     tunnels: {
       list: (userId) =>
         tunnels.list(userId).map((t) => ({
@@ -169,8 +188,10 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   await app.ready();
 
   // One port: app hosts go to the data plane, everything else to the API.
-  const server = http.createServer((req, res) => {
+  const server = http.createServer(boundedServerOptions(config.edge), (req, res) => {
     try {
+      const problem = requestHeadProblem(req);
+      if (problem !== undefined) return writeBadRequest(res, problem);
       if (!proxy.handleRequest(req, res)) app.routing(req, res);
     } catch (err) {
       // The last line of defence: a throw here would otherwise end the process for every tenant.
@@ -181,6 +202,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   });
   server.on('upgrade', (req, socket, head) => {
     try {
+      const problem = requestHeadProblem(req);
+      if (problem !== undefined) return writeRawBadRequest(socket, problem);
       if (proxy.handleUpgrade(req, socket, head)) return;
       if ((req.url ?? '').split('?')[0] === '/api/v1/tunnels/connect') {
         tunnels.handleUpgrade(req, socket, head);
@@ -195,8 +218,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   // Requests Node's parser refuses get the same {error, message} JSON as every other error.
   server.on('clientError', answerClientError);
   server.on('checkExpectation', answerUnmetExpectation);
-  server.headersTimeout = 60_000;
-  server.requestTimeout = 0; // uploads and followed logs may take long; idle sockets still time out
+  // Uploads and requests to apps (streamed to the app) get the long bound; API JSON the short one.
+  boundRequests(server, config.edge, (req) => table.resolveHost(req.headers.host) !== null || /^multipart\//i.test(req.headers['content-type'] ?? ''));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());

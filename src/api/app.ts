@@ -7,6 +7,7 @@ import type { Db } from '../db/database.js';
 import type { BuildLogStore } from '../deploy/build-logs.js';
 import type { KeyUsage } from '../domain/key-usage.js';
 import type { FailureLimiter } from '../domain/rate-limiter.js';
+import type { AppConfigStore } from '../domain/app-config.js';
 import type { DeploymentOperations } from '../domain/operations.js';
 import type { SourceStore } from '../source/source-store.js';
 import { installErrorHandlers, sendError, type ErrorLog } from './errors.js';
@@ -18,6 +19,7 @@ import { userRoutes } from './routes/user-routes.js';
 import { apiKeyRoutes } from './routes/api-key-routes.js';
 import { deploymentRoutes } from './routes/deployment-routes.js';
 import { buildRoutes } from './routes/build-routes.js';
+import { envRoutes } from './routes/env-routes.js';
 import { tunnelRoutes, type TunnelDirectory } from './routes/tunnel-routes.js';
 import { healthRoutes, type HealthCheck } from './routes/health-routes.js';
 import { dashboardRoutes } from './routes/dashboard-routes.js';
@@ -32,6 +34,8 @@ export interface ApiDeps {
   /** API key use (`last_used_at`), coalesced. */
   readonly keyUsage: KeyUsage;
   readonly operations: DeploymentOperations;
+  /** Deployments' environment variables (encrypted at rest by the store). */
+  readonly configs: AppConfigStore;
   readonly tunnels: TunnelDirectory;
   readonly health: HealthCheck;
   /** Where internal errors are logged with their detail; default: Fastify's logger (off unless enabled). */
@@ -101,6 +105,7 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
     await scope.register(apiKeyRoutes(deps));
     await scope.register(deploymentRoutes(deps));
     await scope.register(buildRoutes(deps));
+    await scope.register(envRoutes(deps));
     await scope.register(tunnelRoutes(deps));
   }, { prefix: '/api/v1' });
 

@@ -56,6 +56,18 @@ export const CreateApiKeyBody = Type.Object({ name: Type.String({ maxLength: 200
 export type CreateApiKeyBody = Static<typeof CreateApiKeyBody>;
 export const CreateApiKeyResponse = Type.Object({ api_key: Type.Ref('ApiKey'), key: Type.String({ description: 'shown only once' }) });
 
+const VolumeSchema = Type.Object(
+  {
+    name: Type.String({ maxLength: 1000, description: 'a DNS label, unique within the deployment' }),
+    mount_path: Type.String({ maxLength: 4096, description: 'absolute and normalized, not "/", no ".."' }),
+  },
+  { additionalProperties: false },
+);
+const VolumesField = Type.Array(VolumeSchema, {
+  maxItems: 1000,
+  description: 'named volumes (at most 10) mounted into every release; their data survives deploy, restart, stop and rollback, and is removed with the deployment',
+});
+
 export const CreateDeploymentBody = Type.Object(
   {
     name: Type.String({ maxLength: 1000 }),
@@ -69,6 +81,7 @@ export const CreateDeploymentBody = Type.Object(
       Type.Integer({ description: 'memory limit in MiB: 16 to SLIPWAY_MAX_MEMORY_MB (default ceiling 2048); default SLIPWAY_DEFAULT_MEMORY_MB (512)' }),
     ),
     cpus: Type.Optional(Type.Number({ description: 'CPU limit: 0.01 to SLIPWAY_MAX_CPUS (default ceiling 2); default SLIPWAY_DEFAULT_CPUS (1)' })),
+    volumes: Type.Optional(VolumesField),
   },
   { additionalProperties: false },
 );
@@ -85,6 +98,7 @@ export const UpdateDeploymentBody = Type.Object(
       Type.Union([Type.Integer(), Type.Null()], { description: 'MiB, 16 to SLIPWAY_MAX_MEMORY_MB (default ceiling 2048); null: the default' }),
     ),
     cpus: Type.Optional(Type.Union([Type.Number(), Type.Null()], { description: '0.01 to SLIPWAY_MAX_CPUS (default ceiling 2); null: the default' })),
+    volumes: Type.Optional(VolumesField),
   },
   { additionalProperties: false, description: 'Settings take effect at the next deploy or restart.' },
 );
@@ -107,6 +121,7 @@ export const DeploymentSchema = Type.Object(
     health_check_path: Type.Optional(Nullable(Type.String())),
     memory_mb: Type.Optional(Nullable(Type.Number())),
     cpus: Type.Optional(Nullable(Type.Number())),
+    volumes: Type.Optional(Type.Array(VolumeSchema)),
   },
   { $id: 'Deployment' },
 );
@@ -194,8 +209,34 @@ export const HealthResponse = Type.Object({
   checks: Type.Record(Type.String(), Type.Object({ ok: Type.Boolean(), detail: Type.Optional(Type.String()) })),
 });
 
+export const EnvVarSchema = Type.Object(
+  {
+    key: Type.String(),
+    value: Type.Union([Type.String(), Type.Null()], { description: "null for a secret: a secret's value is never shown" }),
+    secret: Type.Boolean(),
+    updated_at: Timestamp,
+  },
+  { $id: 'EnvVar' },
+);
+export const EnvResponse = Type.Object(
+  { vars: Type.Array(Type.Ref('EnvVar'), { description: 'sorted by key' }) },
+  { description: 'The variables containers get at the next deploy, restart or rollback (beside PORT).' },
+);
+export const PatchEnvBody = Type.Object(
+  {
+    vars: Type.Record(Type.String(), Type.Union([Type.String(), Type.Null()]), {
+      description:
+        'KEY: value to set, or null to remove. Keys match ^[A-Za-z_][A-Za-z0-9_]*$ (at most 256 characters; PORT and SLIPWAY_* are reserved); ' +
+        'a value is at most 32 KiB without NUL; at most 500 variables and 256 KiB per deployment.',
+    }),
+    secret: Type.Optional(Type.Boolean({ description: 'the secret flag of every key set (default false); secrets are write-only' })),
+  },
+  { additionalProperties: false },
+);
+export type PatchEnvBody = Static<typeof PatchEnvBody>;
+
 /** Shared schemas registered once, referenced by `$ref`. */
-export const SHARED_SCHEMAS = [ErrorSchema, UserSchema, ApiKeySchema, DeploymentSchema, BuildSchema, TunnelSchema];
+export const SHARED_SCHEMAS = [ErrorSchema, UserSchema, ApiKeySchema, DeploymentSchema, BuildSchema, TunnelSchema, EnvVarSchema];
 
 /** Standard error responses for the OpenAPI document. */
 export function errorResponses(...statuses: number[]): Record<number, unknown> {

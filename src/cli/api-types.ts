@@ -4,6 +4,7 @@ import type {
   ApiKeySchema,
   BuildSchema,
   DeploymentSchema,
+  EnvVarSchema,
   MessageSchema,
   UploadResponse,
   UserSchema,
@@ -15,6 +16,12 @@ export type User = Static<typeof UserSchema>;
 export type ApiKey = Static<typeof ApiKeySchema>;
 export type UploadAnswer = Static<typeof UploadResponse>;
 export type MessageAnswer = Static<typeof MessageSchema>;
+export type EnvVar = Static<typeof EnvVarSchema>;
+
+/** `GET`/`PATCH /deployments/{id}/env` (its items are a `$ref` in the schema, so it is spelled out here). */
+export interface EnvAnswer {
+  vars: EnvVar[];
+}
 
 /** `POST /auth/login` (its `user` is a `$ref` in the schema, so it is spelled out here). */
 export interface LoginAnswer {

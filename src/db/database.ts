@@ -7,6 +7,7 @@ import pg from 'pg';
 import type { Database } from './schema.js';
 import * as initial from './migrations/2026-11-21-001-initial.js';
 import * as instance from './migrations/2026-11-21-002-instance.js';
+import * as appConfig from './migrations/2026-11-22-001-app-config.js';
 import { withStatementCache } from './statement-cache.js';
 import crypto from 'node:crypto';
 
@@ -16,6 +17,7 @@ export type Db = Kysely<Database>;
 const MIGRATIONS: Record<string, Migration> = {
   '2026-11-21-001-initial': initial,
   '2026-11-21-002-instance': instance,
+  '2026-11-22-001-app-config': appConfig,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

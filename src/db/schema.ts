@@ -47,6 +47,8 @@ export interface DeploymentsTable {
   health_check_path: string | null;
   memory_bytes: number | null;
   nano_cpus: number | null;
+  /** JSON `[{name, mount_path}]`: the deployment's named volumes. */
+  volumes: Generated<string>;
   created_at: string;
   updated_at: string;
   seq: Generated<number>;
@@ -80,6 +82,24 @@ export interface TunnelsTable {
 export interface InstanceTable {
   id: string;
   created_at: string;
+  /** A value encrypted under the installation key, checked at start (null until first set). */
+  key_check: string | null;
+}
+
+/** A deployment's variable; `value` is AES-256-GCM ciphertext, never plain text. */
+export interface EnvVarsTable {
+  deployment_id: string;
+  key: string;
+  value: string;
+  secret: number;
+  updated_at: string;
+}
+
+/** The variables a build was (last) released with: one encrypted JSON document. */
+export interface BuildConfigsTable {
+  build_id: string;
+  config: string;
+  updated_at: string;
 }
 
 export interface Database {
@@ -90,4 +110,6 @@ export interface Database {
   deployments: DeploymentsTable;
   builds: BuildsTable;
   tunnels: TunnelsTable;
+  env_vars: EnvVarsTable;
+  build_configs: BuildConfigsTable;
 }

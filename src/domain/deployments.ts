@@ -8,6 +8,7 @@ import { validateBranchName, validateRepoUrl } from '../source/git-url.js';
 import { normalizeSubdomain } from '../core/dns-label.js';
 import { DomainError } from '../core/errors.js';
 import { authorizeOwned, type Principal } from '../core/principal.js';
+import { normalizeVolumes, parseStoredVolumes, type VolumeSpec } from './volumes.js';
 
 export type DeploymentRow = Selectable<DeploymentsTable>;
 
@@ -46,6 +47,7 @@ export interface CreateDeploymentInput {
   health_check_path?: string | undefined;
   memory_mb?: number | undefined;
   cpus?: number | undefined;
+  volumes?: Array<{ name: string; mount_path: string }> | undefined;
 }
 
 export interface DeploymentDeps {
@@ -130,6 +132,7 @@ function validateCreate(input: CreateDeploymentInput, allowFile: boolean, limits
     health_check_path: input.health_check_path === undefined ? null : checkHealthCheckPath(input.health_check_path),
     memory_bytes: input.memory_mb === undefined ? null : checkMemoryBytes(input.memory_mb, limits),
     nano_cpus: input.cpus === undefined ? null : checkNanoCpus(input.cpus, limits),
+    volumes: JSON.stringify(normalizeVolumes(input.volumes ?? [])),
   };
 }
 
@@ -142,6 +145,8 @@ export interface UpdateDeploymentInput {
   health_check_path?: string | null | undefined;
   memory_mb?: number | null | undefined;
   cpus?: number | null | undefined;
+  /** The whole list (replaces the old one); a volume left out keeps its data until the deployment is deleted. */
+  volumes?: Array<{ name: string; mount_path: string }> | undefined;
 }
 
 /** Changes a deployment's settings (not its subdomain or source type). */
@@ -161,6 +166,7 @@ export async function updateDeployment(
   }
   if (input.memory_mb !== undefined) changes.memory_bytes = input.memory_mb === null ? null : checkMemoryBytes(input.memory_mb, deps.limits);
   if (input.cpus !== undefined) changes.nano_cpus = input.cpus === null ? null : checkNanoCpus(input.cpus, deps.limits);
+  if (input.volumes !== undefined) changes.volumes = JSON.stringify(normalizeVolumes(input.volumes));
   if (input.repo_url !== undefined || input.branch !== undefined) {
     if (row.source_type !== 'git') throw validationError('repo_url and branch are for git deployments');
     if (input.repo_url !== undefined) {
@@ -214,6 +220,7 @@ const SHOWN_COLUMNS = [
   'health_check_path',
   'memory_bytes',
   'nano_cpus',
+  'volumes',
 ] as const;
 
 /** What `presentDeployment` shows of a deployment. */
@@ -248,6 +255,7 @@ export interface DeploymentView {
   health_check_path?: string | null;
   memory_mb?: number | null;
   cpus?: number | null;
+  volumes?: VolumeSpec[];
 }
 
 /** The archive creation response: exactly these keys (decisions §4). */
@@ -286,6 +294,7 @@ export function presentDeployment(row: ShownDeployment, urlFor: (subdomain: stri
       health_check_path: row.health_check_path,
       memory_mb,
       cpus,
+      volumes: parseStoredVolumes(row.volumes),
     };
   }
   return {
@@ -302,5 +311,6 @@ export function presentDeployment(row: ShownDeployment, urlFor: (subdomain: stri
     health_check_path: row.health_check_path,
     memory_mb,
     cpus,
+    volumes: parseStoredVolumes(row.volumes),
   };
 }

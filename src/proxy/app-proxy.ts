@@ -25,8 +25,8 @@ export interface AppProxyOptions {
 
 const DEFAULT_UPSTREAM_TIMEOUT_MS = 60_000;
 
-/** The visitor's own values of the headers we set for the upstream. */
-const FORWARDED: ReadonlySet<string> = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host']);
+/** Client-address headers a visitor could spoof: dropped, and the X-Forwarded-* ones set by us. */
+const FORWARDED: ReadonlySet<string> = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'forwarded', 'x-real-ip']);
 
 /** Methods safe to send twice when a reused keep-alive socket turns out to be closed. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
@@ -314,9 +314,10 @@ function refusalPage(host: string, route: Route | undefined): Page {
 /**
  * The request headers to send upstream for a visitor's request, as a raw `[name, value, …]` list
  * (names keep their case, repeated headers stay apart, and Node writes them without re-validating
- * each): hop-by-hop ones removed, Host kept, X-Forwarded-For (appended to), X-Forwarded-Proto
- * (`protocol`) and X-Forwarded-Host set. A body of unknown length (it arrived chunked) is declared
- * chunked again, since Node would otherwise send a GET's or DELETE's body unframed.
+ * each): hop-by-hop ones removed, Host kept, the visitor's own X-Forwarded-*, Forwarded and X-Real-IP
+ * dropped and ours set (the client address the edge saw, `protocol`, the Host). A body of unknown
+ * length (it arrived chunked) is declared chunked again, since Node would otherwise send a GET's or
+ * DELETE's body unframed.
  */
 export function forwardedHeaders(req: IncomingMessage, protocol: string): string[] {
   const out = stripHopByHop(req.rawHeaders, FORWARDED);
@@ -342,7 +343,7 @@ export function upgradeRequestHead(req: IncomingMessage, protocol: string): stri
     const name = raw[i] ?? '';
     const lower = name.toLowerCase();
     if (lower === 'connection' || lower === 'keep-alive' || lower === 'te' || lower === 'trailer') continue;
-    if (lower === 'transfer-encoding' || lower.startsWith('proxy-') || lower.startsWith('x-forwarded-')) continue;
+    if (lower === 'transfer-encoding' || lower.startsWith('proxy-') || lower.startsWith('x-forwarded-') || FORWARDED.has(lower)) continue;
     lines.push(`${name}: ${raw[i + 1] ?? ''}`);
   }
   lines.push('Connection: Upgrade');
@@ -365,15 +366,12 @@ export function displayHost(req: IncomingMessage): string {
   return colon === -1 ? host : host.slice(0, colon);
 }
 
+/**
+ * The X-Forwarded-* values the edge sets. Never taken from the visitor: a client-sent
+ * X-Forwarded-For would otherwise be the leftmost (and, to most apps, the "real") address.
+ */
 function forwardedValues(req: IncomingMessage, protocol: string): { for: string; proto: string; host: string | undefined } {
-  const client = clientAddress(req);
-  const header = req.headers['x-forwarded-for'];
-  const previous = Array.isArray(header) ? header.join(', ') : header;
-  return {
-    for: previous !== undefined && previous.trim() !== '' ? `${previous}, ${client}` : client,
-    proto: protocol,
-    host: req.headers.host,
-  };
+  return { for: clientAddress(req), proto: protocol, host: req.headers.host };
 }
 
 /** The visitor's address, with IPv4-mapped IPv6 ("::ffff:1.2.3.4") shown as plain IPv4. */

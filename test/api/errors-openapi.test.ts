@@ -10,6 +10,8 @@ import { buildApp } from '../../src/api/app.js';
 import { BuildLogStore } from '../../src/deploy/build-logs.js';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
+import { DbAppConfigStore } from '../../src/db/app-config-store.js';
+import { ValueCipher } from '../../src/secrets/value-cipher.js';
 import { bootstrapAdmin } from '../../src/domain/accounts.js';
 import type { BuildRow } from '../../src/domain/builds.js';
 import { DomainError } from '../../src/core/errors.js';
@@ -41,6 +43,7 @@ const ROUTES: ReadonlyArray<readonly [string, string]> = [
   ['post', '/api/v1/deployments/{id}/deploy'],
   ['post', '/api/v1/deployments/{id}/stop'],
   ['post', '/api/v1/deployments/{id}/restart'],
+  ['post', '/api/v1/deployments/{id}/cancel'],
   ['post', '/api/v1/deployments/{id}/rollback'],
   ['get', '/api/v1/deployments/{id}/logs'],
   ['get', '/api/v1/deployments/{id}/builds'],
@@ -224,6 +227,10 @@ class StubOperations implements DeploymentOperations {
     this.#check('stop');
     return { message: 'stopped' };
   }
+  async cancel(): Promise<{ message: string }> {
+    this.#check('cancel');
+    return { message: 'cancelled' };
+  }
   async restart(): Promise<{ message: string }> {
     this.#check('restart');
     return { message: 'restarted' };
@@ -269,6 +276,7 @@ describe('the Fastify app in-process (inject)', () => {
       keyUsage: new KeyUsage(db),
       loginLimiter: new FailureLimiter({ maxFailures: 10, windowMs: 60_000 }),
       operations: ops,
+      configs: new DbAppConfigStore(db, new ValueCipher(crypto.randomBytes(32))),
       tunnels: { list: () => [], closeForKey: () => undefined },
       health: async () => ({ ok: healthy, checks: { database: { ok: true }, docker: healthy ? { ok: true } : { ok: false, detail: 'the Docker engine does not answer' } } }),
       log: (_level, msg, detail) => logged.push({ msg, ...(detail === undefined ? {} : { detail }) }),
@@ -308,8 +316,8 @@ describe('the Fastify app in-process (inject)', () => {
     assert.deepEqual(ops.calls.slice(-2), ['deploy', 'deploy wait']);
   });
 
-  test('stop, restart and rollback answer 200 {message}; runtime logs are text', async () => {
-    for (const action of ['stop', 'restart']) {
+  test('stop, restart, cancel and rollback answer 200 {message}; runtime logs are text', async () => {
+    for (const action of ['stop', 'restart', 'cancel']) {
       const res = await call('POST', `/api/v1/deployments/${deploymentId}/${action}`);
       assert.equal(res.statusCode, 200);
       assert.deepEqual(Object.keys(res.json()), ['message']);

@@ -42,6 +42,8 @@ describe('isolation between users', () => {
     buildId = builds.json[0].id;
     const key = await s.request('POST', '/api/v1/api-keys', { token: a.token, body: { name: 'alice key' } });
     keyId = key.json.api_key.id;
+    const env = await s.request('PATCH', `/api/v1/deployments/${deploymentId}/env`, { token: a.token, body: { vars: { ALICE_SECRET: 'alice-only' }, secret: true } });
+    assert.equal(env.status, 200, env.text);
     const mine = await s.request('POST', '/api/v1/deployments', { token: b.token, body: { name: 'bob app', subdomain: `bob-${process.pid}`, source_type: 'archive' } });
     bDeploymentId = mine.json.id;
   });
@@ -61,6 +63,7 @@ describe('isolation between users', () => {
       builds: await get(`/api/v1/deployments/${deploymentId}/builds`),
       build: await get(`/api/v1/deployments/${deploymentId}/builds/${buildId}`),
       logs: await get(`/api/v1/deployments/${deploymentId}/builds/${buildId}/logs`),
+      env: await get(`/api/v1/deployments/${deploymentId}/env`),
       keys: (await s.request('GET', '/api/v1/api-keys', { token: a.token })).json.map((k: { id: string; name: string }) => [k.id, k.name]),
     };
   }
@@ -72,6 +75,10 @@ describe('isolation between users', () => {
     const cases: Array<[string, string, Parameters<TestServer['request']>[2]]> = [
       ['GET', d, {}],
       ['PATCH', d, { body: { name: 'taken over', memory_mb: 64 } }],
+      ['PATCH', d, { body: { volumes: [{ name: 'stolen', mount_path: '/data' }] } }],
+      ['GET', `${d}/env`, {}],
+      ['PATCH', `${d}/env`, { body: { vars: { TAKEN: 'over', ALICE_SECRET: null } } }],
+      ['PATCH', `${d}/env`, { body: { vars: { TAKEN: 'over' }, secret: true } }],
       ['POST', `${d}/upload`, { raw: upload.body, headers: { 'content-type': upload.contentType } }],
       ['POST', `${d}/deploy`, {}],
       ['POST', `${d}/deploy?wait=true`, {}],

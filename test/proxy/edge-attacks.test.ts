@@ -1,4 +1,4 @@
-// Regression tests written as the attack: apps that answer what Node cannot pass on must fail only their own request.
+// Regression tests written as the attack: broken app answers fail only their own request; spoofed client headers never reach the app.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
@@ -194,4 +194,62 @@ describe('AppProxy: broken upstream answers', () => {
     assert.match(res.text, /\r\nX-Name: caf\xe9\r\n/);
     assert.ok(res.text.endsWith('\r\n\r\nok'));
   });
+});
+
+/** A raw TCP "app" that records each request head it receives and answers 200 (or 101 to an upgrade). */
+async function recordingApp(): Promise<{ upstream: Upstream; heads: string[] }> {
+  const heads: string[] = [];
+  const server = createTcpServer((socket) => {
+    socket.on('error', () => {});
+    let seen = '';
+    socket.on('data', (chunk: Buffer) => {
+      seen += chunk.toString('latin1');
+      const end = seen.indexOf('\r\n\r\n');
+      if (end === -1) return;
+      const head = seen.slice(0, end);
+      seen = '';
+      heads.push(head);
+      socket.end(/\r\nUpgrade:/i.test(head) ? 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n' : 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok');
+    });
+  });
+  const port = await listen(server);
+  return { upstream: { host: '127.0.0.1', port }, heads };
+}
+
+/** The values of header `name` in a raw request head. */
+function headerValues(head: string, name: string): string[] {
+  return head
+    .split('\r\n')
+    .slice(1)
+    .filter((line) => line.toLowerCase().startsWith(`${name.toLowerCase()}:`))
+    .map((line) => line.slice(name.length + 1).trim());
+}
+
+const SPOOFED = [
+  'X-Forwarded-For: 6.6.6.6',
+  'X-Forwarded-For: 7.7.7.7, 8.8.8.8',
+  'X-Forwarded-Proto: https',
+  'X-Forwarded-Host: bank.example',
+  'Forwarded: for=6.6.6.6;proto=https',
+  'X-Real-IP: 6.6.6.6',
+].join('\r\n');
+
+describe('AppProxy: client-address headers cannot be spoofed', () => {
+  for (const kind of ['request', 'upgrade'] as const) {
+    it(`sets X-Forwarded-* itself and drops the visitor's own (${kind})`, async () => {
+      const { table, port } = await front();
+      const { upstream, heads } = await recordingApp();
+      table.set('app', live(upstream));
+      const upgrade = kind === 'upgrade' ? 'Connection: Upgrade\r\nUpgrade: websocket\r\n' : 'Connection: close\r\n';
+      const res = await rawExchange(port, `GET /x HTTP/1.1\r\nHost: app.${DOMAIN}\r\n${upgrade}${SPOOFED}\r\n\r\n`);
+      assert.match(res.text, kind === 'upgrade' ? /^HTTP\/1\.1 101 / : /^HTTP\/1\.1 200 /);
+      assert.equal(heads.length, 1);
+      const head = heads[0] ?? '';
+      assert.deepEqual(headerValues(head, 'X-Forwarded-For'), ['127.0.0.1']);
+      assert.deepEqual(headerValues(head, 'X-Forwarded-Proto'), ['http']);
+      assert.deepEqual(headerValues(head, 'X-Forwarded-Host'), [`app.${DOMAIN}`]);
+      assert.deepEqual(headerValues(head, 'Forwarded'), []);
+      assert.deepEqual(headerValues(head, 'X-Real-IP'), []);
+    });
+  }
 });

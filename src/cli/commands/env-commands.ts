@@ -1,0 +1,177 @@
+// Commands on an app's environment: env (list), env set, env unset, env import.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Option, type Command } from 'commander';
+import type { ApiClient } from '../api-client.js';
+import type { Deployment, EnvAnswer, MessageAnswer } from '../api-types.js';
+import { CliError, usageError } from '../cli-error.js';
+import type { CliIo } from '../cli-io.js';
+import { connect, withInterrupt, withJson, type JsonOption } from '../command-context.js';
+import { DotenvError, parseDotenv } from '../dotenv.js';
+import { ago, printJson, printTable } from '../output.js';
+import { LINK_FILE } from '../pack.js';
+import { readProjectLink } from '../project-link.js';
+import { resolveApp } from '../resolve-app.js';
+
+interface AppOption extends JsonOption {
+  app?: string;
+}
+
+interface ChangeOptions extends AppOption {
+  secret?: boolean;
+  /** False with --no-restart. */
+  restart: boolean;
+}
+
+const APP_OPTION = (): Option => new Option('-a, --app <app>', `the app (name, subdomain or id); default: the app of ./${LINK_FILE}`);
+const MASK = '********';
+
+/** Registers `env` and its subcommands on `program`. */
+export function registerEnvCommands(program: Command, io: CliIo): void {
+  const run = (body: (client: ApiClient, signal: AbortSignal) => Promise<void>): Promise<void> =>
+    withInterrupt(io, async (signal) => body(await connect(io, signal), signal));
+
+  const env = withJson(
+    program
+      .command('env')
+      .argument('[app]', 'the app (name, subdomain or id)')
+      .addOption(APP_OPTION())
+      .description("list an app's environment variables (secrets masked)"),
+  )
+    .addHelpText(
+      'after',
+      `
+Variables reach the app's containers (beside PORT, which Slipway sets) at the next deploy, restart
+or rollback. Non-secret variables are also build arguments for the ARGs the Dockerfile declares;
+secrets never reach a build and the server never shows their values again.
+
+Examples:
+  slipway env hello
+  slipway env set --app hello DATABASE_URL=postgres://db/app LOG_LEVEL=info
+  slipway env set --app hello --secret API_TOKEN=abc123
+  slipway env unset --app hello LOG_LEVEL
+  slipway env import .env --app hello --secret`,
+    )
+    .action((ref: string | undefined, options: AppOption) =>
+      run(async (client) => {
+        const app = await appFor(client, io, ref ?? options.app);
+        const answer = await client.request<EnvAnswer>('GET', `/api/v1/deployments/${app.id}/env`);
+        if (options.json === true) return printJson(io.stdout, answer);
+        if (answer.vars.length === 0) return void io.stdout.write(`${app.name} has no environment variables (set some with \`slipway env set\`).\n`);
+        printTable(io.stdout, answer.vars, [
+          { header: 'key', value: (v) => v.key },
+          { header: 'value', value: (v) => (v.secret ? MASK : (v.value ?? '')) },
+          { header: 'secret', value: (v) => (v.secret ? 'yes' : '') },
+          { header: 'updated', value: (v) => ago(v.updated_at) },
+        ]);
+      }),
+    );
+
+  // `--app` and `--json` may come before or after the subcommand's name: actions read optsWithGlobals().
+  const changeCommand = (name: string, description: string): Command =>
+    withJson(
+      env
+        .command(name)
+        .description(description)
+        .addOption(APP_OPTION())
+        .option('--no-restart', 'do not restart the app: the change applies at its next deploy, restart or rollback'),
+    );
+
+  changeCommand('set', 'set variables (KEY=VALUE …) and restart the app')
+    .argument('<assignments...>', 'KEY=VALUE pairs (quote a value with spaces for your shell)')
+    .option('--secret', 'store them as secrets: write-only, never shown again, never passed to a build')
+    .addHelpText('after', '\nExamples:\n  slipway env set --app hello LOG_LEVEL=debug FEATURE_X=on\n  slipway env set --app hello --secret STRIPE_KEY=sk_live_123 --no-restart')
+    .action((assignments: string[], _options: ChangeOptions, command: Command) =>
+      run(async (client) => {
+        const options = command.optsWithGlobals<ChangeOptions>();
+        const vars: Record<string, string> = {};
+        for (const assignment of assignments) {
+          const eq = assignment.indexOf('=');
+          if (eq <= 0) throw usageError(`expected KEY=VALUE, got "${eq === 0 ? assignment : assignment.slice(0, 60)}"`);
+          vars[assignment.slice(0, eq)] = assignment.slice(eq + 1);
+        }
+        await change(client, io, options, vars, `Set ${Object.keys(vars).join(', ')}${options.secret === true ? ' (secret)' : ''}`);
+      }),
+    );
+
+  changeCommand('unset', 'remove variables and restart the app')
+    .argument('<keys...>', 'the variables to remove')
+    .addHelpText('after', '\nExample:\n  slipway env unset --app hello LOG_LEVEL FEATURE_X')
+    .action((keys: string[], _options: ChangeOptions, command: Command) =>
+      run(async (client) => {
+        const options = command.optsWithGlobals<ChangeOptions>();
+        const vars: Record<string, null> = {};
+        for (const key of keys) vars[key] = null;
+        await change(client, io, options, vars, `Removed ${keys.join(', ')}`);
+      }),
+    );
+
+  changeCommand('import', 'set every variable of a .env file and restart the app')
+    .argument('<file>', 'a dotenv file ("-" reads standard input)')
+    .option('--secret', 'store them all as secrets')
+    .addHelpText(
+      'after',
+      `
+The file holds KEY=VALUE lines; blank lines and # comments are skipped, an "export " prefix is
+allowed, values may be 'single-quoted' (literal) or "double-quoted" (escapes \\n \\t \\" \\\\) and
+span lines. \${VAR} references are not expanded. All variables are set in one change.
+
+Examples:
+  slipway env import .env --app hello
+  slipway env import .env.production --app hello --secret`,
+    )
+    .action((file: string, _options: ChangeOptions, command: Command) =>
+      run(async (client) => {
+        const options = command.optsWithGlobals<ChangeOptions>();
+        const text = file === '-' ? await readStdin(io) : await readFile(path.resolve(io.cwd, file), 'utf8').catch((err: NodeJS.ErrnoException) => {
+          throw new CliError(`cannot read ${file}: ${err.code === 'ENOENT' ? 'no such file' : err.message}`);
+        });
+        let entries: Map<string, string>;
+        try {
+          entries = parseDotenv(text);
+        } catch (err) {
+          if (err instanceof DotenvError) throw new CliError(`${file}: ${err.message}`);
+          throw err;
+        }
+        if (entries.size === 0) throw new CliError(`${file} holds no variables`);
+        await change(client, io, options, Object.fromEntries(entries), `Imported ${entries.size} variable${entries.size === 1 ? '' : 's'} from ${file}${options.secret === true ? ' as secrets' : ''}`);
+      }),
+    );
+}
+
+/** PATCHes the variables, then restarts the app when it runs (unless --no-restart), saying which. */
+async function change(client: ApiClient, io: CliIo, options: ChangeOptions, vars: Record<string, string | null>, done: string): Promise<void> {
+  const app = await appFor(client, io, options.app);
+  const body = options.secret === true ? { vars, secret: true } : { vars };
+  const answer = await client.request<EnvAnswer>('PATCH', `/api/v1/deployments/${app.id}/env`, { body });
+  let restart: MessageAnswer | undefined;
+  let note: string;
+  if (!options.restart) {
+    note = `Not restarted: the change applies at the next deploy, restart or rollback (\`slipway restart ${app.subdomain}\`).`;
+  } else if (app.status !== 'running') {
+    note = `${app.name} is ${app.status}, so it was not restarted: the change applies at its next deploy, restart or rollback.`;
+  } else {
+    if (options.json !== true) io.stdout.write(`${done} on ${app.name}. Restarting ${app.name}…\n`);
+    restart = await client.request<MessageAnswer>('POST', `/api/v1/deployments/${app.id}/restart`, { timeoutMs: 120_000 });
+    note = `Restarted: ${restart.message}.`;
+  }
+  if (options.json === true) return printJson(io.stdout, { ...answer, restarted: restart !== undefined });
+  if (restart === undefined) io.stdout.write(`${done} on ${app.name}.\n`);
+  io.stdout.write(`${note}\n`);
+}
+
+/** The app named by `ref`, else the one ./slipway.json links to on this server. */
+async function appFor(client: ApiClient, io: CliIo, ref: string | undefined): Promise<Deployment> {
+  if (ref !== undefined) return resolveApp(client, ref);
+  const link = await readProjectLink(io.cwd);
+  if (link === undefined || link.server !== client.url) {
+    throw usageError(`name the app (--app APP), or run this in a folder deployed with \`slipway deploy\` (it has ${LINK_FILE})`);
+  }
+  return client.request<Deployment>('GET', `/api/v1/deployments/${link.deployment_id}`);
+}
+
+async function readStdin(io: CliIo): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of io.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
+  return Buffer.concat(chunks).toString('utf8');
+}

@@ -1,0 +1,75 @@
+// Configuration at rest (SQLite): no value in plain text under the data directory; a wrong or lost key stops the start clearly.
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { ConfigError } from '../../src/config.js';
+import { spawnServerProcess, startTestServer, testEnv } from '../helpers/server.js';
+
+/** Every regular file under `dir` whose bytes contain `needle` (plain, or as UTF-16 as some tools store text). */
+export function filesContaining(dir: string, needle: string): string[] {
+  const found: string[] = [];
+  const patterns = [Buffer.from(needle, 'utf8'), Buffer.from(needle, 'utf16le')];
+  const walk = (d: string): void => {
+    for (const entry of fs.readdirSync(d, { withFileTypes: true })) {
+      const full = path.join(d, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (entry.isFile() && patterns.some((p) => fs.readFileSync(full).includes(p))) found.push(full);
+    }
+  };
+  walk(dir);
+  return found;
+}
+
+describe('configuration at rest', () => {
+  test('no variable value, secret or not, appears in any file under the data directory (database and WAL included)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-rest-'));
+    const s = await startTestServer({ SLIPWAY_DATABASE_URL: '' }, dir);
+    const secret = `secret-${crypto.randomBytes(12).toString('hex')}`;
+    const plain = `plain-${crypto.randomBytes(12).toString('hex')}`;
+    try {
+      const user = await s.newUser('rest');
+      const dep = await s.request('POST', '/api/v1/deployments', { token: user.token, body: { name: 'rest', subdomain: `rest-${process.pid}`, source_type: 'archive' } });
+      const id = dep.json.id as string;
+      assert.equal((await s.request('PATCH', `/api/v1/deployments/${id}/env`, { token: user.token, body: { vars: { TOKEN: secret }, secret: true } })).status, 200);
+      assert.equal((await s.request('PATCH', `/api/v1/deployments/${id}/env`, { token: user.token, body: { vars: { PLAIN: plain } } })).status, 200);
+      // Overwritten and removed values leave no trace either.
+      const old = `old-${crypto.randomBytes(12).toString('hex')}`;
+      await s.request('PATCH', `/api/v1/deployments/${id}/env`, { token: user.token, body: { vars: { OLD: old } } });
+      await s.request('PATCH', `/api/v1/deployments/${id}/env`, { token: user.token, body: { vars: { OLD: null } } });
+      assert.ok(fs.existsSync(path.join(dir, 'slipway.db-wal')), 'the WAL is scanned while it holds the writes');
+      for (const value of [secret, plain, old]) assert.deepEqual(filesContaining(dir, value), [], value);
+      // The key file exists with mode 0600 and the test can still read the values back through the API.
+      assert.equal(fs.statSync(path.join(dir, 'secret.key')).mode & 0o777, 0o600);
+      assert.equal((await s.request('GET', `/api/v1/deployments/${id}/env`, { token: user.token })).json.vars.find((v: { key: string }) => v.key === 'PLAIN').value, plain);
+    } finally {
+      await s.close();
+    }
+    for (const value of [secret, plain]) assert.deepEqual(filesContaining(dir, value), [], `${value} after close (WAL checkpointed)`);
+  });
+
+  test('a start with a key that does not open the stored configuration fails with a clear message', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-key-'));
+    const key = crypto.randomBytes(32).toString('base64');
+    const first = await startTestServer({ SLIPWAY_DATABASE_URL: '', SLIPWAY_SECRET_KEY: key }, dir);
+    await first.close();
+    assert.ok(!fs.existsSync(path.join(dir, 'secret.key')), 'with SLIPWAY_SECRET_KEY no key file is written');
+    // In process: a ConfigError naming the variable.
+    await assert.rejects(
+      startTestServer({ SLIPWAY_DATABASE_URL: '', SLIPWAY_SECRET_KEY: crypto.randomBytes(32).toString('base64') }, dir),
+      (err: unknown) => err instanceof ConfigError && /SLIPWAY_SECRET_KEY is not the key/.test(err.message),
+    );
+    // As the operator sees it: `slipway server` says why and exits.
+    const env = { ...testEnv(dir), SLIPWAY_PORT: '0' };
+    await assert.rejects(spawnServerProcess(env), (err: unknown) => err instanceof Error && /cannot start: the installation key .*secret\.key is missing/.test(err.message));
+    await assert.rejects(
+      spawnServerProcess({ ...env, SLIPWAY_SECRET_KEY: 'too-short' }),
+      (err: unknown) => err instanceof Error && /configuration error: SLIPWAY_SECRET_KEY must be 32 random bytes in base64/.test(err.message),
+    );
+    // The right key still opens it.
+    const again = await startTestServer({ SLIPWAY_DATABASE_URL: '', SLIPWAY_SECRET_KEY: key }, dir);
+    await again.close();
+  });
+});
