@@ -22,6 +22,8 @@ import { refreshLivePorts } from './live-ports.js';
 import type { DeploymentStore } from './deployment-store.js';
 import { ReleaseError, releaseTarget, startRelease } from './release.js';
 import { transition, type DeploymentEvent, type DeploymentStatus } from './state-table.js';
+import { buildArgsFor } from './build-args.js';
+import type { AppConfigStore, EnvVar } from '../domain/app-config.js';
 
 export interface LifecycleSettings {
   /** This installation's id (labels its engine objects). */
@@ -44,6 +46,8 @@ export interface LifecycleSettings {
 
 export interface LifecycleDeps {
   readonly store: DeploymentStore;
+  /** Deployments' variables; each build records the configuration it is released with. */
+  readonly configs: AppConfigStore;
   readonly engine: ContainerEngine;
   readonly dataPlane: DataPlane;
   readonly sources: SourceStore;
@@ -133,8 +137,10 @@ export class DeploymentLifecycle implements DeploymentOperations {
       };
       const { seq: _seq, ...values } = row;
       await this.#deps.store.startBuild(values, this.#next(current, 'deploy').to);
+      // The configuration of this build is fixed now: later changes wait for the next deploy or restart.
+      const vars = await this.#deps.configs.recordForBuild(deploymentId, row.id);
       if (!this.#isServing(current)) this.#route(current.subdomain, deploymentId, 'starting');
-      this.#startPipeline(current, row, unreadable);
+      this.#startPipeline(current, row, unreadable, vars);
       return row;
     });
 
@@ -187,7 +193,10 @@ export class DeploymentLifecycle implements DeploymentOperations {
       const restartable = live !== undefined && live.image_id !== null && (await this.#deps.engine.imageExists(live.image_id));
       const next = transition(dep.status, 'restart', { serving: false, restartable });
       if (live === undefined) throw new DomainError('invalid_state', 'no succeeded build to restart; deploy first');
-      await this.#release(dep, live, next.to, AbortSignal.timeout(this.#deps.settings.startupTimeoutMs + 30_000));
+      // A restart runs the current configuration, which becomes the one this build was released with.
+      const vars = await this.#deps.configs.current(dep.id);
+      await this.#release(dep, live, vars, next.to, AbortSignal.timeout(this.#deps.settings.startupTimeoutMs + 30_000));
+      await this.#deps.configs.setBuildConfig(live.id, vars);
       return { message: `deployment ${dep.name} restarted (build ${live.id})` };
     });
   }
@@ -205,7 +214,11 @@ export class DeploymentLifecycle implements DeploymentOperations {
         throw new DomainError('invalid_state', `the image of build ${buildId} has been pruned`);
       }
       await this.#cancelInflight(deploymentId, 'cancelled by rollback');
-      await this.#release(dep, target, next.to, AbortSignal.timeout(this.#deps.settings.startupTimeoutMs + 30_000));
+      // The build runs with the configuration it was released with, which becomes current again
+      // (a build from before configuration existed keeps the current one).
+      const vars = (await this.#deps.configs.buildConfig(target.id)) ?? (await this.#deps.configs.current(dep.id));
+      await this.#release(dep, target, vars, next.to, AbortSignal.timeout(this.#deps.settings.startupTimeoutMs + 30_000));
+      await this.#deps.configs.replace(dep.id, vars);
       return { message: `rolled back to build ${target.id}` };
     });
   }
@@ -343,16 +356,16 @@ export class DeploymentLifecycle implements DeploymentOperations {
     await Promise.race([inflight.done, new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }))]);
   }
 
-  #startPipeline(dep: DeploymentRow, build: BuildRow, unreadable: string | undefined): void {
+  #startPipeline(dep: DeploymentRow, build: BuildRow, unreadable: string | undefined, vars: readonly EnvVar[]): void {
     const controller = new AbortController();
-    const done = this.#runPipeline(dep, build, controller.signal, unreadable).finally(() => {
+    const done = this.#runPipeline(dep, build, vars, controller.signal, unreadable).finally(() => {
       if (this.#inflight.get(dep.id)?.buildId === build.id) this.#inflight.delete(dep.id);
     });
     this.#inflight.set(dep.id, { buildId: build.id, controller, done });
   }
 
   /** Build → image → healthy container → traffic switch. Never throws: the outcome goes to the database. */
-  async #runPipeline(dep: DeploymentRow, build: BuildRow, cancel: AbortSignal, unreadable?: string): Promise<void> {
+  async #runPipeline(dep: DeploymentRow, build: BuildRow, vars: readonly EnvVar[], cancel: AbortSignal, unreadable?: string): Promise<void> {
     const { engine, buildLogs, settings, store } = this.#deps;
     // Output that arrives after the log is closed (an engine stream still draining after a cancel)
     // must not reopen it: a reopened log would never be closed, and its followers never finish.
@@ -388,7 +401,10 @@ export class DeploymentLifecycle implements DeploymentOperations {
         if (!fs.existsSync(path.join(contextDir, dep.dockerfile_path))) {
           throw new EngineBuildError('no Dockerfile', `Dockerfile not found at "${dep.dockerfile_path}" in the source`);
         }
-        log(`==> building image (${dep.dockerfile_path})\n`);
+        // Non-secret variables fill the ARGs the Dockerfile declares; secrets never reach a build.
+        const buildArgs = buildArgsFor(await fsp.readFile(path.join(contextDir, dep.dockerfile_path), 'utf8'), vars);
+        const argNames = Object.keys(buildArgs);
+        log(`==> building image (${dep.dockerfile_path})${argNames.length === 0 ? '' : ` with build arguments ${argNames.join(', ')}`}\n`);
         const tag = imageTag(settings.instanceId, dep.id, build.id);
         await engine.buildImage({
           contextDir,
@@ -398,6 +414,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
           signal: buildSignal,
           onOutput: log,
           sandbox: this.#buildSandbox(),
+          buildArgs,
         });
         image = tag;
         await store.setImage(build.id, tag);
@@ -406,7 +423,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
         await fsp.rm(workDir, { recursive: true, force: true });
       }
 
-      const container = await startRelease(engine, releaseTarget(dep, build.id, image, settings), {
+      const container = await startRelease(engine, releaseTarget(dep, { id: build.id, image, vars }, settings), {
         timeoutMs: settings.startupTimeoutMs,
         signal: cancel,
         onOutput: log,
@@ -481,11 +498,11 @@ export class DeploymentLifecycle implements DeploymentOperations {
   }
 
   /** Starts `build`'s image as a new container and switches traffic to it (restart and rollback). Caller holds the lock. */
-  async #release(dep: DeploymentRow, build: BuildRow, status: DeploymentStatus, signal: AbortSignal): Promise<void> {
+  async #release(dep: DeploymentRow, build: BuildRow, vars: readonly EnvVar[], status: DeploymentStatus, signal: AbortSignal): Promise<void> {
     if (build.image_id === null) throw new DomainError('invalid_state', 'the build has no image');
     let container;
     try {
-      container = await startRelease(this.#deps.engine, releaseTarget(dep, build.id, build.image_id, this.#deps.settings), {
+      container = await startRelease(this.#deps.engine, releaseTarget(dep, { id: build.id, image: build.image_id, vars }, this.#deps.settings), {
         timeoutMs: this.#deps.settings.startupTimeoutMs,
         signal,
       });

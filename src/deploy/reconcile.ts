@@ -5,12 +5,15 @@ import type { DataPlane } from '../proxy/data-plane.js';
 import type { ContainerEngine } from '../runtime/engine.js';
 import { LABEL_INSTANCE, LABEL_MANAGED, appNetworkName, buildNetworkName } from '../runtime/engine.js';
 import { imageRepositoryPrefix } from './images.js';
+import type { AppConfigStore } from '../domain/app-config.js';
 import type { DeploymentStore } from './deployment-store.js';
 import { releaseTarget, startRelease } from './release.js';
 import { transition } from './state-table.js';
 
 export interface ReconcileDeps {
   readonly store: DeploymentStore;
+  /** Where a build's configuration is found, to start its release again. */
+  readonly configs: AppConfigStore;
   readonly engine: ContainerEngine;
   readonly dataPlane: DataPlane;
   readonly dataDir: string;
@@ -50,7 +53,8 @@ export async function reconcileWithEngine(deps: ReconcileDeps): Promise<void> {
       if (info !== null && !info.running) info = await engine.startContainer(info.id);
       if (info === null && live.image_id !== null && (await engine.imageExists(live.image_id))) {
         log('warn', `live container of ${dep.subdomain} vanished; starting build ${live.id} again`);
-        info = await startRelease(engine, releaseTarget(dep, live.id, live.image_id, deps), {
+        const vars = (await deps.configs.buildConfig(live.id)) ?? (await deps.configs.current(dep.id));
+        info = await startRelease(engine, releaseTarget(dep, { id: live.id, image: live.image_id, vars }, deps), {
           timeoutMs: deps.startupTimeoutMs,
           signal: AbortSignal.timeout(deps.startupTimeoutMs + 30_000),
         });

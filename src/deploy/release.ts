@@ -3,8 +3,12 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Upstream } from '../core/upstream.js';
+import type { EnvVar } from '../domain/app-config.js';
+import type { VolumeSpec } from '../domain/volumes.js';
+import { parseStoredVolumes } from '../domain/volumes.js';
 import type { ContainerEngine, ContainerInfo } from '../runtime/engine.js';
 import { LABEL_BUILD, LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED, appNetworkName, containerName } from '../runtime/engine.js';
+import { prepareVolumes } from './volumes.js';
 
 /** The port an app listens on: the image's single EXPOSEd port, else 8080 (decisions §5). */
 export async function appPort(engine: ContainerEngine, image: string): Promise<number> {
@@ -36,6 +40,18 @@ export interface ReleaseTarget {
   readonly memoryBytes: number;
   readonly nanoCpus: number;
   readonly pidsLimit: number;
+  /** The variables the release runs with (PORT is added, and always wins). */
+  readonly vars: readonly EnvVar[];
+  /** The deployment's volumes, created if needed and mounted. */
+  readonly volumes: readonly VolumeSpec[];
+}
+
+/** A container's environment: the variables, then PORT (reserved: no variable can be named PORT). */
+export function releaseEnv(vars: readonly EnvVar[], port: number): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const v of vars) env[v.key] = v.value;
+  env['PORT'] = String(port);
+  return env;
 }
 
 /** What a deployment's release needs besides the deployment: installation-wide settings. */
@@ -46,22 +62,26 @@ export interface ReleaseSettings {
   readonly appPidsLimit: number;
 }
 
-/** The one place a release target is made: a build's image for a deployment, its limits resolved. */
+/**
+ * The one place a release target is made: a build's image for a deployment, with the variables it
+ * is released with, its volumes and its limits resolved.
+ */
 export function releaseTarget(
-  dep: { id: string; health_check_path: string | null; memory_bytes: number | null; nano_cpus: number | null },
-  buildId: string,
-  image: string,
+  dep: { id: string; health_check_path: string | null; memory_bytes: number | null; nano_cpus: number | null; volumes: string },
+  build: { id: string; image: string; vars: readonly EnvVar[] },
   settings: ReleaseSettings,
 ): ReleaseTarget {
   return {
     instanceId: settings.instanceId,
     deploymentId: dep.id,
-    buildId,
-    image,
+    buildId: build.id,
+    image: build.image,
     healthCheckPath: dep.health_check_path,
     memoryBytes: dep.memory_bytes ?? settings.defaultMemoryBytes,
     nanoCpus: dep.nano_cpus ?? settings.defaultNanoCpus,
     pidsLimit: settings.appPidsLimit,
+    vars: build.vars,
+    volumes: parseStoredVolumes(dep.volumes),
   };
 }
 
@@ -89,6 +109,7 @@ export async function startRelease(
     labels: { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: target.instanceId },
     isolated: true,
   });
+  const volumes = await prepareVolumes(engine, target.instanceId, target.deploymentId, target.volumes);
   const container = await engine.runContainer({
     image: target.image,
     // A build can be released more than once (restart, rollback): names must not collide.
@@ -99,12 +120,13 @@ export async function startRelease(
       [LABEL_DEPLOYMENT]: target.deploymentId,
       [LABEL_BUILD]: target.buildId,
     },
-    env: { PORT: String(port) },
+    env: releaseEnv(target.vars, port),
     containerPort: port,
     memoryBytes: target.memoryBytes,
     nanoCpus: target.nanoCpus,
     pidsLimit: target.pidsLimit,
     network,
+    volumes,
   });
   const output = new OutputCopy(engine, container.id, say, options.signal);
   try {

@@ -8,12 +8,14 @@ import { after, before, describe, test } from 'node:test';
 import { DomainError } from '../../src/core/errors.js';
 import type { Principal } from '../../src/core/principal.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
+import { DbAppConfigStore } from '../../src/db/app-config-store.js';
 import { databaseDeploymentStore } from '../../src/db/deployment-store.js';
 import { BuildLogStore } from '../../src/deploy/build-logs.js';
 import { DeploymentLifecycle } from '../../src/deploy/lifecycle.js';
 import { reconcileWithEngine } from '../../src/deploy/reconcile.js';
 import { createDeployment } from '../../src/domain/deployments.js';
 import { LABEL_INSTANCE, LABEL_MANAGED } from '../../src/runtime/engine.js';
+import { ValueCipher } from '../../src/secrets/value-cipher.js';
 import { SourceStore } from '../../src/source/source-store.js';
 import { FakeDataPlane } from '../helpers/fake-data-plane.js';
 import { FakeRuntime } from '../helpers/fake-runtime.js';
@@ -40,11 +42,13 @@ let runtime: FakeRuntime;
 let dataPlane: FakeDataPlane;
 let sources: SourceStore;
 let lifecycle: DeploymentLifecycle;
+let configs: DbAppConfigStore;
 const principal: Principal = { userId: crypto.randomUUID(), isAdmin: false, via: 'session', sessionId: 's', apiKeyId: undefined };
 
 function newLifecycle(plane: FakeDataPlane): DeploymentLifecycle {
   return new DeploymentLifecycle({
     store: databaseDeploymentStore(db, RUNNER),
+    configs,
     engine: runtime,
     dataPlane: plane,
     sources,
@@ -61,6 +65,7 @@ before(async () => {
   runtime = new FakeRuntime();
   dataPlane = new FakeDataPlane();
   sources = new SourceStore(dir);
+  configs = new DbAppConfigStore(db, new ValueCipher(crypto.randomBytes(32)));
   lifecycle = newLifecycle(dataPlane);
 });
 
@@ -278,7 +283,7 @@ describe('lifecycle on a fake runtime and data plane', () => {
     });
 
     const restarted = new FakeDataPlane();
-    await reconcileWithEngine({ store: databaseDeploymentStore(db, RUNNER), engine: runtime, dataPlane: restarted, dataDir: dir, log: () => undefined, ...settings });
+    await reconcileWithEngine({ store: databaseDeploymentStore(db, RUNNER), configs, engine: runtime, dataPlane: restarted, dataDir: dir, log: () => undefined, ...settings });
     const failed = await build(interrupted);
     assert.equal(failed.status, 'failed');
     assert.equal(failed.error, 'interrupted by a restart');
