@@ -45,6 +45,12 @@ export interface Config {
   readonly maxCpus: number;
   /** SLIPWAY_APP_PIDS_LIMIT: most processes and threads one app container may hold. */
   readonly appPidsLimit: number;
+  /** SLIPWAY_BUILD_NETWORK: `confined` (RUN steps reach the internet only) or `none` (no network). */
+  readonly buildNetwork: 'confined' | 'none';
+  /** SLIPWAY_BUILD_MEMORY_MB / SLIPWAY_BUILD_CPUS / SLIPWAY_BUILD_PIDS_LIMIT: limits of a build's RUN steps. */
+  readonly buildMemoryBytes: number;
+  readonly buildNanoCpus: number;
+  readonly buildPidsLimit: number;
   /** SLIPWAY_PUBLIC_URL: how users reach this server (scheme, host and port of app URLs); default http://<domain>:<port>. */
   readonly publicUrl: URL;
   /** SLIPWAY_TUNNELS_PER_KEY / SLIPWAY_TUNNEL_STREAMS: limits on live tunnels per API key and streams per tunnel. */
@@ -91,6 +97,14 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+function oneOf<T extends string>(env: Env, name: string, values: readonly T[], fallback: T): T {
+  const raw = text(env, name)?.toLowerCase();
+  if (raw === undefined) return fallback;
+  const found = values.find((v) => v === raw);
+  if (found === undefined) throw new ConfigError(`${name} must be one of ${values.join(', ')}, got "${raw}"`);
+  return found;
 }
 
 function bool(env: Env, name: string, fallback: boolean): boolean {
@@ -171,6 +185,10 @@ export function loadConfig(env: Env = process.env): Config {
     maxMemoryMb,
     maxCpus,
     appPidsLimit: integer(env, 'SLIPWAY_APP_PIDS_LIMIT', 512, 16, 1_000_000),
+    buildNetwork: oneOf(env, 'SLIPWAY_BUILD_NETWORK', ['confined', 'none'] as const, 'confined'),
+    buildMemoryBytes: integer(env, 'SLIPWAY_BUILD_MEMORY_MB', 2048, 64, 1_048_576) * 1024 * 1024,
+    buildNanoCpus: cpus(env, 'SLIPWAY_BUILD_CPUS', 2),
+    buildPidsLimit: integer(env, 'SLIPWAY_BUILD_PIDS_LIMIT', 1024, 16, 1_000_000),
     publicUrl,
     tunnelsPerKey: integer(env, 'SLIPWAY_TUNNELS_PER_KEY', 5, 1, 1000),
     streamsPerTunnel: integer(env, 'SLIPWAY_TUNNEL_STREAMS', 256, 1, 100_000),

@@ -121,6 +121,12 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       defaultMemoryBytes: config.defaultMemoryBytes,
       defaultNanoCpus: config.defaultNanoCpus,
       appPidsLimit: config.appPidsLimit,
+      build: {
+        network: config.buildNetwork,
+        memoryBytes: config.buildMemoryBytes,
+        nanoCpus: config.buildNanoCpus,
+        pidsLimit: config.buildPidsLimit,
+      },
       maxConcurrentBuilds: config.maxConcurrentBuilds,
       gitEnv: options.gitEnv ?? { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: config.dataDir },
     },

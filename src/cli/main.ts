@@ -8,7 +8,12 @@ import { registerDeployCommand } from './commands/deploy-command.js';
 import { registerEnvCommands } from './commands/env-commands.js';
 import { registerKeyCommands } from './commands/key-commands.js';
 import { registerTunnelCommand } from './commands/tunnel-command.js';
-import { rotateKey, runServer } from './server-command.js';
+import { rotateKey, runResetPassword, runServer } from './server-command.js';
+import { registerCreateCommand } from './commands/create-command.js';
+import { readFileSync } from 'node:fs';
+
+/** The version in package.json (this file runs from dist/src/cli/). */
+export const VERSION: string = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 /**
  * Builds the whole program on `io`. Commands added to the result afterwards (e.g. `tunnel`)
@@ -17,6 +22,7 @@ import { rotateKey, runServer } from './server-command.js';
 export function buildProgram(io: CliIo): Command {
   const program = new Command('slipway')
     .description('Slipway: deploy apps from git or a folder, run them on Docker, expose local ports.')
+    .version(`slipway ${VERSION}`, '-V, --version', 'print the version')
     .showHelpAfterError('(add --help for usage)')
     .exitOverride()
     .configureOutput({
@@ -36,8 +42,18 @@ Environment: SLIPWAY_URL and SLIPWAY_API_KEY override the saved login. See docs/
   const server = program
     .command('server')
     .description('run the Slipway server (API, dashboard, app router and tunnels on one port)')
-    .addHelpText('after', '\nConfiguration comes from SLIPWAY_* environment variables (see docs/configuration.md).\n\nExample:\n  SLIPWAY_PORT=8080 slipway server')
+    .addHelpText('after', '\nConfiguration comes from SLIPWAY_* environment variables (see docs/configuration.md).\n\nExamples:\n  SLIPWAY_PORT=8080 slipway server\n  slipway server reset-password admin@example.com')
     .action(runServer);
+  server
+    .command('reset-password')
+    .argument('<email>', "the user's e-mail")
+    .description("set a new password for a user, on the server host (the server's SLIPWAY_* configuration names the database)")
+    .option('--password-stdin', 'read the new password from the first line of stdin instead of generating one')
+    .addHelpText(
+      'after',
+      '\nPrints a new random password once (or takes one from stdin) and logs the user out everywhere.\nAPI keys keep working. Works while the server runs.\n\nExamples:\n  slipway server reset-password admin@localhost\n  printf \'%s\\n\' "$NEW_PASSWORD" | slipway server reset-password ops@example.com --password-stdin',
+    )
+    .action((email: string, options: { passwordStdin?: boolean }) => runResetPassword(io, email, options));
   server
     .command('rotate-key')
     .description('re-encrypt the app configuration under a new installation key (stop the server first)')
@@ -50,6 +66,7 @@ Environment: SLIPWAY_URL and SLIPWAY_API_KEY override the saved login. See docs/
     .action(rotateKey);
   registerAuthCommands(program, io);
   registerDeployCommand(program, io);
+  registerCreateCommand(program, io);
   registerAppCommands(program, io);
   registerEnvCommands(program, io);
   registerKeyCommands(program, io);

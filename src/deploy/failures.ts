@@ -2,7 +2,7 @@
 import { DomainError } from '../core/errors.js';
 import { EngineBuildError } from '../runtime/engine.js';
 import { redactCredentials } from '../source/git.js';
-import { ReleaseError } from './release.js';
+import { ReleaseError, lastLine } from './release.js';
 
 /** Failures that are the app's or the source's doing (not Slipway's): reported, not logged as errors. */
 export function isExpectedFailure(err: unknown): boolean {
@@ -17,10 +17,27 @@ export function isExpectedFailure(err: unknown): boolean {
 /** The text a build record's `error` carries: the cancel reason, the build output's end, or the cause. */
 export function describeFailure(err: unknown, cancel: AbortSignal, buildTimeoutMs: number): string {
   if (cancel.aborted) return cancel.reason instanceof Error ? cancel.reason.message : 'cancelled';
-  if (err instanceof EngineBuildError) return `image build failed: ${err.outputTail.trim() || err.message}`;
+  // One line: the build log already holds the whole output, once.
+  if (err instanceof EngineBuildError) {
+    return err.message.startsWith('image build failed') ? err.message : `image build failed: ${lastLine(err.outputTail) || err.message}`;
+  }
   if (err instanceof ReleaseError || err instanceof DomainError) return err.message;
   if (err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError')) {
     return `the build exceeded its time limit of ${Math.round(buildTimeoutMs / 1000)} s`;
   }
   return redactCredentials(err instanceof Error ? err.message : String(err));
+}
+
+/**
+ * The failure in Slipway's words alone, for the server's console: never the app's output nor the
+ * build output (either may hold anything), git errors with their credentials redacted.
+ */
+export function summarizeFailure(err: unknown, cancel: AbortSignal, buildTimeoutMs: number): string {
+  if (cancel.aborted) return describeFailure(err, cancel, buildTimeoutMs);
+  if (err instanceof EngineBuildError) return 'the image build failed';
+  if (err instanceof ReleaseError) return err.reason;
+  if (err instanceof DomainError || (err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError'))) {
+    return describeFailure(err, cancel, buildTimeoutMs);
+  }
+  return 'an internal error (logged above)';
 }

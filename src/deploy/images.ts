@@ -2,6 +2,7 @@
 import type { Db } from '../db/database.js';
 import type { ContainerEngine } from '../runtime/engine.js';
 import { LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED } from '../runtime/engine.js';
+import { removeDeploymentVolumes } from './volumes.js';
 
 /** Every image of an installation is named `slipway-<instance>/…`. */
 export const imageRepositoryPrefix = (instanceId: string): string => `slipway-${instanceId.slice(0, 8)}/`;
@@ -32,10 +33,11 @@ export async function pruneImages(db: Db, engine: ContainerEngine, deploymentId:
   }
 }
 
-/** Removes every container and image this installation holds on the engine for a deployment. */
+/** Removes every container, image and volume (with its data) this installation holds on the engine for a deployment. */
 export async function removeDeploymentObjects(engine: ContainerEngine, instanceId: string, deploymentId: string): Promise<void> {
   const labels = { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instanceId, [LABEL_DEPLOYMENT]: deploymentId };
   for (const container of await engine.listContainers(labels)) await engine.removeContainer(container.id);
+  await removeDeploymentVolumes(engine, instanceId, deploymentId);
   const prefix = `${imageRepositoryPrefix(instanceId)}${deploymentId}:`;
   for (const image of await engine.listImages({})) {
     for (const tag of image.tags) if (tag.startsWith(prefix)) await engine.removeImage(tag);

@@ -12,13 +12,13 @@ import { DomainError } from '../core/errors.js';
 import type { DeploymentOperations } from '../domain/operations.js';
 import type { Principal } from '../core/principal.js';
 import type { RoutingTable, Upstream } from '../proxy/routing-table.js';
-import type { ContainerEngine } from '../runtime/engine.js';
-import { EngineBuildError } from '../runtime/engine.js';
+import type { BuildSandbox, ContainerEngine } from '../runtime/engine.js';
+import { EngineBuildError, LABEL_INSTANCE, LABEL_MANAGED, buildNetworkName } from '../runtime/engine.js';
 import { fetchCommit, redactCredentials, resolveCommit } from '../source/git.js';
 import type { SourceStore } from '../source/source-store.js';
 import type { BuildLogStore } from './build-logs.js';
 import { KeyedMutex, Semaphore } from './concurrency.js';
-import { describeFailure, isExpectedFailure } from './failures.js';
+import { describeFailure, isExpectedFailure, summarizeFailure } from './failures.js';
 import { imageTag, pruneImages, removeDeploymentObjects } from './images.js';
 import { refreshLivePorts } from './live-ports.js';
 import { ReleaseError, startRelease } from './release.js';
@@ -40,6 +40,8 @@ export interface LifecycleSettings {
   readonly defaultNanoCpus: number;
   /** Pids limit of every app container. */
   readonly appPidsLimit: number;
+  /** How builds' RUN steps are confined (the network is this installation's build network). */
+  readonly build: { readonly network: 'confined' | 'none'; readonly memoryBytes: number; readonly nanoCpus: number; readonly pidsLimit: number };
   readonly maxConcurrentBuilds: number;
   /** Base environment of git processes ({ PATH, HOME }). */
   readonly gitEnv: Record<string, string>;
@@ -67,6 +69,11 @@ const DRAIN_MS = 30_000;
 const STOP_SECONDS = 10;
 /** Time limit of `git ls-remote` at trigger time. */
 const RESOLVE_TIMEOUT_MS = 60_000;
+
+/** Seconds since `since`, with one decimal. */
+function seconds(since: number): string {
+  return ((Date.now() - since) / 1000).toFixed(1);
+}
 
 class Cancelled extends Error {
   override readonly name = 'Cancelled';
@@ -164,6 +171,22 @@ export class DeploymentLifecycle implements DeploymentOperations {
       await this.#setStatus(deploymentId, 'stopped');
       this.#route(dep.subdomain, deploymentId, 'stopped');
       return { message: `deployment ${dep.name} stopped` };
+    });
+  }
+
+  async cancel(principal: Principal, deploymentId: string): Promise<{ message: string }> {
+    return this.#locks.run(deploymentId, async () => {
+      const dep = await getDeploymentRow(this.#deps.db, principal, deploymentId);
+      const inflight = this.#inflight.get(deploymentId);
+      if (inflight === undefined) throw new DomainError('invalid_state', `no build of ${dep.name} is in progress`);
+      await this.#cancelInflight(deploymentId, 'cancelled by the user');
+      // What served before the build serves on; with nothing serving, the app is stopped.
+      const serving = await this.#isServing(dep);
+      await this.#setStatus(deploymentId, serving ? 'running' : 'stopped');
+      if (!serving) this.#route(dep.subdomain, deploymentId, 'stopped');
+      return {
+        message: `build ${inflight.buildId.slice(0, 8)} of ${dep.name} cancelled${serving ? '; the live release keeps serving' : ''}`,
+      };
     });
   }
 
@@ -340,6 +363,9 @@ export class DeploymentLifecycle implements DeploymentOperations {
     };
     const workDir = path.join(settings.dataDir, 'work', build.id);
     let image: string | undefined;
+    const startedAt = Date.now();
+    const what = `deploy of ${dep.name} (${dep.subdomain}, build ${build.id.slice(0, 8)})`;
+    this.#deps.log('info', `${what} started`);
     try {
       log(`==> build ${build.id} of ${dep.name} (${dep.source_type} ${build.commit_sha || 'unresolved'})\n`);
       if (unreadable !== undefined) throw new DomainError('build_failed', unreadable);
@@ -372,6 +398,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
           labels: {},
           signal: buildSignal,
           onOutput: log,
+          sandbox: this.#buildSandbox(),
         });
         image = tag;
         await db.updateTable('builds').set({ image_id: tag }).where('id', '=', build.id).execute();
@@ -404,8 +431,11 @@ export class DeploymentLifecycle implements DeploymentOperations {
         releaseLock();
       }
       log(`==> live at build ${build.id}\n`);
+      this.#deps.log('info', `${what} succeeded in ${seconds(startedAt)} s`);
     } catch (err) {
       await this.#recordFailure(dep, build, image, err, cancel, log);
+      const verb = cancel.aborted ? 'cancelled' : 'failed';
+      this.#deps.log('info', `${what} ${verb} after ${seconds(startedAt)} s: ${summarizeFailure(err, cancel, this.#deps.settings.buildTimeoutMs)}`);
     } finally {
       logOpen = false;
       await buildLogs.close(build.id);
@@ -438,6 +468,19 @@ export class DeploymentLifecycle implements DeploymentOperations {
       const current = await db.selectFrom('deployments').selectAll().where('id', '=', dep.id).executeTakeFirst();
       if (current !== undefined && !(await this.#isServing(current))) this.#route(current.subdomain, dep.id, 'failed');
     }
+  }
+
+  #buildSandbox(): BuildSandbox {
+    const { instanceId, build } = this.#deps.settings;
+    return {
+      network:
+        build.network === 'none'
+          ? { mode: 'none' }
+          : { mode: 'confined', name: buildNetworkName(instanceId), labels: { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instanceId } },
+      memoryBytes: build.memoryBytes,
+      nanoCpus: build.nanoCpus,
+      pidsLimit: build.pidsLimit,
+    };
   }
 
   #target(dep: DeploymentRow, buildId: string, image: string) {

@@ -5,7 +5,7 @@ import type { Db } from '../db/database.js';
 import { nowIso } from '../db/database.js';
 import type { RoutingTable } from '../proxy/routing-table.js';
 import type { ContainerEngine } from '../runtime/engine.js';
-import { LABEL_INSTANCE, LABEL_MANAGED, appNetworkName } from '../runtime/engine.js';
+import { LABEL_INSTANCE, LABEL_MANAGED, appNetworkName, buildNetworkName } from '../runtime/engine.js';
 import { imageRepositoryPrefix } from './images.js';
 import { startRelease } from './release.js';
 
@@ -96,7 +96,7 @@ export async function reconcileWithEngine(deps: ReconcileDeps): Promise<void> {
     }
   }
   // Networks are shared by the installation's containers; any other network carrying its label is a leftover.
-  const networks = new Set([appNetworkName(deps.instanceId)]);
+  const networks = new Set([appNetworkName(deps.instanceId), buildNetworkName(deps.instanceId)]);
   for (const network of await engine.listNetworks({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: deps.instanceId })) {
     if (!networks.has(network.name)) {
       log('info', `removing unknown network ${network.name}`);

@@ -11,9 +11,18 @@ export async function appPort(engine: ContainerEngine, image: string): Promise<n
   return ports.length === 1 && ports[0] !== undefined ? ports[0] : 8080;
 }
 
-/** A release that did not become healthy; the message carries the container's last output. */
+/**
+ * A release that did not become healthy. The message says why in Slipway's words and ends with the
+ * app's own last output line when it printed one; `reason` is the first part alone (for server logs).
+ */
 export class ReleaseError extends Error {
   override readonly name = 'ReleaseError';
+  readonly reason: string;
+
+  constructor(reason: string, appLastLine = '') {
+    super(appLastLine === '' ? reason : `${reason}; its last line: ${appLastLine}`);
+    this.reason = reason;
+  }
 }
 
 export interface ReleaseTarget {
@@ -28,10 +37,15 @@ export interface ReleaseTarget {
   readonly pidsLimit: number;
 }
 
+/** The marker line before the app's own output in a build log (the CLI finds it there). */
+export const APP_OUTPUT_MARKER = '==> app output:';
+
 /**
  * Runs `target.image` as a new container (port published on 127.0.0.1) and waits until it answers
- * HTTP (2xx/3xx on the health-check path when one is set) within `timeoutMs`. On failure or abort
- * the container is removed; failures throw ReleaseError with the container's last output lines.
+ * HTTP (2xx/3xx on the health-check path when one is set) within `timeoutMs`. The container's
+ * output goes to `onOutput` as it comes, once, in order, with a progress line every 10 s of
+ * waiting. On failure or abort the container is removed; failures throw ReleaseError ending with
+ * the app's last output line.
  */
 export async function startRelease(
   engine: ContainerEngine,
@@ -39,7 +53,8 @@ export async function startRelease(
   options: { timeoutMs: number; signal: AbortSignal; onOutput?: (text: string) => void },
 ): Promise<ContainerInfo> {
   const port = await appPort(engine, target.image);
-  options.onOutput?.(`==> starting container (PORT=${port})\n`);
+  const say = options.onOutput ?? ((): void => undefined);
+  say(`==> starting the app: it must answer HTTP on port ${port} (the PORT environment variable)\n`);
   const network = appNetworkName(target.instanceId);
   await engine.ensureNetwork({
     name: network,
@@ -63,37 +78,94 @@ export async function startRelease(
     pidsLimit: target.pidsLimit,
     network,
   });
+  const output = new OutputCopy(engine, container.id, say, options.signal);
   try {
-    const healthy = await waitHealthy(engine, container, target.healthCheckPath, options.timeoutMs, options.signal);
-    options.onOutput?.(`==> container healthy on 127.0.0.1:${healthy.hostPort}\n`);
+    const healthy = await waitHealthy(engine, container, { port, healthPath: target.healthCheckPath, timeoutMs: options.timeoutMs, signal: options.signal, say });
+    output.stop();
+    say(`==> the app answers on port ${port} (127.0.0.1:${healthy.hostPort})\n`);
     return healthy;
   } catch (err) {
-    const output = await lastOutput(engine, container.id);
-    await engine.removeContainer(container.id).catch(() => undefined);
-    if (err instanceof ReleaseError) {
-      throw new ReleaseError(`${err.message}${output === '' ? '' : `\n--- last container output ---\n${output}`}`);
+    // The app's last words: what the copy saw, or (when it saw nothing) what the engine kept.
+    await output.settle();
+    let last = lastLine(output.text);
+    if (output.text === '') {
+      const kept = await lastOutput(engine, container.id);
+      if (kept !== '') say(`${APP_OUTPUT_MARKER}\n${kept}\n`);
+      last = lastLine(kept);
     }
+    await engine.removeContainer(container.id).catch(() => undefined);
+    if (err instanceof ReleaseError) throw new ReleaseError(err.reason, last);
     throw err;
   }
 }
 
+/** The last non-empty line of `text`, trimmed to 500 characters. */
+export function lastLine(text: string): string {
+  const lines = text.split('\n').map((line) => line.trim()).filter((line) => line !== '');
+  return (lines.at(-1) ?? '').slice(0, 500);
+}
+
+/**
+ * Copies a starting container's output to the build log as it arrives, behind one marker line.
+ * The engine ends the stream when the container exits (a restart is not followed: its output
+ * would repeat the first run's). Keeps the last 16 KiB for the failure message.
+ */
+class OutputCopy {
+  text = '';
+  readonly #done: Promise<void>;
+  readonly #controller = new AbortController();
+
+  constructor(engine: ContainerEngine, id: string, say: (text: string) => void, signal: AbortSignal) {
+    const stop = AbortSignal.any([signal, this.#controller.signal]);
+    this.#done = (async () => {
+      try {
+        for await (const chunk of engine.containerLogs(id, { follow: true, signal: stop })) {
+          if (this.text === '') say(`${APP_OUTPUT_MARKER}\n`);
+          this.text = (this.text + chunk).slice(-16_384);
+          say(chunk);
+        }
+      } catch {
+        // The output is a help, not the outcome: a broken stream leaves the fallback (lastOutput).
+      }
+      if (this.text !== '' && !this.text.endsWith('\n')) say('\n');
+    })();
+  }
+
+  stop(): void {
+    this.#controller.abort();
+  }
+
+  /** Waits (at most 2 s) for the output of an exited container to be read to its end. */
+  async settle(): Promise<void> {
+    const timer = setTimeout(() => this.#controller.abort(), 2000);
+    try {
+      await this.#done;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/** Seconds between "still waiting" lines while an app does not answer. */
+const PROGRESS_EVERY_MS = 10_000;
+
 async function waitHealthy(
   engine: ContainerEngine,
   started: ContainerInfo,
-  healthPath: string | null,
-  timeoutMs: number,
-  signal: AbortSignal,
+  options: { port: number; healthPath: string | null; timeoutMs: number; signal: AbortSignal; say: (text: string) => void },
 ): Promise<ContainerInfo & { hostPort: number }> {
+  const { port, healthPath, timeoutMs, signal, say } = options;
   const since = Date.now();
   const deadline = since + timeoutMs;
-  let lastProblem = 'no answer yet';
+  let nextProgress = since + 5000;
+  let lastProblem = `no answer on port ${port}`;
   for (;;) {
     signal.throwIfAborted();
     const info = await engine.inspectContainer(started.id);
     if (info === null) throw new ReleaseError('the container disappeared while starting');
     // 'restarting' means it exited and the restart policy is bringing it back: a failed start.
     if (!info.running && info.state !== 'created') {
-      throw new ReleaseError(`the container exited with code ${info.exitCode ?? 'unknown'} before becoming healthy`);
+      throw new ReleaseError(`the app exited with code ${info.exitCode ?? 'unknown'} before answering on port ${port}`);
     }
     if (info.running && info.hostPort !== null) {
       // The engine's port proxy accepts connections even before the app listens, so a TCP connect
@@ -102,13 +174,23 @@ async function waitHealthy(
       if (status !== null && (healthPath === null || (status >= 200 && status < 400))) {
         return { ...info, hostPort: info.hostPort };
       }
-      lastProblem = status === null ? 'the app does not answer HTTP' : `${healthPath ?? '/'} answered ${status}`;
+      lastProblem = status === null ? `no HTTP answer on port ${port}` : `${healthPath ?? '/'} answered ${status}`;
     }
-    if (Date.now() >= deadline) {
-      throw new ReleaseError(`the app did not become healthy within ${Math.round(timeoutMs / 1000)} s (${lastProblem})`);
+    const now = Date.now();
+    if (now >= deadline) {
+      const seconds = Math.round(timeoutMs / 1000);
+      throw new ReleaseError(
+        lastProblem.startsWith('no ')
+          ? `the app did not answer HTTP on port ${port} (its PORT) within ${seconds} s: make it listen on the port in the PORT environment variable`
+          : `the app did not become healthy within ${seconds} s (${lastProblem})`,
+      );
+    }
+    if (now >= nextProgress) {
+      say(`==> still waiting for the app to answer on port ${port} (its PORT): ${lastProblem} after ${Math.round((now - since) / 1000)} s of ${Math.round(timeoutMs / 1000)} s\n`);
+      nextProgress = now + PROGRESS_EVERY_MS;
     }
     // Poll briskly at first (most apps listen within a second), then back off.
-    await sleep(Date.now() < since + 3000 ? 20 : 200, undefined, { signal });
+    await sleep(now < since + 3000 ? 20 : 200, undefined, { signal });
   }
 }
 

@@ -252,3 +252,20 @@ export async function changePassword(
     await revoke.execute();
   });
 }
+
+/**
+ * Sets a user's password from the server host (`slipway server reset-password`): no current
+ * password is asked; every session of the user is revoked (API keys keep working).
+ * Unknown e-mail is `not_found`; a short password is `validation_error`.
+ */
+export async function resetPassword(db: Db, email: string, password: string): Promise<UserView> {
+  checkNewPassword(password);
+  const user = await db.selectFrom('users').selectAll().where('email', '=', normalizeEmail(email)).executeTakeFirst();
+  if (user === undefined) throw new DomainError('not_found', `no user has the e-mail ${normalizeEmail(email)}`);
+  const hash = await hashPassword(password);
+  await db.transaction().execute(async (trx) => {
+    await trx.updateTable('users').set({ password_hash: hash, updated_at: nowIso() }).where('id', '=', user.id).execute();
+    await trx.deleteFrom('sessions').where('user_id', '=', user.id).execute();
+  });
+  return presentUser(user);
+}

@@ -10,6 +10,8 @@ export interface DeploymentOperations {
   /** Creates a build record (`building`) and starts the release; with `wait`, resolves when it ends (build_failed on failure). */
   deploy(principal: Principal, deploymentId: string, options: { wait: boolean; signal?: AbortSignal }): Promise<BuildRow>;
   stop(principal: Principal, deploymentId: string): Promise<{ message: string }>;
+  /** Cancels the build in flight, leaving the live release (if any) serving; invalid_state when none runs. */
+  cancel(principal: Principal, deploymentId: string): Promise<{ message: string }>;
   restart(principal: Principal, deploymentId: string): Promise<{ message: string }>;
   rollback(principal: Principal, deploymentId: string, buildId: string): Promise<{ message: string }>;
   /** Removes the deployment with its containers, images, sources and logs; frees the subdomain. */

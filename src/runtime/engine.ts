@@ -22,6 +22,46 @@ export interface BuildImageOptions {
   signal: AbortSignal;
   /** Receives the build output as it arrives. */
   onOutput(text: string): void;
+  /** Where and within what limits the build's RUN steps run. */
+  sandbox: BuildSandbox;
+  /** Build arguments (`--build-arg`): only for ARGs the Dockerfile declares, never secrets. */
+  buildArgs?: Record<string, string>;
+}
+
+/** A named engine volume mounted into a container. */
+export interface VolumeMount {
+  /** The engine volume's name. */
+  readonly source: string;
+  /** Absolute path inside the container. */
+  readonly target: string;
+}
+
+export interface VolumeOptions {
+  name: string;
+  labels: Record<string, string>;
+}
+
+export interface VolumeInfo {
+  name: string;
+  labels: Record<string, string>;
+}
+
+/**
+ * The confinement of a build's RUN steps. `confined`: they run on `network`, a bridge from which
+ * the host, its private networks and other containers are unreachable (internet and DNS remain);
+ * `none`: no network at all.
+ */
+export interface BuildSandbox {
+  network: { mode: 'confined'; name: string; labels: Record<string, string> } | { mode: 'none' };
+  memoryBytes: number;
+  nanoCpus: number;
+  /** Most processes and threads the build's RUN steps may hold at once. */
+  pidsLimit: number;
+}
+
+/** The network an installation's builds run on (see BuildSandbox). */
+export function buildNetworkName(instanceId: string): string {
+  return `slipway-${instanceId}-build`;
 }
 
 export interface RunContainerOptions {
@@ -38,6 +78,8 @@ export interface RunContainerOptions {
   pidsLimit: number;
   /** The network the container joins (see ensureNetwork); it must exist. */
   network: string;
+  /** Named volumes to mount (see ensureVolume); they must exist. */
+  volumes?: readonly VolumeMount[];
 }
 
 export interface NetworkOptions {
@@ -45,6 +87,8 @@ export interface NetworkOptions {
   labels: Record<string, string>;
   /** Containers on the network cannot reach one another (inter-container communication off). */
   isolated: boolean;
+  /** The Linux bridge interface's name (at most 15 characters); the engine picks one if absent. */
+  bridgeName?: string;
 }
 
 export interface NetworkInfo {
@@ -115,6 +159,12 @@ export interface ContainerEngine {
   removeNetwork(name: string): Promise<void>;
   /** All networks carrying every one of these labels. */
   listNetworks(labels: Record<string, string>): Promise<NetworkInfo[]>;
+  /** Creates a named volume unless one of that name exists (its data is kept). */
+  ensureVolume(options: VolumeOptions): Promise<void>;
+  /** Removes a volume and its data, ignoring not-found; a container still using it makes this throw. */
+  removeVolume(name: string): Promise<void>;
+  /** All volumes carrying every one of these labels. */
+  listVolumes(labels: Record<string, string>): Promise<VolumeInfo[]>;
 }
 
 /**

@@ -4,6 +4,7 @@ import type WebSocket from 'ws';
 import {
   FrameType,
   INITIAL_WINDOW,
+  MAX_OUTBOUND_BYTES,
   MAX_DATA_PAYLOAD,
   decodeFrame,
   encodeBatch,
@@ -19,6 +20,8 @@ import type { ControlMessage } from './protocol.js';
 const WS_HIGH_WATER = 1024 * 1024;
 /** Bytes queued in the WebSocket below which waiting streams resume. */
 const WS_LOW_WATER = 256 * 1024;
+/** Most bytes a WebSocket frame header adds to a message. */
+const WS_HEADER_BYTES = 14;
 /** Frames at least this big are sent alone (never copied into a batch). */
 const BATCH_FRAME_LIMIT = 16 * 1024;
 /** A batch is sent as soon as it holds this many bytes. */
@@ -35,6 +38,12 @@ export interface MuxOptions {
   onClose?: (code: number, reason: string) => void;
   /** The WebSocket's own socket, when known: see {@link Mux.attachSocket}. */
   socket?: Duplex;
+  /**
+   * Bytes that may be queued towards the peer at once (default {@link MAX_OUTBOUND_BYTES}). Queueing
+   * anything past it means the peer stopped reading: the WebSocket is terminated at once, every
+   * stream is reset, and {@link Mux.overflowed} is true when `onClose` runs.
+   */
+  outboundLimit?: number;
 }
 
 /** Raised on a stream that the peer reset, or that died with its tunnel. */
@@ -68,12 +77,19 @@ export class Mux {
   #pendingBytes = 0;
   #pendingTracked = false;
   #flushQueued = false;
+  readonly #outboundLimit: number;
+  /** Largest number of bytes ever queued towards the peer (send buffer plus the batch being built). */
+  #peakOutbound = 0;
+  #overflowed = false;
+  /** Set once every stream has been torn down. */
+  #torn = false;
 
   constructor(ws: WebSocket, options: MuxOptions = {}) {
     this.#ws = ws;
     this.#window = options.window ?? INITIAL_WINDOW;
     this.#options = options;
     this.#socket = options.socket;
+    this.#outboundLimit = options.outboundLimit ?? MAX_OUTBOUND_BYTES;
     ws.binaryType = 'nodebuffer';
     ws.on('message', (data, isBinary) => this.#onMessage(data as Buffer, isBinary));
     ws.on('close', (code, reason) => this.#onClose(code, reason.toString('utf8')));
@@ -103,6 +119,21 @@ export class Mux {
     return this.#closed;
   }
 
+  /** True once the peer was dropped for not reading (see {@link MuxOptions.outboundLimit}). */
+  get overflowed(): boolean {
+    return this.#overflowed;
+  }
+
+  /** The most bytes ever queued towards the peer; never above the outbound limit. */
+  get peakOutbound(): number {
+    return this.#peakOutbound;
+  }
+
+  /** Bytes queued towards the peer right now. */
+  get outbound(): number {
+    return this.#ws.bufferedAmount + this.#pendingBytes;
+  }
+
   /**
    * Opens a new stream towards the peer (sends OPEN). With `halfOpen: false` the stream ends its
    * own side once the peer's END arrives, as a `net.Socket` does by default (what Node's HTTP
@@ -119,11 +150,26 @@ export class Mux {
     return stream;
   }
 
-  /** Sends a control message (JSON text). */
-  sendControl(message: ControlMessage): void {
+  /**
+   * Sends a control message (JSON text). With `droppable`, the message is skipped instead while
+   * the link is congested (it is best-effort, like the request log).
+   */
+  sendControl(message: ControlMessage, options: { droppable?: boolean } = {}): void {
     if (this.#closed || this.#ws.readyState !== this.#ws.OPEN) return;
+    if (options.droppable === true && this.outbound > WS_HIGH_WATER) return;
+    const text = JSON.stringify(message);
+    if (!this.#admit(Buffer.byteLength(text) + WS_HEADER_BYTES)) return;
     this.#flush();
-    this.#ws.send(JSON.stringify(message));
+    this.#ws.send(text);
+    this.#measure();
+  }
+
+  /** Sends a WebSocket ping carrying `payload` (at most 125 bytes); the peer's pong echoes it. */
+  ping(payload: Buffer): void {
+    if (this.#closed || this.#ws.readyState !== this.#ws.OPEN) return;
+    if (!this.#admit(payload.length + WS_HEADER_BYTES)) return;
+    this.#ws.ping(payload);
+    this.#measure();
   }
 
   /** Destroys every stream and closes the WebSocket with `code`/`reason`. */
@@ -170,6 +216,8 @@ export class Mux {
    */
   #send(frame: Buffer, tracked = false): void {
     if (this.#closed || this.#ws.readyState !== this.#ws.OPEN) return;
+    // Every frame counts, whatever its type: RESETs, WINDOWs and OPENs are not flow controlled.
+    if (!this.#admit(4 + frame.length + WS_HEADER_BYTES)) return;
     if (frame.length >= BATCH_FRAME_LIMIT) {
       this.#flush();
       this.#write(frame, tracked);
@@ -204,6 +252,30 @@ export class Mux {
     this.#cork();
     if (tracked) this.#ws.send(message, { binary: true }, () => this.#onFlushed());
     else this.#ws.send(message, { binary: true });
+    this.#measure();
+  }
+
+  /**
+   * True when `bytes` more may be queued towards the peer. Otherwise the peer is not reading: the
+   * WebSocket is terminated (nothing more is queued, not even a close frame, which would wait
+   * behind the rest) and the streams are reset on the next tick (not inside a caller's write).
+   */
+  #admit(bytes: number): boolean {
+    if (this.outbound + bytes <= this.#outboundLimit) return true;
+    if (this.#overflowed) return false;
+    this.#overflowed = true;
+    this.#closed = true;
+    this.#pending = [];
+    this.#pendingBytes = 0;
+    this.#pendingTracked = false;
+    this.#ws.terminate();
+    process.nextTick(() => this.#destroyAll('tunnel peer stopped reading'));
+    return false;
+  }
+
+  #measure(): void {
+    const outbound = this.outbound;
+    if (outbound > this.#peakOutbound) this.#peakOutbound = outbound;
   }
 
   #cork(): void {
@@ -282,7 +354,8 @@ export class Mux {
   }
 
   #destroyAll(reason: string): void {
-    if (this.#closed) return;
+    if (this.#torn) return;
+    this.#torn = true;
     this.#closed = true;
     for (const stream of [...this.#streams.values()]) stream.receiveReset(reason);
     this.#streams.clear();

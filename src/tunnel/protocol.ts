@@ -43,6 +43,13 @@ export const INITIAL_WINDOW = 256 * 1024;
 export const MAX_DATA_PAYLOAD = 64 * 1024;
 /** Largest WebSocket message either side accepts (a frame, or a head with big headers). */
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
+/**
+ * Bytes one side may have queued towards its peer (its WebSocket's send buffer plus frames not yet
+ * written), whatever they carry: DATA, RESET, WINDOW, control messages, pings. DATA already stops
+ * at 1 MiB (see mux.ts), the rest is small per stream; a peer that makes us queue past this has
+ * stopped reading and is disconnected before its buffers grow further.
+ */
+export const MAX_OUTBOUND_BYTES = 4 * 1024 * 1024;
 /** Bytes in a frame header. */
 export const FRAME_HEADER_BYTES = 5;
 /** WebSocket close code after which the client must not reconnect: the API key was deleted. */

@@ -121,7 +121,9 @@ export class TunnelProxy implements StreamTarget {
     const entries = this.#log;
     this.#log = [];
     this.#logBytes = 0;
-    this.#mux.sendControl({ type: 'requests', entries });
+    // Best-effort: dropped while the link is congested, so a flood of visitors cannot fill the
+    // client's link with log lines (and get it disconnected for not reading, see Mux).
+    this.#mux.sendControl({ type: 'requests', entries }, { droppable: true });
   }
 
   /** The tunnel is gone: drops idle streams and unsent log entries; later visitors get a 503. */

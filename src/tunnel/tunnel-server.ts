@@ -1,5 +1,5 @@
 // Tunnel server: authenticates `slipway tunnel` clients, claims their subdomain and serves visitors through them.
-import { randomInt, randomUUID } from 'node:crypto';
+import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -75,7 +75,11 @@ interface Connection {
   state: 'connected' | 'disconnected';
   /** Set once the connection is deliberately retired (key deleted, replaced, server closing): no grace period. */
   retired: boolean;
-  alive: boolean;
+  /** True once the client answered a ping: it completed the handshake and reads what we send. */
+  proven: boolean;
+  /** The payload of the ping awaiting its pong, if any, and the heartbeat ticks it has waited. */
+  ping: Buffer | undefined;
+  pingTicks: number;
   heartbeat: NodeJS.Timeout | undefined;
   grace: NodeJS.Timeout | undefined;
 }
@@ -213,16 +217,47 @@ export class TunnelServer {
       }
       // From here the claim is ours: every exit that does not attach must release it.
       if (pending.cancelled || this.#closed || !socket.readable || !socket.writable) {
-        await this.#authority.releaseSubdomain(subdomain, id);
+        await this.#giveBack(subdomain, id);
         if (pending.cancelled && !this.#closed) {
           return refuse(socket, { status: 401, error: 'unauthorized', message: 'The API key is invalid or has been deleted.' });
         }
         socket.destroy();
         return;
       }
-      this.#wss.handleUpgrade(req, socket, head, (ws) => this.#attach(ws, socket, id, subdomain, owner));
+      // ws completes a handshake synchronously or not at all (bad upgrade headers: it answers 400
+      // itself; a socket that closed meanwhile: it destroys it). Either way the name goes back.
+      let outcome: 'pending' | 'attached' | 'failed' = 'pending';
+      try {
+        this.#wss.handleUpgrade(req, socket, head, (ws) => {
+          if (outcome === 'failed') {
+            ws.terminate();
+            return;
+          }
+          outcome = 'attached';
+          this.#attach(ws, socket, id, subdomain, owner);
+        });
+      } finally {
+        if (outcome === 'pending') {
+          outcome = 'failed';
+          this.#log('info', 'tunnel handshake failed; name released', { subdomain, tunnelId: id });
+          await this.#giveBack(subdomain, id);
+        }
+      }
     } finally {
       this.#pending.delete(id);
+    }
+  }
+
+  /**
+   * Returns a claim that will not be used. Claiming a name the same user's live tunnel holds moved
+   * the claim to the new id: it goes back to that tunnel, which keeps serving.
+   */
+  async #giveBack(subdomain: string, id: string): Promise<void> {
+    await this.#authority.releaseSubdomain(subdomain, id);
+    const live = this.#byName.get(subdomain);
+    if (live === undefined || live.retired) return;
+    if ((await this.#authority.claimSubdomain(subdomain, live.owner, live.id)) !== 'ok' && this.#byName.get(subdomain) === live) {
+      await this.#retire(live, CLOSE_REPLACED, { error: 'subdomain_taken', message: `${subdomain} was taken while a reconnect failed.` });
     }
   }
 
@@ -260,7 +295,9 @@ export class TunnelServer {
       route: { kind: 'tunnel', tunnelId: id, state: 'connected', target: proxy },
       state: 'connected',
       retired: false,
-      alive: true,
+      proven: false,
+      ping: undefined,
+      pingTicks: 0,
       heartbeat: undefined,
       grace: undefined,
     };
@@ -277,16 +314,26 @@ export class TunnelServer {
     }
     this.#table.set(subdomain, conn.route);
 
-    ws.on('pong', () => (conn.alive = true));
-    ws.on('message', () => (conn.alive = true));
+    // Liveness is a pong echoing our latest ping's random payload: proof that the client reads what
+    // we send. Other inbound traffic proves nothing (a client can send without ever reading).
+    ws.on('pong', (data: Buffer) => {
+      if (conn.ping === undefined || !data.equals(conn.ping)) return;
+      conn.ping = undefined;
+      conn.proven = true;
+    });
+    // The first ping goes out with READY: a client that completed the handshake answers it within a
+    // round trip. One that does not within a heartbeat interval is dropped and holds no name; a
+    // proven one gets two intervals per ping (a slow link may have a full send buffer to drain).
+    this.#ping(conn);
     conn.heartbeat = setInterval(() => {
-      if (!conn.alive) {
-        this.#log('warn', 'tunnel missed its heartbeat; dropping it', { subdomain, tunnelId: id });
-        ws.terminate();
+      if (conn.ping === undefined) {
+        this.#ping(conn);
         return;
       }
-      conn.alive = false;
-      ws.ping();
+      conn.pingTicks++;
+      if (conn.pingTicks < (conn.proven ? 2 : 1)) return;
+      this.#log('warn', 'tunnel missed its heartbeat; dropping it', { subdomain, tunnelId: id, proven: conn.proven });
+      ws.terminate();
     }, this.#heartbeatMs);
     conn.heartbeat.unref();
 
@@ -302,11 +349,31 @@ export class TunnelServer {
     this.#log('info', 'tunnel connected', { subdomain, tunnelId: id, userId: owner.userId, replaced: previous !== undefined });
   }
 
-  /** The link dropped: hold the name for the owner (visitors get 503) until the grace period ends. */
+  #ping(conn: Connection): void {
+    conn.ping = randomBytes(8);
+    conn.pingTicks = 0;
+    conn.mux.ping(conn.ping);
+  }
+
+  /**
+   * The link dropped: hold the name for the owner (visitors get 503) until the grace period ends.
+   * A client that never answered a ping (it did not complete the handshake), or that stopped
+   * reading (its outbound queue reached the cap), gets no grace: its name is released at once.
+   */
   #onDisconnect(conn: Connection, code: number, reason: string): void {
     clearInterval(conn.heartbeat);
     conn.proxy.close();
     if (conn.retired || this.#byName.get(conn.subdomain) !== conn) return;
+    if (!conn.proven || conn.mux.overflowed) {
+      this.#log('warn', conn.mux.overflowed ? 'tunnel client stopped reading; disconnected and name released' : 'tunnel client never answered a ping; name released', {
+        subdomain: conn.subdomain,
+        tunnelId: conn.id,
+        peakOutboundBytes: conn.mux.peakOutbound,
+      });
+      conn.retired = true;
+      void this.#release(conn);
+      return;
+    }
     this.#log('info', 'tunnel disconnected; holding its name', { subdomain: conn.subdomain, tunnelId: conn.id, code, reason });
     conn.state = 'disconnected';
     conn.route = { kind: 'tunnel', tunnelId: conn.id, state: 'disconnected' };

@@ -95,4 +95,20 @@ describe('loadConfig', () => {
     refuses({ SLIPWAY_APP_PIDS_LIMIT: '0' }, /SLIPWAY_APP_PIDS_LIMIT/);
     refuses({ SLIPWAY_MAX_MEMORY_MB: 'lots' }, /SLIPWAY_MAX_MEMORY_MB/);
   });
+
+  test('build sandbox settings: defaults, overrides, bad values refused', () => {
+    const defaults = loadConfig({});
+    assert.equal(defaults.buildNetwork, 'confined');
+    assert.equal(defaults.buildMemoryBytes, 2048 * 1024 * 1024);
+    assert.equal(defaults.buildNanoCpus, 2_000_000_000);
+    assert.equal(defaults.buildPidsLimit, 1024);
+    const set = loadConfig({ SLIPWAY_BUILD_NETWORK: 'none', SLIPWAY_BUILD_MEMORY_MB: '512', SLIPWAY_BUILD_CPUS: '0.5', SLIPWAY_BUILD_PIDS_LIMIT: '100' });
+    assert.equal(set.buildNetwork, 'none');
+    assert.equal(set.buildMemoryBytes, 512 * 1024 * 1024);
+    assert.equal(set.buildNanoCpus, 500_000_000);
+    assert.equal(set.buildPidsLimit, 100);
+    refuses({ SLIPWAY_BUILD_NETWORK: 'host' }, /SLIPWAY_BUILD_NETWORK must be one of confined, none/);
+    refuses({ SLIPWAY_BUILD_MEMORY_MB: '8' }, /SLIPWAY_BUILD_MEMORY_MB/);
+    refuses({ SLIPWAY_BUILD_PIDS_LIMIT: 'many' }, /SLIPWAY_BUILD_PIDS_LIMIT/);
+  });
 });

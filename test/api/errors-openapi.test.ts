@@ -44,6 +44,7 @@ const ROUTES: ReadonlyArray<readonly [string, string]> = [
   ['post', '/api/v1/deployments/{id}/deploy'],
   ['post', '/api/v1/deployments/{id}/stop'],
   ['post', '/api/v1/deployments/{id}/restart'],
+  ['post', '/api/v1/deployments/{id}/cancel'],
   ['post', '/api/v1/deployments/{id}/rollback'],
   ['get', '/api/v1/deployments/{id}/logs'],
   ['get', '/api/v1/deployments/{id}/builds'],
@@ -227,6 +228,10 @@ class StubOperations implements DeploymentOperations {
     this.#check('stop');
     return { message: 'stopped' };
   }
+  async cancel(): Promise<{ message: string }> {
+    this.#check('cancel');
+    return { message: 'cancelled' };
+  }
   async restart(): Promise<{ message: string }> {
     this.#check('restart');
     return { message: 'restarted' };
@@ -313,8 +318,8 @@ describe('the Fastify app in-process (inject)', () => {
     assert.deepEqual(ops.calls.slice(-2), ['deploy', 'deploy wait']);
   });
 
-  test('stop, restart and rollback answer 200 {message}; runtime logs are text', async () => {
-    for (const action of ['stop', 'restart']) {
+  test('stop, restart, cancel and rollback answer 200 {message}; runtime logs are text', async () => {
+    for (const action of ['stop', 'restart', 'cancel']) {
       const res = await call('POST', `/api/v1/deployments/${deploymentId}/${action}`);
       assert.equal(res.statusCode, 200);
       assert.deepEqual(Object.keys(res.json()), ['message']);

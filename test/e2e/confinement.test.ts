@@ -1,10 +1,13 @@
 // End to end on the real engine: deployed apps run confined (capabilities, privileges, pids, logs,
 // init, network isolation between deployments), and app logs still read through the API.
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { createDockerClient } from '../../src/runtime/docker/docker-engine.js';
 import { APP_CAPABILITIES, appNetworkName } from '../../src/runtime/engine.js';
-import { appRequest, busyboxArchive, createArchiveApp, deployAndWait } from '../helpers/apps.js';
+import { appRequest, busyboxArchive, createArchiveApp, deployAndWait, upload } from '../helpers/apps.js';
+import { BUSYBOX_IMAGE } from '../helpers/busybox-image.js';
 import { execIn } from '../helpers/engine-exec.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -78,5 +81,38 @@ describe('app containers are confined', () => {
     // b itself is up on that address: from inside b, its own server answers there.
     const self = await execIn(docker, b.container, ['sh', '-c', `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 127.0.0.1 8080`]);
     assert.match(self, /tenant b/);
+  });
+
+  test('the loopback ADD attack: the build fails with a clear message and the listener is never reached', async () => {
+    let hits = 0;
+    const listener = http.createServer((_req, res) => res.end('server secret\n'));
+    listener.on('connection', () => (hits += 1));
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    const port = (listener.address() as AddressInfo).port;
+    try {
+      const { archive } = await busyboxArchive({ body: 'attacker\n' });
+      const app = await createArchiveApp(ts, alice, archive);
+      for (const dockerfile of [
+        `FROM ${BUSYBOX_IMAGE}\nADD http://127.0.0.1:${port}/secret /www/index.html\nCMD ["httpd", "-f", "-p", "8080", "-h", "/www"]\n`,
+        `FROM 127.0.0.1:${port}/x\n`,
+      ]) {
+        const uploaded = await upload(ts, alice, app.id, archive, dockerfile);
+        assert.equal(uploaded.status, 200, uploaded.text);
+        const res = await deployAndWait(ts, alice, app.id);
+        assert.equal(res.status, 500, res.text);
+        assert.equal(res.json.error, 'build_failed');
+        assert.match(res.json.message as string, /refused: line \d+: (ADD|FROM) .* refused/);
+        const builds = await ts.request('GET', `/api/v1/deployments/${app.id}/builds`, { token: alice });
+        const list = Array.isArray(builds.json) ? builds.json : (builds.json.items ?? builds.json.builds ?? builds.json.data);
+        const latest = list[0];
+        assert.equal(latest.status, 'failed');
+        assert.match(latest.error as string, /refused/);
+        const log = await ts.request('GET', `/api/v1/deployments/${app.id}/builds/${latest.id as string}/logs`, { token: alice });
+        assert.match(log.text, /==> failed: image build failed: refused: line \d+: (ADD|FROM) /);
+      }
+      assert.equal(hits, 0, 'the engine never fetched from the host loopback');
+    } finally {
+      await new Promise<void>((resolve) => listener.close(() => resolve()));
+    }
   });
 });

@@ -3,7 +3,7 @@ import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
-import type { ContainerEngine } from '../../src/runtime/engine.js';
+import type { BuildSandbox, ContainerEngine } from '../../src/runtime/engine.js';
 
 /** The base image every test app builds FROM. */
 export const BUSYBOX_IMAGE = 'slipway-test/busybox:latest';
@@ -11,6 +11,14 @@ export const BUSYBOX_IMAGE = 'slipway-test/busybox:latest';
 export const LABEL_TEST_BASE = 'dev.slipway.test-base';
 
 const BUSYBOX_BINARY = '/bin/busybox';
+
+/** The sandbox of test image builds: no network (they need none), generous limits. */
+export const TEST_BUILD_SANDBOX: BuildSandbox = {
+  network: { mode: 'none' },
+  memoryBytes: 1024 * 1024 * 1024,
+  nanoCpus: 2_000_000_000,
+  pidsLimit: 1024,
+};
 
 /**
  * Builds `slipway-test/busybox:latest` unless it exists; resolves with its name. Safe when several
@@ -45,6 +53,7 @@ export async function buildTestBaseImage(engine: ContainerEngine, contextDir: st
       tag,
       labels: { [LABEL_TEST_BASE]: 'true' },
       signal: AbortSignal.timeout(timeoutMs),
+      sandbox: TEST_BUILD_SANDBOX,
       onOutput: (text) => {
         output += text;
       },

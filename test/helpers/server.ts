@@ -171,11 +171,14 @@ export async function removeEngineObjects(dataDir: string): Promise<void> {
   if (instance !== undefined) await removeInstanceObjects(instance);
 }
 
-/** Removes every container, image and network of one installation from the engine. */
+/** Removes every container, volume, image and network of one installation from the engine. */
 export async function removeInstanceObjects(instance: string): Promise<void> {
   const engine = createDockerEngine();
   for (const container of await engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instance })) {
     await engine.removeContainer(container.id);
+  }
+  for (const volume of await engine.listVolumes({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instance })) {
+    await engine.removeVolume(volume.name);
   }
   const prefix = imageRepositoryPrefix(instance);
   for (const image of await engine.listImages({})) {

@@ -17,9 +17,9 @@ import {
   LABEL_MANAGED,
   containerName,
 } from '../../src/runtime/engine.js';
-import type { ContainerEngine, RunContainerOptions } from '../../src/runtime/engine.js';
+import type { BuildSandbox, ContainerEngine, RunContainerOptions } from '../../src/runtime/engine.js';
 import { execIn as execInContainer } from '../helpers/engine-exec.js';
-import { BUSYBOX_IMAGE, ensureBusyboxImage, writeBusyboxApp } from '../helpers/busybox-image.js';
+import { BUSYBOX_IMAGE, TEST_BUILD_SANDBOX, ensureBusyboxImage, writeBusyboxApp } from '../helpers/busybox-image.js';
 
 const docker = createDockerClient();
 const engine: ContainerEngine = new DockerEngine(docker);
@@ -31,6 +31,13 @@ const MB = 1024 * 1024;
 /** The isolated network the run's containers join, and an open one for control experiments. */
 const NETWORK = `slipway-test-${runId}-isolated`;
 const OPEN_NETWORK = `slipway-test-${runId}-open`;
+/** Builds here run confined, as Slipway's do: their own build network, memory, CPU and pids limits. */
+const CONFINED: BuildSandbox = {
+  network: { mode: 'confined', name: `slipway-test-${runId}-build`, labels: runLabels },
+  memoryBytes: 256 * 1024 * 1024,
+  nanoCpus: 1_000_000_000,
+  pidsLimit: 64,
+};
 
 
 let workDir = '';
@@ -44,7 +51,10 @@ async function contextDir(): Promise<string> {
 }
 
 /** Builds `dir` as a run-labelled image; resolves with its tag and id. */
-async function build(dir: string, extra: { dockerfile?: string; labels?: Record<string, string> } = {}): Promise<{ tag: string; imageId: string; output: string }> {
+async function build(
+  dir: string,
+  extra: { dockerfile?: string; labels?: Record<string, string>; sandbox?: BuildSandbox } = {},
+): Promise<{ tag: string; imageId: string; output: string }> {
   const tag = `slipway-test/engine-${runId.slice(0, 8)}:${++counter}`;
   let output = '';
   const { imageId } = await engine.buildImage({
@@ -56,6 +66,7 @@ async function build(dir: string, extra: { dockerfile?: string; labels?: Record<
     onOutput: (text) => {
       output += text;
     },
+    sandbox: extra.sandbox ?? CONFINED,
   });
   return { tag, imageId, output };
 }
@@ -240,6 +251,7 @@ describe('DockerEngine (real engine)', () => {
         tag: `slipway-test/engine-${runId.slice(0, 8)}:aborted`,
         labels: runLabels,
         signal: controller.signal,
+        sandbox: CONFINED,
         onOutput: (text) => {
           if (text.includes(marker) && abortedAt === 0) {
             abortedAt = Date.now();
@@ -264,7 +276,7 @@ describe('DockerEngine (real engine)', () => {
     const dir = await contextDir();
     await writeBusyboxApp(dir);
     const err = await engine
-      .buildImage({ contextDir: dir, dockerfile: 'Dockerfile', tag: 'slipway-test/never:1', labels: runLabels, signal: AbortSignal.abort(), onOutput: () => {} })
+      .buildImage({ contextDir: dir, dockerfile: 'Dockerfile', tag: 'slipway-test/never:1', labels: runLabels, signal: AbortSignal.abort(), onOutput: () => {}, sandbox: TEST_BUILD_SANDBOX })
       .then(() => null, (e: unknown) => e);
     assert.ok(err instanceof Error);
     assert.equal(err.name, 'AbortError');

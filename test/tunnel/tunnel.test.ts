@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import WebSocket, { WebSocketServer } from 'ws';
 import { AppProxy } from '../../src/proxy/app-proxy.js';
 import { RoutingTable } from '../../src/proxy/routing-table.js';
-import { CONNECT_PATH } from '../../src/tunnel/protocol.js';
+import { CONNECT_PATH, MAX_OUTBOUND_BYTES } from '../../src/tunnel/protocol.js';
 import { runTunnelClient, type TunnelClientEvent } from '../../src/tunnel/tunnel-client.js';
 import { TunnelServer, type TunnelAuthority, type TunnelOwner } from '../../src/tunnel/tunnel-server.js';
 import { freePort } from '../helpers/net.js';
@@ -28,6 +28,10 @@ class FakeAuthority implements TunnelAuthority {
   readonly claims = new Map<string, { userId: string; tunnelId: string }>();
   readonly lastUsed = new Map<string, number>();
   authCalls = 0;
+  claimCalls = 0;
+  releases = 0;
+  /** When set, claims wait for it (to act while a connect is between authentication and handshake). */
+  claimGate: Promise<void> | undefined;
   #next = 0;
 
   /** Creates an API key for `userId`; returns the key and its owner. */
@@ -47,6 +51,8 @@ class FakeAuthority implements TunnelAuthority {
   }
 
   async claimSubdomain(subdomain: string, owner: TunnelOwner, tunnelId: string): Promise<'ok' | 'taken' | 'invalid'> {
+    this.claimCalls++;
+    if (this.claimGate !== undefined) await this.claimGate;
     if (RESERVED.has(subdomain)) return 'invalid';
     if (this.deployments.has(subdomain)) return 'taken';
     const claim = this.claims.get(subdomain);
@@ -56,6 +62,7 @@ class FakeAuthority implements TunnelAuthority {
   }
 
   async releaseSubdomain(subdomain: string, tunnelId: string): Promise<void> {
+    this.releases++;
     if (this.claims.get(subdomain)?.tunnelId === tunnelId) this.claims.delete(subdomain);
   }
 }
@@ -178,6 +185,8 @@ interface Stack {
   readonly url: string;
   /** Sockets accepted by the front server, to simulate faults. */
   readonly upgrades: Socket[];
+  /** What the tunnel server logged. */
+  readonly logs: Array<{ level: string; msg: string; detail: Record<string, unknown> | undefined }>;
   close(): Promise<void>;
 }
 
@@ -195,7 +204,9 @@ async function startStack(options: StackOptions = {}): Promise<Stack> {
   const table = new RoutingTable(DOMAIN);
   const authority = options.authority ?? new FakeAuthority();
   let port = options.port ?? 0;
+  const logs: Stack['logs'] = [];
   const server = new TunnelServer({
+    log: (level, msg, detail) => logs.push({ level, msg, detail }),
     table,
     authority,
     publicUrlFor: (subdomain) => `http://${subdomain}.${DOMAIN}:${port}`,
@@ -229,6 +240,7 @@ async function startStack(options: StackOptions = {}): Promise<Stack> {
     port,
     url: `http://127.0.0.1:${port}`,
     upgrades,
+    logs,
     close: async () => {
       await server.close();
       proxy.close();
@@ -783,6 +795,9 @@ describe('tunnel: limits and link failures', () => {
     const proxy = await startBlackholeProxy(stack.port);
     const client = startClient(stack, { apiKey: stack.authority.addKey('u').key, port: app.port, subdomain: 'pulse', serverUrl: `http://127.0.0.1:${proxy.port}` });
     await client.connected();
+    // One answered visit: the client's pong to the first ping (sent before it) has arrived too, so
+    // the server knows the tunnel was live and holds its name through the drop.
+    assert.equal((await visit(stack.port, 'pulse', '/hello')).status, 200);
     proxy.blackhole(); // packets vanish, nobody sees a close
     await waitFor(() => stack.table.get('pulse')?.state === 'disconnected', 2000, 'server noticed');
     assert.equal((await visit(stack.port, 'pulse', '/hello')).status, 503);
@@ -835,3 +850,222 @@ async function startBlackholeProxy(targetPort: number): Promise<{ port: number; 
     },
   };
 }
+
+// ---- limits counted before the work (issue 8, finding 5) -------------------------------------------
+
+/** A raw TCP connect that sends a tunnel upgrade request; `headers` replace the WebSocket ones. */
+async function rawUpgrade(port: number, key: string, subdomain: string, headers?: string[]): Promise<Socket> {
+  const socket = connect(port, '127.0.0.1');
+  socket.on('error', () => {});
+  await once(socket, 'connect');
+  const lines = [
+    `GET ${CONNECT_PATH}?subdomain=${subdomain} HTTP/1.1`,
+    `Host: 127.0.0.1:${port}`,
+    `Authorization: Bearer ${key}`,
+    'Connection: Upgrade',
+    'Upgrade: websocket',
+    ...(headers ?? ['Sec-WebSocket-Version: 13', `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}`]),
+  ];
+  socket.write(`${lines.join('\r\n')}\r\n\r\n`);
+  return socket;
+}
+
+/** Everything a socket receives until it closes (or `timeoutMs` passes). */
+async function readUntilClose(socket: Socket, timeoutMs: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+  await Promise.race([once(socket, 'close'), sleep(timeoutMs)]);
+  socket.destroy();
+  return Buffer.concat(chunks).toString('latin1');
+}
+
+/** A visitor request that settles with its status, 'closed' (no answer) or 'timeout'. */
+function visitStatus(port: number, name: string, path: string, timeoutMs: number): Promise<number | 'closed' | 'timeout'> {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path, headers: { host: `${name}.${DOMAIN}:${port}` }, agent: false });
+    const timer = setTimeout(() => {
+      req.destroy();
+      resolve('timeout');
+    }, timeoutMs);
+    req.on('response', (res) => {
+      res.resume();
+      res.once('end', () => {
+        clearTimeout(timer);
+        resolve(res.statusCode ?? 0);
+      });
+      res.once('error', () => undefined);
+    });
+    req.on('error', () => {
+      clearTimeout(timer);
+      resolve('closed');
+    });
+    req.end();
+  });
+}
+
+/** One BATCH message of `count` OPEN frames (each answered by a RESET from the server). */
+function openFlood(count: number, firstId: number): Buffer {
+  const message = Buffer.alloc(1 + count * 9);
+  message[0] = 0x7f;
+  for (let i = 0; i < count; i++) {
+    const at = 1 + i * 9;
+    message.writeUInt32BE(5, at);
+    message[at + 4] = 1; // OPEN
+    message.writeUInt32BE(((firstId + i) % 0xfffffffe) + 1, at + 5);
+  }
+  return message;
+}
+
+describe('tunnel: limits counted before the work', () => {
+  it('a handshake broken after authentication holds no name: another user takes it at once', async () => {
+    const stack = await startStack();
+    const attacker = stack.authority.addKey('attacker');
+    const honest = stack.authority.addKey('honest');
+    // No Sec-WebSocket-Key: refused before the key is even looked up, nothing claimed.
+    const early = await rawUpgrade(stack.port, attacker.key, 'contested', ['Sec-WebSocket-Version: 13']);
+    assert.match(await readUntilClose(early, 5000), /^HTTP\/1\.1 400 /);
+    assert.equal(stack.authority.claimCalls, 0);
+    // A handshake only ws itself refuses (a malformed Sec-WebSocket-Protocol), after the claim.
+    const socket = await rawUpgrade(stack.port, attacker.key, 'contested', [
+      'Sec-WebSocket-Version: 13',
+      `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}`,
+      'Sec-WebSocket-Protocol: "not a token"',
+    ]);
+    assert.match(await readUntilClose(socket, 5000), /^HTTP\/1\.1 400 /);
+    assert.equal(stack.authority.claimCalls, 1, 'the name was claimed before the handshake');
+    await waitFor(() => stack.authority.releases >= 1, 2000, 'claim released');
+    const client = startClient(stack, { apiKey: honest.key, port: app.port, subdomain: 'contested' });
+    assert.equal((await client.connected()).subdomain, 'contested');
+    assert.equal((await visit(stack.port, 'contested', '/hello')).status, 200);
+    await client.stop();
+    await stack.close();
+  });
+
+  it('a connect reset while its name is being claimed holds no name', async () => {
+    const stack = await startStack();
+    const attacker = stack.authority.addKey('attacker');
+    const honest = stack.authority.addKey('honest');
+    let open = (): void => {};
+    stack.authority.claimGate = new Promise<void>((resolve) => (open = resolve));
+    const socket = await rawUpgrade(stack.port, attacker.key, 'aborted');
+    await waitFor(() => stack.authority.claimCalls === 1, 2000, 'claim started');
+    socket.resetAndDestroy();
+    await waitFor(() => stack.upgrades[0]?.destroyed === true || stack.upgrades[0]?.readable === false, 2000, 'server saw the reset');
+    stack.authority.claimGate = undefined;
+    open();
+    await waitFor(() => stack.authority.releases >= 1, 2000, 'claim released');
+    assert.equal(stack.authority.claims.has('aborted'), false);
+    const client = startClient(stack, { apiKey: honest.key, port: app.port, subdomain: 'aborted' });
+    assert.equal((await client.connected()).subdomain, 'aborted');
+    await client.stop();
+    await stack.close();
+  });
+
+  it('a client that never completes the handshake (never answers a ping) loses its name within a heartbeat, with no grace', async () => {
+    const stack = await startStack({ heartbeatMs: 200, graceMs: 60_000 });
+    const attacker = stack.authority.addKey('attacker');
+    const honest = stack.authority.addKey('honest');
+    // A raw socket: it gets the 101, READY and a ping, and answers nothing.
+    const socket = await rawUpgrade(stack.port, attacker.key, 'silent');
+    socket.pause();
+    await waitFor(() => stack.table.get('silent') !== undefined, 2000, 'tunnel attached');
+    await waitFor(() => stack.table.get('silent') === undefined && !stack.authority.claims.has('silent'), 3000, 'name released');
+    const client = startClient(stack, { apiKey: honest.key, port: app.port, subdomain: 'silent' });
+    assert.equal((await client.connected()).subdomain, 'silent');
+    await client.stop();
+    socket.destroy();
+    await stack.close();
+  });
+
+  it('liveness needs answered pings: a client that keeps sending but stopped reading is dropped', async () => {
+    const stack = await startStack({ heartbeatMs: 150, graceMs: 60_000 });
+    const { key } = stack.authority.addKey('talker');
+    const ws = new WebSocket(`ws://127.0.0.1:${stack.port}${CONNECT_PATH}?subdomain=talker`, { headers: { authorization: `Bearer ${key}` }, perMessageDeflate: false });
+    ws.on('error', () => {});
+    await once(ws, 'message'); // READY (the first ping was answered by ws's automatic pong)
+    await waitFor(() => stack.table.get('talker')?.state === 'connected', 2000, 'connected');
+    const socket = (ws as unknown as { _socket: Socket })._socket;
+    socket.pause();
+    // Keeps talking: WINDOW frames, unsolicited pongs, text. None of it answers a ping.
+    const window = Buffer.from([6, 0, 0, 0, 9, 0, 0, 0, 1]);
+    const chatter = setInterval(() => {
+      ws.send(window);
+      ws.pong(Buffer.from('not-the-nonce'));
+      ws.send('{"type":"noise"}');
+    }, 20);
+    try {
+      await waitFor(() => stack.table.get('talker')?.state !== 'connected', 3000, 'the silent reader dropped');
+      // It had answered pings before: the usual grace period holds the name for its owner.
+      assert.equal(stack.table.get('talker')?.state, 'disconnected');
+    } finally {
+      clearInterval(chatter);
+      ws.terminate();
+    }
+    await stack.close();
+  });
+
+  it('a client that never reads is disconnected before the server queues more than the cap for it, and its name is freed', async () => {
+    const stack = await startStack({ heartbeatMs: 60_000, graceMs: 60_000 });
+    const attacker = stack.authority.addKey('attacker');
+    const bystander = stack.authority.addKey('bystander');
+    const other = startClient(stack, { apiKey: bystander.key, port: app.port, subdomain: 'bystander' });
+    await other.connected();
+
+    const ws = new WebSocket(`ws://127.0.0.1:${stack.port}${CONNECT_PATH}?subdomain=sink`, { headers: { authorization: `Bearer ${attacker.key}` }, perMessageDeflate: false });
+    ws.on('error', () => {});
+    await once(ws, 'message'); // READY; the first ping was answered: a proven client
+    await waitFor(() => stack.table.get('sink')?.state === 'connected', 2000, 'connected');
+    // The server side of this tunnel's TCP connection: measure what the server queues on it after
+    // every write (the bytes userland holds for the client; the kernel's buffers are the kernel's).
+    const serverSocket = stack.upgrades.at(-1) as Socket;
+    let peakQueued = 0;
+    const write = serverSocket.write.bind(serverSocket) as (...args: unknown[]) => boolean;
+    (serverSocket as unknown as { write: (...args: unknown[]) => boolean }).write = (...args: unknown[]) => {
+      const result = write(...args);
+      peakQueued = Math.max(peakQueued, serverSocket.writableLength);
+      return result;
+    };
+    (ws as unknown as { _socket: Socket })._socket.pause();
+
+    let flooded = 0;
+    let statuses: Array<number | 'closed' | 'timeout'> = [];
+    const rss = await peakRssGrowth(async () => {
+      // Visitors hammer its name (OPEN, request heads, aborts → RESETs) while it floods OPENs, each
+      // answered with a RESET it never reads.
+      const visitors = Array.from({ length: 100 }, () => visitStatus(stack.port, 'sink', '/hello', 30_000));
+      const aborts = Array.from({ length: 100 }, () => visitStatus(stack.port, 'sink', `/abort/${'x'.repeat(900)}`, 20));
+      let sent = 0;
+      const deadline = Date.now() + 30_000;
+      while (stack.table.get('sink') !== undefined && Date.now() < deadline && sent < 400 * MiB) {
+        if (ws.readyState === WebSocket.OPEN) {
+          ws.send(openFlood(100_000, sent));
+          sent += 900_000;
+        }
+        await sleep(5);
+      }
+      flooded = sent;
+      statuses = await Promise.all(visitors);
+      await Promise.all(aborts);
+    });
+    process.stdout.write(
+      `# never-reading client: ${(flooded / MiB).toFixed(0)} MiB of OPENs sent, test process RSS growth ${(rss / MiB).toFixed(1)} MiB, ` +
+        `peak queued by the server ${peakQueued} bytes (cap ${MAX_OUTBOUND_BYTES})\n`,
+    );
+    assert.equal(stack.table.get('sink'), undefined, `still connected after ${flooded} bytes of OPENs`);
+    for (const status of statuses) assert.ok(status === 502 || status === 503 || status === 404 || status === 'closed', `visitor got ${status}`);
+
+    const logged = stack.logs.find((entry) => entry.msg.includes('stopped reading'));
+    assert.ok(logged !== undefined, 'the overflow was logged');
+    const peakOutbound = Number(logged.detail?.['peakOutboundBytes']);
+    assert.ok(peakOutbound > MAX_OUTBOUND_BYTES / 2 && peakOutbound <= MAX_OUTBOUND_BYTES, `peak ${peakOutbound}`);
+    assert.ok(peakQueued <= MAX_OUTBOUND_BYTES, `the server queued ${peakQueued} bytes for the client`);
+    await waitFor(() => !stack.authority.claims.has('sink'), 2000, 'name released');
+    // Others are served throughout, and the freed name can be taken at once.
+    assert.equal((await visit(stack.port, 'bystander', '/hello')).status, 200);
+    const next = startClient(stack, { apiKey: bystander.key, port: app.port, subdomain: 'sink' });
+    assert.equal((await next.connected()).subdomain, 'sink');
+    ws.terminate();
+    await Promise.all([other.stop(), next.stop()]);
+    await stack.close();
+  });
+});

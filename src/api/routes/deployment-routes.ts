@@ -208,13 +208,18 @@ export const deploymentRoutes =
       },
     );
 
-    for (const action of ['stop', 'restart'] as const) {
+    const SUMMARIES = {
+      stop: 'Stop the app (cancels a build in flight)',
+      restart: 'Restart the live release',
+      cancel: 'Cancel the build in flight; the live release keeps serving (409 when no build runs)',
+    } as const;
+    for (const action of ['stop', 'restart', 'cancel'] as const) {
       app.post<IdRequest>(
         `/deployments/:id/${action}`,
         {
           schema: {
             tags: ['deployments'],
-            summary: action === 'stop' ? 'Stop the app (cancels a build in flight)' : 'Restart the live release',
+            summary: SUMMARIES[action],
             params: IdParams,
             response: { 200: MessageSchema, ...errorResponses(401, 404, 409) },
           },

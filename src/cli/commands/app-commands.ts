@@ -8,6 +8,7 @@ import { connect, limitOption, withInterrupt, withJson, type JsonOption, type Li
 import { ago, copyStream, printFields, printJson, printTable, shortId } from '../output.js';
 import { createPrompter } from '../prompt.js';
 import { resolveApp, resolveBuild } from '../resolve-app.js';
+import { APP_OUTPUT_MARKER } from '../../deploy/release.js';
 
 const APP_HELP = 'APP is the app\'s name, subdomain or id.';
 
@@ -111,7 +112,17 @@ export function registerAppCommands(program: Command, io: CliIo): void {
           path = `/api/v1/deployments/${app.id}/logs`;
         }
         const qs = query.toString();
-        await copyStream(io, client.stream(qs === '' ? path : `${path}?${qs}`), options.json === true);
+        try {
+          await copyStream(io, client.stream(qs === '' ? path : `${path}?${qs}`), options.json === true);
+        } catch (err) {
+          // No container runs: when the latest build's container failed to start, its output is in
+          // that build's log; show it rather than only "no container has run".
+          if (options.build !== undefined || !(err instanceof CliError) || err.code !== 'invalid_state') throw err;
+          const failed = await failedStartOutput(client, app);
+          if (failed === undefined) throw err;
+          io.stderr.write(`No container of ${app.name} is running: the app of build ${shortId(failed.build.id)} failed to start. Its output:\n`);
+          await copyStream(io, (async function* () { yield failed.output; })(), options.json === true);
+        }
       }),
     );
 
@@ -126,12 +137,33 @@ export function registerAppCommands(program: Command, io: CliIo): void {
       .action((ref: string, options: JsonOption) =>
         run(async (client) => {
           const app = await resolveApp(client, ref);
-          const answer = await client.request<MessageAnswer>('POST', `/api/v1/deployments/${app.id}/${action}`, { timeoutMs: 120_000 });
+          const answer = await withProgress(
+            io,
+            action === 'stop'
+              ? `Stopping ${app.name}: the app gets up to 10 s to exit after SIGTERM, then it is killed…`
+              : `Restarting ${app.name}: starting the live build again and waiting until it answers…`,
+            action === 'stop' ? 'still stopping' : 'still restarting',
+            () => client.request<MessageAnswer>('POST', `/api/v1/deployments/${app.id}/${action}`, { timeoutMs: 120_000 }),
+          );
           if (options.json === true) return printJson(io.stdout, answer);
           io.stdout.write(`${answer.message}\n`);
         }),
       );
   }
+
+  withJson(program.command('cancel').argument('<app>').description('cancel the build in flight (the live release keeps serving)'))
+    .addHelpText(
+      'after',
+      `\n${APP_HELP} Ctrl-C during \`slipway deploy\` only stops following the log; this cancels the build on the server.\n\nExample:\n  slipway cancel hello`,
+    )
+    .action((ref: string, options: JsonOption) =>
+      run(async (client) => {
+        const app = await resolveApp(client, ref);
+        const answer = await client.request<MessageAnswer>('POST', `/api/v1/deployments/${app.id}/cancel`, { timeoutMs: 120_000 });
+        if (options.json === true) return printJson(io.stdout, answer);
+        io.stdout.write(`${answer.message}\n`);
+      }),
+    );
 
   withJson(
     program
@@ -185,6 +217,36 @@ export function registerAppCommands(program: Command, io: CliIo): void {
         io.stdout.write(`Deleted ${app.name}.\n`);
       }),
     );
+}
+
+/**
+ * Runs a slow request with a line on stderr first and `<still> (N s)…` every 2 s until it ends, so
+ * a stop that waits for an app to exit is never silent.
+ */
+async function withProgress<T>(io: CliIo, first: string, still: string, body: () => Promise<T>): Promise<T> {
+  io.stderr.write(`${first}\n`);
+  const since = Date.now();
+  const timer = setInterval(() => io.stderr.write(`  ${still} (${Math.round((Date.now() - since) / 1000)} s)…\n`), 2000);
+  try {
+    return await body();
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/** The output of the latest build's app when that build failed while starting it (from its build log). */
+async function failedStartOutput(client: ApiClient, app: Deployment): Promise<{ build: Build; output: string } | undefined> {
+  const [latest] = await client.request<Build[]>('GET', `/api/v1/deployments/${app.id}/builds?limit=1`);
+  if (latest === undefined || latest.status !== 'failed') return undefined;
+  let log = '';
+  for await (const chunk of client.stream(`/api/v1/deployments/${app.id}/builds/${latest.id}/logs`)) log += chunk;
+  const lines = log.split('\n');
+  const start = lines.lastIndexOf(APP_OUTPUT_MARKER);
+  if (start === -1) return undefined;
+  const rest = lines.slice(start + 1);
+  const end = rest.findIndex((line) => line.startsWith('==> '));
+  const output = (end === -1 ? rest : rest.slice(0, end)).join('\n');
+  return { build: latest, output: output.endsWith('\n') || output === '' ? output : `${output}\n` };
 }
 
 /** The newest succeeded build older than the live one. */

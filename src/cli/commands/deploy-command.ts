@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
 import type { ApiClient } from '../api-client.js';
 import type { Build, Deployment, UploadAnswer } from '../api-types.js';
-import { CliError, usageError } from '../cli-error.js';
+import { CliError, EXIT_INTERRUPTED, usageError } from '../cli-error.js';
 import type { CliIo } from '../cli-io.js';
 import { connect, withInterrupt, withJson, type JsonOption } from '../command-context.js';
 import { copyStream, printJson, shortId } from '../output.js';
@@ -121,20 +121,48 @@ async function deploy(io: CliIo, dirArg: string, options: DeployOptions, signal:
     note(`Build ${shortId(started.id)} started: follow it with \`slipway logs ${app.subdomain} --build ${shortId(started.id)} -f\``);
     return;
   }
+  await followBuild(io, client, app, started, { json: options.json === true, upload }, signal);
+}
+
+/**
+ * Follows a started build's log to its end and prints the outcome: the URL on success, else
+ * `error: build ID failed: <why>` (the app's own last line when it failed to start). Ctrl-C stops
+ * following only: the message says the build goes on, and how to cancel it.
+ */
+export async function followBuild(
+  io: CliIo,
+  client: ApiClient,
+  app: Deployment,
+  started: Build,
+  options: { json: boolean; upload?: UploadAnswer },
+  signal: AbortSignal,
+): Promise<void> {
+  const note = (text: string): void => void io.stderr.write(`${text}\n`);
   note(`Building ${app.name} (build ${shortId(started.id)})…`);
-  const logOut = { stdout: options.json === true ? io.stderr : io.stdout };
-  await copyStream(logOut, client.stream(`/api/v1/deployments/${app.id}/builds/${started.id}/logs?follow=true`), false);
-  const build = await waitForBuild(client, app.id, started.id, signal);
+  const logOut = { stdout: options.json ? io.stderr : io.stdout };
+  let build: Build;
+  try {
+    await copyStream(logOut, client.stream(`/api/v1/deployments/${app.id}/builds/${started.id}/logs?follow=true`), false);
+    build = await waitForBuild(client, app.id, started.id, signal);
+  } catch (err) {
+    if (!signal.aborted) throw err;
+    throw new CliError(
+      `interrupted: build ${shortId(started.id)} of ${app.name} is still running on the server` +
+        `${app.live_build_id ? ' (the live release keeps serving meanwhile)' : ''}. ` +
+        `Cancel it with \`slipway cancel ${app.subdomain}\`, or follow it with \`slipway logs ${app.subdomain} --build ${shortId(started.id)} -f\``,
+      { exitCode: EXIT_INTERRUPTED },
+    );
+  }
   const deployment = await client.request<Deployment>('GET', `/api/v1/deployments/${app.id}`);
-  if (options.json === true) printJson(io.stdout, { deployment, upload, build });
+  if (options.json) printJson(io.stdout, { deployment, ...(options.upload === undefined ? {} : { upload: options.upload }), build });
   if (build.status !== 'succeeded') {
-    // The log above already showed the whole output; the error's last line says what broke.
+    // The log above already showed the whole output, once; the error's last line says what broke.
     const lines = (build.error ?? '').split('\n').map((line) => line.trim()).filter((line) => line !== '');
     const why = lines.at(-1) ?? '';
     const more = lines.length > 1 ? ` (full log: slipway logs ${deployment.subdomain} --build ${shortId(build.id)})` : '';
     throw new CliError(`build ${shortId(build.id)} ${build.status}${why === '' ? '' : `: ${why}`}${more}`);
   }
-  if (options.json !== true) {
+  if (!options.json) {
     note(`Deployed ${deployment.name} (build ${shortId(build.id)}).`);
     io.stdout.write(`${deployment.url ?? deployment.subdomain}\n`);
   }

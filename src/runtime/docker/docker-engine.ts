@@ -1,22 +1,35 @@
 // The container engine on Docker: dockerode over the Engine API (never the docker CLI).
+import crypto from 'node:crypto';
+import { lookup } from 'node:dns/promises';
 import { Readable } from 'node:stream';
 import Dockerode from 'dockerode';
 import { APP_CAPABILITIES, APP_LOG_MAX_FILES, APP_LOG_MAX_SIZE, EngineBuildError } from '../engine.js';
 import type {
   BuildImageOptions,
+  BuildSandbox,
   ContainerEngine,
   ContainerInfo,
   ImageInfo,
   NetworkInfo,
   NetworkOptions,
   RunContainerOptions,
+  VolumeInfo,
+  VolumeOptions,
 } from '../engine.js';
-import { buildContext } from './build-context.js';
+import { dockerfileFetches, dockerfileProblem, triggersProblem } from '../dockerfile-policy.js';
+import { buildContext, readDockerfile } from './build-context.js';
+import { buildBridgeName, createBuildCgroup, ensureBuildFirewall } from './build-sandbox.js';
 import { OutputTail, eventText, parseEvent } from './build-output.js';
 import { LogDemuxer } from './log-demuxer.js';
 
 /** Time limit of one short engine call (inspect, create, list, remove...). */
 const CALL_TIMEOUT_MS = 30_000;
+/** CFS period of build containers; the CPU limit is a quota of it. */
+const CPU_PERIOD_US = 100_000;
+/** /dev/shm of build containers (counted in their memory). */
+const BUILD_SHM_BYTES = 64 * 1024 * 1024;
+/** Time limit of resolving a registry host named in a Dockerfile. */
+const RESOLVE_TIMEOUT_MS = 10_000;
 /** Extra time, beyond the stop grace period, given to the engine to kill and report back. */
 const STOP_MARGIN_MS = 30_000;
 
@@ -45,14 +58,84 @@ export function createDockerEngine(dockerHost?: string): ContainerEngine {
   return new DockerEngine(createDockerClient(dockerHost));
 }
 
+/** What the engine's host looks like, for build confinement (asked once). */
+interface EngineHost {
+  /** The engine runs on this machine (unix socket): its firewall and cgroups are ours to set. */
+  local: boolean;
+  cgroupDriver: string;
+  cgroupVersion: '1' | '2';
+}
+
 /** ContainerEngine on a dockerode client; every call has a time limit. */
 export class DockerEngine implements ContainerEngine {
   #docker: Dockerode;
+  #host: Promise<EngineHost> | undefined;
   /** Network creations in flight, by name: the engine's duplicate check is not atomic, so concurrent callers share one. */
   readonly #ensuringNetworks = new Map<string, Promise<{ id: string }>>();
 
   constructor(docker: Dockerode) {
     this.#docker = docker;
+  }
+
+  #engineHost(): Promise<EngineHost> {
+    this.#host ??= withTimeout('info', CALL_TIMEOUT_MS, () => this.#docker.info() as Promise<{ CgroupDriver?: string; CgroupVersion?: string }>).then(
+      (info) => ({
+        local: isLocal(this.#docker),
+        cgroupDriver: info.CgroupDriver ?? 'cgroupfs',
+        cgroupVersion: info.CgroupVersion === '2' ? '2' : '1',
+      }),
+      (err: unknown) => {
+        this.#host = undefined;
+        throw err;
+      },
+    );
+    return this.#host;
+  }
+
+  /**
+   * The build API's sandbox parameters: limits, the network (firewall and bridge made ready), and
+   * a pids-limited parent cgroup when the engine's host allows one (else a note in the output).
+   */
+  async #sandbox(sandbox: BuildSandbox, onOutput: (text: string) => void): Promise<{ params: Record<string, unknown>; cleanup: () => Promise<void> }> {
+    const host = await this.#engineHost();
+    const params: Record<string, unknown> = {
+      memory: sandbox.memoryBytes,
+      memswap: sandbox.memoryBytes, // no swap beyond the memory limit
+      cpuperiod: CPU_PERIOD_US,
+      cpuquota: Math.max(1000, Math.round((sandbox.nanoCpus / 1e9) * CPU_PERIOD_US)),
+      shmsize: BUILD_SHM_BYTES,
+    };
+    if (sandbox.network.mode === 'none') {
+      params['networkmode'] = 'none';
+    } else {
+      if (!host.local) {
+        throw new Error('build confinement needs the engine on this machine (its firewall); with a remote DOCKER_HOST set SLIPWAY_BUILD_NETWORK=none');
+      }
+      try {
+        await ensureBuildFirewall();
+      } catch (err) {
+        throw new Error(
+          `the build network cannot be confined (${err instanceof Error ? err.message : String(err)}); run Slipway as root with iptables, or set SLIPWAY_BUILD_NETWORK=none`,
+          { cause: err },
+        );
+      }
+      const bridgeName = buildBridgeName(sandbox.network.name);
+      await this.ensureNetwork({ name: sandbox.network.name, labels: sandbox.network.labels, isolated: true, bridgeName });
+      params['networkmode'] = sandbox.network.name;
+    }
+    let cleanup = async (): Promise<void> => undefined;
+    if (host.local && host.cgroupDriver === 'cgroupfs') {
+      try {
+        const cgroup = await createBuildCgroup(crypto.randomBytes(8).toString('hex'), sandbox.pidsLimit, host.cgroupVersion);
+        params['cgroupparent'] = cgroup.cgroupParent;
+        cleanup = () => cgroup.remove();
+      } catch (err) {
+        onOutput(`==> note: no pids limit on this build (${err instanceof Error ? err.message : String(err)})\n`);
+      }
+    } else {
+      onOutput(`==> note: no pids limit on this build (it needs a local engine with the cgroupfs driver)\n`);
+    }
+    return { params, cleanup };
   }
 
   async ping(signal?: AbortSignal): Promise<{ version: string; apiVersion: string }> {
@@ -64,6 +147,60 @@ export class DockerEngine implements ContainerEngine {
     const { signal } = options;
     if (signal.aborted) throw abortError('build', signal);
     const dockerfile = options.dockerfile.replace(/\\/g, '/').replace(/^\.\//, '');
+    // What the engine would fetch itself, from the host's network, is checked first (see dockerfile-policy).
+    const text = await readDockerfile(options.contextDir, dockerfile);
+    const resolve = (host: string): Promise<string[]> =>
+      withTimeout(`resolving ${host}`, RESOLVE_TIMEOUT_MS, async () => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address), signal);
+    const buildArgs = options.buildArgs ?? {};
+    const problem = (await dockerfileProblem(text, resolve, buildArgs)) ?? (await this.#baseImageProblem(text, resolve, signal, buildArgs));
+    if (problem !== null) throw new EngineBuildError(`refused: ${problem}`, `refused: ${problem}`);
+    const sandbox = await this.#sandbox(options.sandbox, options.onOutput);
+    try {
+      return await this.#build(options, dockerfile, sandbox.params);
+    } finally {
+      await sandbox.cleanup();
+    }
+  }
+
+  /**
+   * The ONBUILD triggers of the base images run in this build as if the Dockerfile held them, so
+   * they are checked too: each FROM image (pulled first when the engine lacks it) is inspected.
+   * A pull that fails is left for the build itself to report.
+   */
+  async #baseImageProblem(
+    text: string,
+    resolve: (host: string) => Promise<string[]>,
+    signal: AbortSignal,
+    buildArgs: Readonly<Record<string, string>>,
+  ): Promise<string | null> {
+    for (const fetch of dockerfileFetches(text, buildArgs)) {
+      if (fetch.kind !== 'image' || fetch.instruction !== 'FROM') continue;
+      let image = await this.#inspectImage(fetch.ref);
+      if (image === null) {
+        await this.#pull(fetch.ref, signal).catch((err: unknown) => {
+          if (signal.aborted) throw abortError('build', signal);
+          return err;
+        });
+        image = await this.#inspectImage(fetch.ref);
+      }
+      const triggers = image?.Config?.OnBuild ?? [];
+      if (triggers.length === 0) continue;
+      const problem = await triggersProblem(triggers, resolve);
+      if (problem !== null) return `line ${fetch.line}: FROM ${fetch.ref} refused: an ONBUILD trigger of that image: ${problem}`;
+    }
+    return null;
+  }
+
+  /** Pulls an image (as the builder would for FROM), following its progress to the end. */
+  async #pull(ref: string, signal: AbortSignal): Promise<void> {
+    const stream = (await this.#docker.pull(ref, { abortSignal: signal })) as Readable;
+    await new Promise<void>((resolve, reject) => {
+      this.#docker.modem.followProgress(stream, (err: Error | null) => (err === null ? resolve() : reject(err)));
+    });
+  }
+
+  async #build(options: BuildImageOptions, dockerfile: string, sandbox: Record<string, unknown>): Promise<{ imageId: string }> {
+    const { signal } = options;
     const context = await buildContext(options.contextDir, dockerfile);
     const output = new OutputTail();
 
@@ -77,6 +214,8 @@ export class DockerEngine implements ContainerEngine {
         rm: true,
         forcerm: true,
         version: '1',
+        ...sandbox,
+        ...(options.buildArgs === undefined || Object.keys(options.buildArgs).length === 0 ? {} : { buildargs: options.buildArgs }),
         abortSignal: signal,
       })) as Readable; // dockerode hands back the http.IncomingMessage
     } catch (err) {
@@ -196,6 +335,7 @@ export class DockerEngine implements ContainerEngine {
           // An init (tini) as PID 1 forwards SIGTERM and reaps zombies: an app that ignores signals
           // as PID 1 would otherwise wait out the whole stop timeout.
           Init: true,
+          Mounts: (options.volumes ?? []).map((v) => ({ Type: 'volume' as const, Source: v.source, Target: v.target, ReadOnly: false })),
         },
         abortSignal: s,
       }),
@@ -360,7 +500,10 @@ export class DockerEngine implements ContainerEngine {
           Driver: 'bridge',
           CheckDuplicate: true,
           Labels: options.labels,
-          Options: options.isolated ? { 'com.docker.network.bridge.enable_icc': 'false' } : {},
+          Options: {
+            ...(options.isolated ? { 'com.docker.network.bridge.enable_icc': 'false' } : {}),
+            ...(options.bridgeName === undefined ? {} : { 'com.docker.network.bridge.name': options.bridgeName }),
+          },
           abortSignal: s,
         }),
       );
@@ -385,6 +528,26 @@ export class DockerEngine implements ContainerEngine {
       this.#docker.listNetworks({ filters: { label: labelFilters(labels) }, abortSignal: s }),
     );
     return list.map((n) => ({ id: n.Id, name: n.Name, labels: n.Labels ?? {} }));
+  }
+
+  async ensureVolume(options: VolumeOptions): Promise<void> {
+    // Creating a volume that exists is a no-op for the engine: it answers with the existing one.
+    await withTimeout(`create volume ${options.name}`, CALL_TIMEOUT_MS, (s) =>
+      this.#docker.createVolume({ Name: options.name, Driver: 'local', Labels: options.labels, abortSignal: s }),
+    );
+  }
+
+  async removeVolume(name: string): Promise<void> {
+    await ignoreStatus([404], () =>
+      withTimeout(`remove volume ${name}`, CALL_TIMEOUT_MS, (s) => this.#docker.getVolume(name).remove({ abortSignal: s })),
+    );
+  }
+
+  async listVolumes(labels: Record<string, string>): Promise<VolumeInfo[]> {
+    const list = await withTimeout('list volumes', CALL_TIMEOUT_MS, (s) =>
+      this.#docker.listVolumes({ filters: { label: labelFilters(labels) }, abortSignal: s }),
+    );
+    return (list.Volumes ?? []).map((v) => ({ name: v.Name, labels: v.Labels ?? {} }));
   }
 
   async #inspectNetwork(name: string): Promise<Dockerode.NetworkInspectInfo | null> {
@@ -464,11 +627,21 @@ function engineMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** Whether the client talks to the engine over a unix socket, i.e. on this machine. */
+function isLocal(docker: Dockerode): boolean {
+  const socketPath: unknown = (docker.modem as { socketPath?: unknown }).socketPath;
+  return typeof socketPath === 'string' && socketPath !== '';
+}
+
 /** An existing network must be the kind asked for: an isolated one never silently has ICC on. */
 function checkNetwork(info: Dockerode.NetworkInspectInfo, options: NetworkOptions): { id: string } {
   const icc = info.Options?.['com.docker.network.bridge.enable_icc'];
   if (info.Driver !== 'bridge' || (options.isolated && icc !== 'false')) {
     throw new Error(`network ${options.name} exists but is not an isolated bridge (inter-container communication must be off); remove it`);
+  }
+  // The build firewall matches interfaces by name: a network on another bridge would escape it.
+  if (options.bridgeName !== undefined && info.Options?.['com.docker.network.bridge.name'] !== options.bridgeName) {
+    throw new Error(`network ${options.name} exists but not on bridge ${options.bridgeName}; remove it`);
   }
   return { id: info.Id };
 }

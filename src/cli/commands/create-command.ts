@@ -1,0 +1,88 @@
+// Command: create — a deployment built from a git repository, deployed at once (unless --no-deploy).
+import path from 'node:path';
+import type { Command } from 'commander';
+import type { Build, Deployment } from '../api-types.js';
+import { CliError, usageError } from '../cli-error.js';
+import type { CliIo } from '../cli-io.js';
+import { connect, withInterrupt, withJson, type JsonOption } from '../command-context.js';
+import { printJson } from '../output.js';
+import { followBuild, slugify } from './deploy-command.js';
+
+interface CreateOptions extends JsonOption {
+  git?: string;
+  branch?: string;
+  name?: string;
+  subdomain?: string;
+  dockerfile?: string;
+  /** False with --no-deploy. */
+  deploy: boolean;
+}
+
+/** Registers `create` on `program`. */
+export function registerCreateCommand(program: Command, io: CliIo): void {
+  withJson(
+    program
+      .command('create')
+      .description('create an app built from a git repository, and deploy it')
+      .requiredOption('--git <url>', 'the repository (https://, http://, git:// or ssh://)')
+      .option('--branch <branch>', "the branch to build (default: the repository's default branch)")
+      .option('--name <name>', 'app name (default: the repository name)')
+      .option('--subdomain <label>', 'subdomain (default: a slug of the name)')
+      .option('--dockerfile <path>', 'Dockerfile path inside the repository (default: Dockerfile)')
+      .option('--no-deploy', 'only create the app (deploy it later from the dashboard or with POST /api/v1/deployments/{id}/deploy)'),
+  )
+    .addHelpText(
+      'after',
+      `
+The app is deployed at once and its build log followed, like \`slipway deploy\`; refer to it
+later by its name or subdomain (nothing is written to the current folder).
+
+Examples:
+  slipway create --git https://github.com/example/hello.git
+  slipway create --git https://git.example.com/team/api.git --branch main --subdomain api
+  slipway create --git https://git.example.com/team/api.git --no-deploy --json`,
+    )
+    .action((options: CreateOptions) => withInterrupt(io, (signal) => create(io, options, signal)));
+}
+
+/** `hello` from `https://host/team/hello.git`. */
+function repositoryName(url: string): string {
+  const last = url.replace(/[/\\]+$/, '').split(/[/:\\]/).at(-1) ?? '';
+  return path.basename(last, '.git') || 'app';
+}
+
+async function create(io: CliIo, options: CreateOptions, signal: AbortSignal): Promise<void> {
+  const url = options.git ?? '';
+  if (url.trim() === '') throw usageError('--git needs the repository URL');
+  const client = await connect(io, signal);
+  const name = options.name ?? repositoryName(url);
+  const subdomain = options.subdomain ?? slugify(name);
+  let created: Deployment;
+  try {
+    created = await client.request<Deployment>('POST', '/api/v1/deployments', {
+      body: {
+        name,
+        subdomain,
+        source_type: 'git',
+        repo_url: url,
+        ...(options.branch === undefined ? {} : { branch: options.branch }),
+        ...(options.dockerfile === undefined ? {} : { dockerfile_path: options.dockerfile }),
+      },
+    });
+  } catch (err) {
+    if (err instanceof CliError && err.code === 'subdomain_taken' && options.subdomain === undefined) {
+      throw new CliError(`${err.message} (choose one with --subdomain)`, { code: err.code, ...(err.status === undefined ? {} : { status: err.status }) });
+    }
+    throw err;
+  }
+  const app = await client.request<Deployment>('GET', `/api/v1/deployments/${created.id}`);
+  if (!options.deploy) {
+    if (options.json === true) return printJson(io.stdout, app);
+    io.stderr.write(`Created app ${app.name} at subdomain ${app.subdomain} (not deployed yet).\n`);
+    io.stdout.write(`${app.url ?? app.subdomain}\n`);
+    return;
+  }
+  io.stderr.write(`Created app ${app.name} at subdomain ${app.subdomain} from ${url}${options.branch === undefined ? '' : ` (${options.branch})`}\n`);
+  const started = await client.request<Build>('POST', `/api/v1/deployments/${app.id}/deploy`);
+  await followBuild(io, client, app, started, { json: options.json === true }, signal);
+}

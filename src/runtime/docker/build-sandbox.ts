@@ -1,0 +1,142 @@
+// The host side of a confined build: a firewall for build bridges, and a pids-limited cgroup per build.
+//
+// The classic builder runs each RUN step in a container on the network named by `networkmode`.
+// A user-defined bridge alone still routes to the host (its gateway address), to the host's
+// private networks and to whatever the host can reach; the rules below drop all of that for every
+// bridge whose interface name starts with BUILD_BRIDGE_PREFIX, leaving the internet (and DNS to the
+// host's own nameservers) reachable. The builder has no pids limit of its own: each build's RUN
+// containers are placed under a parent cgroup whose pids.max bounds them together.
+import { execFile } from 'node:child_process';
+import crypto from 'node:crypto';
+import { mkdir, readFile, readdir, rmdir, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { PRIVATE_IPV4_RANGES } from '../../core/private-address.js';
+
+/** Linux interface names of build bridges start with this (the rules match `slpb+`). */
+export const BUILD_BRIDGE_PREFIX = 'slpb';
+/** The chains holding Slipway's build rules: forwarded traffic and traffic to the host itself. */
+const FORWARD_CHAIN = 'SLIPWAY-BUILD';
+const INPUT_CHAIN = 'SLIPWAY-BUILD-IN';
+const IPTABLES_TIMEOUT_MS = 15_000;
+
+/** The Linux bridge interface of a build network (at most 15 characters, starting `slpb`). */
+export function buildBridgeName(networkName: string): string {
+  return `${BUILD_BRIDGE_PREFIX}${crypto.createHash('sha256').update(networkName).digest('hex').slice(0, 11)}`;
+}
+
+function iptables(args: string[]): Promise<{ ok: boolean; stderr: string }> {
+  return new Promise((resolve) => {
+    // -w: wait for the xtables lock (the engine and other installations edit the same tables).
+    execFile('iptables', ['-w', '5', ...args], { timeout: IPTABLES_TIMEOUT_MS }, (err, _stdout, stderr) => {
+      resolve({ ok: err === null, stderr: String(stderr).trim() || (err?.message ?? '') });
+    });
+  });
+}
+
+async function must(args: string[]): Promise<void> {
+  const result = await iptables(args);
+  if (!result.ok) throw new Error(`iptables ${args.join(' ')}: ${result.stderr}`);
+}
+
+/** IPv4 nameservers of the host (resolv.conf), which the engine's DNS forwards build lookups to. */
+async function hostNameservers(): Promise<string[]> {
+  const text = await readFile('/etc/resolv.conf', 'utf8').catch(() => '');
+  const found = [...text.matchAll(/^\s*nameserver\s+(\S+)/gm)].map((m) => m[1] ?? '');
+  return found.filter((a) => net.isIPv4(a) && !a.startsWith('127.'));
+}
+
+/**
+ * Installs (idempotently) the rules that confine every build bridge: nothing from a `slpb*`
+ * interface reaches the host itself or a loopback/private/link-local/CGNAT/reserved IPv4
+ * destination, except DNS to the host's nameservers. Throws when iptables cannot be run (not root,
+ * not installed): the caller fails the build rather than build unconfined.
+ */
+export async function ensureBuildFirewall(): Promise<void> {
+  const nameservers = await hostNameservers();
+  const bridges = `${BUILD_BRIDGE_PREFIX}+`;
+  for (const chain of [FORWARD_CHAIN, INPUT_CHAIN]) {
+    const created = await iptables(['-N', chain]);
+    if (!created.ok && !/exists/i.test(created.stderr)) throw new Error(`iptables -N ${chain}: ${created.stderr}`);
+  }
+  // Rules are only ever added, never flushed and rewritten, so no build sees the chains empty.
+  // The DNS exceptions go first, the drops after them.
+  const dns: string[][] = nameservers.flatMap((ns) =>
+    ['udp', 'tcp'].map((proto) => ['-d', `${ns}/32`, '-p', proto, '-m', proto, '--dport', '53', '-j', 'RETURN']),
+  );
+  for (const chain of [FORWARD_CHAIN, INPUT_CHAIN]) {
+    for (const rule of dns) if (!(await iptables(['-C', chain, ...rule])).ok) await must(['-I', chain, '1', ...rule]);
+  }
+  for (const [address, prefix] of PRIVATE_IPV4_RANGES) {
+    const rule = ['-d', `${address}/${prefix}`, '-j', 'DROP'];
+    if (!(await iptables(['-C', FORWARD_CHAIN, ...rule])).ok) await must(['-A', FORWARD_CHAIN, ...rule]);
+  }
+  if (!(await iptables(['-C', INPUT_CHAIN, '-j', 'DROP'])).ok) await must(['-A', INPUT_CHAIN, '-j', 'DROP']);
+  // DOCKER-USER is where the engine lets operators filter forwarded container traffic; it exists
+  // once the engine has started with iptables enabled.
+  await ensureJump('DOCKER-USER', ['-i', bridges, '-j', FORWARD_CHAIN]);
+  await ensureJump('INPUT', ['-i', bridges, '-j', INPUT_CHAIN]);
+}
+
+async function ensureJump(chain: string, rule: string[]): Promise<void> {
+  if ((await iptables(['-C', chain, ...rule])).ok) return;
+  await must(['-I', chain, '1', ...rule]);
+}
+
+/** Where the cgroup filesystem is mounted. */
+const CGROUP_ROOT = '/sys/fs/cgroup';
+
+/**
+ * A parent cgroup for one build (cgroupfs driver): the engine creates each RUN container's cgroup
+ * below it, and its pids.max bounds them all. `cgroupParent` is what the build API takes.
+ */
+export interface BuildCgroup {
+  readonly cgroupParent: string;
+  remove(): Promise<void>;
+}
+
+/**
+ * Creates `/slipway-builds/<name>` with pids.max = `pidsLimit` in the pids hierarchy (cgroup v1:
+ * /sys/fs/cgroup/pids/…; v2: /sys/fs/cgroup/…). Throws when the cgroup filesystem is not
+ * writable here (not root, or the engine on another machine).
+ */
+export async function createBuildCgroup(name: string, pidsLimit: number, cgroupVersion: '1' | '2'): Promise<BuildCgroup> {
+  const relative = path.posix.join('/slipway-builds', name);
+  const pidsRoot = cgroupVersion === '1' ? path.join(CGROUP_ROOT, 'pids') : CGROUP_ROOT;
+  if (cgroupVersion === '2') {
+    // The parent must hand the pids controller down to its children.
+    await mkdir(path.join(CGROUP_ROOT, 'slipway-builds'), { recursive: true });
+    await writeFile(path.join(CGROUP_ROOT, 'slipway-builds', 'cgroup.subtree_control'), '+pids').catch(() => undefined);
+  }
+  const dir = path.join(pidsRoot, relative);
+  await mkdir(dir, { recursive: true });
+  await writeFile(path.join(dir, 'pids.max'), String(pidsLimit));
+  return {
+    cgroupParent: relative,
+    async remove() {
+      // The engine made the same path in every hierarchy (v1); each goes once its containers have.
+      const roots = cgroupVersion === '1' ? (await readdirSafe(CGROUP_ROOT)).map((h) => path.join(CGROUP_ROOT, h)) : [CGROUP_ROOT];
+      for (const root of roots) await removeWhenEmpty(path.join(root, relative));
+    },
+  };
+}
+
+async function readdirSafe(dir: string): Promise<string[]> {
+  return readdir(dir).catch(() => []);
+}
+
+/** rmdir, retried briefly while the engine is still removing the build's last container. */
+async function removeWhenEmpty(dir: string): Promise<void> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    try {
+      await rmdir(dir);
+      return;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return;
+      if (code !== 'EBUSY') return;
+      await sleep(100);
+    }
+  }
+}
