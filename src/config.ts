@@ -64,6 +64,26 @@ export interface Config {
   readonly secretKey: Buffer | undefined;
   /** SLIPWAY_NEW_SECRET_KEY: the key `slipway server rotate-key` moves to when SLIPWAY_SECRET_KEY is used. */
   readonly newSecretKey: Buffer | undefined;
+  /** Bounds on receiving requests and on connections (SLIPWAY_*_TIMEOUT_SECONDS, SLIPWAY_MAX_CONNECTIONS*). */
+  readonly edge: EdgeLimits;
+}
+
+/** How long the server waits for a request, and how many connections it holds (docs/configuration.md). */
+export interface EdgeLimits {
+  /** SLIPWAY_HEADERS_TIMEOUT_SECONDS: time to receive a request's head. */
+  readonly headersTimeoutMs: number;
+  /** SLIPWAY_REQUEST_TIMEOUT_SECONDS: time to receive a whole ordinary request (head and body). */
+  readonly requestTimeoutMs: number;
+  /** SLIPWAY_UPLOAD_TIMEOUT_SECONDS: the same for uploads (multipart) and requests to apps. */
+  readonly uploadTimeoutMs: number;
+  /** SLIPWAY_BODY_IDLE_TIMEOUT_SECONDS: a body that sends nothing for this long is closed. */
+  readonly bodyIdleTimeoutMs: number;
+  /** SLIPWAY_KEEP_ALIVE_TIMEOUT_SECONDS: an idle kept-alive connection is closed after this long. */
+  readonly keepAliveTimeoutMs: number;
+  /** SLIPWAY_MAX_CONNECTIONS: open connections in all (more are closed at once). */
+  readonly maxConnections: number;
+  /** SLIPWAY_MAX_CONNECTIONS_PER_ADDRESS: open connections from one client address. */
+  readonly maxConnectionsPerAddress: number;
 }
 
 /** Client (CLI) settings from the environment. */
@@ -193,6 +213,7 @@ export function loadConfig(env: Env = process.env): Config {
     tunnelsPerKey: integer(env, 'SLIPWAY_TUNNELS_PER_KEY', 5, 1, 1000),
     streamsPerTunnel: integer(env, 'SLIPWAY_TUNNEL_STREAMS', 256, 1, 100_000),
     logLevel,
+    edge: edgeLimits(env),
     secretKey: secretKey(env, 'SLIPWAY_SECRET_KEY'),
     newSecretKey: secretKey(env, 'SLIPWAY_NEW_SECRET_KEY'),
   };
@@ -207,6 +228,23 @@ function secretKey(env: Env, name: string): Buffer | undefined {
     throw new ConfigError(`${name} must be 32 random bytes in base64 (e.g. the output of \`openssl rand -base64 32\`)`);
   }
   return key;
+}
+
+function edgeLimits(env: Env): EdgeLimits {
+  const seconds = (name: string, fallback: number, max: number): number => integer(env, name, fallback, 1, max) * 1000;
+  const limits: EdgeLimits = {
+    headersTimeoutMs: seconds('SLIPWAY_HEADERS_TIMEOUT_SECONDS', 20, 3600),
+    requestTimeoutMs: seconds('SLIPWAY_REQUEST_TIMEOUT_SECONDS', 60, 86_400),
+    uploadTimeoutMs: seconds('SLIPWAY_UPLOAD_TIMEOUT_SECONDS', 3600, 86_400),
+    bodyIdleTimeoutMs: seconds('SLIPWAY_BODY_IDLE_TIMEOUT_SECONDS', 30, 3600),
+    keepAliveTimeoutMs: seconds('SLIPWAY_KEEP_ALIVE_TIMEOUT_SECONDS', 5, 3600),
+    maxConnections: integer(env, 'SLIPWAY_MAX_CONNECTIONS', 10_000, 1, 1_000_000),
+    maxConnectionsPerAddress: integer(env, 'SLIPWAY_MAX_CONNECTIONS_PER_ADDRESS', 512, 1, 1_000_000),
+  };
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs || limits.requestTimeoutMs > limits.uploadTimeoutMs) {
+    throw new ConfigError('SLIPWAY_HEADERS_TIMEOUT_SECONDS ≤ SLIPWAY_REQUEST_TIMEOUT_SECONDS ≤ SLIPWAY_UPLOAD_TIMEOUT_SECONDS must hold');
+  }
+  return limits;
 }
 
 /** A CPU count (decimal, 0.01 to 1024, as deployments accept) in nano-CPUs, the unit Docker takes. */

@@ -16,6 +16,7 @@ import { KeyUsage } from './domain/key-usage.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
 import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
 import { AppProxy } from './proxy/app-proxy.js';
+import { boundRequests, boundedServerOptions } from './proxy/request-bounds.js';
 import { requestHeadProblem, writeBadRequest, writeRawBadRequest } from './proxy/request-guard.js';
 import { RoutingTable } from './proxy/routing-table.js';
 import { createDockerEngine } from './runtime/docker/docker-engine.js';
@@ -187,7 +188,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   await app.ready();
 
   // One port: app hosts go to the data plane, everything else to the API.
-  const server = http.createServer((req, res) => {
+  const server = http.createServer(boundedServerOptions(config.edge), (req, res) => {
     try {
       const problem = requestHeadProblem(req);
       if (problem !== undefined) return writeBadRequest(res, problem);
@@ -217,8 +218,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   // Requests Node's parser refuses get the same {error, message} JSON as every other error.
   server.on('clientError', answerClientError);
   server.on('checkExpectation', answerUnmetExpectation);
-  server.headersTimeout = 60_000;
-  server.requestTimeout = 0; // uploads and followed logs may take long; idle sockets still time out
+  // Uploads and requests to apps (streamed to the app) get the long bound; API JSON the short one.
+  boundRequests(server, config.edge, (req) => table.resolveHost(req.headers.host) !== null || /^multipart\//i.test(req.headers['content-type'] ?? ''));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());

@@ -224,7 +224,11 @@ export function dockerfileFetches(text: string, buildArgs: Readonly<Record<strin
   const globalArgs = new Map<string, string>();
   const stages = new Set<string>();
   let stageVars: Map<string, string> | null = null;
-  for (const ins of list) {
+  for (const listed of list) {
+    // A trigger runs when an image built from this one is used as a base, a later stage included:
+    // `ONBUILD ADD <url>` is checked like the ADD itself.
+    const ins = listed.keyword === 'ONBUILD' ? split(listed.args, listed.line) : listed;
+    if (listed.keyword === 'ONBUILD' && ins.keyword !== 'ADD' && ins.keyword !== 'COPY') continue;
     switch (ins.keyword) {
       case 'ARG': {
         for (const [name, declared] of assignments('ARG', ins.args, stageVars ?? globalArgs, escape)) {
@@ -352,4 +356,14 @@ export async function dockerfileProblem(text: string, resolve: Resolve, buildArg
     }
   }
   return null;
+}
+
+/**
+ * Checks a base image's ONBUILD triggers (they run in this build, as if written after its FROM):
+ * null when they may run, else why not.
+ */
+export async function triggersProblem(triggers: readonly string[], resolve: Resolve): Promise<string | null> {
+  const text = ['FROM scratch', ...triggers.map((t) => t.replace(/[\r\n]+/g, ' '))].join('\n');
+  const problem = await dockerfileProblem(text, resolve);
+  return problem === null ? null : problem.replace(/^line \d+: /, '');
 }

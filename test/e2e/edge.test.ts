@@ -1,7 +1,13 @@
-// The edge of a real server, attacked over raw loopback sockets: ambiguous request heads are refused before routing.
+// The edge of a real server, attacked over raw loopback sockets: ambiguous heads refused, endless requests closed, connections capped, long responses kept.
 import assert from 'node:assert/strict';
-import { connect } from 'node:net';
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
+import WebSocket, { WebSocketServer } from 'ws';
+import { runTunnelClient } from '../../src/tunnel/tunnel-client.js';
+import { eventually } from '../helpers/apps.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 interface RawAnswer {
@@ -13,7 +19,7 @@ interface RawAnswer {
 }
 
 /** Writes `data` on a fresh connection and reads until the server closes it (at most `timeoutMs`). */
-export function rawRequest(port: number, data: string, timeoutMs = 20_000): Promise<RawAnswer> {
+function rawRequest(port: number, data: string, timeoutMs = 20_000): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host: '127.0.0.1', port });
     const chunks: Buffer[] = [];
@@ -81,5 +87,191 @@ describe('edge: ambiguous request heads', () => {
     const target = `http://127.0.0.1:${ts.port}/api/v1/deployments`;
     const absolute = await rawRequest(ts.port, `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1:${ts.port}\r\nConnection: close\r\n\r\n`);
     assert.equal(absolute.status, 401, absolute.head);
+  });
+});
+
+/** Opens a connection and writes `data`; resolves with the socket once connected. */
+async function openWith(port: number, data: string): Promise<Socket> {
+  const socket = connect({ host: '127.0.0.1', port });
+  socket.on('error', () => {});
+  await once(socket, 'connect');
+  socket.write(data);
+  return socket;
+}
+
+/** Resolves when `socket` closes; rejects if it is still open after `timeoutMs`. */
+function closed(socket: Socket, timeoutMs = 20_000): Promise<void> {
+  if (socket.destroyed || socket.closed) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the connection stayed open for ${timeoutMs} ms`)), timeoutMs);
+    socket.once('close', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+const LOGIN_HEAD = (port: number, length: number): string =>
+  `POST /api/v1/auth/login HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+
+describe('edge: requests without end', () => {
+  let ts: TestServer;
+  before(async () => {
+    ts = await startTestServer({
+      SLIPWAY_BODY_IDLE_TIMEOUT_SECONDS: '1',
+      SLIPWAY_HEADERS_TIMEOUT_SECONDS: '2',
+      SLIPWAY_REQUEST_TIMEOUT_SECONDS: '3',
+      SLIPWAY_KEEP_ALIVE_TIMEOUT_SECONDS: '1',
+    });
+  });
+  after(() => ts.close());
+
+  test('a login body that stops sending is closed after the body idle timeout', async () => {
+    const socket = await openWith(ts.port, `${LOGIN_HEAD(ts.port, 100)}{"email":"a@b.c",`);
+    await closed(socket);
+  });
+
+  test('a login body dribbling a byte at a time, never idle long enough, is closed at the request timeout', async () => {
+    const socket = await openWith(ts.port, `${LOGIN_HEAD(ts.port, 10_000)}{`);
+    const dribble = setInterval(() => socket.write(' '), 300);
+    try {
+      await closed(socket);
+    } finally {
+      clearInterval(dribble);
+    }
+  });
+
+  test('a head that never ends is closed at the headers timeout', async () => {
+    const socket = await openWith(ts.port, `GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n`);
+    const dribble = setInterval(() => socket.write('X-A: b\r\n'), 300);
+    try {
+      await closed(socket);
+    } finally {
+      clearInterval(dribble);
+    }
+  });
+
+  test('an idle kept-alive connection is closed after the keep-alive timeout; a whole request is answered', async () => {
+    const socket = await openWith(ts.port, `GET /api/v1/deployments HTTP/1.1\r\nHost: 127.0.0.1:${ts.port}\r\n\r\n`);
+    const [first] = (await once(socket, 'data')) as [Buffer];
+    assert.match(first.toString('latin1'), /^HTTP\/1\.1 401 /);
+    await closed(socket);
+  });
+});
+
+describe('edge: connection caps', () => {
+  let ts: TestServer;
+  before(async () => {
+    ts = await startTestServer({ SLIPWAY_MAX_CONNECTIONS_PER_ADDRESS: '10' });
+  });
+  after(() => ts.close());
+
+  test('many dribbling connections from one address: those above the cap are closed at once, and room returns as they go', async () => {
+    const sockets: Socket[] = [];
+    for (let i = 0; i < 30; i++) sockets.push(await openWith(ts.port, `${LOGIN_HEAD(ts.port, 100)}{`));
+    // Every connection above the cap is closed by the server; the first ones (idle timeout 30 s) stay.
+    // (The test client's own kept-alive connection may hold one of the ten places for a while.)
+    const open = (): number => sockets.filter((s) => !s.closed).length;
+    const deadline = Date.now() + 10_000;
+    while (open() > 10 && Date.now() < deadline) await sleep(20);
+    assert.ok(open() <= 10, `${open()} connections stayed open`);
+    assert.deepEqual(
+      sockets.slice(0, 9).map((s) => s.closed),
+      Array(9).fill(false),
+    );
+    // An eleventh is refused too...
+    const refused = await rawRequest(ts.port, `GET /api/v1/deployments HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
+    assert.equal(refused.status, 0);
+    // ...until the held ones close.
+    for (const socket of sockets) socket.destroy();
+    const ok = await eventually(async () => {
+      const res = await rawRequest(ts.port, `GET /api/v1/deployments HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
+      return res.status === 401 ? res : undefined;
+    }, 10_000, 'a connection accepted again');
+    assert.equal(ok.status, 401);
+  });
+});
+
+describe('edge: long responses are not cut by the request bounds', () => {
+  let ts: TestServer;
+  let app: Server;
+  let wss: WebSocketServer;
+  let tunnel: AbortController;
+  let tunnelDone: Promise<void>;
+  let host: string;
+  /** Longer than every bound the server is given below. */
+  const PAUSE_MS = 3500;
+
+  before(async () => {
+    ts = await startTestServer({
+      SLIPWAY_BODY_IDLE_TIMEOUT_SECONDS: '1',
+      SLIPWAY_HEADERS_TIMEOUT_SECONDS: '1',
+      SLIPWAY_REQUEST_TIMEOUT_SECONDS: '2',
+      SLIPWAY_UPLOAD_TIMEOUT_SECONDS: '2',
+      SLIPWAY_KEEP_ALIVE_TIMEOUT_SECONDS: '1',
+    });
+    // A local app behind a tunnel: a response that pauses mid-stream, an upload it reads slowly, a quiet WebSocket.
+    app = createServer((req, res) => {
+      if (req.url === '/stream') {
+        res.write('first ');
+        setTimeout(() => res.end('second'), PAUSE_MS);
+      } else {
+        let bytes = 0;
+        req.on('data', (chunk: Buffer) => (bytes += chunk.length));
+        req.on('end', () => setTimeout(() => res.end(`read ${bytes}`), PAUSE_MS));
+      }
+    });
+    wss = new WebSocketServer({ server: app });
+    wss.on('connection', (ws) => ws.on('message', (data) => setTimeout(() => ws.send(`late ${String(data)}`), PAUSE_MS)));
+    app.listen(0, '127.0.0.1');
+    await once(app, 'listening');
+    const user = await ts.newUser('edge');
+    tunnel = new AbortController();
+    let connected: (subdomain: string) => void = () => {};
+    const ready = new Promise<string>((resolve) => (connected = resolve));
+    tunnelDone = runTunnelClient({
+      serverUrl: ts.url,
+      apiKey: user.apiKey,
+      port: (app.address() as AddressInfo).port,
+      signal: tunnel.signal,
+      onEvent: (event) => {
+        if (event.type === 'connected') connected(event.subdomain);
+      },
+    }).catch(() => {});
+    const subdomain = await Promise.race([ready, sleep(20_000).then(() => Promise.reject(new Error('tunnel did not connect')))]);
+    host = `${subdomain}.localhost:${ts.port}`;
+  });
+  after(async () => {
+    tunnel.abort();
+    await tunnelDone;
+    for (const client of wss.clients) client.terminate();
+    app.closeAllConnections();
+    app.close();
+    await ts.close();
+  });
+
+  test('a streamed response pausing longer than every bound arrives whole', async () => {
+    const res = await rawRequest(ts.port, `GET /stream HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+    assert.equal(res.status, 200, res.head);
+    assert.match(res.body, /first [\s\S]*second/);
+  });
+
+  test('an upload the app answers only after a long pause gets its answer', async () => {
+    const body = 'x'.repeat(50_000);
+    const res = await rawRequest(ts.port, `POST /upload HTTP/1.1\r\nHost: ${host}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+    assert.equal(res.status, 200, res.head);
+    assert.equal(res.body, `read ${body.length}`);
+  });
+
+  test('a WebSocket through the tunnel stays open across a silence longer than every bound', async () => {
+    const ws = new WebSocket(`ws://127.0.0.1:${ts.port}/chat`, { headers: { host } });
+    try {
+      await once(ws, 'open');
+      ws.send('hello');
+      const [reply] = (await Promise.race([once(ws, 'message'), sleep(20_000).then(() => [undefined])])) as [Buffer | undefined];
+      assert.equal(String(reply), 'late hello');
+    } finally {
+      ws.terminate();
+    }
   });
 });

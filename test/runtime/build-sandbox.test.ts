@@ -136,6 +136,33 @@ describe('build confinement (real engine)', () => {
     }
   });
 
+  test("a base image's ONBUILD ADD of a loopback URL is refused; the listener is never reached", async () => {
+    const wire = await tripwire();
+    try {
+      // The base is built straight through the engine API (Slipway would refuse its ONBUILD line).
+      const base = `slipway-test/onbuild-${runId.slice(0, 8)}:1`;
+      const baseDir = await contextDir(`FROM ${BUSYBOX_IMAGE}\nONBUILD ADD http://127.0.0.1:${wire.port}/secret /secret\n`);
+      const stream = await docker.buildImage({ context: baseDir, src: ['Dockerfile'] }, { t: base, labels: runLabels, version: '1', rm: true });
+      await new Promise<void>((resolve, reject) => docker.modem.followProgress(stream, (err: Error | null) => (err === null ? resolve() : reject(err))));
+      assert.deepEqual((await docker.getImage(base).inspect()).Config.OnBuild, [`ADD http://127.0.0.1:${wire.port}/secret /secret`]);
+
+      const { error } = await build(await contextDir(`FROM ${base}\nRUN true\n`));
+      assert.ok(error !== null);
+      assert.match(error.message, /refused: line 1: FROM .* refused: an ONBUILD trigger of that image: ADD .* refused: ADD may not fetch URLs/);
+      assert.equal(wire.hits(), 0);
+      // A base whose triggers are harmless builds (control).
+      const harmless = `slipway-test/onbuild-${runId.slice(0, 8)}:2`;
+      const harmlessDir = await contextDir(`FROM ${BUSYBOX_IMAGE}\nONBUILD RUN echo triggered\n`);
+      const stream2 = await docker.buildImage({ context: harmlessDir, src: ['Dockerfile'] }, { t: harmless, labels: runLabels, version: '1', rm: true });
+      await new Promise<void>((resolve, reject) => docker.modem.followProgress(stream2, (err: Error | null) => (err === null ? resolve() : reject(err))));
+      const ok = await build(await contextDir(`FROM ${harmless}\n`));
+      assert.equal(ok.error, null, ok.output);
+      assert.match(ok.output, /triggered/);
+    } finally {
+      await wire.close();
+    }
+  });
+
   test('a symlinked .dockerignore or Dockerfile (or a Dockerfile under a linked folder) fails the build', async () => {
     const secret = path.join(workDir, `outside-${randomUUID()}`);
     await writeFile(secret, 'FROM scratch\n');

@@ -62,6 +62,8 @@ describe('dockerfile fetch policy', () => {
       'ARG H=127.0.0.1\nFROM node\nARG H\nADD http://${H}/x /x\n',
       'FROM node\nENV U http://10.0.0.1/x\nADD ${U} /x\n',
       'FROM node\nENV A=1 U=http://10.0.0.1/x\nADD ${U} /x\n',
+      'FROM node AS base\nONBUILD ADD http://127.0.0.1/x /x\nFROM base\n',
+      'FROM node\nonbuild add https://example.com/f /f\n',
     ];
     for (const text of refused) assert.match((await problem(text)) ?? 'passed', /ADD .* refused: ADD may not fetch URLs/, text);
   });

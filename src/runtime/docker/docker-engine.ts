@@ -16,7 +16,7 @@ import type {
   VolumeInfo,
   VolumeOptions,
 } from '../engine.js';
-import { dockerfileProblem } from '../dockerfile-policy.js';
+import { dockerfileFetches, dockerfileProblem, triggersProblem } from '../dockerfile-policy.js';
 import { buildContext, readDockerfile } from './build-context.js';
 import { buildBridgeName, createBuildCgroup, ensureBuildFirewall } from './build-sandbox.js';
 import { OutputTail, eventText, parseEvent } from './build-output.js';
@@ -148,10 +148,11 @@ export class DockerEngine implements ContainerEngine {
     if (signal.aborted) throw abortError('build', signal);
     const dockerfile = options.dockerfile.replace(/\\/g, '/').replace(/^\.\//, '');
     // What the engine would fetch itself, from the host's network, is checked first (see dockerfile-policy).
-    const problem = await dockerfileProblem(await readDockerfile(options.contextDir, dockerfile), (host) =>
-      withTimeout(`resolving ${host}`, RESOLVE_TIMEOUT_MS, async () => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address), signal),
-      options.buildArgs,
-    );
+    const text = await readDockerfile(options.contextDir, dockerfile);
+    const resolve = (host: string): Promise<string[]> =>
+      withTimeout(`resolving ${host}`, RESOLVE_TIMEOUT_MS, async () => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address), signal);
+    const buildArgs = options.buildArgs ?? {};
+    const problem = (await dockerfileProblem(text, resolve, buildArgs)) ?? (await this.#baseImageProblem(text, resolve, signal, buildArgs));
     if (problem !== null) throw new EngineBuildError(`refused: ${problem}`, `refused: ${problem}`);
     const sandbox = await this.#sandbox(options.sandbox, options.onOutput);
     try {
@@ -159,6 +160,43 @@ export class DockerEngine implements ContainerEngine {
     } finally {
       await sandbox.cleanup();
     }
+  }
+
+  /**
+   * The ONBUILD triggers of the base images run in this build as if the Dockerfile held them, so
+   * they are checked too: each FROM image (pulled first when the engine lacks it) is inspected.
+   * A pull that fails is left for the build itself to report.
+   */
+  async #baseImageProblem(
+    text: string,
+    resolve: (host: string) => Promise<string[]>,
+    signal: AbortSignal,
+    buildArgs: Readonly<Record<string, string>>,
+  ): Promise<string | null> {
+    for (const fetch of dockerfileFetches(text, buildArgs)) {
+      if (fetch.kind !== 'image' || fetch.instruction !== 'FROM') continue;
+      let image = await this.#inspectImage(fetch.ref);
+      if (image === null) {
+        await this.#pull(fetch.ref, signal).catch((err: unknown) => {
+          if (signal.aborted) throw abortError('build', signal);
+          return err;
+        });
+        image = await this.#inspectImage(fetch.ref);
+      }
+      const triggers = image?.Config?.OnBuild ?? [];
+      if (triggers.length === 0) continue;
+      const problem = await triggersProblem(triggers, resolve);
+      if (problem !== null) return `line ${fetch.line}: FROM ${fetch.ref} refused: an ONBUILD trigger of that image: ${problem}`;
+    }
+    return null;
+  }
+
+  /** Pulls an image (as the builder would for FROM), following its progress to the end. */
+  async #pull(ref: string, signal: AbortSignal): Promise<void> {
+    const stream = (await this.#docker.pull(ref, { abortSignal: signal })) as Readable;
+    await new Promise<void>((resolve, reject) => {
+      this.#docker.modem.followProgress(stream, (err: Error | null) => (err === null ? resolve() : reject(err)));
+    });
   }
 
   async #build(options: BuildImageOptions, dockerfile: string, sandbox: Record<string, unknown>): Promise<{ imageId: string }> {
