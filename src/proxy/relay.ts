@@ -45,6 +45,7 @@ export function openUpstreamRequest(options: RequestOptions): ClientRequest | Er
  */
 export function relayResponse(proxyReq: ClientRequest, res: ServerResponse, hooks: RelayHooks): void {
   let settled = false;
+  let relayed: IncomingMessage | undefined;
   const fail = (err: Error & { code?: string }): void => {
     if (settled) return;
     settled = true;
@@ -86,6 +87,7 @@ export function relayResponse(proxyReq: ClientRequest, res: ServerResponse, hook
       return;
     }
     settled = true;
+    relayed = proxyRes;
     hooks.onStatus?.(status);
     proxyRes.on('error', () => res.destroy());
     proxyRes.once('close', () => {
@@ -96,6 +98,9 @@ export function relayResponse(proxyReq: ClientRequest, res: ServerResponse, hook
   });
 
   proxyReq.on('error', (err: Error) => {
+    // After a complete answer, the error is about bytes that follow it (an app that sends a body with
+    // its answer to HEAD): the visitor's answer is whole and is still sent.
+    if (relayed?.complete === true) return;
     // After the head: a broken body; close the visitor's connection (a no-op if it already left).
     if (settled) res.destroy();
     else fail(err);

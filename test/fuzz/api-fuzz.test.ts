@@ -20,8 +20,8 @@ import {
 
 /** SLIPWAY_FUZZ_SEED: the run's seed (printed); SLIPWAY_FUZZ_COUNT: how many requests; SLIPWAY_FUZZ_SECONDS: a time cap on the random phase. */
 const SEED = envNumber('SLIPWAY_FUZZ_SEED', 0x51a1e) >>> 0;
-const COUNT = envNumber('SLIPWAY_FUZZ_COUNT', 800);
-const SECONDS = envNumber('SLIPWAY_FUZZ_SECONDS', 40);
+const COUNT = envNumber('SLIPWAY_FUZZ_COUNT', 2000);
+const SECONDS = envNumber('SLIPWAY_FUZZ_SECONDS', 35);
 /** Engine-heavy requests (deploy, restart, rollback on an own deployment) allowed in one run. */
 const HEAVY_BUDGET = envNumber('SLIPWAY_FUZZ_HEAVY', 10);
 
@@ -91,7 +91,7 @@ function sentJson(plan: Plan): unknown {
 }
 
 /** Files objects the fuzzer created into the pools, so later requests reach them. */
-function harvest(world: FuzzWorld, plan: Plan, res: RawResponse): void {
+function harvest(world: FuzzWorld, plan: Plan, res: RawResponse, secrets: string[]): void {
   if (res.outcome !== 'response' || plan.op === undefined || res.status >= 300) return;
   let json: Record<string, unknown>;
   try {
@@ -107,6 +107,8 @@ function harvest(world: FuzzWorld, plan: Plan, res: RawResponse): void {
   } else if (method === 'POST' && path === '/api/v1/api-keys') {
     const key = json['api_key'] as { id?: unknown } | undefined;
     if (typeof key?.id === 'string') world.apiKeys[owner].push(key.id);
+    // A full key is shown once, at its creation: any later answer carrying it is a leak.
+    if (typeof json['key'] === 'string') secrets.push(json['key']);
   } else if (method === 'POST' && path.endsWith('/deploy') && typeof json['id'] === 'string') {
     world.builds[owner].push(json['id']);
   } else if (method === 'PUT' && path === '/api/v1/users/me/password' && res.status === 200) {
@@ -117,6 +119,60 @@ function harvest(world: FuzzWorld, plan: Plan, res: RawResponse): void {
     const sent = sentJson(plan) as { email?: unknown } | undefined;
     if (sent?.email === world.a.email) world.spareSessions.push(json['token']);
   }
+}
+
+/** Counts of what was sent and answered, and every finding. */
+class Tally {
+  sent = 0;
+  readonly shapes = new Set<string>();
+  /** method + route + body kind + auth kind (a shape's first four parts). */
+  readonly coarseShapes = new Set<string>();
+  readonly operations = new Set<string>();
+  readonly findings: Finding[] = [];
+  readonly #byKind = new Map<string, number>();
+  readonly #byAnswer = new Map<string, number>();
+  readonly #allowedServerErrors = new Map<string, number>();
+  #serverErrors = 0;
+  #hangs = 0;
+  #closes = 0;
+  #cutStreams = 0;
+
+  constructor(readonly secrets: string[]) {}
+
+  record(index: number, plan: Plan, res: RawResponse): void {
+    this.sent += 1;
+    this.shapes.add(plan.shape);
+    this.coarseShapes.add(plan.shape.split(' ').slice(0, 4).join(' '));
+    if (plan.op !== undefined) this.operations.add(`${plan.op.method} ${plan.op.path}`);
+    bump(this.#byKind, plan.kind);
+    bump(this.#byAnswer, res.outcome === 'response' ? `${Math.floor(res.status / 100)}xx` : res.outcome);
+    if (res.outcome === 'response' && res.status >= 500) {
+      if (plan.allowedServerErrors.includes(res.status)) bump(this.#allowedServerErrors, `${res.status} ${plan.kind}`);
+      else this.#serverErrors += 1;
+    }
+    if (res.outcome === 'timeout' || res.bodyTimedOut) this.#hangs += 1;
+    if (res.outcome === 'closed') this.#closes += 1;
+    if (res.cutShort) this.#cutStreams += 1;
+    for (const problem of judge(plan, res, this.secrets)) {
+      const answer = res.outcome === 'response' ? ` [${res.status}: ${JSON.stringify(res.body.subarray(0, 200).toString('utf8'))}]` : '';
+      this.findings.push({ index, shape: plan.shape, problem: `${problem}${answer}`, request: describeRequest(plan) });
+    }
+  }
+
+  lines(): string[] {
+    const list = (map: Map<string, number>): string => [...map].sort().map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
+    const allowed = [...this.#allowedServerErrors.values()].reduce((a, b) => a + b, 0);
+    return [
+      `[fuzz] by target: ${list(this.#byKind)}`,
+      `[fuzz] by answer: ${list(this.#byAnswer)}`,
+      `[fuzz] 5xx (not allowed): ${this.#serverErrors}; allowed 5xx: ${allowed} (${list(this.#allowedServerErrors)}); hangs: ${this.#hangs}; ` +
+        `closed without answer (the client half-closed mid-body): ${this.#closes}; streams cut by the client: ${this.#cutStreams}; findings: ${this.findings.length}`,
+    ];
+  }
+}
+
+function bump(map: Map<string, number>, key: string): void {
+  map.set(key, (map.get(key) ?? 0) + 1);
 }
 
 describe('API fuzz', () => {
@@ -175,16 +231,8 @@ describe('API fuzz', () => {
     console.log(`[fuzz] seed ${SEED} (SLIPWAY_FUZZ_SEED=${SEED} reproduces), count ${COUNT}, time cap ${SECONDS} s, ${operations.length} OpenAPI operations`);
     assert.ok(operations.length >= 20, `the OpenAPI document lists ${operations.length} operations`);
     const secrets = [world.a.apiKey, world.b.apiKey, world.c.apiKey, world.a.password, world.b.password];
-    const findings: Finding[] = [];
-    const shapes = new Set<string>();
-    const byKind = new Map<string, number>();
-    const byStatus = new Map<string, number>();
-    const covered = new Set<string>();
-    let serverErrors = 0;
-    let allowedServerErrors = 0;
-    let hangs = 0;
-    let closes = 0;
-    let sent = 0;
+    const tally = new Tally(secrets);
+    let bursts = 0;
     const started = Date.now();
     const deadline = started + SECONDS * 1000;
 
@@ -205,39 +253,34 @@ describe('API fuzz', () => {
           kind === 'tunnel' ? planTunnelRequest(rng, world) :
           planAppHostRequest(rng, world);
       }
-      const res = await sendRaw(ts.port, plan.request, { timeoutMs: plan.timeoutMs, streamCutMs: 1500 }, plan.headOnly);
-      sent += 1;
-      shapes.add(plan.shape);
-      if (plan.op !== undefined) covered.add(`${plan.op.method} ${plan.op.path}`);
-      byKind.set(plan.kind, (byKind.get(plan.kind) ?? 0) + 1);
-      const statusKey = res.outcome === 'response' ? `${Math.floor(res.status / 100)}xx` : res.outcome;
-      byStatus.set(statusKey, (byStatus.get(statusKey) ?? 0) + 1);
-      if (res.outcome === 'response' && res.status >= 500) {
-        if (plan.allowedServerErrors.includes(res.status)) allowedServerErrors += 1;
-        else serverErrors += 1;
+      // Now and then the same request four times at once: races on one object (the same subdomain
+      // created twice, one id deleted twice, one spare session logged out twice…).
+      const burst = !firstPass && plan.kind === 'api' && !plan.heavy && rng.chance(0.08);
+      const options = { timeoutMs: plan.timeoutMs, streamCutMs: 1500 };
+      const answers = burst
+        ? await Promise.all([1, 2, 3, 4].map(() => sendRaw(ts.port, plan.request, options, plan.headOnly)))
+        : [await sendRaw(ts.port, plan.request, options, plan.headOnly)];
+      if (burst) bursts += 1;
+      for (const res of answers) {
+        tally.record(i, plan, res);
+        harvest(world, plan, res, tally.secrets);
       }
-      if (res.outcome === 'timeout' || res.bodyTimedOut) hangs += 1;
-      if (res.outcome === 'closed') closes += 1;
-      for (const problem of judge(plan, res, secrets)) {
-        findings.push({ index: i, shape: plan.shape, problem: res.outcome === 'response' ? `${problem} [${res.status}: ${JSON.stringify(res.body.subarray(0, 200).toString('utf8'))}]` : problem, request: describeRequest(plan) });
-      }
-      harvest(world, plan, res);
     }
 
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
     const summary = [
-      `[fuzz] ${sent} requests in ${seconds} s, ${shapes.size} distinct shapes (method + route + body kind + auth kind + params/query/header twist)`,
-      `[fuzz] by target: ${[...byKind].map(([k, n]) => `${k} ${n}`).join(', ')}`,
-      `[fuzz] by answer: ${[...byStatus].sort().map(([k, n]) => `${k} ${n}`).join(', ')}`,
-      `[fuzz] 5xx (not allowed): ${serverErrors}; allowed 5xx (data plane 501-504, build_failed on deploy?wait): ${allowedServerErrors}; hangs: ${hangs}; closed without answer: ${closes}; engine-heavy budget left: ${world.heavyBudget}`,
-      `[fuzz] findings: ${findings.length}; crashes / unhandled rejections: ${crashes.length}`,
+      `[fuzz] ${tally.sent} requests in ${seconds} s (${bursts} bursts of 4 identical requests at once); distinct shapes: ${tally.coarseShapes.size} by method + route + body kind + auth kind, ${tally.shapes.size} with the params/query/header twists`,
+      ...tally.lines(),
+      `[fuzz] engine-heavy budget left: ${world.heavyBudget}; crashes / unhandled rejections: ${crashes.length}`,
     ];
     for (const line of summary) {
       console.log(line);
       t.diagnostic(line);
     }
+    const findings = tally.findings;
     for (const f of findings.slice(0, 25)) console.log(`[fuzz] #${f.index} ${f.shape}: ${f.problem}\n        ${f.request.slice(0, 600)}`);
 
+    const covered = new Set(tally.operations);
     const missing = operations.map((op) => `${op.method} ${op.path}`).filter((key) => !covered.has(key));
     assert.deepEqual(missing, [], 'every OpenAPI operation was requested');
     assert.deepEqual(crashes, [], 'no uncaught exception or unhandled rejection');
