@@ -8,7 +8,7 @@
 // containers are placed under a parent cgroup whose pids.max bounds them together.
 import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
-import { mkdir, readFile, readdir, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rmdir, stat, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -126,17 +126,51 @@ async function readdirSafe(dir: string): Promise<string[]> {
   return readdir(dir).catch(() => []);
 }
 
-/** rmdir, retried briefly while the engine is still removing the build's last container. */
+/** How long a leftover build cgroup must have existed before a later build sweeps it away. */
+const STALE_CGROUP_MS = 25 * 3600_000; // longer than the longest build time limit (24 h)
+
+/**
+ * rmdir, retried while the engine is still removing the build's last container: a few times at
+ * once, then in the background for a minute (a cancelled build's container can take that long).
+ */
 async function removeWhenEmpty(dir: string): Promise<void> {
-  for (let attempt = 0; attempt < 20; attempt++) {
+  const attempt = async (): Promise<'done' | 'busy'> => {
     try {
       await rmdir(dir);
-      return;
+      return 'done';
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' || code === 'ENOTDIR') return;
-      if (code !== 'EBUSY') return;
-      await sleep(100);
+      return (err as NodeJS.ErrnoException).code === 'EBUSY' ? 'busy' : 'done';
+    }
+  };
+  for (let i = 0; i < 10; i++) {
+    if ((await attempt()) === 'done') return;
+    await sleep(100);
+  }
+  let left = 60;
+  const retry = (): void => {
+    void attempt().then((result) => {
+      if (result === 'busy' && --left > 0) setTimeout(retry, 1000).unref();
+    });
+  };
+  setTimeout(retry, 1000).unref();
+}
+
+/**
+ * Removes build cgroups left behind (a crash, or a container the engine removed after the last
+ * retry). Only empty ones older than any build go: the kernel refuses to remove a cgroup
+ * that still holds processes or children, and the age keeps a build that has not started its
+ * first RUN step yet from losing its limit.
+ */
+export async function sweepBuildCgroups(cgroupVersion: '1' | '2'): Promise<void> {
+  const roots = cgroupVersion === '1' ? (await readdirSafe(CGROUP_ROOT)).map((h) => path.join(CGROUP_ROOT, h)) : [CGROUP_ROOT];
+  for (const root of roots) {
+    const parent = path.join(root, 'slipway-builds');
+    for (const name of await readdirSafe(parent)) {
+      if (!/^[0-9a-f]{16}$/.test(name)) continue;
+      const dir = path.join(parent, name);
+      const info = await stat(dir).catch(() => null);
+      if (info === null || !info.isDirectory() || Date.now() - info.ctimeMs < STALE_CGROUP_MS) continue;
+      await rmdir(dir).catch(() => undefined);
     }
   }
 }
