@@ -92,6 +92,14 @@ async function loadApps() {
     const actions = cell(tr, '');
     button(actions, 'Builds', () => loadBuilds(app));
     button(actions, 'Deploy', async () => { await call('POST', `/deployments/${app.id}/deploy`); await loadApps(); await loadBuilds(app); });
+    if (app.status === 'building') {
+      button(actions, 'Cancel build', async () => {
+        const { message } = await call('POST', `/deployments/${app.id}/cancel`);
+        await loadApps();
+        await loadBuilds(app);
+        $('log-title').textContent = message;
+      });
+    }
     button(actions, 'Stop', async () => { await call('POST', `/deployments/${app.id}/stop`); await loadApps(); });
     button(actions, 'Restart', async () => { await call('POST', `/deployments/${app.id}/restart`); await loadApps(); });
     button(actions, 'Delete', async () => {
