@@ -168,7 +168,8 @@ async function loadWithWrk(target: Target, path: string, connections: number, se
     { maxBuffer: 1024 * 1024 },
   );
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1] ?? 'NaN');
-  const p99 = wrkMs(/99%\s+(\S+)/.exec(stdout)?.[1] ?? '');
+  // The latency distribution's 99% line only: the Latency line's "+/- Stdev" column (e.g. 87.99%) also ends in 99%.
+  const p99 = wrkMs(/^\s+99%\s+(\S+)/m.exec(stdout)?.[1] ?? '');
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(stdout)?.[1] ?? '0');
   const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(stdout);
   const errors = non2xx + (socketErrors === null ? 0 : socketErrors.slice(1).reduce((sum, n) => sum + Number(n), 0));

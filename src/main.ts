@@ -15,6 +15,7 @@ import { DbAppConfigStore, readKeyCheck, writeKeyCheck } from './db/app-config-s
 import { unlockInstallation } from './secrets/unlock.js';
 import { bootstrapAdmin } from './domain/accounts.js';
 import { KeyUsage } from './domain/key-usage.js';
+import { ListCursors } from './api/list-pages.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
 import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelsOf, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
 import { AppProxy } from './proxy/app-proxy.js';
@@ -158,6 +159,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     buildLogs,
     // 10 failures per account; an address gets more room, since many users may share it (NAT).
     keyUsage,
+    // Cursors are sealed with the installation key: they survive restarts, not a key rotation.
+    cursors: new ListCursors(unlocked.cipher),
     loginLimiter: new FailureLimiter({ maxFailures: 10, maxFailuresByKind: { ip: 100 }, windowMs: 15 * 60_000 }),
     operations: lifecycle,
     configs,

@@ -6,6 +6,7 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { BuildLogStore } from '../deploy/build-logs.js';
 import type { KeyUsage } from '../domain/key-usage.js';
+import type { ListCursors } from './list-pages.js';
 import type { FailureLimiter } from '../domain/rate-limiter.js';
 import type { AppConfigStore } from '../domain/app-config.js';
 import type { DeploymentOperations } from '../domain/operations.js';
@@ -33,6 +34,8 @@ export interface ApiDeps {
   readonly loginLimiter: FailureLimiter;
   /** API key use (`last_used_at`), coalesced. */
   readonly keyUsage: KeyUsage;
+  /** Seals and opens the cursors of paged lists. */
+  readonly cursors: ListCursors;
   readonly operations: DeploymentOperations;
   /** Deployments' environment variables (encrypted at rest by the store). */
   readonly configs: AppConfigStore;

@@ -1,4 +1,4 @@
-// `slipway server`: run the Slipway server in the foreground until SIGINT/SIGTERM; `server rotate-key`, `server reset-password`.
+// `slipway server`: run the Slipway server, supervised, in the foreground until SIGINT/SIGTERM; `server rotate-key`, `server reset-password`.
 import { ConfigError, loadConfig } from '../config.js';
 import { startServer } from '../main.js';
 import { randomBase62 } from '../core/credentials.js';
@@ -11,16 +11,41 @@ import { readKeyCheck, reencryptAll, writeKeyCheck } from '../db/app-config-stor
 import { rotateInstallationKey } from '../secrets/rotate-key.js';
 import { unlockInstallation } from '../secrets/unlock.js';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { EXIT_CANNOT_START, installWorkerGuards, supervise } from './supervisor.js';
 
-/** Starts the server from the environment; prints where it listens and a generated admin password. */
+/**
+ * `slipway server`: checks the configuration, then runs the server in a supervised child process
+ * (see supervisor.ts) that is started again whenever it dies; SIGINT/SIGTERM stop both cleanly.
+ */
 export async function runServer(): Promise<void> {
+  try {
+    loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`slipway: configuration error: ${err.message}\n`);
+      process.exit(EXIT_CANNOT_START);
+    }
+    throw err;
+  }
+  const entry = fileURLToPath(new URL('./server-worker.js', import.meta.url));
+  // Itself supervised (`npm start`): when that parent goes, stop the server cleanly and go too.
+  if (process.send !== undefined) process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'));
+  const code = await supervise({ entry });
+  // Exit now: an IPC channel to a parent supervisor would otherwise keep this process alive.
+  process.exit(code);
+}
+
+/** The supervised server process: starts the server from the environment; prints where it listens and a generated admin password. */
+export async function runServerWorker(): Promise<void> {
+  installWorkerGuards();
   let config;
   try {
     config = loadConfig();
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`slipway: configuration error: ${err.message}\n`);
-      process.exit(2);
+      process.exit(EXIT_CANNOT_START);
     }
     throw err;
   }
@@ -30,7 +55,7 @@ export async function runServer(): Promise<void> {
   } catch (err) {
     if (err instanceof ConfigError || (err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
       process.stderr.write(`slipway: cannot start: ${err instanceof Error ? err.message : String(err)}\n`);
-      process.exit(2);
+      process.exit(EXIT_CANNOT_START);
     }
     throw err;
   }

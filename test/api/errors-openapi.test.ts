@@ -18,6 +18,7 @@ import { DomainError } from '../../src/core/errors.js';
 import type { DeploymentOperations } from '../../src/domain/operations.js';
 import type { Principal } from '../../src/core/principal.js';
 import { KeyUsage } from '../../src/domain/key-usage.js';
+import { ListCursors } from '../../src/api/list-pages.js';
 import { FailureLimiter } from '../../src/domain/rate-limiter.js';
 import { SourceStore } from '../../src/source/source-store.js';
 import { assertError, assertNoLeak } from '../helpers/api-assert.js';
@@ -274,6 +275,7 @@ describe('the Fastify app in-process (inject)', () => {
       store: new SourceStore(dir),
       buildLogs: new BuildLogStore(dir),
       keyUsage: new KeyUsage(db),
+      cursors: new ListCursors(new ValueCipher(crypto.randomBytes(32))),
       loginLimiter: new FailureLimiter({ maxFailures: 10, windowMs: 60_000 }),
       operations: ops,
       configs: new DbAppConfigStore(db, new ValueCipher(crypto.randomBytes(32))),

@@ -1,7 +1,6 @@
 // End-to-end tests of the `slipway` CLI client: the built bin/slipway.js as a subprocess against a real server and engine.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import http from 'node:http';
@@ -9,47 +8,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { createDockerEngine } from '../../src/runtime/docker/docker-engine.js';
 import { BUSYBOX_IMAGE, ensureBusyboxImage, writeBusyboxApp } from '../helpers/busybox-image.js';
-import { PROJECT_ROOT, startTestServer, type TestServer } from '../helpers/server.js';
+import { cli } from '../helpers/cli.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
 
-const BIN = path.join(PROJECT_ROOT, 'bin', 'slipway.js');
 const MiB = 1024 * 1024;
-
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-interface CliRun {
-  /** XDG_CONFIG_HOME and HOME of the run. */
-  home: string;
-  env?: Record<string, string>;
-  /** Written to stdin, then stdin is closed. */
-  input?: string;
-  cwd?: string;
-}
-
-/** Runs `slipway ...args` as a child process with a clean environment. */
-function cli(args: string[], run: CliRun): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: run.cwd ?? run.home,
-      env: { XDG_CONFIG_HOME: run.home, HOME: run.home, PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...run.env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-    child.stdin.end(run.input ?? '');
-  });
-}
 
 /** GET / of an app through the server's router (Host: <subdomain>.localhost). */
 function getApp(port: number, subdomain: string): Promise<{ status: number; body: string }> {
@@ -189,6 +151,60 @@ describe('login and credentials', () => {
     assert.equal(changed.code, 0, changed.stderr);
     const login = await cli(['login', '--url', server.url, '--email', other.email], { home: await newHome(), input: 'new-password-1\n' });
     assert.equal(login.code, 0, login.stderr);
+  });
+});
+
+describe('lists over several pages', () => {
+  test('apps shows every app, following the next links; --limit cuts; an app on a later page resolves by name', async () => {
+    const owner = await server.newUser('clipages');
+    const env = { SLIPWAY_URL: server.url, SLIPWAY_API_KEY: owner.apiKey };
+    const ids: string[] = [];
+    for (let i = 0; i < 120; i += 1) {
+      const subdomain = `cp-${process.pid}-${i}`;
+      const res = await server.request('POST', '/api/v1/deployments', { token: owner.token, body: { name: `page-app-${String(i).padStart(3, '0')}`, subdomain, source_type: 'archive' } });
+      assert.equal(res.status, 201, res.text);
+      ids.push(res.json.id);
+    }
+    const newestFirst = [...ids].reverse();
+
+    const all = await cli(['apps', '--json'], { home, env });
+    assert.equal(all.code, 0, all.stderr);
+    assert.deepEqual(
+      (JSON.parse(all.stdout) as Array<{ id: string }>).map((d) => d.id),
+      newestFirst,
+      'all 120 apps (two pages of the server), newest first, none twice',
+    );
+
+    const cut = await cli(['apps', '--limit', '110', '--json'], { home, env });
+    assert.equal(cut.code, 0, cut.stderr);
+    assert.deepEqual(
+      (JSON.parse(cut.stdout) as Array<{ id: string }>).map((d) => d.id),
+      newestFirst.slice(0, 110),
+    );
+
+    const table = await cli(['apps', '--limit', '3'], { home, env });
+    assert.equal(table.code, 0, table.stderr);
+    const lines = table.stdout.trim().split('\n');
+    assert.equal(lines.length, 4, `a header and three apps:\n${table.stdout}`);
+    assert.match(lines[1] ?? '', /page-app-119/);
+
+    // The oldest app is only on the second page: naming it still works.
+    const status = await cli(['status', 'page-app-000', '--json'], { home, env });
+    assert.equal(status.code, 0, status.stderr);
+    assert.equal(JSON.parse(status.stdout).id, ids[0]);
+
+    for (const bad of ['0', '-1', 'x', '1.5']) {
+      assert.equal((await cli(['apps', '--limit', bad], { home, env })).code, 2, `--limit ${bad}`);
+    }
+
+    for (let i = 0; i < 2; i += 1) await server.request('POST', '/api/v1/api-keys', { token: owner.token, body: { name: `more-${i}` } });
+    const keys = await cli(['keys', 'ls', '--limit', '2', '--json'], { home, env });
+    assert.equal(keys.code, 0, keys.stderr);
+    const newestKeys = (await server.request('GET', '/api/v1/api-keys', { token: owner.token })).json.slice(0, 2).map((k: { id: string }) => k.id);
+    assert.deepEqual(
+      (JSON.parse(keys.stdout) as Array<{ id: string }>).map((k) => k.id),
+      newestKeys,
+    );
   });
 });
 

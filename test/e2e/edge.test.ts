@@ -7,7 +7,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import WebSocket, { WebSocketServer } from 'ws';
 import { runTunnelClient } from '../../src/tunnel/tunnel-client.js';
-import { eventually } from '../helpers/apps.js';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { appRequest, createArchiveApp, deployAndWait, eventually, tarGzOf, tempDir, testEngine } from '../helpers/apps.js';
+import { ensureBusyboxImage, writeBusyboxApp } from '../helpers/busybox-image.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 interface RawAnswer {
@@ -273,5 +276,41 @@ describe('edge: long responses are not cut by the request bounds', () => {
     } finally {
       ws.terminate();
     }
+  });
+});
+
+describe('edge: a deployed app that answers HTTP/1.1 099', () => {
+  let ts: TestServer;
+  before(async () => {
+    ts = await startTestServer();
+  });
+  after(() => ts.close());
+
+  test('the visitor gets a 502, the app and the server keep serving', async () => {
+    await ensureBusyboxImage(testEngine());
+    const dir = tempDir('evil');
+    const body = await writeBusyboxApp(dir, { body: 'the ordinary page\n' });
+    // busybox httpd passes a CGI answer that starts with "HTTP" through as it is: the attack, verbatim.
+    await fsp.writeFile(path.join(dir, 'evil'), '#!/bin/sh\nprintf "HTTP/1.1 099 Weird\\r\\nContent-Length: 2\\r\\n\\r\\nok"\n');
+    const dockerfile = await fsp.readFile(path.join(dir, 'Dockerfile'), 'utf8');
+    await fsp.writeFile(
+      path.join(dir, 'Dockerfile'),
+      dockerfile.replace('COPY index.html /www/index.html', 'COPY index.html /www/index.html\nCOPY evil /www/cgi-bin/evil\nRUN ["/bin/chmod", "755", "/www/cgi-bin/evil"]'),
+    );
+    const archive = await tarGzOf(dir);
+    await fsp.rm(dir, { recursive: true, force: true });
+    const { token } = await ts.newUser('evil');
+    const { id, subdomain } = await createArchiveApp(ts, token, archive);
+    const deployed = await deployAndWait(ts, token, id);
+    assert.equal(deployed.status, 200, deployed.text);
+
+    for (let i = 0; i < 3; i++) {
+      const evil = await appRequest(ts.port, subdomain, { path: '/cgi-bin/evil' });
+      assert.equal(evil.status, 502);
+      assert.match(evil.body, /Bad gateway/);
+    }
+    const page = await appRequest(ts.port, subdomain);
+    assert.deepEqual([page.status, page.body], [200, body]);
+    assert.equal((await ts.request('GET', '/api/v1/deployments', { token })).status, 200);
   });
 });

@@ -18,7 +18,7 @@ import type {
 } from '../engine.js';
 import { dockerfileFetches, dockerfileProblem, triggersProblem } from '../dockerfile-policy.js';
 import { buildContext, readDockerfile } from './build-context.js';
-import { buildBridgeName, createBuildCgroup, ensureBuildFirewall } from './build-sandbox.js';
+import { buildBridgeName, createBuildCgroup, ensureBuildFirewall, sweepBuildCgroups } from './build-sandbox.js';
 import { OutputTail, eventText, parseEvent } from './build-output.js';
 import { LogDemuxer } from './log-demuxer.js';
 
@@ -72,6 +72,8 @@ interface EngineHost {
 export class DockerEngine implements ContainerEngine {
   #docker: Dockerode;
   #host: Promise<EngineHost> | undefined;
+  /** The sweep of build cgroups left by earlier runs (once per process). */
+  #swept: Promise<void> | undefined;
   /** Network creations in flight, by name: the engine's duplicate check is not atomic, so concurrent callers share one. */
   readonly #ensuringNetworks = new Map<string, Promise<{ id: string }>>();
 
@@ -128,6 +130,7 @@ export class DockerEngine implements ContainerEngine {
     let cleanup = async (): Promise<void> => undefined;
     if (host.local && host.cgroupDriver === 'cgroupfs') {
       try {
+        this.#swept ??= sweepBuildCgroups(host.cgroupVersion).catch(() => undefined);
         const cgroup = await createBuildCgroup(crypto.randomBytes(8).toString('hex'), sandbox.pidsLimit, host.cgroupVersion);
         params['cgroupparent'] = cgroup.cgroupParent;
         cleanup = () => cgroup.remove();
