@@ -5,7 +5,7 @@ import type { Db } from '../db/database.js';
 import { nowIso } from '../db/database.js';
 import type { RoutingTable } from '../proxy/routing-table.js';
 import type { ContainerEngine } from '../runtime/engine.js';
-import { LABEL_INSTANCE, LABEL_MANAGED, appNetworkName, buildNetworkName } from '../runtime/engine.js';
+import { LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED, appNetworkName, buildNetworkName } from '../runtime/engine.js';
 import { imageRepositoryPrefix } from './images.js';
 import { startRelease } from './release.js';
 import type { AppConfigStore } from '../domain/app-config.js';
@@ -107,6 +107,14 @@ export async function reconcileWithEngine(deps: ReconcileDeps): Promise<void> {
     if (!networks.has(network.name)) {
       log('info', `removing unknown network ${network.name}`);
       await engine.removeNetwork(network.id).catch((err: unknown) => log('warn', `could not remove network ${network.name}`, { err }));
+    }
+  }
+  // Volumes hold app data: only those of deployments that no longer exist (a delete cut short) go.
+  const knownDeployments = new Set(deployments.map((d) => d.id));
+  for (const volume of await engine.listVolumes({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: deps.instanceId })) {
+    if (!knownDeployments.has(volume.labels[LABEL_DEPLOYMENT] ?? '')) {
+      log('info', `removing the volume ${volume.name} of a deleted deployment`);
+      await engine.removeVolume(volume.name).catch((err: unknown) => log('warn', `could not remove volume ${volume.name}`, { err }));
     }
   }
   const keptImages = new Set(builds.filter((b) => b.status === 'succeeded' && b.image_id !== null).map((b) => b.image_id));
