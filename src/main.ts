@@ -13,6 +13,7 @@ import { DbAppConfigStore, readKeyCheck, writeKeyCheck } from './db/app-config-s
 import { unlockInstallation } from './secrets/unlock.js';
 import { bootstrapAdmin } from './domain/accounts.js';
 import { KeyUsage } from './domain/key-usage.js';
+import { allDomainRoutes, NO_CERTIFICATES } from './domain/custom-domains.js';
 import { ListCursors } from './api/list-pages.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
 import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
@@ -104,6 +105,9 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     await db.deleteFrom('tunnels').execute();
   }
 
+  // Custom domains follow their deployment's route (the table resolves them to its subdomain).
+  for (const d of await allDomainRoutes(db)) table.setHost(d.hostname, { subdomain: d.subdomain, deploymentId: d.deploymentId });
+
   const proxy = new AppProxy({ table, publicProtocol: config.publicUrl.protocol.replace(':', ''), log });
   const lifecycle = new DeploymentLifecycle({
     db,
@@ -173,6 +177,11 @@ export async function startServer(startConfig: Config, options: StartOptions = {
         })),
       closeForKey: (apiKeyId) => tunnels.closeForKey(apiKeyId),
     },
+    hosts: {
+      addHost: (hostname, deployment) => table.setHost(hostname, { subdomain: deployment.subdomain, deploymentId: deployment.id }),
+      removeHost: (hostname) => table.deleteHost(hostname),
+    },
+    certificates: NO_CERTIFICATES,
     health: async () => {
       const checks: Record<string, { ok: boolean; detail?: string }> = {};
       try {
