@@ -8,6 +8,7 @@ import type { Database } from './schema.js';
 import * as initial from './migrations/2026-11-21-001-initial.js';
 import * as instance from './migrations/2026-11-21-002-instance.js';
 import * as appConfig from './migrations/2026-11-22-001-app-config.js';
+import * as subdomainClaims from './migrations/2026-11-22-002-subdomain-claims.js';
 import { withStatementCache } from './statement-cache.js';
 import crypto from 'node:crypto';
 
@@ -18,6 +19,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-21-001-initial': initial,
   '2026-11-21-002-instance': instance,
   '2026-11-22-001-app-config': appConfig,
+  '2026-11-22-002-subdomain-claims': subdomainClaims,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
