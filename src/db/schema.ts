@@ -67,6 +67,8 @@ export interface BuildsTable {
   host_port: number | null;
   started_at: string;
   finished_at: string | null;
+  /** The control-plane instance that runs (ran) the build; null before instances were recorded. */
+  runner: string | null;
   seq: Generated<number>;
 }
 
@@ -76,6 +78,18 @@ export interface TunnelsTable {
   api_key_id: string;
   subdomain: string;
   connected_at: string;
+  /** The control-plane instance the tunnel is connected to. */
+  runner: string | null;
+}
+
+/** Who holds a subdomain: a deployment or a live tunnel. One row per subdomain (its primary key). */
+export interface SubdomainClaimsTable {
+  subdomain: string;
+  kind: 'deployment' | 'tunnel';
+  /** The deployment's or the tunnel's id. */
+  owner_id: string;
+  user_id: string;
+  created_at: string;
 }
 
 /** One row: this installation's id (engine objects are labelled with it). */
@@ -138,6 +152,7 @@ export interface Database {
   deployments: DeploymentsTable;
   builds: BuildsTable;
   tunnels: TunnelsTable;
+  subdomain_claims: SubdomainClaimsTable;
   env_vars: EnvVarsTable;
   build_configs: BuildConfigsTable;
   custom_domains: CustomDomainsTable;

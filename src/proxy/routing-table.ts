@@ -2,11 +2,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 
-/** A TCP address on loopback that serves an app's HTTP. */
-export interface Upstream {
-  readonly host: string;
-  readonly port: number;
-}
+import type { Upstream } from '../core/upstream.js';
+
+export type { Upstream };
 
 /** An in-process target (a tunnel) that serves requests itself instead of a TCP upstream. */
 export interface StreamTarget {
