@@ -53,7 +53,7 @@ function judge(plan: Plan, res: RawResponse, secrets: readonly string[]): string
   if (res.status >= 500 && !plan.allowedServerErrors.includes(res.status)) problems.push(`answered ${res.status}`);
   if (STACK_FRAME.test(text)) problems.push('the body carries a stack trace');
   if (text.includes('internal_error')) problems.push('the body is an internal_error');
-  for (const secret of secrets) if (text.includes(secret)) problems.push('the body carries a secret (a password or an API key)');
+  for (const secret of secrets) if (text.includes(secret)) problems.push('the body carries a secret (a password, an API key or a secret environment value)');
   // The API's errors are `{error, message}` JSON; the data plane's own pages are HTML and the app's answers are its own.
   const apiError = plan.kind !== 'app-host' && res.status >= 400 && !plan.headOnly;
   if (apiError) {
@@ -233,6 +233,7 @@ describe('API fuzz', () => {
     const secrets = [world.a.apiKey, world.b.apiKey, world.c.apiKey, world.a.password, world.b.password];
     const tally = new Tally(secrets);
     let bursts = 0;
+    const slowest: { ms: number; shape: string }[] = [];
     const started = Date.now();
     const deadline = started + SECONDS * 1000;
 
@@ -257,10 +258,15 @@ describe('API fuzz', () => {
       // created twice, one id deleted twice, one spare session logged out twice…).
       const burst = !firstPass && plan.kind === 'api' && !plan.heavy && rng.chance(0.08);
       const options = { timeoutMs: plan.timeoutMs, streamCutMs: 1500 };
+      const sentAt = Date.now();
       const answers = burst
         ? await Promise.all([1, 2, 3, 4].map(() => sendRaw(ts.port, plan.request, options, plan.headOnly)))
         : [await sendRaw(ts.port, plan.request, options, plan.headOnly)];
       if (burst) bursts += 1;
+      slowest.push({ ms: Date.now() - sentAt, shape: plan.shape });
+      slowest.sort((x, y) => y.ms - x.ms).splice(5);
+      // A value set as a secret may not appear in any answer, not even the one to the request that set it.
+      tally.secrets.push(...plan.newSecrets);
       for (const res of answers) {
         tally.record(i, plan, res);
         harvest(world, plan, res, tally.secrets);
@@ -271,6 +277,7 @@ describe('API fuzz', () => {
     const summary = [
       `[fuzz] ${tally.sent} requests in ${seconds} s (${bursts} bursts of 4 identical requests at once); distinct shapes: ${tally.coarseShapes.size} by method + route + body kind + auth kind, ${tally.shapes.size} with the params/query/header twists`,
       ...tally.lines(),
+      `[fuzz] slowest: ${slowest.map((x) => `${x.ms} ms ${x.shape}`).join('; ')}`,
       `[fuzz] engine-heavy budget left: ${world.heavyBudget}; crashes / unhandled rejections: ${crashes.length}`,
     ];
     for (const line of summary) {
