@@ -4,6 +4,9 @@ import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { busyboxArchive, createArchiveApp, deployAndWait } from '../helpers/apps.js';
 import { loginAs, startTestServer, type TestServer } from '../helpers/server.js';
+import { imageRepositoryPrefix } from '../../src/deploy/images.js';
+import { createDockerEngine } from '../../src/runtime/docker/docker-engine.js';
+import { LABEL_INSTANCE } from '../../src/runtime/engine.js';
 import { Rng } from './fuzz-random.js';
 import { operationsOf, type Operation } from './openapi-shapes.js';
 import { sendRaw, type RawResponse } from '../helpers/raw-http.js';
@@ -223,8 +226,20 @@ describe('API fuzz', () => {
   after(async () => {
     process.off('uncaughtException', onCrash);
     process.off('unhandledRejection', onCrash);
-    await ts?.close();
-    if (ts !== undefined) fs.rmSync(ts.dataDir, { recursive: true, force: true });
+    if (ts === undefined) return;
+    await ts.close();
+    fs.rmSync(ts.dataDir, { recursive: true, force: true });
+    // Whatever the fuzzer made the engine create (containers, volumes, networks, images) is gone.
+    const engine = createDockerEngine();
+    const labels = { [LABEL_INSTANCE]: ts.server.instanceId };
+    const prefix = imageRepositoryPrefix(ts.server.instanceId);
+    const left = [
+      ...(await engine.listContainers(labels)).map((c) => `container ${c.id}`),
+      ...(await engine.listVolumes(labels)).map((v) => `volume ${v.name}`),
+      ...(await engine.listNetworks(labels)).map((n) => `network ${n.name}`),
+      ...(await engine.listImages({})).flatMap((i) => i.tags.filter((t) => t.startsWith(prefix)).map((t) => `image ${t}`)),
+    ];
+    assert.deepEqual(left, [], 'the fuzz server left nothing on the engine');
   });
 
   test(`random requests (seed ${SEED}, SLIPWAY_FUZZ_SEED / SLIPWAY_FUZZ_COUNT to change): no 5xx, hang, crash, leak or malformed error`, async (t) => {
