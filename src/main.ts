@@ -88,6 +88,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   if (engineUp) {
     await reconcileWithEngine({
       db,
+      configs,
       engine,
       table,
       dataDir: config.dataDir,
@@ -105,6 +106,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   const proxy = new AppProxy({ table, publicProtocol: config.publicUrl.protocol.replace(':', ''), log });
   const lifecycle = new DeploymentLifecycle({
     db,
+    configs,
     engine,
     table,
     drainer: proxy,

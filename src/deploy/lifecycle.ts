@@ -21,7 +21,10 @@ import { KeyedMutex, Semaphore } from './concurrency.js';
 import { describeFailure, isExpectedFailure, summarizeFailure } from './failures.js';
 import { imageTag, pruneImages, removeDeploymentObjects } from './images.js';
 import { refreshLivePorts } from './live-ports.js';
-import { ReleaseError, startRelease } from './release.js';
+import { ReleaseError, startRelease, type ReleaseTarget } from './release.js';
+import { buildArgsFor } from './build-args.js';
+import type { AppConfigStore, EnvVar } from '../domain/app-config.js';
+import { parseStoredVolumes } from '../domain/volumes.js';
 
 /** What the lifecycle needs of the data plane: waiting for in-flight requests to an old release. */
 export interface Drainer {
@@ -48,6 +51,8 @@ export interface LifecycleSettings {
 }
 
 export interface LifecycleDeps {
+  /** Deployments' variables; each build records the configuration it is released with. */
+  readonly configs: AppConfigStore;
   readonly db: Db;
   readonly engine: ContainerEngine;
   readonly table: RoutingTable;
@@ -140,9 +145,11 @@ export class DeploymentLifecycle implements DeploymentOperations {
       };
       const { seq: _seq, ...values } = row;
       await db.insertInto('builds').values(values).execute();
+      // The configuration of this build is fixed now: later changes wait for the next deploy or restart.
+      const vars = await this.#deps.configs.recordForBuild(deploymentId, row.id);
       await this.#setStatus(deploymentId, 'building');
       if (!(await this.#isServing(current))) this.#route(current.subdomain, deploymentId, 'starting');
-      this.#startPipeline(current, row, unreadable);
+      this.#startPipeline(current, row, unreadable, vars);
       return row;
     });
 
@@ -199,7 +206,10 @@ export class DeploymentLifecycle implements DeploymentOperations {
       if (live === undefined || live.image_id === null || !(await this.#deps.engine.imageExists(live.image_id))) {
         throw new DomainError('invalid_state', 'no succeeded build to restart; deploy first');
       }
-      await this.#release(dep, live, AbortSignal.timeout(this.#deps.settings.startupTimeoutMs + 30_000));
+      // A restart runs the current configuration, which becomes the one this build was released with.
+      const vars = await this.#deps.configs.current(dep.id);
+      await this.#release(dep, live, vars, AbortSignal.timeout(this.#deps.settings.startupTimeoutMs + 30_000));
+      await this.#deps.configs.setBuildConfig(live.id, vars);
       return { message: `deployment ${dep.name} restarted (build ${live.id})` };
     });
   }
@@ -218,7 +228,11 @@ export class DeploymentLifecycle implements DeploymentOperations {
         throw new DomainError('invalid_state', `the image of build ${buildId} has been pruned`);
       }
       await this.#cancelInflight(deploymentId, 'cancelled by rollback');
-      await this.#release(dep, target, AbortSignal.timeout(this.#deps.settings.startupTimeoutMs + 30_000));
+      // The build runs with the configuration it was released with, which becomes current again
+      // (a build from before configuration existed keeps the current one).
+      const vars = (await this.#deps.configs.buildConfig(target.id)) ?? (await this.#deps.configs.current(dep.id));
+      await this.#release(dep, target, vars, AbortSignal.timeout(this.#deps.settings.startupTimeoutMs + 30_000));
+      await this.#deps.configs.replace(dep.id, vars);
       return { message: `rolled back to build ${target.id}` };
     });
   }
@@ -344,16 +358,16 @@ export class DeploymentLifecycle implements DeploymentOperations {
     await Promise.race([inflight.done, new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }))]);
   }
 
-  #startPipeline(dep: DeploymentRow, build: BuildRow, unreadable: string | undefined): void {
+  #startPipeline(dep: DeploymentRow, build: BuildRow, unreadable: string | undefined, vars: readonly EnvVar[]): void {
     const controller = new AbortController();
-    const done = this.#runPipeline(dep, build, controller.signal, unreadable).finally(() => {
+    const done = this.#runPipeline(dep, build, vars, controller.signal, unreadable).finally(() => {
       if (this.#inflight.get(dep.id)?.buildId === build.id) this.#inflight.delete(dep.id);
     });
     this.#inflight.set(dep.id, { buildId: build.id, controller, done });
   }
 
   /** Build → image → healthy container → traffic switch. Never throws: the outcome goes to the database. */
-  async #runPipeline(dep: DeploymentRow, build: BuildRow, cancel: AbortSignal, unreadable?: string): Promise<void> {
+  async #runPipeline(dep: DeploymentRow, build: BuildRow, vars: readonly EnvVar[], cancel: AbortSignal, unreadable?: string): Promise<void> {
     const { engine, buildLogs, settings, db } = this.#deps;
     // Output that arrives after the log is closed (an engine stream still draining after a cancel)
     // must not reopen it: a reopened log would never be closed, and its followers never finish.
@@ -389,7 +403,10 @@ export class DeploymentLifecycle implements DeploymentOperations {
         if (!fs.existsSync(path.join(contextDir, dep.dockerfile_path))) {
           throw new EngineBuildError('no Dockerfile', `Dockerfile not found at "${dep.dockerfile_path}" in the source`);
         }
-        log(`==> building image (${dep.dockerfile_path})\n`);
+        // Non-secret variables fill the ARGs the Dockerfile declares; secrets never reach a build.
+        const buildArgs = buildArgsFor(await fsp.readFile(path.join(contextDir, dep.dockerfile_path), 'utf8'), vars);
+        const argNames = Object.keys(buildArgs);
+        log(`==> building image (${dep.dockerfile_path})${argNames.length === 0 ? '' : ` with build arguments ${argNames.join(', ')}`}\n`);
         const tag = imageTag(settings.instanceId, dep.id, build.id);
         await engine.buildImage({
           contextDir,
@@ -399,6 +416,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
           signal: buildSignal,
           onOutput: log,
           sandbox: this.#buildSandbox(),
+          buildArgs,
         });
         image = tag;
         await db.updateTable('builds').set({ image_id: tag }).where('id', '=', build.id).execute();
@@ -407,7 +425,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
         await fsp.rm(workDir, { recursive: true, force: true });
       }
 
-      const container = await startRelease(engine, this.#target(dep, build.id, image), {
+      const container = await startRelease(engine, this.#target(dep, build.id, image, vars), {
         timeoutMs: settings.startupTimeoutMs,
         signal: cancel,
         onOutput: log,
@@ -483,7 +501,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
     };
   }
 
-  #target(dep: DeploymentRow, buildId: string, image: string) {
+  #target(dep: DeploymentRow, buildId: string, image: string, vars: readonly EnvVar[]): ReleaseTarget {
     return {
       instanceId: this.#deps.settings.instanceId,
       deploymentId: dep.id,
@@ -493,15 +511,17 @@ export class DeploymentLifecycle implements DeploymentOperations {
       memoryBytes: dep.memory_bytes ?? this.#deps.settings.defaultMemoryBytes,
       nanoCpus: dep.nano_cpus ?? this.#deps.settings.defaultNanoCpus,
       pidsLimit: this.#deps.settings.appPidsLimit,
+      vars,
+      volumes: parseStoredVolumes(dep.volumes),
     };
   }
 
   /** Starts `build`'s image as a new container and switches traffic to it (restart and rollback). Caller holds the lock. */
-  async #release(dep: DeploymentRow, build: BuildRow, signal: AbortSignal): Promise<void> {
+  async #release(dep: DeploymentRow, build: BuildRow, vars: readonly EnvVar[], signal: AbortSignal): Promise<void> {
     if (build.image_id === null) throw new DomainError('invalid_state', 'the build has no image');
     let container;
     try {
-      container = await startRelease(this.#deps.engine, this.#target(dep, build.id, build.image_id), {
+      container = await startRelease(this.#deps.engine, this.#target(dep, build.id, build.image_id, vars), {
         timeoutMs: this.#deps.settings.startupTimeoutMs,
         signal,
       });

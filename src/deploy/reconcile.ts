@@ -8,8 +8,12 @@ import type { ContainerEngine } from '../runtime/engine.js';
 import { LABEL_INSTANCE, LABEL_MANAGED, appNetworkName, buildNetworkName } from '../runtime/engine.js';
 import { imageRepositoryPrefix } from './images.js';
 import { startRelease } from './release.js';
+import type { AppConfigStore } from '../domain/app-config.js';
+import { parseStoredVolumes } from '../domain/volumes.js';
 
 export interface ReconcileDeps {
+  /** Where a build's configuration is found, to start its release again. */
+  readonly configs: AppConfigStore;
   readonly db: Db;
   readonly engine: ContainerEngine;
   readonly table: RoutingTable;
@@ -69,6 +73,8 @@ export async function reconcileWithEngine(deps: ReconcileDeps): Promise<void> {
             memoryBytes: dep.memory_bytes ?? deps.defaultMemoryBytes,
             nanoCpus: dep.nano_cpus ?? deps.defaultNanoCpus,
             pidsLimit: deps.appPidsLimit,
+            vars: (await deps.configs.buildConfig(live.id)) ?? (await deps.configs.current(dep.id)),
+            volumes: parseStoredVolumes(dep.volumes),
           },
           { timeoutMs: deps.startupTimeoutMs, signal: AbortSignal.timeout(deps.startupTimeoutMs + 30_000) },
         );

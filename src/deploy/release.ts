@@ -2,8 +2,11 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { EnvVar } from '../domain/app-config.js';
+import type { VolumeSpec } from '../domain/volumes.js';
 import type { ContainerEngine, ContainerInfo } from '../runtime/engine.js';
 import { LABEL_BUILD, LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED, appNetworkName, containerName } from '../runtime/engine.js';
+import { prepareVolumes } from './volumes.js';
 
 /** The port an app listens on: the image's single EXPOSEd port, else 8080 (decisions §5). */
 export async function appPort(engine: ContainerEngine, image: string): Promise<number> {
@@ -35,6 +38,18 @@ export interface ReleaseTarget {
   readonly memoryBytes: number;
   readonly nanoCpus: number;
   readonly pidsLimit: number;
+  /** The variables the release runs with (PORT is added, and always wins). */
+  readonly vars: readonly EnvVar[];
+  /** The deployment's volumes, created if needed and mounted. */
+  readonly volumes: readonly VolumeSpec[];
+}
+
+/** A container's environment: the variables, then PORT (reserved: no variable can be named PORT). */
+export function releaseEnv(vars: readonly EnvVar[], port: number): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const v of vars) env[v.key] = v.value;
+  env['PORT'] = String(port);
+  return env;
 }
 
 /** The marker line before the app's own output in a build log (the CLI finds it there). */
@@ -61,6 +76,7 @@ export async function startRelease(
     labels: { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: target.instanceId },
     isolated: true,
   });
+  const volumes = await prepareVolumes(engine, target.instanceId, target.deploymentId, target.volumes);
   const container = await engine.runContainer({
     image: target.image,
     // A build can be released more than once (restart, rollback): names must not collide.
@@ -71,12 +87,13 @@ export async function startRelease(
       [LABEL_DEPLOYMENT]: target.deploymentId,
       [LABEL_BUILD]: target.buildId,
     },
-    env: { PORT: String(port) },
+    env: releaseEnv(target.vars, port),
     containerPort: port,
     memoryBytes: target.memoryBytes,
     nanoCpus: target.nanoCpus,
     pidsLimit: target.pidsLimit,
     network,
+    volumes,
   });
   const output = new OutputCopy(engine, container.id, say, options.signal);
   try {

@@ -86,9 +86,12 @@ export async function bootstrapAdmin(
 const passwordChecks = new WorkLimit({ concurrency: 2, maxWaiting: 32 });
 
 /** Checks a password within {@link passwordChecks}; a full queue is `rate_limited` (retry in 1 s). */
-async function checkPassword(password: string, stored: string): Promise<boolean> {
+const checkPassword = (password: string, stored: string): Promise<boolean> => withPasswordSlot(() => verifyPassword(password, stored));
+
+/** Runs scrypt work within {@link passwordChecks}; a full queue is `rate_limited` (retry in 1 s). */
+async function withPasswordSlot<T>(work: () => Promise<T>): Promise<T> {
   try {
-    return await passwordChecks.run(() => verifyPassword(password, stored));
+    return await passwordChecks.run(work);
   } catch (err) {
     if (err instanceof WorkLimitFullError) {
       throw new DomainError('rate_limited', 'too many password checks in progress; try again in 1 s', { retryAfterSeconds: 1 });
@@ -244,7 +247,8 @@ export async function changePassword(
   if (input.new_password === input.current_password) {
     throw new DomainError('validation_error', 'new password must differ from the current password');
   }
-  const hash = await hashPassword(input.new_password);
+  // A caller who knows the password could otherwise make the server hash without limit.
+  const hash = await withPasswordSlot(() => hashPassword(input.new_password));
   await db.transaction().execute(async (trx) => {
     await trx.updateTable('users').set({ password_hash: hash, updated_at: nowIso() }).where('id', '=', user.id).execute();
     let revoke = trx.deleteFrom('sessions').where('user_id', '=', user.id);

@@ -6,22 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { ConfigError } from '../../src/config.js';
+import { filesContaining } from '../helpers/files.js';
 import { spawnServerProcess, startTestServer, testEnv } from '../helpers/server.js';
-
-/** Every regular file under `dir` whose bytes contain `needle` (plain, or as UTF-16 as some tools store text). */
-export function filesContaining(dir: string, needle: string): string[] {
-  const found: string[] = [];
-  const patterns = [Buffer.from(needle, 'utf8'), Buffer.from(needle, 'utf16le')];
-  const walk = (d: string): void => {
-    for (const entry of fs.readdirSync(d, { withFileTypes: true })) {
-      const full = path.join(d, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else if (entry.isFile() && patterns.some((p) => fs.readFileSync(full).includes(p))) found.push(full);
-    }
-  };
-  walk(dir);
-  return found;
-}
 
 describe('configuration at rest', () => {
   test('no variable value, secret or not, appears in any file under the data directory (database and WAL included)', async () => {

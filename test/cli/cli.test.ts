@@ -1,7 +1,6 @@
 // End-to-end tests of the `slipway` CLI client: the built bin/slipway.js as a subprocess against a real server and engine.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import http from 'node:http';
@@ -9,47 +8,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { createDockerEngine } from '../../src/runtime/docker/docker-engine.js';
 import { BUSYBOX_IMAGE, ensureBusyboxImage, writeBusyboxApp } from '../helpers/busybox-image.js';
-import { PROJECT_ROOT, startTestServer, type TestServer } from '../helpers/server.js';
+import { cli } from '../helpers/cli.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
 
-const BIN = path.join(PROJECT_ROOT, 'bin', 'slipway.js');
 const MiB = 1024 * 1024;
-
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-interface CliRun {
-  /** XDG_CONFIG_HOME and HOME of the run. */
-  home: string;
-  env?: Record<string, string>;
-  /** Written to stdin, then stdin is closed. */
-  input?: string;
-  cwd?: string;
-}
-
-/** Runs `slipway ...args` as a child process with a clean environment. */
-function cli(args: string[], run: CliRun): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: run.cwd ?? run.home,
-      env: { XDG_CONFIG_HOME: run.home, HOME: run.home, PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...run.env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-    child.stdin.end(run.input ?? '');
-  });
-}
 
 /** GET / of an app through the server's router (Host: <subdomain>.localhost). */
 function getApp(port: number, subdomain: string): Promise<{ status: number; body: string }> {
