@@ -10,7 +10,7 @@ import { createDockerEngine } from '../src/runtime/docker/docker-engine.js';
 import { LABEL_DEPLOYMENT } from '../src/runtime/engine.js';
 import { tarGzOf } from '../test/helpers/apps.js';
 import { ensureBusyboxImage, BUSYBOX_IMAGE } from '../test/helpers/busybox-image.js';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, loginAs, request, spawnServerProcess, testEnv } from '../test/helpers/server.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, loginAs, removeEngineObjects, request, spawnServerProcess, testEnv } from '../test/helpers/server.js';
 
 const run = promisify(execFile);
 const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '32' } } });
@@ -35,7 +35,8 @@ async function wrk(url: string, host: string): Promise<WrkResult> {
     maxBuffer: 1024 * 1024,
   });
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1]);
-  const p99 = toMs(/99%\s+(\S+)/.exec(stdout)?.[1] ?? '');
+  // The latency distribution's 99% line only: the Latency line's "+/- Stdev" column (e.g. 87.99%) also ends in 99%.
+  const p99 = toMs(/^\s+99%\s+(\S+)/m.exec(stdout)?.[1] ?? '');
   const transfer = /Transfer\/sec:\s+([\d.]+)(\w+)/.exec(stdout);
   const factor: Record<string, number> = { B: 1 / 1024 / 1024, KB: 1 / 1024, MB: 1, GB: 1024 };
   const mibPerSec = transfer === null ? Number.NaN : Number(transfer[1]) * (factor[transfer[2] ?? 'MB'] ?? 1);
@@ -47,10 +48,11 @@ async function main(): Promise<void> {
   const engine = createDockerEngine();
   await ensureBusyboxImage(engine);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-bench-router-'));
-  const server = await spawnServerProcess(testEnv(dataDir));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-bench-app-'));
+  let server: Awaited<ReturnType<typeof spawnServerProcess>> | undefined;
   try {
+    server = await spawnServerProcess(testEnv(dataDir));
     const token = await loginAs(server.url, ADMIN_EMAIL, ADMIN_PASSWORD);
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-bench-app-'));
     await fsp.writeFile(path.join(dir, 'small'), 'hello world');
     await fsp.writeFile(path.join(dir, '1m'), Buffer.alloc(1024 * 1024, 97));
     await fsp.writeFile(
@@ -86,7 +88,11 @@ async function main(): Promise<void> {
     console.log(rows.join('\n'));
     await request(server.url, 'DELETE', `/api/v1/deployments/${id}`, { token });
   } finally {
-    await server.kill('SIGTERM');
+    await server?.kill('SIGTERM');
+    // Leave nothing behind: the app's containers and images if the run stopped early, and both folders.
+    await removeEngineObjects(dataDir);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 }
 

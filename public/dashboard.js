@@ -5,15 +5,31 @@ const $ = (id) => document.getElementById(id);
 let token = sessionStorage.getItem('slipway-token');
 
 async function call(method, path, body) {
+  return (await send(method, api + path, body)).data;
+}
+
+async function send(method, url, body) {
   const headers = { authorization: `Bearer ${token}` };
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(api + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   if (res.status === 401) { logout(); throw new Error('your session has ended: log in again'); }
-  if (res.status === 204) return null;
+  if (res.status === 204) return { data: null, res };
   const type = res.headers.get('content-type') || '';
   const data = type.includes('json') ? await res.json() : await res.text();
   if (!res.ok) throw new Error(data && data.message ? data.message : `HTTP ${res.status}`);
-  return data;
+  return { data, res };
+}
+
+// A whole list: the API answers a page at a time and links the next one (`Link: <…>; rel="next"`).
+async function callAll(path) {
+  const items = [];
+  for (let url = api + path; url;) {
+    const { data, res } = await send('GET', url);
+    items.push(...data);
+    const next = /<([^>]*)>\s*;\s*rel="next"/.exec(res.headers.get('link') || '');
+    url = next ? new URL(next[1], location.href).href : null;
+  }
+  return items;
 }
 
 function cell(row, text, className) {
@@ -61,7 +77,7 @@ function logout() {
 }
 
 async function loadApps() {
-  const apps = await call('GET', '/deployments');
+  const apps = await callAll('/deployments');
   const rows = $('app-rows');
   rows.replaceChildren();
   for (const app of apps) {
@@ -76,6 +92,14 @@ async function loadApps() {
     const actions = cell(tr, '');
     button(actions, 'Builds', () => loadBuilds(app));
     button(actions, 'Deploy', async () => { await call('POST', `/deployments/${app.id}/deploy`); await loadApps(); await loadBuilds(app); });
+    if (app.status === 'building') {
+      button(actions, 'Cancel build', async () => {
+        const { message } = await call('POST', `/deployments/${app.id}/cancel`);
+        await loadApps();
+        await loadBuilds(app);
+        $('log-title').textContent = message;
+      });
+    }
     button(actions, 'Stop', async () => { await call('POST', `/deployments/${app.id}/stop`); await loadApps(); });
     button(actions, 'Restart', async () => { await call('POST', `/deployments/${app.id}/restart`); await loadApps(); });
     button(actions, 'Delete', async () => {
@@ -90,7 +114,7 @@ async function loadApps() {
 
 async function loadBuilds(app) {
   forgetNewKey();
-  const builds = await call('GET', `/deployments/${app.id}/builds`);
+  const builds = await callAll(`/deployments/${app.id}/builds`);
   $('detail').hidden = false;
   $('detail-title').textContent = `${app.name} (${app.subdomain})`;
   const rows = $('build-rows');
@@ -118,7 +142,7 @@ async function loadBuilds(app) {
 }
 
 async function loadKeys() {
-  const keys = await call('GET', '/api-keys');
+  const keys = await callAll('/api-keys');
   const rows = $('key-rows');
   rows.replaceChildren();
   for (const key of keys) {

@@ -9,13 +9,18 @@ import { DeploymentLifecycle } from './deploy/lifecycle.js';
 import { reconcileWithEngine } from './deploy/reconcile.js';
 import { appUrl, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
+import { databaseDeploymentStore } from './db/deployment-store.js';
+import { runnerId } from './runner-id.js';
 import { DbAppConfigStore, readKeyCheck, writeKeyCheck } from './db/app-config-store.js';
 import { unlockInstallation } from './secrets/unlock.js';
 import { bootstrapAdmin } from './domain/accounts.js';
 import { KeyUsage } from './domain/key-usage.js';
+import { allDomainRoutes, NO_CERTIFICATES } from './domain/custom-domains.js';
+import { ListCursors } from './api/list-pages.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
-import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
+import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelsOf, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
 import { AppProxy } from './proxy/app-proxy.js';
+import { nodeDataPlane } from './proxy/node-data-plane.js';
 import { boundRequests, boundedServerOptions } from './proxy/request-bounds.js';
 import { requestHeadProblem, writeBadRequest, writeRawBadRequest } from './proxy/request-guard.js';
 import { RoutingTable } from './proxy/routing-table.js';
@@ -66,8 +71,10 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     throw err;
   }
   const configs = new DbAppConfigStore(db, unlocked.cipher);
-  const store = new SourceStore(config.dataDir);
-  await store.clearStaging();
+  const sources = new SourceStore(config.dataDir);
+  await sources.clearStaging();
+  const runner = await runnerId(config.dataDir);
+  const deployments = databaseDeploymentStore(db, runner);
   const buildLogs = new BuildLogStore(config.dataDir, config.buildLogMaxBytes);
   const table = new RoutingTable(config.domain);
   const urlFor = (subdomain: string): string => appUrl(config, subdomain);
@@ -85,12 +92,14 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       return false;
     },
   );
+  const proxy = new AppProxy({ table, publicProtocol: config.publicUrl.protocol.replace(':', ''), log });
+  const dataPlane = nodeDataPlane(table, proxy);
   if (engineUp) {
     await reconcileWithEngine({
-      db,
+      store: deployments,
       configs,
       engine,
-      table,
+      dataPlane,
       dataDir: config.dataDir,
       instanceId,
       startupTimeoutMs: config.startupTimeoutMs,
@@ -99,18 +108,18 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       appPidsLimit: config.appPidsLimit,
       log,
     });
-  } else {
-    await db.deleteFrom('tunnels').execute();
   }
+  await releaseTunnelsOf(db, runner); // no tunnel survives a restart; clients reconnect
 
-  const proxy = new AppProxy({ table, publicProtocol: config.publicUrl.protocol.replace(':', ''), log });
+  // Custom domains follow their deployment's route (the table resolves them to its subdomain).
+  for (const d of await allDomainRoutes(db)) dataPlane.publishHost(d.hostname, { subdomain: d.subdomain, deploymentId: d.deploymentId });
+
   const lifecycle = new DeploymentLifecycle({
-    db,
+    store: deployments,
     configs,
     engine,
-    table,
-    drainer: proxy,
-    store,
+    dataPlane,
+    sources,
     buildLogs,
     log,
     settings: {
@@ -135,10 +144,10 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   });
   const stopWatching = lifecycle.watchLiveContainers(5_000);
   const tunnels = new TunnelServer({
-    table,
+    dataPlane,
     authority: {
       authenticateKey: (key) => authenticateTunnelKey(db, keyUsage, key),
-      claimSubdomain: (subdomain, owner, tunnelId) => claimTunnelSubdomain(db, subdomain, owner, tunnelId),
+      claimSubdomain: (subdomain, owner, tunnelId) => claimTunnelSubdomain(db, runner, subdomain, owner, tunnelId),
       releaseSubdomain: (subdomain, tunnelId) => releaseTunnelSubdomain(db, subdomain, tunnelId),
     },
     publicUrlFor: urlFor,
@@ -150,10 +159,12 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     config,
     log,
     db,
-    store,
+    store: sources,
     buildLogs,
     // 10 failures per account; an address gets more room, since many users may share it (NAT).
     keyUsage,
+    // Cursors are sealed with the installation key: they survive restarts, not a key rotation.
+    cursors: new ListCursors(unlocked.cipher),
     loginLimiter: new FailureLimiter({ maxFailures: 10, maxFailuresByKind: { ip: 100 }, windowMs: 15 * 60_000 }),
     operations: lifecycle,
     configs,
@@ -170,6 +181,11 @@ export async function startServer(startConfig: Config, options: StartOptions = {
         })),
       closeForKey: (apiKeyId) => tunnels.closeForKey(apiKeyId),
     },
+    hosts: {
+      addHost: (hostname, deployment) => dataPlane.publishHost(hostname, { subdomain: deployment.subdomain, deploymentId: deployment.id }),
+      removeHost: (hostname) => dataPlane.withdrawHost(hostname),
+    },
+    certificates: NO_CERTIFICATES,
     health: async () => {
       const checks: Record<string, { ok: boolean; detail?: string }> = {};
       try {

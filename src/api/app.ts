@@ -6,9 +6,11 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { BuildLogStore } from '../deploy/build-logs.js';
 import type { KeyUsage } from '../domain/key-usage.js';
+import type { ListCursors } from './list-pages.js';
 import type { FailureLimiter } from '../domain/rate-limiter.js';
 import type { AppConfigStore } from '../domain/app-config.js';
 import type { DeploymentOperations } from '../domain/operations.js';
+import type { DomainCertificates, HostRoutes } from '../domain/custom-domains.js';
 import type { SourceStore } from '../source/source-store.js';
 import { installErrorHandlers, sendError, type ErrorLog } from './errors.js';
 import { DomainError } from '../core/errors.js';
@@ -20,6 +22,7 @@ import { apiKeyRoutes } from './routes/api-key-routes.js';
 import { deploymentRoutes } from './routes/deployment-routes.js';
 import { buildRoutes } from './routes/build-routes.js';
 import { envRoutes } from './routes/env-routes.js';
+import { domainRoutes } from './routes/domain-routes.js';
 import { tunnelRoutes, type TunnelDirectory } from './routes/tunnel-routes.js';
 import { healthRoutes, type HealthCheck } from './routes/health-routes.js';
 import { dashboardRoutes } from './routes/dashboard-routes.js';
@@ -33,10 +36,16 @@ export interface ApiDeps {
   readonly loginLimiter: FailureLimiter;
   /** API key use (`last_used_at`), coalesced. */
   readonly keyUsage: KeyUsage;
+  /** Seals and opens the cursors of paged lists. */
+  readonly cursors: ListCursors;
   readonly operations: DeploymentOperations;
   /** Deployments' environment variables (encrypted at rest by the store). */
   readonly configs: AppConfigStore;
   readonly tunnels: TunnelDirectory;
+  /** Where custom domains are routed (the routing table). */
+  readonly hosts: HostRoutes;
+  /** Custom domains' certificates (NO_CERTIFICATES while HTTPS is off). */
+  readonly certificates: DomainCertificates;
   readonly health: HealthCheck;
   /** Where internal errors are logged with their detail; default: Fastify's logger (off unless enabled). */
   readonly log?: ErrorLog;
@@ -106,6 +115,7 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
     await scope.register(deploymentRoutes(deps));
     await scope.register(buildRoutes(deps));
     await scope.register(envRoutes(deps));
+    await scope.register(domainRoutes(deps));
     await scope.register(tunnelRoutes(deps));
   }, { prefix: '/api/v1' });
 

@@ -37,6 +37,38 @@ export interface UploadOptions {
   onProgress?: (sent: number) => void;
 }
 
+/** Items the CLI asks for per page of a list (the server's default). */
+const LIST_PAGE = 100;
+
+/** `path` with its `limit` query parameter set to `limit`. */
+function withLimit(path: string, limit: number): string {
+  const at = path.indexOf('?');
+  const query = new URLSearchParams(at === -1 ? '' : path.slice(at + 1));
+  query.set('limit', String(limit));
+  return `${at === -1 ? path : path.slice(0, at)}?${query.toString()}`;
+}
+
+/**
+ * The path of the `rel="next"` target in a Link header, or undefined. The server sends a
+ * path-absolute reference (`/api/v1/…`), taken relative to the server URL the CLI was given; an
+ * absolute URL is followed only on that same origin, so the credential never goes elsewhere.
+ */
+export function nextLink(header: string | null, serverUrl: string): string | undefined {
+  if (header === null) return undefined;
+  for (const part of header.split(',')) {
+    const match = /^\s*<([^>]*)>\s*;(.*)$/.exec(part);
+    if (match === null || !/(^|;)\s*rel\s*=\s*"?next"?\s*(;|$)/i.test(match[2] ?? '')) continue;
+    const target = match[1] ?? '';
+    if (target.startsWith('/') && !target.startsWith('//')) return target;
+    const base = new URL(serverUrl);
+    const url = new URL(target, base);
+    if (url.origin !== base.origin) throw new CliError(`${serverUrl} linked the next page to another server (${url.origin}); not following it`);
+    const prefix = base.pathname.replace(/\/$/, '');
+    return url.pathname.startsWith(`${prefix}/`) ? url.pathname.slice(prefix.length) + url.search : url.pathname + url.search;
+  }
+  return undefined;
+}
+
 const UNREACHABLE_CODES = new Set([
   'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'ETIMEDOUT',
   'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET', 'EPIPE',
@@ -74,6 +106,38 @@ export class ApiClient {
       return parseJson(text, this.url) as T;
     } catch (err) {
       throw this.#transportError(err, timeoutMs);
+    }
+  }
+
+  /**
+   * GETs a whole list (decisions §14): page after page, following the `Link: <…>; rel="next"` the
+   * server sends while more items follow; newest first, as the server orders them. `max` cuts the
+   * list at that many items (pages of up to 100, the last one asked for only what is missing).
+   */
+  async list<T>(path: string, options: { max?: number } = {}): Promise<T[]> {
+    const items: T[] = [];
+    const max = options.max ?? Infinity;
+    let next: string | undefined = withLimit(path, Math.min(max, LIST_PAGE));
+    while (next !== undefined && items.length < max) {
+      const { data, link } = await this.#getPage<T>(next);
+      items.push(...data.slice(0, max - items.length));
+      const target = nextLink(link, this.url);
+      next = target === undefined ? undefined : withLimit(target, Math.min(max - items.length, LIST_PAGE));
+    }
+    return items;
+  }
+
+  async #getPage<T>(path: string): Promise<{ data: T[]; link: string | null }> {
+    const signal = AbortSignal.any([this.#signal, AbortSignal.timeout(this.#timeoutMs)]);
+    try {
+      const res = await fetch(this.url + path, { headers: { accept: 'application/json', ...this.#auth() }, signal });
+      const text = await res.text();
+      if (!res.ok) throw errorFromAnswer(res.status, text, this.url);
+      const data = parseJson(text, this.url);
+      if (!Array.isArray(data)) throw new CliError(`${this.url} answered a list request with something other than a list`);
+      return { data: data as T[], link: res.headers.get('link') };
+    } catch (err) {
+      throw this.#transportError(err, this.#timeoutMs);
     }
   }
 

@@ -1,5 +1,5 @@
 // What every client command shares: Ctrl-C handling, the logged-in API client, and the --json option.
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { ApiClient } from './api-client.js';
 import { CliError, EXIT_INTERRUPTED } from './cli-error.js';
 import type { CliIo } from './cli-io.js';
@@ -49,3 +49,12 @@ export async function connect(io: CliIo, signal: AbortSignal): Promise<ApiClient
   const login = await currentLogin(io);
   return new ApiClient({ url: login.url, bearer: login.bearer, signal });
 }
+
+/** `--limit N`: at most N items of a list (all of them without it). */
+export function limitOption(raw: string): number {
+  if (!/^[1-9]\d{0,8}$/.test(raw)) throw new InvalidArgumentError('expected a whole number of at least 1');
+  return Number(raw);
+}
+
+/** Options of a list command. */
+export type ListOptions = JsonOption & { limit?: number };

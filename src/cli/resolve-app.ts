@@ -8,7 +8,7 @@ import { CliError } from './cli-error.js';
  * unique; names need not be). No match, or several, is an error naming the candidates.
  */
 export async function resolveApp(client: ApiClient, ref: string): Promise<Deployment> {
-  const all = await client.request<Deployment[]>('GET', '/api/v1/deployments');
+  const all = await client.list<Deployment>('/api/v1/deployments');
   const byId = all.find((d) => d.id === ref.toLowerCase());
   if (byId !== undefined) return byId;
   const matches = all.filter((d) => d.subdomain === ref.toLowerCase() || d.name === ref);
@@ -23,7 +23,7 @@ export async function resolveApp(client: ApiClient, ref: string): Promise<Deploy
 
 /** Finds a build of `app` by its full id or a unique prefix (like git's short hashes). */
 export async function resolveBuild(client: ApiClient, app: Deployment, ref: string): Promise<Build> {
-  const builds = await client.request<Build[]>('GET', `/api/v1/deployments/${app.id}/builds`);
+  const builds = await client.list<Build>(`/api/v1/deployments/${app.id}/builds`);
   const needle = ref.toLowerCase();
   const exact = builds.find((b) => b.id === needle);
   if (exact !== undefined) return exact;

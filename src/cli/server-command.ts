@@ -1,6 +1,5 @@
-// `slipway server`: run the Slipway server in the foreground until SIGINT/SIGTERM; `server rotate-key`, `server reset-password`.
+// `slipway server`: run the Slipway server, supervised, in the foreground until SIGINT/SIGTERM; `server rotate-key`, `server reset-password`.
 import { ConfigError, loadConfig } from '../config.js';
-import { startServer } from '../main.js';
 import { randomBase62 } from '../core/credentials.js';
 import { DomainError } from '../core/errors.js';
 import { resetPassword } from '../domain/accounts.js';
@@ -11,50 +10,29 @@ import { readKeyCheck, reencryptAll, writeKeyCheck } from '../db/app-config-stor
 import { rotateInstallationKey } from '../secrets/rotate-key.js';
 import { unlockInstallation } from '../secrets/unlock.js';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { EXIT_CANNOT_START, supervise } from './supervisor.js';
 
-/** Starts the server from the environment; prints where it listens and a generated admin password. */
+/**
+ * `slipway server`: checks the configuration, then runs the server in a supervised child process
+ * (see supervisor.ts) that is started again whenever it dies; SIGINT/SIGTERM stop both cleanly.
+ */
 export async function runServer(): Promise<void> {
-  let config;
   try {
-    config = loadConfig();
+    loadConfig();
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`slipway: configuration error: ${err.message}\n`);
-      process.exit(2);
+      process.exit(EXIT_CANNOT_START);
     }
     throw err;
   }
-  let server;
-  try {
-    server = await startServer(config);
-  } catch (err) {
-    if (err instanceof ConfigError || (err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-      process.stderr.write(`slipway: cannot start: ${err instanceof Error ? err.message : String(err)}\n`);
-      process.exit(2);
-    }
-    throw err;
-  }
-  const out = process.stdout;
-  out.write(`Slipway is listening on ${server.url} (apps at http://<subdomain>.${config.domain}:${server.port}/)\n`);
-  out.write(`Data directory: ${config.dataDir}\n`);
-  if (server.generatedAdmin !== undefined) {
-    out.write('\nFirst start: an administrator was created. This password is shown only once:\n');
-    out.write(`  email:    ${server.generatedAdmin.email}\n  password: ${server.generatedAdmin.password}\n\n`);
-  }
-  let stopping = false;
-  const stop = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    out.write(`\n${signal}: shutting down…\n`);
-    const force = setTimeout(() => process.exit(1), 15_000);
-    force.unref();
-    server.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
+  const entry = fileURLToPath(new URL('./server-worker.js', import.meta.url));
+  // Itself supervised (`npm start`): when that parent goes, stop the server cleanly and go too.
+  if (process.send !== undefined) process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'));
+  const code = await supervise({ entry });
+  // Exit now: an IPC channel to a parent supervisor would otherwise keep this process alive.
+  process.exit(code);
 }
 
 /**

@@ -6,6 +6,7 @@ import type { ApiKeysTable } from '../db/schema.js';
 import { DomainError } from '../core/errors.js';
 import { authorizeOwned, type Principal } from '../core/principal.js';
 import { newApiKey, sha256Hex } from '../core/credentials.js';
+import { pageFromRows, type Page, type PageRequest } from '../core/page.js';
 import type { KeyUsage } from './key-usage.js';
 
 export interface ApiKeyView {
@@ -19,7 +20,7 @@ export interface ApiKeyView {
 /** Characters of the key kept in clear for identification (decisions §3). */
 export const KEY_PREFIX_LENGTH = 12;
 
-const presentKey = (row: ApiKeysTable): ApiKeyView => ({
+const presentKey = (row: Pick<ApiKeysTable, keyof ApiKeyView>): ApiKeyView => ({
   id: row.id,
   name: row.name,
   key_prefix: row.key_prefix,
@@ -47,16 +48,26 @@ export async function createApiKey(db: Db, principal: Principal, input: { name: 
   return { api_key: presentKey(row), key };
 }
 
-/** The caller's keys, newest first; `last_used_at` includes uses not yet written. */
-export async function listApiKeys(db: Db, keyUsage: KeyUsage, principal: Principal): Promise<ApiKeyView[]> {
-  const rows = await db
+/** A position in the list of keys: (created_at, id); the id orders keys created in the same millisecond. */
+export type ApiKeyPosition = readonly [createdAt: string, id: string];
+
+/**
+ * A page of the caller's keys, newest first (ties in `created_at` by id); `last_used_at` includes
+ * uses not yet written. Keyset on (created_at, id): a page starts after the previous one's last key.
+ */
+export async function listApiKeys(db: Db, keyUsage: KeyUsage, principal: Principal, page: PageRequest<ApiKeyPosition>): Promise<Page<ApiKeyView, ApiKeyPosition>> {
+  let query = db
     .selectFrom('api_keys')
-    .selectAll()
-    .where('user_id', '=', principal.userId)
-    .orderBy('created_at', 'desc')
-    .orderBy('id')
-    .execute();
-  return rows.map((row) => presentKey({ ...row, last_used_at: keyUsage.unwritten(row.id) ?? row.last_used_at }));
+    .select(['id', 'name', 'key_prefix', 'created_at', 'last_used_at'])
+    .where('user_id', '=', principal.userId);
+  const after = page.after;
+  if (after !== undefined) {
+    const [createdAt, id] = after;
+    query = query.where((eb) => eb.or([eb('created_at', '<', createdAt), eb.and([eb('created_at', '=', createdAt), eb('id', '>', id)])]));
+  }
+  const rows = await query.orderBy('created_at', 'desc').orderBy('id').limit(page.limit + 1).execute();
+  const keys = pageFromRows(rows, page.limit, (row) => [row.created_at, row.id] as const);
+  return { items: keys.items.map((row) => presentKey({ ...row, last_used_at: keyUsage.unwritten(row.id) ?? row.last_used_at })), next: keys.next };
 }
 
 /** Revokes one of the caller's keys; `onRevoked` closes what the key had open (its tunnels). */

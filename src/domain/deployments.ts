@@ -8,6 +8,7 @@ import { validateBranchName, validateRepoUrl } from '../source/git-url.js';
 import { normalizeSubdomain } from '../core/dns-label.js';
 import { DomainError } from '../core/errors.js';
 import { authorizeOwned, type Principal } from '../core/principal.js';
+import { pageFromRows, type Page, type PageRequest } from '../core/page.js';
 import { normalizeVolumes, parseStoredVolumes, type VolumeSpec } from './volumes.js';
 
 export type DeploymentRow = Selectable<DeploymentsTable>;
@@ -179,7 +180,10 @@ export async function updateDeployment(
   return getDeploymentRow(deps.db, principal, id);
 }
 
-/** Creates a deployment. The subdomain is claimed by a unique index, also against live tunnels. */
+/**
+ * Creates a deployment. Its subdomain is claimed in the one table of claims (deployments and live
+ * tunnels alike): the claim's primary key decides, so two concurrent creates cannot both win.
+ */
 export async function createDeployment(deps: DeploymentDeps, principal: Principal, input: CreateDeploymentInput): Promise<DeploymentRow> {
   const fields = validateCreate(input, deps.allowPrivateGit, deps.limits);
   if (fields.repo_url !== null) await deps.checkRepoHost(fields.repo_url);
@@ -187,8 +191,10 @@ export async function createDeployment(deps: DeploymentDeps, principal: Principa
   const id = crypto.randomUUID();
   try {
     await deps.db.transaction().execute(async (trx) => {
-      const tunnel = await trx.selectFrom('tunnels').select('id').where('subdomain', '=', fields.subdomain).executeTakeFirst();
-      if (tunnel !== undefined) throw subdomainTaken(fields.subdomain);
+      await trx
+        .insertInto('subdomain_claims')
+        .values({ subdomain: fields.subdomain, kind: 'deployment', owner_id: id, user_id: principal.userId, created_at: now })
+        .execute();
       await trx
         .insertInto('deployments')
         .values({ ...fields, id, user_id: principal.userId, created_at: now, updated_at: now })
@@ -226,9 +232,23 @@ const SHOWN_COLUMNS = [
 /** What `presentDeployment` shows of a deployment. */
 export type ShownDeployment = Pick<DeploymentRow, (typeof SHOWN_COLUMNS)[number]>;
 
-/** The caller's deployments, newest first (only what is shown: a list is read on every dashboard refresh). */
-export async function listDeployments(db: Db, principal: Principal): Promise<ShownDeployment[]> {
-  return db.selectFrom('deployments').select(SHOWN_COLUMNS).where('user_id', '=', principal.userId).orderBy('seq', 'desc').execute();
+/** A position in the list of deployments: the creation sequence number (unique, so no ties). */
+export type DeploymentPosition = readonly [seq: number];
+
+/**
+ * A page of the caller's deployments, newest first (only what is shown: a list is read on every
+ * dashboard refresh). Keyset on `seq`, indexed with the owner: a page starts after the last one's
+ * final item whatever was created or deleted since.
+ */
+export async function listDeployments(
+  db: Db,
+  principal: Principal,
+  page: PageRequest<DeploymentPosition>,
+): Promise<Page<ShownDeployment & { seq: number }, DeploymentPosition>> {
+  let query = db.selectFrom('deployments').select([...SHOWN_COLUMNS, 'seq']).where('user_id', '=', principal.userId);
+  if (page.after !== undefined) query = query.where('seq', '<', page.after[0]);
+  const rows = await query.orderBy('seq', 'desc').limit(page.limit + 1).execute();
+  return pageFromRows(rows, page.limit, (row) => [row.seq] as const);
 }
 
 /** One of the caller's deployments; anything else (missing, not a UUID, another user's) is 404. */
@@ -236,6 +256,13 @@ export async function getDeploymentRow(db: Db, principal: Principal, id: string)
   assertUuid(id, 'deployment');
   const row = await db.selectFrom('deployments').selectAll().where('id', '=', id).executeTakeFirst();
   return authorizeOwned(principal, row, 'deployment');
+}
+
+/** The id of one of the caller's deployments (404 as `getDeploymentRow`), reading only what that needs. */
+export async function getOwnedDeploymentId(db: Db, principal: Principal, id: string): Promise<string> {
+  assertUuid(id, 'deployment');
+  const row = await db.selectFrom('deployments').select(['id', 'user_id']).where('id', '=', id).executeTakeFirst();
+  return authorizeOwned(principal, row, 'deployment').id;
 }
 
 /** Fields a deployment shows; the archive creation response has exactly the first seven. */

@@ -18,11 +18,13 @@ import { DomainError } from '../../src/core/errors.js';
 import type { DeploymentOperations } from '../../src/domain/operations.js';
 import type { Principal } from '../../src/core/principal.js';
 import { KeyUsage } from '../../src/domain/key-usage.js';
+import { ListCursors } from '../../src/api/list-pages.js';
 import { FailureLimiter } from '../../src/domain/rate-limiter.js';
 import { SourceStore } from '../../src/source/source-store.js';
 import { assertError, assertNoLeak } from '../helpers/api-assert.js';
 import { buildMultipart } from '../helpers/multipart.js';
 import { ADMIN_PASSWORD, startTestServer, testEnv, type HttpResult, type TestServer } from '../helpers/server.js';
+import { NO_CERTIFICATES } from '../../src/domain/custom-domains.js';
 
 /** Every route of the API, as the OpenAPI document names it. */
 const ROUTES: ReadonlyArray<readonly [string, string]> = [
@@ -49,6 +51,9 @@ const ROUTES: ReadonlyArray<readonly [string, string]> = [
   ['get', '/api/v1/deployments/{id}/builds'],
   ['get', '/api/v1/deployments/{id}/builds/{build_id}'],
   ['get', '/api/v1/deployments/{id}/builds/{build_id}/logs'],
+  ['get', '/api/v1/deployments/{id}/domains'],
+  ['post', '/api/v1/deployments/{id}/domains'],
+  ['delete', '/api/v1/deployments/{id}/domains/{domain_id}'],
   ['get', '/api/v1/tunnels'],
 ];
 
@@ -274,10 +279,13 @@ describe('the Fastify app in-process (inject)', () => {
       store: new SourceStore(dir),
       buildLogs: new BuildLogStore(dir),
       keyUsage: new KeyUsage(db),
+      cursors: new ListCursors(new ValueCipher(crypto.randomBytes(32))),
       loginLimiter: new FailureLimiter({ maxFailures: 10, windowMs: 60_000 }),
       operations: ops,
       configs: new DbAppConfigStore(db, new ValueCipher(crypto.randomBytes(32))),
       tunnels: { list: () => [], closeForKey: () => undefined },
+      hosts: { addHost: () => undefined, removeHost: () => undefined },
+      certificates: NO_CERTIFICATES,
       health: async () => ({ ok: healthy, checks: { database: { ok: true }, docker: healthy ? { ok: true } : { ok: false, detail: 'the Docker engine does not answer' } } }),
       log: (_level, msg, detail) => logged.push({ msg, ...(detail === undefined ? {} : { detail }) }),
     });

@@ -154,6 +154,60 @@ describe('login and credentials', () => {
   });
 });
 
+describe('lists over several pages', () => {
+  test('apps shows every app, following the next links; --limit cuts; an app on a later page resolves by name', async () => {
+    const owner = await server.newUser('clipages');
+    const env = { SLIPWAY_URL: server.url, SLIPWAY_API_KEY: owner.apiKey };
+    const ids: string[] = [];
+    for (let i = 0; i < 120; i += 1) {
+      const subdomain = `cp-${process.pid}-${i}`;
+      const res = await server.request('POST', '/api/v1/deployments', { token: owner.token, body: { name: `page-app-${String(i).padStart(3, '0')}`, subdomain, source_type: 'archive' } });
+      assert.equal(res.status, 201, res.text);
+      ids.push(res.json.id);
+    }
+    const newestFirst = [...ids].reverse();
+
+    const all = await cli(['apps', '--json'], { home, env });
+    assert.equal(all.code, 0, all.stderr);
+    assert.deepEqual(
+      (JSON.parse(all.stdout) as Array<{ id: string }>).map((d) => d.id),
+      newestFirst,
+      'all 120 apps (two pages of the server), newest first, none twice',
+    );
+
+    const cut = await cli(['apps', '--limit', '110', '--json'], { home, env });
+    assert.equal(cut.code, 0, cut.stderr);
+    assert.deepEqual(
+      (JSON.parse(cut.stdout) as Array<{ id: string }>).map((d) => d.id),
+      newestFirst.slice(0, 110),
+    );
+
+    const table = await cli(['apps', '--limit', '3'], { home, env });
+    assert.equal(table.code, 0, table.stderr);
+    const lines = table.stdout.trim().split('\n');
+    assert.equal(lines.length, 4, `a header and three apps:\n${table.stdout}`);
+    assert.match(lines[1] ?? '', /page-app-119/);
+
+    // The oldest app is only on the second page: naming it still works.
+    const status = await cli(['status', 'page-app-000', '--json'], { home, env });
+    assert.equal(status.code, 0, status.stderr);
+    assert.equal(JSON.parse(status.stdout).id, ids[0]);
+
+    for (const bad of ['0', '-1', 'x', '1.5']) {
+      assert.equal((await cli(['apps', '--limit', bad], { home, env })).code, 2, `--limit ${bad}`);
+    }
+
+    for (let i = 0; i < 2; i += 1) await server.request('POST', '/api/v1/api-keys', { token: owner.token, body: { name: `more-${i}` } });
+    const keys = await cli(['keys', 'ls', '--limit', '2', '--json'], { home, env });
+    assert.equal(keys.code, 0, keys.stderr);
+    const newestKeys = (await server.request('GET', '/api/v1/api-keys', { token: owner.token })).json.slice(0, 2).map((k: { id: string }) => k.id);
+    assert.deepEqual(
+      (JSON.parse(keys.stdout) as Array<{ id: string }>).map((k) => k.id),
+      newestKeys,
+    );
+  });
+});
+
 describe('deploy and manage an app', () => {
   const secret = `SECRET-${randomUUID()}`;
   /** Uploaded, and found by the same grep that must not find the secret: the check can fail. */

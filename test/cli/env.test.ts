@@ -1,11 +1,12 @@
 // End-to-end tests of `slipway env` (list, set, unset, import) against a real server; restart of a running app on the real engine.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { busyboxArchive, createArchiveApp, deployAndWait } from '../helpers/apps.js';
+import { busyboxArchive, createArchiveApp, deployAndWait, testEngine } from '../helpers/apps.js';
+import { ensureBusyboxImage, writeBusyboxApp } from '../helpers/busybox-image.js';
 import { PROJECT_ROOT, startTestServer, type TestServer } from '../helpers/server.js';
 
 const BIN = path.join(PROJECT_ROOT, 'bin', 'slipway.js');
@@ -157,5 +158,40 @@ describe('slipway env', () => {
     const json = await cli(['env', 'set', '--app', app.subdomain, 'FEATURE=off', '--no-restart', '--json']);
     assert.equal(JSON.parse(json.stdout).restarted, false);
     assert.equal((await server.request('DELETE', `/api/v1/deployments/${app.id}`, { token: user.token })).status, 204);
+  });
+
+  test('slipway.json may list volumes: the first deploy creates the app with them, a changed list is applied before the next deploy', async () => {
+    await ensureBusyboxImage(testEngine());
+    const dir = path.join(work, 'with-volumes');
+    await mkdir(dir);
+    await writeBusyboxApp(dir, { body: 'volumes app\n' });
+    await writeFile(path.join(dir, 'slipway.json'), JSON.stringify({ volumes: [{ name: 'data', mount_path: '/data' }] }));
+    const subdomain = `vols-${process.pid}`;
+    const first = await cli(['deploy', dir, '--subdomain', subdomain]);
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stderr, /Volumes from slipway\.json: data at \/data/);
+    const file = JSON.parse(await readFile(path.join(dir, 'slipway.json'), 'utf8'));
+    assert.deepEqual(file.volumes, [{ name: 'data', mount_path: '/data' }], 'writing the link keeps the volumes');
+    assert.equal(file.server, server.url);
+    const id = file.deployment_id as string;
+    const get = async (): Promise<unknown> => (await server.request('GET', `/api/v1/deployments/${id}`, { token: user.token })).json.volumes;
+    assert.deepEqual(await get(), [{ name: 'data', mount_path: '/data' }]);
+
+    const again = await cli(['deploy', dir]);
+    assert.equal(again.code, 0, again.stderr);
+    assert.doesNotMatch(again.stderr, /Volumes of/, 'an unchanged list is not sent again');
+    await writeFile(path.join(dir, 'slipway.json'), JSON.stringify({ ...file, volumes: [{ name: 'data', mount_path: '/data' }, { name: 'cache', mount_path: '/cache' }] }));
+    const changed = await cli(['deploy', dir]);
+    assert.equal(changed.code, 0, changed.stderr);
+    assert.match(changed.stderr, /Volumes of with-volumes set from slipway\.json: data at \/data, cache at \/cache/);
+    assert.deepEqual(await get(), [{ name: 'data', mount_path: '/data' }, { name: 'cache', mount_path: '/cache' }]);
+
+    await writeFile(path.join(dir, 'slipway.json'), JSON.stringify({ ...file, volumes: [{ name: 'bad_name', mount_path: '/x' }] }));
+    const bad = await cli(['deploy', dir]);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /error: volumes\[0\]\.name "bad_name" must be a DNS label/);
+    await writeFile(path.join(dir, 'slipway.json'), JSON.stringify({ ...file, volumes: 'data:/data' }));
+    assert.match((await cli(['deploy', dir])).stderr, /"volumes" must be a list/);
+    assert.equal((await server.request('DELETE', `/api/v1/deployments/${id}`, { token: user.token })).status, 204);
   });
 });

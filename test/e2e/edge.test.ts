@@ -7,7 +7,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import WebSocket, { WebSocketServer } from 'ws';
 import { runTunnelClient } from '../../src/tunnel/tunnel-client.js';
-import { eventually } from '../helpers/apps.js';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { appRequest, createArchiveApp, deployAndWait, eventually, tarGzOf, tempDir, testEngine } from '../helpers/apps.js';
+import { ensureBusyboxImage, writeBusyboxApp } from '../helpers/busybox-image.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 interface RawAnswer {
@@ -199,7 +202,7 @@ describe('edge: long responses are not cut by the request bounds', () => {
   let tunnel: AbortController;
   let tunnelDone: Promise<void>;
   let host: string;
-  /** Longer than every bound the server is given below. */
+  /** Longer than every bound the server is given below, but the upload deadline. */
   const PAUSE_MS = 3500;
 
   before(async () => {
@@ -207,7 +210,8 @@ describe('edge: long responses are not cut by the request bounds', () => {
       SLIPWAY_BODY_IDLE_TIMEOUT_SECONDS: '1',
       SLIPWAY_HEADERS_TIMEOUT_SECONDS: '1',
       SLIPWAY_REQUEST_TIMEOUT_SECONDS: '2',
-      SLIPWAY_UPLOAD_TIMEOUT_SECONDS: '2',
+      // Bounds the whole upload only; the body idle timeout is what the back-pressure case tests.
+      SLIPWAY_UPLOAD_TIMEOUT_SECONDS: '60',
       SLIPWAY_KEEP_ALIVE_TIMEOUT_SECONDS: '1',
     });
     // A local app behind a tunnel: a response that pauses mid-stream, an upload it reads slowly, a quiet WebSocket.
@@ -215,6 +219,15 @@ describe('edge: long responses are not cut by the request bounds', () => {
       if (req.url === '/stream') {
         res.write('first ');
         setTimeout(() => res.end('second'), PAUSE_MS);
+      } else if (req.url === '/late-reader') {
+        // Starts reading only after the pause: the visitor's upload stalls on back-pressure meanwhile.
+        req.pause();
+        setTimeout(() => {
+          let bytes = 0;
+          req.on('data', (chunk: Buffer) => (bytes += chunk.length));
+          req.on('end', () => res.end(`read ${bytes}`));
+          req.resume();
+        }, PAUSE_MS);
       } else {
         let bytes = 0;
         req.on('data', (chunk: Buffer) => (bytes += chunk.length));
@@ -263,6 +276,13 @@ describe('edge: long responses are not cut by the request bounds', () => {
     assert.equal(res.body, `read ${body.length}`);
   });
 
+  test('an upload the app does not read for a while (back-pressure) is not taken for an idle client', async () => {
+    const body = 'y'.repeat(8 * 1024 * 1024);
+    const res = await rawRequest(ts.port, `POST /late-reader HTTP/1.1\r\nHost: ${host}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+    assert.equal(res.status, 200, res.head);
+    assert.equal(res.body, `read ${body.length}`);
+  });
+
   test('a WebSocket through the tunnel stays open across a silence longer than every bound', async () => {
     const ws = new WebSocket(`ws://127.0.0.1:${ts.port}/chat`, { headers: { host } });
     try {
@@ -273,5 +293,41 @@ describe('edge: long responses are not cut by the request bounds', () => {
     } finally {
       ws.terminate();
     }
+  });
+});
+
+describe('edge: a deployed app that answers HTTP/1.1 099', () => {
+  let ts: TestServer;
+  before(async () => {
+    ts = await startTestServer();
+  });
+  after(() => ts.close());
+
+  test('the visitor gets a 502, the app and the server keep serving', async () => {
+    await ensureBusyboxImage(testEngine());
+    const dir = tempDir('evil');
+    const body = await writeBusyboxApp(dir, { body: 'the ordinary page\n' });
+    // busybox httpd passes a CGI answer that starts with "HTTP" through as it is: the attack, verbatim.
+    await fsp.writeFile(path.join(dir, 'evil'), '#!/bin/sh\nprintf "HTTP/1.1 099 Weird\\r\\nContent-Length: 2\\r\\n\\r\\nok"\n');
+    const dockerfile = await fsp.readFile(path.join(dir, 'Dockerfile'), 'utf8');
+    await fsp.writeFile(
+      path.join(dir, 'Dockerfile'),
+      dockerfile.replace('COPY index.html /www/index.html', 'COPY index.html /www/index.html\nCOPY evil /www/cgi-bin/evil\nRUN ["/bin/chmod", "755", "/www/cgi-bin/evil"]'),
+    );
+    const archive = await tarGzOf(dir);
+    await fsp.rm(dir, { recursive: true, force: true });
+    const { token } = await ts.newUser('evil');
+    const { id, subdomain } = await createArchiveApp(ts, token, archive);
+    const deployed = await deployAndWait(ts, token, id);
+    assert.equal(deployed.status, 200, deployed.text);
+
+    for (let i = 0; i < 3; i++) {
+      const evil = await appRequest(ts.port, subdomain, { path: '/cgi-bin/evil' });
+      assert.equal(evil.status, 502);
+      assert.match(evil.body, /Bad gateway/);
+    }
+    const page = await appRequest(ts.port, subdomain);
+    assert.deepEqual([page.status, page.body], [200, body]);
+    assert.equal((await ts.request('GET', '/api/v1/deployments', { token })).status, 200);
   });
 });

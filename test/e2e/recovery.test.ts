@@ -70,6 +70,9 @@ describe('recovery after a crash', () => {
       pidsLimit: 64,
       network: appNetworkName(instance),
     });
+    // And a network labelled by this installation that is neither its app nor its build network.
+    const strayNetwork = `slipway-${instance}-stray`;
+    await engine.ensureNetwork({ name: strayNetwork, labels: { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instance }, isolated: true });
 
     server = await spawnServerProcess(env);
     token = await loginAs(server.url, ADMIN_EMAIL, ADMIN_PASSWORD);
@@ -83,6 +86,9 @@ describe('recovery after a crash', () => {
     // The live release was started again from its image and is routed.
     assert.equal((await appRequest(server.port, subdomain)).body, 'survivor\n');
     assert.equal(await engine.inspectContainer(stray.id), null, 'the stray container was removed');
+    const networks = (await engine.listNetworks({ [LABEL_INSTANCE]: instance })).map((n) => n.name);
+    assert.ok(!networks.includes(strayNetwork), 'the stray network was removed');
+    assert.ok(networks.includes(appNetworkName(instance)), 'the app network stays');
     // Nothing is stuck: a new deploy works.
     const fresh = await busyboxArchive({ body: 'after recovery\n' });
     await upload(server.url, token, id, fresh.archive);

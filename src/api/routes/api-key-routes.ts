@@ -5,15 +5,30 @@ import { createApiKey, deleteApiKey, listApiKeys } from '../../domain/api-keys.j
 import { assertUuid } from '../../domain/deployments.js';
 import type { ApiDeps } from '../app.js';
 import { principalOf } from '../authenticate.js';
+import { PageQuery, isTimeIdPosition, listResponse, pageRequest, sendPage, type ListRef } from '../list-pages.js';
+import type { ApiKeyPosition } from '../../domain/api-keys.js';
 import { CreateApiKeyBody, CreateApiKeyResponse, IdParams, errorResponses } from '../schemas.js';
 
 export const apiKeyRoutes =
   (deps: ApiDeps): FastifyPluginAsync =>
   async (app) => {
-    app.get(
+    app.get<{ Querystring: PageQuery }>(
       '/api-keys',
-      { schema: { tags: ['api-keys'], summary: "The caller's API keys", response: { 200: Type.Array(Type.Ref('ApiKey')), ...errorResponses(401) } } },
-      async (request) => listApiKeys(deps.db, deps.keyUsage, principalOf(request)),
+      {
+        schema: {
+          tags: ['api-keys'],
+          summary: "The caller's API keys, newest first, a page at a time",
+          querystring: PageQuery,
+          response: { 200: listResponse(Type.Array(Type.Ref('ApiKey'))), ...errorResponses(400, 401) },
+        },
+      },
+      async (request, reply) => {
+        const principal = principalOf(request);
+        const ref: ListRef<ApiKeyPosition> = { cursors: deps.cursors, path: '/api/v1/api-keys', list: 'api-keys', scope: principal.userId, valid: isTimeIdPosition };
+        const page = pageRequest(ref, request.query);
+        const keys = await listApiKeys(deps.db, deps.keyUsage, principal, page);
+        return sendPage(request, reply, ref, page, keys.items, keys.next);
+      },
     );
 
     app.post<{ Body: CreateApiKeyBody }>(

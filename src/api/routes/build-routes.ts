@@ -1,7 +1,8 @@
 // Routes: a deployment's build records and their logs.
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { getBuildRow, isBuildFinished, listBuilds, presentBuild } from '../../domain/builds.js';
+import { getBuildRow, isBuildFinished, listBuilds, presentBuild, type BuildPosition } from '../../domain/builds.js';
+import { PageQuery, isSeqPosition, listResponse, pageRequest, sendPage, type ListRef } from '../list-pages.js';
 import type { ApiDeps } from '../app.js';
 import { principalOf } from '../authenticate.js';
 import { BuildParams, FollowQuery, IdParams, TextResponse, errorResponses, isFlagSet } from '../schemas.js';
@@ -10,17 +11,31 @@ import { clientGone, sendText } from './deployment-routes.js';
 export const buildRoutes =
   (deps: ApiDeps): FastifyPluginAsync =>
   async (app) => {
-    app.get<{ Params: { id: string } }>(
+    app.get<{ Params: { id: string }; Querystring: PageQuery }>(
       '/deployments/:id/builds',
       {
         schema: {
           tags: ['builds'],
-          summary: "A deployment's builds, newest first",
+          summary: "A deployment's builds, newest first, a page at a time",
           params: IdParams,
-          response: { 200: Type.Array(Type.Ref('Build')), ...errorResponses(401, 404) },
+          querystring: PageQuery,
+          response: { 200: listResponse(Type.Array(Type.Ref('Build'))), ...errorResponses(400, 401, 404) },
         },
       },
-      async (request) => (await listBuilds(deps.db, principalOf(request), request.params.id)).map(presentBuild),
+      async (request, reply) => {
+        const principal = principalOf(request);
+        const id = request.params.id;
+        const ref: ListRef<BuildPosition> = {
+          cursors: deps.cursors,
+          path: `/api/v1/deployments/${encodeURIComponent(id)}/builds`,
+          list: 'builds',
+          scope: `${principal.userId}:${id}`,
+          valid: isSeqPosition,
+        };
+        const page = pageRequest(ref, request.query);
+        const builds = await listBuilds(deps.db, principal, id, page);
+        return sendPage(request, reply, ref, page, builds.items.map(presentBuild), builds.next);
+      },
     );
 
     app.get<{ Params: { id: string; build_id: string } }>(

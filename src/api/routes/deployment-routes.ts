@@ -3,11 +3,13 @@ import { Readable } from 'node:stream';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { appUrl, appUrls } from '../../config.js';
+import { PageQuery, isSeqPosition, listResponse, pageRequest, sendPage, type ListRef } from '../list-pages.js';
 import { presentBuild } from '../../domain/builds.js';
 import {
   createDeployment,
   getDeploymentRow,
   listDeployments,
+  type DeploymentPosition,
   presentCreatedArchive,
   presentDeployment,
   updateDeployment,
@@ -63,20 +65,24 @@ export const deploymentRoutes =
       limits: { maxMemoryMb: deps.config.maxMemoryMb, maxCpus: deps.config.maxCpus },
     };
 
-    app.get(
+    app.get<{ Querystring: PageQuery }>(
       '/deployments',
       {
         schema: {
           tags: ['deployments'],
-          summary: "The caller's deployments, newest first",
-          response: { 200: Type.Array(Type.Ref('Deployment')), ...errorResponses(401) },
+          summary: "The caller's deployments, newest first, a page at a time",
+          querystring: PageQuery,
+          response: { 200: listResponse(Type.Array(Type.Ref('Deployment'))), ...errorResponses(400, 401) },
         },
       },
-      async (request) => {
-        const rows = await listDeployments(deps.db, principalOf(request));
+      async (request, reply) => {
+        const principal = principalOf(request);
+        const ref: ListRef<DeploymentPosition> = { cursors: deps.cursors, path: '/api/v1/deployments', list: 'deployments', scope: principal.userId, valid: isSeqPosition };
+        const page = pageRequest(ref, request.query);
+        const deployments = await listDeployments(deps.db, principal, page);
         // Read the public URL once per answer: the port is only known once the server listens.
         const urlOf = appUrls(deps.config);
-        return rows.map((row) => presentDeployment(row, urlOf));
+        return sendPage(request, reply, ref, page, deployments.items.map((row) => presentDeployment(row, urlOf)), deployments.next);
       },
     );
 

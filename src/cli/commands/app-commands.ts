@@ -4,7 +4,7 @@ import type { ApiClient } from '../api-client.js';
 import type { Build, Deployment, MessageAnswer } from '../api-types.js';
 import { CliError, usageError } from '../cli-error.js';
 import type { CliIo } from '../cli-io.js';
-import { connect, withInterrupt, withJson, type JsonOption } from '../command-context.js';
+import { connect, limitOption, withInterrupt, withJson, type JsonOption, type ListOptions } from '../command-context.js';
 import { ago, copyStream, printFields, printJson, printTable, shortId } from '../output.js';
 import { createPrompter } from '../prompt.js';
 import { resolveApp, resolveBuild } from '../resolve-app.js';
@@ -23,11 +23,12 @@ export function registerAppCommands(program: Command, io: CliIo): void {
   const run = (body: (client: ApiClient, signal: AbortSignal) => Promise<void>): Promise<void> =>
     withInterrupt(io, async (signal) => body(await connect(io, signal), signal));
 
-  withJson(program.command('apps').alias('ls').description('list your apps'))
-    .addHelpText('after', '\nExamples:\n  slipway apps\n  slipway apps --json')
-    .action((options: JsonOption) =>
+  withJson(program.command('apps').alias('ls').description('list your apps, newest first (all of them unless --limit)'))
+    .option('--limit <n>', 'only the N newest apps', limitOption)
+    .addHelpText('after', '\nExamples:\n  slipway apps\n  slipway apps --limit 20\n  slipway apps --json')
+    .action((options: ListOptions) =>
       run(async (client) => {
-        const apps = await client.request<Deployment[]>('GET', '/api/v1/deployments');
+        const apps = await client.list<Deployment>('/api/v1/deployments', options.limit === undefined ? {} : { max: options.limit });
         if (options.json === true) return printJson(io.stdout, apps);
         if (apps.length === 0) return void io.stdout.write('No apps yet: deploy a folder with `slipway deploy`.\n');
         printTable(io.stdout, apps, [
@@ -46,7 +47,7 @@ export function registerAppCommands(program: Command, io: CliIo): void {
       run(async (client) => {
         const app = await resolveApp(client, ref);
         const full = await client.request<Deployment>('GET', `/api/v1/deployments/${app.id}`);
-        const [latest] = await client.request<Build[]>('GET', `/api/v1/deployments/${app.id}/builds`);
+        const [latest] = await client.request<Build[]>('GET', `/api/v1/deployments/${app.id}/builds?limit=1`);
         if (options.json === true) return printJson(io.stdout, full);
         printFields(io.stdout, [
           ['name', full.name],
@@ -64,12 +65,13 @@ export function registerAppCommands(program: Command, io: CliIo): void {
       }),
     );
 
-  withJson(program.command('builds').argument('<app>').description("list an app's builds, newest first"))
-    .addHelpText('after', `\n${APP_HELP} The live build is marked with *.\n\nExamples:\n  slipway builds hello\n  slipway builds hello --json`)
-    .action((ref: string, options: JsonOption) =>
+  withJson(program.command('builds').argument('<app>').description("list an app's builds, newest first (all of them unless --limit)"))
+    .option('--limit <n>', 'only the N newest builds', limitOption)
+    .addHelpText('after', `\n${APP_HELP} The live build is marked with *.\n\nExamples:\n  slipway builds hello\n  slipway builds hello --limit 5\n  slipway builds hello --json`)
+    .action((ref: string, options: ListOptions) =>
       run(async (client) => {
         const app = await resolveApp(client, ref);
-        const builds = await client.request<Build[]>('GET', `/api/v1/deployments/${app.id}/builds`);
+        const builds = await client.list<Build>(`/api/v1/deployments/${app.id}/builds`, options.limit === undefined ? {} : { max: options.limit });
         if (options.json === true) return printJson(io.stdout, builds);
         if (builds.length === 0) return void io.stdout.write(`${app.name} has no builds yet.\n`);
         printTable(io.stdout, builds, [
@@ -234,7 +236,7 @@ async function withProgress<T>(io: CliIo, first: string, still: string, body: ()
 
 /** The output of the latest build's app when that build failed while starting it (from its build log). */
 async function failedStartOutput(client: ApiClient, app: Deployment): Promise<{ build: Build; output: string } | undefined> {
-  const [latest] = await client.request<Build[]>('GET', `/api/v1/deployments/${app.id}/builds`);
+  const [latest] = await client.request<Build[]>('GET', `/api/v1/deployments/${app.id}/builds?limit=1`);
   if (latest === undefined || latest.status !== 'failed') return undefined;
   let log = '';
   for await (const chunk of client.stream(`/api/v1/deployments/${app.id}/builds/${latest.id}/logs`)) log += chunk;
@@ -249,7 +251,7 @@ async function failedStartOutput(client: ApiClient, app: Deployment): Promise<{ 
 
 /** The newest succeeded build older than the live one. */
 async function previousBuild(client: ApiClient, app: Deployment): Promise<Build> {
-  const builds = await client.request<Build[]>('GET', `/api/v1/deployments/${app.id}/builds`);
+  const builds = await client.list<Build>(`/api/v1/deployments/${app.id}/builds`);
   const live = builds.findIndex((b) => b.id === app.live_build_id);
   if (app.live_build_id === null || app.live_build_id === undefined || live === -1) {
     throw new CliError(`${app.name} has no live build to roll back from: name a build (see \`slipway builds ${app.subdomain}\`)`);

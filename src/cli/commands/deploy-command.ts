@@ -12,7 +12,7 @@ import { connect, withInterrupt, withJson, type JsonOption } from '../command-co
 import { copyStream, printJson, shortId } from '../output.js';
 import { LINK_FILE, packFolder } from '../pack.js';
 import { Progress, formatBytes } from '../progress.js';
-import { readProjectLink, writeProjectLink } from '../project-link.js';
+import { readProjectFile, sameVolumes, writeProjectLink } from '../project-link.js';
 
 interface DeployOptions extends JsonOption {
   name?: string;
@@ -39,6 +39,10 @@ export function registerDeployCommand(program: Command, io: CliIo): void {
       `
 The first deploy of a folder creates the app and remembers it in DIR/${LINK_FILE} (commit
 that file to deploy to the same app from elsewhere); later deploys reuse it.
+
+${LINK_FILE} may also list the app's volumes, e.g. {"volumes": [{"name": "data", "mount_path": "/data"}]}:
+the first deploy creates the app with them, and a later deploy whose list changed updates the app
+before it deploys.
 
 What is uploaded: the folder as tar.gz, minus what .dockerignore excludes (or .gitignore when
 there is no .dockerignore), minus .git and ${LINK_FILE}. Symbolic links are uploaded as links
@@ -176,12 +180,19 @@ async function findOrCreateApp(
   dockerfile: string | undefined,
   note: (text: string) => void,
 ): Promise<Deployment> {
-  const link = await readProjectLink(dir);
+  const project = await readProjectFile(dir);
+  const link = project?.link;
+  const volumes = project?.volumes;
   if (link !== undefined && link.server === client.url) {
     try {
-      const app = await client.request<Deployment>('GET', `/api/v1/deployments/${link.deployment_id}`);
+      let app = await client.request<Deployment>('GET', `/api/v1/deployments/${link.deployment_id}`);
       if ((options.name !== undefined && options.name !== app.name) || (options.subdomain !== undefined && options.subdomain !== app.subdomain)) {
         note(`note: --name and --subdomain apply only when creating an app; ${LINK_FILE} links this folder to ${app.name} (${app.subdomain})`);
+      }
+      // slipway.json's volumes are the app's: a changed list is sent before the deploy that mounts it.
+      if (volumes !== undefined && !sameVolumes(volumes, app.volumes)) {
+        app = await client.request<Deployment>('PATCH', `/api/v1/deployments/${app.id}`, { body: { volumes } });
+        note(`Volumes of ${app.name} set from ${LINK_FILE}: ${describeVolumes(volumes)}`);
       }
       return app;
     } catch (err) {
@@ -200,7 +211,7 @@ async function findOrCreateApp(
   let created: Deployment;
   try {
     created = await client.request<Deployment>('POST', '/api/v1/deployments', {
-      body: { name, subdomain, source_type: 'archive', dockerfile_path: effectiveDockerfile },
+      body: { name, subdomain, source_type: 'archive', dockerfile_path: effectiveDockerfile, ...(volumes === undefined ? {} : { volumes }) },
     });
   } catch (err) {
     if (err instanceof CliError && (err.code === 'subdomain_taken' || err.code === 'validation_error') && options.subdomain === undefined) {
@@ -210,8 +221,13 @@ async function findOrCreateApp(
   }
   await writeProjectLink(dir, { deployment_id: created.id, server: client.url });
   note(`Created app ${created.name} at subdomain ${created.subdomain}; linked in ${path.join(dir, LINK_FILE)}`);
+  if (volumes !== undefined && volumes.length > 0) note(`Volumes from ${LINK_FILE}: ${describeVolumes(volumes)}`);
   // The creation answer is the short archive form; the full view carries the URL.
   return client.request<Deployment>('GET', `/api/v1/deployments/${created.id}`);
+}
+
+function describeVolumes(volumes: ReadonlyArray<{ name: string; mount_path: string }>): string {
+  return volumes.length === 0 ? 'none' : volumes.map((v) => `${v.name} at ${v.mount_path}`).join(', ');
 }
 
 /** Polls a build until it is no longer `building` (the followed log normally ends exactly then). */

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { ApiKey } from '../api-types.js';
 import { CliError } from '../cli-error.js';
 import type { CliIo } from '../cli-io.js';
-import { connect, withInterrupt, withJson, type JsonOption } from '../command-context.js';
+import { connect, limitOption, withInterrupt, withJson, type JsonOption, type ListOptions } from '../command-context.js';
 import { ago, printJson, printTable } from '../output.js';
 
 /** Registers `keys` and its subcommands on `program`. */
@@ -13,11 +13,12 @@ export function registerKeyCommands(program: Command, io: CliIo): void {
     .description('manage API keys (for scripts, CI and `slipway tunnel`)')
     .addHelpText('after', '\nExamples:\n  slipway keys ls\n  slipway keys create ci\n  slipway keys rm 0b6f6f0e-…');
 
-  withJson(keys.command('ls').alias('list').description('list your API keys'))
-    .addHelpText('after', '\nExamples:\n  slipway keys ls\n  slipway keys ls --json')
-    .action((options: JsonOption) =>
+  withJson(keys.command('ls').alias('list').description('list your API keys, newest first (all of them unless --limit)'))
+    .option('--limit <n>', 'only the N newest keys', limitOption)
+    .addHelpText('after', '\nExamples:\n  slipway keys ls\n  slipway keys ls --limit 10\n  slipway keys ls --json')
+    .action((options: ListOptions) =>
       withInterrupt(io, async (signal) => {
-        const list = await (await connect(io, signal)).request<ApiKey[]>('GET', '/api/v1/api-keys');
+        const list = await (await connect(io, signal)).list<ApiKey>('/api/v1/api-keys', options.limit === undefined ? {} : { max: options.limit });
         if (options.json === true) return printJson(io.stdout, list);
         if (list.length === 0) return void io.stdout.write('No API keys: create one with `slipway keys create NAME`.\n');
         printTable(io.stdout, list, [
@@ -46,7 +47,7 @@ export function registerKeyCommands(program: Command, io: CliIo): void {
     .action((ref: string, options: JsonOption) =>
       withInterrupt(io, async (signal) => {
         const client = await connect(io, signal);
-        const list = await client.request<ApiKey[]>('GET', '/api/v1/api-keys');
+        const list = await client.list<ApiKey>('/api/v1/api-keys');
         const byId = list.find((k) => k.id === ref.toLowerCase());
         const byName = list.filter((k) => k.name === ref);
         const key = byId ?? (byName.length === 1 ? byName[0] : undefined);

@@ -8,7 +8,7 @@
 // containers are placed under a parent cgroup whose pids.max bounds them together.
 import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
-import { mkdir, readFile, readdir, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rmdir, stat, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -56,32 +56,47 @@ async function hostNameservers(): Promise<string[]> {
 export async function ensureBuildFirewall(): Promise<void> {
   const nameservers = await hostNameservers();
   const bridges = `${BUILD_BRIDGE_PREFIX}+`;
-  for (const chain of [FORWARD_CHAIN, INPUT_CHAIN]) {
-    const created = await iptables(['-N', chain]);
-    if (!created.ok && !/exists/i.test(created.stderr)) throw new Error(`iptables -N ${chain}: ${created.stderr}`);
-  }
+  // One listing per chain; a rule is present when its `-S` line is (the rules below are written
+  // in the form iptables prints them). Checking costs four processes when nothing is missing.
+  const forward = await listChain(FORWARD_CHAIN, true);
+  const input = await listChain(INPUT_CHAIN, true);
   // Rules are only ever added, never flushed and rewritten, so no build sees the chains empty.
   // The DNS exceptions go first, the drops after them.
   const dns: string[][] = nameservers.flatMap((ns) =>
     ['udp', 'tcp'].map((proto) => ['-d', `${ns}/32`, '-p', proto, '-m', proto, '--dport', '53', '-j', 'RETURN']),
   );
-  for (const chain of [FORWARD_CHAIN, INPUT_CHAIN]) {
-    for (const rule of dns) if (!(await iptables(['-C', chain, ...rule])).ok) await must(['-I', chain, '1', ...rule]);
+  for (const [chain, present] of [[FORWARD_CHAIN, forward], [INPUT_CHAIN, input]] as const) {
+    for (const rule of dns) if (!present.has(ruleLine(chain, rule))) await must(['-I', chain, '1', ...rule]);
   }
   for (const [address, prefix] of PRIVATE_IPV4_RANGES) {
     const rule = ['-d', `${address}/${prefix}`, '-j', 'DROP'];
-    if (!(await iptables(['-C', FORWARD_CHAIN, ...rule])).ok) await must(['-A', FORWARD_CHAIN, ...rule]);
+    if (!forward.has(ruleLine(FORWARD_CHAIN, rule))) await must(['-A', FORWARD_CHAIN, ...rule]);
   }
-  if (!(await iptables(['-C', INPUT_CHAIN, '-j', 'DROP'])).ok) await must(['-A', INPUT_CHAIN, '-j', 'DROP']);
+  if (!input.has(ruleLine(INPUT_CHAIN, ['-j', 'DROP']))) await must(['-A', INPUT_CHAIN, '-j', 'DROP']);
   // DOCKER-USER is where the engine lets operators filter forwarded container traffic; it exists
   // once the engine has started with iptables enabled.
-  await ensureJump('DOCKER-USER', ['-i', bridges, '-j', FORWARD_CHAIN]);
-  await ensureJump('INPUT', ['-i', bridges, '-j', INPUT_CHAIN]);
+  for (const [chain, target] of [['DOCKER-USER', FORWARD_CHAIN], ['INPUT', INPUT_CHAIN]] as const) {
+    const jump = ['-i', bridges, '-j', target];
+    if (!(await listChain(chain, false)).has(ruleLine(chain, jump))) await must(['-I', chain, '1', ...jump]);
+  }
 }
 
-async function ensureJump(chain: string, rule: string[]): Promise<void> {
-  if ((await iptables(['-C', chain, ...rule])).ok) return;
-  await must(['-I', chain, '1', ...rule]);
+function ruleLine(chain: string, rule: readonly string[]): string {
+  return `-A ${chain} ${rule.join(' ')}`;
+}
+
+/** The `-S` lines of a chain; with `create`, a missing chain is created (and is empty). */
+async function listChain(chain: string, create: boolean): Promise<Set<string>> {
+  const listing = await new Promise<{ ok: boolean; stdout: string; stderr: string }>((resolve) => {
+    execFile('iptables', ['-w', '5', '-S', chain], { timeout: IPTABLES_TIMEOUT_MS }, (err, stdout, stderr) =>
+      resolve({ ok: err === null, stdout: String(stdout), stderr: String(stderr).trim() || (err?.message ?? '') }),
+    );
+  });
+  if (listing.ok) return new Set(listing.stdout.split('\n').map((l) => l.trim()));
+  if (!create) throw new Error(`iptables -S ${chain}: ${listing.stderr}`);
+  const created = await iptables(['-N', chain]);
+  if (!created.ok && !/exists/i.test(created.stderr)) throw new Error(`iptables -N ${chain}: ${created.stderr}`);
+  return create && created.ok ? new Set() : listChain(chain, false);
 }
 
 /** Where the cgroup filesystem is mounted. */
@@ -126,17 +141,51 @@ async function readdirSafe(dir: string): Promise<string[]> {
   return readdir(dir).catch(() => []);
 }
 
-/** rmdir, retried briefly while the engine is still removing the build's last container. */
+/** How long a leftover build cgroup must have existed before a later build sweeps it away. */
+const STALE_CGROUP_MS = 25 * 3600_000; // longer than the longest build time limit (24 h)
+
+/**
+ * rmdir, retried while the engine is still removing the build's last container: a few times at
+ * once, then in the background for a minute (a cancelled build's container can take that long).
+ */
 async function removeWhenEmpty(dir: string): Promise<void> {
-  for (let attempt = 0; attempt < 20; attempt++) {
+  const attempt = async (): Promise<'done' | 'busy'> => {
     try {
       await rmdir(dir);
-      return;
+      return 'done';
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' || code === 'ENOTDIR') return;
-      if (code !== 'EBUSY') return;
-      await sleep(100);
+      return (err as NodeJS.ErrnoException).code === 'EBUSY' ? 'busy' : 'done';
+    }
+  };
+  for (let i = 0; i < 10; i++) {
+    if ((await attempt()) === 'done') return;
+    await sleep(100);
+  }
+  let left = 60;
+  const retry = (): void => {
+    void attempt().then((result) => {
+      if (result === 'busy' && --left > 0) setTimeout(retry, 1000).unref();
+    });
+  };
+  setTimeout(retry, 1000).unref();
+}
+
+/**
+ * Removes build cgroups left behind (a crash, or a container the engine removed after the last
+ * retry). Only empty ones older than any build go: the kernel refuses to remove a cgroup
+ * that still holds processes or children, and the age keeps a build that has not started its
+ * first RUN step yet from losing its limit.
+ */
+export async function sweepBuildCgroups(cgroupVersion: '1' | '2'): Promise<void> {
+  const roots = cgroupVersion === '1' ? (await readdirSafe(CGROUP_ROOT)).map((h) => path.join(CGROUP_ROOT, h)) : [CGROUP_ROOT];
+  for (const root of roots) {
+    const parent = path.join(root, 'slipway-builds');
+    for (const name of await readdirSafe(parent)) {
+      if (!/^[0-9a-f]{16}$/.test(name)) continue;
+      const dir = path.join(parent, name);
+      const info = await stat(dir).catch(() => null);
+      if (info === null || !info.isDirectory() || Date.now() - info.ctimeMs < STALE_CGROUP_MS) continue;
+      await rmdir(dir).catch(() => undefined);
     }
   }
 }

@@ -1,8 +1,10 @@
 // The dashboard in a real browser: a new API key's secret is shown once and does not outlive the
-// key, the session, or the page (issue 17: the next person on the same tab must not see it).
+// key, the session, or the page (issue 17: the next person on the same tab must not see it); a
+// build in flight can be cancelled.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
+import { busyboxArchive, createArchiveApp } from '../helpers/apps.js';
 import { launchBrowser, type TestBrowser } from '../helpers/browser.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -110,5 +112,24 @@ test('opening an app\'s builds clears the secret', async () => {
   await page.locator('#app-rows tr', { hasText: 'shown-app' }).getByRole('button', { name: 'Builds' }).click();
   await page.locator('#detail-title', { hasText: 'shown-app' }).waitFor();
   await assertSecretGone(page, secret);
+  await page.close();
+});
+
+test('a build in flight can be cancelled from the dashboard; the page says so', async () => {
+  const { archive } = await busyboxArchive({ extraDockerfile: 'RUN echo slow-step && sleep 120' });
+  const app = await createArchiveApp(ts, alice.token, archive);
+  const started = await ts.request('POST', `/api/v1/deployments/${app.id}/deploy`, { token: alice.token });
+  assert.equal(started.status, 202, started.text);
+  const page = await browser.newPage();
+  await page.goto(ts.url + '/');
+  await logIn(page, alice.email, alice.password);
+  const row = page.locator('#app-rows tr', { hasText: app.subdomain });
+  await row.getByRole('button', { name: 'Cancel build' }).click();
+  await page.locator('#log-title', { hasText: `build ${String(started.json.id).slice(0, 8)} of ${app.subdomain} cancelled` }).waitFor();
+  assert.equal(await row.locator('td').nth(2).innerText(), 'stopped');
+  assert.equal(await page.locator('#build-rows tr').first().locator('td').nth(1).innerText(), 'cancelled');
+  assert.equal(await row.getByRole('button', { name: 'Cancel build' }).count(), 0, 'no cancel button once nothing builds');
+  const build = await ts.request('GET', `/api/v1/deployments/${app.id}/builds/${started.json.id}`, { token: alice.token });
+  assert.equal(build.json.status, 'cancelled');
   await page.close();
 });

@@ -1,0 +1,130 @@
+// Pages of a list (decisions §14): `?limit` and `?cursor`, opaque sealed cursors, and the `Link: rel="next"` header.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type, type Static } from '@sinclair/typebox';
+import { DomainError } from '../core/errors.js';
+import type { PageRequest, Position } from '../core/page.js';
+
+export const DEFAULT_LIMIT = 100;
+export const MAX_LIMIT = 500;
+
+/** Longest cursor accepted (ours are under 200 characters; anything longer is not one). */
+const MAX_CURSOR_LENGTH = 512;
+
+/**
+ * The query of every list. Query strings are text (nothing is coerced, see schemas.ts), so `limit`
+ * is a pattern for 1–500; a repeated parameter arrives as an array and fails the schema. Other
+ * parameters are allowed and kept in the `next` link.
+ */
+export const PageQuery = Type.Object({
+  limit: Type.Optional(
+    Type.String({
+      pattern: '^(?:[1-9][0-9]?|[1-4][0-9]{2}|500)$',
+      description: `how many items to return, 1–${MAX_LIMIT} (default ${DEFAULT_LIMIT})`,
+    }),
+  ),
+  cursor: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: MAX_CURSOR_LENGTH,
+      pattern: '^[A-Za-z0-9_-]+$',
+      description: 'opaque: the `cursor` of the previous answer\'s `Link: rel="next"`; only valid on the list, and for the caller, that issued it',
+    }),
+  ),
+});
+export type PageQuery = Static<typeof PageQuery>;
+
+/** The `Link` header of a list answer, for the OpenAPI document. */
+export const PAGE_HEADERS = {
+  Link: {
+    type: 'string',
+    description:
+      'present when more items follow: `</api/v1/…?cursor=…&limit=N>; rel="next"`, a path-absolute reference ' +
+      '(resolve it against the URL of the request), with the request\'s other query parameters kept',
+  },
+} as const;
+
+/** A response schema of a list: the array, documented with its `Link` header. */
+export const listResponse = <T extends object>(items: T): T & { headers: typeof PAGE_HEADERS } => ({ ...items, headers: PAGE_HEADERS });
+
+/** Seals and opens cursors: authenticated encryption bound to a context (the installation's ValueCipher). */
+export interface CursorSeal {
+  encrypt(plaintext: string, context: string): string;
+  decrypt(value: string, context: string): string;
+}
+
+/**
+ * Cursors are the position of a page's last item, sealed (AES-GCM under the installation key) with
+ * the list and its owner as associated data: a client cannot read, forge or alter one, and a cursor
+ * of another list or another user does not open (400, like garbage). They outlive restarts, not a
+ * key rotation.
+ */
+export class ListCursors {
+  readonly #seal: CursorSeal;
+
+  constructor(seal: CursorSeal) {
+    this.#seal = seal;
+  }
+
+  /** The cursor of `position` in list `list` of `scope` (e.g. `deployments`, the caller's user id). */
+  seal(list: string, scope: string, position: Position): string {
+    const sealed = this.#seal.encrypt(JSON.stringify(position), `cursor:${list}:${scope}`);
+    // `v1:` + base64 → base64url without padding: safe in a query string as it is.
+    return Buffer.from(sealed.slice(sealed.indexOf(':') + 1), 'base64').toString('base64url');
+  }
+
+  /** The position in a cursor of this list and scope, checked by `valid`; otherwise 400 validation_error. */
+  open<P extends Position>(list: string, scope: string, cursor: string, valid: (position: unknown) => position is P): P {
+    let position: unknown;
+    try {
+      position = JSON.parse(this.#seal.decrypt(`v1:${Buffer.from(cursor, 'base64url').toString('base64')}`, `cursor:${list}:${scope}`));
+    } catch {
+      position = undefined;
+    }
+    if (!valid(position)) throw new DomainError('validation_error', 'cursor is not valid for this list (take it from the previous page\'s Link header)');
+    return position;
+  }
+}
+
+/** One list as the API serves it: its path (for the `next` link), its name and owner (what binds a cursor). */
+export interface ListRef<P extends Position> {
+  readonly cursors: ListCursors;
+  /** Path-absolute URL of the list, e.g. `/api/v1/deployments`. */
+  readonly path: string;
+  /** The list's kind, e.g. `deployments`. */
+  readonly list: string;
+  /** Whose list: the caller's user id, and the deployment for builds. */
+  readonly scope: string;
+  readonly valid: (position: unknown) => position is P;
+}
+
+/** The page a request asks for; a cursor that does not open for this list and caller is 400 validation_error. */
+export function pageRequest<P extends Position>(ref: ListRef<P>, query: PageQuery): PageRequest<P> {
+  return {
+    limit: query.limit === undefined ? DEFAULT_LIMIT : Number(query.limit),
+    after: query.cursor === undefined ? undefined : ref.cursors.open(ref.list, ref.scope, query.cursor, ref.valid),
+  };
+}
+
+/**
+ * Answers a page: its items as the body, and `Link: <path?…&cursor=…&limit=N>; rel="next"` when more
+ * follow. The link is path-absolute (no scheme or host): a client resolves it against the URL it
+ * called, whatever name or proxy it reached the API through. The request's other query parameters
+ * are kept.
+ */
+export function sendPage<T, P extends Position>(request: FastifyRequest, reply: FastifyReply, ref: ListRef<P>, page: PageRequest<P>, items: T[], next: P | undefined): T[] {
+  if (next !== undefined) {
+    const at = request.url.indexOf('?');
+    const query = new URLSearchParams(at === -1 ? '' : request.url.slice(at + 1));
+    query.delete('cursor');
+    query.delete('limit');
+    query.append('cursor', ref.cursors.seal(ref.list, ref.scope, next));
+    query.append('limit', String(page.limit));
+    void reply.header('link', `<${ref.path}?${query.toString()}>; rel="next"`);
+  }
+  return items;
+}
+
+/** Position validators: one sequence number, or a (created_at, id) pair. */
+export const isSeqPosition = (p: unknown): p is readonly [number] => Array.isArray(p) && p.length === 1 && Number.isSafeInteger(p[0]) && (p[0] as number) > 0;
+export const isTimeIdPosition = (p: unknown): p is readonly [string, string] =>
+  Array.isArray(p) && p.length === 2 && typeof p[0] === 'string' && typeof p[1] === 'string' && p[0].length <= 64 && p[1].length <= 64;
