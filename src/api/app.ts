@@ -24,6 +24,7 @@ import { envRoutes } from './routes/env-routes.js';
 import { tunnelRoutes, type TunnelDirectory } from './routes/tunnel-routes.js';
 import { healthRoutes, type HealthCheck } from './routes/health-routes.js';
 import { dashboardRoutes } from './routes/dashboard-routes.js';
+import { deploymentMetricsRoutes, serverMetricsRoutes } from './routes/metrics-routes.js';
 
 /** Everything the API needs, wired once in main.ts. */
 export interface ApiDeps {
@@ -41,6 +42,8 @@ export interface ApiDeps {
   readonly configs: AppConfigStore;
   readonly tunnels: TunnelDirectory;
   readonly health: HealthCheck;
+  /** The server's Prometheus text (GET /metrics). */
+  readonly metrics: { render(): string };
   /** Where internal errors are logged with their detail; default: Fastify's logger (off unless enabled). */
   readonly log?: ErrorLog;
 }
@@ -110,7 +113,13 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
     await scope.register(buildRoutes(deps));
     await scope.register(envRoutes(deps));
     await scope.register(tunnelRoutes(deps));
+    await scope.register(deploymentMetricsRoutes(deps));
   }, { prefix: '/api/v1' });
+  // GET /metrics sits beside the API (where scrapers look), behind the same bearer check.
+  await app.register(async (scope) => {
+    registerAuthentication(scope, deps.db, deps.keyUsage);
+    await scope.register(serverMetricsRoutes(deps));
+  });
 
   return app;
 }
