@@ -15,6 +15,7 @@ import { DbAppConfigStore, readKeyCheck, writeKeyCheck } from './db/app-config-s
 import { unlockInstallation } from './secrets/unlock.js';
 import { bootstrapAdmin } from './domain/accounts.js';
 import { KeyUsage } from './domain/key-usage.js';
+import { allDomainRoutes, NO_CERTIFICATES } from './domain/custom-domains.js';
 import { ListCursors } from './api/list-pages.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
 import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelsOf, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
@@ -120,6 +121,9 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   }
   await releaseTunnelsOf(db, runner); // no tunnel survives a restart; clients reconnect
 
+  // Custom domains follow their deployment's route (the table resolves them to its subdomain).
+  for (const d of await allDomainRoutes(db)) dataPlane.publishHost(d.hostname, { subdomain: d.subdomain, deploymentId: d.deploymentId });
+
   const lifecycle = new DeploymentLifecycle({
     store: deployments,
     configs,
@@ -190,6 +194,11 @@ export async function startServer(startConfig: Config, options: StartOptions = {
         })),
       closeForKey: (apiKeyId) => tunnels.closeForKey(apiKeyId),
     },
+    hosts: {
+      addHost: (hostname, deployment) => dataPlane.publishHost(hostname, { subdomain: deployment.subdomain, deploymentId: deployment.id }),
+      removeHost: (hostname) => dataPlane.withdrawHost(hostname),
+    },
+    certificates: NO_CERTIFICATES,
     health: async () => {
       const checks: Record<string, { ok: boolean; detail?: string }> = {};
       try {

@@ -116,6 +116,34 @@ export interface BuildConfigsTable {
   updated_at: string;
 }
 
+/** A hostname a deployment is also served at (lower case A-label, unique across all users). */
+export interface CustomDomainsTable {
+  id: string;
+  deployment_id: string;
+  hostname: string;
+  created_at: string;
+}
+
+/** A certificate obtained by ACME for one served host; `key_pem` is AES-256-GCM ciphertext. */
+export interface CertificatesTable {
+  hostname: string;
+  status: 'pending' | 'active' | 'failed';
+  error: string | null;
+  cert_pem: string | null;
+  key_pem: string | null;
+  expires_at: string | null;
+  attempts: Generated<number>;
+  next_attempt_at: string | null;
+  updated_at: string;
+}
+
+/** The ACME account of one directory; `key_pem` is AES-256-GCM ciphertext. */
+export interface AcmeAccountsTable {
+  directory_url: string;
+  key_pem: string;
+  created_at: string;
+}
+
 export interface Database {
   instance: InstanceTable;
   users: UsersTable;
@@ -127,4 +155,7 @@ export interface Database {
   subdomain_claims: SubdomainClaimsTable;
   env_vars: EnvVarsTable;
   build_configs: BuildConfigsTable;
+  custom_domains: CustomDomainsTable;
+  certificates: CertificatesTable;
+  acme_accounts: AcmeAccountsTable;
 }

@@ -1,6 +1,6 @@
 // The data plane port: what the control plane tells whatever serves app hosts (the Node proxy today, HAProxy later).
 import type { Upstream } from '../core/upstream.js';
-import type { Route } from './routing-table.js';
+import type { HostAlias, Route } from './routing-table.js';
 
 /**
  * The whole contract between the control plane and a data plane. Routes are published and
@@ -12,6 +12,13 @@ export interface DataPlane {
   publish(subdomain: string, route: Route): void;
   /** Withdraws a subdomain's route; with `expected`, only if that route is still the one published. */
   withdraw(subdomain: string, expected?: Route): void;
+  /**
+   * Publishes a custom domain: `hostname` reaches the deployment at `alias.subdomain` and follows
+   * its route (while that route is still the deployment's). Withdrawing the deployment's route drops it.
+   */
+  publishHost(hostname: string, alias: HostAlias): void;
+  /** Withdraws a custom domain. */
+  withdrawHost(hostname: string): void;
   /** The route published for a subdomain now, if any. */
   route(subdomain: string): Route | undefined;
   /** Resolves once the requests in flight to `upstream` have finished, or after `timeoutMs`. */

@@ -7,6 +7,8 @@ export function nodeDataPlane(table: RoutingTable, proxy: Pick<DataPlane, 'drain
   return {
     publish: (subdomain, route) => table.set(subdomain, route),
     withdraw: (subdomain, expected) => table.delete(subdomain, expected),
+    publishHost: (hostname, alias) => table.setHost(hostname, alias),
+    withdrawHost: (hostname) => table.deleteHost(hostname),
     route: (subdomain) => table.get(subdomain),
     drain: (upstream, timeoutMs) => proxy.drain(upstream, timeoutMs),
   };

@@ -1,7 +1,7 @@
 // An in-memory data plane for lifecycle unit tests: the published routes, and a record of every call.
 import type { Upstream } from '../../src/core/upstream.js';
 import type { DataPlane } from '../../src/proxy/data-plane.js';
-import type { Route } from '../../src/proxy/routing-table.js';
+import type { HostAlias, Route } from '../../src/proxy/routing-table.js';
 
 export class FakeDataPlane implements DataPlane {
   readonly routes = new Map<string, Route>();
@@ -17,6 +17,14 @@ export class FakeDataPlane implements DataPlane {
     if (expected !== undefined && this.routes.get(subdomain) !== expected) return;
     this.calls.push(`withdraw ${subdomain}`);
     this.routes.delete(subdomain);
+  }
+
+  publishHost(hostname: string, alias: HostAlias): void {
+    this.calls.push(`publishHost ${hostname} ${alias.subdomain}`);
+  }
+
+  withdrawHost(hostname: string): void {
+    this.calls.push(`withdrawHost ${hostname}`);
   }
 
   route(subdomain: string): Route | undefined {
