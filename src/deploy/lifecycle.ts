@@ -23,6 +23,7 @@ import type { DeploymentStore } from './deployment-store.js';
 import { ReleaseError, releaseTarget, startRelease } from './release.js';
 import { transition, type DeploymentEvent, type DeploymentStatus } from './state-table.js';
 import { buildArgsFor } from './build-args.js';
+import { readDockerfile } from '../runtime/read-dockerfile.js';
 import type { AppConfigStore, EnvVar } from '../domain/app-config.js';
 
 export interface LifecycleSettings {
@@ -420,7 +421,8 @@ export class DeploymentLifecycle implements DeploymentOperations {
           throw new EngineBuildError('no Dockerfile', `Dockerfile not found at "${dep.dockerfile_path}" in the source`);
         }
         // Non-secret variables fill the ARGs the Dockerfile declares; secrets never reach a build.
-        const buildArgs = buildArgsFor(await fsp.readFile(path.join(contextDir, dep.dockerfile_path), 'utf8'), vars);
+        // Read as the engine reads it: never through a symbolic link (a git source may carry one to anywhere).
+        const buildArgs = buildArgsFor(await readDockerfile(contextDir, dep.dockerfile_path), vars);
         const argNames = Object.keys(buildArgs);
         log(`==> building image (${dep.dockerfile_path})${argNames.length === 0 ? '' : ` with build arguments ${argNames.join(', ')}`}\n`);
         const tag = imageTag(settings.instanceId, dep.id, build.id);

@@ -18,7 +18,8 @@ import type {
   VolumeOptions,
 } from '../engine.js';
 import { dockerfileFetches, dockerfileProblem, triggersProblem } from '../dockerfile-policy.js';
-import { buildContext, readDockerfile } from './build-context.js';
+import { buildContext } from './build-context.js';
+import { readDockerfile } from '../read-dockerfile.js';
 import { buildBridgeName, createBuildCgroup, ensureBuildFirewall, sweepBuildCgroups } from './build-sandbox.js';
 import { OutputTail, eventText, parseEvent } from './build-output.js';
 import { LogDemuxer } from './log-demuxer.js';
