@@ -37,6 +37,9 @@ export class FakeRuntime implements ContainerEngine {
   readonly containers = new Map<string, FakeContainer>();
   readonly networks = new Map<string, NetworkInfo>();
   readonly volumes = new Map<string, VolumeInfo>();
+  /** The options of every container run and image build, in order (env, volumes, build arguments…). */
+  readonly runs: RunContainerOptions[] = [];
+  readonly builds: Array<Omit<BuildImageOptions, 'onOutput' | 'signal'>> = [];
   /** Every call, in order (`runContainer <image>`, `stopContainer <id>`…), for assertions. */
   readonly calls: string[] = [];
   #held: Array<() => void> = [];
@@ -48,6 +51,8 @@ export class FakeRuntime implements ContainerEngine {
 
   async buildImage(options: BuildImageOptions): Promise<{ imageId: string }> {
     this.calls.push(`buildImage ${options.tag}`);
+    const { onOutput: _onOutput, signal: _signal, ...recorded } = options;
+    this.builds.push(recorded);
     const dockerfile = fs.readFileSync(path.join(options.contextDir, options.dockerfile), 'utf8');
     options.onOutput('fake build\n');
     if (/^WAIT$/m.test(dockerfile)) {
@@ -92,6 +97,7 @@ export class FakeRuntime implements ContainerEngine {
 
   async runContainer(options: RunContainerOptions): Promise<ContainerInfo> {
     this.calls.push(`runContainer ${options.image}`);
+    this.runs.push(options);
     if (!this.images.has(options.image)) throw new Error(`no such image: ${options.image}`);
     const container: FakeContainer = {
       id: `fake-${this.#next++}`,
