@@ -28,6 +28,7 @@ import { ListCursors } from './api/list-pages.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
 import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelsOf, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
 import { AppProxy } from './proxy/app-proxy.js';
+import { createServerMetrics } from './api/server-metrics.js';
 import { nodeDataPlane } from './proxy/node-data-plane.js';
 import { boundRequests, boundedServerOptions } from './proxy/request-bounds.js';
 import { requestHeadProblem, writeBadRequest, writeRawBadRequest } from './proxy/request-guard.js';
@@ -103,7 +104,16 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       return false;
     },
   );
-  const proxy = new AppProxy({ table, publicProtocol: config.publicUrl.protocol.replace(':', ''), log });
+  // Read at scrape time: the tunnel server and listener are created below.
+  let liveTunnels = (): number => 0;
+  let listening = false;
+  const metrics = createServerMetrics({ liveTunnels: () => liveTunnels(), dataPlane: () => ({ plane: 'node', up: listening }) });
+  const proxy = new AppProxy({
+    table,
+    publicProtocol: config.publicUrl.protocol.replace(':', ''),
+    log,
+    onRequestEnd: (app, status, seconds) => metrics.requestEnded(app, status, seconds),
+  });
   const dataPlane = nodeDataPlane(table, proxy);
   if (engineUp) {
     await reconcileWithEngine({
@@ -133,6 +143,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     sources,
     buildLogs,
     log,
+    onBuildEnd: (outcome, seconds) => metrics.buildEnded(outcome, seconds),
     settings: {
       instanceId,
       dataDir: config.dataDir,
@@ -165,6 +176,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     limits: { tunnelsPerKey: config.tunnelsPerKey, streamsPerTunnel: config.streamsPerTunnel },
     log,
   });
+  liveTunnels = () => tunnels.connectedCount();
 
   // HTTPS (decisions §8): certificates for the hosts Slipway serves, answered by SNI on the TLS port.
   const challenges = new HttpChallenges();
@@ -193,6 +205,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   }
 
   const app = await buildApp({
+    metrics,
     config,
     log,
     db,
@@ -293,6 +306,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
   });
+  listening = true;
+  server.once('close', () => (listening = false));
   const port = (server.address() as AddressInfo).port;
   if (config.port === 0 && config.publicUrl.port === '0') config.publicUrl.port = String(port);
 
