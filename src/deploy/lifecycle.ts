@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { BuildRow } from '../domain/builds.js';
 import { assertUuid, type DeploymentRow } from '../domain/deployments.js';
 import { DomainError } from '../core/errors.js';
-import type { DeploymentOperations } from '../domain/operations.js';
+import type { DeployOptions, DeploymentMetrics, DeploymentOperations } from '../domain/operations.js';
 import { authorizeOwned, type Principal } from '../core/principal.js';
 import type { Upstream } from '../core/upstream.js';
 import type { DataPlane } from '../proxy/data-plane.js';
@@ -55,6 +55,8 @@ export interface LifecycleDeps {
   readonly buildLogs: BuildLogStore;
   readonly settings: LifecycleSettings;
   readonly log: (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
+  /** Told when a build ends, with its outcome and how long it took (the build metrics). */
+  readonly onBuildEnd?: (outcome: 'succeeded' | 'failed' | 'cancelled', seconds: number) => void;
 }
 
 interface InflightBuild {
@@ -95,18 +97,23 @@ export class DeploymentLifecycle implements DeploymentOperations {
     this.#buildSlots = new Semaphore(deps.settings.maxConcurrentBuilds);
   }
 
-  async deploy(principal: Principal, deploymentId: string, options: { wait: boolean; signal?: AbortSignal }): Promise<BuildRow> {
+  async deploy(principal: Principal, deploymentId: string, options: DeployOptions): Promise<BuildRow> {
     const initial = await this.#owned(principal, deploymentId);
     let commitSha: string;
     let sourceRef: string;
     /** Why the source cannot be read (an unreachable repository): the build is recorded, then fails. */
     let unreadable: string | undefined;
     if (initial.source_type === 'archive') {
+      if (options.commit !== undefined) throw new DomainError('invalid_state', 'an archive deployment builds its upload, not a commit');
       if (initial.upload_id === null || initial.upload_sha256 === null) {
         throw new DomainError('invalid_state', 'nothing has been uploaded yet; upload an archive first');
       }
       commitSha = initial.upload_sha256;
       sourceRef = initial.upload_id;
+    } else if (options.commit !== undefined) {
+      // A pushed commit: exactly that one is built, even if the branch has moved on since.
+      commitSha = options.commit.sha;
+      sourceRef = options.commit.branch;
     } else {
       const resolved = await this.#resolve(initial);
       commitSha = resolved.sha;
@@ -239,6 +246,22 @@ export class DeploymentLifecycle implements DeploymentOperations {
 
   registered(deployment: { id: string; subdomain: string }): void {
     this.#route(deployment.subdomain, deployment.id, 'starting');
+  }
+
+  async metrics(principal: Principal, deploymentId: string, signal?: AbortSignal): Promise<DeploymentMetrics> {
+    const dep = await this.#owned(principal, deploymentId);
+    const live = await this.#liveBuild(dep);
+    const stats = live?.container_id == null ? null : await this.#deps.engine.containerStats(live.container_id, signal);
+    if (stats === null) throw new DomainError('invalid_state', `${dep.subdomain} has no running container`);
+    return {
+      cpu_percent: stats.cpuPercent,
+      memory_bytes: stats.memoryBytes,
+      memory_limit_bytes: stats.memoryLimitBytes,
+      network_rx_bytes: stats.networkRxBytes,
+      network_tx_bytes: stats.networkTxBytes,
+      restarts: stats.restarts,
+      started_at: stats.startedAt,
+    };
   }
 
   async runtimeLogs(
@@ -450,9 +473,11 @@ export class DeploymentLifecycle implements DeploymentOperations {
       }
       log(`==> live at build ${build.id}\n`);
       this.#deps.log('info', `${what} succeeded in ${seconds(startedAt)} s`);
+      this.#deps.onBuildEnd?.('succeeded', (Date.now() - startedAt) / 1000);
     } catch (err) {
       await this.#recordFailure(dep, build, image, err, cancel, log);
       const verb = cancel.aborted ? 'cancelled' : 'failed';
+      this.#deps.onBuildEnd?.(verb, (Date.now() - startedAt) / 1000);
       this.#deps.log('info', `${what} ${verb} after ${seconds(startedAt)} s: ${summarizeFailure(err, cancel, this.#deps.settings.buildTimeoutMs)}`);
     } finally {
       logOpen = false;

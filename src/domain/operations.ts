@@ -2,13 +2,35 @@
 import type { BuildRow } from './builds.js';
 import type { Principal } from '../core/principal.js';
 
+export interface DeployOptions {
+  readonly wait: boolean;
+  readonly signal?: AbortSignal;
+  /** git only: build this commit (40 hex) of this branch instead of resolving the branch's head. */
+  readonly commit?: { readonly sha: string; readonly branch: string };
+}
+
+/** GET /deployments/{id}/metrics: the live container's figures from the engine's stats. */
+export interface DeploymentMetrics {
+  cpu_percent: number;
+  memory_bytes: number;
+  memory_limit_bytes: number;
+  network_rx_bytes: number;
+  network_tx_bytes: number;
+  restarts: number;
+  started_at: string;
+}
+
 /**
  * Lifecycle use-cases of one user's deployments. Each authorizes the principal first (another
  * user's deployment is `not_found`) and follows the state table of decisions §4.
  */
 export interface DeploymentOperations {
-  /** Creates a build record (`building`) and starts the release; with `wait`, resolves when it ends (build_failed on failure). */
-  deploy(principal: Principal, deploymentId: string, options: { wait: boolean; signal?: AbortSignal }): Promise<BuildRow>;
+  /**
+   * Creates a build record (`building`) and starts the release; with `wait`, resolves when it ends
+   * (build_failed on failure). A git deployment builds its branch's head, or exactly `commit` when
+   * given (a pushed commit: its sha and the branch it was pushed to).
+   */
+  deploy(principal: Principal, deploymentId: string, options: DeployOptions): Promise<BuildRow>;
   stop(principal: Principal, deploymentId: string): Promise<{ message: string }>;
   /** Cancels the build in flight, leaving the live release (if any) serving; invalid_state when none runs. */
   cancel(principal: Principal, deploymentId: string): Promise<{ message: string }>;
@@ -18,6 +40,8 @@ export interface DeploymentOperations {
   remove(principal: Principal, deploymentId: string): Promise<void>;
   /** A deployment was created: it gets a route (not served until its first release). */
   registered(deployment: { id: string; subdomain: string }): void;
+  /** The live container's resource use (decisions §12); invalid_state when nothing runs. */
+  metrics(principal: Principal, deploymentId: string, signal?: AbortSignal): Promise<DeploymentMetrics>;
   /** The live container's output. */
   runtimeLogs(
     principal: Principal,

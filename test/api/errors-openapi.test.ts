@@ -10,12 +10,13 @@ import { buildApp } from '../../src/api/app.js';
 import { BuildLogStore } from '../../src/deploy/build-logs.js';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
+import { databaseWebhookStore } from '../../src/db/webhook-store.js';
 import { DbAppConfigStore } from '../../src/db/app-config-store.js';
 import { ValueCipher } from '../../src/secrets/value-cipher.js';
 import { bootstrapAdmin } from '../../src/domain/accounts.js';
 import type { BuildRow } from '../../src/domain/builds.js';
 import { DomainError } from '../../src/core/errors.js';
-import type { DeploymentOperations } from '../../src/domain/operations.js';
+import type { DeploymentMetrics, DeploymentOperations } from '../../src/domain/operations.js';
 import type { Principal } from '../../src/core/principal.js';
 import { KeyUsage } from '../../src/domain/key-usage.js';
 import { ListCursors } from '../../src/api/list-pages.js';
@@ -55,6 +56,10 @@ const ROUTES: ReadonlyArray<readonly [string, string]> = [
   ['post', '/api/v1/deployments/{id}/domains'],
   ['delete', '/api/v1/deployments/{id}/domains/{domain_id}'],
   ['get', '/api/v1/tunnels'],
+  ['post', '/api/v1/deployments/{id}/webhook'],
+  ['get', '/api/v1/deployments/{id}/webhook'],
+  ['get', '/api/v1/deployments/{id}/webhook/deliveries'],
+  ['post', '/api/v1/hooks/{id}'],
 ];
 
 describe('errors, media types, OpenAPI and health over a socket', () => {
@@ -250,6 +255,10 @@ class StubOperations implements DeploymentOperations {
   registered(deployment: { id: string; subdomain: string }): void {
     this.calls.push(`registered ${deployment.subdomain}`);
   }
+  async metrics(): Promise<DeploymentMetrics> {
+    this.#check('metrics');
+    return { cpu_percent: 0, memory_bytes: 0, memory_limit_bytes: 0, network_rx_bytes: 0, network_tx_bytes: 0, restarts: 0, started_at: new Date(0).toISOString() };
+  }
   async runtimeLogs(): Promise<AsyncIterable<string>> {
     this.#check('logs');
     return (async function* () {
@@ -283,7 +292,11 @@ describe('the Fastify app in-process (inject)', () => {
       loginLimiter: new FailureLimiter({ maxFailures: 10, windowMs: 60_000 }),
       operations: ops,
       configs: new DbAppConfigStore(db, new ValueCipher(crypto.randomBytes(32))),
+      webhooks: databaseWebhookStore(db, new ValueCipher(crypto.randomBytes(32))),
+      hookLimiter: new FailureLimiter({ maxFailures: 60, windowMs: 60_000 }),
+      defaultBranch: async () => 'main',
       tunnels: { list: () => [], closeForKey: () => undefined },
+      metrics: { render: () => '' },
       hosts: { addHost: () => undefined, removeHost: () => undefined },
       certificates: NO_CERTIFICATES,
       health: async () => ({ ok: healthy, checks: { database: { ok: true }, docker: healthy ? { ok: true } : { ok: false, detail: 'the Docker engine does not answer' } } }),

@@ -9,6 +9,7 @@ import {
   type BuildImageOptions,
   type ContainerEngine,
   type ContainerInfo,
+  type ContainerStats,
   type ImageInfo,
   type NetworkInfo,
   type NetworkOptions,
@@ -153,6 +154,12 @@ export class FakeRuntime implements ContainerEngine {
     const container = this.containers.get(id);
     if (container !== undefined) await this.#halt(container, 137);
     this.containers.delete(id);
+  }
+
+  async containerStats(id: string): Promise<ContainerStats | null> {
+    const container = this.containers.get(id);
+    if (container?.server == null) return null;
+    return { cpuPercent: 0, memoryBytes: 1 << 20, memoryLimitBytes: 256 << 20, networkRxBytes: 0, networkTxBytes: 0, restarts: 0, startedAt: new Date(0).toISOString() };
   }
 
   async *containerLogs(id: string): AsyncIterable<string> {
