@@ -66,6 +66,10 @@ export interface Config {
   readonly newSecretKey: Buffer | undefined;
   /** Bounds on receiving requests and on connections (SLIPWAY_*_TIMEOUT_SECONDS, SLIPWAY_MAX_CONNECTIONS*). */
   readonly edge: EdgeLimits;
+  /** SLIPWAY_DATA_PLANE: who serves the public port; undefined = HAProxy when a 2.6+ binary is found, else Node. */
+  readonly dataPlane: 'haproxy' | 'node' | undefined;
+  /** SLIPWAY_HAPROXY_BIN: the HAProxy binary; undefined = looked for in the usual sbin/bin directories. */
+  readonly haproxyBinary: string | undefined;
 }
 
 /** How long the server waits for a request, and how many connections it holds (docs/configuration.md). */
@@ -214,9 +218,19 @@ export function loadConfig(env: Env = process.env): Config {
     streamsPerTunnel: integer(env, 'SLIPWAY_TUNNEL_STREAMS', 256, 1, 100_000),
     logLevel,
     edge: edgeLimits(env),
+    dataPlane: text(env, 'SLIPWAY_DATA_PLANE') === undefined ? undefined : oneOf(env, 'SLIPWAY_DATA_PLANE', ['haproxy', 'node'] as const, 'node'),
+    haproxyBinary: absolutePath(env, 'SLIPWAY_HAPROXY_BIN'),
     secretKey: secretKey(env, 'SLIPWAY_SECRET_KEY'),
     newSecretKey: secretKey(env, 'SLIPWAY_NEW_SECRET_KEY'),
   };
+}
+
+/** An absolute file path, if set. */
+function absolutePath(env: Env, name: string): string | undefined {
+  const raw = text(env, name);
+  if (raw === undefined) return undefined;
+  if (!path.isAbsolute(raw)) throw new ConfigError(`${name} must be an absolute path, got "${raw}"`);
+  return raw;
 }
 
 /** A 32-byte key given in base64. */

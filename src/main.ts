@@ -1,6 +1,6 @@
 // Composition root: wires configuration, database, engine, data plane, tunnels and API; listens.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer } from 'node:net';
 import path from 'node:path';
 import { buildApp } from './api/app.js';
 import { answerClientError, answerUnmetExpectation, endSocketWithError } from './api/socket-errors.js';
@@ -19,7 +19,10 @@ import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelSubdomain } f
 import { AppProxy } from './proxy/app-proxy.js';
 import { boundRequests, boundedServerOptions } from './proxy/request-bounds.js';
 import { requestHeadProblem, writeBadRequest, writeRawBadRequest } from './proxy/request-guard.js';
-import { RoutingTable } from './proxy/routing-table.js';
+import { RoutingTable, type Upstream } from './proxy/routing-table.js';
+import { findHaproxy } from './proxy/haproxy/haproxy-binary.js';
+import { HaproxyDataPlane } from './proxy/haproxy/haproxy-data-plane.js';
+import { proxyProtocolListener } from './proxy/proxy-protocol.js';
 import { createDockerEngine } from './runtime/docker/docker-engine.js';
 import type { ContainerEngine } from './runtime/engine.js';
 import { SourceStore } from './source/source-store.js';
@@ -34,6 +37,10 @@ export interface RunningServer {
   readonly generatedAdmin: { email: string; password: string } | undefined;
   /** This installation's id (the `dev.slipway.instance` label on its containers). */
   readonly instanceId: string;
+  /** Who serves the public port: HAProxy (with Node on an internal port behind it) or Node itself. */
+  readonly dataPlane: 'haproxy' | 'node';
+  /** The supervised HAProxy's pid now (undefined on the Node plane, or while HAProxy is down). */
+  haproxyPid(): number | undefined;
   close(): Promise<void>;
 }
 
@@ -58,6 +65,15 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   });
   const db = await openDatabase({ file: path.join(config.dataDir, 'slipway.db'), url: config.databaseUrl });
   const engine = options.engine ?? createDockerEngine(config.dockerHost);
+  let haproxyBinary: string | undefined;
+  if (config.dataPlane !== 'node') {
+    const found = await findHaproxy(config.haproxyBinary);
+    if ('path' in found) haproxyBinary = found.path;
+    else if (config.dataPlane === 'haproxy') {
+      await db.destroy();
+      throw new Error(`SLIPWAY_DATA_PLANE=haproxy but ${found.missing} (install Debian's haproxy, or set SLIPWAY_DATA_PLANE=node)`);
+    } else log('info', `HAProxy not available (${found.missing}): the Node data plane serves the public port`);
+  }
   const instanceId = await loadInstanceId(db);
   let unlocked;
   try {
@@ -105,12 +121,19 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   }
 
   const proxy = new AppProxy({ table, publicProtocol: config.publicUrl.protocol.replace(':', ''), log });
+  // With HAProxy, a request to an old upstream may be in either plane (Node serves a host while HAProxy's map catches up).
+  let haproxy: HaproxyDataPlane | undefined;
+  const drainer = {
+    drain: async (upstream: Upstream, timeoutMs: number): Promise<void> => {
+      await Promise.all([proxy.drain(upstream, timeoutMs), haproxy?.drain(upstream, timeoutMs)]);
+    },
+  };
   const lifecycle = new DeploymentLifecycle({
     db,
     configs,
     engine,
     table,
-    drainer: proxy,
+    drainer,
     store,
     buildLogs,
     log,
@@ -225,11 +248,50 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   server.on('checkExpectation', answerUnmetExpectation);
   // Uploads and requests to apps (streamed to the app) get the long bound; API JSON the short one.
   boundRequests(server, config.edge, (req) => table.resolveHost(req.headers.host) !== null || /^multipart\//i.test(req.headers['content-type'] ?? ''));
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
+  let port: number;
+  let internal: TcpServer | undefined;
+  if (haproxyBinary === undefined) {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, () => resolve());
+    });
+    port = (server.address() as AddressInfo).port;
+  } else {
+    // HAProxy owns the public port; Node serves the API, dashboard, tunnels and refusal pages behind it.
+    const listener = proxyProtocolListener(server, config.edge.headersTimeoutMs);
+    internal = listener;
+    await new Promise<void>((resolve, reject) => {
+      listener.once('error', reject);
+      listener.listen(0, '127.0.0.1', () => resolve());
+    });
+    port = config.port === 0 ? await freePort(config.host) : config.port;
+    haproxy = new HaproxyDataPlane({
+      binary: haproxyBinary,
+      dataDir: config.dataDir,
+      domain: config.domain,
+      table,
+      bindHost: config.host,
+      bindPort: port,
+      nodePort: (listener.address() as AddressInfo).port,
+      limits: config.edge,
+      publicProtocol: config.publicUrl.protocol.replace(':', ''),
+      log,
+    });
+    try {
+      await haproxy.start();
+    } catch (err) {
+      await haproxy.close().catch(() => undefined);
+      listener.close();
+      await tunnels.close();
+      proxy.close();
+      stopWatching();
+      await lifecycle.close();
+      await app.close();
+      await keyUsage.close();
+      await db.destroy();
+      throw err;
+    }
+  }
   if (config.port === 0 && config.publicUrl.port === '0') config.publicUrl.port = String(port);
   const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
 
@@ -239,8 +301,12 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     port,
     generatedAdmin: admin?.generatedPassword === undefined ? undefined : { email: admin.email, password: admin.generatedPassword },
     instanceId,
+    dataPlane: haproxy === undefined ? 'node' : 'haproxy',
+    haproxyPid: () => haproxy?.pid,
     close: () => {
       closing ??= (async () => {
+        await haproxy?.close();
+        internal?.close();
         await tunnels.close();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
@@ -256,6 +322,18 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       return closing;
     },
   };
+}
+
+/** A port free on `host` now, for HAProxy to bind (SLIPWAY_PORT=0: tests and benchmarks). */
+async function freePort(host: string): Promise<number> {
+  const probe = createTcpServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', reject);
+    probe.listen(0, host, () => resolve());
+  });
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
 }
 
 /** A 500 `internal_error` answer, without detail (the detail goes to the log). */
