@@ -20,9 +20,12 @@ const { values: options } = parseArgs({
     rounds: { type: 'string', default: '3' },
     'no-upload': { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
+    deployments: { type: 'string', default: '50,500' },
   },
 });
-const DEPLOYMENTS = 50;
+/** List sizes measured, in order (deployments are added between sizes; a list answers its first page of 100). */
+const SIZES = (options.deployments ?? '50').split(',').map(Number);
+if (SIZES.some((n, i) => !Number.isSafeInteger(n) || n < 1 || (i > 0 && n <= (SIZES[i - 1] ?? 0)))) throw new Error('--deployments: increasing counts, e.g. 50,500');
 const CONCURRENCY = Number(options.connections);
 const LOAD_SECONDS = Number(options.seconds);
 const ROUNDS = Number(options.rounds);
@@ -152,42 +155,54 @@ async function main(): Promise<void> {
   try {
     const token = await loginAs(server.url, ADMIN_EMAIL, ADMIN_PASSWORD);
     const key = (await request(server.url, 'POST', '/api/v1/api-keys', { token, body: { name: 'bench' } })).json.key as string;
-    for (let i = 0; i < DEPLOYMENTS; i += 1) {
-      const res = await request(server.url, 'POST', '/api/v1/deployments', { token: key, body: { name: `bench ${i}`, subdomain: `bench-${i}`, source_type: 'archive' } });
-      if (res.status !== 201) throw new Error(`create: ${res.status} ${res.text}`);
-    }
-    console.log(`server pid ${pid}, RSS after setup ${(procStatus(pid, 'VmRSS') / MIB).toFixed(1)} MiB (peak so far ${(procStatus(pid, 'VmHWM') / MIB).toFixed(1)} MiB, scrypt logins included)`);
-
+    console.log(`server pid ${pid}, RSS after login ${(procStatus(pid, 'VmRSS') / MIB).toFixed(1)} MiB (peak so far ${(procStatus(pid, 'VmHWM') / MIB).toFixed(1)} MiB, scrypt logins included)`);
     const listUrl = new URL('/api/v1/deployments', server.url);
-    const sample = await request(server.url, 'GET', '/api/v1/deployments', { token: key });
-    const bare = await spawnBareServer(sample.text);
-    try {
-      const bareUrl = new URL('/api/v1/deployments', bare.url);
-      await loadTest(listUrl, key, CONCURRENCY, 1); // warm-up
-      await loadTest(bareUrl, key, CONCURRENCY, 1);
-      const ours: Awaited<ReturnType<typeof loadTest>>[] = [];
-      const theirs: Awaited<ReturnType<typeof loadTest>>[] = [];
-      // Rounds interleaved, so a noisy neighbour on the machine hits both sides alike.
-      for (let round = 1; round <= ROUNDS; round += 1) {
-        const a = await loadTest(listUrl, key, CONCURRENCY, LOAD_SECONDS);
-        const b = await loadTest(bareUrl, key, CONCURRENCY, LOAD_SECONDS);
-        ours.push(a);
-        theirs.push(b);
-        console.log(
-          `round ${round}: slipway ${a.rps.toFixed(0)} req/s p50 ${a.p50.toFixed(2)} ms p99 ${a.p99.toFixed(2)} ms | ` +
-            `bare fastify ${b.rps.toFixed(0)} req/s p50 ${b.p50.toFixed(2)} ms p99 ${b.p99.toFixed(2)} ms | ratio ${(a.rps / b.rps).toFixed(2)}`,
-        );
+    const table: string[] = [];
+    let created = 0;
+    for (const size of SIZES) {
+      for (; created < size; created += 1) {
+        const res = await request(server.url, 'POST', '/api/v1/deployments', { token: key, body: { name: `bench ${created}`, subdomain: `bench-${created}`, source_type: 'archive' } });
+        if (res.status !== 201) throw new Error(`create: ${res.status} ${res.text}`);
       }
-      const rps = median(ours.map((r) => r.rps));
-      const bareRps = median(theirs.map((r) => r.rps));
-      console.log(
-        `GET /api/v1/deployments (${DEPLOYMENTS} deployments, ${sample.text.length} bytes, API key, ${CONCURRENCY} keep-alive connections, ` +
-          `${ROUNDS} × ${LOAD_SECONDS} s, medians): slipway ${rps.toFixed(0)} req/s p99 ${median(ours.map((r) => r.p99)).toFixed(2)} ms; ` +
-          `bare fastify ${bareRps.toFixed(0)} req/s p99 ${median(theirs.map((r) => r.p99)).toFixed(2)} ms; ratio ${(rps / bareRps).toFixed(2)}`,
-      );
-    } finally {
-      bare.child.kill();
+      const sample = await request(server.url, 'GET', '/api/v1/deployments', { token: key });
+      const items = (sample.json as unknown[]).length;
+      const bare = await spawnBareServer(sample.text);
+      try {
+        const bareUrl = new URL('/api/v1/deployments', bare.url);
+        const sides = [
+          { name: 'API key', url: listUrl, bearer: key },
+          { name: 'session token', url: listUrl, bearer: token },
+          { name: 'bare Fastify', url: bareUrl, bearer: key },
+        ];
+        for (const side of sides) await loadTest(side.url, side.bearer, CONCURRENCY, 1); // warm-up
+        const results = sides.map(() => [] as Awaited<ReturnType<typeof loadTest>>[]);
+        // Rounds interleaved, so a noisy neighbour on the machine hits every side alike.
+        for (let round = 1; round <= ROUNDS; round += 1) {
+          const line: string[] = [];
+          for (const [i, side] of sides.entries()) {
+            const r = await loadTest(side.url, side.bearer, CONCURRENCY, LOAD_SECONDS);
+            results[i]?.push(r);
+            line.push(`${side.name} ${r.rps.toFixed(0)} req/s p50 ${r.p50.toFixed(2)} ms p99 ${r.p99.toFixed(2)} ms`);
+          }
+          console.log(`${size} deployments, round ${round}: ${line.join(' | ')}`);
+        }
+        const bareRps = median((results[2] ?? []).map((r) => r.rps));
+        for (const [i, side] of sides.entries()) {
+          const rs = results[i] ?? [];
+          const rps = median(rs.map((r) => r.rps));
+          table.push(
+            `| ${size} | ${items} (${sample.text.length} B) | ${side.name} | ${rps.toFixed(0)} | ${median(rs.map((r) => r.p50)).toFixed(2)} | ${median(rs.map((r) => r.p99)).toFixed(2)} | ${(rps / bareRps).toFixed(2)} |`,
+          );
+        }
+      } finally {
+        bare.child.kill();
+      }
     }
+    console.log(
+      `\nGET /api/v1/deployments, ${CONCURRENCY} keep-alive connections, ${ROUNDS} interleaved rounds × ${LOAD_SECONDS} s, medians:\n` +
+        '| deployments | answer (items, bytes) | caller | req/s | p50 ms | p99 ms | × bare |\n|---:|---|---|---:|---:|---:|---:|\n' +
+        table.join('\n'),
+    );
 
     console.log(`server RSS after the load test ${(procStatus(pid, 'VmRSS') / MIB).toFixed(1)} MiB`);
     if (options['no-upload']) return;

@@ -6,6 +6,7 @@
 // frames (each answered by a RESET it never reads) while 100 visitors wait on its name. It prints the
 // server process's RSS before and at its peak, how many MiB of OPENs were sent, and whether the
 // server disconnected the client. Everything is on loopback.
+import { nodeDataPlane } from '../src/proxy/node-data-plane.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, request } from 'node:http';
@@ -29,7 +30,7 @@ async function roleServer(): Promise<void> {
   const owner: TunnelOwner = { userId: 'bench', apiKeyId: 'bench-key' };
   let port = 0;
   const tunnels = new TunnelServer({
-    table,
+    dataPlane: nodeDataPlane(table, { drain: async () => undefined }),
     authority: { authenticateKey: async (key) => (key === KEY ? owner : null), claimSubdomain: async () => 'ok', releaseSubdomain: async () => {} },
     publicUrlFor: (subdomain) => `http://${subdomain}.localhost:${port}`,
     limits: { tunnelsPerKey: 10, streamsPerTunnel: 256 },

@@ -6,6 +6,7 @@
 // is installed, else a small keep-alive load generator of our own. The CPU time the Slipway server
 // and client processes spend per small request is printed too: on a shared machine it is steadier
 // than requests/s.
+import { nodeDataPlane } from '../src/proxy/node-data-plane.js';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile, chmod, copyFile, mkdir } from 'node:fs/promises';
@@ -77,7 +78,7 @@ async function roleServer(): Promise<void> {
   const owner: TunnelOwner = { userId: 'bench', apiKeyId: 'bench-key' };
   let port = 0;
   const tunnels = new TunnelServer({
-    table,
+    dataPlane: tableOnly(table),
     authority: {
       authenticateKey: async (key) => (key === BENCH_KEY ? owner : null),
       claimSubdomain: async () => 'ok',
@@ -337,3 +338,8 @@ entry().catch((err: unknown) => {
   for (const child of children) child.kill();
   process.exitCode = 1;
 });
+
+/** The routing table as a data plane (tunnels never drain). */
+function tableOnly(table: RoutingTable) {
+  return nodeDataPlane(table, { drain: async () => undefined });
+}

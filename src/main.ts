@@ -9,14 +9,18 @@ import { DeploymentLifecycle } from './deploy/lifecycle.js';
 import { reconcileWithEngine } from './deploy/reconcile.js';
 import { appUrl, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
+import { databaseDeploymentStore } from './db/deployment-store.js';
+import { runnerId } from './runner-id.js';
 import { DbAppConfigStore, readKeyCheck, writeKeyCheck } from './db/app-config-store.js';
 import { unlockInstallation } from './secrets/unlock.js';
 import { bootstrapAdmin } from './domain/accounts.js';
 import { KeyUsage } from './domain/key-usage.js';
+import { allDomainRoutes, NO_CERTIFICATES } from './domain/custom-domains.js';
 import { ListCursors } from './api/list-pages.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
-import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
+import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelsOf, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
 import { AppProxy } from './proxy/app-proxy.js';
+import { nodeDataPlane } from './proxy/node-data-plane.js';
 import { boundRequests, boundedServerOptions } from './proxy/request-bounds.js';
 import { requestHeadProblem, writeBadRequest, writeRawBadRequest } from './proxy/request-guard.js';
 import { RoutingTable, type Upstream } from './proxy/routing-table.js';
@@ -83,8 +87,10 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     throw err;
   }
   const configs = new DbAppConfigStore(db, unlocked.cipher);
-  const store = new SourceStore(config.dataDir);
-  await store.clearStaging();
+  const sources = new SourceStore(config.dataDir);
+  await sources.clearStaging();
+  const runner = await runnerId(config.dataDir);
+  const deployments = databaseDeploymentStore(db, runner);
   const buildLogs = new BuildLogStore(config.dataDir, config.buildLogMaxBytes);
   const table = new RoutingTable(config.domain);
   const urlFor = (subdomain: string): string => appUrl(config, subdomain);
@@ -102,12 +108,21 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       return false;
     },
   );
+  const proxy = new AppProxy({ table, publicProtocol: config.publicUrl.protocol.replace(':', ''), log });
+  // With HAProxy in front, the routing table stays the one the control plane writes (through the
+  // port); HAProxy mirrors it. A request to an old upstream may be in either plane, so both drain.
+  let haproxy: HaproxyDataPlane | undefined;
+  const dataPlane = nodeDataPlane(table, {
+    drain: async (upstream: Upstream, timeoutMs: number): Promise<void> => {
+      await Promise.all([proxy.drain(upstream, timeoutMs), haproxy?.drain(upstream, timeoutMs)]);
+    },
+  });
   if (engineUp) {
     await reconcileWithEngine({
-      db,
+      store: deployments,
       configs,
       engine,
-      table,
+      dataPlane,
       dataDir: config.dataDir,
       instanceId,
       startupTimeoutMs: config.startupTimeoutMs,
@@ -116,25 +131,18 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       appPidsLimit: config.appPidsLimit,
       log,
     });
-  } else {
-    await db.deleteFrom('tunnels').execute();
   }
+  await releaseTunnelsOf(db, runner); // no tunnel survives a restart; clients reconnect
 
-  const proxy = new AppProxy({ table, publicProtocol: config.publicUrl.protocol.replace(':', ''), log });
-  // With HAProxy, a request to an old upstream may be in either plane (Node serves a host while HAProxy's map catches up).
-  let haproxy: HaproxyDataPlane | undefined;
-  const drainer = {
-    drain: async (upstream: Upstream, timeoutMs: number): Promise<void> => {
-      await Promise.all([proxy.drain(upstream, timeoutMs), haproxy?.drain(upstream, timeoutMs)]);
-    },
-  };
+  // Custom domains follow their deployment's route (the table resolves them to its subdomain).
+  for (const d of await allDomainRoutes(db)) dataPlane.publishHost(d.hostname, { subdomain: d.subdomain, deploymentId: d.deploymentId });
+
   const lifecycle = new DeploymentLifecycle({
-    db,
+    store: deployments,
     configs,
     engine,
-    table,
-    drainer,
-    store,
+    dataPlane,
+    sources,
     buildLogs,
     log,
     settings: {
@@ -159,10 +167,10 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   });
   const stopWatching = lifecycle.watchLiveContainers(5_000);
   const tunnels = new TunnelServer({
-    table,
+    dataPlane,
     authority: {
       authenticateKey: (key) => authenticateTunnelKey(db, keyUsage, key),
-      claimSubdomain: (subdomain, owner, tunnelId) => claimTunnelSubdomain(db, subdomain, owner, tunnelId),
+      claimSubdomain: (subdomain, owner, tunnelId) => claimTunnelSubdomain(db, runner, subdomain, owner, tunnelId),
       releaseSubdomain: (subdomain, tunnelId) => releaseTunnelSubdomain(db, subdomain, tunnelId),
     },
     publicUrlFor: urlFor,
@@ -174,7 +182,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     config,
     log,
     db,
-    store,
+    store: sources,
     buildLogs,
     // 10 failures per account; an address gets more room, since many users may share it (NAT).
     keyUsage,
@@ -196,6 +204,11 @@ export async function startServer(startConfig: Config, options: StartOptions = {
         })),
       closeForKey: (apiKeyId) => tunnels.closeForKey(apiKeyId),
     },
+    hosts: {
+      addHost: (hostname, deployment) => dataPlane.publishHost(hostname, { subdomain: deployment.subdomain, deploymentId: deployment.id }),
+      removeHost: (hostname) => dataPlane.withdrawHost(hostname),
+    },
+    certificates: NO_CERTIFICATES,
     health: async () => {
       const checks: Record<string, { ok: boolean; detail?: string }> = {};
       try {

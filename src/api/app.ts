@@ -10,6 +10,7 @@ import type { ListCursors } from './list-pages.js';
 import type { FailureLimiter } from '../domain/rate-limiter.js';
 import type { AppConfigStore } from '../domain/app-config.js';
 import type { DeploymentOperations } from '../domain/operations.js';
+import type { DomainCertificates, HostRoutes } from '../domain/custom-domains.js';
 import type { SourceStore } from '../source/source-store.js';
 import { installErrorHandlers, sendError, type ErrorLog } from './errors.js';
 import { DomainError } from '../core/errors.js';
@@ -21,6 +22,7 @@ import { apiKeyRoutes } from './routes/api-key-routes.js';
 import { deploymentRoutes } from './routes/deployment-routes.js';
 import { buildRoutes } from './routes/build-routes.js';
 import { envRoutes } from './routes/env-routes.js';
+import { domainRoutes } from './routes/domain-routes.js';
 import { tunnelRoutes, type TunnelDirectory } from './routes/tunnel-routes.js';
 import { healthRoutes, type HealthCheck } from './routes/health-routes.js';
 import { dashboardRoutes } from './routes/dashboard-routes.js';
@@ -40,6 +42,10 @@ export interface ApiDeps {
   /** Deployments' environment variables (encrypted at rest by the store). */
   readonly configs: AppConfigStore;
   readonly tunnels: TunnelDirectory;
+  /** Where custom domains are routed (the routing table). */
+  readonly hosts: HostRoutes;
+  /** Custom domains' certificates (NO_CERTIFICATES while HTTPS is off). */
+  readonly certificates: DomainCertificates;
   readonly health: HealthCheck;
   /** Where internal errors are logged with their detail; default: Fastify's logger (off unless enabled). */
   readonly log?: ErrorLog;
@@ -109,6 +115,7 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
     await scope.register(deploymentRoutes(deps));
     await scope.register(buildRoutes(deps));
     await scope.register(envRoutes(deps));
+    await scope.register(domainRoutes(deps));
     await scope.register(tunnelRoutes(deps));
   }, { prefix: '/api/v1' });
 

@@ -6,6 +6,7 @@ import { DomainError, type ErrorCode } from '../core/errors.js';
 export const STATUS_OF: Record<ErrorCode, number> = {
   validation_error: 400,
   subdomain_taken: 400,
+  domain_taken: 400,
   email_taken: 400,
   invalid_password: 400,
   unauthorized: 401,

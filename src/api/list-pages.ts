@@ -19,7 +19,7 @@ export const PageQuery = Type.Object({
   limit: Type.Optional(
     Type.String({
       pattern: '^(?:[1-9][0-9]?|[1-4][0-9]{2}|500)$',
-      description: `how many items to return, ${1}–${MAX_LIMIT} (default ${DEFAULT_LIMIT})`,
+      description: `how many items to return, 1–${MAX_LIMIT} (default ${DEFAULT_LIMIT})`,
     }),
   ),
   cursor: Type.Optional(
@@ -44,7 +44,7 @@ export const PAGE_HEADERS = {
 } as const;
 
 /** A response schema of a list: the array, documented with its `Link` header. */
-export const pageOf = <T extends object>(items: T): T & { headers: typeof PAGE_HEADERS } => ({ ...items, headers: PAGE_HEADERS });
+export const listResponse = <T extends object>(items: T): T & { headers: typeof PAGE_HEADERS } => ({ ...items, headers: PAGE_HEADERS });
 
 /** Seals and opens cursors: authenticated encryption bound to a context (the installation's ValueCipher). */
 export interface CursorSeal {

@@ -235,8 +235,34 @@ export const PatchEnvBody = Type.Object(
 );
 export type PatchEnvBody = Static<typeof PatchEnvBody>;
 
+export const DomainParams = Type.Object({ id: Type.String(), domain_id: Type.String() });
+export const AddDomainBody = Type.Object(
+  {
+    hostname: Type.String({
+      maxLength: 1024,
+      description:
+        'A DNS name of at least two labels (at most 253 characters as an A-label), not an IP address, neither SLIPWAY_DOMAIN nor under it; ' +
+        'folded to lower case, an internationalized name stored as its A-label (punycode).',
+    }),
+  },
+  { additionalProperties: false },
+);
+export type AddDomainBody = Static<typeof AddDomainBody>;
+export const DomainSchema = Type.Object(
+  {
+    id: Uuid,
+    deployment_id: Uuid,
+    hostname: Type.String({ description: 'lower case A-label' }),
+    created_at: Timestamp,
+    tls_status: OneOf(['none', 'pending', 'active', 'failed']),
+    tls_error: Nullable(Type.String({ description: 'why the last attempt to obtain a certificate failed' })),
+    certificate_expires_at: Nullable(Timestamp),
+  },
+  { $id: 'Domain', description: 'A hostname that reaches the deployment exactly as its subdomain does; tls_status is none while HTTPS is off.' },
+);
+
 /** Shared schemas registered once, referenced by `$ref`. */
-export const SHARED_SCHEMAS = [ErrorSchema, UserSchema, ApiKeySchema, DeploymentSchema, BuildSchema, TunnelSchema, EnvVarSchema];
+export const SHARED_SCHEMAS = [ErrorSchema, UserSchema, ApiKeySchema, DeploymentSchema, BuildSchema, TunnelSchema, EnvVarSchema, DomainSchema];
 
 /** Standard error responses for the OpenAPI document. */
 export function errorResponses(...statuses: number[]): Record<number, unknown> {

@@ -4,6 +4,7 @@ import type {
   ApiKeySchema,
   BuildSchema,
   DeploymentSchema,
+  DomainSchema,
   EnvVarSchema,
   MessageSchema,
   UploadResponse,
@@ -17,6 +18,7 @@ export type ApiKey = Static<typeof ApiKeySchema>;
 export type UploadAnswer = Static<typeof UploadResponse>;
 export type MessageAnswer = Static<typeof MessageSchema>;
 export type EnvVar = Static<typeof EnvVarSchema>;
+export type CustomDomain = Static<typeof DomainSchema>;
 
 /** `GET`/`PATCH /deployments/{id}/env` (its items are a `$ref` in the schema, so it is spelled out here). */
 export interface EnvAnswer {

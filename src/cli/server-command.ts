@@ -1,6 +1,5 @@
 // `slipway server`: run the Slipway server, supervised, in the foreground until SIGINT/SIGTERM; `server rotate-key`, `server reset-password`.
 import { ConfigError, loadConfig } from '../config.js';
-import { startServer } from '../main.js';
 import { randomBase62 } from '../core/credentials.js';
 import { DomainError } from '../core/errors.js';
 import { resetPassword } from '../domain/accounts.js';
@@ -12,7 +11,7 @@ import { rotateInstallationKey } from '../secrets/rotate-key.js';
 import { unlockInstallation } from '../secrets/unlock.js';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { EXIT_CANNOT_START, installWorkerGuards, supervise } from './supervisor.js';
+import { EXIT_CANNOT_START, supervise } from './supervisor.js';
 
 /**
  * `slipway server`: checks the configuration, then runs the server in a supervised child process
@@ -34,52 +33,6 @@ export async function runServer(): Promise<void> {
   const code = await supervise({ entry });
   // Exit now: an IPC channel to a parent supervisor would otherwise keep this process alive.
   process.exit(code);
-}
-
-/** The supervised server process: starts the server from the environment; prints where it listens and a generated admin password. */
-export async function runServerWorker(): Promise<void> {
-  installWorkerGuards();
-  let config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`slipway: configuration error: ${err.message}\n`);
-      process.exit(EXIT_CANNOT_START);
-    }
-    throw err;
-  }
-  let server;
-  try {
-    server = await startServer(config);
-  } catch (err) {
-    if (err instanceof ConfigError || (err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-      process.stderr.write(`slipway: cannot start: ${err instanceof Error ? err.message : String(err)}\n`);
-      process.exit(EXIT_CANNOT_START);
-    }
-    throw err;
-  }
-  const out = process.stdout;
-  out.write(`Slipway is listening on ${server.url} (apps at http://<subdomain>.${config.domain}:${server.port}/)\n`);
-  out.write(`Data directory: ${config.dataDir}\n`);
-  if (server.generatedAdmin !== undefined) {
-    out.write('\nFirst start: an administrator was created. This password is shown only once:\n');
-    out.write(`  email:    ${server.generatedAdmin.email}\n  password: ${server.generatedAdmin.password}\n\n`);
-  }
-  let stopping = false;
-  const stop = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    out.write(`\n${signal}: shutting down…\n`);
-    const force = setTimeout(() => process.exit(1), 15_000);
-    force.unref();
-    server.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
 }
 
 /**

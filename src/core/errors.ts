@@ -9,6 +9,7 @@ export type ErrorCode =
   | 'validation_error'
   | 'email_taken'
   | 'subdomain_taken'
+  | 'domain_taken'
   | 'invalid_password'
   | 'invalid_state'
   | 'payload_too_large'

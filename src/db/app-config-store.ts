@@ -95,7 +95,9 @@ export class DbAppConfigStore implements AppConfigStore {
   }
 
   async #read(db: Executor, deploymentId: string): Promise<EnvVar[]> {
-    const rows = await db.selectFrom('env_vars').selectAll().where('deployment_id', '=', deploymentId).orderBy('key').execute();
+    const rows = await db.selectFrom('env_vars').selectAll().where('deployment_id', '=', deploymentId).execute();
+    // Sorted here, not in SQL: PostgreSQL would order by its locale's collation, SQLite by bytes.
+    rows.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     return rows.map((r) => ({
       key: r.key,
       value: this.#cipher.decrypt(r.value, varContext(deploymentId, r.key)),

@@ -8,6 +8,8 @@ import type { Database } from './schema.js';
 import * as initial from './migrations/2026-11-21-001-initial.js';
 import * as instance from './migrations/2026-11-21-002-instance.js';
 import * as appConfig from './migrations/2026-11-22-001-app-config.js';
+import * as subdomainClaims from './migrations/2026-11-22-002-subdomain-claims.js';
+import * as customDomains from './migrations/2026-11-22-003-custom-domains.js';
 import { withStatementCache } from './statement-cache.js';
 import crypto from 'node:crypto';
 
@@ -18,6 +20,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-21-001-initial': initial,
   '2026-11-21-002-instance': instance,
   '2026-11-22-001-app-config': appConfig,
+  '2026-11-22-002-subdomain-claims': subdomainClaims,
+  '2026-11-22-003-custom-domains': customDomains,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -67,6 +67,8 @@ export interface BuildsTable {
   host_port: number | null;
   started_at: string;
   finished_at: string | null;
+  /** The control-plane instance that runs (ran) the build; null before instances were recorded. */
+  runner: string | null;
   seq: Generated<number>;
 }
 
@@ -76,6 +78,18 @@ export interface TunnelsTable {
   api_key_id: string;
   subdomain: string;
   connected_at: string;
+  /** The control-plane instance the tunnel is connected to. */
+  runner: string | null;
+}
+
+/** Who holds a subdomain: a deployment or a live tunnel. One row per subdomain (its primary key). */
+export interface SubdomainClaimsTable {
+  subdomain: string;
+  kind: 'deployment' | 'tunnel';
+  /** The deployment's or the tunnel's id. */
+  owner_id: string;
+  user_id: string;
+  created_at: string;
 }
 
 /** One row: this installation's id (engine objects are labelled with it). */
@@ -102,6 +116,34 @@ export interface BuildConfigsTable {
   updated_at: string;
 }
 
+/** A hostname a deployment is also served at (lower case A-label, unique across all users). */
+export interface CustomDomainsTable {
+  id: string;
+  deployment_id: string;
+  hostname: string;
+  created_at: string;
+}
+
+/** A certificate obtained by ACME for one served host; `key_pem` is AES-256-GCM ciphertext. */
+export interface CertificatesTable {
+  hostname: string;
+  status: 'pending' | 'active' | 'failed';
+  error: string | null;
+  cert_pem: string | null;
+  key_pem: string | null;
+  expires_at: string | null;
+  attempts: Generated<number>;
+  next_attempt_at: string | null;
+  updated_at: string;
+}
+
+/** The ACME account of one directory; `key_pem` is AES-256-GCM ciphertext. */
+export interface AcmeAccountsTable {
+  directory_url: string;
+  key_pem: string;
+  created_at: string;
+}
+
 export interface Database {
   instance: InstanceTable;
   users: UsersTable;
@@ -110,6 +152,10 @@ export interface Database {
   deployments: DeploymentsTable;
   builds: BuildsTable;
   tunnels: TunnelsTable;
+  subdomain_claims: SubdomainClaimsTable;
   env_vars: EnvVarsTable;
   build_configs: BuildConfigsTable;
+  custom_domains: CustomDomainsTable;
+  certificates: CertificatesTable;
+  acme_accounts: AcmeAccountsTable;
 }

@@ -1,7 +1,7 @@
 // Build images on the engine: their names, the retention of the last N, and removal with a deployment.
-import type { Db } from '../db/database.js';
 import type { ContainerEngine } from '../runtime/engine.js';
 import { LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED } from '../runtime/engine.js';
+import type { DeploymentStore } from './deployment-store.js';
 import { removeDeploymentVolumes } from './volumes.js';
 
 /** Every image of an installation is named `slipway-<instance>/…`. */
@@ -16,20 +16,13 @@ export const imageTag = (instanceId: string, deploymentId: string, buildId: stri
   `${imageRepositoryPrefix(instanceId)}${deploymentId}:${buildId}`;
 
 /** Keeps the images of the last `keep` succeeded builds (and the live one); removes older ones. */
-export async function pruneImages(db: Db, engine: ContainerEngine, deploymentId: string, keep: number): Promise<void> {
-  const dep = await db.selectFrom('deployments').select('live_build_id').where('id', '=', deploymentId).executeTakeFirst();
-  const succeeded = await db
-    .selectFrom('builds')
-    .select(['id', 'image_id'])
-    .where('deployment_id', '=', deploymentId)
-    .where('status', '=', 'succeeded')
-    .where('image_id', 'is not', null)
-    .orderBy('seq', 'desc')
-    .execute();
+export async function pruneImages(store: DeploymentStore, engine: ContainerEngine, deploymentId: string, keep: number): Promise<void> {
+  const dep = await store.deployment(deploymentId);
+  const succeeded = await store.buildsWithImages(deploymentId);
   for (const old of succeeded.slice(keep)) {
-    if (old.id === dep?.live_build_id || old.image_id === null) continue;
+    if (old.id === dep?.live_build_id) continue;
     await engine.removeImage(old.image_id);
-    await db.updateTable('builds').set({ image_id: null }).where('id', '=', old.id).execute();
+    await store.setImage(old.id, null);
   }
 }
 

@@ -3,15 +3,13 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import type { Db } from '../db/database.js';
-import { nowIso } from '../db/database.js';
 import type { BuildRow } from '../domain/builds.js';
-import { getBuildRow } from '../domain/builds.js';
-import { assertUuid, getDeploymentRow, type DeploymentRow } from '../domain/deployments.js';
+import { assertUuid, type DeploymentRow } from '../domain/deployments.js';
 import { DomainError } from '../core/errors.js';
 import type { DeploymentOperations } from '../domain/operations.js';
-import type { Principal } from '../core/principal.js';
-import type { RoutingTable, Upstream } from '../proxy/routing-table.js';
+import { authorizeOwned, type Principal } from '../core/principal.js';
+import type { Upstream } from '../core/upstream.js';
+import type { DataPlane } from '../proxy/data-plane.js';
 import type { BuildSandbox, ContainerEngine } from '../runtime/engine.js';
 import { EngineBuildError, LABEL_INSTANCE, LABEL_MANAGED, buildNetworkName } from '../runtime/engine.js';
 import { fetchCommit, redactCredentials, resolveCommit } from '../source/git.js';
@@ -21,15 +19,11 @@ import { KeyedMutex, Semaphore } from './concurrency.js';
 import { describeFailure, isExpectedFailure, summarizeFailure } from './failures.js';
 import { imageTag, pruneImages, removeDeploymentObjects } from './images.js';
 import { refreshLivePorts } from './live-ports.js';
-import { ReleaseError, startRelease, type ReleaseTarget } from './release.js';
+import type { DeploymentStore } from './deployment-store.js';
+import { ReleaseError, releaseTarget, startRelease } from './release.js';
+import { transition, type DeploymentEvent, type DeploymentStatus } from './state-table.js';
 import { buildArgsFor } from './build-args.js';
 import type { AppConfigStore, EnvVar } from '../domain/app-config.js';
-import { parseStoredVolumes } from '../domain/volumes.js';
-
-/** What the lifecycle needs of the data plane: waiting for in-flight requests to an old release. */
-export interface Drainer {
-  drain(upstream: Upstream, timeoutMs: number): Promise<void>;
-}
 
 export interface LifecycleSettings {
   /** This installation's id (labels its engine objects). */
@@ -51,13 +45,12 @@ export interface LifecycleSettings {
 }
 
 export interface LifecycleDeps {
+  readonly store: DeploymentStore;
   /** Deployments' variables; each build records the configuration it is released with. */
   readonly configs: AppConfigStore;
-  readonly db: Db;
   readonly engine: ContainerEngine;
-  readonly table: RoutingTable;
-  readonly drainer: Drainer;
-  readonly store: SourceStore;
+  readonly dataPlane: DataPlane;
+  readonly sources: SourceStore;
   readonly buildLogs: BuildLogStore;
   readonly settings: LifecycleSettings;
   readonly log: (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
@@ -102,8 +95,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
   }
 
   async deploy(principal: Principal, deploymentId: string, options: { wait: boolean; signal?: AbortSignal }): Promise<BuildRow> {
-    const { db } = this.#deps;
-    const initial = await getDeploymentRow(db, principal, deploymentId);
+    const initial = await this.#owned(principal, deploymentId);
     let commitSha: string;
     let sourceRef: string;
     /** Why the source cannot be read (an unreachable repository): the build is recorded, then fails. */
@@ -123,7 +115,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
 
     const build = await this.#locks.run(deploymentId, async () => {
       await this.#cancelInflight(deploymentId, 'superseded by a newer deploy');
-      const current = await getDeploymentRow(db, principal, deploymentId);
+      const current = await this.#owned(principal, deploymentId);
       if (current.source_type === 'archive' && current.upload_id !== null && current.upload_id !== sourceRef) {
         // A newer upload landed while we waited: build what is there now.
         sourceRef = current.upload_id;
@@ -139,43 +131,40 @@ export class DeploymentLifecycle implements DeploymentOperations {
         image_id: null,
         container_id: null,
         host_port: null,
-        started_at: nowIso(),
+        started_at: new Date().toISOString(),
         finished_at: null,
         seq: 0,
       };
       const { seq: _seq, ...values } = row;
-      await db.insertInto('builds').values(values).execute();
+      await this.#deps.store.startBuild(values, this.#next(current, 'deploy').to);
       // The configuration of this build is fixed now: later changes wait for the next deploy or restart.
       const vars = await this.#deps.configs.recordForBuild(deploymentId, row.id);
-      await this.#setStatus(deploymentId, 'building');
-      if (!(await this.#isServing(current))) this.#route(current.subdomain, deploymentId, 'starting');
+      if (!this.#isServing(current)) this.#route(current.subdomain, deploymentId, 'starting');
       this.#startPipeline(current, row, unreadable, vars);
       return row;
     });
 
     if (!options.wait) return build;
     await this.#waitForBuild(deploymentId, build.id, options.signal);
-    const finished = (await getBuildRow(db, principal, deploymentId, build.id)).build;
+    const finished = (await this.#deps.store.build(deploymentId, build.id)) ?? build;
     if (finished.status === 'failed') throw new DomainError('build_failed', finished.error ?? 'the build failed');
     return finished;
   }
 
   async stop(principal: Principal, deploymentId: string): Promise<{ message: string }> {
     return this.#locks.run(deploymentId, async () => {
-      const dep = await getDeploymentRow(this.#deps.db, principal, deploymentId);
-      if (dep.status === 'pending') throw new DomainError('invalid_state', 'the deployment has never been deployed');
-      if (dep.status === 'stopped') return { message: `deployment ${dep.name} is already stopped` };
-      const wasBuilding = this.#inflight.has(deploymentId);
+      const dep = await this.#owned(principal, deploymentId);
       const live = await this.#liveBuild(dep);
-      if (dep.status === 'failed' && !wasBuilding && (live === undefined || !(await this.#isServing(dep)))) {
-        throw new DomainError('invalid_state', 'no container is serving this deployment');
-      }
+      const serving = this.#inflight.has(deploymentId) || (live !== undefined && this.#isServing(dep));
+      const next = transition(dep.status, 'stop', { serving, restartable: false });
+      if (next.noop) return { message: `deployment ${dep.name} is already stopped` };
       await this.#cancelInflight(deploymentId, 'cancelled by stop');
       if (live?.container_id != null) {
-        if (live.host_port !== null) await this.#deps.drainer.drain({ host: '127.0.0.1', port: live.host_port }, 5_000);
+        const upstream = this.#liveUpstream(dep);
+        if (upstream !== undefined) await this.#deps.dataPlane.drain(upstream, 5_000);
         await this.#deps.engine.stopContainer(live.container_id, STOP_SECONDS);
       }
-      await this.#setStatus(deploymentId, 'stopped');
+      await this.#deps.store.setStatus(deploymentId, next.to);
       this.#route(dep.subdomain, deploymentId, 'stopped');
       return { message: `deployment ${dep.name} stopped` };
     });
@@ -183,13 +172,13 @@ export class DeploymentLifecycle implements DeploymentOperations {
 
   async cancel(principal: Principal, deploymentId: string): Promise<{ message: string }> {
     return this.#locks.run(deploymentId, async () => {
-      const dep = await getDeploymentRow(this.#deps.db, principal, deploymentId);
+      const dep = await this.#owned(principal, deploymentId);
       const inflight = this.#inflight.get(deploymentId);
       if (inflight === undefined) throw new DomainError('invalid_state', `no build of ${dep.name} is in progress`);
       await this.#cancelInflight(deploymentId, 'cancelled by the user');
       // What served before the build serves on; with nothing serving, the app is stopped.
-      const serving = await this.#isServing(dep);
-      await this.#setStatus(deploymentId, serving ? 'running' : 'stopped');
+      const serving = this.#isServing(dep);
+      await this.#deps.store.setStatus(deploymentId, transition(dep.status, 'cancel', { serving, restartable: false }).to);
       if (!serving) this.#route(dep.subdomain, deploymentId, 'stopped');
       return {
         message: `build ${inflight.buildId.slice(0, 8)} of ${dep.name} cancelled${serving ? '; the live release keeps serving' : ''}`,
@@ -199,29 +188,26 @@ export class DeploymentLifecycle implements DeploymentOperations {
 
   async restart(principal: Principal, deploymentId: string): Promise<{ message: string }> {
     return this.#locks.run(deploymentId, async () => {
-      const dep = await getDeploymentRow(this.#deps.db, principal, deploymentId);
-      if (dep.status === 'pending') throw new DomainError('invalid_state', 'the deployment has never been deployed');
-      if (dep.status === 'building') throw new DomainError('invalid_state', 'a build is in progress; wait for it or stop it');
-      const live = await this.#liveBuild(dep);
-      if (live === undefined || live.image_id === null || !(await this.#deps.engine.imageExists(live.image_id))) {
-        throw new DomainError('invalid_state', 'no succeeded build to restart; deploy first');
-      }
+      const dep = await this.#owned(principal, deploymentId);
+      const live = dep.status === 'pending' || dep.status === 'building' ? undefined : await this.#liveBuild(dep);
+      const restartable = live !== undefined && live.image_id !== null && (await this.#deps.engine.imageExists(live.image_id));
+      const next = transition(dep.status, 'restart', { serving: false, restartable });
+      if (live === undefined) throw new DomainError('invalid_state', 'no succeeded build to restart; deploy first');
       // A restart runs the current configuration, which becomes the one this build was released with.
       const vars = await this.#deps.configs.current(dep.id);
-      await this.#release(dep, live, vars, AbortSignal.timeout(this.#deps.settings.startupTimeoutMs + 30_000));
+      await this.#release(dep, live, vars, next.to, AbortSignal.timeout(this.#deps.settings.startupTimeoutMs + 30_000));
       await this.#deps.configs.setBuildConfig(live.id, vars);
       return { message: `deployment ${dep.name} restarted (build ${live.id})` };
     });
   }
 
   async rollback(principal: Principal, deploymentId: string, buildId: string): Promise<{ message: string }> {
-    const { db } = this.#deps;
     return this.#locks.run(deploymentId, async () => {
-      const dep = await getDeploymentRow(db, principal, deploymentId);
-      // The state table: a deployment that was never deployed has no build to roll back to, whatever id is named.
-      if (dep.status === 'pending') throw new DomainError('invalid_state', 'the deployment has never been deployed; there is no build to roll back to');
+      const dep = await this.#owned(principal, deploymentId);
+      // The state table first: a deployment that was never deployed has no build to roll back to, whatever id is named.
+      const next = this.#next(dep, 'rollback');
       assertUuid(buildId, 'build');
-      const target = await db.selectFrom('builds').selectAll().where('id', '=', buildId).where('deployment_id', '=', dep.id).executeTakeFirst();
+      const target = await this.#deps.store.build(dep.id, buildId);
       if (target === undefined) throw new DomainError('not_found', 'build not found');
       if (target.status !== 'succeeded') throw new DomainError('invalid_state', `build ${buildId} did not succeed (${target.status})`);
       if (target.image_id === null || !(await this.#deps.engine.imageExists(target.image_id))) {
@@ -231,21 +217,21 @@ export class DeploymentLifecycle implements DeploymentOperations {
       // The build runs with the configuration it was released with, which becomes current again
       // (a build from before configuration existed keeps the current one).
       const vars = (await this.#deps.configs.buildConfig(target.id)) ?? (await this.#deps.configs.current(dep.id));
-      await this.#release(dep, target, vars, AbortSignal.timeout(this.#deps.settings.startupTimeoutMs + 30_000));
+      await this.#release(dep, target, vars, next.to, AbortSignal.timeout(this.#deps.settings.startupTimeoutMs + 30_000));
       await this.#deps.configs.replace(dep.id, vars);
       return { message: `rolled back to build ${target.id}` };
     });
   }
 
   async remove(principal: Principal, deploymentId: string): Promise<void> {
-    const { db, store, buildLogs, table } = this.#deps;
+    const { store, sources, buildLogs, dataPlane } = this.#deps;
     await this.#locks.run(deploymentId, async () => {
-      const dep = await getDeploymentRow(db, principal, deploymentId);
+      const dep = await this.#owned(principal, deploymentId);
       await this.#cancelInflight(deploymentId, 'cancelled: the deployment was deleted');
-      await db.deleteFrom('deployments').where('id', '=', dep.id).execute();
-      table.delete(dep.subdomain);
+      await store.remove(dep.id);
+      dataPlane.withdraw(dep.subdomain);
       await removeDeploymentObjects(this.#deps.engine, this.#deps.settings.instanceId, dep.id);
-      await store.removeDeployment(dep.id);
+      await sources.removeDeployment(dep.id);
       await buildLogs.removeDeployment(dep.id);
     });
   }
@@ -259,7 +245,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
     deploymentId: string,
     options: { tail: number | undefined; follow: boolean; signal: AbortSignal },
   ): Promise<AsyncIterable<string>> {
-    const dep = await getDeploymentRow(this.#deps.db, principal, deploymentId);
+    const dep = await this.#owned(principal, deploymentId);
     const live = await this.#liveBuild(dep);
     if (live?.container_id == null) throw new DomainError('invalid_state', 'no container has run for this deployment yet');
     return this.#deps.engine.containerLogs(live.container_id, {
@@ -324,23 +310,35 @@ export class DeploymentLifecycle implements DeploymentOperations {
     };
   }
 
-  async #setStatus(deploymentId: string, status: DeploymentRow['status'], extra: { live_build_id?: string } = {}): Promise<void> {
-    await this.#deps.db.updateTable('deployments').set({ status, updated_at: nowIso(), ...extra }).where('id', '=', deploymentId).execute();
+  /** One of the principal's deployments; anything else (missing, not a UUID, another user's) is 404. */
+  async #owned(principal: Principal, deploymentId: string): Promise<DeploymentRow> {
+    assertUuid(deploymentId, 'deployment');
+    return authorizeOwned(principal, await this.#deps.store.deployment(deploymentId), 'deployment');
+  }
+
+  /** The state table's answer for an event whose cells need no facts. */
+  #next(dep: DeploymentRow, event: DeploymentEvent): { to: DeploymentStatus; noop: boolean } {
+    return transition(dep.status, event, { serving: this.#isServing(dep), restartable: false });
   }
 
   #route(subdomain: string, deploymentId: string, state: 'stopped' | 'failed' | 'starting'): void {
-    this.#deps.table.set(subdomain, { kind: 'app', deploymentId, state });
+    this.#deps.dataPlane.publish(subdomain, { kind: 'app', deploymentId, state });
   }
 
   async #liveBuild(dep: DeploymentRow): Promise<BuildRow | undefined> {
     if (dep.live_build_id === null) return undefined;
-    return this.#deps.db.selectFrom('builds').selectAll().where('id', '=', dep.live_build_id).executeTakeFirst();
+    return this.#deps.store.build(dep.id, dep.live_build_id);
   }
 
   /** Whether the routing table sends this deployment's traffic to a container now. */
-  async #isServing(dep: DeploymentRow): Promise<boolean> {
-    const route = this.#deps.table.get(dep.subdomain);
-    return route?.kind === 'app' && route.state === 'live';
+  #isServing(dep: DeploymentRow): boolean {
+    return this.#liveUpstream(dep) !== undefined;
+  }
+
+  /** Where the data plane sends this deployment's traffic now, if it is served. */
+  #liveUpstream(dep: DeploymentRow): Upstream | undefined {
+    const route = this.#deps.dataPlane.route(dep.subdomain);
+    return route?.kind === 'app' && route.state === 'live' ? route.upstream : undefined;
   }
 
   /** Aborts the deployment's build in flight (if any) and waits until it has wound down. */
@@ -368,7 +366,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
 
   /** Build → image → healthy container → traffic switch. Never throws: the outcome goes to the database. */
   async #runPipeline(dep: DeploymentRow, build: BuildRow, vars: readonly EnvVar[], cancel: AbortSignal, unreadable?: string): Promise<void> {
-    const { engine, buildLogs, settings, db } = this.#deps;
+    const { engine, buildLogs, settings, store } = this.#deps;
     // Output that arrives after the log is closed (an engine stream still draining after a cancel)
     // must not reopen it: a reopened log would never be closed, and its followers never finish.
     let logOpen = true;
@@ -398,7 +396,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
           await fsp.rm(path.join(workDir, '.git'), { recursive: true, force: true });
           contextDir = workDir;
         } else {
-          contextDir = this.#deps.store.sourceDir(dep.id, build.source_ref);
+          contextDir = this.#deps.sources.sourceDir(dep.id, build.source_ref);
         }
         if (!fs.existsSync(path.join(contextDir, dep.dockerfile_path))) {
           throw new EngineBuildError('no Dockerfile', `Dockerfile not found at "${dep.dockerfile_path}" in the source`);
@@ -419,13 +417,13 @@ export class DeploymentLifecycle implements DeploymentOperations {
           buildArgs,
         });
         image = tag;
-        await db.updateTable('builds').set({ image_id: tag }).where('id', '=', build.id).execute();
+        await store.setImage(build.id, tag);
       } finally {
         releaseSlot();
         await fsp.rm(workDir, { recursive: true, force: true });
       }
 
-      const container = await startRelease(engine, this.#target(dep, build.id, image, vars), {
+      const container = await startRelease(engine, releaseTarget(dep, { id: build.id, image, vars }, settings), {
         timeoutMs: settings.startupTimeoutMs,
         signal: cancel,
         onOutput: log,
@@ -439,12 +437,12 @@ export class DeploymentLifecycle implements DeploymentOperations {
         throw err;
       }
       try {
-        const current = await db.selectFrom('deployments').selectAll().where('id', '=', dep.id).executeTakeFirst();
+        const current = await store.deployment(dep.id);
         if (current === undefined || cancel.aborted) {
           await engine.removeContainer(container.id).catch(() => undefined);
           throw cancel.reason ?? new Cancelled('the deployment was deleted');
         }
-        await this.#switchTo(current, build.id, container.id, container.hostPort ?? 0);
+        await this.#switchTo(current, build.id, container.id, container.upstream, this.#next(current, 'build_succeeded').to);
       } finally {
         releaseLock();
       }
@@ -468,23 +466,21 @@ export class DeploymentLifecycle implements DeploymentOperations {
     cancel: AbortSignal,
     log: (text: string) => void,
   ): Promise<void> {
-    const { db } = this.#deps;
+    const { store } = this.#deps;
     const cancelled = cancel.aborted;
     const message = describeFailure(err, cancel, this.#deps.settings.buildTimeoutMs);
     if (!cancelled && !isExpectedFailure(err)) this.#deps.log('error', 'build failed unexpectedly', { buildId: build.id, err });
     log(`==> ${cancelled ? 'cancelled' : 'failed'}: ${message}\n`);
-    await db
-      .updateTable('builds')
-      .set({ status: cancelled ? 'cancelled' : 'failed', error: message, finished_at: nowIso() })
-      .where('id', '=', build.id)
-      .where('status', '=', 'building')
-      .execute();
+    await store.finishBuild(build.id, cancelled ? 'cancelled' : 'failed', message);
     if (image !== undefined) await this.#deps.engine.removeImage(image).catch(() => undefined);
-    await db.updateTable('builds').set({ image_id: null }).where('id', '=', build.id).execute();
+    await store.setImage(build.id, null);
     if (!cancelled) {
-      await this.#setStatus(dep.id, 'failed');
-      const current = await db.selectFrom('deployments').selectAll().where('id', '=', dep.id).executeTakeFirst();
-      if (current !== undefined && !(await this.#isServing(current))) this.#route(current.subdomain, dep.id, 'failed');
+      const current = await store.deployment(dep.id);
+      if (current !== undefined) {
+        const next = this.#next(current, 'build_failed');
+        if (!next.noop) await store.setStatus(dep.id, next.to);
+        if (!this.#isServing(current)) this.#route(current.subdomain, dep.id, 'failed');
+      }
     }
   }
 
@@ -501,27 +497,12 @@ export class DeploymentLifecycle implements DeploymentOperations {
     };
   }
 
-  #target(dep: DeploymentRow, buildId: string, image: string, vars: readonly EnvVar[]): ReleaseTarget {
-    return {
-      instanceId: this.#deps.settings.instanceId,
-      deploymentId: dep.id,
-      buildId,
-      image,
-      healthCheckPath: dep.health_check_path,
-      memoryBytes: dep.memory_bytes ?? this.#deps.settings.defaultMemoryBytes,
-      nanoCpus: dep.nano_cpus ?? this.#deps.settings.defaultNanoCpus,
-      pidsLimit: this.#deps.settings.appPidsLimit,
-      vars,
-      volumes: parseStoredVolumes(dep.volumes),
-    };
-  }
-
   /** Starts `build`'s image as a new container and switches traffic to it (restart and rollback). Caller holds the lock. */
-  async #release(dep: DeploymentRow, build: BuildRow, vars: readonly EnvVar[], signal: AbortSignal): Promise<void> {
+  async #release(dep: DeploymentRow, build: BuildRow, vars: readonly EnvVar[], status: DeploymentStatus, signal: AbortSignal): Promise<void> {
     if (build.image_id === null) throw new DomainError('invalid_state', 'the build has no image');
     let container;
     try {
-      container = await startRelease(this.#deps.engine, this.#target(dep, build.id, build.image_id, vars), {
+      container = await startRelease(this.#deps.engine, releaseTarget(dep, { id: build.id, image: build.image_id, vars }, this.#deps.settings), {
         timeoutMs: this.#deps.settings.startupTimeoutMs,
         signal,
       });
@@ -529,51 +510,29 @@ export class DeploymentLifecycle implements DeploymentOperations {
       if (err instanceof ReleaseError) throw new DomainError('invalid_state', `the release did not start: ${err.message}`);
       throw err;
     }
-    await this.#switchTo(dep, build.id, container.id, container.hostPort ?? 0);
+    await this.#switchTo(dep, build.id, container.id, container.upstream, status);
   }
 
   /**
    * Makes `buildId`'s new container live: database first (so a crash after this point recovers
    * to it), then the routing table, then the old container is drained and stopped in the background.
    */
-  async #switchTo(dep: DeploymentRow, buildId: string, containerId: string, hostPort: number): Promise<void> {
-    const { db, table } = this.#deps;
-    const previous = await db
-      .selectFrom('builds')
-      .select(['id', 'container_id', 'host_port'])
-      .where('deployment_id', '=', dep.id)
-      .where('container_id', 'is not', null)
-      .where('container_id', '!=', containerId)
-      .execute();
-    const now = nowIso();
-    await db.transaction().execute(async (trx) => {
-      await trx.updateTable('builds').set({ container_id: null, host_port: null }).where('deployment_id', '=', dep.id).execute();
-      await trx
-        .updateTable('builds')
-        .set({ container_id: containerId, host_port: hostPort })
-        .where('id', '=', buildId)
-        .execute();
-      await trx
-        .updateTable('builds')
-        .set({ status: 'succeeded', finished_at: now, error: null })
-        .where('id', '=', buildId)
-        .where('status', '=', 'building')
-        .execute();
-      await trx.updateTable('deployments').set({ status: 'running', live_build_id: buildId, updated_at: now }).where('id', '=', dep.id).execute();
-    });
-    table.set(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'live', upstream: { host: '127.0.0.1', port: hostPort } });
-    for (const old of previous) {
-      if (old.container_id !== null) this.#retire(old.container_id, old.host_port);
-    }
-    this.#track(pruneImages(this.#deps.db, this.#deps.engine, dep.id, this.#deps.settings.keepImages));
+  async #switchTo(dep: DeploymentRow, buildId: string, containerId: string, upstream: Upstream, status: DeploymentStatus): Promise<void> {
+    const { store, dataPlane } = this.#deps;
+    const previous = await store.switchLive({ deploymentId: dep.id, buildId, containerId, hostPort: upstream.port, status });
+    // The old release is drained where the data plane was sending its traffic.
+    const oldUpstream = this.#liveUpstream(dep);
+    dataPlane.publish(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'live', upstream });
+    for (const old of previous) this.#retire(old.containerId, old.hostPort === oldUpstream?.port ? oldUpstream : undefined);
+    this.#track(pruneImages(store, this.#deps.engine, dep.id, this.#deps.settings.keepImages));
   }
 
   /** Drains and stops an old container in the background. */
-  #retire(containerId: string, hostPort: number | null): void {
-    const { engine, drainer } = this.#deps;
+  #retire(containerId: string, upstream: Upstream | undefined): void {
+    const { engine, dataPlane } = this.#deps;
     this.#track(
       (async () => {
-        if (hostPort !== null) await drainer.drain({ host: '127.0.0.1', port: hostPort }, DRAIN_MS);
+        if (upstream !== undefined) await dataPlane.drain(upstream, DRAIN_MS);
         await engine.stopContainer(containerId, STOP_SECONDS);
         await engine.removeContainer(containerId);
       })(),

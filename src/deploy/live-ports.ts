@@ -1,12 +1,12 @@
 // Keeps routes right when the engine restarts a crashed live container on a new host port.
-import type { Db } from '../db/database.js';
-import type { RoutingTable } from '../proxy/routing-table.js';
+import type { DataPlane } from '../proxy/data-plane.js';
 import type { ContainerEngine } from '../runtime/engine.js';
+import type { DeploymentStore } from './deployment-store.js';
 
 export interface LivePortDeps {
-  readonly db: Db;
+  readonly store: DeploymentStore;
   readonly engine: ContainerEngine;
-  readonly table: RoutingTable;
+  readonly dataPlane: DataPlane;
   readonly log: (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
 }
 
@@ -16,26 +16,17 @@ export interface LivePortDeps {
  * deployment's lock, so it never races a release switching traffic.
  */
 export async function refreshLivePorts(deps: LivePortDeps, runLocked: (deploymentId: string, fn: () => Promise<void>) => Promise<void>): Promise<void> {
-  const { db, engine, table } = deps;
-  const live = await db
-    .selectFrom('deployments')
-    .innerJoin('builds', 'builds.id', 'deployments.live_build_id')
-    .select(['deployments.id', 'deployments.subdomain', 'builds.id as build_id', 'builds.container_id'])
-    .where('deployments.status', 'in', ['running', 'failed', 'building'])
-    .where('builds.container_id', 'is not', null)
-    .execute();
-  for (const row of live) {
-    const route = table.get(row.subdomain);
-    if (route?.kind !== 'app' || route.state !== 'live' || row.container_id === null) continue;
-    const info = await engine.inspectContainer(row.container_id);
-    const port = info?.running === true ? info.hostPort : null;
-    if (port === null || port === route.upstream.port) continue;
-    await runLocked(row.id, async () => {
-      const current = await db.selectFrom('builds').select('container_id').where('id', '=', row.build_id).executeTakeFirst();
-      if (current?.container_id !== row.container_id) return;
-      await db.updateTable('builds').set({ host_port: port }).where('id', '=', row.build_id).execute();
-      table.set(row.subdomain, { kind: 'app', deploymentId: row.id, state: 'live', upstream: { host: '127.0.0.1', port } });
-      deps.log('info', `container of ${row.subdomain} restarted on port ${port}; route updated`);
+  const { store, engine, dataPlane } = deps;
+  for (const row of await store.liveContainers()) {
+    const route = dataPlane.route(row.subdomain);
+    if (route?.kind !== 'app' || route.state !== 'live') continue;
+    const info = await engine.inspectContainer(row.containerId);
+    const upstream = info?.running === true ? info.upstream : null;
+    if (upstream === null || (upstream.host === route.upstream.host && upstream.port === route.upstream.port)) continue;
+    await runLocked(row.deploymentId, async () => {
+      if (!(await store.moveHostPort(row.buildId, row.containerId, upstream.port))) return;
+      dataPlane.publish(row.subdomain, { kind: 'app', deploymentId: row.deploymentId, state: 'live', upstream });
+      deps.log('info', `container of ${row.subdomain} restarted on port ${upstream.port}; route updated`);
     }).catch(() => undefined);
   }
 }

@@ -1,22 +1,21 @@
 // Start-up reconciliation: bring the database, the engine and the routing table back into agreement.
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import type { Db } from '../db/database.js';
-import { nowIso } from '../db/database.js';
-import type { RoutingTable } from '../proxy/routing-table.js';
+import type { DataPlane } from '../proxy/data-plane.js';
 import type { ContainerEngine } from '../runtime/engine.js';
-import { LABEL_INSTANCE, LABEL_MANAGED, appNetworkName, buildNetworkName } from '../runtime/engine.js';
+import { LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED, appNetworkName, buildNetworkName } from '../runtime/engine.js';
 import { imageRepositoryPrefix } from './images.js';
-import { startRelease } from './release.js';
 import type { AppConfigStore } from '../domain/app-config.js';
-import { parseStoredVolumes } from '../domain/volumes.js';
+import type { DeploymentStore } from './deployment-store.js';
+import { releaseTarget, startRelease } from './release.js';
+import { transition } from './state-table.js';
 
 export interface ReconcileDeps {
+  readonly store: DeploymentStore;
   /** Where a build's configuration is found, to start its release again. */
   readonly configs: AppConfigStore;
-  readonly db: Db;
   readonly engine: ContainerEngine;
-  readonly table: RoutingTable;
+  readonly dataPlane: DataPlane;
   readonly dataDir: string;
   /** This installation's id: only engine objects carrying it are ours to remove. */
   readonly instanceId: string;
@@ -33,20 +32,12 @@ export interface ReconcileDeps {
  * Slipway that the database does not know are removed; the routing table is rebuilt.
  */
 export async function reconcileWithEngine(deps: ReconcileDeps): Promise<void> {
-  const { db, engine, table, log } = deps;
-  const now = nowIso();
-  const interrupted = await db
-    .updateTable('builds')
-    .set({ status: 'failed', error: 'interrupted by a restart', finished_at: now })
-    .where('status', '=', 'building')
-    .executeTakeFirst();
-  if (interrupted.numUpdatedRows > 0n) log('warn', `marked ${interrupted.numUpdatedRows} interrupted build(s) as failed`);
-  await db.updateTable('deployments').set({ status: 'failed', updated_at: now }).where('status', '=', 'building').execute();
-  await db.deleteFrom('tunnels').execute(); // no tunnel survives a restart; clients reconnect
+  const { store, engine, dataPlane, log } = deps;
+  const interrupted = await store.failInterruptedBuilds('interrupted by a restart');
+  if (interrupted > 0) log('warn', `marked ${interrupted} interrupted build(s) as failed`);
   await fsp.rm(path.join(deps.dataDir, 'work'), { recursive: true, force: true });
 
-  const deployments = await db.selectFrom('deployments').selectAll().execute();
-  const builds = await db.selectFrom('builds').select(['id', 'deployment_id', 'status', 'image_id', 'container_id', 'host_port', 'seq']).execute();
+  const { deployments, builds } = await store.everything();
   const buildById = new Map(builds.map((b) => [b.id, b]));
 
   for (const dep of deployments) {
@@ -54,7 +45,7 @@ export async function reconcileWithEngine(deps: ReconcileDeps): Promise<void> {
     const wantRunning = live !== undefined && (dep.status === 'running' || dep.status === 'failed');
     if (!wantRunning) {
       const state = dep.status === 'stopped' ? 'stopped' : dep.status === 'failed' ? 'failed' : 'starting';
-      table.set(dep.subdomain, { kind: 'app', deploymentId: dep.id, state });
+      dataPlane.publish(dep.subdomain, { kind: 'app', deploymentId: dep.id, state });
       continue;
     }
     let info = live.container_id === null ? null : await engine.inspectContainer(live.container_id);
@@ -62,35 +53,24 @@ export async function reconcileWithEngine(deps: ReconcileDeps): Promise<void> {
       if (info !== null && !info.running) info = await engine.startContainer(info.id);
       if (info === null && live.image_id !== null && (await engine.imageExists(live.image_id))) {
         log('warn', `live container of ${dep.subdomain} vanished; starting build ${live.id} again`);
-        info = await startRelease(
-          engine,
-          {
-            instanceId: deps.instanceId,
-            deploymentId: dep.id,
-            buildId: live.id,
-            image: live.image_id,
-            healthCheckPath: dep.health_check_path,
-            memoryBytes: dep.memory_bytes ?? deps.defaultMemoryBytes,
-            nanoCpus: dep.nano_cpus ?? deps.defaultNanoCpus,
-            pidsLimit: deps.appPidsLimit,
-            vars: (await deps.configs.buildConfig(live.id)) ?? (await deps.configs.current(dep.id)),
-            volumes: parseStoredVolumes(dep.volumes),
-          },
-          { timeoutMs: deps.startupTimeoutMs, signal: AbortSignal.timeout(deps.startupTimeoutMs + 30_000) },
-        );
+        const vars = (await deps.configs.buildConfig(live.id)) ?? (await deps.configs.current(dep.id));
+        info = await startRelease(engine, releaseTarget(dep, { id: live.id, image: live.image_id, vars }, deps), {
+          timeoutMs: deps.startupTimeoutMs,
+          signal: AbortSignal.timeout(deps.startupTimeoutMs + 30_000),
+        });
       }
     } catch (err) {
       log('error', `could not start ${dep.subdomain} again`, { err });
       info = null;
     }
-    if (info === null || info.hostPort === null) {
-      await db.updateTable('deployments').set({ status: 'failed', updated_at: nowIso() }).where('id', '=', dep.id).execute();
-      table.set(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'failed' });
+    if (info === null || info.upstream === null) {
+      await store.setStatus(dep.id, transition(dep.status, 'release_lost', { serving: false, restartable: false }).to);
+      dataPlane.publish(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'failed' });
       continue;
     }
-    await db.updateTable('builds').set({ container_id: info.id, host_port: info.hostPort }).where('id', '=', live.id).execute();
+    await store.setContainer(live.id, info.id, info.upstream.port);
     live.container_id = info.id;
-    table.set(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'live', upstream: { host: '127.0.0.1', port: info.hostPort } });
+    dataPlane.publish(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'live', upstream: info.upstream });
   }
 
   // Engine objects labelled by Slipway that no live release or kept image accounts for.
@@ -107,6 +87,14 @@ export async function reconcileWithEngine(deps: ReconcileDeps): Promise<void> {
     if (!networks.has(network.name)) {
       log('info', `removing unknown network ${network.name}`);
       await engine.removeNetwork(network.id).catch((err: unknown) => log('warn', `could not remove network ${network.name}`, { err }));
+    }
+  }
+  // Volumes hold app data: only those of deployments that no longer exist (a delete cut short) go.
+  const knownDeployments = new Set(deployments.map((d) => d.id));
+  for (const volume of await engine.listVolumes({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: deps.instanceId })) {
+    if (!knownDeployments.has(volume.labels[LABEL_DEPLOYMENT] ?? '')) {
+      log('info', `removing the volume ${volume.name} of a deleted deployment`);
+      await engine.removeVolume(volume.name).catch((err: unknown) => log('warn', `could not remove volume ${volume.name}`, { err }));
     }
   }
   const keptImages = new Set(builds.filter((b) => b.status === 'succeeded' && b.image_id !== null).map((b) => b.image_id));

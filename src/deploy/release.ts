@@ -2,8 +2,10 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Upstream } from '../core/upstream.js';
 import type { EnvVar } from '../domain/app-config.js';
 import type { VolumeSpec } from '../domain/volumes.js';
+import { parseStoredVolumes } from '../domain/volumes.js';
 import type { ContainerEngine, ContainerInfo } from '../runtime/engine.js';
 import { LABEL_BUILD, LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED, appNetworkName, containerName } from '../runtime/engine.js';
 import { prepareVolumes } from './volumes.js';
@@ -52,12 +54,43 @@ export function releaseEnv(vars: readonly EnvVar[], port: number): Record<string
   return env;
 }
 
+/** What a deployment's release needs besides the deployment: installation-wide settings. */
+export interface ReleaseSettings {
+  readonly instanceId: string;
+  readonly defaultMemoryBytes: number;
+  readonly defaultNanoCpus: number;
+  readonly appPidsLimit: number;
+}
+
+/**
+ * The one place a release target is made: a build's image for a deployment, with the variables it
+ * is released with, its volumes and its limits resolved.
+ */
+export function releaseTarget(
+  dep: { id: string; health_check_path: string | null; memory_bytes: number | null; nano_cpus: number | null; volumes: string },
+  build: { id: string; image: string; vars: readonly EnvVar[] },
+  settings: ReleaseSettings,
+): ReleaseTarget {
+  return {
+    instanceId: settings.instanceId,
+    deploymentId: dep.id,
+    buildId: build.id,
+    image: build.image,
+    healthCheckPath: dep.health_check_path,
+    memoryBytes: dep.memory_bytes ?? settings.defaultMemoryBytes,
+    nanoCpus: dep.nano_cpus ?? settings.defaultNanoCpus,
+    pidsLimit: settings.appPidsLimit,
+    vars: build.vars,
+    volumes: parseStoredVolumes(dep.volumes),
+  };
+}
+
 /** The marker line before the app's own output in a build log (the CLI finds it there). */
 export const APP_OUTPUT_MARKER = '==> app output:';
 
 /**
- * Runs `target.image` as a new container (port published on 127.0.0.1) and waits until it answers
- * HTTP (2xx/3xx on the health-check path when one is set) within `timeoutMs`. The container's
+ * Runs `target.image` as a new container and waits until it answers, at the upstream the engine
+ * gives, HTTP (2xx/3xx on the health-check path when one is set) within `timeoutMs`. The container's
  * output goes to `onOutput` as it comes, once, in order, with a progress line every 10 s of
  * waiting. On failure or abort the container is removed; failures throw ReleaseError ending with
  * the app's last output line.
@@ -66,7 +99,7 @@ export async function startRelease(
   engine: ContainerEngine,
   target: ReleaseTarget,
   options: { timeoutMs: number; signal: AbortSignal; onOutput?: (text: string) => void },
-): Promise<ContainerInfo> {
+): Promise<ContainerInfo & { upstream: Upstream }> {
   const port = await appPort(engine, target.image);
   const say = options.onOutput ?? ((): void => undefined);
   say(`==> starting the app: it must answer HTTP on port ${port} (the PORT environment variable)\n`);
@@ -99,7 +132,7 @@ export async function startRelease(
   try {
     const healthy = await waitHealthy(engine, container, { port, healthPath: target.healthCheckPath, timeoutMs: options.timeoutMs, signal: options.signal, say });
     output.stop();
-    say(`==> the app answers on port ${port} (127.0.0.1:${healthy.hostPort})\n`);
+    say(`==> the app answers on port ${port} (${healthy.upstream.host}:${healthy.upstream.port})\n`);
     return healthy;
   } catch (err) {
     // The app's last words: what the copy saw, or (when it saw nothing) what the engine kept.
@@ -170,7 +203,7 @@ async function waitHealthy(
   engine: ContainerEngine,
   started: ContainerInfo,
   options: { port: number; healthPath: string | null; timeoutMs: number; signal: AbortSignal; say: (text: string) => void },
-): Promise<ContainerInfo & { hostPort: number }> {
+): Promise<ContainerInfo & { upstream: Upstream }> {
   const { port, healthPath, timeoutMs, signal, say } = options;
   const since = Date.now();
   const deadline = since + timeoutMs;
@@ -184,12 +217,12 @@ async function waitHealthy(
     if (!info.running && info.state !== 'created') {
       throw new ReleaseError(`the app exited with code ${info.exitCode ?? 'unknown'} before answering on port ${port}`);
     }
-    if (info.running && info.hostPort !== null) {
+    if (info.running && info.upstream !== null) {
       // The engine's port proxy accepts connections even before the app listens, so a TCP connect
       // proves nothing: an HTTP answer from the app does.
-      const status = await probe(info.hostPort, healthPath ?? '/', signal);
+      const status = await probe(info.upstream, healthPath ?? '/', signal);
       if (status !== null && (healthPath === null || (status >= 200 && status < 400))) {
-        return { ...info, hostPort: info.hostPort };
+        return { ...info, upstream: info.upstream };
       }
       lastProblem = status === null ? `no HTTP answer on port ${port}` : `${healthPath ?? '/'} answered ${status}`;
     }
@@ -211,11 +244,11 @@ async function waitHealthy(
   }
 }
 
-/** One HTTP GET to 127.0.0.1:port; the status, or null when there is no HTTP answer within 2 s. */
-function probe(port: number, path: string, signal: AbortSignal): Promise<number | null> {
+/** One HTTP GET to the upstream; the status, or null when there is no HTTP answer within 2 s. */
+function probe(upstream: Upstream, path: string, signal: AbortSignal): Promise<number | null> {
   return new Promise((resolve) => {
     const req = http.get(
-      { host: '127.0.0.1', port, path, agent: false, timeout: 2000, signal, headers: { 'user-agent': 'slipway-health-check' } },
+      { host: upstream.host, port: upstream.port, path, agent: false, timeout: 2000, signal, headers: { 'user-agent': 'slipway-health-check' } },
       (res) => {
         res.resume();
         resolve(res.statusCode ?? null);

@@ -7,7 +7,8 @@ import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import { pageFromRows, type Page, type PageRequest } from '../core/page.js';
 
-export type BuildRow = Selectable<BuildsTable>;
+/** A build as the lifecycle and the API see it (which instance runs it is the store's business). */
+export type BuildRow = Omit<Selectable<BuildsTable>, 'runner'>;
 
 export interface BuildView {
   id: string;

@@ -180,7 +180,10 @@ export async function updateDeployment(
   return getDeploymentRow(deps.db, principal, id);
 }
 
-/** Creates a deployment. The subdomain is claimed by a unique index, also against live tunnels. */
+/**
+ * Creates a deployment. Its subdomain is claimed in the one table of claims (deployments and live
+ * tunnels alike): the claim's primary key decides, so two concurrent creates cannot both win.
+ */
 export async function createDeployment(deps: DeploymentDeps, principal: Principal, input: CreateDeploymentInput): Promise<DeploymentRow> {
   const fields = validateCreate(input, deps.allowPrivateGit, deps.limits);
   if (fields.repo_url !== null) await deps.checkRepoHost(fields.repo_url);
@@ -188,8 +191,10 @@ export async function createDeployment(deps: DeploymentDeps, principal: Principa
   const id = crypto.randomUUID();
   try {
     await deps.db.transaction().execute(async (trx) => {
-      const tunnel = await trx.selectFrom('tunnels').select('id').where('subdomain', '=', fields.subdomain).executeTakeFirst();
-      if (tunnel !== undefined) throw subdomainTaken(fields.subdomain);
+      await trx
+        .insertInto('subdomain_claims')
+        .values({ subdomain: fields.subdomain, kind: 'deployment', owner_id: id, user_id: principal.userId, created_at: now })
+        .execute();
       await trx
         .insertInto('deployments')
         .values({ ...fields, id, user_id: principal.userId, created_at: now, updated_at: now })

@@ -30,6 +30,7 @@ export async function authenticateTunnelKey(db: Db, keyUsage: KeyUsage, key: str
  */
 export async function claimTunnelSubdomain(
   db: Db,
+  runner: string,
   subdomain: string,
   owner: TunnelOwner,
   tunnelId: string,
@@ -42,14 +43,21 @@ export async function claimTunnelSubdomain(
   }
   try {
     return await db.transaction().execute(async (trx) => {
-      const deployment = await trx.selectFrom('deployments').select('id').where('subdomain', '=', label).executeTakeFirst();
-      if (deployment !== undefined) return 'taken' as const;
-      const held = await trx.selectFrom('tunnels').select(['id', 'user_id']).where('subdomain', '=', label).executeTakeFirst();
-      if (held !== undefined && held.user_id !== owner.userId) return 'taken' as const;
-      if (held !== undefined) await trx.deleteFrom('tunnels').where('id', '=', held.id).execute();
+      // One table of claims holds deployments and tunnels; its primary key settles races.
+      const held = await trx.selectFrom('subdomain_claims').select(['kind', 'owner_id', 'user_id']).where('subdomain', '=', label).executeTakeFirst();
+      if (held !== undefined && (held.kind !== 'tunnel' || held.user_id !== owner.userId)) return 'taken' as const;
+      if (held !== undefined) {
+        await trx.deleteFrom('subdomain_claims').where('subdomain', '=', label).execute();
+        await trx.deleteFrom('tunnels').where('id', '=', held.owner_id).execute();
+      }
+      const now = nowIso();
+      await trx
+        .insertInto('subdomain_claims')
+        .values({ subdomain: label, kind: 'tunnel', owner_id: tunnelId, user_id: owner.userId, created_at: now })
+        .execute();
       await trx
         .insertInto('tunnels')
-        .values({ id: tunnelId, user_id: owner.userId, api_key_id: owner.apiKeyId, subdomain: label, connected_at: nowIso() })
+        .values({ id: tunnelId, user_id: owner.userId, api_key_id: owner.apiKeyId, subdomain: label, connected_at: now, runner })
         .execute();
       return 'ok' as const;
     });
@@ -61,5 +69,23 @@ export async function claimTunnelSubdomain(
 
 /** Releases a tunnel's claim, if it still holds it. */
 export async function releaseTunnelSubdomain(db: Db, subdomain: string, tunnelId: string): Promise<void> {
-  await db.deleteFrom('tunnels').where('subdomain', '=', subdomain.toLowerCase()).where('id', '=', tunnelId).execute();
+  await db.transaction().execute(async (trx) => {
+    await trx.deleteFrom('subdomain_claims').where('subdomain', '=', subdomain.toLowerCase()).where('kind', '=', 'tunnel').where('owner_id', '=', tunnelId).execute();
+    await trx.deleteFrom('tunnels').where('subdomain', '=', subdomain.toLowerCase()).where('id', '=', tunnelId).execute();
+  });
+}
+
+/**
+ * Start-up: the tunnels this instance held before it stopped are released (a tunnel never outlives
+ * its connection); another instance's live tunnels are not touched.
+ */
+export async function releaseTunnelsOf(db: Db, runner: string): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const mine = trx
+      .selectFrom('tunnels')
+      .select('id')
+      .where((eb) => eb.or([eb('runner', '=', runner), eb('runner', 'is', null)]));
+    await trx.deleteFrom('subdomain_claims').where('kind', '=', 'tunnel').where('owner_id', 'in', mine).execute();
+    await trx.deleteFrom('tunnels').where((eb) => eb.or([eb('runner', '=', runner), eb('runner', 'is', null)])).execute();
+  });
 }

@@ -11,7 +11,7 @@ import {
   writeRawPage,
   type Page,
 } from './pages.js';
-import { failResponse, openUpstreamRequest, relayResponse, stripHopByHop } from './relay.js';
+import { failResponse, openUpstreamRequest, readUpgradeAnswer, relayResponse, stripHopByHop } from './relay.js';
 import type { Route, RoutingTable, Upstream } from './routing-table.js';
 
 export interface AppProxyOptions {
@@ -220,42 +220,66 @@ export class AppProxy {
 
   #proxyUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: Upstream): void {
     const key = upstreamKey(upstream);
+    const host = displayHost(req);
     const release = this.#acquire(key);
     const upstreamSocket = connect({ host: upstream.host, port: upstream.port });
     let connected = false;
+    let timedOut = false;
+    /** The visitor has been given something: the upstream's checked answer head, or our error page. */
+    let answered = false;
+    /** The upstream's answer went to the visitor: from here on the two sockets are one pipe. */
+    let joined = false;
     this.#upgraded.add(socket);
     this.#upgraded.add(upstreamSocket);
 
+    // Bounds the connect and the wait for the answer head; a joined pair may live as long as it likes.
     const timer = setTimeout(() => {
-      upstreamSocket.destroy(new Error(`upstream ${key} did not accept within ${this.#timeoutMs} ms`));
+      timedOut = true;
+      upstreamSocket.destroy(new Error(`upstream ${key} did not answer the upgrade within ${this.#timeoutMs} ms`));
     }, this.#timeoutMs);
 
-    upstreamSocket.once('connect', () => {
+    const refuse = (page: Page, error: string, code?: string): void => {
+      if (answered) return;
+      answered = true;
       clearTimeout(timer);
+      this.#log('warn', 'upstream upgrade failed', { host, upstream: key, error, code });
+      writeRawPage(socket, page);
+      upstreamSocket.destroy();
+    };
+
+    upstreamSocket.once('connect', () => {
       connected = true;
       upstreamSocket.setNoDelay(true);
       upstreamSocket.write(upgradeRequestHead(req, this.#protocol));
       if (head.length > 0) upstreamSocket.write(head);
-      // From here on the two sockets are one pipe; the upstream's 101 (or refusal) goes to the visitor as is.
-      upstreamSocket.pipe(socket);
       socket.pipe(upstreamSocket);
+      // The answer is passed on byte for byte, so its head is checked first, like any other answer's.
+      readUpgradeAnswer(
+        upstreamSocket,
+        (_status, bytes) => {
+          if (answered) return;
+          answered = true;
+          joined = true;
+          clearTimeout(timer);
+          socket.write(bytes);
+          upstreamSocket.pipe(socket);
+        },
+        (reason) => refuse(badGatewayPage(host), reason),
+      );
     });
     upstreamSocket.on('error', (err: NodeJS.ErrnoException) => {
-      clearTimeout(timer);
-      if (connected) {
+      if (joined) {
         socket.destroy();
         return;
       }
-      const host = displayHost(req);
-      this.#log('warn', 'upstream upgrade failed', { host, upstream: key, error: err.message, code: err.code });
-      writeRawPage(socket, badGatewayPage(host));
+      refuse(connected && timedOut ? gatewayTimeoutPage(host) : badGatewayPage(host), err.message, err.code);
     });
     upstreamSocket.once('close', () => {
       clearTimeout(timer);
       this.#upgraded.delete(upstreamSocket);
       release();
-      // Before the connect the visitor socket still carries the 502 page; it ends itself.
-      if (connected) socket.destroy();
+      if (joined) socket.destroy();
+      else refuse(badGatewayPage(host), 'the upstream closed the connection without an answer');
     });
     socket.on('error', () => upstreamSocket.destroy());
     socket.once('close', () => {

@@ -1,5 +1,6 @@
 // The one place an upstream's answer reaches a visitor: whatever an app sends, a broken answer fails that request alone.
 import { request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { writePage, type Page } from './pages.js';
 
 /** An upstream answer the proxy refuses to pass on (its `code` says why; the message is for logs). */
@@ -155,4 +156,76 @@ export function stripHopByHop(rawHeaders: readonly string[], drop: ReadonlySet<s
     out.push(name, rawHeaders[i + 1] ?? '');
   }
   return out;
+}
+
+/** Longest upgrade answer head read before it is refused (Node's own limit for a head is 16 KiB). */
+const MAX_UPGRADE_HEAD_BYTES = 16 * 1024;
+const STATUS_LINE = /^HTTP\/1\.[01] (\d{3})(?: [\t\x20-\x7e\x80-\xff]*)?$/;
+const HEADER_LINE = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[\t\x20-\x7e\x80-\xff]*$/;
+
+/**
+ * Why an upgrade answer's head (up to, not including, the blank line) must not reach the visitor,
+ * or undefined: the same rules as for an ordinary answer (an HTTP/1.x status line with a status of
+ * 101 or 200–599, header lines Node would accept), since this head is passed on byte for byte.
+ */
+export function invalidUpgradeHead(head: string): string | undefined {
+  const lines = head.split('\r\n');
+  const status = STATUS_LINE.exec(lines[0] ?? '');
+  if (status === null) return 'the upstream answered the upgrade with something that is not an HTTP/1.x status line';
+  const code = Number(status[1]);
+  if (code !== 101 && (code < 200 || code > 599)) return `the upstream answered the upgrade with status ${code}`;
+  for (const line of lines.slice(1)) {
+    if (!HEADER_LINE.test(line)) return 'the upstream answered the upgrade with a malformed header line';
+  }
+  return undefined;
+}
+
+/**
+ * Reads an upstream's answer to an upgrade request from `upstream` (paused, as it arrives) until
+ * its head is complete, then calls `onHead` with every byte read so far (head and any bytes after
+ * it), for the caller to write to the visitor before joining the two sockets. A head that is
+ * invalid, larger than 16 KiB, or cut by the upstream's end calls `onInvalid` instead; the caller
+ * answers 502. Exactly one of the two is called, unless the upstream errors first (the caller's
+ * own 'error' handler answers then).
+ */
+export function readUpgradeAnswer(
+  upstream: Duplex,
+  onHead: (status: number, bytes: Buffer) => void,
+  onInvalid: (reason: string) => void,
+): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let done = false;
+  const finish = (): void => {
+    done = true;
+    upstream.off('data', onData);
+    upstream.off('end', onEnd);
+    upstream.pause();
+  };
+  const onData = (chunk: Buffer): void => {
+    if (done) return;
+    chunks.push(chunk);
+    size += chunk.length;
+    const bytes = Buffer.concat(chunks, size);
+    const end = bytes.indexOf('\r\n\r\n');
+    if (end === -1) {
+      if (size > MAX_UPGRADE_HEAD_BYTES) {
+        finish();
+        onInvalid(`the upstream's answer head is larger than ${MAX_UPGRADE_HEAD_BYTES} bytes`);
+      }
+      return;
+    }
+    finish();
+    const head = bytes.subarray(0, end).toString('latin1');
+    const invalid = end > MAX_UPGRADE_HEAD_BYTES ? 'the upstream answer head is too large' : invalidUpgradeHead(head);
+    if (invalid !== undefined) onInvalid(invalid);
+    else onHead(Number(head.slice(9, 12)), bytes);
+  };
+  const onEnd = (): void => {
+    if (done) return;
+    finish();
+    onInvalid('the upstream closed the connection without an answer');
+  };
+  upstream.on('data', onData);
+  upstream.once('end', onEnd);
 }

@@ -2,11 +2,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 
-/** A TCP address on loopback that serves an app's HTTP. */
-export interface Upstream {
-  readonly host: string;
-  readonly port: number;
-}
+import type { Upstream } from '../core/upstream.js';
+
+export type { Upstream };
 
 /** An in-process target (a tunnel) that serves requests itself instead of a TCP upstream. */
 export interface StreamTarget {
@@ -27,11 +25,22 @@ export type Route =
 /** Result of looking a Host header up: not an app host at all, or a subdomain with its route (if any). */
 export type Resolution = { readonly subdomain: string; readonly route: Route | undefined } | null;
 
-/** Host → route map for `<subdomain>.<domain>`; plain data so any data plane can serve it. */
+/** A custom domain: another hostname for one deployment's subdomain (decisions §8). */
+export interface HostAlias {
+  readonly subdomain: string;
+  readonly deploymentId: string;
+}
+
+/**
+ * Host → route map for `<subdomain>.<domain>`, plus custom hostnames that stand for a deployment's
+ * subdomain (they follow its route: live, 503 when stopped, …); plain data so any data plane can serve it.
+ */
 export class RoutingTable {
   readonly #suffix: string;
   readonly #routes = new Map<string, Route>();
   readonly #listeners = new Set<(subdomain: string, route: Route | undefined) => void>();
+  readonly #aliases = new Map<string, HostAlias>();
+  readonly #aliasListeners = new Set<(hostname: string, alias: HostAlias | undefined) => void>();
 
   constructor(domain: string) {
     this.#suffix = `.${domain.toLowerCase()}`;
@@ -48,8 +57,43 @@ export class RoutingTable {
   delete(subdomain: string, expected?: Route): void {
     const key = subdomain.toLowerCase();
     if (expected !== undefined && this.#routes.get(key) !== expected) return;
+    const removed = this.#routes.get(key);
     if (!this.#routes.delete(key)) return;
     for (const listener of this.#listeners) listener(key, undefined);
+    // A deployment's route goes only when the deployment does: its custom hostnames go with it.
+    if (removed?.kind === 'app') {
+      for (const [hostname, alias] of this.#aliases) if (alias.deploymentId === removed.deploymentId) this.deleteHost(hostname);
+    }
+  }
+
+  /** Makes `hostname` (a custom domain, lower case) reach the deployment served at `alias.subdomain`. */
+  setHost(hostname: string, alias: HostAlias): void {
+    const key = hostname.toLowerCase();
+    this.#aliases.set(key, alias);
+    for (const listener of this.#aliasListeners) listener(key, alias);
+  }
+
+  /** Removes a custom hostname. */
+  deleteHost(hostname: string): void {
+    const key = hostname.toLowerCase();
+    if (!this.#aliases.delete(key)) return;
+    for (const listener of this.#aliasListeners) listener(key, undefined);
+  }
+
+  /** The custom hostname's alias, if any. */
+  getHost(hostname: string): HostAlias | undefined {
+    return this.#aliases.get(hostname.toLowerCase());
+  }
+
+  /** All custom hostnames, for a data plane that syncs the whole table. */
+  hosts(): IterableIterator<[string, HostAlias]> {
+    return this.#aliases.entries();
+  }
+
+  /** Calls `listener` on every change of a custom hostname; returns a function that unsubscribes. */
+  subscribeHosts(listener: (hostname: string, alias: HostAlias | undefined) => void): () => void {
+    this.#aliasListeners.add(listener);
+    return () => this.#aliasListeners.delete(listener);
   }
 
   get(subdomain: string): Route | undefined {
@@ -69,7 +113,9 @@ export class RoutingTable {
 
   /**
    * Resolves a Host header (any port) to a subdomain of the configured domain, or null when the
-   * host is not `<label>.<domain>` (then it is the API and dashboard).
+   * host is neither `<label>.<domain>` nor a custom hostname (then it is the API and dashboard).
+   * A custom hostname resolves to its deployment's subdomain and route; it never reaches whatever
+   * else holds that subdomain later (the route must still be its deployment's).
    */
   resolveHost(hostHeader: string | undefined): Resolution {
     if (hostHeader === undefined) return null;
@@ -79,6 +125,13 @@ export class RoutingTable {
     const colon = host.lastIndexOf(':');
     if (colon !== -1) host = host.slice(0, colon);
     if (host.endsWith('.')) host = host.slice(0, -1);
+    if (this.#aliases.size > 0) {
+      const alias = this.#aliases.get(host);
+      if (alias !== undefined) {
+        const route = this.#routes.get(alias.subdomain);
+        return { subdomain: alias.subdomain, route: route?.kind === 'app' && route.deploymentId === alias.deploymentId ? route : undefined };
+      }
+    }
     if (!host.endsWith(this.#suffix)) return null;
     const label = host.slice(0, -this.#suffix.length);
     if (label.length === 0 || label.includes('.')) return null;

@@ -1,4 +1,5 @@
 // The container engine: the small interface build and release code uses to talk to Docker.
+import type { Upstream } from '../core/upstream.js';
 
 /** "true" on every image and container Slipway creates. */
 export const LABEL_MANAGED = 'dev.slipway.managed';
@@ -103,8 +104,10 @@ export interface ContainerInfo {
   running: boolean;
   /** Exit code of the last run; null while running or never started. */
   exitCode: number | null;
-  /** The 127.0.0.1 port published for the app; null when not published (stopped, restarting). */
+  /** The port published for the app on the engine's host; null when not published (stopped, restarting). */
   hostPort: number | null;
+  /** Where the control plane reaches the app's HTTP; null when not published. */
+  upstream: Upstream | null;
   labels: Record<string, string>;
   /** Engine state: created, running, restarting, exited, paused, dead, removing. */
   state: string;

@@ -3,7 +3,8 @@ import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import type { Route, RoutingTable } from '../proxy/routing-table.js';
+import type { DataPlane } from '../proxy/data-plane.js';
+import type { Route } from '../proxy/routing-table.js';
 import { Mux } from './mux.js';
 import { CLOSE_KEY_REVOKED, CLOSE_REPLACED, MAX_MESSAGE_BYTES, PROTOCOL_VERSION } from './protocol.js';
 import { TunnelProxy } from './tunnel-proxy.js';
@@ -44,7 +45,7 @@ export interface TunnelInfo {
 export type TunnelLog = (level: 'info' | 'warn' | 'error', msg: string, detail?: Record<string, unknown>) => void;
 
 export interface TunnelServerOptions {
-  table: RoutingTable;
+  dataPlane: DataPlane;
   authority: TunnelAuthority;
   /** The public URL of `<subdomain>.<domain>`; its scheme is also sent as X-Forwarded-Proto. */
   publicUrlFor(subdomain: string): string;
@@ -102,7 +103,7 @@ interface Refusal {
  * over by a newer connection of the same user). Any other close is transient: reconnect.
  */
 export class TunnelServer {
-  readonly #table: RoutingTable;
+  readonly #dataPlane: DataPlane;
   readonly #authority: TunnelAuthority;
   readonly #publicUrlFor: (subdomain: string) => string;
   readonly #limits: { tunnelsPerKey: number; streamsPerTunnel: number };
@@ -122,7 +123,7 @@ export class TunnelServer {
   #closed = false;
 
   constructor(options: TunnelServerOptions) {
-    this.#table = options.table;
+    this.#dataPlane = options.dataPlane;
     this.#authority = options.authority;
     this.#publicUrlFor = options.publicUrlFor;
     this.#limits = options.limits;
@@ -312,7 +313,7 @@ export class TunnelServer {
       previous.mux.sendControl({ type: 'error', error: 'tunnel_replaced', message: `A newer connection took over ${subdomain}.` });
       previous.mux.close(CLOSE_REPLACED, 'replaced by a newer connection');
     }
-    this.#table.set(subdomain, conn.route);
+    this.#dataPlane.publish(subdomain, conn.route);
 
     // Liveness is a pong echoing our latest ping's random payload: proof that the client reads what
     // we send. Other inbound traffic proves nothing (a client can send without ever reading).
@@ -377,7 +378,7 @@ export class TunnelServer {
     this.#log('info', 'tunnel disconnected; holding its name', { subdomain: conn.subdomain, tunnelId: conn.id, code, reason });
     conn.state = 'disconnected';
     conn.route = { kind: 'tunnel', tunnelId: conn.id, state: 'disconnected' };
-    this.#table.set(conn.subdomain, conn.route);
+    this.#dataPlane.publish(conn.subdomain, conn.route);
     conn.grace = setTimeout(() => void this.#release(conn), this.#graceMs);
     conn.grace.unref();
   }
@@ -398,7 +399,7 @@ export class TunnelServer {
     clearInterval(conn.heartbeat);
     if (this.#byName.get(conn.subdomain) !== conn) return;
     this.#byName.delete(conn.subdomain);
-    this.#table.delete(conn.subdomain, conn.route);
+    this.#dataPlane.withdraw(conn.subdomain, conn.route);
     try {
       await this.#authority.releaseSubdomain(conn.subdomain, conn.id);
     } catch (err) {

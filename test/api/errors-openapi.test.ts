@@ -24,6 +24,7 @@ import { SourceStore } from '../../src/source/source-store.js';
 import { assertError, assertNoLeak } from '../helpers/api-assert.js';
 import { buildMultipart } from '../helpers/multipart.js';
 import { ADMIN_PASSWORD, startTestServer, testEnv, type HttpResult, type TestServer } from '../helpers/server.js';
+import { NO_CERTIFICATES } from '../../src/domain/custom-domains.js';
 
 /** Every route of the API, as the OpenAPI document names it. */
 const ROUTES: ReadonlyArray<readonly [string, string]> = [
@@ -50,6 +51,9 @@ const ROUTES: ReadonlyArray<readonly [string, string]> = [
   ['get', '/api/v1/deployments/{id}/builds'],
   ['get', '/api/v1/deployments/{id}/builds/{build_id}'],
   ['get', '/api/v1/deployments/{id}/builds/{build_id}/logs'],
+  ['get', '/api/v1/deployments/{id}/domains'],
+  ['post', '/api/v1/deployments/{id}/domains'],
+  ['delete', '/api/v1/deployments/{id}/domains/{domain_id}'],
   ['get', '/api/v1/tunnels'],
 ];
 
@@ -280,6 +284,8 @@ describe('the Fastify app in-process (inject)', () => {
       operations: ops,
       configs: new DbAppConfigStore(db, new ValueCipher(crypto.randomBytes(32))),
       tunnels: { list: () => [], closeForKey: () => undefined },
+      hosts: { addHost: () => undefined, removeHost: () => undefined },
+      certificates: NO_CERTIFICATES,
       health: async () => ({ ok: healthy, checks: { database: { ok: true }, docker: healthy ? { ok: true } : { ok: false, detail: 'the Docker engine does not answer' } } }),
       log: (_level, msg, detail) => logged.push({ msg, ...(detail === undefined ? {} : { detail }) }),
     });

@@ -20,6 +20,7 @@ describe('isolation between users', () => {
   let buildId: string;
   let keyId: string;
   let bDeploymentId: string;
+  let domainId: string;
 
   before(async () => {
     s = await startTestServer();
@@ -44,6 +45,9 @@ describe('isolation between users', () => {
     keyId = key.json.api_key.id;
     const env = await s.request('PATCH', `/api/v1/deployments/${deploymentId}/env`, { token: a.token, body: { vars: { ALICE_SECRET: 'alice-only' }, secret: true } });
     assert.equal(env.status, 200, env.text);
+    const domain = await s.request('POST', `/api/v1/deployments/${deploymentId}/domains`, { token: a.token, body: { hostname: `alice-${process.pid}.example.com` } });
+    assert.equal(domain.status, 201, domain.text);
+    domainId = domain.json.id;
     const mine = await s.request('POST', '/api/v1/deployments', { token: b.token, body: { name: 'bob app', subdomain: `bob-${process.pid}`, source_type: 'archive' } });
     bDeploymentId = mine.json.id;
   });
@@ -64,6 +68,7 @@ describe('isolation between users', () => {
       build: await get(`/api/v1/deployments/${deploymentId}/builds/${buildId}`),
       logs: await get(`/api/v1/deployments/${deploymentId}/builds/${buildId}/logs`),
       env: await get(`/api/v1/deployments/${deploymentId}/env`),
+      domains: await get(`/api/v1/deployments/${deploymentId}/domains`),
       keys: (await s.request('GET', '/api/v1/api-keys', { token: a.token })).json.map((k: { id: string; name: string }) => [k.id, k.name]),
     };
   }
@@ -91,8 +96,13 @@ describe('isolation between users', () => {
       ['GET', `${d}/builds/${buildId}/logs?follow=true`, {}],
       ['GET', `${d}/logs`, {}],
       ['GET', `${d}/logs?tail=10&follow=true`, {}],
+      ['GET', `${d}/domains`, {}],
+      ['POST', `${d}/domains`, { body: { hostname: `bob-${process.pid}.example.com` } }],
+      ['DELETE', `${d}/domains/${domainId}`, {}],
       ['DELETE', d, {}],
       ['DELETE', `/api/v1/api-keys/${keyId}`, {}],
+      // B's own deployment with A's domain.
+      ['DELETE', `/api/v1/deployments/${bDeploymentId}/domains/${domainId}`, {}],
       // B's own deployment with A's build.
       ['GET', `/api/v1/deployments/${bDeploymentId}/builds/${buildId}`, {}],
       ['GET', `/api/v1/deployments/${bDeploymentId}/builds/${buildId}/logs`, {}],
@@ -121,6 +131,7 @@ describe('isolation between users', () => {
     assert.equal(keys.json.length, 1);
     assert.deepEqual((await s.request('GET', `/api/v1/deployments/${bDeploymentId}/builds`, { token: b.token })).json, []);
     assert.deepEqual((await s.request('GET', '/api/v1/tunnels', { token: b.token })).json, []);
+    assert.deepEqual((await s.request('GET', `/api/v1/deployments/${bDeploymentId}/domains`, { token: b.token })).json, []);
     for (const res of [deployments, keys]) assert.ok(!res.text.includes('alice'));
   });
 

@@ -180,4 +180,43 @@ describe('app configuration on the engine', () => {
     assert.deepEqual(await engine.listVolumes({ [LABEL_DEPLOYMENT]: id }), []);
     assert.ok(fs.existsSync(ts.dataDir));
   });
+
+  test('start-up recovery starts a vanished live container with its build\'s configuration and volume; volumes of deleted deployments go', async () => {
+    const dataDir = tempDir('config-recovery');
+    const first = await startTestServer({ SLIPWAY_DATABASE_URL: '' }, dataDir);
+    const user = await first.newUser('recovery');
+    const subdomain = uniqueSubdomain('rec');
+    const created = await first.request('POST', '/api/v1/deployments', {
+      token: user.token,
+      body: { name: subdomain, subdomain, source_type: 'archive', volumes: [{ name: 'data', mount_path: '/data' }] },
+    });
+    const id = created.json.id as string;
+    assert.equal((await upload(first, user.token, id, await configApp())).status, 200);
+    await first.request('PATCH', `/api/v1/deployments/${id}/env`, { token: user.token, body: { vars: { GREETING: 'recorded' } } });
+    assert.equal((await deployAndWait(first, user.token, id)).status, 200);
+    // A change after the deploy is not what the build was released with.
+    await first.request('PATCH', `/api/v1/deployments/${id}/env`, { token: user.token, body: { vars: { GREETING: 'later' } } });
+    await first.server.close(); // the server stops; its containers keep running
+    const instance = first.server.instanceId;
+    for (const c of await engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_DEPLOYMENT]: id })) await engine.removeContainer(c.id);
+    // A volume of a deployment the database no longer knows (a delete cut short).
+    const stray = `slipway-${instance.slice(0, 8)}-${crypto.randomUUID()}-data`;
+    await engine.ensureVolume({ name: stray, labels: { [LABEL_MANAGED]: 'true', 'dev.slipway.instance': instance, [LABEL_DEPLOYMENT]: crypto.randomUUID() } });
+
+    const second = await startTestServer({ SLIPWAY_DATABASE_URL: '' }, dataDir);
+    try {
+      const env = await (async () => {
+        const res = await appRequest(second.port, subdomain, { path: '/env' });
+        assert.equal(res.status, 200, res.body);
+        return res.body;
+      })();
+      assert.match(env, /^GREETING=recorded$/m);
+      const startsBody = (await appRequest(second.port, subdomain, { path: '/starts' })).body;
+      assert.equal(startsBody.trim().split('\n').length, 2, 'the same volume, one more start');
+      assert.deepEqual((await engine.listVolumes({ [LABEL_MANAGED]: 'true', 'dev.slipway.instance': instance })).map((v) => v.name).filter((n) => n === stray), []);
+      assert.equal((await engine.listVolumes({ [LABEL_DEPLOYMENT]: id })).length, 1, 'the live deployment keeps its volume');
+    } finally {
+      await second.close();
+    }
+  });
 });

@@ -202,7 +202,7 @@ describe('edge: long responses are not cut by the request bounds', () => {
   let tunnel: AbortController;
   let tunnelDone: Promise<void>;
   let host: string;
-  /** Longer than every bound the server is given below. */
+  /** Longer than every bound the server is given below, but the upload deadline. */
   const PAUSE_MS = 3500;
 
   before(async () => {
@@ -210,7 +210,8 @@ describe('edge: long responses are not cut by the request bounds', () => {
       SLIPWAY_BODY_IDLE_TIMEOUT_SECONDS: '1',
       SLIPWAY_HEADERS_TIMEOUT_SECONDS: '1',
       SLIPWAY_REQUEST_TIMEOUT_SECONDS: '2',
-      SLIPWAY_UPLOAD_TIMEOUT_SECONDS: '2',
+      // Bounds the whole upload only; the body idle timeout is what the back-pressure case tests.
+      SLIPWAY_UPLOAD_TIMEOUT_SECONDS: '60',
       SLIPWAY_KEEP_ALIVE_TIMEOUT_SECONDS: '1',
     });
     // A local app behind a tunnel: a response that pauses mid-stream, an upload it reads slowly, a quiet WebSocket.
@@ -218,6 +219,15 @@ describe('edge: long responses are not cut by the request bounds', () => {
       if (req.url === '/stream') {
         res.write('first ');
         setTimeout(() => res.end('second'), PAUSE_MS);
+      } else if (req.url === '/late-reader') {
+        // Starts reading only after the pause: the visitor's upload stalls on back-pressure meanwhile.
+        req.pause();
+        setTimeout(() => {
+          let bytes = 0;
+          req.on('data', (chunk: Buffer) => (bytes += chunk.length));
+          req.on('end', () => res.end(`read ${bytes}`));
+          req.resume();
+        }, PAUSE_MS);
       } else {
         let bytes = 0;
         req.on('data', (chunk: Buffer) => (bytes += chunk.length));
@@ -262,6 +272,13 @@ describe('edge: long responses are not cut by the request bounds', () => {
   test('an upload the app answers only after a long pause gets its answer', async () => {
     const body = 'x'.repeat(50_000);
     const res = await rawRequest(ts.port, `POST /upload HTTP/1.1\r\nHost: ${host}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+    assert.equal(res.status, 200, res.head);
+    assert.equal(res.body, `read ${body.length}`);
+  });
+
+  test('an upload the app does not read for a while (back-pressure) is not taken for an idle client', async () => {
+    const body = 'y'.repeat(8 * 1024 * 1024);
+    const res = await rawRequest(ts.port, `POST /late-reader HTTP/1.1\r\nHost: ${host}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
     assert.equal(res.status, 200, res.head);
     assert.equal(res.body, `read ${body.length}`);
   });

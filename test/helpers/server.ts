@@ -102,7 +102,7 @@ export async function loginAs(baseUrl: string, email: string, password: string):
  * gets a database of its own there instead of SQLite: `npm test` runs the dialect-neutral suites
  * once per dialect. Resolves with the server's URL and a function that drops the database.
  */
-async function testDatabase(): Promise<{ url: string; drop: () => Promise<void> } | undefined> {
+export async function testDatabase(): Promise<{ url: string; drop: () => Promise<void> } | undefined> {
   const admin = process.env['SLIPWAY_TEST_DATABASE_URL'];
   if (admin === undefined || admin === '') return undefined;
   const name = `slipway_t_${crypto.randomBytes(6).toString('hex')}`;

@@ -123,6 +123,21 @@ for (const kind of PLANES) {
       assert.equal(sha256(res.body), sha256(body));
     });
 
+    it('serves a custom domain as its deployment’s subdomain, and follows its route', async () => {
+      const { upstream: first } = await upstream((_req, res) => res.end('first'));
+      const { upstream: second } = await upstream((_req, res) => res.end('second'));
+      live('shop', first);
+      plane.table.setHost('www.shop.example', { subdomain: 'shop', deploymentId: 'dep-shop' });
+      await settled();
+      assert.equal((await send(plane.port, 'www.shop.example')).body.toString(), 'first');
+      live('shop', second);
+      await settled();
+      assert.equal((await send(plane.port, 'WWW.shop.example:80')).body.toString(), 'second');
+      plane.table.deleteHost('www.shop.example');
+      await settled();
+      assert.equal((await send(plane.port, 'www.shop.example')).body.toString(), 'api');
+    });
+
     it('sets X-Forwarded-For/Proto/Host itself and drops the visitor’s own', async () => {
       const { upstream: to } = await upstream((req, res) => res.end(JSON.stringify(req.headers)));
       live('fwd', to);

@@ -253,3 +253,45 @@ describe('AppProxy: client-address headers cannot be spoofed', () => {
     });
   }
 });
+
+const UPGRADE = (host: string): string => `GET /ws HTTP/1.1\r\nHost: ${host}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`;
+
+const BROKEN_UPGRADE_ANSWERS: Record<string, string> = {
+  'status 099': 'HTTP/1.1 099 Weird\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n',
+  'status 600': 'HTTP/1.1 600 Six\r\n\r\n',
+  'a control character in a header': 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: web\x01socket\r\nConnection: Upgrade\r\n\r\n',
+  'a header line without a colon': 'HTTP/1.1 101 Switching Protocols\r\nBroken header\r\n\r\n',
+  'not HTTP at all': 'hello world\r\n\r\n',
+  'a head cut by the close': 'HTTP/1.1 101 Switching Protocols\r\nUpgr',
+  'an empty answer': '',
+  'a head over 16 KiB': `HTTP/1.1 101 Switching Protocols\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+};
+
+describe('AppProxy: broken answers to an upgrade', () => {
+  for (const [name, answer] of Object.entries(BROKEN_UPGRADE_ANSWERS)) {
+    it(`answers 502 to ${name}, and keeps serving`, async () => {
+      const { table, port, crashes } = await front();
+      table.set('evil', live(await rawApp(answer, true)));
+      const healthy = await healthyRoute(table);
+
+      const res = await rawExchange(port, UPGRADE(`evil.${DOMAIN}`));
+      assert.match(res.text, /^HTTP\/1\.1 502 /);
+      assert.match(res.text, /Bad gateway/);
+      const after = await get(port, healthy);
+      assert.deepEqual([after.status, after.body], [200, 'still here']);
+      assert.deepEqual(crashes, []);
+    });
+  }
+
+  it('passes a well-formed refusal of an upgrade (426 with a body) to the visitor as it is', async () => {
+    const { table, port } = await front();
+    const refusal = 'HTTP/1.1 426 Upgrade Required\r\nContent-Length: 7\r\nConnection: close\r\n\r\nno ws!\n';
+    const server = createTcpServer((socket) => {
+      socket.on('error', () => {});
+      socket.once('data', () => socket.end(refusal));
+    });
+    table.set('app', live({ host: '127.0.0.1', port: await listen(server) }));
+    const res = await rawExchange(port, UPGRADE(`app.${DOMAIN}`));
+    assert.equal(res.text, refusal);
+  });
+});

@@ -1,4 +1,5 @@
 // End-to-end tunnel tests: real sockets on loopback, a front server, a tunnel client and a local app.
+import { nodeDataPlane } from '../../src/proxy/node-data-plane.js';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
@@ -207,7 +208,7 @@ async function startStack(options: StackOptions = {}): Promise<Stack> {
   const logs: Stack['logs'] = [];
   const server = new TunnelServer({
     log: (level, msg, detail) => logs.push({ level, msg, detail }),
-    table,
+    dataPlane: tableOnly(table),
     authority,
     publicUrlFor: (subdomain) => `http://${subdomain}.${DOMAIN}:${port}`,
     limits: { tunnelsPerKey: options.tunnelsPerKey ?? 10, streamsPerTunnel: options.streamsPerTunnel ?? 200 },
@@ -849,6 +850,11 @@ async function startBlackholeProxy(targetPort: number): Promise<{ port: number; 
       server.close();
     },
   };
+}
+
+/** The routing table as a data plane (tunnels never drain). */
+function tableOnly(table: RoutingTable) {
+  return nodeDataPlane(table, { drain: async () => undefined });
 }
 
 // ---- limits counted before the work (issue 8, finding 5) -------------------------------------------

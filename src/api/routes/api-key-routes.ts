@@ -5,7 +5,7 @@ import { createApiKey, deleteApiKey, listApiKeys } from '../../domain/api-keys.j
 import { assertUuid } from '../../domain/deployments.js';
 import type { ApiDeps } from '../app.js';
 import { principalOf } from '../authenticate.js';
-import { PageQuery, isTimeIdPosition, pageOf, pageRequest, sendPage, type ListRef } from '../list-pages.js';
+import { PageQuery, isTimeIdPosition, listResponse, pageRequest, sendPage, type ListRef } from '../list-pages.js';
 import type { ApiKeyPosition } from '../../domain/api-keys.js';
 import { CreateApiKeyBody, CreateApiKeyResponse, IdParams, errorResponses } from '../schemas.js';
 
@@ -19,7 +19,7 @@ export const apiKeyRoutes =
           tags: ['api-keys'],
           summary: "The caller's API keys, newest first, a page at a time",
           querystring: PageQuery,
-          response: { 200: pageOf(Type.Array(Type.Ref('ApiKey'))), ...errorResponses(400, 401) },
+          response: { 200: listResponse(Type.Array(Type.Ref('ApiKey'))), ...errorResponses(400, 401) },
         },
       },
       async (request, reply) => {

@@ -2,7 +2,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { getBuildRow, isBuildFinished, listBuilds, presentBuild, type BuildPosition } from '../../domain/builds.js';
-import { PageQuery, isSeqPosition, pageOf, pageRequest, sendPage, type ListRef } from '../list-pages.js';
+import { PageQuery, isSeqPosition, listResponse, pageRequest, sendPage, type ListRef } from '../list-pages.js';
 import type { ApiDeps } from '../app.js';
 import { principalOf } from '../authenticate.js';
 import { BuildParams, FollowQuery, IdParams, TextResponse, errorResponses, isFlagSet } from '../schemas.js';
@@ -19,7 +19,7 @@ export const buildRoutes =
           summary: "A deployment's builds, newest first, a page at a time",
           params: IdParams,
           querystring: PageQuery,
-          response: { 200: pageOf(Type.Array(Type.Ref('Build'))), ...errorResponses(400, 401, 404) },
+          response: { 200: listResponse(Type.Array(Type.Ref('Build'))), ...errorResponses(400, 401, 404) },
         },
       },
       async (request, reply) => {

@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { appUrl, appUrls } from '../../config.js';
-import { PageQuery, isSeqPosition, pageOf, pageRequest, sendPage, type ListRef } from '../list-pages.js';
+import { PageQuery, isSeqPosition, listResponse, pageRequest, sendPage, type ListRef } from '../list-pages.js';
 import { presentBuild } from '../../domain/builds.js';
 import {
   createDeployment,
@@ -72,7 +72,7 @@ export const deploymentRoutes =
           tags: ['deployments'],
           summary: "The caller's deployments, newest first, a page at a time",
           querystring: PageQuery,
-          response: { 200: pageOf(Type.Array(Type.Ref('Deployment'))), ...errorResponses(400, 401) },
+          response: { 200: listResponse(Type.Array(Type.Ref('Deployment'))), ...errorResponses(400, 401) },
         },
       },
       async (request, reply) => {

@@ -161,7 +161,7 @@ async function change(client: ApiClient, io: CliIo, options: ChangeOptions, vars
 }
 
 /** The app named by `ref`, else the one ./slipway.json links to on this server. */
-async function appFor(client: ApiClient, io: CliIo, ref: string | undefined): Promise<Deployment> {
+export async function appFor(client: ApiClient, io: CliIo, ref: string | undefined): Promise<Deployment> {
   if (ref !== undefined) return resolveApp(client, ref);
   const link = await readProjectLink(io.cwd);
   if (link === undefined || link.server !== client.url) {

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EdgeLimits } from '../../config.js';
-import type { Route, RoutingTable, Upstream } from '../routing-table.js';
+import type { RoutingTable, Upstream } from '../routing-table.js';
 import { APPS_BACKEND, errorPageFiles, renderHaproxyConfig, renderHostMap, type AppServer, type HaproxyFiles } from './haproxy-config.js';
 import { HaproxyProcess } from './haproxy-process.js';
 import { isSafeWord, RuntimeApi } from './runtime-api.js';
@@ -82,13 +82,24 @@ export class HaproxyDataPlane {
 
   /** Loads the table's routes, starts HAProxy with them, then follows every change. */
   async start(): Promise<void> {
-    for (const [subdomain, route] of this.#options.table.entries()) this.#model(subdomain, route);
-    this.#unsubscribe = this.#options.table.subscribe((subdomain, route) => {
-      void this.#exclusive(() => this.#apply(subdomain, route)).catch((err: unknown) => {
+    const { table, domain } = this.#options;
+    for (const [subdomain] of table.entries()) this.#model(`${subdomain}.${domain}`);
+    for (const [hostname] of table.hosts()) this.#model(hostname);
+    const follow = (hosts: () => string[]): void => {
+      void this.#exclusive(() => this.#apply(hosts())).catch((err: unknown) => {
         // HAProxy may be restarting: the restart writes the model, which already holds this change.
-        this.#options.log('warn', 'HAProxy route change not applied at run time', { subdomain, error: errorText(err) });
+        this.#options.log('warn', 'HAProxy route change not applied at run time', { error: errorText(err) });
       });
+    };
+    const unsubscribeRoutes = table.subscribe((subdomain) => {
+      // The subdomain's own host and every custom domain standing for it (read when applied).
+      follow(() => [`${subdomain}.${domain}`, ...[...table.hosts()].filter(([, alias]) => alias.subdomain === subdomain).map(([hostname]) => hostname)]);
     });
+    const unsubscribeHosts = table.subscribeHosts((hostname) => follow(() => [hostname]));
+    this.#unsubscribe = () => {
+      unsubscribeRoutes();
+      unsubscribeHosts();
+    };
     await this.#process.start();
   }
 
@@ -124,13 +135,16 @@ export class HaproxyDataPlane {
     return run;
   }
 
-  /** Updates the model for one route; returns what the runtime must be told. */
-  #model(subdomain: string, route: Route | undefined): { host: string; server: ServerEntry | undefined; created: boolean; previous: string | undefined } {
-    const host = `${subdomain}.${this.#options.domain}`;
+  /**
+   * Updates the model of one public host from the routing table as it is now (so queued changes
+   * converge on the latest state); returns what the runtime must be told.
+   */
+  #model(host: string): { server: ServerEntry | undefined; created: boolean; previous: string | undefined } {
     const previous = this.#hosts.get(host);
+    const route = this.#options.table.resolveHost(host)?.route;
     if (route?.kind !== 'app' || route.state !== 'live' || !isSafeWord(host)) {
       this.#hosts.delete(host);
-      return { host, server: undefined, created: false, previous };
+      return { server: undefined, created: false, previous };
     }
     const key = upstreamKey(route.upstream);
     let server = this.#servers.get(key);
@@ -142,28 +156,29 @@ export class HaproxyDataPlane {
       created = true;
     }
     this.#hosts.set(host, server.name);
-    return { host, server, created, previous };
+    return { server, created, previous };
   }
 
-  async #apply(subdomain: string, route: Route | undefined): Promise<void> {
-    if (this.#closed) return;
-    const change = this.#model(subdomain, route);
-    const { host, server, previous } = change;
-    await this.#writeMap();
-    if (this.#process.pid === undefined) return; // down: its restart loads the files just written
-    if (server !== undefined) {
-      if (change.created) {
-        await this.#api.expect(['add', 'server', `${APPS_BACKEND}/${server.name}`, `${server.host}:${server.port}`, 'weight', '0'], ['New server registered']);
-        await this.#api.expect(['enable', 'server', `${APPS_BACKEND}/${server.name}`]);
+  async #apply(hosts: readonly string[]): Promise<void> {
+    for (const host of hosts) {
+      if (this.#closed) return;
+      const change = this.#model(host);
+      const { server, previous } = change;
+      await this.#writeMap();
+      if (this.#process.pid === undefined) continue; // down: its restart loads the files just written
+      if (server !== undefined) {
+        if (change.created) {
+          await this.#api.expect(['add', 'server', `${APPS_BACKEND}/${server.name}`, `${server.host}:${server.port}`, 'weight', '0'], ['New server registered']);
+          await this.#api.expect(['enable', 'server', `${APPS_BACKEND}/${server.name}`]);
+        }
+        if (previous !== server.name) await this.#api.expect([previous === undefined ? 'add' : 'set', 'map', this.#files.hostMap, host, server.name]);
+      } else if (previous !== undefined) {
+        await this.#api.expect(['del', 'map', this.#files.hostMap, host]);
       }
-      if (previous === server.name) return;
-      await this.#api.expect([previous === undefined ? 'add' : 'set', 'map', this.#files.hostMap, host, server.name]);
-    } else if (previous !== undefined) {
-      await this.#api.expect(['del', 'map', this.#files.hostMap, host]);
+      // The server the host used before goes once its sessions have ended (drain() waits for that).
+      const old = [...this.#servers.values()].find((s) => s.name === previous);
+      if (old !== undefined && old.name !== server?.name) void this.#removeWhenUnused(old.key);
     }
-    // The server the host used before goes once its sessions have ended (drain() waits for that).
-    const old = [...this.#servers.values()].find((s) => s.name === previous);
-    if (old !== undefined && old.name !== server?.name) void this.#removeWhenUnused(old.key);
   }
 
   /** Current plus queued sessions of a server, from `show stat`. */

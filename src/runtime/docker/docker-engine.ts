@@ -24,6 +24,8 @@ import { LogDemuxer } from './log-demuxer.js';
 
 /** Time limit of one short engine call (inspect, create, list, remove...). */
 const CALL_TIMEOUT_MS = 30_000;
+/** App ports are published on loopback only (decisions §5): the control plane reaches them there. */
+const PUBLISH_HOST = '127.0.0.1';
 /** CFS period of build containers; the CPU limit is a quota of it. */
 const CPU_PERIOD_US = 100_000;
 /** /dev/shm of build containers (counted in their memory). */
@@ -323,7 +325,7 @@ export class DockerEngine implements ContainerEngine {
         OpenStdin: false,
         HostConfig: {
           // HostPort '' lets the engine choose a free port; bound on loopback only (decisions §5).
-          PortBindings: { [port]: [{ HostIp: '127.0.0.1', HostPort: '' }] },
+          PortBindings: { [port]: [{ HostIp: PUBLISH_HOST, HostPort: '' }] },
           RestartPolicy: { Name: 'unless-stopped' },
           Memory: options.memoryBytes,
           MemorySwap: options.memoryBytes, // no swap beyond the memory limit
@@ -458,7 +460,7 @@ export class DockerEngine implements ContainerEngine {
       this.#docker.listContainers({ all: true, filters: { label: labelFilters(labels) }, abortSignal: s }),
     );
     return list.map((c) => {
-      const published = (c.Ports ?? []).find((p) => p.Type === 'tcp' && p.IP === '127.0.0.1' && p.PublicPort > 0);
+      const published = (c.Ports ?? []).find((p) => p.Type === 'tcp' && p.IP === PUBLISH_HOST && p.PublicPort > 0);
       const exited = /^(?:Exited|Restarting) \((-?\d+)\)/.exec(c.Status ?? '');
       return {
         id: c.Id,
@@ -466,6 +468,7 @@ export class DockerEngine implements ContainerEngine {
         running: c.State === 'running',
         exitCode: c.State !== 'running' && exited !== null ? Number(exited[1]) : null,
         hostPort: published?.PublicPort ?? null,
+        upstream: published === undefined ? null : { host: PUBLISH_HOST, port: published.PublicPort },
         labels: c.Labels ?? {},
         state: c.State,
       };
@@ -659,7 +662,7 @@ function fromInspect(info: Dockerode.ContainerInspectInfo): ContainerInfo {
   let hostPort: number | null = null;
   for (const bindings of Object.values(info.NetworkSettings?.Ports ?? {})) {
     // The engine answers null for an exposed port that is not published.
-    const found = (bindings ?? []).find((b) => b.HostIp === '127.0.0.1' && b.HostPort !== '');
+    const found = (bindings ?? []).find((b) => b.HostIp === PUBLISH_HOST && b.HostPort !== '');
     if (found !== undefined) {
       hostPort = Number(found.HostPort);
       break;
@@ -671,6 +674,7 @@ function fromInspect(info: Dockerode.ContainerInspectInfo): ContainerInfo {
     running,
     exitCode: running || state === 'created' ? null : info.State.ExitCode,
     hostPort,
+    upstream: hostPort === null ? null : { host: PUBLISH_HOST, port: hostPort },
     labels: info.Config?.Labels ?? {},
     state,
   };

@@ -1,0 +1,140 @@
+// The deployment store over the database (SQLite or PostgreSQL): the only writer of deployments' lifecycle and of builds.
+import type { DeploymentStore, LiveContainer, NewBuild, RetiredContainer } from '../deploy/deployment-store.js';
+import type { DeploymentStatus } from '../deploy/state-table.js';
+import { nowIso, type Db } from './database.js';
+
+/**
+ * The deployment store of the lifecycle, on `db`, for the control-plane instance `runner`: builds
+ * it starts are recorded as its own, and start-up recovery only touches those (and rows from
+ * before instances were recorded).
+ */
+export function databaseDeploymentStore(db: Db, runner: string): DeploymentStore {
+  return {
+    deployment: (id) => db.selectFrom('deployments').selectAll().where('id', '=', id).executeTakeFirst(),
+
+    build: (deploymentId, buildId) =>
+      db.selectFrom('builds').selectAll().where('id', '=', buildId).where('deployment_id', '=', deploymentId).executeTakeFirst(),
+
+    async startBuild(build: NewBuild, status: DeploymentStatus) {
+      await db.transaction().execute(async (trx) => {
+        await trx.insertInto('builds').values({ ...build, runner }).execute();
+        await trx.updateTable('deployments').set({ status, updated_at: nowIso() }).where('id', '=', build.deployment_id).execute();
+      });
+    },
+
+    async setStatus(deploymentId, status) {
+      await db.updateTable('deployments').set({ status, updated_at: nowIso() }).where('id', '=', deploymentId).execute();
+    },
+
+    async setImage(buildId, image) {
+      await db.updateTable('builds').set({ image_id: image }).where('id', '=', buildId).execute();
+    },
+
+    async finishBuild(buildId, status, error) {
+      await db
+        .updateTable('builds')
+        .set({ status, error, finished_at: nowIso() })
+        .where('id', '=', buildId)
+        .where('status', '=', 'building')
+        .execute();
+    },
+
+    async switchLive({ deploymentId, buildId, containerId, hostPort, status }): Promise<RetiredContainer[]> {
+      const now = nowIso();
+      return db.transaction().execute(async (trx) => {
+        const previous = await trx
+          .selectFrom('builds')
+          .select(['id', 'container_id', 'host_port'])
+          .where('deployment_id', '=', deploymentId)
+          .where('container_id', 'is not', null)
+          .where('container_id', '!=', containerId)
+          .execute();
+        await trx.updateTable('builds').set({ container_id: null, host_port: null }).where('deployment_id', '=', deploymentId).execute();
+        await trx.updateTable('builds').set({ container_id: containerId, host_port: hostPort }).where('id', '=', buildId).execute();
+        await trx
+          .updateTable('builds')
+          .set({ status: 'succeeded', finished_at: now, error: null })
+          .where('id', '=', buildId)
+          .where('status', '=', 'building')
+          .execute();
+        await trx.updateTable('deployments').set({ status, live_build_id: buildId, updated_at: now }).where('id', '=', deploymentId).execute();
+        return previous.flatMap((b) => (b.container_id === null ? [] : [{ buildId: b.id, containerId: b.container_id, hostPort: b.host_port }]));
+      });
+    },
+
+    async setContainer(buildId, containerId, hostPort) {
+      await db.updateTable('builds').set({ container_id: containerId, host_port: hostPort }).where('id', '=', buildId).execute();
+    },
+
+    async moveHostPort(buildId, containerId, hostPort) {
+      const result = await db
+        .updateTable('builds')
+        .set({ host_port: hostPort })
+        .where('id', '=', buildId)
+        .where('container_id', '=', containerId)
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
+
+    async remove(deploymentId) {
+      await db.transaction().execute(async (trx) => {
+        await trx.deleteFrom('subdomain_claims').where('kind', '=', 'deployment').where('owner_id', '=', deploymentId).execute();
+        await trx.deleteFrom('deployments').where('id', '=', deploymentId).execute();
+      });
+    },
+
+    async buildsWithImages(deploymentId) {
+      const rows = await db
+        .selectFrom('builds')
+        .select(['id', 'image_id'])
+        .where('deployment_id', '=', deploymentId)
+        .where('status', '=', 'succeeded')
+        .where('image_id', 'is not', null)
+        .orderBy('seq', 'desc')
+        .execute();
+      return rows.flatMap((r) => (r.image_id === null ? [] : [{ id: r.id, image_id: r.image_id }]));
+    },
+
+    async liveContainers(): Promise<LiveContainer[]> {
+      const rows = await db
+        .selectFrom('deployments')
+        .innerJoin('builds', 'builds.id', 'deployments.live_build_id')
+        .select(['deployments.id', 'deployments.subdomain', 'builds.id as build_id', 'builds.container_id'])
+        .where('deployments.status', 'in', ['running', 'failed', 'building'])
+        .where('builds.container_id', 'is not', null)
+        .execute();
+      return rows.flatMap((r) =>
+        r.container_id === null ? [] : [{ deploymentId: r.id, subdomain: r.subdomain, buildId: r.build_id, containerId: r.container_id }],
+      );
+    },
+
+    async everything() {
+      const deployments = await db.selectFrom('deployments').selectAll().execute();
+      const builds = await db.selectFrom('builds').selectAll().execute();
+      return { deployments, builds };
+    },
+
+    async failInterruptedBuilds(error) {
+      const now = nowIso();
+      return db.transaction().execute(async (trx) => {
+        const mine = await trx
+          .selectFrom('builds')
+          .select(['id', 'deployment_id'])
+          .where('status', '=', 'building')
+          .where((eb) => eb.or([eb('runner', '=', runner), eb('runner', 'is', null)]))
+          .execute();
+        for (const build of mine) {
+          await trx.updateTable('builds').set({ status: 'failed', error, finished_at: now }).where('id', '=', build.id).where('status', '=', 'building').execute();
+          // The state table's build_interrupted: a deployment still building fails.
+          await trx
+            .updateTable('deployments')
+            .set({ status: 'failed', updated_at: now })
+            .where('id', '=', build.deployment_id)
+            .where('status', '=', 'building')
+            .execute();
+        }
+        return mine.length;
+      });
+    },
+  };
+}

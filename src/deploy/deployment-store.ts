@@ -1,0 +1,61 @@
+// The deployment store: the port through which the lifecycle reads and writes deployments and builds.
+import type { BuildRow } from '../domain/builds.js';
+import type { DeploymentRow } from '../domain/deployments.js';
+import type { DeploymentStatus } from './state-table.js';
+
+/** A build about to start (the store assigns its order). */
+export type NewBuild = Omit<BuildRow, 'seq'>;
+
+/** A container that served a deployment before a switch, to be drained and removed. */
+export interface RetiredContainer {
+  readonly buildId: string;
+  readonly containerId: string;
+  readonly hostPort: number | null;
+}
+
+/** A deployment whose live build has a container (what the port watcher follows). */
+export interface LiveContainer {
+  readonly deploymentId: string;
+  readonly subdomain: string;
+  readonly buildId: string;
+  readonly containerId: string;
+}
+
+/**
+ * Every read and write of deployments and builds the lifecycle makes. Statuses come from the state
+ * table (`transition`); the store writes them. Implemented over the database in src/db/.
+ */
+export interface DeploymentStore {
+  deployment(id: string): Promise<DeploymentRow | undefined>;
+  /** A build of this deployment (undefined for another deployment's build). */
+  build(deploymentId: string, buildId: string): Promise<BuildRow | undefined>;
+  /** Records a `building` build and the deployment's new status, together. */
+  startBuild(build: NewBuild, status: DeploymentStatus): Promise<void>;
+  setStatus(deploymentId: string, status: DeploymentStatus): Promise<void>;
+  /** The image a build produced (null: removed). */
+  setImage(buildId: string, image: string | null): Promise<void>;
+  /** Ends a build that is still `building` as failed or cancelled; a build already ended is left as it is. */
+  finishBuild(buildId: string, status: 'failed' | 'cancelled', error: string): Promise<void>;
+  /**
+   * Makes `buildId`'s container the one that serves, in one transaction: no other build of the
+   * deployment keeps a container, the build succeeds if it was building, and the deployment takes
+   * `status` with this live build. Returns the containers it replaced.
+   */
+  switchLive(switchTo: { deploymentId: string; buildId: string; containerId: string; hostPort: number; status: DeploymentStatus }): Promise<RetiredContainer[]>;
+  /** The container (and host port) a build's release runs in now. */
+  setContainer(buildId: string, containerId: string, hostPort: number): Promise<void>;
+  /** Moves a live container's host port, if the build still has that container. Returns whether it did. */
+  moveHostPort(buildId: string, containerId: string, hostPort: number): Promise<boolean>;
+  remove(deploymentId: string): Promise<void>;
+  /** Succeeded builds that still have an image, newest first (image retention). */
+  buildsWithImages(deploymentId: string): Promise<Array<{ id: string; image_id: string }>>;
+  /** Live builds with a container, of deployments that should be serving. */
+  liveContainers(): Promise<LiveContainer[]>;
+  /** Start-up recovery: every deployment and build (reconciliation with the engine). */
+  everything(): Promise<{ deployments: DeploymentRow[]; builds: BuildRow[] }>;
+  /**
+   * Start-up recovery: builds left `building` become failed with `error`, and their deployments
+   * (the state table's `build_interrupted`). Returns how many builds.
+   */
+  failInterruptedBuilds(error: string): Promise<number>;
+}

@@ -1,0 +1,135 @@
+// Custom domains use-cases: a deployment also served at hostnames its owner names (decisions §8).
+import crypto from 'node:crypto';
+import { DomainError } from '../core/errors.js';
+import { normalizeHostname } from '../core/hostname.js';
+import type { Principal } from '../core/principal.js';
+import { isUniqueViolation, nowIso, type Db } from '../db/database.js';
+import { assertUuid, getDeploymentRow } from './deployments.js';
+
+/** At most this many custom domains per deployment (decisions §8). */
+export const MAX_DOMAINS_PER_DEPLOYMENT = 20;
+
+/** A host's certificate state as the API shows it. */
+export interface TlsView {
+  tls_status: 'none' | 'pending' | 'active' | 'failed';
+  tls_error: string | null;
+  certificate_expires_at: string | null;
+}
+
+/** A custom domain as the API shows it. */
+export interface DomainView extends TlsView {
+  id: string;
+  deployment_id: string;
+  hostname: string;
+  created_at: string;
+}
+
+/** Where a deployment's extra hostnames are routed (the routing table): they reach it exactly as its subdomain does. */
+export interface HostRoutes {
+  addHost(hostname: string, deployment: { id: string; subdomain: string }): void;
+  removeHost(hostname: string): void;
+}
+
+/** HTTPS for custom domains: their certificates' state, and when to get (or drop) one. */
+export interface DomainCertificates {
+  /** The state of each hostname's certificate (`none` for all when HTTPS is off). */
+  statuses(hostnames: readonly string[]): Promise<Map<string, TlsView>>;
+  /** A hostname began to be served: a certificate is obtained in the background if it needs one. */
+  hostAdded(hostname: string): void;
+  /** A hostname is served no more: its certificate is dropped. */
+  hostRemoved(hostname: string): Promise<void>;
+}
+
+export interface CustomDomainDeps {
+  readonly db: Db;
+  /** SLIPWAY_DOMAIN: neither it nor a name under it can be a custom domain. */
+  readonly appDomain: string;
+  readonly routes: HostRoutes;
+  readonly certificates: DomainCertificates;
+}
+
+/** Certificates when HTTPS is off: every domain is `none`, nothing is ever requested. */
+export const NO_CERTIFICATES: DomainCertificates = {
+  statuses: async (hostnames) => new Map(hostnames.map((h) => [h, { tls_status: 'none', tls_error: null, certificate_expires_at: null }])),
+  hostAdded: () => undefined,
+  hostRemoved: async () => undefined,
+};
+
+const domainTaken = (hostname: string): DomainError => new DomainError('domain_taken', `hostname "${hostname}" is already in use`);
+
+/** Adds a hostname to the caller's deployment; it is routed at once and gets a certificate in the background. */
+export async function addDomain(deps: CustomDomainDeps, principal: Principal, deploymentId: string, input: { hostname: string }): Promise<DomainView> {
+  const dep = await getDeploymentRow(deps.db, principal, deploymentId);
+  const normalized = normalizeHostname(input.hostname, deps.appDomain);
+  if ('problem' in normalized) throw new DomainError('validation_error', normalized.problem);
+  const { hostname } = normalized;
+  const row = { id: crypto.randomUUID(), deployment_id: dep.id, hostname, created_at: nowIso() };
+  try {
+    await deps.db.transaction().execute(async (trx) => {
+      // Writing the deployment row (to itself) first takes its lock (a row lock in PostgreSQL, the write
+      // lock in SQLite), so two concurrent adds cannot both see 19 domains; it also fails if the deployment is gone.
+      const touched = await trx.updateTable('deployments').set({ id: dep.id }).where('id', '=', dep.id).executeTakeFirst();
+      if (Number(touched.numUpdatedRows) === 0) throw new DomainError('not_found', 'deployment not found');
+      const held = await trx.selectFrom('custom_domains').select(['deployment_id']).where('hostname', '=', hostname).executeTakeFirst();
+      if (held !== undefined) throw domainTaken(hostname);
+      const count = await trx.selectFrom('custom_domains').select((eb) => eb.fn.countAll<number>().as('n')).where('deployment_id', '=', dep.id).executeTakeFirstOrThrow();
+      if (Number(count.n) >= MAX_DOMAINS_PER_DEPLOYMENT) {
+        throw new DomainError('validation_error', `a deployment has at most ${MAX_DOMAINS_PER_DEPLOYMENT} custom domains`);
+      }
+      await trx.insertInto('custom_domains').values(row).execute();
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) throw domainTaken(hostname);
+    throw err;
+  }
+  deps.routes.addHost(hostname, { id: dep.id, subdomain: dep.subdomain });
+  deps.certificates.hostAdded(hostname);
+  return present(row, (await deps.certificates.statuses([hostname])).get(hostname));
+}
+
+/** The caller's deployment's custom domains, oldest first. */
+export async function listDomains(deps: CustomDomainDeps, principal: Principal, deploymentId: string): Promise<DomainView[]> {
+  const dep = await getDeploymentRow(deps.db, principal, deploymentId);
+  const rows = await deps.db
+    .selectFrom('custom_domains')
+    .select(['id', 'deployment_id', 'hostname', 'created_at'])
+    .where('deployment_id', '=', dep.id)
+    .orderBy('created_at')
+    .orderBy('hostname')
+    .execute();
+  const tls = await deps.certificates.statuses(rows.map((r) => r.hostname));
+  return rows.map((r) => present(r, tls.get(r.hostname)));
+}
+
+/** Removes one of the deployment's domains: it is no longer routed, and its certificate is dropped. */
+export async function removeDomain(deps: CustomDomainDeps, principal: Principal, deploymentId: string, domainId: string): Promise<void> {
+  const dep = await getDeploymentRow(deps.db, principal, deploymentId);
+  assertUuid(domainId, 'domain');
+  const row = await deps.db.selectFrom('custom_domains').select(['id', 'hostname']).where('id', '=', domainId).where('deployment_id', '=', dep.id).executeTakeFirst();
+  if (row === undefined) throw new DomainError('not_found', 'domain not found');
+  await deps.db.deleteFrom('custom_domains').where('id', '=', row.id).execute();
+  deps.routes.removeHost(row.hostname);
+  await deps.certificates.hostRemoved(row.hostname);
+}
+
+/** Every custom domain with its deployment's subdomain (start-up: the routing table is rebuilt from these). */
+export async function allDomainRoutes(db: Db): Promise<Array<{ hostname: string; deploymentId: string; subdomain: string }>> {
+  const rows = await db
+    .selectFrom('custom_domains')
+    .innerJoin('deployments', 'deployments.id', 'custom_domains.deployment_id')
+    .select(['custom_domains.hostname', 'deployments.id', 'deployments.subdomain'])
+    .execute();
+  return rows.map((r) => ({ hostname: r.hostname, deploymentId: r.id, subdomain: r.subdomain }));
+}
+
+function present(row: { id: string; deployment_id: string; hostname: string; created_at: string }, tls: TlsView | undefined): DomainView {
+  return {
+    id: row.id,
+    deployment_id: row.deployment_id,
+    hostname: row.hostname,
+    created_at: row.created_at,
+    tls_status: tls?.tls_status ?? 'pending',
+    tls_error: tls?.tls_error ?? null,
+    certificate_expires_at: tls?.certificate_expires_at ?? null,
+  };
+}

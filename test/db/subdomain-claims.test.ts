@@ -1,0 +1,107 @@
+// Subdomain claims (deployments and tunnels in one table, one key) and start-up recovery scoped to its own instance; SQLite, and PostgreSQL when configured.
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { DomainError } from '../../src/core/errors.js';
+import type { Principal } from '../../src/core/principal.js';
+import { openDatabase, type Db } from '../../src/db/database.js';
+import { databaseDeploymentStore } from '../../src/db/deployment-store.js';
+import { createDeployment } from '../../src/domain/deployments.js';
+import { claimTunnelSubdomain, releaseTunnelSubdomain, releaseTunnelsOf } from '../../src/domain/tunnel-claims.js';
+import { testDatabase } from '../helpers/server.js';
+
+let db: Db;
+let dir: string;
+let dropDatabase: (() => Promise<void>) | undefined;
+const alice: Principal = { userId: crypto.randomUUID(), isAdmin: false, via: 'session', sessionId: 's', apiKeyId: undefined };
+const bob: Principal = { ...alice, userId: crypto.randomUUID() };
+const RUNNER_A = 'aaaaaaaa-0000-4000-8000-000000000000';
+const RUNNER_B = 'bbbbbbbb-0000-4000-8000-000000000000';
+const deps = () => ({ db, allowPrivateGit: false, checkRepoHost: async () => undefined, limits: { maxMemoryMb: 1024, maxCpus: 2 } });
+const owner = (p: Principal) => ({ userId: p.userId, apiKeyId: 'key' });
+
+before(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-claims-'));
+  const pg = await testDatabase();
+  dropDatabase = pg?.drop;
+  db = await openDatabase({ file: path.join(dir, 'slipway.db'), url: pg?.url });
+  for (const p of [alice, bob]) {
+    await db.insertInto('users').values({ id: p.userId, email: `${p.userId}@example.test`, password_hash: 'x', is_admin: 0, created_at: 't', updated_at: 't' }).execute();
+  }
+});
+after(async () => {
+  await db.destroy();
+  await dropDatabase?.();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const create = (p: Principal, subdomain: string) => createDeployment(deps(), p, { name: subdomain, subdomain, source_type: 'archive' });
+
+async function taken(promise: Promise<unknown>): Promise<void> {
+  await assert.rejects(promise, (err: unknown) => err instanceof DomainError && err.code === 'subdomain_taken');
+}
+
+test('a deployment and a tunnel never hold one subdomain, whichever claims first', async () => {
+  await create(alice, 'claim-dep');
+  assert.equal(await claimTunnelSubdomain(db, RUNNER_A, 'claim-dep', owner(alice), crypto.randomUUID()), 'taken');
+  assert.equal(await claimTunnelSubdomain(db, RUNNER_A, 'claim-tun', owner(alice), crypto.randomUUID()), 'ok');
+  await taken(create(alice, 'claim-tun'));
+  await taken(create(bob, 'claim-dep'));
+  assert.equal(await claimTunnelSubdomain(db, RUNNER_B, 'claim-tun', owner(bob), crypto.randomUUID()), 'taken', "another user's live tunnel");
+  const again = crypto.randomUUID();
+  assert.equal(await claimTunnelSubdomain(db, RUNNER_B, 'claim-tun', owner(alice), again), 'ok', 'the same user reconnects');
+  await releaseTunnelSubdomain(db, 'claim-tun', again);
+  await create(bob, 'claim-tun');
+});
+
+test('concurrent creates of one subdomain: exactly one wins', async () => {
+  const results = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => create(i % 2 === 0 ? alice : bob, 'claim-race')));
+  assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
+  for (const r of results) if (r.status === 'rejected') assert.equal((r.reason as DomainError).code, 'subdomain_taken');
+});
+
+test('deleting a deployment frees its subdomain', async () => {
+  const row = await create(alice, 'claim-free');
+  await databaseDeploymentStore(db, RUNNER_A).remove(row.id);
+  assert.equal(await claimTunnelSubdomain(db, RUNNER_A, 'claim-free', owner(bob), crypto.randomUUID()), 'ok');
+});
+
+test("start-up recovery touches only its own instance's tunnels and builds", async () => {
+  assert.equal(await claimTunnelSubdomain(db, RUNNER_A, 'claim-a', owner(alice), crypto.randomUUID()), 'ok');
+  assert.equal(await claimTunnelSubdomain(db, RUNNER_B, 'claim-b', owner(alice), crypto.randomUUID()), 'ok');
+  await releaseTunnelsOf(db, RUNNER_A);
+  const left = await db.selectFrom('tunnels').select('subdomain').where('subdomain', 'in', ['claim-a', 'claim-b']).execute();
+  assert.deepEqual(left.map((t) => t.subdomain), ['claim-b']);
+  await taken(create(bob, 'claim-b'));
+  await create(bob, 'claim-a');
+
+  const depA = await create(alice, 'claim-build-a');
+  const depB = await create(alice, 'claim-build-b');
+  const build = (deploymentId: string) => ({
+    id: crypto.randomUUID(),
+    deployment_id: deploymentId,
+    status: 'building' as const,
+    commit_sha: 'x',
+    source_ref: 'x',
+    error: null,
+    image_id: null,
+    container_id: null,
+    host_port: null,
+    started_at: new Date().toISOString(),
+    finished_at: null,
+  });
+  const a = build(depA.id);
+  const b = build(depB.id);
+  await databaseDeploymentStore(db, RUNNER_A).startBuild(a, 'building');
+  await databaseDeploymentStore(db, RUNNER_B).startBuild(b, 'building');
+  assert.equal(await databaseDeploymentStore(db, RUNNER_A).failInterruptedBuilds('interrupted by a restart'), 1);
+  const status = async (id: string) => (await db.selectFrom('builds').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status;
+  assert.equal(await status(a.id), 'failed');
+  assert.equal(await status(b.id), 'building', "another instance's build runs on");
+  const depStatus = async (id: string) => (await db.selectFrom('deployments').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status;
+  assert.equal(await depStatus(depA.id), 'failed');
+  assert.equal(await depStatus(depB.id), 'building');
+});

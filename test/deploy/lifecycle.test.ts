@@ -1,0 +1,299 @@
+// The lifecycle on a fake runtime and a fake data plane (no Docker): deploy, fail, cancel, stop, restart, rollback, delete, crash recovery.
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { DomainError } from '../../src/core/errors.js';
+import type { Principal } from '../../src/core/principal.js';
+import { openDatabase, type Db } from '../../src/db/database.js';
+import { DbAppConfigStore } from '../../src/db/app-config-store.js';
+import { databaseDeploymentStore } from '../../src/db/deployment-store.js';
+import { BuildLogStore } from '../../src/deploy/build-logs.js';
+import { DeploymentLifecycle } from '../../src/deploy/lifecycle.js';
+import { reconcileWithEngine } from '../../src/deploy/reconcile.js';
+import { createDeployment } from '../../src/domain/deployments.js';
+import { LABEL_INSTANCE, LABEL_MANAGED } from '../../src/runtime/engine.js';
+import { ValueCipher } from '../../src/secrets/value-cipher.js';
+import { SourceStore } from '../../src/source/source-store.js';
+import { FakeDataPlane } from '../helpers/fake-data-plane.js';
+import { FakeRuntime } from '../helpers/fake-runtime.js';
+
+const INSTANCE = '11111111-2222-4333-8444-555555555555';
+const RUNNER = 'aaaaaaaa-2222-4333-8444-555555555555';
+const settings = {
+  instanceId: INSTANCE,
+  allowPrivateGit: false,
+  buildTimeoutMs: 30_000,
+  startupTimeoutMs: 1_500,
+  keepImages: 5,
+  defaultMemoryBytes: 64 * 1024 * 1024,
+  defaultNanoCpus: 1e9,
+  appPidsLimit: 100,
+  build: { network: 'none' as const, memoryBytes: 256 * 1024 * 1024, nanoCpus: 1e9, pidsLimit: 100 },
+  maxConcurrentBuilds: 2,
+  gitEnv: { PATH: '/usr/bin:/bin' },
+};
+
+let dir: string;
+let db: Db;
+let runtime: FakeRuntime;
+let dataPlane: FakeDataPlane;
+let sources: SourceStore;
+let lifecycle: DeploymentLifecycle;
+let configs: DbAppConfigStore;
+const principal: Principal = { userId: crypto.randomUUID(), isAdmin: false, via: 'session', sessionId: 's', apiKeyId: undefined };
+
+function newLifecycle(plane: FakeDataPlane): DeploymentLifecycle {
+  return new DeploymentLifecycle({
+    store: databaseDeploymentStore(db, RUNNER),
+    configs,
+    engine: runtime,
+    dataPlane: plane,
+    sources,
+    buildLogs: new BuildLogStore(dir),
+    log: () => undefined,
+    settings: { ...settings, dataDir: dir },
+  });
+}
+
+before(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-lifecycle-'));
+  db = await openDatabase({ file: path.join(dir, 'slipway.db') });
+  await db.insertInto('users').values({ id: principal.userId, email: 'life@example.test', password_hash: 'x', is_admin: 0, created_at: 't', updated_at: 't' }).execute();
+  runtime = new FakeRuntime();
+  dataPlane = new FakeDataPlane();
+  sources = new SourceStore(dir);
+  configs = new DbAppConfigStore(db, new ValueCipher(crypto.randomBytes(32)));
+  lifecycle = newLifecycle(dataPlane);
+});
+
+after(async () => {
+  await lifecycle.close();
+  await runtime.close();
+  await db.destroy();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** A new archive deployment (registered with the data plane, as the API does). */
+async function newDeployment(label: string): Promise<{ id: string; subdomain: string }> {
+  const row = await createDeployment({ db, allowPrivateGit: false, checkRepoHost: async () => undefined, limits: { maxMemoryMb: 1024, maxCpus: 2 } }, principal, {
+    name: label,
+    subdomain: `life-${label}`,
+    source_type: 'archive',
+  });
+  lifecycle.registered(row);
+  return { id: row.id, subdomain: row.subdomain };
+}
+
+/** An upload whose Dockerfile is `dockerfile` (the fake reads FAIL / WAIT / UNHEALTHY lines). */
+async function upload(deploymentId: string, dockerfile: string): Promise<void> {
+  const uploadId = crypto.randomUUID();
+  const src = sources.sourceDir(deploymentId, uploadId);
+  fs.mkdirSync(src, { recursive: true });
+  fs.writeFileSync(path.join(src, 'Dockerfile'), `${dockerfile}\n`);
+  const sha = crypto.createHash('sha256').update(uploadId).digest('hex');
+  await db.updateTable('deployments').set({ upload_id: uploadId, upload_sha256: sha, upload_size: 1 }).where('id', '=', deploymentId).execute();
+}
+
+const deployment = (id: string) => db.selectFrom('deployments').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+const build = (id: string) => db.selectFrom('builds').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+
+/** The body the route's upstream answers (the fake app answers its build id). */
+async function served(subdomain: string): Promise<string> {
+  const answer = dataPlane.answer(subdomain);
+  if (typeof answer === 'string') return answer;
+  const res = await fetch(`http://${answer.host}:${answer.port}/`, { signal: AbortSignal.timeout(5000) });
+  return (await res.text()).trim();
+}
+
+async function until(what: string, check: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+async function rejectsWith(promise: Promise<unknown>, code: string, message?: RegExp): Promise<void> {
+  await assert.rejects(promise, (err: unknown) => {
+    assert.ok(err instanceof DomainError, String(err));
+    assert.equal(err.code, code);
+    if (message !== undefined) assert.match(err.message, message);
+    return true;
+  });
+}
+
+describe('lifecycle on a fake runtime and data plane', () => {
+  test('deploy: the build succeeds, the deployment runs, its host serves the new container', async () => {
+    const dep = await newDeployment('deploy');
+    assert.equal(dataPlane.answer(dep.subdomain), '503', 'a registered deployment is not served yet');
+    await upload(dep.id, 'FROM scratch');
+    const finished = await lifecycle.deploy(principal, dep.id, { wait: true });
+    assert.equal(finished.status, 'succeeded');
+    assert.equal((await deployment(dep.id)).status, 'running');
+    assert.equal((await deployment(dep.id)).live_build_id, finished.id);
+    assert.equal(await served(dep.subdomain), finished.id);
+    assert.equal(runtime.running(dep.id).length, 1);
+  });
+
+  test('a failed build: status failed, the release that served keeps serving, its image is removed', async () => {
+    const dep = await newDeployment('fail');
+    await upload(dep.id, 'FROM scratch');
+    const good = await lifecycle.deploy(principal, dep.id, { wait: true });
+    await upload(dep.id, 'FAIL');
+    await rejectsWith(lifecycle.deploy(principal, dep.id, { wait: true }), 'build_failed', /the fake build step failed/);
+    const row = await deployment(dep.id);
+    assert.equal(row.status, 'failed');
+    assert.equal(row.live_build_id, good.id);
+    assert.equal(await served(dep.subdomain), good.id);
+    const failed = await db.selectFrom('builds').selectAll().where('deployment_id', '=', dep.id).where('status', '=', 'failed').executeTakeFirstOrThrow();
+    assert.equal(failed.image_id, null);
+
+    // With a health-check path, a release must answer 2xx/3xx there before it takes traffic.
+    await db.updateTable('deployments').set({ health_check_path: '/health' }).where('id', '=', dep.id).execute();
+    await upload(dep.id, 'UNHEALTHY');
+    await rejectsWith(lifecycle.deploy(principal, dep.id, { wait: true }), 'build_failed', /did not become healthy/);
+    assert.equal(await served(dep.subdomain), good.id, 'an unhealthy release never takes traffic');
+    assert.equal(runtime.running(dep.id).length, 1, 'the unhealthy container is removed');
+
+    const fresh = await newDeployment('fail-first');
+    await upload(fresh.id, 'FAIL');
+    await rejectsWith(lifecycle.deploy(principal, fresh.id, { wait: true }), 'build_failed');
+    assert.equal(dataPlane.answer(fresh.subdomain), '503', 'a deployment that never ran answers 503');
+  });
+
+  test('cancel: a newer deploy cancels the build in flight; stop cancels it too', async () => {
+    const dep = await newDeployment('cancel');
+    await upload(dep.id, 'WAIT');
+    const first = await lifecycle.deploy(principal, dep.id, { wait: false });
+    await until('the first build to start', () => runtime.heldBuilds === 1);
+    await upload(dep.id, 'FROM scratch');
+    const second = await lifecycle.deploy(principal, dep.id, { wait: true });
+    assert.equal((await build(first.id)).status, 'cancelled');
+    assert.match((await build(first.id)).error ?? '', /superseded by a newer deploy/);
+    assert.equal(second.status, 'succeeded');
+    assert.equal(await served(dep.subdomain), second.id);
+
+    await upload(dep.id, 'WAIT');
+    const third = await lifecycle.deploy(principal, dep.id, { wait: false });
+    assert.equal((await deployment(dep.id)).status, 'building');
+    await until('the third build to start', () => runtime.heldBuilds === 1);
+    assert.deepEqual(await lifecycle.stop(principal, dep.id), { message: 'deployment cancel stopped' });
+    assert.equal((await build(third.id)).status, 'cancelled');
+    assert.equal((await deployment(dep.id)).status, 'stopped');
+    assert.equal(dataPlane.answer(dep.subdomain), '503');
+  });
+
+  test('stop: drained, stopped, 503; a second stop is a no-op; restart brings it back on a new container', async () => {
+    const dep = await newDeployment('stop');
+    await rejectsWith(lifecycle.stop(principal, dep.id), 'invalid_state', /never been deployed/);
+    await rejectsWith(lifecycle.restart(principal, dep.id), 'invalid_state', /never been deployed/);
+    await upload(dep.id, 'FROM scratch');
+    const live = await lifecycle.deploy(principal, dep.id, { wait: true });
+    const upstream = dataPlane.answer(dep.subdomain);
+    assert.ok(typeof upstream === 'object');
+    assert.deepEqual(await lifecycle.stop(principal, dep.id), { message: 'deployment stop stopped' });
+    assert.ok(dataPlane.calls.includes(`drain ${upstream.host}:${upstream.port}`), 'the live upstream is drained before the stop');
+    assert.equal((await deployment(dep.id)).status, 'stopped');
+    assert.equal(dataPlane.answer(dep.subdomain), '503');
+    assert.equal(runtime.running(dep.id).length, 0);
+    assert.deepEqual(await lifecycle.stop(principal, dep.id), { message: 'deployment stop is already stopped' });
+
+    assert.deepEqual(await lifecycle.restart(principal, dep.id), { message: `deployment stop restarted (build ${live.id})` });
+    await lifecycle.settle();
+    assert.equal((await deployment(dep.id)).status, 'running');
+    assert.equal(await served(dep.subdomain), live.id);
+    assert.equal(runtime.running(dep.id).length, 1);
+    assert.equal((await runtime.listContainers({ 'dev.slipway.deployment': dep.id })).length, 1, 'the old container is removed');
+  });
+
+  test('rollback: to an earlier build; a failed or unknown build is refused', async () => {
+    const dep = await newDeployment('rollback');
+    await rejectsWith(lifecycle.rollback(principal, dep.id, crypto.randomUUID()), 'invalid_state', /no build to roll back to/);
+    await upload(dep.id, 'FROM scratch');
+    const first = await lifecycle.deploy(principal, dep.id, { wait: true });
+    await upload(dep.id, 'FROM scratch');
+    const second = await lifecycle.deploy(principal, dep.id, { wait: true });
+    await upload(dep.id, 'FAIL');
+    await rejectsWith(lifecycle.deploy(principal, dep.id, { wait: true }), 'build_failed');
+    const failed = await db.selectFrom('builds').select('id').where('deployment_id', '=', dep.id).where('status', '=', 'failed').executeTakeFirstOrThrow();
+    assert.equal(await served(dep.subdomain), second.id);
+
+    assert.deepEqual(await lifecycle.rollback(principal, dep.id, first.id), { message: `rolled back to build ${first.id}` });
+    await lifecycle.settle();
+    assert.equal((await deployment(dep.id)).status, 'running');
+    assert.equal((await deployment(dep.id)).live_build_id, first.id);
+    assert.equal(await served(dep.subdomain), first.id);
+    assert.equal(runtime.running(dep.id).length, 1);
+    await rejectsWith(lifecycle.rollback(principal, dep.id, failed.id), 'invalid_state', /did not succeed/);
+    await rejectsWith(lifecycle.rollback(principal, dep.id, crypto.randomUUID()), 'not_found', /build not found/);
+    await rejectsWith(lifecycle.rollback(principal, dep.id, 'not-a-uuid'), 'not_found');
+  });
+
+  test('delete: the route is withdrawn (404), containers and images are gone, and so is the record', async () => {
+    const dep = await newDeployment('delete');
+    await upload(dep.id, 'FROM scratch');
+    const live = await lifecycle.deploy(principal, dep.id, { wait: true });
+    const image = (await build(live.id)).image_id;
+    assert.ok(image !== null && runtime.images.has(image));
+    await lifecycle.remove(principal, dep.id);
+    assert.equal(dataPlane.answer(dep.subdomain), '404');
+    assert.equal((await runtime.listContainers({ 'dev.slipway.deployment': dep.id })).length, 0);
+    assert.equal(runtime.images.has(image), false);
+    assert.equal(await db.selectFrom('deployments').select('id').where('id', '=', dep.id).executeTakeFirst(), undefined);
+    await rejectsWith(lifecycle.stop(principal, dep.id), 'not_found');
+  });
+
+  test("another user's deployment is not found, whatever the operation", async () => {
+    const dep = await newDeployment('owner');
+    const stranger: Principal = { ...principal, userId: crypto.randomUUID() };
+    await rejectsWith(lifecycle.deploy(stranger, dep.id, { wait: false }), 'not_found');
+    await rejectsWith(lifecycle.stop(stranger, dep.id), 'not_found');
+    await rejectsWith(lifecycle.remove(stranger, dep.id), 'not_found');
+  });
+
+  test('crash recovery: an interrupted build fails, a vanished live container starts again, strays are removed', async () => {
+    const dep = await newDeployment('crash');
+    await upload(dep.id, 'FROM scratch');
+    const live = await lifecycle.deploy(principal, dep.id, { wait: true });
+    // What a crash mid-deploy leaves: a build still `building`, the deployment `building`; then the
+    // engine loses the live container, and a container of this installation nobody knows remains.
+    const interrupted = crypto.randomUUID();
+    await db
+      .insertInto('builds')
+      .values({ id: interrupted, deployment_id: dep.id, status: 'building', commit_sha: 'x', source_ref: 'x', error: null, image_id: null, container_id: null, host_port: null, started_at: new Date().toISOString(), finished_at: null })
+      .execute();
+    await db.updateTable('deployments').set({ status: 'building' }).where('id', '=', dep.id).execute();
+    const liveContainer = (await build(live.id)).container_id;
+    assert.ok(liveContainer !== null);
+    await runtime.vanish(liveContainer);
+    const image = (await build(live.id)).image_id ?? '';
+    const stray = await runtime.runContainer({
+      image,
+      name: 'stray',
+      labels: { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: INSTANCE },
+      env: {},
+      containerPort: 8080,
+      memoryBytes: 1,
+      nanoCpus: 1,
+      pidsLimit: 1,
+      network: 'n',
+    });
+
+    const restarted = new FakeDataPlane();
+    await reconcileWithEngine({ store: databaseDeploymentStore(db, RUNNER), configs, engine: runtime, dataPlane: restarted, dataDir: dir, log: () => undefined, ...settings });
+    const failed = await build(interrupted);
+    assert.equal(failed.status, 'failed');
+    assert.equal(failed.error, 'interrupted by a restart');
+    const row = await deployment(dep.id);
+    assert.equal(row.status, 'failed', 'the interrupted deploy failed…');
+    assert.equal(row.live_build_id, live.id);
+    const upstream = restarted.answer(dep.subdomain);
+    assert.ok(typeof upstream === 'object', '…and the release that served serves again');
+    const res = await fetch(`http://${upstream.host}:${upstream.port}/`, { signal: AbortSignal.timeout(5000) });
+    assert.equal((await res.text()).trim(), live.id);
+    assert.equal(await runtime.inspectContainer(stray.id), null, 'the stray container is removed');
+  });
+});
