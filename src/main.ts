@@ -20,6 +20,7 @@ import { ListCursors } from './api/list-pages.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
 import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelsOf, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
 import { AppProxy } from './proxy/app-proxy.js';
+import { createServerMetrics } from './api/server-metrics.js';
 import { nodeDataPlane } from './proxy/node-data-plane.js';
 import { boundRequests, boundedServerOptions } from './proxy/request-bounds.js';
 import { requestHeadProblem, writeBadRequest, writeRawBadRequest } from './proxy/request-guard.js';
@@ -108,10 +109,22 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       return false;
     },
   );
-  const proxy = new AppProxy({ table, publicProtocol: config.publicUrl.protocol.replace(':', ''), log });
+  // Read at scrape time: the tunnel server and listener are created below.
+  let liveTunnels = (): number => 0;
+  let listening = false;
   // With HAProxy in front, the routing table stays the one the control plane writes (through the
   // port); HAProxy mirrors it. A request to an old upstream may be in either plane, so both drain.
   let haproxy: HaproxyDataPlane | undefined;
+  const metrics = createServerMetrics({
+    liveTunnels: () => liveTunnels(),
+    dataPlane: () => (haproxy === undefined ? { plane: 'node', up: listening } : { plane: 'haproxy', up: haproxy.pid !== undefined }),
+  });
+  const proxy = new AppProxy({
+    table,
+    publicProtocol: config.publicUrl.protocol.replace(':', ''),
+    log,
+    onRequestEnd: (app, status, seconds) => metrics.requestEnded(app, status, seconds),
+  });
   const dataPlane = nodeDataPlane(table, {
     drain: async (upstream: Upstream, timeoutMs: number): Promise<void> => {
       await Promise.all([proxy.drain(upstream, timeoutMs), haproxy?.drain(upstream, timeoutMs)]);
@@ -145,6 +158,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     sources,
     buildLogs,
     log,
+    onBuildEnd: (outcome, seconds) => metrics.buildEnded(outcome, seconds),
     settings: {
       instanceId,
       dataDir: config.dataDir,
@@ -177,8 +191,10 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     limits: { tunnelsPerKey: config.tunnelsPerKey, streamsPerTunnel: config.streamsPerTunnel },
     log,
   });
+  liveTunnels = () => tunnels.connectedCount();
 
   const app = await buildApp({
+    metrics,
     config,
     log,
     db,
@@ -268,6 +284,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       server.once('error', reject);
       server.listen(config.port, config.host, () => resolve());
     });
+    listening = true;
+    server.once('close', () => (listening = false));
     port = (server.address() as AddressInfo).port;
   } else {
     // HAProxy owns the public port; Node serves the API, dashboard, tunnels and refusal pages behind it.

@@ -4,6 +4,9 @@ import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { busyboxArchive, createArchiveApp, deployAndWait } from '../helpers/apps.js';
 import { loginAs, startTestServer, type TestServer } from '../helpers/server.js';
+import { imageRepositoryPrefix } from '../../src/deploy/images.js';
+import { createDockerEngine } from '../../src/runtime/docker/docker-engine.js';
+import { LABEL_INSTANCE } from '../../src/runtime/engine.js';
 import { Rng } from './fuzz-random.js';
 import { operationsOf, type Operation } from './openapi-shapes.js';
 import { sendRaw, type RawResponse } from '../helpers/raw-http.js';
@@ -53,7 +56,7 @@ function judge(plan: Plan, res: RawResponse, secrets: readonly string[]): string
   if (res.status >= 500 && !plan.allowedServerErrors.includes(res.status)) problems.push(`answered ${res.status}`);
   if (STACK_FRAME.test(text)) problems.push('the body carries a stack trace');
   if (text.includes('internal_error')) problems.push('the body is an internal_error');
-  for (const secret of secrets) if (text.includes(secret)) problems.push('the body carries a secret (a password or an API key)');
+  for (const secret of secrets) if (text.includes(secret)) problems.push('the body carries a secret (a password, an API key or a secret environment value)');
   // The API's errors are `{error, message}` JSON; the data plane's own pages are HTML and the app's answers are its own.
   const apiError = plan.kind !== 'app-host' && res.status >= 400 && !plan.headOnly;
   if (apiError) {
@@ -223,8 +226,20 @@ describe('API fuzz', () => {
   after(async () => {
     process.off('uncaughtException', onCrash);
     process.off('unhandledRejection', onCrash);
-    await ts?.close();
-    if (ts !== undefined) fs.rmSync(ts.dataDir, { recursive: true, force: true });
+    if (ts === undefined) return;
+    await ts.close();
+    fs.rmSync(ts.dataDir, { recursive: true, force: true });
+    // Whatever the fuzzer made the engine create (containers, volumes, networks, images) is gone.
+    const engine = createDockerEngine();
+    const labels = { [LABEL_INSTANCE]: ts.server.instanceId };
+    const prefix = imageRepositoryPrefix(ts.server.instanceId);
+    const left = [
+      ...(await engine.listContainers(labels)).map((c) => `container ${c.id}`),
+      ...(await engine.listVolumes(labels)).map((v) => `volume ${v.name}`),
+      ...(await engine.listNetworks(labels)).map((n) => `network ${n.name}`),
+      ...(await engine.listImages({})).flatMap((i) => i.tags.filter((t) => t.startsWith(prefix)).map((t) => `image ${t}`)),
+    ];
+    assert.deepEqual(left, [], 'the fuzz server left nothing on the engine');
   });
 
   test(`random requests (seed ${SEED}, SLIPWAY_FUZZ_SEED / SLIPWAY_FUZZ_COUNT to change): no 5xx, hang, crash, leak or malformed error`, async (t) => {
@@ -233,6 +248,7 @@ describe('API fuzz', () => {
     const secrets = [world.a.apiKey, world.b.apiKey, world.c.apiKey, world.a.password, world.b.password];
     const tally = new Tally(secrets);
     let bursts = 0;
+    const slowest: { ms: number; shape: string }[] = [];
     const started = Date.now();
     const deadline = started + SECONDS * 1000;
 
@@ -257,10 +273,15 @@ describe('API fuzz', () => {
       // created twice, one id deleted twice, one spare session logged out twice…).
       const burst = !firstPass && plan.kind === 'api' && !plan.heavy && rng.chance(0.08);
       const options = { timeoutMs: plan.timeoutMs, streamCutMs: 1500 };
+      const sentAt = Date.now();
       const answers = burst
         ? await Promise.all([1, 2, 3, 4].map(() => sendRaw(ts.port, plan.request, options, plan.headOnly)))
         : [await sendRaw(ts.port, plan.request, options, plan.headOnly)];
       if (burst) bursts += 1;
+      slowest.push({ ms: Date.now() - sentAt, shape: plan.shape });
+      slowest.sort((x, y) => y.ms - x.ms).splice(5);
+      // A value set as a secret may not appear in any answer, not even the one to the request that set it.
+      tally.secrets.push(...plan.newSecrets);
       for (const res of answers) {
         tally.record(i, plan, res);
         harvest(world, plan, res, tally.secrets);
@@ -271,6 +292,7 @@ describe('API fuzz', () => {
     const summary = [
       `[fuzz] ${tally.sent} requests in ${seconds} s (${bursts} bursts of 4 identical requests at once); distinct shapes: ${tally.coarseShapes.size} by method + route + body kind + auth kind, ${tally.shapes.size} with the params/query/header twists`,
       ...tally.lines(),
+      `[fuzz] slowest: ${slowest.map((x) => `${x.ms} ms ${x.shape}`).join('; ')}`,
       `[fuzz] engine-heavy budget left: ${world.heavyBudget}; crashes / unhandled rejections: ${crashes.length}`,
     ];
     for (const line of summary) {

@@ -56,6 +56,8 @@ export interface Plan {
   readonly allowedServerErrors: readonly number[];
   /** It makes the engine build or start something (deploy, restart, rollback on an own deployment). */
   readonly heavy: boolean;
+  /** Environment values this request sets as secrets (write-only: never in any answer, this one included). */
+  readonly newSecrets: readonly string[];
   /** The auth used, to file created objects under the right owner. */
   readonly owner: 'a' | 'other' | 'none';
 }
@@ -66,6 +68,9 @@ const ODD_METHODS = ['TRACE', 'PROPFIND', 'M-SEARCH', 'FOO', 'get', 'PURGE', 'LI
 
 /** A tiny source: builds at once, and its container cannot start (no image layers, no such command). */
 export const SCRATCH_SOURCE = makeTarGz([{ path: 'Dockerfile', content: 'FROM scratch\nCMD ["/nonexistent"]\n' }]);
+
+/** Every environment value the fuzzer sends starts so: set as a secret, it must never come back in any answer. */
+export const SECRET_MARK = 'fzval-';
 
 let uniqueCounter = 0;
 const unique = (prefix: string): string => `${prefix}${process.pid.toString(36)}${(++uniqueCounter).toString(36)}`;
@@ -224,6 +229,19 @@ function knownValue(rng: Rng, world: FuzzWorld, op: Operation, field: string): u
       return rng.pick([0.25, 0.5, 1, 2, null]);
     case 'build_id':
       return rng.pick([...world.builds.own, ...world.builds.own, ...world.builds.other, rng.uuid()]);
+    case 'vars': {
+      // Environment variables: valid keys mostly, some reserved or malformed; values marked so a leak is recognisable.
+      const vars: Record<string, string | null> = {};
+      for (let n = rng.int(1, 4); n > 0; n--) {
+        const key = rng.chance(0.8) ? `FZ_${rng.chars(6, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789')}` : rng.pick(['PORT', 'SLIPWAY_X', '1BAD', 'bad-key', '', 'K'.repeat(257), 'é', '__proto__']);
+        vars[key] = rng.chance(0.15) ? null : rng.chance(0.8) ? `${SECRET_MARK}${rng.chars(16)}` : rng.pick(['', 'nul\u0000value', 'v'.repeat(33 * 1024), '$(id)']);
+      }
+      return vars;
+    }
+    case 'secret':
+      return rng.chance(0.6);
+    case 'volumes':
+      return rng.pick([[], [{ name: 'data', mount_path: '/data' }], [{ name: 'cache', mount_path: '/var/cache/app' }, { name: 'logs', mount_path: '/logs' }]]);
     default:
       return undefined;
   }
@@ -450,6 +468,19 @@ function headerTwist(rng: Rng): { label: string; headers: [string, string][] } {
 const API_TIMEOUT_MS = 20_000;
 const HEAVY_TIMEOUT_MS = 90_000;
 
+/** The environment values a JSON body sets as secrets (`{vars, secret: true}`). */
+function secretsSent(body: Buffer | undefined): string[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body?.toString('utf8') ?? '');
+  } catch {
+    return [];
+  }
+  const record = parsed as { vars?: unknown; secret?: unknown } | null;
+  if (typeof record !== 'object' || record === null || record.secret !== true || typeof record.vars !== 'object' || record.vars === null) return [];
+  return Object.values(record.vars).filter((v): v is string => typeof v === 'string' && v.startsWith(SECRET_MARK));
+}
+
 /** A request to one operation of the OpenAPI document. `valid`: the first pass, one plain valid request per operation. */
 export function planApiRequest(rng: Rng, world: FuzzWorld, op: Operation, valid: boolean): Plan {
   const auth: AuthKind = valid
@@ -497,6 +528,7 @@ export function planApiRequest(rng: Rng, world: FuzzWorld, op: Operation, valid:
     mayClose: request.halfClose === true || method === 'CONNECT',
     allowedServerErrors: waits ? [500] : [],
     heavy: isHeavy || body.heavy,
+    newSecrets: secretsSent(request.body),
     owner: auth === 'session' || auth === 'api-key' ? 'a' : auth === 'admin' || auth === 'other-user' ? 'other' : 'none',
   };
 }
@@ -518,6 +550,7 @@ export function planStaticRequest(rng: Rng, world: FuzzWorld): Plan {
     mayClose: false,
     allowedServerErrors: [],
     heavy: false,
+    newSecrets: [],
     owner: 'none',
   };
 }
@@ -541,6 +574,7 @@ export function planUnknownPath(rng: Rng, world: FuzzWorld): Plan {
     mayClose: false,
     allowedServerErrors: [],
     heavy: false,
+    newSecrets: [],
     owner: 'none',
   };
 }
@@ -571,6 +605,7 @@ export function planTunnelRequest(rng: Rng, world: FuzzWorld): Plan {
     mayClose: false,
     allowedServerErrors: [],
     heavy: false,
+    newSecrets: [],
     owner: 'none',
   };
 }
@@ -631,6 +666,7 @@ export function planAppHostRequest(rng: Rng, world: FuzzWorld): Plan {
     // The data plane's own answers (and the app's 501 for methods it does not implement).
     allowedServerErrors: [501, 502, 503, 504],
     heavy: false,
+    newSecrets: [],
     owner: 'none',
   };
 }
