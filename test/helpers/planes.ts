@@ -82,6 +82,7 @@ export async function startPlane(kind: PlaneKind, domain: string, env: Record<st
     nodePort: (internal.address() as AddressInfo).port,
     limits: config.edge,
     publicProtocol: 'http',
+    fastPath: true,
     log: () => undefined,
   });
   await haproxy.start();

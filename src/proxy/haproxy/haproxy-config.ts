@@ -30,6 +30,8 @@ export interface HaproxyConfigInput {
   readonly limits: EdgeLimits;
   /** 'http' or 'https' for X-Forwarded-Proto. */
   readonly publicProtocol: string;
+  /** Whether live app hosts go straight to their app; false sends every request to Node. */
+  readonly fastPath: boolean;
   /** Servers to declare at start (the live upstreams of the moment); more are added at run time. */
   readonly servers: readonly AppServer[];
 }
@@ -76,8 +78,9 @@ frontend public
   http-request del-header forwarded
   http-request del-header x-real-ip
   # Only an unambiguous request (one Host, an origin-form target) may take the fast path; anything
-  # else goes to the Node process, which refuses it exactly as the Node plane does.
-  http-request set-var(txn.host) req.hdr(host),field(1,:),lower if { req.hdr_cnt(host) eq 1 } { url -m beg / }
+  # else goes to the Node process, which refuses it exactly as the Node plane does. ACME HTTP-01
+  # challenges are Node's whatever the host.
+  http-request set-var(txn.host) req.hdr(host),field(1,:),lower if ${input.fastPath ? '' : 'FALSE '}{ req.hdr_cnt(host) eq 1 } { url -m beg / } !{ path_beg /.well-known/acme-challenge/ }
   http-request set-var(txn.server) var(txn.host),map(${files.hostMap}) if { var(txn.host) -m found }
   use_backend ${APPS_BACKEND} if { var(txn.server) -m found }
   default_backend node

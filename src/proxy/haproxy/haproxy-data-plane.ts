@@ -22,6 +22,8 @@ export interface HaproxyDataPlaneOptions {
   readonly nodePort: number;
   readonly limits: EdgeLimits;
   readonly publicProtocol: string;
+  /** Whether live app hosts go straight to their app (false: every request goes to Node). */
+  readonly fastPath: boolean;
   readonly log: Log;
 }
 
@@ -241,6 +243,7 @@ export class HaproxyDataPlane {
         nodePort: options.nodePort,
         limits: options.limits,
         publicProtocol: options.publicProtocol,
+        fastPath: options.fastPath,
         servers: [...this.#servers.values()],
       }),
     );
