@@ -1,11 +1,13 @@
 // `npm test`: install what is missing, compile, bring up Docker and busybox, run every test file.
 import fs from 'node:fs';
 import path from 'node:path';
-import { root, run, ensureDependencies, compile, ensureDocker, ensurePostgres, aptInstall } from './setup.mjs';
+import { root, run, ensureDependencies, compile, ensureDocker, ensureHaproxy, ensurePostgres, aptInstall } from './setup.mjs';
 
 ensureDependencies();
 compile();
 await ensureDocker();
+// The routing suites run against HAProxy as well as the Node plane.
+ensureHaproxy();
 if (!fs.existsSync('/bin/busybox')) aptInstall(['busybox-static']);
 // The dashboard tests drive Debian's Chromium (playwright-core never downloads a browser here).
 if (!fs.existsSync('/usr/bin/chromium')) aptInstall(['chromium']);
