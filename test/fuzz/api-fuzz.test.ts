@@ -112,6 +112,9 @@ function harvest(world: FuzzWorld, plan: Plan, res: RawResponse, secrets: string
     if (typeof key?.id === 'string') world.apiKeys[owner].push(key.id);
     // A full key is shown once, at its creation: any later answer carrying it is a leak.
     if (typeof json['key'] === 'string') secrets.push(json['key']);
+  } else if (method === 'POST' && path.endsWith('/domains') && typeof json['id'] === 'string') {
+    world.domains[owner].push(json['id']);
+    if (typeof json['hostname'] === 'string') world.hostnames.push(json['hostname']);
   } else if (method === 'POST' && path.endsWith('/deploy') && typeof json['id'] === 'string') {
     world.builds[owner].push(json['id']);
   } else if (method === 'PUT' && path === '/api/v1/users/me/password' && res.status === 200) {
@@ -150,7 +153,7 @@ class Tally {
     bump(this.#byKind, plan.kind);
     bump(this.#byAnswer, res.outcome === 'response' ? `${Math.floor(res.status / 100)}xx` : res.outcome);
     if (res.outcome === 'response' && res.status >= 500) {
-      if (plan.allowedServerErrors.includes(res.status)) bump(this.#allowedServerErrors, `${res.status} ${plan.kind}`);
+      if (plan.allowedServerErrors.includes(res.status)) bump(this.#allowedServerErrors, `${res.status} ${plan.kind === 'app-host' ? (plan.shape.split(' ')[1] ?? plan.kind) : plan.kind}`);
       else this.#serverErrors += 1;
     }
     if (res.outcome === 'timeout' || res.bodyTimedOut) this.#hangs += 1;
@@ -203,6 +206,9 @@ describe('API fuzz', () => {
     const revokedToken = await loginAs(ts.url, a.email, a.password);
     assert.equal((await ts.request('POST', '/api/v1/auth/logout', { token: revokedToken })).status, 204);
     const bKeys = await ts.request('GET', '/api/v1/api-keys', { token: b.token });
+    // Another tenant's custom domain: its id must answer 404 to the fuzzer, its host reaches b's app.
+    const bDomain = await ts.request('POST', `/api/v1/deployments/${appB.id}/domains`, { token: b.token, body: { hostname: `fz-b-${process.pid}.example.test` } });
+    assert.equal(bDomain.status, 201, bDomain.text);
     world = {
       port: ts.port,
       a: asUser(a),
@@ -214,6 +220,8 @@ describe('API fuzz', () => {
       deployments: { own: [appA.id], other: [appB.id] },
       builds: { own: [deployA.json.id as string], other: [deployB.json.id as string] },
       apiKeys: { own: [], other: (bKeys.json as { id: string }[]).map((k) => k.id) },
+      domains: { own: [], other: [bDomain.json.id as string] },
+      hostnames: [bDomain.json.hostname as string],
       protectedIds: new Set([appA.id]),
       liveSubdomains: [appB.subdomain, appA.subdomain],
       otherSubdomains: [],
@@ -299,6 +307,8 @@ describe('API fuzz', () => {
       console.log(line);
       t.diagnostic(line);
     }
+    const targetB = await ts.request('GET', `/api/v1/deployments/${world.deployments.other[0]}`, { token: world.b.token });
+    console.log(`[fuzz] b's app (the router's target) is now ${String(targetB.json?.status)}; live build ${String(targetB.json?.live_build_id)}`);
     const findings = tally.findings;
     for (const f of findings.slice(0, 25)) console.log(`[fuzz] #${f.index} ${f.shape}: ${f.problem}\n        ${f.request.slice(0, 600)}`);
 

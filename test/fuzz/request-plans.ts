@@ -29,6 +29,9 @@ export interface FuzzWorld {
   readonly deployments: { own: string[]; other: string[] };
   readonly builds: { own: string[]; other: string[] };
   readonly apiKeys: { own: string[]; other: string[] };
+  readonly domains: { own: string[]; other: string[] };
+  /** Custom domains the fuzzer added (app hosts too). */
+  readonly hostnames: string[];
   /** Deployments that must survive (the running targets). */
   readonly protectedIds: ReadonlySet<string>;
   /** Subdomains with a running app, and others the fuzzer created. */
@@ -108,7 +111,8 @@ function authHeaders(rng: Rng, world: FuzzWorld, auth: AuthKind, op: Operation |
     case 'admin':
       return bearer(isLogout ? world.revokedToken : world.adminToken);
     case 'other-user':
-      return bearer(world.b.apiKey);
+      // c owns nothing: every id of a or b must answer 404 to it (b's own key would stop b's app, the router's target).
+      return bearer(world.c.apiKey);
     case 'revoked':
       return bearer(world.revokedToken);
     case 'duplicate':
@@ -136,9 +140,16 @@ function authHeaders(rng: Rng, world: FuzzWorld, auth: AuthKind, op: Operation |
   }
 }
 
+/** The ids a path parameter names. */
+function poolFor(world: FuzzWorld, op: Operation, name: string): { own: string[]; other: string[] } {
+  if (name === 'build_id') return world.builds;
+  if (name === 'domain_id') return world.domains;
+  return op.path.startsWith('/api/v1/api-keys') ? world.apiKeys : world.deployments;
+}
+
 /** A path parameter: own, another tenant's, random, or hostile. */
 function pathParam(rng: Rng, world: FuzzWorld, op: Operation, name: string, forDelete: boolean): { value: string; label: string } {
-  const pool = name === 'build_id' ? world.builds : op.path.startsWith('/api/v1/api-keys') ? world.apiKeys : world.deployments;
+  const pool = poolFor(world, op, name);
   const roll = rng.weighted({ own: 45, other: 15, random: 12, hostile: 28 });
   if (roll === 'own') {
     const own = forDelete && pool === world.deployments ? pool.own.filter((id) => !world.protectedIds.has(id)) : pool.own;
@@ -240,6 +251,8 @@ function knownValue(rng: Rng, world: FuzzWorld, op: Operation, field: string): u
     }
     case 'secret':
       return rng.chance(0.6);
+    case 'hostname':
+      return rng.chance(0.7) ? `${unique('fz-')}.example.test` : rng.pick([...world.hostnames, 'localhost', 'x.localhost', '127.0.0.1', 'bücher.example.test', 'single', `${'l'.repeat(64)}.example.test`]);
     case 'volumes':
       return rng.pick([[], [{ name: 'data', mount_path: '/data' }], [{ name: 'cache', mount_path: '/var/cache/app' }, { name: 'logs', mount_path: '/logs' }]]);
     default:
@@ -496,7 +509,7 @@ export function planApiRequest(rng: Rng, world: FuzzWorld, op: Operation, valid:
   const paramLabels: string[] = [];
   let ownTarget = false;
   for (const name of op.pathParams) {
-    const firstOwn = (name === 'build_id' ? world.builds.own : op.path.startsWith('/api/v1/api-keys') ? world.apiKeys.own : world.deployments.own)
+    const firstOwn = poolFor(world, op, name).own
       .find((id) => op.method !== 'DELETE' || !world.protectedIds.has(id));
     const { value, label } = valid ? { value: firstOwn ?? rng.uuid(), label: firstOwn === undefined ? 'random' : 'own' } : pathParam(rng, world, op, name, op.method === 'DELETE');
     params[name] = encodeSegment(rng, value);
@@ -612,12 +625,13 @@ export function planTunnelRequest(rng: Rng, world: FuzzWorld): Plan {
 
 /** A request to an app host through the router: live, pending, unknown and hostile hosts, any method, odd framing. */
 export function planAppHostRequest(rng: Rng, world: FuzzWorld): Plan {
-  const hostKind = rng.weighted({ live: 55, created: 10, unknown: 15, hostile: 12, 'two-hosts': 4, 'absolute-form': 4 });
+  const hostKind = rng.weighted({ live: 50, created: 10, domain: world.hostnames.length > 0 ? 8 : 0, unknown: 13, hostile: 11, 'two-hosts': 4, 'absolute-form': 4 });
   const port = world.port;
   const live = rng.pick(world.liveSubdomains);
   const host =
     hostKind === 'live' || hostKind === 'two-hosts' || hostKind === 'absolute-form' ? `${live}.localhost:${port}` :
     hostKind === 'created' ? `${rng.pick(world.otherSubdomains.length > 0 ? world.otherSubdomains : [live])}.localhost` :
+    hostKind === 'domain' ? rng.pick(world.hostnames) :
     hostKind === 'unknown' ? `${unique('nx-')}.localhost:${port}` :
     rng.pick([`${live.toUpperCase()}.LOCALHOST:${port}`, `${live}.localhost.:${port}`, `${live}.localhost:99999`, `x@${live}.localhost`, `${live}.localhost.evil.example`, `${'a'.repeat(300)}.localhost`, '[::1]', '', `${live}..localhost`, `-${live}.localhost`]);
   // HEAD is left out until the data plane answers it when the app sends a body with its HEAD answer
