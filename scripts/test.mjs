@@ -9,6 +9,8 @@ await ensureDocker();
 if (!fs.existsSync('/bin/busybox')) aptInstall(['busybox-static']);
 // The dashboard tests drive Debian's Chromium (playwright-core never downloads a browser here).
 if (!fs.existsSync('/usr/bin/chromium')) aptInstall(['chromium']);
+// The HTTPS suite runs a real ACME CA on loopback: Debian's pebble (it ships pebble-challtestsrv too).
+if (!fs.existsSync('/usr/bin/pebble') || !fs.existsSync('/usr/bin/pebble-challtestsrv')) aptInstall(['pebble']);
 
 function findTests(dir) {
   const found = [];

@@ -1,6 +1,8 @@
 // Composition root: wires configuration, database, engine, data plane, tunnels and API; listens.
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import path from 'node:path';
 import { buildApp } from './api/app.js';
 import { answerClientError, answerUnmetExpectation, endSocketWithError } from './api/socket-errors.js';
@@ -16,10 +18,17 @@ import { unlockInstallation } from './secrets/unlock.js';
 import { bootstrapAdmin } from './domain/accounts.js';
 import { KeyUsage } from './domain/key-usage.js';
 import { allDomainRoutes, NO_CERTIFICATES } from './domain/custom-domains.js';
+import { DbCertificateStore } from './db/certificate-store.js';
+import { createAcmeIssuer } from './tls/acme-issuer.js';
+import { CertificateManager } from './tls/certificate-manager.js';
+import { HttpChallenges } from './tls/http-challenges.js';
+import { redirectToHttps } from './tls/https-redirect.js';
+import { loadOperatorCertificate } from './tls/operator-certificate.js';
 import { ListCursors } from './api/list-pages.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
 import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelsOf, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
 import { AppProxy } from './proxy/app-proxy.js';
+import { createServerMetrics } from './api/server-metrics.js';
 import { nodeDataPlane } from './proxy/node-data-plane.js';
 import { boundRequests, boundedServerOptions } from './proxy/request-bounds.js';
 import { requestHeadProblem, writeBadRequest, writeRawBadRequest } from './proxy/request-guard.js';
@@ -34,6 +43,8 @@ export interface RunningServer {
   /** Base URL of the API, e.g. http://127.0.0.1:8080 */
   readonly url: string;
   readonly port: number;
+  /** The TLS port when HTTPS is on (SLIPWAY_HTTPS_PORT). */
+  readonly httpsPort: number | undefined;
   /** Set on a first start without SLIPWAY_ADMIN_*: the generated admin password (print it once). */
   readonly generatedAdmin: { email: string; password: string } | undefined;
   /** This installation's id (the `dev.slipway.instance` label on its containers). */
@@ -70,7 +81,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     await db.destroy();
     throw err;
   }
-  const configs = new DbAppConfigStore(db, unlocked.cipher);
+  const installationCipher = unlocked.cipher;
+  const configs = new DbAppConfigStore(db, installationCipher);
   const sources = new SourceStore(config.dataDir);
   await sources.clearStaging();
   const runner = await runnerId(config.dataDir);
@@ -92,7 +104,16 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       return false;
     },
   );
-  const proxy = new AppProxy({ table, publicProtocol: config.publicUrl.protocol.replace(':', ''), log });
+  // Read at scrape time: the tunnel server and listener are created below.
+  let liveTunnels = (): number => 0;
+  let listening = false;
+  const metrics = createServerMetrics({ liveTunnels: () => liveTunnels(), dataPlane: () => ({ plane: 'node', up: listening }) });
+  const proxy = new AppProxy({
+    table,
+    publicProtocol: config.publicUrl.protocol.replace(':', ''),
+    log,
+    onRequestEnd: (app, status, seconds) => metrics.requestEnded(app, status, seconds),
+  });
   const dataPlane = nodeDataPlane(table, proxy);
   if (engineUp) {
     await reconcileWithEngine({
@@ -122,6 +143,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     sources,
     buildLogs,
     log,
+    onBuildEnd: (outcome, seconds) => metrics.buildEnded(outcome, seconds),
     settings: {
       instanceId,
       dataDir: config.dataDir,
@@ -154,8 +176,36 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     limits: { tunnelsPerKey: config.tunnelsPerKey, streamsPerTunnel: config.streamsPerTunnel },
     log,
   });
+  liveTunnels = () => tunnels.connectedCount();
+
+  // HTTPS (decisions §8): certificates for the hosts Slipway serves, answered by SNI on the TLS port.
+  const challenges = new HttpChallenges();
+  const createCertificates = (c: Config, settings: NonNullable<Config['https']>): CertificateManager => {
+    const repository = new DbCertificateStore(db, installationCipher);
+    return new CertificateManager({
+      repository,
+      issuer: createAcmeIssuer({ directoryUrl: settings.acmeDirectoryUrl, email: settings.acmeEmail, caFile: settings.acmeCaFile, repository, challenges }),
+      operator: settings.certFile !== undefined && settings.keyFile !== undefined ? loadOperatorCertificate(settings.certFile, settings.keyFile) : undefined,
+      // Only these: the API host, an app's subdomain, a custom domain (never a tunnel, never any other name).
+      isServed: (host) => host === c.domain || table.resolveHost(host)?.route?.kind === 'app',
+      log,
+    });
+  };
+  const certificates = config.https === undefined ? undefined : createCertificates(config, config.https);
+  if (certificates !== undefined) {
+    const appHost = (subdomain: string): string => `${subdomain}.${config.domain}`;
+    table.subscribe((subdomain, route) => {
+      if (route?.kind === 'app' && route.state === 'live') certificates.ensure(appHost(subdomain));
+      else if (route === undefined) void certificates.hostRemoved(appHost(subdomain)).catch((err: unknown) => log('warn', 'could not drop a certificate', { error: err }));
+    });
+    table.subscribeHosts((hostname, alias) => {
+      if (alias !== undefined) certificates.ensure(hostname);
+      else void certificates.hostRemoved(hostname).catch((err: unknown) => log('warn', 'could not drop a certificate', { error: err }));
+    });
+  }
 
   const app = await buildApp({
+    metrics,
     config,
     log,
     db,
@@ -185,7 +235,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       addHost: (hostname, deployment) => dataPlane.publishHost(hostname, { subdomain: deployment.subdomain, deploymentId: deployment.id }),
       removeHost: (hostname) => dataPlane.withdrawHost(hostname),
     },
-    certificates: NO_CERTIFICATES,
+    certificates: certificates ?? NO_CERTIFICATES,
     health: async () => {
       const checks: Record<string, { ok: boolean; detail?: string }> = {};
       try {
@@ -205,8 +255,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   });
   await app.ready();
 
-  // One port: app hosts go to the data plane, everything else to the API.
-  const server = http.createServer(boundedServerOptions(config.edge), (req, res) => {
+  // One handler for both ports: app hosts go to the data plane, everything else to the API.
+  const handleRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     try {
       const problem = requestHeadProblem(req);
       if (problem !== undefined) return writeBadRequest(res, problem);
@@ -217,8 +267,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       if (res.headersSent) res.destroy();
       else writeInternalError(res);
     }
-  });
-  server.on('upgrade', (req, socket, head) => {
+  };
+  const handleUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
     try {
       const problem = requestHeadProblem(req);
       if (problem !== undefined) return writeRawBadRequest(socket, problem);
@@ -232,7 +282,21 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       log('error', 'upgrade handler threw', { url: req.url, error: err });
       socket.destroy();
     }
+  };
+  let httpsPort = config.https?.port ?? 0;
+  // The plain port: with HTTPS on, ACME challenges first, then 308 for every host that has a certificate.
+  const server = http.createServer(boundedServerOptions(config.edge), (req, res) => {
+    if (certificates !== undefined) {
+      try {
+        if (requestHeadProblem(req) === undefined && (challenges.handle(req, res) || redirectToHttps(req, res, httpsPort, (host) => certificates.hasCertificate(host)))) return;
+      } catch (err) {
+        log('error', 'HTTPS redirect threw', { url: req.url, error: err });
+      }
+    }
+    handleRequest(req, res);
   });
+  // Upgrades (WebSockets, tunnels) are not redirected: their clients do not follow redirects.
+  server.on('upgrade', handleUpgrade);
   // Requests Node's parser refuses get the same {error, message} JSON as every other error.
   server.on('clientError', answerClientError);
   server.on('checkExpectation', answerUnmetExpectation);
@@ -242,23 +306,66 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
   });
+  listening = true;
+  server.once('close', () => (listening = false));
   const port = (server.address() as AddressInfo).port;
   if (config.port === 0 && config.publicUrl.port === '0') config.publicUrl.port = String(port);
+
+  // The TLS port: the same handler, each handshake answered with the certificate for its SNI name.
+  let secureServer: https.Server | undefined;
+  if (certificates !== undefined && config.https !== undefined) {
+    const tlsServer = https.createServer(
+      {
+        ...boundedServerOptions(config.edge),
+        SNICallback: (servername, done) => {
+          const context = certificates.secureContextFor(servername);
+          if (context === undefined) done(new Error(`no certificate for ${servername}`));
+          else done(null, context);
+        },
+      },
+      handleRequest,
+    );
+    tlsServer.on('upgrade', handleUpgrade);
+    tlsServer.on('clientError', answerClientError);
+    tlsServer.on('checkExpectation', answerUnmetExpectation);
+    boundRequests(tlsServer, config.edge, (req) => table.resolveHost(req.headers.host) !== null || /^multipart\//i.test(req.headers['content-type'] ?? ''));
+    const httpsSettings = config.https;
+    await new Promise<void>((resolve, reject) => {
+      tlsServer.once('error', reject);
+      tlsServer.listen(httpsSettings.port, config.host, () => resolve());
+    });
+    secureServer = tlsServer;
+    httpsPort = (tlsServer.address() as AddressInfo).port;
+    // Hosts served now: the API host, every live app, every custom domain; then stored records (renewals, retries).
+    certificates.ensure(config.domain);
+    for (const [subdomain, route] of table.entries()) if (route.kind === 'app' && route.state === 'live') certificates.ensure(`${subdomain}.${config.domain}`);
+    for (const [hostname] of table.hosts()) certificates.ensure(hostname);
+    await certificates.start();
+  }
   const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
 
   let closing: Promise<void> | undefined;
   return {
     url: `http://${hostForUrl === '0.0.0.0' ? '127.0.0.1' : hostForUrl}:${port}`,
     port,
+    httpsPort: secureServer === undefined ? undefined : httpsPort,
     generatedAdmin: admin?.generatedPassword === undefined ? undefined : { email: admin.email, password: admin.generatedPassword },
     instanceId,
     close: () => {
       closing ??= (async () => {
         await tunnels.close();
+        await certificates?.close();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeAllConnections();
         });
+        if (secureServer !== undefined) {
+          const tlsServer = secureServer;
+          await new Promise<void>((resolve) => {
+            tlsServer.close(() => resolve());
+            tlsServer.closeAllConnections();
+          });
+        }
         proxy.close();
         stopWatching();
         await lifecycle.close();

@@ -26,6 +26,7 @@ import { domainRoutes } from './routes/domain-routes.js';
 import { tunnelRoutes, type TunnelDirectory } from './routes/tunnel-routes.js';
 import { healthRoutes, type HealthCheck } from './routes/health-routes.js';
 import { dashboardRoutes } from './routes/dashboard-routes.js';
+import { deploymentMetricsRoutes, serverMetricsRoutes } from './routes/metrics-routes.js';
 
 /** Everything the API needs, wired once in main.ts. */
 export interface ApiDeps {
@@ -47,6 +48,8 @@ export interface ApiDeps {
   /** Custom domains' certificates (NO_CERTIFICATES while HTTPS is off). */
   readonly certificates: DomainCertificates;
   readonly health: HealthCheck;
+  /** The server's Prometheus text (GET /metrics). */
+  readonly metrics: { render(): string };
   /** Where internal errors are logged with their detail; default: Fastify's logger (off unless enabled). */
   readonly log?: ErrorLog;
 }
@@ -117,7 +120,13 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
     await scope.register(envRoutes(deps));
     await scope.register(domainRoutes(deps));
     await scope.register(tunnelRoutes(deps));
+    await scope.register(deploymentMetricsRoutes(deps));
   }, { prefix: '/api/v1' });
+  // GET /metrics sits beside the API (where scrapers look), behind the same bearer check.
+  await app.register(async (scope) => {
+    registerAuthentication(scope, deps.db, deps.keyUsage);
+    await scope.register(serverMetricsRoutes(deps));
+  });
 
   return app;
 }

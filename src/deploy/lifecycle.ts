@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { BuildRow } from '../domain/builds.js';
 import { assertUuid, type DeploymentRow } from '../domain/deployments.js';
 import { DomainError } from '../core/errors.js';
-import type { DeploymentOperations } from '../domain/operations.js';
+import type { DeploymentMetrics, DeploymentOperations } from '../domain/operations.js';
 import { authorizeOwned, type Principal } from '../core/principal.js';
 import type { Upstream } from '../core/upstream.js';
 import type { DataPlane } from '../proxy/data-plane.js';
@@ -23,6 +23,7 @@ import type { DeploymentStore } from './deployment-store.js';
 import { ReleaseError, releaseTarget, startRelease } from './release.js';
 import { transition, type DeploymentEvent, type DeploymentStatus } from './state-table.js';
 import { buildArgsFor } from './build-args.js';
+import { readDockerfile } from '../runtime/read-dockerfile.js';
 import type { AppConfigStore, EnvVar } from '../domain/app-config.js';
 
 export interface LifecycleSettings {
@@ -54,6 +55,8 @@ export interface LifecycleDeps {
   readonly buildLogs: BuildLogStore;
   readonly settings: LifecycleSettings;
   readonly log: (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
+  /** Told when a build ends, with its outcome and how long it took (the build metrics). */
+  readonly onBuildEnd?: (outcome: 'succeeded' | 'failed' | 'cancelled', seconds: number) => void;
 }
 
 interface InflightBuild {
@@ -240,6 +243,22 @@ export class DeploymentLifecycle implements DeploymentOperations {
     this.#route(deployment.subdomain, deployment.id, 'starting');
   }
 
+  async metrics(principal: Principal, deploymentId: string, signal?: AbortSignal): Promise<DeploymentMetrics> {
+    const dep = await this.#owned(principal, deploymentId);
+    const live = await this.#liveBuild(dep);
+    const stats = live?.container_id == null ? null : await this.#deps.engine.containerStats(live.container_id, signal);
+    if (stats === null) throw new DomainError('invalid_state', `${dep.subdomain} has no running container`);
+    return {
+      cpu_percent: stats.cpuPercent,
+      memory_bytes: stats.memoryBytes,
+      memory_limit_bytes: stats.memoryLimitBytes,
+      network_rx_bytes: stats.networkRxBytes,
+      network_tx_bytes: stats.networkTxBytes,
+      restarts: stats.restarts,
+      started_at: stats.startedAt,
+    };
+  }
+
   async runtimeLogs(
     principal: Principal,
     deploymentId: string,
@@ -402,7 +421,8 @@ export class DeploymentLifecycle implements DeploymentOperations {
           throw new EngineBuildError('no Dockerfile', `Dockerfile not found at "${dep.dockerfile_path}" in the source`);
         }
         // Non-secret variables fill the ARGs the Dockerfile declares; secrets never reach a build.
-        const buildArgs = buildArgsFor(await fsp.readFile(path.join(contextDir, dep.dockerfile_path), 'utf8'), vars);
+        // Read as the engine reads it: never through a symbolic link (a git source may carry one to anywhere).
+        const buildArgs = buildArgsFor(await readDockerfile(contextDir, dep.dockerfile_path), vars);
         const argNames = Object.keys(buildArgs);
         log(`==> building image (${dep.dockerfile_path})${argNames.length === 0 ? '' : ` with build arguments ${argNames.join(', ')}`}\n`);
         const tag = imageTag(settings.instanceId, dep.id, build.id);
@@ -448,9 +468,11 @@ export class DeploymentLifecycle implements DeploymentOperations {
       }
       log(`==> live at build ${build.id}\n`);
       this.#deps.log('info', `${what} succeeded in ${seconds(startedAt)} s`);
+      this.#deps.onBuildEnd?.('succeeded', (Date.now() - startedAt) / 1000);
     } catch (err) {
       await this.#recordFailure(dep, build, image, err, cancel, log);
       const verb = cancel.aborted ? 'cancelled' : 'failed';
+      this.#deps.onBuildEnd?.(verb, (Date.now() - startedAt) / 1000);
       this.#deps.log('info', `${what} ${verb} after ${seconds(startedAt)} s: ${summarizeFailure(err, cancel, this.#deps.settings.buildTimeoutMs)}`);
     } finally {
       logOpen = false;

@@ -2,6 +2,17 @@
 import type { BuildRow } from './builds.js';
 import type { Principal } from '../core/principal.js';
 
+/** GET /deployments/{id}/metrics: the live container's figures from the engine's stats. */
+export interface DeploymentMetrics {
+  cpu_percent: number;
+  memory_bytes: number;
+  memory_limit_bytes: number;
+  network_rx_bytes: number;
+  network_tx_bytes: number;
+  restarts: number;
+  started_at: string;
+}
+
 /**
  * Lifecycle use-cases of one user's deployments. Each authorizes the principal first (another
  * user's deployment is `not_found`) and follows the state table of decisions §4.
@@ -18,6 +29,8 @@ export interface DeploymentOperations {
   remove(principal: Principal, deploymentId: string): Promise<void>;
   /** A deployment was created: it gets a route (not served until its first release). */
   registered(deployment: { id: string; subdomain: string }): void;
+  /** The live container's resource use (decisions §12); invalid_state when nothing runs. */
+  metrics(principal: Principal, deploymentId: string, signal?: AbortSignal): Promise<DeploymentMetrics>;
   /** The live container's output. */
   runtimeLogs(
     principal: Principal,

@@ -19,6 +19,11 @@ export interface AppProxyOptions {
   /** 'http' or 'https' for X-Forwarded-Proto */
   publicProtocol: string;
   log?: (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
+  /**
+   * Told when an app-host request ends: the subdomain it resolved to (empty when no route), the
+   * status sent (0 when none was) and its duration. Feeds the request metrics.
+   */
+  onRequestEnd?: (app: string, status: number, seconds: number) => void;
   /** Longest wait for an upstream to accept a connection and send response headers (default 60 s). */
   upstreamTimeoutMs?: number;
 }
@@ -42,6 +47,7 @@ export class AppProxy {
   readonly #protocol: string;
   readonly #log: NonNullable<AppProxyOptions['log']>;
   readonly #timeoutMs: number;
+  readonly #onRequestEnd: AppProxyOptions['onRequestEnd'];
   readonly #agent = new Agent({ keepAlive: true, scheduling: 'lifo' });
   readonly #inFlight = new Map<string, number>();
   readonly #idleWaiters = new Map<string, Set<() => void>>();
@@ -52,6 +58,7 @@ export class AppProxy {
     this.#protocol = options.publicProtocol;
     this.#log = options.log ?? noop;
     this.#timeoutMs = options.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS;
+    this.#onRequestEnd = options.onRequestEnd;
   }
 
   /** Handles the request if its Host is an app host; returns false (and does nothing) otherwise, so the caller passes it to the API. */
@@ -60,6 +67,12 @@ export class AppProxy {
     if (resolution === null) return false;
     const host = displayHost(req);
     const route = resolution.route;
+    const onEnd = this.#onRequestEnd;
+    if (onEnd !== undefined) {
+      const started = process.hrtime.bigint();
+      const app = route === undefined ? '' : resolution.subdomain;
+      res.once('close', () => onEnd(app, res.headersSent ? res.statusCode : 0, Number(process.hrtime.bigint() - started) / 1e9));
+    }
     if (route?.kind === 'app' && route.state === 'live') {
       this.#proxyRequest(req, res, route.upstream, false);
     } else if (route?.kind === 'tunnel' && route.state === 'connected') {
@@ -395,7 +408,9 @@ export function displayHost(req: IncomingMessage): string {
  * X-Forwarded-For would otherwise be the leftmost (and, to most apps, the "real") address.
  */
 function forwardedValues(req: IncomingMessage, protocol: string): { for: string; proto: string; host: string | undefined } {
-  return { for: clientAddress(req), proto: protocol, host: req.headers.host };
+  // A request that arrived over TLS (the HTTPS port) is https whatever the public URL says.
+  const proto = (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : protocol;
+  return { for: clientAddress(req), proto, host: req.headers.host };
 }
 
 /** The visitor's address, with IPv4-mapped IPv6 ("::ffff:1.2.3.4") shown as plain IPv4. */

@@ -113,6 +113,23 @@ export interface ContainerInfo {
   state: string;
 }
 
+/** A running container's resource use at one moment (the engine's one-shot stats). */
+export interface ContainerStats {
+  /** CPU use since the engine's previous sample, in percent of one CPU (200 = two CPUs busy). */
+  cpuPercent: number;
+  /** Memory in use, page cache excluded. */
+  memoryBytes: number;
+  /** The container's memory limit. */
+  memoryLimitBytes: number;
+  /** Bytes received and sent on all its interfaces since it started. */
+  networkRxBytes: number;
+  networkTxBytes: number;
+  /** How many times the engine restarted it (restart policy). */
+  restarts: number;
+  /** When its current run started (ISO 8601). */
+  startedAt: string;
+}
+
 export interface ImageInfo {
   id: string;
   tags: string[];
@@ -152,6 +169,8 @@ export interface ContainerEngine {
    * stops or signal aborts (then the iteration just ends). tail: last N lines (undefined = all).
    */
   containerLogs(id: string, options: { tail?: number; follow: boolean; signal?: AbortSignal }): AsyncIterable<string>;
+  /** Resource use of a running container; null when it does not exist or is not running. */
+  containerStats(id: string, signal?: AbortSignal): Promise<ContainerStats | null>;
   /** All containers (stopped ones too) carrying every one of these labels. */
   listContainers(labels: Record<string, string>): Promise<ContainerInfo[]>;
   /** All images carrying every one of these labels. */

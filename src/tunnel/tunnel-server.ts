@@ -163,6 +163,13 @@ export class TunnelServer {
     return out;
   }
 
+  /** Tunnels whose client is connected now, of every user (the `slipway_tunnels_live` metric). */
+  connectedCount(): number {
+    let count = 0;
+    for (const conn of this.#byName.values()) if (conn.state === 'connected') count++;
+    return count;
+  }
+
   /** Closes every tunnel opened with this API key (the key was deleted) and frees their names at once. */
   closeForKey(apiKeyId: string): void {
     for (const pending of this.#pending.values()) if (pending.apiKeyId === apiKeyId) pending.cancelled = true;

@@ -15,7 +15,7 @@ import { ValueCipher } from '../../src/secrets/value-cipher.js';
 import { bootstrapAdmin } from '../../src/domain/accounts.js';
 import type { BuildRow } from '../../src/domain/builds.js';
 import { DomainError } from '../../src/core/errors.js';
-import type { DeploymentOperations } from '../../src/domain/operations.js';
+import type { DeploymentMetrics, DeploymentOperations } from '../../src/domain/operations.js';
 import type { Principal } from '../../src/core/principal.js';
 import { KeyUsage } from '../../src/domain/key-usage.js';
 import { ListCursors } from '../../src/api/list-pages.js';
@@ -250,6 +250,10 @@ class StubOperations implements DeploymentOperations {
   registered(deployment: { id: string; subdomain: string }): void {
     this.calls.push(`registered ${deployment.subdomain}`);
   }
+  async metrics(): Promise<DeploymentMetrics> {
+    this.#check('metrics');
+    return { cpu_percent: 0, memory_bytes: 0, memory_limit_bytes: 0, network_rx_bytes: 0, network_tx_bytes: 0, restarts: 0, started_at: new Date(0).toISOString() };
+  }
   async runtimeLogs(): Promise<AsyncIterable<string>> {
     this.#check('logs');
     return (async function* () {
@@ -284,6 +288,7 @@ describe('the Fastify app in-process (inject)', () => {
       operations: ops,
       configs: new DbAppConfigStore(db, new ValueCipher(crypto.randomBytes(32))),
       tunnels: { list: () => [], closeForKey: () => undefined },
+      metrics: { render: () => '' },
       hosts: { addHost: () => undefined, removeHost: () => undefined },
       certificates: NO_CERTIFICATES,
       health: async () => ({ ok: healthy, checks: { database: { ok: true }, docker: healthy ? { ok: true } : { ok: false, detail: 'the Docker engine does not answer' } } }),

@@ -232,6 +232,38 @@ describe('lifecycle on a fake runtime and data plane', () => {
     await rejectsWith(lifecycle.rollback(principal, dep.id, 'not-a-uuid'), 'not_found');
   });
 
+  test("configuration: each build's variables are fixed at deploy; restart applies the current ones; rollback restores a build's; build arguments only for declared ARGs, never secrets; volumes mounted", async () => {
+    const dep = await newDeployment('config');
+    await db.updateTable('deployments').set({ volumes: JSON.stringify([{ name: 'data', mount_path: '/data' }]) }).where('id', '=', dep.id).execute();
+    const set = (vars: Record<string, string>, secret = false) => configs.change(dep.id, { set: new Map(Object.entries(vars)), unset: [], secret }, () => undefined);
+    const lastEnv = (): Record<string, string> => runtime.runs.at(-1)?.env ?? {};
+    await set({ GREETING: 'one', DECLARED: 'd', UNDECLARED: 'u' });
+    await set({ TOKEN: 'secret-token', DECLARED_SECRET: 's' }, true);
+    await upload(dep.id, 'FROM scratch\nARG DECLARED DECLARED_SECRET');
+    const first = await lifecycle.deploy(principal, dep.id, { wait: true });
+    assert.deepEqual(runtime.builds.at(-1)?.buildArgs, { DECLARED: 'd' });
+    assert.equal(lastEnv()['GREETING'], 'one');
+    assert.equal(lastEnv()['TOKEN'], 'secret-token');
+    assert.match(lastEnv()['PORT'] ?? '', /^\d+$/);
+    const mount = runtime.runs.at(-1)?.volumes?.[0];
+    assert.equal(mount?.target, '/data');
+    assert.ok(runtime.volumes.has(mount?.source ?? ''), 'the volume exists on the engine, labelled');
+    assert.equal(runtime.volumes.get(mount?.source ?? '')?.labels['dev.slipway.deployment'], dep.id);
+
+    await set({ GREETING: 'two' });
+    const second = await lifecycle.deploy(principal, dep.id, { wait: true });
+    assert.equal(lastEnv()['GREETING'], 'two');
+    await set({ GREETING: 'three' });
+    await lifecycle.restart(principal, dep.id);
+    assert.equal(lastEnv()['GREETING'], 'three', 'restart applies the current variables');
+    assert.equal((await configs.buildConfig(second.id))?.find((v) => v.key === 'GREETING')?.value, 'three', 'and records them for the build');
+    await lifecycle.rollback(principal, dep.id, first.id);
+    assert.equal(lastEnv()['GREETING'], 'one', "rollback runs the build's own configuration");
+    assert.equal((await configs.current(dep.id)).find((v) => v.key === 'GREETING')?.value, 'one', 'which is current again');
+    assert.equal(runtime.runs.at(-1)?.volumes?.[0]?.source, mount?.source, 'the same volume in every release');
+    await lifecycle.settle();
+  });
+
   test('delete: the route is withdrawn (404), containers and images are gone, and so is the record', async () => {
     const dep = await newDeployment('delete');
     await upload(dep.id, 'FROM scratch');

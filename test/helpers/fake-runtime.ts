@@ -9,6 +9,7 @@ import {
   type BuildImageOptions,
   type ContainerEngine,
   type ContainerInfo,
+  type ContainerStats,
   type ImageInfo,
   type NetworkInfo,
   type NetworkOptions,
@@ -36,6 +37,9 @@ export class FakeRuntime implements ContainerEngine {
   readonly containers = new Map<string, FakeContainer>();
   readonly networks = new Map<string, NetworkInfo>();
   readonly volumes = new Map<string, VolumeInfo>();
+  /** The options of every container run and image build, in order (env, volumes, build arguments…). */
+  readonly runs: RunContainerOptions[] = [];
+  readonly builds: Array<Omit<BuildImageOptions, 'onOutput' | 'signal'>> = [];
   /** Every call, in order (`runContainer <image>`, `stopContainer <id>`…), for assertions. */
   readonly calls: string[] = [];
   #held: Array<() => void> = [];
@@ -47,6 +51,8 @@ export class FakeRuntime implements ContainerEngine {
 
   async buildImage(options: BuildImageOptions): Promise<{ imageId: string }> {
     this.calls.push(`buildImage ${options.tag}`);
+    const { onOutput: _onOutput, signal: _signal, ...recorded } = options;
+    this.builds.push(recorded);
     const dockerfile = fs.readFileSync(path.join(options.contextDir, options.dockerfile), 'utf8');
     options.onOutput('fake build\n');
     if (/^WAIT$/m.test(dockerfile)) {
@@ -91,6 +97,7 @@ export class FakeRuntime implements ContainerEngine {
 
   async runContainer(options: RunContainerOptions): Promise<ContainerInfo> {
     this.calls.push(`runContainer ${options.image}`);
+    this.runs.push(options);
     if (!this.images.has(options.image)) throw new Error(`no such image: ${options.image}`);
     const container: FakeContainer = {
       id: `fake-${this.#next++}`,
@@ -147,6 +154,12 @@ export class FakeRuntime implements ContainerEngine {
     const container = this.containers.get(id);
     if (container !== undefined) await this.#halt(container, 137);
     this.containers.delete(id);
+  }
+
+  async containerStats(id: string): Promise<ContainerStats | null> {
+    const container = this.containers.get(id);
+    if (container?.server == null) return null;
+    return { cpuPercent: 0, memoryBytes: 1 << 20, memoryLimitBytes: 256 << 20, networkRxBytes: 0, networkTxBytes: 0, restarts: 0, startedAt: new Date(0).toISOString() };
   }
 
   async *containerLogs(id: string): AsyncIterable<string> {

@@ -9,6 +9,7 @@ import type {
   BuildSandbox,
   ContainerEngine,
   ContainerInfo,
+  ContainerStats,
   ImageInfo,
   NetworkInfo,
   NetworkOptions,
@@ -17,10 +18,12 @@ import type {
   VolumeOptions,
 } from '../engine.js';
 import { dockerfileFetches, dockerfileProblem, triggersProblem } from '../dockerfile-policy.js';
-import { buildContext, readDockerfile } from './build-context.js';
+import { buildContext } from './build-context.js';
+import { readDockerfile } from '../read-dockerfile.js';
 import { buildBridgeName, createBuildCgroup, ensureBuildFirewall, sweepBuildCgroups } from './build-sandbox.js';
 import { OutputTail, eventText, parseEvent } from './build-output.js';
 import { LogDemuxer } from './log-demuxer.js';
+import { statsFigures, type EngineStatsSample } from './container-stats.js';
 
 /** Time limit of one short engine call (inspect, create, list, remove...). */
 const CALL_TIMEOUT_MS = 30_000;
@@ -388,6 +391,26 @@ export class DockerEngine implements ContainerEngine {
         this.#docker.getContainer(id).remove({ force: true, v: true, abortSignal: s }),
       ),
     );
+  }
+
+  async containerStats(id: string, signal?: AbortSignal): Promise<ContainerStats | null> {
+    const container = this.#docker.getContainer(id);
+    const info = await ignoreStatus([404], () =>
+      withTimeout(`inspect container ${id}`, CALL_TIMEOUT_MS, (s) => container.inspect({ abortSignal: s }), signal),
+    );
+    if (info === undefined || info.State.Status !== 'running') return null;
+    // stream=false without one-shot: the engine takes two samples a second apart, so precpu_stats
+    // is filled and the CPU figure covers that second.
+    const sample = await ignoreStatus([404, 409], () =>
+      withTimeout(`stats of container ${id}`, CALL_TIMEOUT_MS, // The typings omit abortSignal, which dockerode passes to the request.
+      (s) => container.stats({ stream: false, abortSignal: s } as { stream: false }), signal),
+    );
+    if (sample === undefined) return null;
+    return {
+      ...statsFigures(sample as EngineStatsSample),
+      restarts: info.RestartCount ?? 0,
+      startedAt: new Date(info.State.StartedAt).toISOString(),
+    };
   }
 
   async *containerLogs(

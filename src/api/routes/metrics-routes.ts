@@ -1,0 +1,59 @@
+// Routes: a deployment's live resource use (owner) and the server's Prometheus metrics (administrators).
+import type { FastifyPluginAsync } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import type { ApiDeps } from '../app.js';
+import { principalOf } from '../authenticate.js';
+import { authorizeAdmin } from '../../core/principal.js';
+import { IdParams, errorResponses } from '../schemas.js';
+import { clientGone } from './deployment-routes.js';
+
+export const DeploymentMetricsResponse = Type.Object({
+  cpu_percent: Type.Number({ description: 'CPU use over the last second, in percent of one CPU' }),
+  memory_bytes: Type.Integer({ description: 'memory in use, page cache excluded' }),
+  memory_limit_bytes: Type.Integer(),
+  network_rx_bytes: Type.Integer(),
+  network_tx_bytes: Type.Integer(),
+  restarts: Type.Integer({ description: 'restarts by the engine (the app crashed)' }),
+  started_at: Type.String({ format: 'date-time' }),
+});
+
+/** GET /deployments/{id}/metrics, inside the authenticated /api/v1 scope. */
+export const deploymentMetricsRoutes =
+  (deps: ApiDeps): FastifyPluginAsync =>
+  async (app) => {
+    app.get<{ Params: { id: string } }>(
+      '/deployments/:id/metrics',
+      {
+        schema: {
+          tags: ['deployments'],
+          summary: "The live container's CPU, memory, network and restarts (409 when nothing runs)",
+          params: IdParams,
+          response: { 200: DeploymentMetricsResponse, ...errorResponses(401, 404, 409) },
+        },
+      },
+      async (request, reply) => {
+        const metrics = await deps.operations.metrics(principalOf(request), request.params.id, clientGone(reply));
+        return reply.header('Cache-Control', 'no-store').send(metrics);
+      },
+    );
+  };
+
+/** GET /metrics, in a scope of its own that authenticates: administrators only. */
+export const serverMetricsRoutes =
+  (deps: ApiDeps): FastifyPluginAsync =>
+  async (app) => {
+    app.get(
+      '/metrics',
+      {
+        schema: {
+          tags: ['health'],
+          summary: 'Prometheus metrics of the server (administrators only)',
+          response: { 200: { description: 'Prometheus text format 0.0.4', content: { 'text/plain': { schema: Type.String() } } }, ...errorResponses(401, 403) },
+        },
+      },
+      async (request, reply) => {
+        authorizeAdmin(principalOf(request));
+        return reply.type('text/plain; version=0.0.4; charset=utf-8').header('Cache-Control', 'no-store').send(deps.metrics.render());
+      },
+    );
+  };
