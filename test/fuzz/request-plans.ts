@@ -285,14 +285,14 @@ function validCreateDeployment(rng: Rng, world: FuzzWorld, op: Operation): Recor
   return body;
 }
 
-type BodyKind = 'valid' | 'almost' | 'hostile-field' | 'hostile-root' | 'malformed' | 'empty' | 'none' | 'wrong-ctype' | 'oversize' | 'cl-short' | 'cl-long-eof' | 'chunked' | 'cl-and-te' | 'encoded';
+type BodyKind = 'valid' | 'almost' | 'hostile-field' | 'hostile-root' | 'malformed' | 'empty' | 'none' | 'wrong-ctype' | 'oversize' | 'cl-short' | 'cl-long-eof' | 'cl-long-open' | 'chunked' | 'cl-and-te' | 'encoded';
 
 /** The body of a JSON operation (or of one that takes none): the kind, its headers and bytes. */
 function jsonBody(rng: Rng, world: FuzzWorld, op: Operation): { kind: string; headers: [string, string][]; request: Partial<RawRequest> } {
   const schema: Schema | undefined = op.body?.kind === 'json' ? op.body.schema : undefined;
   const weights: Record<BodyKind, number> = schema !== undefined
-    ? { valid: 30, almost: 22, 'hostile-field': 8, 'hostile-root': 6, malformed: 10, empty: 4, none: 4, 'wrong-ctype': 7, oversize: 2, 'cl-short': 2, 'cl-long-eof': 2, chunked: 3, 'cl-and-te': 2, encoded: 1 }
-    : { valid: 0, almost: 0, 'hostile-field': 0, 'hostile-root': 12, malformed: 8, empty: 6, none: 58, 'wrong-ctype': 6, oversize: 1, 'cl-short': 2, 'cl-long-eof': 2, chunked: 4, 'cl-and-te': 1, encoded: 0 };
+    ? { valid: 30, almost: 22, 'hostile-field': 8, 'hostile-root': 6, malformed: 10, empty: 4, none: 4, 'wrong-ctype': 7, oversize: 2, 'cl-short': 2, 'cl-long-eof': 2, 'cl-long-open': 1, chunked: 3, 'cl-and-te': 2, encoded: 1 }
+    : { valid: 0, almost: 0, 'hostile-field': 0, 'hostile-root': 12, malformed: 8, empty: 6, none: 58, 'wrong-ctype': 6, oversize: 1, 'cl-short': 2, 'cl-long-eof': 2, 'cl-long-open': 1, chunked: 4, 'cl-and-te': 1, encoded: 0 };
   const kind = rng.weighted(weights);
   const known = (f: string) => knownValue(rng, world, op, f);
   const json = (value: unknown): Buffer => {
@@ -342,6 +342,11 @@ function jsonBody(rng: Rng, world: FuzzWorld, op: Operation): { kind: string; he
       const body = validBody();
       return { kind, headers: [jsonType], request: { body, contentLength: body.length + rng.int(1, 1000), halfClose: true } };
     }
+    case 'cl-long-open': {
+      // The declared length is longer than what is sent and the client waits: the body idle timeout must close it.
+      const body = validBody();
+      return { kind, headers: [jsonType], request: { body, contentLength: body.length + rng.int(1, 1000) } };
+    }
     case 'chunked': {
       const body = validBody();
       const cut = rng.int(0, body.length);
@@ -373,9 +378,8 @@ function multipartBody(rng: Rng, ownTarget: boolean, forceValid: boolean): { kin
   const kind = forceValid ? 'valid' : rng.weighted({
     valid: 16, 'junk-gz': 8, 'not-gzip': 6, traversal: 8, 'no-archive': 7, 'extra-parts': 6, 'hostile-dockerfile': 8, 'bad-boundary': 7, 'no-boundary': 5,
     json: 7, 'truncated-eof': 6, 'big-field': 3, empty: 5, 'hostile-names': 6, 'two-archives': 4,
-    // Off until SLIPWAY_BODY_IDLE_TIMEOUT_SECONDS lands (issue 8, finding 4): today it still waits for a
-    // body that never comes. Then: weight 3, with the fuzz server's idle timeout set to a few seconds.
-    'unterminated-big-field': 0,
+    // Issue 8's stuck upload (finding 4): answered 400 or closed by the body idle timeout.
+    'unterminated-big-field': 6,
   });
   const heavy = kind === 'valid' && ownTarget;
   const simple = (...parts: Buffer[]) => ({ kind, headers: [type], request: { body: Buffer.concat([...parts, end]) }, heavy });
@@ -481,6 +485,11 @@ function headerTwist(rng: Rng): { label: string; headers: [string, string][] } {
 const API_TIMEOUT_MS = 20_000;
 const HEAVY_TIMEOUT_MS = 90_000;
 
+/** The body is shorter than its declared length: the server may only close the connection (at EOF or the body idle timeout). */
+function bodyFallsShort(request: RawRequest): boolean {
+  return typeof request.contentLength === 'number' && request.contentLength > (request.body?.length ?? 0);
+}
+
 /** The environment values a JSON body sets as secrets (`{vars, secret: true}`). */
 function secretsSent(body: Buffer | undefined): string[] {
   let parsed: unknown;
@@ -538,7 +547,7 @@ export function planApiRequest(rng: Rng, world: FuzzWorld, op: Operation, valid:
     request,
     headOnly: method === 'HEAD',
     timeoutMs: isHeavy || body.heavy || waits ? HEAVY_TIMEOUT_MS : API_TIMEOUT_MS,
-    mayClose: request.halfClose === true || method === 'CONNECT',
+    mayClose: request.halfClose === true || method === 'CONNECT' || bodyFallsShort(request),
     allowedServerErrors: waits ? [500] : [],
     heavy: isHeavy || body.heavy,
     newSecrets: secretsSent(request.body),
@@ -638,7 +647,7 @@ export function planAppHostRequest(rng: Rng, world: FuzzWorld): Plan {
   // (busybox httpd does on errors): the proxy drops the visitor's connection instead (issue 8, the edge's part).
   const method = rng.weighted({ GET: 45, POST: 12, HEAD: 8, PUT: 5, DELETE: 5, OPTIONS: 5, PATCH: 4, TRACE: 2, PROPFIND: 2, 'M-SEARCH': 2, CONNECT: 2 });
   const path = rng.pick(['/', '/', '/index.html', '/missing', '/../../etc/passwd', '/%2e%2e/%2e%2e/etc/passwd', '/?a=1&a=2', `/${'p'.repeat(6000)}`, '/cgi-bin/x', '/%zz', '/a%00b', '/\u00ff']);
-  const framing = rng.weighted({ none: 55, json: 15, chunked: 8, 'cl-short': 5, 'cl-long-eof': 5, upgrade: 7, big: 5 });
+  const framing = rng.weighted({ none: 55, json: 15, chunked: 8, 'cl-short': 5, 'cl-long-eof': 5, 'cl-long-open': 2, upgrade: 7, big: 5 });
   const twist = headerTwist(rng);
   const headers: [string, string][] = [];
   if (hostKind !== 'hostile' || host !== '') headers.push(['Host', host]);
@@ -659,6 +668,9 @@ export function planAppHostRequest(rng: Rng, world: FuzzWorld): Plan {
     case 'cl-long-eof':
       request = { body: Buffer.from('partial'), contentLength: 5000, halfClose: true };
       break;
+    case 'cl-long-open':
+      request = { body: Buffer.from('partial'), contentLength: 5000 };
+      break;
     case 'upgrade':
       headers.push(['Upgrade', 'websocket'], ['Connection', 'Upgrade'], ['Sec-WebSocket-Key', crypto.randomBytes(16).toString('base64')], ['Sec-WebSocket-Version', '13']);
       break;
@@ -676,7 +688,7 @@ export function planAppHostRequest(rng: Rng, world: FuzzWorld): Plan {
     headOnly: method === 'HEAD',
     timeoutMs: API_TIMEOUT_MS,
     // The app (busybox httpd) may drop odd requests itself; the proxy then closes or answers 502.
-    mayClose: request.halfClose === true || method === 'CONNECT',
+    mayClose: request.halfClose === true || method === 'CONNECT' || bodyFallsShort({ method, target, headers, ...request }),
     // The data plane's own answers (and the app's 501 for methods it does not implement).
     allowedServerErrors: [501, 502, 503, 504],
     heavy: false,
