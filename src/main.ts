@@ -14,6 +14,8 @@ import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
 import { databaseDeploymentStore } from './db/deployment-store.js';
 import { runnerId } from './runner-id.js';
 import { DbAppConfigStore, readKeyCheck, writeKeyCheck } from './db/app-config-store.js';
+import { databaseWebhookStore } from './db/webhook-store.js';
+import { resolveCommit } from './source/git.js';
 import { unlockInstallation } from './secrets/unlock.js';
 import { bootstrapAdmin } from './domain/accounts.js';
 import { KeyUsage } from './domain/key-usage.js';
@@ -135,6 +137,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   // Custom domains follow their deployment's route (the table resolves them to its subdomain).
   for (const d of await allDomainRoutes(db)) dataPlane.publishHost(d.hostname, { subdomain: d.subdomain, deploymentId: d.deploymentId });
 
+  const lifecycleGitEnv = options.gitEnv ?? { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: config.dataDir };
   const lifecycle = new DeploymentLifecycle({
     store: deployments,
     configs,
@@ -161,7 +164,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
         pidsLimit: config.buildPidsLimit,
       },
       maxConcurrentBuilds: config.maxConcurrentBuilds,
-      gitEnv: options.gitEnv ?? { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: config.dataDir },
+      gitEnv: lifecycleGitEnv,
     },
   });
   const stopWatching = lifecycle.watchLiveContainers(5_000);
@@ -218,6 +221,13 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     loginLimiter: new FailureLimiter({ maxFailures: 10, maxFailuresByKind: { ip: 100 }, windowMs: 15 * 60_000 }),
     operations: lifecycle,
     configs,
+    webhooks: databaseWebhookStore(db, unlocked.cipher),
+    // 60 deliveries a minute per webhook: a misconfigured sender cannot queue builds without end.
+    hookLimiter: new FailureLimiter({ maxFailures: 60, windowMs: 60_000 }),
+    defaultBranch: async (repoUrl) => {
+      const options = { allowPrivate: config.allowPrivateGit, timeoutMs: 60_000, signal: AbortSignal.timeout(60_000), gitEnv: lifecycleGitEnv };
+      return (await resolveCommit(repoUrl, undefined, options)).branch;
+    },
     tunnels: {
       list: (userId) =>
         tunnels.list(userId).map((t) => ({
