@@ -99,6 +99,8 @@ async function roleServer(): Promise<void> {
   front.listen(0, '127.0.0.1');
   await once(front, 'listening');
   port = (front.address() as AddressInfo).port;
+  // A clean exit, so that `--cpu-prof` writes its profile.
+  process.once('SIGTERM', () => process.exit(0));
   answerCpuQueries();
   announce({ port });
 }
@@ -123,8 +125,8 @@ async function roleClient(serverPort: number, appPort: number): Promise<void> {
 const children: ChildProcess[] = [];
 
 /** Starts this file in another role; resolves with its first JSON line and the process. */
-async function startRole(args: string[]): Promise<{ info: Record<string, unknown>; child: ChildProcess }> {
-  const child = spawn(process.execPath, [SELF, ...args], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+async function startRole(args: string[], nodeArgs: string[] = []): Promise<{ info: Record<string, unknown>; child: ChildProcess }> {
+  const child = spawn(process.execPath, [...nodeArgs, SELF, ...args], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
   children.push(child);
   const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
   const timeout = setTimeout(() => child.kill(), 15_000);
@@ -265,14 +267,31 @@ function fmt(value: number, digits = 0): string {
   return Number.isFinite(value) ? value.toFixed(digits) : 'n/a';
 }
 
+/** `--rounds N` (default 5), `--only NAME,…` (targets: direct, slipway, ssh), `--cpu-prof DIR` (profiles the server). */
+function parseArgs(argv: string[]): { rounds: number; only: Set<string> | undefined; cpuProf: string | undefined } {
+  const value = (flag: string): string | undefined => {
+    const i = argv.indexOf(flag);
+    return i === -1 ? undefined : argv[i + 1];
+  };
+  const only = value('--only');
+  return { rounds: Number(value('--rounds') ?? '5'), only: only === undefined ? undefined : new Set(only.split(',')), cpuProf: value('--cpu-prof') };
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
 async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
   const useWrk = await hasWrk();
   const load = useWrk ? loadWithWrk : loadWithNode;
-  console.log(`load generator: ${useWrk ? 'wrk (2 threads)' : 'built-in Node keep-alive loops'}; ${DURATION_S} s per run; CPUs: ${(await import('node:os')).cpus().length}`);
+  console.log(`load generator: ${useWrk ? 'wrk (2 threads)' : 'built-in Node keep-alive loops'}; ${DURATION_S} s per run; ${args.rounds} interleaved round(s); CPUs: ${(await import('node:os')).cpus().length}; load average ${(await import('node:os')).loadavg().map((n) => n.toFixed(1)).join(' ')}`);
 
   const app = (await startRole(['app'])).info;
   const appPort = Number(app['port']);
-  const server = await startRole(['server']);
+  const server = await startRole(['server'], ['--max-semi-space-size=2', ...(args.cpuProf === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', args.cpuProf])]);
   const serverPort = Number(server.info['port']);
   const client = await startRole(['client', String(serverPort), String(appPort)]);
   const slipway: Target = { name: 'slipway tunnel', port: serverPort, host: `${String(client.info['subdomain'])}.localhost:${serverPort}` };
@@ -286,37 +305,68 @@ async function main(): Promise<void> {
     console.log(`OpenSSH reverse tunnel unavailable, skipped: ${(err as Error).message}`);
   }
 
-  const rows: Array<{ name: string; small: Result; big: Result }> = [];
-  let cpuPerRequest: { server: number; client: number } | undefined;
-  for (const target of targets) {
+  const wanted = (target: Target): boolean =>
+    args.only === undefined || args.only.has(target === slipway ? 'slipway' : target.name === 'direct' ? 'direct' : 'ssh');
+  const measured = targets.filter(wanted);
+  const runs = new Map<Target, Array<{ small: Result; big: Result; cpu?: { server: number; client: number } }>>();
+  for (const target of measured) {
+    runs.set(target, []);
     await load(target, '/small', 10, 1); // warm-up: connections, JIT
-    const before = target === slipway ? await Promise.all([cpuOf(server.child), cpuOf(client.child)]) : undefined;
-    const small = await load(target, '/small', 50, DURATION_S);
-    if (before !== undefined) {
-      const after = await Promise.all([cpuOf(server.child), cpuOf(client.child)]);
-      const requests = small.rps * DURATION_S;
-      cpuPerRequest = { server: (after[0] - before[0]) / requests, client: (after[1] - before[1]) / requests };
+  }
+  for (let round = 1; round <= args.rounds; round++) {
+    // Interleaved: every target once per round, in a rotating order, so a burst of load elsewhere on
+    // the machine does not land on one target's runs only.
+    const order = measured.map((_, i) => measured[(i + round - 1) % measured.length] as Target);
+    for (const target of order) {
+      const before = target === slipway ? await Promise.all([cpuOf(server.child), cpuOf(client.child)]) : undefined;
+      const small = await load(target, '/small', 50, DURATION_S);
+      let cpu: { server: number; client: number } | undefined;
+      if (before !== undefined) {
+        const after = await Promise.all([cpuOf(server.child), cpuOf(client.child)]);
+        const requests = small.rps * DURATION_S;
+        cpu = { server: (after[0] - before[0]) / requests, client: (after[1] - before[1]) / requests };
+      }
+      const big = await load(target, '/big', 10, DURATION_S);
+      runs.get(target)?.push({ small, big, ...(cpu === undefined ? {} : { cpu }) });
+      console.log(
+        `  round ${round} ${target.name}: ${fmt(small.rps)} req/s, p99 ${fmt(small.p99Ms, 2)} ms, ${fmt(big.rps, 1)} MiB/s, errors ${small.errors + big.errors}${cpu === undefined ? '' : `, CPU/request server ${fmt(cpu.server, 1)} µs client ${fmt(cpu.client, 1)} µs`}`,
+      );
     }
-    await load(target, '/big', 10, 1);
-    const big = await load(target, '/big', 10, DURATION_S);
-    rows.push({ name: target.name, small, big });
-    console.log(`  measured ${target.name}`);
   }
 
-  const direct = rows[0];
+  const summary = (target: Target) => {
+    const list = runs.get(target) ?? [];
+    const rps = list.map((r) => r.small.rps);
+    const mibs = list.map((r) => r.big.rps); // one 1 MiB body per request
+    const p99 = list.map((r) => r.small.p99Ms);
+    return {
+      rps: median(rps), rpsMin: Math.min(...rps), rpsMax: Math.max(...rps),
+      mibs: median(mibs), mibsMin: Math.min(...mibs), mibsMax: Math.max(...mibs),
+      p99: median(p99), p99Min: Math.min(...p99), p99Max: Math.max(...p99),
+      errors: list.reduce((sum, r) => sum + r.small.errors + r.big.errors, 0),
+      cpu: list[0]?.cpu === undefined ? undefined : { server: median(list.map((r) => r.cpu?.server ?? 0)), client: median(list.map((r) => r.cpu?.client ?? 0)) },
+    };
+  };
+  const ssh = measured.find((t) => t.name === 'ssh -R');
+  const base = ssh === undefined ? undefined : summary(ssh);
+  const ratio = (a: number, b: number | undefined): string => (b === undefined || b === 0 ? 'n/a' : `${fmt(a / b, 2)}x`);
   console.log('');
-  console.log('| path | req/s (100 B, 50 conn) | vs direct | p99 ms | vs direct | MiB/s (1 MiB, 10 conn) | vs direct | errors |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
-  for (const row of rows) {
-    const mibs = row.big.rps; // one 1 MiB body per request
-    const ratio = (a: number, b: number | undefined): string => (b === undefined || b === 0 ? 'n/a' : `${fmt(a / b, 2)}x`);
+  console.log(`medians of ${args.rounds} round(s) [min–max]`);
+  console.log('| path | req/s (100 B, 50 conn) | vs ssh | p99 ms | MiB/s (1 MiB, 10 conn) | vs ssh | errors |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|');
+  for (const target of measured) {
+    const s = summary(target);
     console.log(
-      `| ${row.name} | ${fmt(row.small.rps)} | ${ratio(row.small.rps, direct?.small.rps)} | ${fmt(row.small.p99Ms, 2)} | ${ratio(row.small.p99Ms, direct?.small.p99Ms)} | ${fmt(mibs, 1)} | ${ratio(mibs, direct?.big.rps)} | ${row.small.errors + row.big.errors} |`,
+      `| ${target.name} | ${fmt(s.rps)} [${fmt(s.rpsMin)}–${fmt(s.rpsMax)}] | ${ratio(s.rps, base?.rps)} | ${fmt(s.p99, 2)} [${fmt(s.p99Min, 2)}–${fmt(s.p99Max, 2)}] | ${fmt(s.mibs, 1)} [${fmt(s.mibsMin, 1)}–${fmt(s.mibsMax, 1)}] | ${ratio(s.mibs, base?.mibs)} | ${s.errors} |`,
     );
+    if (s.cpu !== undefined) console.log(`|   (slipway CPU per 100 B request: server ${fmt(s.cpu.server, 1)} µs, client ${fmt(s.cpu.client, 1)} µs) | | | | | | |`);
   }
-  if (cpuPerRequest !== undefined) {
-    console.log('');
-    console.log(`slipway CPU per 100 B request: server ${fmt(cpuPerRequest.server, 1)} µs, client ${fmt(cpuPerRequest.client, 1)} µs`);
+  if (ssh !== undefined && runs.has(slipway)) {
+    const perRound = (runs.get(slipway) ?? []).map((r, i) => {
+      const o = runs.get(ssh)?.[i];
+      return o === undefined ? 'n/a' : `${fmt(r.small.rps / o.small.rps, 2)}/${fmt(r.big.rps / o.big.rps, 2)}`;
+    });
+    console.log(`slipway/ssh per round (small/1 MiB): ${perRound.join(', ')}`);
   }
   await rm(dir, { recursive: true, force: true });
 }
