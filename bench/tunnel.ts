@@ -9,6 +9,7 @@
 import { nodeDataPlane } from '../src/proxy/node-data-plane.js';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile, chmod, copyFile, mkdir } from 'node:fs/promises';
 import { Agent, createServer, request } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
@@ -52,11 +53,18 @@ function announce(value: object): void {
   process.stdout.write(`${JSON.stringify(value)}\n`);
 }
 
-/** Answers each message from the parent with this process's CPU time so far (µs, user + system). */
+/** Answers each message from the parent with this process's CPU time so far (µs, user + system) and its read/write system calls (Linux). */
 function answerCpuQueries(): void {
   process.on('message', () => {
     const usage = process.cpuUsage();
-    process.send?.({ cpuUs: usage.user + usage.system });
+    let io = { syscr: 0, syscw: 0 };
+    try {
+      const text = readFileSync('/proc/self/io', 'utf8');
+      io = { syscr: Number(/syscr: (\d+)/.exec(text)?.[1] ?? 0), syscw: Number(/syscw: (\d+)/.exec(text)?.[1] ?? 0) };
+    } catch {
+      // not Linux: no counts
+    }
+    process.send?.({ cpuUs: usage.user + usage.system, ...io });
   });
   process.channel?.unref();
 }
@@ -106,6 +114,7 @@ async function roleServer(): Promise<void> {
 }
 
 async function roleClient(serverPort: number, appPort: number): Promise<void> {
+  process.once('SIGTERM', () => process.exit(0));
   answerCpuQueries();
   await runTunnelClient({
     serverUrl: `http://127.0.0.1:${serverPort}`,
@@ -137,12 +146,18 @@ async function startRole(args: string[], nodeArgs: string[] = []): Promise<{ inf
   throw new Error(`role ${args[0] ?? '?'} exited before it was ready`);
 }
 
-/** A role's CPU time so far, in µs (see answerCpuQueries). */
-async function cpuOf(child: ChildProcess): Promise<number> {
-  const answer = once(child, 'message') as Promise<[{ cpuUs: number }]>;
+interface Usage {
+  readonly cpuUs: number;
+  readonly syscr: number;
+  readonly syscw: number;
+}
+
+/** A role's CPU time so far, in µs, and its read/write system calls (see answerCpuQueries). */
+async function cpuOf(child: ChildProcess): Promise<Usage> {
+  const answer = once(child, 'message') as Promise<[Usage]>;
   child.send({});
   const [message] = await answer;
-  return message.cpuUs;
+  return message;
 }
 
 async function hasWrk(): Promise<boolean> {
@@ -267,7 +282,7 @@ function fmt(value: number, digits = 0): string {
   return Number.isFinite(value) ? value.toFixed(digits) : 'n/a';
 }
 
-/** `--rounds N` (default 5), `--only NAME,…` (targets: direct, slipway, ssh), `--cpu-prof DIR` (profiles the server). */
+/** `--rounds N` (default 5), `--only NAME,…` (targets: direct, slipway, ssh), `--cpu-prof DIR` (profiles the server and the client). */
 function parseArgs(argv: string[]): { rounds: number; only: Set<string> | undefined; cpuProf: string | undefined } {
   const value = (flag: string): string | undefined => {
     const i = argv.indexOf(flag);
@@ -291,9 +306,11 @@ async function main(): Promise<void> {
 
   const app = (await startRole(['app'])).info;
   const appPort = Number(app['port']);
-  const server = await startRole(['server'], ['--max-semi-space-size=2', ...(args.cpuProf === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', args.cpuProf])]);
+  const profiling = args.cpuProf === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', args.cpuProf];
+  const server = await startRole(['server'], ['--max-semi-space-size=2', ...profiling]);
   const serverPort = Number(server.info['port']);
-  const client = await startRole(['client', String(serverPort), String(appPort)]);
+  const client = await startRole(['client', String(serverPort), String(appPort)], profiling);
+  if (args.cpuProf !== undefined) console.log(`profiles in ${args.cpuProf}: server pid ${server.child.pid ?? '?'}, client pid ${client.child.pid ?? '?'}`);
   const slipway: Target = { name: 'slipway tunnel', port: serverPort, host: `${String(client.info['subdomain'])}.localhost:${serverPort}` };
   const targets: Target[] = [{ name: 'direct', port: appPort, host: `127.0.0.1:${appPort}` }, slipway];
 
@@ -308,7 +325,8 @@ async function main(): Promise<void> {
   const wanted = (target: Target): boolean =>
     args.only === undefined || args.only.has(target === slipway ? 'slipway' : target.name === 'direct' ? 'direct' : 'ssh');
   const measured = targets.filter(wanted);
-  const runs = new Map<Target, Array<{ small: Result; big: Result; cpu?: { server: number; client: number } }>>();
+  type PerRequest = { server: number; client: number; serverReads: number; serverWrites: number };
+  const runs = new Map<Target, Array<{ small: Result; big: Result; cpu?: PerRequest }>>();
   for (const target of measured) {
     runs.set(target, []);
     await load(target, '/small', 10, 1); // warm-up: connections, JIT
@@ -320,16 +338,21 @@ async function main(): Promise<void> {
     for (const target of order) {
       const before = target === slipway ? await Promise.all([cpuOf(server.child), cpuOf(client.child)]) : undefined;
       const small = await load(target, '/small', 50, DURATION_S);
-      let cpu: { server: number; client: number } | undefined;
+      let cpu: PerRequest | undefined;
       if (before !== undefined) {
         const after = await Promise.all([cpuOf(server.child), cpuOf(client.child)]);
         const requests = small.rps * DURATION_S;
-        cpu = { server: (after[0] - before[0]) / requests, client: (after[1] - before[1]) / requests };
+        cpu = {
+          server: (after[0].cpuUs - before[0].cpuUs) / requests,
+          client: (after[1].cpuUs - before[1].cpuUs) / requests,
+          serverReads: (after[0].syscr - before[0].syscr) / requests,
+          serverWrites: (after[0].syscw - before[0].syscw) / requests,
+        };
       }
       const big = await load(target, '/big', 10, DURATION_S);
       runs.get(target)?.push({ small, big, ...(cpu === undefined ? {} : { cpu }) });
       console.log(
-        `  round ${round} ${target.name}: ${fmt(small.rps)} req/s, p99 ${fmt(small.p99Ms, 2)} ms, ${fmt(big.rps, 1)} MiB/s, errors ${small.errors + big.errors}${cpu === undefined ? '' : `, CPU/request server ${fmt(cpu.server, 1)} µs client ${fmt(cpu.client, 1)} µs`}`,
+        `  round ${round} ${target.name}: ${fmt(small.rps)} req/s, p99 ${fmt(small.p99Ms, 2)} ms, ${fmt(big.rps, 1)} MiB/s, errors ${small.errors + big.errors}${cpu === undefined ? '' : `, CPU/request server ${fmt(cpu.server, 1)} µs client ${fmt(cpu.client, 1)} µs, server syscalls/request ${fmt(cpu.serverReads, 2)} reads ${fmt(cpu.serverWrites, 2)} writes`}`,
       );
     }
   }
