@@ -66,7 +66,31 @@ export interface Config {
   readonly newSecretKey: Buffer | undefined;
   /** Bounds on receiving requests and on connections (SLIPWAY_*_TIMEOUT_SECONDS, SLIPWAY_MAX_CONNECTIONS*). */
   readonly edge: EdgeLimits;
+  /** HTTPS (decisions §8): undefined while SLIPWAY_HTTPS_PORT is unset. */
+  readonly https: HttpsSettings | undefined;
+  /** SLIPWAY_DATA_PLANE: who serves the public port; undefined = HAProxy when a 2.6+ binary is found, else Node. */
+  readonly dataPlane: 'haproxy' | 'node' | undefined;
+  /** SLIPWAY_HAPROXY_BIN: the HAProxy binary; undefined = looked for in the usual sbin/bin directories. */
+  readonly haproxyBinary: string | undefined;
 }
+
+/** HTTPS settings (SLIPWAY_HTTPS_PORT and the ACME/operator certificate settings). */
+export interface HttpsSettings {
+  /** SLIPWAY_HTTPS_PORT: the TLS port (0: any free port, for tests). */
+  readonly port: number;
+  /** SLIPWAY_ACME_DIRECTORY_URL: the ACME v2 directory (default Let's Encrypt production). */
+  readonly acmeDirectoryUrl: string;
+  /** SLIPWAY_ACME_EMAIL: the ACME account's contact. */
+  readonly acmeEmail: string | undefined;
+  /** SLIPWAY_ACME_CA_FILE: an extra CA the directory's TLS certificate chains to. */
+  readonly acmeCaFile: string | undefined;
+  /** SLIPWAY_TLS_CERT_FILE / SLIPWAY_TLS_KEY_FILE: the operator's certificate, used for every host it covers. */
+  readonly certFile: string | undefined;
+  readonly keyFile: string | undefined;
+}
+
+/** Let's Encrypt's production ACME v2 directory. */
+export const LETS_ENCRYPT_DIRECTORY = 'https://acme-v02.api.letsencrypt.org/directory';
 
 /** How long the server waits for a request, and how many connections it holds (docs/configuration.md). */
 export interface EdgeLimits {
@@ -214,9 +238,20 @@ export function loadConfig(env: Env = process.env): Config {
     streamsPerTunnel: integer(env, 'SLIPWAY_TUNNEL_STREAMS', 256, 1, 100_000),
     logLevel,
     edge: edgeLimits(env),
+    https: httpsSettings(env),
+    dataPlane: text(env, 'SLIPWAY_DATA_PLANE') === undefined ? undefined : oneOf(env, 'SLIPWAY_DATA_PLANE', ['haproxy', 'node'] as const, 'node'),
+    haproxyBinary: absolutePath(env, 'SLIPWAY_HAPROXY_BIN'),
     secretKey: secretKey(env, 'SLIPWAY_SECRET_KEY'),
     newSecretKey: secretKey(env, 'SLIPWAY_NEW_SECRET_KEY'),
   };
+}
+
+/** An absolute file path, if set. */
+function absolutePath(env: Env, name: string): string | undefined {
+  const raw = text(env, name);
+  if (raw === undefined) return undefined;
+  if (!path.isAbsolute(raw)) throw new ConfigError(`${name} must be an absolute path, got "${raw}"`);
+  return raw;
 }
 
 /** A 32-byte key given in base64. */
@@ -228,6 +263,35 @@ function secretKey(env: Env, name: string): Buffer | undefined {
     throw new ConfigError(`${name} must be 32 random bytes in base64 (e.g. the output of \`openssl rand -base64 32\`)`);
   }
   return key;
+}
+
+function httpsSettings(env: Env): HttpsSettings | undefined {
+  const certFile = text(env, 'SLIPWAY_TLS_CERT_FILE');
+  const keyFile = text(env, 'SLIPWAY_TLS_KEY_FILE');
+  if ((certFile === undefined) !== (keyFile === undefined)) throw new ConfigError('SLIPWAY_TLS_CERT_FILE and SLIPWAY_TLS_KEY_FILE must be set together');
+  if (text(env, 'SLIPWAY_HTTPS_PORT') === undefined) return undefined;
+  const acmeDirectoryUrl = text(env, 'SLIPWAY_ACME_DIRECTORY_URL') ?? LETS_ENCRYPT_DIRECTORY;
+  let directory: URL;
+  try {
+    directory = new URL(acmeDirectoryUrl);
+  } catch {
+    throw new ConfigError(`SLIPWAY_ACME_DIRECTORY_URL is not a URL: "${acmeDirectoryUrl}"`);
+  }
+  if (directory.protocol !== 'https:') throw new ConfigError('SLIPWAY_ACME_DIRECTORY_URL must be an https:// URL');
+  const acmeEmail = text(env, 'SLIPWAY_ACME_EMAIL');
+  if (acmeEmail !== undefined && !/^[^\s@]+@[^\s@]+$/.test(acmeEmail)) throw new ConfigError(`SLIPWAY_ACME_EMAIL is not an e-mail address: "${acmeEmail}"`);
+  const file = (name: string): string | undefined => {
+    const value = text(env, name);
+    return value === undefined ? undefined : path.resolve(value);
+  };
+  return {
+    port: integer(env, 'SLIPWAY_HTTPS_PORT', 443, 0, 65535),
+    acmeDirectoryUrl,
+    acmeEmail,
+    acmeCaFile: file('SLIPWAY_ACME_CA_FILE'),
+    certFile: certFile === undefined ? undefined : path.resolve(certFile),
+    keyFile: keyFile === undefined ? undefined : path.resolve(keyFile),
+  };
 }
 
 function edgeLimits(env: Env): EdgeLimits {

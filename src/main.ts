@@ -1,6 +1,8 @@
 // Composition root: wires configuration, database, engine, data plane, tunnels and API; listens.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import https from 'node:https';
+import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer } from 'node:net';
+import type { Duplex } from 'node:stream';
 import path from 'node:path';
 import { buildApp } from './api/app.js';
 import { answerClientError, answerUnmetExpectation, endSocketWithError } from './api/socket-errors.js';
@@ -12,10 +14,18 @@ import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
 import { databaseDeploymentStore } from './db/deployment-store.js';
 import { runnerId } from './runner-id.js';
 import { DbAppConfigStore, readKeyCheck, writeKeyCheck } from './db/app-config-store.js';
+import { databaseWebhookStore } from './db/webhook-store.js';
+import { resolveCommit } from './source/git.js';
 import { unlockInstallation } from './secrets/unlock.js';
 import { bootstrapAdmin } from './domain/accounts.js';
 import { KeyUsage } from './domain/key-usage.js';
 import { allDomainRoutes, NO_CERTIFICATES } from './domain/custom-domains.js';
+import { DbCertificateStore } from './db/certificate-store.js';
+import { createAcmeIssuer } from './tls/acme-issuer.js';
+import { CertificateManager } from './tls/certificate-manager.js';
+import { HttpChallenges } from './tls/http-challenges.js';
+import { redirectToHttps } from './tls/https-redirect.js';
+import { loadOperatorCertificate } from './tls/operator-certificate.js';
 import { ListCursors } from './api/list-pages.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
 import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelsOf, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
@@ -24,7 +34,10 @@ import { createServerMetrics } from './api/server-metrics.js';
 import { nodeDataPlane } from './proxy/node-data-plane.js';
 import { boundRequests, boundedServerOptions } from './proxy/request-bounds.js';
 import { requestHeadProblem, writeBadRequest, writeRawBadRequest } from './proxy/request-guard.js';
-import { RoutingTable } from './proxy/routing-table.js';
+import { RoutingTable, type Upstream } from './proxy/routing-table.js';
+import { findHaproxy } from './proxy/haproxy/haproxy-binary.js';
+import { HaproxyDataPlane } from './proxy/haproxy/haproxy-data-plane.js';
+import { proxyProtocolListener } from './proxy/proxy-protocol.js';
 import { createDockerEngine } from './runtime/docker/docker-engine.js';
 import type { ContainerEngine } from './runtime/engine.js';
 import { SourceStore } from './source/source-store.js';
@@ -35,10 +48,16 @@ export interface RunningServer {
   /** Base URL of the API, e.g. http://127.0.0.1:8080 */
   readonly url: string;
   readonly port: number;
+  /** The TLS port when HTTPS is on (SLIPWAY_HTTPS_PORT). */
+  readonly httpsPort: number | undefined;
   /** Set on a first start without SLIPWAY_ADMIN_*: the generated admin password (print it once). */
   readonly generatedAdmin: { email: string; password: string } | undefined;
   /** This installation's id (the `dev.slipway.instance` label on its containers). */
   readonly instanceId: string;
+  /** Who serves the public port: HAProxy (with Node on an internal port behind it) or Node itself. */
+  readonly dataPlane: 'haproxy' | 'node';
+  /** The supervised HAProxy's pid now (undefined on the Node plane, or while HAProxy is down). */
+  haproxyPid(): number | undefined;
   close(): Promise<void>;
 }
 
@@ -63,6 +82,15 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   });
   const db = await openDatabase({ file: path.join(config.dataDir, 'slipway.db'), url: config.databaseUrl });
   const engine = options.engine ?? createDockerEngine(config.dockerHost);
+  let haproxyBinary: string | undefined;
+  if (config.dataPlane !== 'node') {
+    const found = await findHaproxy(config.haproxyBinary);
+    if ('path' in found) haproxyBinary = found.path;
+    else if (config.dataPlane === 'haproxy') {
+      await db.destroy();
+      throw new Error(`SLIPWAY_DATA_PLANE=haproxy but ${found.missing} (install Debian's haproxy, or set SLIPWAY_DATA_PLANE=node)`);
+    } else log('info', `HAProxy not available (${found.missing}): the Node data plane serves the public port`);
+  }
   const instanceId = await loadInstanceId(db);
   let unlocked;
   try {
@@ -71,7 +99,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     await db.destroy();
     throw err;
   }
-  const configs = new DbAppConfigStore(db, unlocked.cipher);
+  const installationCipher = unlocked.cipher;
+  const configs = new DbAppConfigStore(db, installationCipher);
   const sources = new SourceStore(config.dataDir);
   await sources.clearStaging();
   const runner = await runnerId(config.dataDir);
@@ -96,14 +125,24 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   // Read at scrape time: the tunnel server and listener are created below.
   let liveTunnels = (): number => 0;
   let listening = false;
-  const metrics = createServerMetrics({ liveTunnels: () => liveTunnels(), dataPlane: () => ({ plane: 'node', up: listening }) });
+  // With HAProxy in front, the routing table stays the one the control plane writes (through the
+  // port); HAProxy mirrors it. A request to an old upstream may be in either plane, so both drain.
+  let haproxy: HaproxyDataPlane | undefined;
+  const metrics = createServerMetrics({
+    liveTunnels: () => liveTunnels(),
+    dataPlane: () => (haproxy === undefined ? { plane: 'node', up: listening } : { plane: 'haproxy', up: haproxy.pid !== undefined }),
+  });
   const proxy = new AppProxy({
     table,
     publicProtocol: config.publicUrl.protocol.replace(':', ''),
     log,
     onRequestEnd: (app, status, seconds) => metrics.requestEnded(app, status, seconds),
   });
-  const dataPlane = nodeDataPlane(table, proxy);
+  const dataPlane = nodeDataPlane(table, {
+    drain: async (upstream: Upstream, timeoutMs: number): Promise<void> => {
+      await Promise.all([proxy.drain(upstream, timeoutMs), haproxy?.drain(upstream, timeoutMs)]);
+    },
+  });
   if (engineUp) {
     await reconcileWithEngine({
       store: deployments,
@@ -124,6 +163,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   // Custom domains follow their deployment's route (the table resolves them to its subdomain).
   for (const d of await allDomainRoutes(db)) dataPlane.publishHost(d.hostname, { subdomain: d.subdomain, deploymentId: d.deploymentId });
 
+  const lifecycleGitEnv = options.gitEnv ?? { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: config.dataDir };
   const lifecycle = new DeploymentLifecycle({
     store: deployments,
     configs,
@@ -150,7 +190,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
         pidsLimit: config.buildPidsLimit,
       },
       maxConcurrentBuilds: config.maxConcurrentBuilds,
-      gitEnv: options.gitEnv ?? { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: config.dataDir },
+      gitEnv: lifecycleGitEnv,
     },
   });
   const stopWatching = lifecycle.watchLiveContainers(5_000);
@@ -167,6 +207,32 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   });
   liveTunnels = () => tunnels.connectedCount();
 
+  // HTTPS (decisions §8): certificates for the hosts Slipway serves, answered by SNI on the TLS port.
+  const challenges = new HttpChallenges();
+  const createCertificates = (c: Config, settings: NonNullable<Config['https']>): CertificateManager => {
+    const repository = new DbCertificateStore(db, installationCipher);
+    return new CertificateManager({
+      repository,
+      issuer: createAcmeIssuer({ directoryUrl: settings.acmeDirectoryUrl, email: settings.acmeEmail, caFile: settings.acmeCaFile, repository, challenges }),
+      operator: settings.certFile !== undefined && settings.keyFile !== undefined ? loadOperatorCertificate(settings.certFile, settings.keyFile) : undefined,
+      // Only these: the API host, an app's subdomain, a custom domain (never a tunnel, never any other name).
+      isServed: (host) => host === c.domain || table.resolveHost(host)?.route?.kind === 'app',
+      log,
+    });
+  };
+  const certificates = config.https === undefined ? undefined : createCertificates(config, config.https);
+  if (certificates !== undefined) {
+    const appHost = (subdomain: string): string => `${subdomain}.${config.domain}`;
+    table.subscribe((subdomain, route) => {
+      if (route?.kind === 'app' && route.state === 'live') certificates.ensure(appHost(subdomain));
+      else if (route === undefined) void certificates.hostRemoved(appHost(subdomain)).catch((err: unknown) => log('warn', 'could not drop a certificate', { error: err }));
+    });
+    table.subscribeHosts((hostname, alias) => {
+      if (alias !== undefined) certificates.ensure(hostname);
+      else void certificates.hostRemoved(hostname).catch((err: unknown) => log('warn', 'could not drop a certificate', { error: err }));
+    });
+  }
+
   const app = await buildApp({
     metrics,
     config,
@@ -181,6 +247,13 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     loginLimiter: new FailureLimiter({ maxFailures: 10, maxFailuresByKind: { ip: 100 }, windowMs: 15 * 60_000 }),
     operations: lifecycle,
     configs,
+    webhooks: databaseWebhookStore(db, unlocked.cipher),
+    // 60 deliveries a minute per webhook: a misconfigured sender cannot queue builds without end.
+    hookLimiter: new FailureLimiter({ maxFailures: 60, windowMs: 60_000 }),
+    defaultBranch: async (repoUrl) => {
+      const options = { allowPrivate: config.allowPrivateGit, timeoutMs: 60_000, signal: AbortSignal.timeout(60_000), gitEnv: lifecycleGitEnv };
+      return (await resolveCommit(repoUrl, undefined, options)).branch;
+    },
     tunnels: {
       list: (userId) =>
         tunnels.list(userId).map((t) => ({
@@ -198,7 +271,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       addHost: (hostname, deployment) => dataPlane.publishHost(hostname, { subdomain: deployment.subdomain, deploymentId: deployment.id }),
       removeHost: (hostname) => dataPlane.withdrawHost(hostname),
     },
-    certificates: NO_CERTIFICATES,
+    certificates: certificates ?? NO_CERTIFICATES,
     health: async () => {
       const checks: Record<string, { ok: boolean; detail?: string }> = {};
       try {
@@ -218,8 +291,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   });
   await app.ready();
 
-  // One port: app hosts go to the data plane, everything else to the API.
-  const server = http.createServer(boundedServerOptions(config.edge), (req, res) => {
+  // One handler for both ports: app hosts go to the data plane, everything else to the API.
+  const handleRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     try {
       const problem = requestHeadProblem(req);
       if (problem !== undefined) return writeBadRequest(res, problem);
@@ -230,8 +303,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       if (res.headersSent) res.destroy();
       else writeInternalError(res);
     }
-  });
-  server.on('upgrade', (req, socket, head) => {
+  };
+  const handleUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
     try {
       const problem = requestHeadProblem(req);
       if (problem !== undefined) return writeRawBadRequest(socket, problem);
@@ -245,35 +318,136 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       log('error', 'upgrade handler threw', { url: req.url, error: err });
       socket.destroy();
     }
+  };
+  let httpsPort = config.https?.port ?? 0;
+  // The plain port: with HTTPS on, ACME challenges first, then 308 for every host that has a certificate.
+  const server = http.createServer(boundedServerOptions(config.edge), (req, res) => {
+    if (certificates !== undefined) {
+      try {
+        if (requestHeadProblem(req) === undefined && (challenges.handle(req, res) || redirectToHttps(req, res, httpsPort, (host) => certificates.hasCertificate(host)))) return;
+      } catch (err) {
+        log('error', 'HTTPS redirect threw', { url: req.url, error: err });
+      }
+    }
+    handleRequest(req, res);
   });
+  // Upgrades (WebSockets, tunnels) are not redirected: their clients do not follow redirects.
+  server.on('upgrade', handleUpgrade);
   // Requests Node's parser refuses get the same {error, message} JSON as every other error.
   server.on('clientError', answerClientError);
   server.on('checkExpectation', answerUnmetExpectation);
   // Uploads and requests to apps (streamed to the app) get the long bound; API JSON the short one.
   boundRequests(server, config.edge, (req) => table.resolveHost(req.headers.host) !== null || /^multipart\//i.test(req.headers['content-type'] ?? ''));
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => resolve());
-  });
-  listening = true;
-  server.once('close', () => (listening = false));
-  const port = (server.address() as AddressInfo).port;
+  let port: number;
+  let internal: TcpServer | undefined;
+  if (haproxyBinary === undefined) {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, () => resolve());
+    });
+    listening = true;
+    server.once('close', () => (listening = false));
+    port = (server.address() as AddressInfo).port;
+  } else {
+    // HAProxy owns the public port; Node serves the API, dashboard, tunnels and refusal pages behind it.
+    const listener = proxyProtocolListener(server, config.edge.headersTimeoutMs);
+    internal = listener;
+    await new Promise<void>((resolve, reject) => {
+      listener.once('error', reject);
+      listener.listen(0, '127.0.0.1', () => resolve());
+    });
+    port = config.port === 0 ? await freePort(config.host) : config.port;
+    haproxy = new HaproxyDataPlane({
+      binary: haproxyBinary,
+      dataDir: config.dataDir,
+      domain: config.domain,
+      table,
+      bindHost: config.host,
+      bindPort: port,
+      nodePort: (listener.address() as AddressInfo).port,
+      limits: config.edge,
+      publicProtocol: config.publicUrl.protocol.replace(':', ''),
+      // With HTTPS on, the plain port answers ACME challenges and 308s from Node (which knows the
+      // certificates), and TLS is served by Node: HAProxy passes everything to Node until TLS moves into it.
+      fastPath: config.https === undefined,
+      log,
+    });
+    try {
+      await haproxy.start();
+    } catch (err) {
+      await haproxy.close().catch(() => undefined);
+      listener.close();
+      await tunnels.close();
+      proxy.close();
+      stopWatching();
+      await lifecycle.close();
+      await app.close();
+      await keyUsage.close();
+      await db.destroy();
+      throw err;
+    }
+  }
   if (config.port === 0 && config.publicUrl.port === '0') config.publicUrl.port = String(port);
+
+  // The TLS port: the same handler, each handshake answered with the certificate for its SNI name.
+  let secureServer: https.Server | undefined;
+  if (certificates !== undefined && config.https !== undefined) {
+    const tlsServer = https.createServer(
+      {
+        ...boundedServerOptions(config.edge),
+        SNICallback: (servername, done) => {
+          const context = certificates.secureContextFor(servername);
+          if (context === undefined) done(new Error(`no certificate for ${servername}`));
+          else done(null, context);
+        },
+      },
+      handleRequest,
+    );
+    tlsServer.on('upgrade', handleUpgrade);
+    tlsServer.on('clientError', answerClientError);
+    tlsServer.on('checkExpectation', answerUnmetExpectation);
+    boundRequests(tlsServer, config.edge, (req) => table.resolveHost(req.headers.host) !== null || /^multipart\//i.test(req.headers['content-type'] ?? ''));
+    const httpsSettings = config.https;
+    await new Promise<void>((resolve, reject) => {
+      tlsServer.once('error', reject);
+      tlsServer.listen(httpsSettings.port, config.host, () => resolve());
+    });
+    secureServer = tlsServer;
+    httpsPort = (tlsServer.address() as AddressInfo).port;
+    // Hosts served now: the API host, every live app, every custom domain; then stored records (renewals, retries).
+    certificates.ensure(config.domain);
+    for (const [subdomain, route] of table.entries()) if (route.kind === 'app' && route.state === 'live') certificates.ensure(`${subdomain}.${config.domain}`);
+    for (const [hostname] of table.hosts()) certificates.ensure(hostname);
+    await certificates.start();
+  }
   const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
 
   let closing: Promise<void> | undefined;
   return {
     url: `http://${hostForUrl === '0.0.0.0' ? '127.0.0.1' : hostForUrl}:${port}`,
     port,
+    httpsPort: secureServer === undefined ? undefined : httpsPort,
     generatedAdmin: admin?.generatedPassword === undefined ? undefined : { email: admin.email, password: admin.generatedPassword },
     instanceId,
+    dataPlane: haproxy === undefined ? 'node' : 'haproxy',
+    haproxyPid: () => haproxy?.pid,
     close: () => {
       closing ??= (async () => {
+        await haproxy?.close();
+        internal?.close();
         await tunnels.close();
+        await certificates?.close();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeAllConnections();
         });
+        if (secureServer !== undefined) {
+          const tlsServer = secureServer;
+          await new Promise<void>((resolve) => {
+            tlsServer.close(() => resolve());
+            tlsServer.closeAllConnections();
+          });
+        }
         proxy.close();
         stopWatching();
         await lifecycle.close();
@@ -284,6 +458,18 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       return closing;
     },
   };
+}
+
+/** A port free on `host` now, for HAProxy to bind (SLIPWAY_PORT=0: tests and benchmarks). */
+async function freePort(host: string): Promise<number> {
+  const probe = createTcpServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', reject);
+    probe.listen(0, host, () => resolve());
+  });
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
 }
 
 /** A 500 `internal_error` answer, without detail (the detail goes to the log). */

@@ -5,6 +5,8 @@ import type { ValueCipher } from '../secrets/value-cipher.js';
 import type { Db } from './database.js';
 import { nowIso } from './database.js';
 import type { Database } from './schema.js';
+import { reencryptCertificates } from './certificate-store.js';
+import { reencryptWebhooks } from './webhook-store.js';
 
 /** Associated data of a variable: a ciphertext only opens in the row it was written to. */
 const varContext = (deploymentId: string, key: string): string => `env:${deploymentId}:${key}`;
@@ -124,7 +126,7 @@ export async function writeKeyCheck(db: Db, check: string): Promise<void> {
 }
 
 /**
- * Re-encrypts every stored value (variables, builds' configurations, the key check) from `from`
+ * Re-encrypts every stored value (variables, builds' configurations, TLS private keys, webhook secrets, the key check) from `from`
  * to `to` in one transaction: either all values move to the new key or none does.
  * Returns how many values were re-encrypted.
  */
@@ -142,6 +144,8 @@ export async function reencryptAll(db: Db, from: ValueCipher, to: ValueCipher): 
       await trx.updateTable('build_configs').set({ config: to.encrypt(from.decrypt(r.config, context), context) }).where('build_id', '=', r.build_id).execute();
       count += 1;
     }
+    count += await reencryptCertificates(trx, from, to);
+    count += await reencryptWebhooks(trx, from, to);
     await trx.updateTable('instance').set({ key_check: to.keyCheck() }).execute();
     return count;
   });

@@ -408,7 +408,9 @@ export function displayHost(req: IncomingMessage): string {
  * X-Forwarded-For would otherwise be the leftmost (and, to most apps, the "real") address.
  */
 function forwardedValues(req: IncomingMessage, protocol: string): { for: string; proto: string; host: string | undefined } {
-  return { for: clientAddress(req), proto: protocol, host: req.headers.host };
+  // A request that arrived over TLS (the HTTPS port) is https whatever the public URL says.
+  const proto = (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : protocol;
+  return { for: clientAddress(req), proto, host: req.headers.host };
 }
 
 /** The visitor's address, with IPv4-mapped IPv6 ("::ffff:1.2.3.4") shown as plain IPv4. */

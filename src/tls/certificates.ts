@@ -1,0 +1,57 @@
+// The certificate port: what a data plane reads to terminate TLS, and what the control plane records per host.
+
+/** A certificate chain and its private key, in PEM, for the names it covers. */
+export interface TlsCertificate {
+  /** The leaf first, then the chain. */
+  readonly certPem: string;
+  /** The private key in plain text: held in memory only, never written unencrypted. */
+  readonly keyPem: string;
+  readonly expiresAt: Date;
+}
+
+/**
+ * Where a data plane gets certificates (the Node plane through SNICallback, HAProxy through its
+ * runtime API: `new ssl cert`, `set ssl cert`, `commit ssl cert`, `add ssl crt-list`). ACME
+ * certificates are per host; the operator's certificate (if any) covers the names it lists.
+ */
+export interface CertificateSource {
+  /** The certificate to present for an SNI name now, if any (the operator's when it covers the name). */
+  certificateFor(hostname: string): TlsCertificate | undefined;
+  /** The operator's certificate (SLIPWAY_TLS_CERT_FILE/_KEY_FILE), served for every name it covers. */
+  readonly operator: TlsCertificate | undefined;
+  /** Every ACME certificate held now, by host. */
+  issued(): IterableIterator<[string, TlsCertificate]>;
+  /** Calls `listener` when a host's ACME certificate is installed, replaced (renewal) or dropped. */
+  subscribe(listener: (hostname: string, certificate: TlsCertificate | undefined) => void): () => void;
+}
+
+/** A host's certificate record: the state the API shows, and the certificate once there is one. */
+export interface CertificateRecord {
+  readonly hostname: string;
+  readonly status: 'pending' | 'active' | 'failed';
+  readonly error: string | null;
+  readonly certificate: TlsCertificate | undefined;
+  readonly attempts: number;
+  readonly nextAttemptAt: Date | undefined;
+}
+
+/** Where certificate records live (implemented in src/db/, which encrypts every private key at rest). */
+export interface CertificateRepository {
+  get(hostname: string): Promise<CertificateRecord | undefined>;
+  all(): Promise<CertificateRecord[]>;
+  /** Records that a host wants a certificate (no-op when it has a record). */
+  want(hostname: string): Promise<void>;
+  /** Stores a certificate obtained for a host: status `active`, error and attempts cleared. */
+  saveIssued(hostname: string, certificate: TlsCertificate): Promise<void>;
+  /** Records a failed attempt: the status, the error and when to try again. */
+  saveFailure(hostname: string, failure: { status: 'active' | 'failed'; error: string; attempts: number; nextAttemptAt: Date }): Promise<void>;
+  remove(hostname: string): Promise<void>;
+  /** The ACME account key of a directory (PEM), if one was made. */
+  accountKey(directoryUrl: string): Promise<string | undefined>;
+  saveAccountKey(directoryUrl: string, keyPem: string): Promise<void>;
+}
+
+/** Obtains a certificate for one host (ACME HTTP-01 in production). */
+export interface CertificateIssuer {
+  issue(hostname: string, signal: AbortSignal): Promise<TlsCertificate>;
+}
