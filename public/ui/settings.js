@@ -1,6 +1,6 @@
 // A deployment's configuration panels: environment (secrets masked, edit in place), domains with TLS, volumes, webhook, source upload.
 import { call } from './api.js';
-import { badge, confirmAction, h, when } from './dom.js';
+import { badge, confirmAction, h, replaceKeepingFocus, when } from './dom.js';
 import { sourcePicker, uploadChosen } from './apps.js';
 
 /** A panel with its own error line: a failure there (an endpoint this server lacks) shows the API's message in place. */
@@ -138,15 +138,17 @@ function volumesPanel(id, getDep, onChange) {
 
 function webhookPanel(id, getDep, onChange, ctx) {
   const auto = h('input', { type: 'checkbox', name: 'auto_deploy', id: 'auto-deploy' });
+  const state = h('p', { id: 'webhook-state', class: 'muted' });
   const shown = h('div', { id: 'webhook-new', hidden: true });
   const rows = h('tbody', { id: 'delivery-rows' });
-  const rotate = h('button', { type: 'button', text: 'Create webhook URL' });
+  const rotate = h('button', { type: 'button', text: 'Create webhook' });
+  let configured = false;
   const p = panel('webhook', 'Deploy on push',
     h('label', { class: 'inline' }, auto, 'Deploy automatically when the tracked branch is pushed'),
-    h('p', { class: 'hint', text: 'Add the URL and secret as a webhook in GitHub, Gitea/Forgejo or GitLab. The secret is shown once; creating the URL again rotates it.' }),
-    h('div', { class: 'row' }, rotate), shown,
+    h('p', { class: 'hint', text: 'Give the payload URL and secret to GitHub, Gitea/Forgejo or GitLab (content type JSON). The secret is shown once; rotating replaces it.' }),
+    state, h('div', { class: 'row' }, rotate), shown,
     h('h3', { text: 'Recent deliveries' }),
-    h('table', { class: 'stack' }, h('thead', {}, h('tr', {}, ['Received', 'Event', 'Result'].map((t) => h('th', { scope: 'col', text: t })))), rows));
+    h('table', { class: 'stack' }, h('thead', {}, h('tr', {}, ['Received', 'Push', 'Result'].map((t) => h('th', { scope: 'col', text: t })))), rows));
   auto.addEventListener('change', () => p.run(async () => {
     try {
       onChange(await call('PATCH', `/deployments/${id}`, { auto_deploy: auto.checked }));
@@ -155,24 +157,31 @@ function webhookPanel(id, getDep, onChange, ctx) {
       throw err;
     }
   }));
+  function showState(hook) {
+    configured = hook.configured;
+    state.replaceChildren('Payload URL: ', h('code', { id: 'webhook-url', text: hook.url }), h('br'), hook.configured ? `Secret set ${when(hook.created_at)}.` : 'No secret yet: create the webhook to get one.');
+    rotate.textContent = hook.configured ? 'Rotate secret' : 'Create webhook';
+  }
   rotate.addEventListener('click', () => p.run(async () => {
+    if (configured && !(await confirmAction({ title: 'Rotate the webhook secret?', body: 'Deliveries signed with the old secret are refused from now on, until you give the git host the new one.', confirm: 'Rotate' }))) return;
     const hook = await call('POST', `/deployments/${id}/webhook`);
-    shown.replaceChildren(
-      h('p', {}, h('strong', { text: 'Payload URL: ' }), h('code', { id: 'webhook-url', text: hook.url })),
-      h('p', {}, h('strong', { text: 'Secret (shown once): ' }), h('code', { class: 'secret-value', id: 'webhook-secret', text: hook.secret })));
+    shown.replaceChildren(h('p', {}, h('strong', { text: 'Secret (shown once): ' }), h('code', { class: 'secret-value', id: 'webhook-secret', text: hook.secret })));
     shown.hidden = false;
-    rotate.textContent = 'Rotate secret';
+    showState(await call('GET', `/deployments/${id}/webhook`));
   }));
-  async function loadDeliveries(signal) {
-    const list = await call('GET', `/deployments/${id}/webhook/deliveries`, undefined, { signal });
-    const items = Array.isArray(list) ? list : list.deliveries || [];
-    rows.replaceChildren(...items.map((d) => h('tr', {},
-      h('td', { 'data-label': 'Received', text: when(d.received_at || d.delivered_at || d.created_at) }),
-      h('td', { 'data-label': 'Event', text: [d.provider, d.event, d.ref].filter(Boolean).join(' ') || '—' }),
-      h('td', { 'data-label': 'Result' }, d.status ? badge(String(d.status)) : '', ' ', d.message || d.outcome || '', d.build_id ? h('code', { text: ` build ${d.build_id.slice(0, 8)}` }) : ''))));
+  async function load(signal) {
+    const [hook, items] = await Promise.all([
+      call('GET', `/deployments/${id}/webhook`, undefined, { signal }),
+      call('GET', `/deployments/${id}/webhook/deliveries`, undefined, { signal }),
+    ]);
+    showState(hook);
+    replaceKeepingFocus(rows, items.slice(0, 20).map((d) => h('tr', {},
+      h('td', { 'data-label': 'Received' }, h('time', { datetime: d.received_at, title: new Date(d.received_at).toLocaleString(), text: when(d.received_at) })),
+      h('td', { 'data-label': 'Push' }, [d.provider, d.event].filter(Boolean).join(' '), d.ref ? h('div', { class: 'mono', text: `${d.ref}${d.commit_sha ? ` @ ${d.commit_sha.slice(0, 12)}` : ''}` }) : ''),
+      h('td', { 'data-label': 'Result' }, badge(d.outcome === 'deployed' ? 'succeeded' : d.outcome === 'rejected' ? 'failed' : 'stopped', d.outcome), ' ', d.reason, d.build_id ? h('code', { text: ` (build ${d.build_id.slice(0, 8)})` }) : ''))));
     if (items.length === 0) rows.replaceChildren(h('tr', {}, h('td', { colspan: '3', class: 'empty', text: 'No deliveries yet.' })));
   }
-  ctx.poll(10000, (signal) => p.run(() => loadDeliveries(signal)));
+  ctx.poll(5000, (signal) => p.run(() => load(signal)));
   return { node: p.node, show: (dep) => { auto.checked = Boolean(dep.auto_deploy); } };
 }
 

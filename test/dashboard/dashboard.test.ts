@@ -4,6 +4,7 @@
 // the environment (secrets masked), add a domain, see changes made through the API without a reload,
 // manage API keys, and check 390 px, CSP, console errors and that no request leaves the host.
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -306,7 +307,7 @@ describe('dashboard', () => {
     await page.close();
   });
 
-  test('create from a git repository with the form; the webhook panel shows the API answer', async () => {
+  test('create from a git repository with the form; deploy on push set up from the page', async () => {
     const appDir = tempDir('dash-git');
     await writeBusyboxApp(appDir, { body: 'git app\n' });
     const files = Object.fromEntries(fs.readdirSync(appDir).map((f) => [f, fs.readFileSync(path.join(appDir, f), 'utf8')]));
@@ -321,11 +322,25 @@ describe('dashboard', () => {
     await waitForBadge(page, 'running');
     const builds = (await ts.request('GET', `/api/v1/deployments/${id}/builds`, { token: user.token })).json;
     assert.equal(builds[0].commit_sha, repo.sha);
-    // The webhook panel: either the URL (once the endpoint exists) or the API's own message.
-    await page.locator('#webhook').getByRole('button', { name: 'Create webhook URL' }).click();
-    const hook = await ts.request('POST', `/api/v1/deployments/${id}/webhook`, { token: user.token });
-    if (hook.status === 201) await page.locator('#webhook-url', { hasText: `/api/v1/hooks/${id}` }).waitFor();
-    else await page.locator('#webhook .panel-error', { hasText: hook.json.message }).waitFor();
+    // Deploy on push, set up from the page: auto-deploy on, a webhook secret shown once.
+    await page.locator('#auto-deploy').check();
+    await eventually(async () => ((await ts.request('GET', `/api/v1/deployments/${id}`, { token: user.token })).json.auto_deploy === true ? true : undefined), 10_000, 'auto_deploy on');
+    await page.locator('#webhook').getByRole('button', { name: 'Create webhook' }).click();
+    const secret = await page.locator('#webhook-secret').innerText();
+    await page.locator('#webhook-url', { hasText: `/api/v1/hooks/${id}` }).waitFor();
+    await page.locator('#webhook').getByRole('button', { name: 'Rotate secret' }).waitFor();
+    // A signed push of a new commit: the delivery and its build show up on the page.
+    const pushed = await git.commit(`dash-${process.pid}`, { 'index.html': 'git app v2\n' });
+    const body = Buffer.from(JSON.stringify({ ref: 'refs/heads/main', before: repo.sha, after: pushed, repository: { full_name: 'o/r' } }));
+    const delivered = await fetch(`${ts.url}/api/v1/hooks/${id}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': crypto.randomUUID(), 'x-hub-signature-256': `sha256=${crypto.createHmac('sha256', secret).update(body).digest('hex')}` },
+      body,
+    });
+    assert.equal(delivered.status, 202, await delivered.text());
+    await page.locator('#delivery-rows tr', { hasText: 'deployed' }).waitFor({ timeout: 15_000 });
+    await page.locator('#build-rows tr', { hasText: pushed.slice(0, 12) }).waitFor({ timeout: 15_000 });
+    await waitForBadge(page, 'running');
     await shot(page, 'deployment-git');
     await page.close();
   });
