@@ -241,6 +241,17 @@ describe('deploy on push: webhooks', () => {
     assert.equal((await builds(id)).length, 2);
   });
 
+  test('no branch set: the default branch is read from the remote; a remote that cannot be read → 409 and no build', async () => {
+    const id = await gitDeployment({ branch: undefined, auto_deploy: true });
+    const { secret } = await createHook(id);
+    const body = pushBody('refs/heads/main', randomSha());
+    assertError(await deliver(id, body, signed('github', secret, body, 'push')), 409, 'invalid_state');
+    assert.deepEqual(await builds(id), []);
+    const [recorded] = await deliveries(id);
+    assert.equal(recorded?.outcome, 'rejected');
+    assert.match(String(recorded?.reason), /default branch/);
+  });
+
   test("GitHub's form-encoded payload= deliveries are verified over the form bytes; other media types → 415; over 1 MiB → 413", async () => {
     const id = await gitDeployment({ auto_deploy: true });
     const { secret } = await createHook(id);
