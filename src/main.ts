@@ -131,6 +131,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   const metrics = createServerMetrics({
     liveTunnels: () => liveTunnels(),
     dataPlane: () => (haproxy === undefined ? { plane: 'node', up: listening } : { plane: 'haproxy', up: haproxy.pid !== undefined }),
+    // Live app traffic bypasses the Node proxy under HAProxy: its counters are read at each scrape.
+    ...(haproxyBinary === undefined ? {} : { haproxyServers: async () => (haproxy === undefined ? [] : haproxy.appStats(AbortSignal.timeout(2000))) }),
   });
   const proxy = new AppProxy({
     table,
