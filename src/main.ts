@@ -305,6 +305,9 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     }
   };
   const handleUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
+    // Node takes its own error listener off an upgraded socket: without one, a client that resets
+    // while it is being answered (a 404 page, a refusal) is an uncaught exception that ends the process.
+    socket.on('error', () => socket.destroy());
     try {
       const problem = requestHeadProblem(req);
       if (problem !== undefined) return writeRawBadRequest(socket, problem);
