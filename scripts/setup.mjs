@@ -138,6 +138,45 @@ export async function ensureDocker({ required = true } = {}) {
 }
 
 /**
+ * Installs Debian's haproxy (the default data plane, decisions §8) when no binary is found, without
+ * letting the package start or enable a system HAProxy on port 80: Slipway runs its own. Never
+ * fatal: without HAProxy the server serves the public port with its Node data plane.
+ */
+export function ensureHaproxy() {
+  if ((process.env.SLIPWAY_DATA_PLANE ?? '').trim().toLowerCase() === 'node') return;
+  if (which('haproxy') !== null) return;
+  if (!isRoot || which('apt-get') === null) {
+    log('HAProxy is not installed (Debian: apt-get install haproxy): the Node data plane serves the public port.');
+    return;
+  }
+  // policy-rc.d answering 101 forbids maintainer scripts to start services during the install.
+  const policy = '/usr/sbin/policy-rc.d';
+  const ownPolicy = !fs.existsSync(policy);
+  if (ownPolicy) fs.writeFileSync(policy, '#!/bin/sh\n# written by Slipway while installing haproxy\nexit 101\n', { mode: 0o755 });
+  try {
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    const args = ['install', '-y', '--no-install-recommends', '--', 'haproxy'];
+    log('installing haproxy with apt-get (its system service stays off)…');
+    if (spawnSync('apt-get', args, { stdio: 'inherit', env }).status !== 0) {
+      spawnSync('apt-get', ['update'], { stdio: 'inherit', env });
+      if (spawnSync('apt-get', args, { stdio: 'inherit', env }).status !== 0) {
+        log('could not install haproxy: the Node data plane serves the public port.');
+        return;
+      }
+    }
+  } finally {
+    if (ownPolicy) fs.rmSync(policy, { force: true });
+  }
+  // The package enables haproxy.service: disable it so no boot starts a second HAProxy on port 80.
+  if (which('systemctl') !== null) {
+    spawnSync('systemctl', ['disable', '--', 'haproxy.service'], { stdio: 'ignore' });
+    if (fs.existsSync('/run/systemd/system')) spawnSync('systemctl', ['stop', '--', 'haproxy.service'], { stdio: 'ignore' });
+  } else if (which('update-rc.d') !== null) {
+    spawnSync('update-rc.d', ['haproxy', 'disable'], { stdio: 'ignore' });
+  }
+}
+
+/**
  * Makes sure a local PostgreSQL answers on loopback (Debian, root: installs `postgresql` and starts
  * its cluster) with a role `slipway` that may create databases. Returns the role's URL (to the
  * `postgres` database), or null with the reason logged when that cannot be done here.

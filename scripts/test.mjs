@@ -1,11 +1,13 @@
 // `npm test`: install what is missing, compile, bring up Docker and busybox, run every test file.
 import fs from 'node:fs';
 import path from 'node:path';
-import { root, run, ensureDependencies, compile, ensureDocker, ensurePostgres, aptInstall } from './setup.mjs';
+import { root, run, ensureDependencies, compile, ensureDocker, ensureHaproxy, ensurePostgres, aptInstall } from './setup.mjs';
 
 ensureDependencies();
 compile();
 await ensureDocker();
+// The routing suites run against HAProxy as well as the Node plane.
+ensureHaproxy();
 if (!fs.existsSync('/bin/busybox')) aptInstall(['busybox-static']);
 // The dashboard tests drive Debian's Chromium (playwright-core never downloads a browser here).
 if (!fs.existsSync('/usr/bin/chromium')) aptInstall(['chromium']);
@@ -36,7 +38,7 @@ run(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=300000'
 });
 
 // The same dialect-neutral suites once more on PostgreSQL (the tests above run on SQLite).
-const DIALECT_NEUTRAL = ['db/subdomain-claims', 'api/deployments', 'api/api-keys', 'api/pagination', 'api/env', 'api/domains', 'api/isolation', 'api/dashboard', 'e2e/archive-lifecycle', 'e2e/router', 'cli/reset-password'];
+const DIALECT_NEUTRAL = ['db/subdomain-claims', 'api/deployments', 'api/api-keys', 'api/pagination', 'api/env', 'api/domains', 'api/isolation', 'api/webhooks', 'api/dashboard', 'e2e/archive-lifecycle', 'e2e/router', 'cli/reset-password'];
 const neutral = live.filter((file) => DIALECT_NEUTRAL.some((name) => file.endsWith(`${name}.test.js`)));
 if (neutral.length > 0) {
   const databaseUrl = await ensurePostgres();

@@ -70,6 +70,10 @@ export interface Config {
   readonly edge: EdgeLimits;
   /** HTTPS (decisions §8): undefined while SLIPWAY_HTTPS_PORT is unset. */
   readonly https: HttpsSettings | undefined;
+  /** SLIPWAY_DATA_PLANE: who serves the public port; undefined = HAProxy when a 2.6+ binary is found, else Node. */
+  readonly dataPlane: 'haproxy' | 'node' | undefined;
+  /** SLIPWAY_HAPROXY_BIN: the HAProxy binary; undefined = looked for in the usual sbin/bin directories. */
+  readonly haproxyBinary: string | undefined;
 }
 
 /** HTTPS settings (SLIPWAY_HTTPS_PORT and the ACME/operator certificate settings). */
@@ -238,9 +242,19 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     edge: edgeLimits(env),
     https: httpsSettings(env),
+    dataPlane: text(env, 'SLIPWAY_DATA_PLANE') === undefined ? undefined : oneOf(env, 'SLIPWAY_DATA_PLANE', ['haproxy', 'node'] as const, 'node'),
+    haproxyBinary: absolutePath(env, 'SLIPWAY_HAPROXY_BIN'),
     secretKey: secretKey(env, 'SLIPWAY_SECRET_KEY'),
     newSecretKey: secretKey(env, 'SLIPWAY_NEW_SECRET_KEY'),
   };
+}
+
+/** An absolute file path, if set. */
+function absolutePath(env: Env, name: string): string | undefined {
+  const raw = text(env, name);
+  if (raw === undefined) return undefined;
+  if (!path.isAbsolute(raw)) throw new ConfigError(`${name} must be an absolute path, got "${raw}"`);
+  return raw;
 }
 
 /** A 32-byte key given in base64. */

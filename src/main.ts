@@ -1,7 +1,7 @@
 // Composition root: wires configuration, database, engine, data plane, tunnels and API; listens.
 import http from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer } from 'node:net';
 import type { Duplex } from 'node:stream';
 import path from 'node:path';
 import { buildApp } from './api/app.js';
@@ -14,6 +14,8 @@ import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
 import { databaseDeploymentStore } from './db/deployment-store.js';
 import { runnerId } from './runner-id.js';
 import { DbAppConfigStore, readKeyCheck, writeKeyCheck } from './db/app-config-store.js';
+import { databaseWebhookStore } from './db/webhook-store.js';
+import { resolveCommit } from './source/git.js';
 import { unlockInstallation } from './secrets/unlock.js';
 import { bootstrapAdmin } from './domain/accounts.js';
 import { KeyUsage } from './domain/key-usage.js';
@@ -32,7 +34,10 @@ import { createServerMetrics } from './api/server-metrics.js';
 import { nodeDataPlane } from './proxy/node-data-plane.js';
 import { boundRequests, boundedServerOptions } from './proxy/request-bounds.js';
 import { requestHeadProblem, writeBadRequest, writeRawBadRequest } from './proxy/request-guard.js';
-import { RoutingTable } from './proxy/routing-table.js';
+import { RoutingTable, type Upstream } from './proxy/routing-table.js';
+import { findHaproxy } from './proxy/haproxy/haproxy-binary.js';
+import { HaproxyDataPlane } from './proxy/haproxy/haproxy-data-plane.js';
+import { proxyProtocolListener } from './proxy/proxy-protocol.js';
 import { createDockerEngine } from './runtime/docker/docker-engine.js';
 import type { ContainerEngine } from './runtime/engine.js';
 import { SourceStore } from './source/source-store.js';
@@ -49,6 +54,10 @@ export interface RunningServer {
   readonly generatedAdmin: { email: string; password: string } | undefined;
   /** This installation's id (the `dev.slipway.instance` label on its containers). */
   readonly instanceId: string;
+  /** Who serves the public port: HAProxy (with Node on an internal port behind it) or Node itself. */
+  readonly dataPlane: 'haproxy' | 'node';
+  /** The supervised HAProxy's pid now (undefined on the Node plane, or while HAProxy is down). */
+  haproxyPid(): number | undefined;
   close(): Promise<void>;
 }
 
@@ -73,6 +82,15 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   });
   const db = await openDatabase({ file: path.join(config.dataDir, 'slipway.db'), url: config.databaseUrl });
   const engine = options.engine ?? createDockerEngine(config.dockerHost);
+  let haproxyBinary: string | undefined;
+  if (config.dataPlane !== 'node') {
+    const found = await findHaproxy(config.haproxyBinary);
+    if ('path' in found) haproxyBinary = found.path;
+    else if (config.dataPlane === 'haproxy') {
+      await db.destroy();
+      throw new Error(`SLIPWAY_DATA_PLANE=haproxy but ${found.missing} (install Debian's haproxy, or set SLIPWAY_DATA_PLANE=node)`);
+    } else log('info', `HAProxy not available (${found.missing}): the Node data plane serves the public port`);
+  }
   const instanceId = await loadInstanceId(db);
   let unlocked;
   try {
@@ -107,22 +125,33 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   // Read at scrape time: the tunnel server and listener are created below.
   let liveTunnels = (): number => 0;
   let listening = false;
-  const metrics = createServerMetrics({ liveTunnels: () => liveTunnels(), dataPlane: () => ({ plane: 'node', up: listening }) });
+  // With HAProxy in front, the routing table stays the one the control plane writes (through the
+  // port); HAProxy mirrors it. A request to an old upstream may be in either plane, so both drain.
+  let haproxy: HaproxyDataPlane | undefined;
+  const metrics = createServerMetrics({
+    liveTunnels: () => liveTunnels(),
+    dataPlane: () => (haproxy === undefined ? { plane: 'node', up: listening } : { plane: 'haproxy', up: haproxy.pid !== undefined }),
+  });
   const proxy = new AppProxy({
     table,
     publicProtocol: config.publicUrl.protocol.replace(':', ''),
     log,
     onRequestEnd: (app, status, seconds) => metrics.requestEnded(app, status, seconds),
   });
-  const dataPlane = nodeDataPlane(table, proxy);
-  // Serve first (decisions: recovery): routes come from one look at the engine; releases whose
-  // containers stopped answer 503 `starting` and are started again behind the listener.
+  const dataPlane = nodeDataPlane(table, {
+    drain: async (upstream: Upstream, timeoutMs: number): Promise<void> => {
+      await Promise.all([proxy.drain(upstream, timeoutMs), haproxy?.drain(upstream, timeoutMs)]);
+    },
+  });
+  // Serve first (docs/decisions.md, "Recovery that serves first"): routes come from one look at the
+  // engine; releases whose containers stopped answer 503 `starting` and are started again behind the listener.
   const recovery = await planRecovery({ store: deployments, engine, dataPlane, dataDir: config.dataDir, instanceId, log }, engineUp);
   await releaseTunnelsOf(db, runner); // no tunnel survives a restart; clients reconnect
 
   // Custom domains follow their deployment's route (the table resolves them to its subdomain).
   for (const d of await allDomainRoutes(db)) dataPlane.publishHost(d.hostname, { subdomain: d.subdomain, deploymentId: d.deploymentId });
 
+  const lifecycleGitEnv = options.gitEnv ?? { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: config.dataDir };
   const lifecycle = new DeploymentLifecycle({
     store: deployments,
     configs,
@@ -150,7 +179,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       },
       maxConcurrentBuilds: config.maxConcurrentBuilds,
       recoveryConcurrency: config.recoveryConcurrency,
-      gitEnv: options.gitEnv ?? { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: config.dataDir },
+      gitEnv: lifecycleGitEnv,
     },
   });
   const stopWatching = lifecycle.watchLiveContainers(5_000);
@@ -207,6 +236,13 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     loginLimiter: new FailureLimiter({ maxFailures: 10, maxFailuresByKind: { ip: 100 }, windowMs: 15 * 60_000 }),
     operations: lifecycle,
     configs,
+    webhooks: databaseWebhookStore(db, unlocked.cipher),
+    // 60 deliveries a minute per webhook: a misconfigured sender cannot queue builds without end.
+    hookLimiter: new FailureLimiter({ maxFailures: 60, windowMs: 60_000 }),
+    defaultBranch: async (repoUrl) => {
+      const options = { allowPrivate: config.allowPrivateGit, timeoutMs: 60_000, signal: AbortSignal.timeout(60_000), gitEnv: lifecycleGitEnv };
+      return (await resolveCommit(repoUrl, undefined, options)).branch;
+    },
     tunnels: {
       list: (userId) =>
         tunnels.list(userId).map((t) => ({
@@ -294,14 +330,57 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   server.on('checkExpectation', answerUnmetExpectation);
   // Uploads and requests to apps (streamed to the app) get the long bound; API JSON the short one.
   boundRequests(server, config.edge, (req) => table.resolveHost(req.headers.host) !== null || /^multipart\//i.test(req.headers['content-type'] ?? ''));
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => resolve());
-  });
-  listening = true;
-  server.once('close', () => (listening = false));
+  let port: number;
+  let internal: TcpServer | undefined;
+  if (haproxyBinary === undefined) {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, () => resolve());
+    });
+    listening = true;
+    server.once('close', () => (listening = false));
+    port = (server.address() as AddressInfo).port;
+  } else {
+    // HAProxy owns the public port; Node serves the API, dashboard, tunnels and refusal pages behind it.
+    const listener = proxyProtocolListener(server, config.edge.headersTimeoutMs);
+    internal = listener;
+    await new Promise<void>((resolve, reject) => {
+      listener.once('error', reject);
+      listener.listen(0, '127.0.0.1', () => resolve());
+    });
+    port = config.port === 0 ? await freePort(config.host) : config.port;
+    haproxy = new HaproxyDataPlane({
+      binary: haproxyBinary,
+      dataDir: config.dataDir,
+      domain: config.domain,
+      table,
+      bindHost: config.host,
+      bindPort: port,
+      nodePort: (listener.address() as AddressInfo).port,
+      limits: config.edge,
+      publicProtocol: config.publicUrl.protocol.replace(':', ''),
+      // With HTTPS on, the plain port answers ACME challenges and 308s from Node (which knows the
+      // certificates), and TLS is served by Node: HAProxy passes everything to Node until TLS moves into it.
+      fastPath: config.https === undefined,
+      log,
+    });
+    try {
+      await haproxy.start();
+    } catch (err) {
+      await haproxy.close().catch(() => undefined);
+      listener.close();
+      await tunnels.close();
+      proxy.close();
+      stopWatching();
+      await lifecycle.close();
+      await app.close();
+      await keyUsage.close();
+      await db.destroy();
+      throw err;
+    }
+  }
+  // Behind the listener: recovery never delays the first answer (the API, every app already up).
   lifecycle.recoverInBackground(recovery);
-  const port = (server.address() as AddressInfo).port;
   if (config.port === 0 && config.publicUrl.port === '0') config.publicUrl.port = String(port);
 
   // The TLS port: the same handler, each handshake answered with the certificate for its SNI name.
@@ -344,8 +423,12 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     httpsPort: secureServer === undefined ? undefined : httpsPort,
     generatedAdmin: admin?.generatedPassword === undefined ? undefined : { email: admin.email, password: admin.generatedPassword },
     instanceId,
+    dataPlane: haproxy === undefined ? 'node' : 'haproxy',
+    haproxyPid: () => haproxy?.pid,
     close: () => {
       closing ??= (async () => {
+        await haproxy?.close();
+        internal?.close();
         await tunnels.close();
         await certificates?.close();
         await new Promise<void>((resolve) => {
@@ -369,6 +452,18 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       return closing;
     },
   };
+}
+
+/** A port free on `host` now, for HAProxy to bind (SLIPWAY_PORT=0: tests and benchmarks). */
+async function freePort(host: string): Promise<number> {
+  const probe = createTcpServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', reject);
+    probe.listen(0, host, () => resolve());
+  });
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
 }
 
 /** A 500 `internal_error` answer, without detail (the detail goes to the log). */

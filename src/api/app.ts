@@ -8,6 +8,7 @@ import type { BuildLogStore } from '../deploy/build-logs.js';
 import type { KeyUsage } from '../domain/key-usage.js';
 import type { ListCursors } from './list-pages.js';
 import type { FailureLimiter } from '../domain/rate-limiter.js';
+import type { WebhookStore } from '../domain/webhooks.js';
 import type { AppConfigStore } from '../domain/app-config.js';
 import type { DeploymentOperations } from '../domain/operations.js';
 import type { DomainCertificates, HostRoutes } from '../domain/custom-domains.js';
@@ -23,6 +24,8 @@ import { deploymentRoutes } from './routes/deployment-routes.js';
 import { buildRoutes } from './routes/build-routes.js';
 import { envRoutes } from './routes/env-routes.js';
 import { domainRoutes } from './routes/domain-routes.js';
+import { webhookRoutes } from './routes/webhook-routes.js';
+import { hookRoutes } from './routes/hook-routes.js';
 import { tunnelRoutes, type TunnelDirectory } from './routes/tunnel-routes.js';
 import { healthRoutes, type HealthCheck } from './routes/health-routes.js';
 import { dashboardRoutes } from './routes/dashboard-routes.js';
@@ -42,6 +45,12 @@ export interface ApiDeps {
   readonly operations: DeploymentOperations;
   /** Deployments' environment variables (encrypted at rest by the store). */
   readonly configs: AppConfigStore;
+  /** Deployments' webhook secrets (encrypted at rest by the store) and the deliveries they received. */
+  readonly webhooks: WebhookStore;
+  /** Deliveries per deployment's webhook, counted before a body is read (sliding window). */
+  readonly hookLimiter: FailureLimiter;
+  /** The remote's default branch of a repository (git ls-remote), for deployments that name no branch. */
+  readonly defaultBranch: (repoUrl: string) => Promise<string>;
   readonly tunnels: TunnelDirectory;
   /** Where custom domains are routed (the routing table). */
   readonly hosts: HostRoutes;
@@ -108,6 +117,8 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
   await app.register(healthRoutes, { health: deps.health });
   await app.register(dashboardRoutes);
   await app.register(authRoutes(deps), { prefix: '/api/v1' });
+  // Git hosts deliver here with a signature instead of a bearer; the route keeps bodies as raw bytes.
+  await app.register(hookRoutes(deps), { prefix: '/api/v1' });
 
   // Everything below requires a bearer credential, checked by one hook.
   await app.register(async (scope) => {
@@ -119,6 +130,7 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
     await scope.register(buildRoutes(deps));
     await scope.register(envRoutes(deps));
     await scope.register(domainRoutes(deps));
+    await scope.register(webhookRoutes(deps));
     await scope.register(tunnelRoutes(deps));
     await scope.register(deploymentMetricsRoutes(deps));
   }, { prefix: '/api/v1' });

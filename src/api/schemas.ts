@@ -68,6 +68,10 @@ const VolumesField = Type.Array(VolumeSchema, {
   description: 'named volumes (at most 10) mounted into every release; their data survives deploy, restart, stop and rollback, and is removed with the deployment',
 });
 
+const AutoDeployField = Type.Boolean({
+  description: 'git deployments: a signed push to the tracked branch deploys the pushed commit (default false; true on an archive deployment is a validation_error)',
+});
+
 export const CreateDeploymentBody = Type.Object(
   {
     name: Type.String({ maxLength: 1000 }),
@@ -82,6 +86,7 @@ export const CreateDeploymentBody = Type.Object(
     ),
     cpus: Type.Optional(Type.Number({ description: 'CPU limit: 0.01 to SLIPWAY_MAX_CPUS (default ceiling 2); default SLIPWAY_DEFAULT_CPUS (1)' })),
     volumes: Type.Optional(VolumesField),
+    auto_deploy: Type.Optional(AutoDeployField),
   },
   { additionalProperties: false },
 );
@@ -99,6 +104,7 @@ export const UpdateDeploymentBody = Type.Object(
     ),
     cpus: Type.Optional(Type.Union([Type.Number(), Type.Null()], { description: '0.01 to SLIPWAY_MAX_CPUS (default ceiling 2); null: the default' })),
     volumes: Type.Optional(VolumesField),
+    auto_deploy: Type.Optional(AutoDeployField),
   },
   { additionalProperties: false, description: 'Settings take effect at the next deploy or restart.' },
 );
@@ -122,6 +128,7 @@ export const DeploymentSchema = Type.Object(
     memory_mb: Type.Optional(Nullable(Type.Number())),
     cpus: Type.Optional(Nullable(Type.Number())),
     volumes: Type.Optional(Type.Array(VolumeSchema)),
+    auto_deploy: Type.Optional(Type.Boolean({ description: 'git deployments: whether a signed push to the tracked branch deploys' })),
   },
   { $id: 'Deployment' },
 );
@@ -235,6 +242,32 @@ export const PatchEnvBody = Type.Object(
 );
 export type PatchEnvBody = Static<typeof PatchEnvBody>;
 
+export const WebhookSecretResponse = Type.Object({
+  url: Type.String({ description: '<public URL>/api/v1/hooks/<deployment id>: the payload URL to give the git host' }),
+  secret: Type.String({ description: 'the shared secret, shown only in this answer (calling again rotates it)' }),
+});
+export const WebhookResponse = Type.Object({
+  url: Type.String(),
+  configured: Type.Boolean({ description: 'whether a secret is set (it is never shown again)' }),
+  created_at: Nullable(Timestamp),
+  auto_deploy: Type.Boolean(),
+});
+export const DeliverySchema = Type.Object(
+  {
+    id: Uuid,
+    received_at: Timestamp,
+    provider: OneOf(['github', 'gitea', 'gitlab']),
+    event: Nullable(Type.String()),
+    delivery_id: Nullable(Type.String({ description: "the sender's delivery id" })),
+    ref: Nullable(Type.String()),
+    commit_sha: Nullable(Type.String()),
+    outcome: OneOf(['deployed', 'ignored', 'rejected']),
+    build_id: Nullable(Uuid),
+    reason: Type.String({ description: 'why the delivery did or did not deploy' }),
+  },
+  { $id: 'WebhookDelivery' },
+);
+
 export const DomainParams = Type.Object({ id: Type.String(), domain_id: Type.String() });
 export const AddDomainBody = Type.Object(
   {
@@ -262,7 +295,7 @@ export const DomainSchema = Type.Object(
 );
 
 /** Shared schemas registered once, referenced by `$ref`. */
-export const SHARED_SCHEMAS = [ErrorSchema, UserSchema, ApiKeySchema, DeploymentSchema, BuildSchema, TunnelSchema, EnvVarSchema, DomainSchema];
+export const SHARED_SCHEMAS = [ErrorSchema, UserSchema, ApiKeySchema, DeploymentSchema, BuildSchema, TunnelSchema, EnvVarSchema, DomainSchema, DeliverySchema];
 
 /** Standard error responses for the OpenAPI document. */
 export function errorResponses(...statuses: number[]): Record<number, unknown> {

@@ -9,6 +9,9 @@ import type {
   MessageSchema,
   UploadResponse,
   UserSchema,
+  DeliverySchema,
+  WebhookResponse,
+  WebhookSecretResponse,
 } from '../api/schemas.js';
 
 export type Deployment = Static<typeof DeploymentSchema>;
@@ -19,6 +22,9 @@ export type UploadAnswer = Static<typeof UploadResponse>;
 export type MessageAnswer = Static<typeof MessageSchema>;
 export type EnvVar = Static<typeof EnvVarSchema>;
 export type CustomDomain = Static<typeof DomainSchema>;
+export type WebhookAnswer = Static<typeof WebhookResponse>;
+export type WebhookSecretAnswer = Static<typeof WebhookSecretResponse>;
+export type WebhookDelivery = Static<typeof DeliverySchema>;
 
 /** `GET`/`PATCH /deployments/{id}/env` (its items are a `$ref` in the schema, so it is spelled out here). */
 export interface EnvAnswer {

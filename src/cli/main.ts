@@ -7,6 +7,7 @@ import { registerAuthCommands } from './commands/auth-commands.js';
 import { registerDeployCommand } from './commands/deploy-command.js';
 import { registerEnvCommands } from './commands/env-commands.js';
 import { registerDomainCommands } from './commands/domain-commands.js';
+import { registerWebhookCommands } from './commands/webhook-commands.js';
 import { registerKeyCommands } from './commands/key-commands.js';
 import { registerTunnelCommand } from './commands/tunnel-command.js';
 import { rotateKey, runResetPassword, runServer } from './server-command.js';
@@ -71,6 +72,7 @@ Environment: SLIPWAY_URL and SLIPWAY_API_KEY override the saved login. See docs/
   registerAppCommands(program, io);
   registerEnvCommands(program, io);
   registerDomainCommands(program, io);
+  registerWebhookCommands(program, io);
   registerKeyCommands(program, io);
   registerTunnelCommand(program, io);
   return program;

@@ -28,6 +28,7 @@ async function runServerWorker(): Promise<void> {
   }
   const out = process.stdout;
   out.write(`Slipway is listening on ${server.url} (apps at http://<subdomain>.${config.domain}:${server.port}/)\n`);
+  if (server.httpsPort !== undefined) out.write(`HTTPS on port ${server.httpsPort}: certificates are obtained for the API host, live apps and custom domains\n`);
   out.write(`Data directory: ${config.dataDir}\n`);
   if (server.generatedAdmin !== undefined) {
     out.write('\nFirst start: an administrator was created. This password is shown only once:\n');

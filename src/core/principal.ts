@@ -5,7 +5,8 @@ import { DomainError } from './errors.js';
 export interface Principal {
   readonly userId: string;
   readonly isAdmin: boolean;
-  readonly via: 'session' | 'api_key';
+  /** `webhook`: a verified delivery acting for the deployment's owner (deploy on push only). */
+  readonly via: 'session' | 'api_key' | 'webhook';
   /** Set when via is 'session'. */
   readonly sessionId: string | undefined;
   /** Set when via is 'api_key'. */

@@ -6,6 +6,7 @@ import type { Db } from './database.js';
 import { nowIso } from './database.js';
 import type { Database } from './schema.js';
 import { reencryptCertificates } from './certificate-store.js';
+import { reencryptWebhooks } from './webhook-store.js';
 
 /** Associated data of a variable: a ciphertext only opens in the row it was written to. */
 const varContext = (deploymentId: string, key: string): string => `env:${deploymentId}:${key}`;
@@ -125,7 +126,7 @@ export async function writeKeyCheck(db: Db, check: string): Promise<void> {
 }
 
 /**
- * Re-encrypts every stored value (variables, builds' configurations, TLS private keys, the key check) from `from`
+ * Re-encrypts every stored value (variables, builds' configurations, TLS private keys, webhook secrets, the key check) from `from`
  * to `to` in one transaction: either all values move to the new key or none does.
  * Returns how many values were re-encrypted.
  */
@@ -144,6 +145,7 @@ export async function reencryptAll(db: Db, from: ValueCipher, to: ValueCipher): 
       count += 1;
     }
     count += await reencryptCertificates(trx, from, to);
+    count += await reencryptWebhooks(trx, from, to);
     await trx.updateTable('instance').set({ key_check: to.keyCheck() }).execute();
     return count;
   });

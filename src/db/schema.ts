@@ -49,6 +49,8 @@ export interface DeploymentsTable {
   nano_cpus: number | null;
   /** JSON `[{name, mount_path}]`: the deployment's named volumes. */
   volumes: Generated<string>;
+  /** 1: a verified push to the tracked branch deploys (git deployments only). */
+  auto_deploy: Generated<number>;
   created_at: string;
   updated_at: string;
   seq: Generated<number>;
@@ -144,6 +146,31 @@ export interface AcmeAccountsTable {
   created_at: string;
 }
 
+/** A deployment's webhook: the shared secret, AES-256-GCM encrypted (it is read back to check HMACs). */
+export interface WebhooksTable {
+  deployment_id: string;
+  secret: string;
+  created_at: string;
+}
+
+/** One delivery a deployment's webhook received, and what came of it. */
+export interface WebhookDeliveriesTable {
+  seq: Generated<number>;
+  id: string;
+  deployment_id: string;
+  received_at: string;
+  provider: 'github' | 'gitea' | 'gitlab';
+  event: string | null;
+  delivery_id: string | null;
+  /** The delivery id while it blocks a repeat (unique per deployment); null once that ends. */
+  dedup_key: string | null;
+  ref: string | null;
+  commit_sha: string | null;
+  outcome: 'deployed' | 'ignored' | 'rejected';
+  build_id: string | null;
+  reason: string;
+}
+
 export interface Database {
   instance: InstanceTable;
   users: UsersTable;
@@ -158,4 +185,6 @@ export interface Database {
   custom_domains: CustomDomainsTable;
   certificates: CertificatesTable;
   acme_accounts: AcmeAccountsTable;
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }

@@ -67,7 +67,5 @@ function words(text: string): string[] {
 /** The build arguments of a build: each non-secret variable whose name the Dockerfile declares as an ARG. */
 export function buildArgsFor(dockerfile: string, vars: readonly EnvVar[]): Record<string, string> {
   const declared = declaredArgs(dockerfile);
-  const args: Record<string, string> = {};
-  for (const v of vars) if (!v.secret && declared.has(v.key)) args[v.key] = v.value;
-  return args;
+  return Object.fromEntries(vars.filter((v) => !v.secret && declared.has(v.key)).map((v) => [v.key, v.value]));
 }

@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { BuildRow } from '../domain/builds.js';
 import { assertUuid, type DeploymentRow } from '../domain/deployments.js';
 import { DomainError } from '../core/errors.js';
-import type { DeploymentMetrics, DeploymentOperations } from '../domain/operations.js';
+import type { DeployOptions, DeploymentMetrics, DeploymentOperations } from '../domain/operations.js';
 import { authorizeOwned, type Principal } from '../core/principal.js';
 import type { Upstream } from '../core/upstream.js';
 import type { DataPlane } from '../proxy/data-plane.js';
@@ -108,18 +108,23 @@ export class DeploymentLifecycle implements DeploymentOperations {
     this.#recoverySlots = new Semaphore(deps.settings.recoveryConcurrency);
   }
 
-  async deploy(principal: Principal, deploymentId: string, options: { wait: boolean; signal?: AbortSignal }): Promise<BuildRow> {
+  async deploy(principal: Principal, deploymentId: string, options: DeployOptions): Promise<BuildRow> {
     const initial = await this.#owned(principal, deploymentId);
     let commitSha: string;
     let sourceRef: string;
     /** Why the source cannot be read (an unreachable repository): the build is recorded, then fails. */
     let unreadable: string | undefined;
     if (initial.source_type === 'archive') {
+      if (options.commit !== undefined) throw new DomainError('invalid_state', 'an archive deployment builds its upload, not a commit');
       if (initial.upload_id === null || initial.upload_sha256 === null) {
         throw new DomainError('invalid_state', 'nothing has been uploaded yet; upload an archive first');
       }
       commitSha = initial.upload_sha256;
       sourceRef = initial.upload_id;
+    } else if (options.commit !== undefined) {
+      // A pushed commit: exactly that one is built, even if the branch has moved on since.
+      commitSha = options.commit.sha;
+      sourceRef = options.commit.branch;
     } else {
       const resolved = await this.#resolve(initial);
       commitSha = resolved.sha;

@@ -48,10 +48,8 @@ export interface ReleaseTarget {
 
 /** A container's environment: the variables, then PORT (reserved: no variable can be named PORT). */
 export function releaseEnv(vars: readonly EnvVar[], port: number): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const v of vars) env[v.key] = v.value;
-  env['PORT'] = String(port);
-  return env;
+  // fromEntries defines own properties: a variable named like an Object.prototype member stays a variable.
+  return Object.fromEntries([...vars.filter((v) => v.key !== 'PORT').map((v) => [v.key, v.value] as const), ['PORT', String(port)]]);
 }
 
 /** What a deployment's release needs besides the deployment: installation-wide settings. */

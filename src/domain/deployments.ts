@@ -49,6 +49,7 @@ export interface CreateDeploymentInput {
   memory_mb?: number | undefined;
   cpus?: number | undefined;
   volumes?: Array<{ name: string; mount_path: string }> | undefined;
+  auto_deploy?: boolean | undefined;
 }
 
 export interface DeploymentDeps {
@@ -113,6 +114,7 @@ function validateCreate(input: CreateDeploymentInput, allowFile: boolean, limits
     if (input.repo_url !== undefined || input.branch !== undefined) {
       throw validationError('repo_url and branch are for git deployments; an archive deployment takes an upload');
     }
+    if (input.auto_deploy === true) throw autoDeployNeedsGit();
   } else {
     if (input.repo_url === undefined) throw validationError('repo_url is required for a git deployment');
     repoUrl = checkRepoUrl(input.repo_url, allowFile);
@@ -134,8 +136,12 @@ function validateCreate(input: CreateDeploymentInput, allowFile: boolean, limits
     memory_bytes: input.memory_mb === undefined ? null : checkMemoryBytes(input.memory_mb, limits),
     nano_cpus: input.cpus === undefined ? null : checkNanoCpus(input.cpus, limits),
     volumes: JSON.stringify(normalizeVolumes(input.volumes ?? [])),
+    auto_deploy: input.auto_deploy === true ? 1 : 0,
   };
 }
+
+/** Deploy on push needs a repository to push to (decisions §10); `false` is accepted everywhere. */
+const autoDeployNeedsGit = (): DomainError => validationError('auto_deploy is for git deployments (an archive deployment has nothing to push to)');
 
 /** Settings that can change after creation; they take effect at the next deploy or restart. null resets to the default. */
 export interface UpdateDeploymentInput {
@@ -148,6 +154,8 @@ export interface UpdateDeploymentInput {
   cpus?: number | null | undefined;
   /** The whole list (replaces the old one); a volume left out keeps its data until the deployment is deleted. */
   volumes?: Array<{ name: string; mount_path: string }> | undefined;
+  /** git deployments: a verified push to the tracked branch deploys the pushed commit. */
+  auto_deploy?: boolean | undefined;
 }
 
 /** Changes a deployment's settings (not its subdomain or source type). */
@@ -168,6 +176,10 @@ export async function updateDeployment(
   if (input.memory_mb !== undefined) changes.memory_bytes = input.memory_mb === null ? null : checkMemoryBytes(input.memory_mb, deps.limits);
   if (input.cpus !== undefined) changes.nano_cpus = input.cpus === null ? null : checkNanoCpus(input.cpus, deps.limits);
   if (input.volumes !== undefined) changes.volumes = JSON.stringify(normalizeVolumes(input.volumes));
+  if (input.auto_deploy !== undefined) {
+    if (input.auto_deploy && row.source_type !== 'git') throw autoDeployNeedsGit();
+    changes.auto_deploy = input.auto_deploy ? 1 : 0;
+  }
   if (input.repo_url !== undefined || input.branch !== undefined) {
     if (row.source_type !== 'git') throw validationError('repo_url and branch are for git deployments');
     if (input.repo_url !== undefined) {
@@ -227,6 +239,7 @@ const SHOWN_COLUMNS = [
   'memory_bytes',
   'nano_cpus',
   'volumes',
+  'auto_deploy',
 ] as const;
 
 /** What `presentDeployment` shows of a deployment. */
@@ -283,6 +296,7 @@ export interface DeploymentView {
   memory_mb?: number | null;
   cpus?: number | null;
   volumes?: VolumeSpec[];
+  auto_deploy?: boolean;
 }
 
 /** The archive creation response: exactly these keys (decisions §4). */
@@ -322,6 +336,7 @@ export function presentDeployment(row: ShownDeployment, urlFor: (subdomain: stri
       memory_mb,
       cpus,
       volumes: parseStoredVolumes(row.volumes),
+      auto_deploy: row.auto_deploy === 1,
     };
   }
   return {

@@ -2,6 +2,13 @@
 import type { BuildRow } from './builds.js';
 import type { Principal } from '../core/principal.js';
 
+export interface DeployOptions {
+  readonly wait: boolean;
+  readonly signal?: AbortSignal;
+  /** git only: build this commit (40 hex) of this branch instead of resolving the branch's head. */
+  readonly commit?: { readonly sha: string; readonly branch: string };
+}
+
 /** GET /deployments/{id}/metrics: the live container's figures from the engine's stats. */
 export interface DeploymentMetrics {
   cpu_percent: number;
@@ -18,8 +25,12 @@ export interface DeploymentMetrics {
  * user's deployment is `not_found`) and follows the state table of decisions §4.
  */
 export interface DeploymentOperations {
-  /** Creates a build record (`building`) and starts the release; with `wait`, resolves when it ends (build_failed on failure). */
-  deploy(principal: Principal, deploymentId: string, options: { wait: boolean; signal?: AbortSignal }): Promise<BuildRow>;
+  /**
+   * Creates a build record (`building`) and starts the release; with `wait`, resolves when it ends
+   * (build_failed on failure). A git deployment builds its branch's head, or exactly `commit` when
+   * given (a pushed commit: its sha and the branch it was pushed to).
+   */
+  deploy(principal: Principal, deploymentId: string, options: DeployOptions): Promise<BuildRow>;
   stop(principal: Principal, deploymentId: string): Promise<{ message: string }>;
   /** Cancels the build in flight, leaving the live release (if any) serving; invalid_state when none runs. */
   cancel(principal: Principal, deploymentId: string): Promise<{ message: string }>;

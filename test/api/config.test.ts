@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, LETS_ENCRYPT_DIRECTORY, loadConfig } from '../../src/config.js';
 
 /** Asserts loadConfig refuses `env` with a ConfigError whose message matches `message`. */
 function refuses(env: Record<string, string>, message: RegExp): void {
@@ -110,5 +110,34 @@ describe('loadConfig', () => {
     refuses({ SLIPWAY_BUILD_NETWORK: 'host' }, /SLIPWAY_BUILD_NETWORK must be one of confined, none/);
     refuses({ SLIPWAY_BUILD_MEMORY_MB: '8' }, /SLIPWAY_BUILD_MEMORY_MB/);
     refuses({ SLIPWAY_BUILD_PIDS_LIMIT: 'many' }, /SLIPWAY_BUILD_PIDS_LIMIT/);
+  });
+  test('HTTPS settings (§8): off by default; parsed when SLIPWAY_HTTPS_PORT is set; bad values refused', () => {
+    assert.equal(loadConfig({}).https, undefined);
+    const defaults = loadConfig({ SLIPWAY_HTTPS_PORT: '8443' });
+    assert.deepEqual(defaults.https, {
+      port: 8443,
+      acmeDirectoryUrl: LETS_ENCRYPT_DIRECTORY,
+      acmeEmail: undefined,
+      acmeCaFile: undefined,
+      certFile: undefined,
+      keyFile: undefined,
+    });
+    const set = loadConfig({
+      SLIPWAY_HTTPS_PORT: '443',
+      SLIPWAY_ACME_DIRECTORY_URL: 'https://127.0.0.1:14000/dir',
+      SLIPWAY_ACME_EMAIL: 'ops@example.com',
+      SLIPWAY_ACME_CA_FILE: 'ca.pem',
+      SLIPWAY_TLS_CERT_FILE: '/etc/slipway/cert.pem',
+      SLIPWAY_TLS_KEY_FILE: '/etc/slipway/key.pem',
+    });
+    assert.equal(set.https?.acmeDirectoryUrl, 'https://127.0.0.1:14000/dir');
+    assert.equal(set.https?.acmeEmail, 'ops@example.com');
+    assert.equal(set.https?.acmeCaFile, path.resolve('ca.pem'));
+    assert.equal(set.https?.certFile, '/etc/slipway/cert.pem');
+    refuses({ SLIPWAY_HTTPS_PORT: '70000' }, /SLIPWAY_HTTPS_PORT/);
+    refuses({ SLIPWAY_HTTPS_PORT: '443', SLIPWAY_ACME_DIRECTORY_URL: 'http://ca.example/dir' }, /SLIPWAY_ACME_DIRECTORY_URL must be an https/);
+    refuses({ SLIPWAY_HTTPS_PORT: '443', SLIPWAY_ACME_DIRECTORY_URL: 'not a url' }, /SLIPWAY_ACME_DIRECTORY_URL is not a URL/);
+    refuses({ SLIPWAY_HTTPS_PORT: '443', SLIPWAY_ACME_EMAIL: 'nobody' }, /SLIPWAY_ACME_EMAIL/);
+    refuses({ SLIPWAY_HTTPS_PORT: '443', SLIPWAY_TLS_CERT_FILE: '/c.pem' }, /SLIPWAY_TLS_CERT_FILE and SLIPWAY_TLS_KEY_FILE must be set together/);
   });
 });

@@ -109,6 +109,12 @@ describe('environment variables', () => {
     }
     assertError(await s.request('PATCH', `/api/v1/deployments/${id}/env`, { token: user.token, raw: '{"vars":', headers: { 'content-type': 'application/json' } }), 400, 'validation_error', 'malformed JSON');
     assertError(await s.request('PATCH', `/api/v1/deployments/${id}/env`, { token: user.token, raw: 'A=1', headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
+    assertError(
+      await s.request('PATCH', `/api/v1/deployments/${id}/env`, { token: user.token, raw: '{"vars":{"__proto__":"x"}}', headers: { 'content-type': 'application/json' } }),
+      400,
+      'validation_error',
+      'a __proto__ key',
+    );
     assert.deepEqual((await getEnv(id)).json, snapshot, 'nothing changed');
   });
 

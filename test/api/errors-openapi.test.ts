@@ -10,6 +10,7 @@ import { buildApp } from '../../src/api/app.js';
 import { BuildLogStore } from '../../src/deploy/build-logs.js';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
+import { databaseWebhookStore } from '../../src/db/webhook-store.js';
 import { DbAppConfigStore } from '../../src/db/app-config-store.js';
 import { ValueCipher } from '../../src/secrets/value-cipher.js';
 import { bootstrapAdmin } from '../../src/domain/accounts.js';
@@ -55,6 +56,10 @@ const ROUTES: ReadonlyArray<readonly [string, string]> = [
   ['post', '/api/v1/deployments/{id}/domains'],
   ['delete', '/api/v1/deployments/{id}/domains/{domain_id}'],
   ['get', '/api/v1/tunnels'],
+  ['post', '/api/v1/deployments/{id}/webhook'],
+  ['get', '/api/v1/deployments/{id}/webhook'],
+  ['get', '/api/v1/deployments/{id}/webhook/deliveries'],
+  ['post', '/api/v1/hooks/{id}'],
 ];
 
 describe('errors, media types, OpenAPI and health over a socket', () => {
@@ -287,6 +292,9 @@ describe('the Fastify app in-process (inject)', () => {
       loginLimiter: new FailureLimiter({ maxFailures: 10, windowMs: 60_000 }),
       operations: ops,
       configs: new DbAppConfigStore(db, new ValueCipher(crypto.randomBytes(32))),
+      webhooks: databaseWebhookStore(db, new ValueCipher(crypto.randomBytes(32))),
+      hookLimiter: new FailureLimiter({ maxFailures: 60, windowMs: 60_000 }),
+      defaultBranch: async () => 'main',
       tunnels: { list: () => [], closeForKey: () => undefined },
       metrics: { render: () => '' },
       hosts: { addHost: () => undefined, removeHost: () => undefined },

@@ -21,6 +21,8 @@ describe('isolation between users', () => {
   let keyId: string;
   let bDeploymentId: string;
   let domainId: string;
+  /** A's git deployment with a webhook (its secret must not rotate at B's call). */
+  let gitId: string;
 
   before(async () => {
     s = await startTestServer();
@@ -50,6 +52,13 @@ describe('isolation between users', () => {
     domainId = domain.json.id;
     const mine = await s.request('POST', '/api/v1/deployments', { token: b.token, body: { name: 'bob app', subdomain: `bob-${process.pid}`, source_type: 'archive' } });
     bDeploymentId = mine.json.id;
+    const git = await s.request('POST', '/api/v1/deployments', {
+      token: a.token,
+      body: { name: 'alice git', subdomain: `alice-git-${process.pid}`, repo_url: 'http://127.0.0.1:9/alice.git', auto_deploy: true },
+    });
+    assert.equal(git.status, 201, git.text);
+    gitId = git.json.id;
+    assert.equal((await s.request('POST', `/api/v1/deployments/${gitId}/webhook`, { token: a.token })).status, 201);
   });
   after(async () => {
     await s.close();
@@ -69,6 +78,9 @@ describe('isolation between users', () => {
       logs: await get(`/api/v1/deployments/${deploymentId}/builds/${buildId}/logs`),
       env: await get(`/api/v1/deployments/${deploymentId}/env`),
       domains: await get(`/api/v1/deployments/${deploymentId}/domains`),
+      git: await get(`/api/v1/deployments/${gitId}`),
+      webhook: await get(`/api/v1/deployments/${gitId}/webhook`),
+      deliveries: await get(`/api/v1/deployments/${gitId}/webhook/deliveries`),
       keys: (await s.request('GET', '/api/v1/api-keys', { token: a.token })).json.map((k: { id: string; name: string }) => [k.id, k.name]),
     };
   }
@@ -100,6 +112,13 @@ describe('isolation between users', () => {
       ['POST', `${d}/domains`, { body: { hostname: `bob-${process.pid}.example.com` } }],
       ['DELETE', `${d}/domains/${domainId}`, {}],
       ['DELETE', d, {}],
+      ['POST', `${d}/webhook`, {}],
+      ['GET', `${d}/webhook`, {}],
+      ['GET', `${d}/webhook/deliveries`, {}],
+      ['PATCH', `/api/v1/deployments/${gitId}`, { body: { auto_deploy: false } }],
+      ['POST', `/api/v1/deployments/${gitId}/webhook`, {}],
+      ['GET', `/api/v1/deployments/${gitId}/webhook`, {}],
+      ['GET', `/api/v1/deployments/${gitId}/webhook/deliveries`, {}],
       ['DELETE', `/api/v1/api-keys/${keyId}`, {}],
       // B's own deployment with A's domain.
       ['DELETE', `/api/v1/deployments/${bDeploymentId}/domains/${domainId}`, {}],
@@ -126,6 +145,7 @@ describe('isolation between users', () => {
   test("list endpoints never show another user's objects", async () => {
     const deployments = await s.request('GET', '/api/v1/deployments', { token: b.token });
     assert.deepEqual(deployments.json.map((x: { id: string }) => x.id), [bDeploymentId]);
+    assert.deepEqual((await s.request('GET', `/api/v1/deployments/${bDeploymentId}/webhook/deliveries`, { token: b.token })).json, []);
     const keys = await s.request('GET', '/api/v1/api-keys', { token: b.apiKey });
     assert.ok(!keys.json.some((k: { id: string }) => k.id === keyId));
     assert.equal(keys.json.length, 1);

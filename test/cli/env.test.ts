@@ -105,6 +105,10 @@ describe('slipway env', () => {
     const noEquals = await cli(['env', 'set', '--app', pending.subdomain, 'JUSTAKEY']);
     assert.equal(noEquals.code, 2);
     assert.match(noEquals.stderr, /expected KEY=VALUE, got "JUSTAKEY"/);
+    const noName = await cli(['env', 'set', '--app', pending.subdomain, '=hunter2']);
+    assert.equal(noName.code, 2);
+    assert.match(noName.stderr, /a value without a name/);
+    assert.ok(!noName.stderr.includes('hunter2'), 'the value is not echoed');
     const noApp = await cli(['env', 'set', 'A=1']);
     assert.equal(noApp.code, 2);
     assert.match(noApp.stderr, /name the app \(--app APP\)/);

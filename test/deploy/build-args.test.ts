@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { buildArgsFor, declaredArgs } from '../../src/deploy/build-args.js';
+import { releaseEnv } from '../../src/deploy/release.js';
 
 describe('Dockerfile ARG names', () => {
   test('every ARG in every stage, several per line, defaults (quoted too), any case, continuations, comments', () => {
@@ -48,5 +49,29 @@ describe('build arguments of a build', () => {
     ];
     const dockerfile = 'FROM scratch\nARG DECLARED SECRET_DECLARED EMPTY\n';
     assert.deepEqual(buildArgsFor(dockerfile, vars), { DECLARED: 'yes', EMPTY: '' });
+  });
+
+  test('names like Object.prototype members stay ordinary names', () => {
+    const vars = [
+      { key: 'constructor', value: 'c', secret: false, updated_at: at },
+      { key: 'toString', value: 't', secret: false, updated_at: at },
+    ];
+    const args = buildArgsFor('FROM scratch\nARG constructor toString\n', vars);
+    assert.deepEqual(Object.entries(args), [['constructor', 'c'], ['toString', 't']]);
+  });
+});
+
+describe('a release environment', () => {
+  test('every variable, then PORT, as own properties', () => {
+    const at = '2026-11-22T00:00:00.000Z';
+    const env = releaseEnv(
+      [
+        { key: 'A', value: '1', secret: false, updated_at: at },
+        { key: 'TOKEN', value: 's', secret: true, updated_at: at },
+        { key: 'constructor', value: 'c', secret: false, updated_at: at },
+      ],
+      3000,
+    );
+    assert.deepEqual(Object.entries(env), [['A', '1'], ['TOKEN', 's'], ['constructor', 'c'], ['PORT', '3000']]);
   });
 });

@@ -63,7 +63,6 @@ describe('recovery of 20 apps', () => {
     const all = await engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instance });
     assert.equal(all.length, APPS);
     await Promise.all(all.map((c) => engine.stopContainer(c.id, 0)));
-    for (const c of await engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instance })) assert.equal(c.running, false);
   }
 
   /** Every app answers its own body (waiting while recovery runs: 503 `starting` meanwhile). */

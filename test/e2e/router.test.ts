@@ -6,14 +6,16 @@ import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
 import { appRequest, busyboxArchive, createArchiveApp, deployAndWait, eventually, tarGzOf, tempDir, testEngine, upload } from '../helpers/apps.js';
 import { ensureNodeImage, writeWebSocketEchoApp } from '../helpers/node-image.js';
+import { PLANES } from '../helpers/planes.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
-describe('router on the engine', () => {
+for (const plane of PLANES) describe(`router on the engine (${plane} data plane)`, () => {
   let ts: TestServer;
   let token: string;
 
   before(async () => {
-    ts = await startTestServer();
+    ts = await startTestServer({ SLIPWAY_DATA_PLANE: plane });
+    assert.equal(ts.server.dataPlane, plane);
     token = (await ts.newUser('router')).token;
   });
   after(async () => {
@@ -54,6 +56,7 @@ describe('router on the engine', () => {
     const { id, subdomain } = await createArchiveApp(ts, token, v1.archive);
     assert.equal((await deployAndWait(ts, token, id)).status, 200);
 
+    const pid = ts.server.haproxyPid();
     const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
     let running = true;
     const failures: string[] = [];
@@ -83,12 +86,35 @@ describe('router on the engine', () => {
     assert.deepEqual(failures, []);
     assert.ok(count > 50, `only ${count} requests were made`);
     assert.ok(bodies.has('v1\n') && bodies.has('v3\n'), [...bodies].join(','));
+    // No reload and no restart: the same HAProxy process served the whole run.
+    assert.equal(ts.server.haproxyPid(), pid);
+    if (plane === 'haproxy') assert.ok(pid !== undefined);
   });
+
+  if (plane === 'haproxy') {
+    test('HAProxy killed with SIGKILL is started again by the server with every route', async () => {
+      const app = await busyboxArchive({ body: 'still here\n' });
+      const { id, subdomain } = await createArchiveApp(ts, token, app.archive);
+      assert.equal((await deployAndWait(ts, token, id)).status, 200);
+      assert.equal((await appRequest(ts.port, subdomain)).body, 'still here\n');
+      const pid = ts.server.haproxyPid();
+      assert.ok(pid !== undefined);
+      process.kill(pid, 'SIGKILL');
+      const served = await eventually(async () => {
+        const res = await appRequest(ts.port, subdomain).catch(() => undefined);
+        return res?.status === 200 ? res.body : undefined;
+      }, 20_000, 'HAProxy to serve the app again');
+      assert.equal(served, 'still here\n');
+      assert.notEqual(ts.server.haproxyPid(), pid);
+      // The API behind it is back too.
+      assert.equal((await ts.request('GET', '/healthz')).status, 200);
+    });
+  }
 });
 
-describe('router follows a crashed container', () => {
+for (const plane of PLANES) describe(`router follows a crashed container (${plane} data plane)`, () => {
   test('a live container restarted by the engine on a new port is routed again', async () => {
-    const ts = await startTestServer();
+    const ts = await startTestServer({ SLIPWAY_DATA_PLANE: plane });
     try {
       const { token } = await ts.newUser('crash');
       const crashOnce = 'if [ -f /tmp/crashed ]; then exec httpd -f -p "$PORT" -h /www; fi; httpd -f -p "$PORT" -h /www & sleep 2; touch /tmp/crashed; exit 1';

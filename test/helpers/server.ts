@@ -85,6 +85,8 @@ export function testEnv(dataDir: string, overrides: Record<string, string> = {})
     SLIPWAY_ALLOW_PRIVATE_GIT: 'true',
     SLIPWAY_LOG_LEVEL: 'silent',
     SLIPWAY_STARTUP_TIMEOUT_SECONDS: '20',
+    // The routing suites run against both planes (test/helpers/planes.ts); the rest use Node's.
+    SLIPWAY_DATA_PLANE: 'node',
     ...overrides,
   };
 }

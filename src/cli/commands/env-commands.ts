@@ -84,12 +84,15 @@ Examples:
     .action((assignments: string[], _options: ChangeOptions, command: Command) =>
       run(async (client) => {
         const options = command.optsWithGlobals<ChangeOptions>();
-        const vars: Record<string, string> = {};
-        for (const assignment of assignments) {
+        const pairs = assignments.map((assignment) => {
           const eq = assignment.indexOf('=');
-          if (eq <= 0) throw usageError(`expected KEY=VALUE, got "${eq === 0 ? assignment : assignment.slice(0, 60)}"`);
-          vars[assignment.slice(0, eq)] = assignment.slice(eq + 1);
-        }
+          // Never echo what follows "=": it may be a secret.
+          if (eq === 0) throw usageError('expected KEY=VALUE, got a value without a name ("=…")');
+          if (eq < 0) throw usageError(`expected KEY=VALUE, got "${assignment.slice(0, 60)}"`);
+          return [assignment.slice(0, eq), assignment.slice(eq + 1)] as const;
+        });
+        // fromEntries: every name becomes a key of the body, even one like "__proto__" (the server then refuses it).
+        const vars: Record<string, string> = Object.fromEntries(pairs);
         await change(client, io, options, vars, `Set ${Object.keys(vars).join(', ')}${options.secret === true ? ' (secret)' : ''}`);
       }),
     );
@@ -100,8 +103,7 @@ Examples:
     .action((keys: string[], _options: ChangeOptions, command: Command) =>
       run(async (client) => {
         const options = command.optsWithGlobals<ChangeOptions>();
-        const vars: Record<string, null> = {};
-        for (const key of keys) vars[key] = null;
+        const vars: Record<string, null> = Object.fromEntries(keys.map((key) => [key, null]));
         await change(client, io, options, vars, `Removed ${keys.join(', ')}`);
       }),
     );

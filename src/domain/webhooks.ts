@@ -1,0 +1,252 @@
+// Deploy on push: a deployment's webhook secret, the deliveries it receives, and the decision each one gets.
+import crypto from 'node:crypto';
+import { DomainError } from '../core/errors.js';
+import type { Principal } from '../core/principal.js';
+import type { Db } from '../db/database.js';
+import type { BuildRow } from './builds.js';
+import { assertUuid, getDeploymentRow } from './deployments.js';
+import type { DeploymentOperations } from './operations.js';
+import {
+  identifyDelivery,
+  isDeletion,
+  parseDeliveryBody,
+  readDelivery,
+  signatureProblem,
+  type Headers,
+  type Provider,
+} from './webhook-delivery.js';
+
+/** Deliveries a deployment keeps (newest first); rejected ones are kept apart so they cannot push the others out. */
+export const KEEP_DELIVERIES = 100;
+export const KEEP_REJECTED = 20;
+/** How long a delivery id that deployed blocks a second build from the same delivery. */
+export const DEDUP_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+export type DeliveryOutcome = 'deployed' | 'ignored' | 'rejected';
+
+/** A deployment as its webhook sees it, with the secret in plain text (decrypted by the store). */
+export interface HookTarget {
+  readonly deploymentId: string;
+  readonly userId: string;
+  readonly name: string;
+  readonly repoUrl: string | null;
+  readonly branch: string | null;
+  readonly autoDeploy: boolean;
+  readonly secret: string;
+}
+
+/** A delivery as it is recorded and listed. */
+export interface DeliveryRecord {
+  readonly id: string;
+  readonly received_at: string;
+  readonly provider: Provider;
+  readonly event: string | null;
+  readonly delivery_id: string | null;
+  readonly ref: string | null;
+  readonly commit_sha: string | null;
+  readonly outcome: DeliveryOutcome;
+  readonly build_id: string | null;
+  readonly reason: string;
+}
+
+/** Where webhooks live (src/db/webhook-store.ts encrypts the secret at rest under the installation key). */
+export interface WebhookStore {
+  /** The deployment and its secret; undefined when there is no such deployment or it has no webhook. */
+  target(deploymentId: string): Promise<HookTarget | undefined>;
+  /** Sets (creates or replaces) the deployment's secret; returns when. */
+  setSecret(deploymentId: string, secret: string): Promise<string>;
+  /** When the deployment's webhook was (last) set, or undefined when it has none. */
+  createdAt(deploymentId: string): Promise<string | undefined>;
+  /**
+   * Records a delivery and prunes old ones. With `dedupKey`, the record also claims that delivery id
+   * for {@link DEDUP_WINDOW_MS}: returns 'duplicate' (recording nothing) when it is already claimed.
+   */
+  record(deploymentId: string, delivery: DeliveryRecord, dedupKey?: string): Promise<'recorded' | 'duplicate'>;
+  /** Sets a recorded delivery's outcome; `releaseKey` frees its delivery id (the deploy did not start). */
+  settle(deliveryId: string, change: { outcome: DeliveryOutcome; reason: string; buildId: string | null; releaseKey: boolean }): Promise<void>;
+  /** The build a claimed delivery id deployed, for the answer to a repeat. */
+  claimedBuild(deploymentId: string, dedupKey: string): Promise<string | null>;
+  /** The newest {@link KEEP_DELIVERIES} deliveries, newest first. */
+  deliveries(deploymentId: string): Promise<DeliveryRecord[]>;
+}
+
+/** `<public URL>/api/v1/hooks/<deployment id>`. */
+export function hookUrl(publicUrl: URL, deploymentId: string): string {
+  return `${publicUrl.href.replace(/\/+$/, '')}/api/v1/hooks/${deploymentId}`;
+}
+
+export interface WebhookAdminDeps {
+  readonly db: Db;
+  readonly webhooks: WebhookStore;
+  readonly publicUrl: URL;
+}
+
+async function ownedGitDeployment(deps: WebhookAdminDeps, principal: Principal, id: string): Promise<{ id: string; auto_deploy: number }> {
+  const row = await getDeploymentRow(deps.db, principal, id);
+  if (row.source_type !== 'git') {
+    throw new DomainError('validation_error', 'webhooks are for git deployments; an archive deployment is deployed by uploading');
+  }
+  return row;
+}
+
+/** A new webhook secret: 256 bits from the CSPRNG, hex (every provider accepts it as is). */
+const newSecret = (): string => `slw_wh_${crypto.randomBytes(32).toString('hex')}`;
+
+/** Creates or rotates a git deployment's webhook secret; the secret is in this answer only. */
+export async function setWebhook(deps: WebhookAdminDeps, principal: Principal, id: string): Promise<{ url: string; secret: string }> {
+  const dep = await ownedGitDeployment(deps, principal, id);
+  const secret = newSecret();
+  await deps.webhooks.setSecret(dep.id, secret);
+  return { url: hookUrl(deps.publicUrl, dep.id), secret };
+}
+
+/** Whether a git deployment has a webhook, and where it is (never the secret). */
+export async function getWebhook(
+  deps: WebhookAdminDeps,
+  principal: Principal,
+  id: string,
+): Promise<{ url: string; configured: boolean; created_at: string | null; auto_deploy: boolean }> {
+  const dep = await ownedGitDeployment(deps, principal, id);
+  const createdAt = await deps.webhooks.createdAt(dep.id);
+  return { url: hookUrl(deps.publicUrl, dep.id), configured: createdAt !== undefined, created_at: createdAt ?? null, auto_deploy: dep.auto_deploy === 1 };
+}
+
+/** The deployment's newest deliveries, newest first (any kind of deployment: an archive one has none). */
+export async function listDeliveries(deps: WebhookAdminDeps, principal: Principal, id: string): Promise<DeliveryRecord[]> {
+  const dep = await getDeploymentRow(deps.db, principal, id);
+  return deps.webhooks.deliveries(dep.id);
+}
+
+export interface ReceiveDeps {
+  readonly webhooks: WebhookStore;
+  readonly operations: DeploymentOperations;
+  /** The remote's default branch (git ls-remote), for a deployment that names no branch. */
+  readonly defaultBranch: (repoUrl: string) => Promise<string>;
+}
+
+/** A delivery as the route hands it over: who it is for, and its raw bytes. */
+export interface IncomingDelivery {
+  readonly headers: Headers;
+  readonly contentType: string | undefined;
+  readonly rawBody: Buffer;
+}
+
+/** The answer to a delivery: 200 with a message, or 202 with the build it started. */
+export type DeliveryAnswer = { readonly status: 200; readonly message: string } | { readonly status: 202; readonly build: BuildRow };
+
+/**
+ * The webhook's target, or the 404 of decisions §10 (unknown deployment, no webhook, not a UUID),
+ * one answer for all. Called before the body is read.
+ */
+export async function findHookTarget(webhooks: WebhookStore, id: string): Promise<HookTarget> {
+  // The words of the router's own 404 for an over-long id: every id that names no webhook gets one answer.
+  const notFound = (): DomainError => new DomainError('not_found', 'not found');
+  try {
+    assertUuid(id, 'webhook');
+  } catch {
+    throw notFound();
+  }
+  const target = await webhooks.target(id);
+  if (target === undefined) throw notFound();
+  return target;
+}
+
+/**
+ * Handles one delivery to `target`'s webhook (decisions §10): checks its signature over the raw
+ * bytes, then deploys exactly the pushed commit when it is a push to the tracked branch and
+ * auto_deploy is on; everything else is answered 200 and deploys nothing. Every delivery is
+ * recorded; a delivery id that deployed within 24 h never deploys again.
+ */
+export async function receiveDelivery(deps: ReceiveDeps, target: HookTarget, delivery: IncomingDelivery): Promise<DeliveryAnswer> {
+  const identity = identifyDelivery(delivery.headers);
+  const base = {
+    id: crypto.randomUUID(),
+    received_at: new Date().toISOString(),
+    provider: identity.provider,
+    event: identity.event,
+    delivery_id: identity.deliveryId,
+    ref: null,
+    commit_sha: null,
+    build_id: null,
+  };
+  const record = async (outcome: DeliveryOutcome, reason: string, extra: { ref?: string; commit_sha?: string } = {}): Promise<void> => {
+    await deps.webhooks.record(target.deploymentId, { ...base, ...extra, outcome, reason });
+  };
+
+  const problem = signatureProblem(identity.provider, delivery.headers, delivery.rawBody, target.secret);
+  if (problem !== null) {
+    await record('rejected', problem);
+    // One answer for every signature failure: the sender learns nothing about which part is wrong.
+    throw new DomainError('unauthorized', 'missing or wrong webhook signature');
+  }
+  let body: unknown;
+  try {
+    body = parseDeliveryBody(delivery.rawBody, delivery.contentType);
+  } catch {
+    await record('rejected', 'the body is not valid JSON');
+    throw new DomainError('validation_error', 'malformed JSON body');
+  }
+  const request = readDelivery(identity, body);
+  const ignore = async (reason: string, extra: { ref?: string; commit_sha?: string } = {}): Promise<DeliveryAnswer> => {
+    await record('ignored', reason, extra);
+    return { status: 200, message: `${reason}; nothing to deploy` };
+  };
+  switch (request.kind) {
+    case 'ping':
+      await record('ignored', 'ping');
+      return { status: 200, message: `pong: the webhook of ${target.name} is set up` };
+    case 'other':
+      return ignore(`event "${request.event}" is not a push`);
+    case 'malformed':
+      await record('rejected', request.problem);
+      throw new DomainError('validation_error', request.problem);
+    case 'push':
+      break;
+  }
+  const pushed = { ref: request.ref, commit_sha: request.after };
+  if (isDeletion(request.after)) return ignore(`${request.ref} was deleted`, pushed);
+  if (!request.ref.startsWith('refs/heads/')) return ignore(`${request.ref} is not a branch`, pushed);
+  if (!target.autoDeploy) return ignore('auto_deploy is off', pushed);
+  let branch = target.branch;
+  if (branch === null) {
+    try {
+      branch = await deps.defaultBranch(target.repoUrl ?? '');
+    } catch (err) {
+      const why = err instanceof DomainError ? err.message : 'the repository cannot be reached';
+      await record('rejected', `cannot resolve the default branch: ${why}`, pushed);
+      throw new DomainError('invalid_state', `cannot resolve the repository's default branch (${why}); set the deployment's branch`);
+    }
+  }
+  if (request.ref !== `refs/heads/${branch}`) return ignore(`${request.ref} is not the tracked branch ${branch}`, pushed);
+  return deployPush(deps, target, { ...base, ...pushed }, branch, request.after);
+}
+
+/** Claims the delivery id, then deploys the pushed commit through the same path as the API. */
+async function deployPush(
+  deps: ReceiveDeps,
+  target: HookTarget,
+  delivery: Omit<DeliveryRecord, 'outcome' | 'reason'>,
+  branch: string,
+  sha: string,
+): Promise<DeliveryAnswer> {
+  const dedupKey = delivery.delivery_id ?? undefined;
+  const claim = await deps.webhooks.record(target.deploymentId, { ...delivery, outcome: 'deployed', reason: 'deploy starting' }, dedupKey);
+  if (claim === 'duplicate' && dedupKey !== undefined) {
+    const build = await deps.webhooks.claimedBuild(target.deploymentId, dedupKey);
+    const reason = `delivery ${dedupKey} was already received${build === null ? '' : ` (build ${build})`}`;
+    await deps.webhooks.record(target.deploymentId, { ...delivery, id: crypto.randomUUID(), outcome: 'ignored', reason, build_id: build });
+    return { status: 200, message: `${reason}; not deployed again` };
+  }
+  // The webhook acts for the deployment's owner: its secret is the owner's credential for this one action.
+  const owner: Principal = { userId: target.userId, isAdmin: false, via: 'webhook', sessionId: undefined, apiKeyId: undefined };
+  let build: BuildRow;
+  try {
+    build = await deps.operations.deploy(owner, target.deploymentId, { wait: false, commit: { sha, branch } });
+  } catch (err) {
+    const reason = err instanceof DomainError ? err.message : 'the deploy could not start';
+    await deps.webhooks.settle(delivery.id, { outcome: 'rejected', reason: `deploy refused: ${reason}`, buildId: null, releaseKey: true });
+    throw err;
+  }
+  await deps.webhooks.settle(delivery.id, { outcome: 'deployed', reason: `deploying ${sha.slice(0, 12)} of ${branch}`, buildId: build.id, releaseKey: false });
+  return { status: 202, build };
+}

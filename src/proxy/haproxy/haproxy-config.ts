@@ -1,0 +1,136 @@
+// HAProxy's configuration, error bodies and host map, rendered from Slipway's settings and the routes of the moment.
+import type { EdgeLimits } from '../../config.js';
+import { badGatewayPage, gatewayTimeoutPage, renderPage, unavailablePage, type Page } from '../pages.js';
+
+/** The backend that holds one (dynamic) server per live upstream, chosen per request by the host map. */
+export const APPS_BACKEND = 'apps';
+
+/** Where HAProxy's files live (all absolute, all free of spaces: see `isSafeWord`). */
+export interface HaproxyFiles {
+  readonly dir: string;
+  readonly config: string;
+  readonly hostMap: string;
+  readonly socket: string;
+}
+
+/** One app server HAProxy knows: a name for the runtime API and a loopback upstream. */
+export interface AppServer {
+  readonly name: string;
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface HaproxyConfigInput {
+  readonly files: HaproxyFiles;
+  /** Public listen address and port (SLIPWAY_HOST, SLIPWAY_PORT). */
+  readonly bindHost: string;
+  readonly bindPort: number;
+  /** The Node process's internal loopback port (API, dashboard, tunnels, 404/503 pages). */
+  readonly nodePort: number;
+  readonly limits: EdgeLimits;
+  /** 'http' or 'https' for X-Forwarded-Proto. */
+  readonly publicProtocol: string;
+  /** Whether live app hosts go straight to their app; false sends every request to Node. */
+  readonly fastPath: boolean;
+  /** Servers to declare at start (the live upstreams of the moment); more are added at run time. */
+  readonly servers: readonly AppServer[];
+}
+
+/** Longest wait for an app to send its response head, as the Node plane's upstream timeout. */
+const UPSTREAM_TIMEOUT = '60s';
+/** Idle bound of an upgraded (WebSocket, tunnel) connection; tunnels send heartbeats well within it. */
+const TUNNEL_TIMEOUT = '1h';
+
+/** Renders haproxy.cfg. Every value interpolated is a number, a checked path or a fixed word. */
+export function renderHaproxyConfig(input: HaproxyConfigInput): string {
+  const { files, limits } = input;
+  const ms = (value: number): string => `${value}ms`;
+  const bind = input.bindHost.includes(':') ? `[${input.bindHost}]:${input.bindPort}` : `${input.bindHost}:${input.bindPort}`;
+  const proto = input.publicProtocol === 'https' ? 'https' : 'http';
+  const page = (name: string): string => `${files.dir}/${name}`;
+  return `# Written by Slipway at every start of HAProxy; routes and servers change through the runtime API.
+global
+  stats socket ${files.socket} mode 600 level admin
+  stats timeout 30s
+  hard-stop-after 5s
+
+defaults
+  mode http
+  timeout connect 5s
+  timeout client ${ms(limits.bodyIdleTimeoutMs)}
+  timeout http-request ${ms(limits.headersTimeoutMs)}
+  timeout http-keep-alive ${ms(limits.keepAliveTimeoutMs)}
+  timeout server ${UPSTREAM_TIMEOUT}
+  timeout tunnel ${TUNNEL_TIMEOUT}
+  timeout client-fin 30s
+  timeout server-fin 30s
+  http-reuse safe
+
+frontend public
+  bind ${bind}
+  maxconn ${limits.maxConnections}
+  tcp-request connection track-sc0 src table per_address
+  tcp-request connection reject if { sc0_conn_cur(per_address) gt ${limits.maxConnectionsPerAddress} }
+  # Client-address headers are never taken from the visitor; each backend sets its own.
+  http-request del-header x-forwarded-for
+  http-request del-header x-forwarded-proto
+  http-request del-header x-forwarded-host
+  http-request del-header forwarded
+  http-request del-header x-real-ip
+  # Only an unambiguous request (one Host, an origin-form target) may take the fast path; anything
+  # else goes to the Node process, which refuses it exactly as the Node plane does. ACME HTTP-01
+  # challenges are Node's whatever the host.
+  http-request set-var(txn.host) req.hdr(host),field(1,:),lower if ${input.fastPath ? '' : 'FALSE '}{ req.hdr_cnt(host) eq 1 } { url -m beg / } !{ path_beg /.well-known/acme-challenge/ }
+  http-request set-var(txn.server) var(txn.host),map(${files.hostMap}) if { var(txn.host) -m found }
+  use_backend ${APPS_BACKEND} if { var(txn.server) -m found }
+  default_backend node
+
+backend per_address
+  stick-table type ipv6 size 1m expire 10m store conn_cur
+
+backend ${APPS_BACKEND}
+  balance roundrobin
+  retries 3
+  http-request set-header x-forwarded-for %[src]
+  http-request set-header x-forwarded-proto ${proto}
+  http-request set-header x-forwarded-host %[req.hdr(host)]
+  # Servers carry weight 0: a request reaches one only through this rule, never by load balancing.
+  use-server %[var(txn.server)] if { var(txn.server) -m found }
+  # A status outside 100–599 is no HTTP answer: the visitor gets the 502 page, as from the Node plane.
+  http-response return status 502 content-type "text/html; charset=utf-8" lf-file ${page('502.html')} hdr cache-control no-store if { status lt 100 } || { status gt 599 }
+  http-error status 502 content-type "text/html; charset=utf-8" lf-file ${page('502.html')} hdr cache-control no-store
+  http-error status 503 content-type "text/html; charset=utf-8" lf-file ${page('503.html')} hdr cache-control no-store
+  http-error status 504 content-type "text/html; charset=utf-8" lf-file ${page('504.html')} hdr cache-control no-store
+${input.servers.map((s) => `  server ${s.name} ${s.host}:${s.port} weight 0`).join('\n')}
+
+backend node
+  # Node enforces its own bounds on API requests and uploads; it learns the visitor's address from
+  # the PROXY protocol header, so X-Forwarded-* from the visitor stay untrusted there too.
+  timeout server ${ms(limits.uploadTimeoutMs)}
+  server node 127.0.0.1:${input.nodePort} send-proxy-v2
+`;
+}
+
+/** Marker replaced by the log-format expression of the requested host in error bodies. */
+const HOST_MARK = '\u0000host\u0000';
+
+/**
+ * The bodies of HAProxy's own answers for app hosts, as log-format files: the Node plane's pages
+ * (src/proxy/pages.ts) with the host filled in per request (a map key, so a DNS name). Requests
+ * HAProxy's parser refuses (two Host headers, broken framing) get its built-in 400 page: in 2.6 the
+ * HTTP/1 parser answers those before any rule or errorfile applies.
+ */
+export function errorPageFiles(): Record<string, string> {
+  const asLogFormat = (page: Page): string => renderPage(page).replaceAll('%', '%%').replaceAll(HOST_MARK, '%[var(txn.host)]');
+  return {
+    '502.html': asLogFormat(badGatewayPage(HOST_MARK)),
+    // HAProxy answers 503 when the app refused the connection (the Node plane says 502 there).
+    '503.html': asLogFormat(unavailablePage(HOST_MARK, 'the app did not accept the connection')),
+    '504.html': asLogFormat(gatewayTimeoutPage(HOST_MARK)),
+  };
+}
+
+/** The host map file: one `host server` line per live host. */
+export function renderHostMap(hosts: ReadonlyMap<string, string>): string {
+  return [...hosts].map(([host, server]) => `${host} ${server}\n`).join('');
+}

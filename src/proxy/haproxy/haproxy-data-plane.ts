@@ -1,0 +1,283 @@
+// The HAProxy data plane: mirrors the routing table into a supervised HAProxy through its runtime API, never reloading it.
+import crypto from 'node:crypto';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { EdgeLimits } from '../../config.js';
+import type { RoutingTable, Upstream } from '../routing-table.js';
+import { APPS_BACKEND, errorPageFiles, renderHaproxyConfig, renderHostMap, type AppServer, type HaproxyFiles } from './haproxy-config.js';
+import { HaproxyProcess } from './haproxy-process.js';
+import { isSafeWord, RuntimeApi } from './runtime-api.js';
+
+type Log = (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
+
+export interface HaproxyDataPlaneOptions {
+  readonly binary: string;
+  readonly dataDir: string;
+  readonly domain: string;
+  readonly table: RoutingTable;
+  readonly bindHost: string;
+  readonly bindPort: number;
+  readonly nodePort: number;
+  readonly limits: EdgeLimits;
+  readonly publicProtocol: string;
+  /** Whether live app hosts go straight to their app (false: every request goes to Node). */
+  readonly fastPath: boolean;
+  readonly log: Log;
+}
+
+/** A server of the apps backend: which upstream it points at. */
+interface ServerEntry extends AppServer {
+  readonly key: string;
+}
+
+/** How often drain() looks at a server's current sessions. */
+const DRAIN_POLL_MS = 50;
+/** How long an unused server may keep idle connections before its removal is given up (it stays in maintenance). */
+const REMOVE_FOR_MS = 60_000;
+
+/**
+ * Serves app hosts with HAProxy. The routing table stays the one source of truth (the control plane
+ * writes only to it); this class follows its changes: a live route becomes a host-map entry naming
+ * a dynamic server of the `apps` backend, anything else is served by the Node process behind
+ * HAProxy (404/503 pages, tunnels, the API). All runtime API work runs one step at a time, in order,
+ * and so do restarts of HAProxy, which write the configuration and map for the model of the moment.
+ */
+export class HaproxyDataPlane {
+  readonly #options: HaproxyDataPlaneOptions;
+  readonly #files: HaproxyFiles;
+  readonly #api: RuntimeApi;
+  readonly #process: HaproxyProcess;
+  /** upstream "host:port" → its server */
+  readonly #servers = new Map<string, ServerEntry>();
+  /** public host → server name (the host map) */
+  readonly #hosts = new Map<string, string>();
+  #queue: Promise<unknown> = Promise.resolve();
+  #serial = 0;
+  #unsubscribe: (() => void) | undefined;
+  #closed = false;
+
+  constructor(options: HaproxyDataPlaneOptions) {
+    this.#options = options;
+    this.#files = haproxyFiles(options.dataDir);
+    this.#api = new RuntimeApi(this.#files.socket);
+    this.#process = new HaproxyProcess({
+      binary: options.binary,
+      configFile: this.#files.config,
+      pidFile: path.join(this.#files.dir, 'haproxy.pid'),
+      api: this.#api,
+      exclusive: (work) => this.#exclusive(work),
+      prepare: () => this.#writeFiles(),
+      log: options.log,
+    });
+  }
+
+  /** The running HAProxy's pid (tests watch it to prove no reload or restart happened). */
+  get pid(): number | undefined {
+    return this.#process.pid;
+  }
+
+  get files(): HaproxyFiles {
+    return this.#files;
+  }
+
+  /** Loads the table's routes, starts HAProxy with them, then follows every change. */
+  async start(): Promise<void> {
+    const { table, domain } = this.#options;
+    for (const [subdomain] of table.entries()) this.#model(`${subdomain}.${domain}`);
+    for (const [hostname] of table.hosts()) this.#model(hostname);
+    const follow = (hosts: () => string[]): void => {
+      void this.#exclusive(() => this.#apply(hosts())).catch((err: unknown) => {
+        // HAProxy may be restarting: the restart writes the model, which already holds this change.
+        this.#options.log('warn', 'HAProxy route change not applied at run time', { error: errorText(err) });
+      });
+    };
+    const unsubscribeRoutes = table.subscribe((subdomain) => {
+      // The subdomain's own host and every custom domain standing for it (read when applied).
+      follow(() => [`${subdomain}.${domain}`, ...[...table.hosts()].filter(([, alias]) => alias.subdomain === subdomain).map(([hostname]) => hostname)]);
+    });
+    const unsubscribeHosts = table.subscribeHosts((hostname) => follow(() => [hostname]));
+    this.#unsubscribe = () => {
+      unsubscribeRoutes();
+      unsubscribeHosts();
+    };
+    await this.#process.start();
+  }
+
+  /**
+   * Resolves once no session is open on `upstream`'s server (or after `timeoutMs`): the route
+   * changes queued before this call are applied first. The server is removed once it is unused.
+   */
+  async drain(upstream: Upstream, timeoutMs: number): Promise<void> {
+    const key = upstreamKey(upstream);
+    const deadline = Date.now() + timeoutMs;
+    await this.#exclusive(async () => undefined).catch(() => undefined);
+    while (!this.#closed && Date.now() < deadline) {
+      const server = this.#servers.get(key);
+      if (server === undefined) return;
+      const sessions = await this.#sessions(server.name).catch(() => undefined);
+      if (sessions === 0) break;
+      await sleep(DRAIN_POLL_MS);
+    }
+    void this.#removeWhenUnused(key);
+  }
+
+  /** Stops following the table and stops HAProxy. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#unsubscribe?.();
+    await this.#process.stop();
+  }
+
+  /** Runs `work` after every earlier piece of work has finished (success or not). */
+  #exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(work, work);
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * Updates the model of one public host from the routing table as it is now (so queued changes
+   * converge on the latest state); returns what the runtime must be told.
+   */
+  #model(host: string): { server: ServerEntry | undefined; created: boolean; previous: string | undefined } {
+    const previous = this.#hosts.get(host);
+    const route = this.#options.table.resolveHost(host)?.route;
+    if (route?.kind !== 'app' || route.state !== 'live' || !isSafeWord(host)) {
+      this.#hosts.delete(host);
+      return { server: undefined, created: false, previous };
+    }
+    const key = upstreamKey(route.upstream);
+    let server = this.#servers.get(key);
+    let created = false;
+    if (server === undefined) {
+      this.#serial += 1;
+      server = { key, name: `u${route.upstream.port}_${this.#serial}`, host: route.upstream.host, port: route.upstream.port };
+      this.#servers.set(key, server);
+      created = true;
+    }
+    this.#hosts.set(host, server.name);
+    return { server, created, previous };
+  }
+
+  async #apply(hosts: readonly string[]): Promise<void> {
+    for (const host of hosts) {
+      if (this.#closed) return;
+      const change = this.#model(host);
+      const { server, previous } = change;
+      await this.#writeMap();
+      if (this.#process.pid === undefined) continue; // down: its restart loads the files just written
+      if (server !== undefined) {
+        if (change.created) {
+          await this.#api.expect(['add', 'server', `${APPS_BACKEND}/${server.name}`, `${server.host}:${server.port}`, 'weight', '0'], ['New server registered']);
+          await this.#api.expect(['enable', 'server', `${APPS_BACKEND}/${server.name}`]);
+        }
+        if (previous !== server.name) await this.#api.expect([previous === undefined ? 'add' : 'set', 'map', this.#files.hostMap, host, server.name]);
+      } else if (previous !== undefined) {
+        await this.#api.expect(['del', 'map', this.#files.hostMap, host]);
+      }
+      // The server the host used before goes once its sessions have ended (drain() waits for that).
+      const old = [...this.#servers.values()].find((s) => s.name === previous);
+      if (old !== undefined && old.name !== server?.name) void this.#removeWhenUnused(old.key);
+    }
+  }
+
+  /** Current plus queued sessions of a server, from `show stat`. */
+  async #sessions(name: string): Promise<number> {
+    const csv = await this.#api.run(['show', 'stat', APPS_BACKEND, '4', '-1']);
+    const lines = csv.split('\n');
+    const header = (lines[0] ?? '').replace(/^# /, '').split(',');
+    const column = (title: string): number => header.indexOf(title);
+    for (const line of lines.slice(1)) {
+      const fields = line.split(',');
+      if (fields[column('svname')] !== name) continue;
+      return Number(fields[column('scur')] ?? 0) + Number(fields[column('qcur')] ?? 0);
+    }
+    return 0;
+  }
+
+  /** Removes a server no host uses any more: maintenance, then `del server`, retried while it holds connections. */
+  async #removeWhenUnused(key: string): Promise<void> {
+    const deadline = Date.now() + REMOVE_FOR_MS;
+    let delay = 200;
+    while (!this.#closed && Date.now() < deadline) {
+      const done = await this.#exclusive(async () => {
+        const server = this.#servers.get(key);
+        if (server === undefined) return true;
+        if ([...this.#hosts.values()].includes(server.name)) return true; // in use again
+        if (this.#process.pid === undefined) {
+          this.#servers.delete(key);
+          return true;
+        }
+        const name = `${APPS_BACKEND}/${server.name}`;
+        await this.#api.expect(['set', 'server', name, 'state', 'maint']);
+        const answer = await this.#api.run(['del', 'server', name]);
+        if (answer.startsWith('Server deleted') || answer.includes('No such server')) {
+          this.#servers.delete(key);
+          return true;
+        }
+        return false;
+      }).catch(() => false);
+      if (done) return;
+      await sleep(delay);
+      delay = Math.min(delay * 2, 5000);
+    }
+  }
+
+  /** Writes the configuration, error bodies and host map for the model of the moment (before a start). */
+  async #writeFiles(): Promise<void> {
+    const options = this.#options;
+    await fs.mkdir(this.#files.dir, { recursive: true, mode: 0o700 });
+    for (const [name, body] of Object.entries(errorPageFiles())) await writeAtomically(path.join(this.#files.dir, name), body);
+    await this.#writeMap();
+    // Servers no host uses are not declared again: their sessions ended with the old process.
+    const used = new Set(this.#hosts.values());
+    for (const [key, server] of this.#servers) if (!used.has(server.name)) this.#servers.delete(key);
+    await writeAtomically(
+      this.#files.config,
+      renderHaproxyConfig({
+        files: this.#files,
+        bindHost: options.bindHost,
+        bindPort: options.bindPort,
+        nodePort: options.nodePort,
+        limits: options.limits,
+        publicProtocol: options.publicProtocol,
+        fastPath: options.fastPath,
+        servers: [...this.#servers.values()],
+      }),
+    );
+    await fs.rm(this.#files.socket, { force: true });
+  }
+
+  async #writeMap(): Promise<void> {
+    await writeAtomically(this.#files.hostMap, renderHostMap(this.#hosts));
+  }
+}
+
+/**
+ * HAProxy's files under `<data>/haproxy/`, unless that path could not be written into a runtime
+ * API command or a Unix socket address (spaces, or too long): then a private directory under the
+ * system temp dir, named after the data dir.
+ */
+export function haproxyFiles(dataDir: string): HaproxyFiles {
+  let dir = path.join(dataDir, 'haproxy');
+  if (!isSafeWord(dir) || Buffer.byteLength(path.join(dir, 'admin.sock')) > 100) {
+    dir = path.join(os.tmpdir(), `slipway-haproxy-${crypto.createHash('sha256').update(dataDir).digest('hex').slice(0, 16)}`);
+  }
+  return { dir, config: path.join(dir, 'haproxy.cfg'), hostMap: path.join(dir, 'hosts.map'), socket: path.join(dir, 'admin.sock') };
+}
+
+async function writeAtomically(file: string, content: string): Promise<void> {
+  const temp = `${file}.${process.pid}.tmp`;
+  await fs.writeFile(temp, content, { mode: 0o600 });
+  await fs.rename(temp, file);
+}
+
+function upstreamKey(upstream: Upstream): string {
+  return `${upstream.host}:${upstream.port}`;
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,101 @@
+// Unit tests of the HAProxy plane's small parts: runtime API words, PROXY v2 headers, error bodies and the host map.
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { errorPageFiles, renderHostMap } from '../../src/proxy/haproxy/haproxy-config.js';
+import { haproxyFiles } from '../../src/proxy/haproxy/haproxy-data-plane.js';
+import { isSafeWord, RuntimeApi, RuntimeApiError } from '../../src/proxy/haproxy/runtime-api.js';
+import { parseProxyV2 } from '../../src/proxy/proxy-protocol.js';
+
+const SIGNATURE = Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a]);
+
+function proxyV2(family: number, addresses: Buffer, tail = Buffer.alloc(0)): Buffer {
+  const head = Buffer.alloc(4);
+  head[0] = 0x21; // version 2, PROXY
+  head[1] = (family << 4) | 1; // STREAM
+  head.writeUInt16BE(addresses.length, 2);
+  return Buffer.concat([SIGNATURE, head, addresses, tail]);
+}
+
+describe('runtime API words', () => {
+  it('accepts host names, server names, addresses and paths; refuses what the CLI would split or interpret', () => {
+    for (const word of ['app-1.apps.example.com', 'apps/u32768_1', '127.0.0.1:32768', '/var/lib/slipway/haproxy/hosts.map']) assert.ok(isSafeWord(word), word);
+    for (const word of ['', 'a b', 'a;b', 'a\nb', 'a\rb', 'a#b', 'a\\b', "a'b", 'a"b', 'a<<b', 'a\tb']) assert.equal(isSafeWord(word), false, JSON.stringify(word));
+  });
+
+  it('refuses to send a command holding an unsafe word, without connecting', async () => {
+    let connected = false;
+    const socketPath = path.join(os.tmpdir(), `slipway-api-test-${process.pid}.sock`);
+    const server = createServer(() => (connected = true));
+    await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+    try {
+      const api = new RuntimeApi(socketPath, 1000);
+      await assert.rejects(api.run(['set', 'map', '/x.map', 'evil.example; shutdown sessions', 'u1']), RuntimeApiError);
+      await assert.rejects(api.run(['del', 'map', '/x.map', 'a\ndel server apps/u1']), RuntimeApiError);
+      assert.equal(connected, false);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('times out when the socket never answers', async () => {
+    const socketPath = path.join(os.tmpdir(), `slipway-api-silent-${process.pid}.sock`);
+    const server = createServer(() => undefined);
+    await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+    try {
+      await assert.rejects(new RuntimeApi(socketPath, 200).run(['show', 'info']), /did not answer/);
+    } finally {
+      server.close();
+    }
+  });
+});
+
+describe('PROXY protocol v2', () => {
+  it('reads an IPv4 source address and port, and where the request starts', () => {
+    const addresses = Buffer.from([203, 0, 113, 7, 127, 0, 0, 1, 0xd4, 0x31, 0x00, 0x50]);
+    const data = proxyV2(1, addresses, Buffer.from('GET / HTTP/1.1\r\n'));
+    const parsed = parseProxyV2(data);
+    assert.ok(typeof parsed === 'object' && !(parsed instanceof Error));
+    assert.deepEqual(parsed.source, { address: '203.0.113.7', port: 0xd431 });
+    assert.equal(data.subarray(parsed.length).toString(), 'GET / HTTP/1.1\r\n');
+  });
+
+  it('reads an IPv6 source address in its short form', () => {
+    const addresses = Buffer.alloc(36);
+    Buffer.from([0x20, 0x01, 0x0d, 0xb8]).copy(addresses, 0);
+    addresses[15] = 1;
+    addresses[31] = 1;
+    addresses.writeUInt16BE(4242, 32);
+    const parsed = parseProxyV2(proxyV2(2, addresses));
+    assert.ok(typeof parsed === 'object' && !(parsed instanceof Error));
+    assert.deepEqual(parsed.source, { address: '2001:db8::1', port: 4242 });
+  });
+
+  it('waits for more bytes, and refuses what is not a header', () => {
+    assert.equal(parseProxyV2(SIGNATURE.subarray(0, 7)), 'incomplete');
+    assert.equal(parseProxyV2(proxyV2(1, Buffer.alloc(12)).subarray(0, 20)), 'incomplete');
+    assert.ok(parseProxyV2(Buffer.from('GET / HTTP/1.1\r\n')) instanceof Error);
+    assert.ok(parseProxyV2(Buffer.from('PROXY TCP4 1.2.3.4 5.6.7.8 1 2\r\n')) instanceof Error);
+  });
+});
+
+describe('HAProxy files', () => {
+  it('error bodies are the Node plane pages with the host as a log-format expression, and no stray %', () => {
+    for (const [name, body] of Object.entries(errorPageFiles())) {
+      assert.match(body, /%\[var\(txn\.host\)\]/, name);
+      assert.equal(body.replaceAll('%[var(txn.host)]', '').replaceAll('%%', '').includes('%'), false, name);
+    }
+  });
+
+  it('the host map has one "host server" line per host', () => {
+    assert.equal(renderHostMap(new Map([['a.apps.test', 'u1_1'], ['b.apps.test', 'u2_2']])), 'a.apps.test u1_1\nb.apps.test u2_2\n');
+  });
+
+  it('files go under <data>/haproxy unless that path is unsafe for the runtime API or too long for a socket', () => {
+    assert.equal(haproxyFiles('/var/lib/slipway').config, '/var/lib/slipway/haproxy/haproxy.cfg');
+    assert.ok(haproxyFiles('/srv/my data').dir.startsWith(path.join(os.tmpdir(), 'slipway-haproxy-')));
+    assert.ok(haproxyFiles(`/${'x'.repeat(120)}`).dir.startsWith(path.join(os.tmpdir(), 'slipway-haproxy-')));
+  });
+});
