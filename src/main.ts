@@ -9,7 +9,7 @@ import { answerClientError, answerUnmetExpectation, endSocketWithError } from '.
 import { BuildLogStore } from './deploy/build-logs.js';
 import { DeploymentLifecycle } from './deploy/lifecycle.js';
 import { planRecovery } from './deploy/reconcile.js';
-import { appUrl, type Config } from './config.js';
+import { appUrl, ConfigError, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
 import { databaseDeploymentStore } from './db/deployment-store.js';
 import { runnerId } from './runner-id.js';
@@ -88,7 +88,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     if ('path' in found) haproxyBinary = found.path;
     else if (config.dataPlane === 'haproxy') {
       await db.destroy();
-      throw new Error(`SLIPWAY_DATA_PLANE=haproxy but ${found.missing} (install Debian's haproxy, or set SLIPWAY_DATA_PLANE=node)`);
+      throw new ConfigError(`SLIPWAY_DATA_PLANE=haproxy but ${found.missing} (install Debian's haproxy, or set SLIPWAY_DATA_PLANE=node)`);
     } else log('info', `HAProxy not available (${found.missing}): the Node data plane serves the public port`);
   }
   const instanceId = await loadInstanceId(db);

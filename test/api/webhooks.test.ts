@@ -165,6 +165,7 @@ describe('deploy on push: webhooks', () => {
       const res = await deliver(id, raw, headers);
       assertError(res, 401, 'unauthorized', what);
       assert.ok(!res.text.includes(secret));
+      assert.equal(res.headers.get('www-authenticate'), null, 'a hook takes no bearer');
     }
     const recorded = await deliveries(id);
     assert.equal(recorded.filter((d) => d.outcome === 'rejected').length, cases.length);
@@ -239,6 +240,17 @@ describe('deploy on push: webhooks', () => {
     const noAfter = Buffer.from('{"ref": "refs/heads/main"}');
     assertError(await deliver(id, noAfter, signed('gitea', secret, noAfter, 'push')), 400, 'validation_error', 'no after');
     assert.equal((await builds(id)).length, 2);
+  });
+
+  test('no branch set: the default branch is read from the remote; a remote that cannot be read → 409 and no build', async () => {
+    const id = await gitDeployment({ branch: undefined, auto_deploy: true });
+    const { secret } = await createHook(id);
+    const body = pushBody('refs/heads/main', randomSha());
+    assertError(await deliver(id, body, signed('github', secret, body, 'push')), 409, 'invalid_state');
+    assert.deepEqual(await builds(id), []);
+    const [recorded] = await deliveries(id);
+    assert.equal(recorded?.outcome, 'rejected');
+    assert.match(String(recorded?.reason), /default branch/);
   });
 
   test("GitHub's form-encoded payload= deliveries are verified over the form bytes; other media types → 415; over 1 MiB → 413", async () => {

@@ -112,6 +112,9 @@ function harvest(world: FuzzWorld, plan: Plan, res: RawResponse, secrets: string
     if (typeof key?.id === 'string') world.apiKeys[owner].push(key.id);
     // A full key is shown once, at its creation: any later answer carrying it is a leak.
     if (typeof json['key'] === 'string') secrets.push(json['key']);
+  } else if (method === 'POST' && path.endsWith('/domains') && typeof json['id'] === 'string') {
+    world.domains[owner].push(json['id']);
+    if (typeof json['hostname'] === 'string') world.hostnames.push(json['hostname']);
   } else if (method === 'POST' && path.endsWith('/deploy') && typeof json['id'] === 'string') {
     world.builds[owner].push(json['id']);
   } else if (method === 'PUT' && path === '/api/v1/users/me/password' && res.status === 200) {
@@ -150,7 +153,7 @@ class Tally {
     bump(this.#byKind, plan.kind);
     bump(this.#byAnswer, res.outcome === 'response' ? `${Math.floor(res.status / 100)}xx` : res.outcome);
     if (res.outcome === 'response' && res.status >= 500) {
-      if (plan.allowedServerErrors.includes(res.status)) bump(this.#allowedServerErrors, `${res.status} ${plan.kind}`);
+      if (plan.allowedServerErrors.includes(res.status)) bump(this.#allowedServerErrors, `${res.status} ${plan.kind === 'app-host' ? (plan.shape.split(' ')[1] ?? plan.kind) : plan.kind}`);
       else this.#serverErrors += 1;
     }
     if (res.outcome === 'timeout' || res.bodyTimedOut) this.#hangs += 1;
@@ -169,7 +172,7 @@ class Tally {
       `[fuzz] by target: ${list(this.#byKind)}`,
       `[fuzz] by answer: ${list(this.#byAnswer)}`,
       `[fuzz] 5xx (not allowed): ${this.#serverErrors}; allowed 5xx: ${allowed} (${list(this.#allowedServerErrors)}); hangs: ${this.#hangs}; ` +
-        `closed without answer (the client half-closed mid-body): ${this.#closes}; streams cut by the client: ${this.#cutStreams}; findings: ${this.findings.length}`,
+        `closed without answer (the body fell short of its declared length): ${this.#closes}; streams cut by the client: ${this.#cutStreams}; findings: ${this.findings.length}`,
     ];
   }
 }
@@ -190,7 +193,8 @@ describe('API fuzz', () => {
   before(async () => {
     process.on('uncaughtException', onCrash);
     process.on('unhandledRejection', onCrash);
-    ts = await startTestServer({ SLIPWAY_STARTUP_TIMEOUT_SECONDS: '10', SLIPWAY_BUILD_TIMEOUT_SECONDS: '60' });
+    // A short body idle timeout, so the stalled bodies the fuzzer sends are closed within its per-request timeout.
+    ts = await startTestServer({ SLIPWAY_STARTUP_TIMEOUT_SECONDS: '10', SLIPWAY_BUILD_TIMEOUT_SECONDS: '60', SLIPWAY_BODY_IDLE_TIMEOUT_SECONDS: '2' });
     const [a, b, c] = await Promise.all([ts.newUser('fuzz-a'), ts.newUser('fuzz-b'), ts.newUser('fuzz-c')]);
     const asUser = (u: typeof a): FuzzUser => ({ email: u.email, password: u.password, token: u.token, apiKey: u.apiKey });
     // Running apps: a's (the fuzzer may stop, restart, roll back and redeploy it) and b's (another tenant's, and the router's target).
@@ -203,6 +207,9 @@ describe('API fuzz', () => {
     const revokedToken = await loginAs(ts.url, a.email, a.password);
     assert.equal((await ts.request('POST', '/api/v1/auth/logout', { token: revokedToken })).status, 204);
     const bKeys = await ts.request('GET', '/api/v1/api-keys', { token: b.token });
+    // Another tenant's custom domain: its id must answer 404 to the fuzzer, its host reaches b's app.
+    const bDomain = await ts.request('POST', `/api/v1/deployments/${appB.id}/domains`, { token: b.token, body: { hostname: `fz-b-${process.pid}.example.test` } });
+    assert.equal(bDomain.status, 201, bDomain.text);
     world = {
       port: ts.port,
       a: asUser(a),
@@ -214,6 +221,8 @@ describe('API fuzz', () => {
       deployments: { own: [appA.id], other: [appB.id] },
       builds: { own: [deployA.json.id as string], other: [deployB.json.id as string] },
       apiKeys: { own: [], other: (bKeys.json as { id: string }[]).map((k) => k.id) },
+      domains: { own: [], other: [bDomain.json.id as string] },
+      hostnames: [bDomain.json.hostname as string],
       protectedIds: new Set([appA.id]),
       liveSubdomains: [appB.subdomain, appA.subdomain],
       otherSubdomains: [],
@@ -299,6 +308,8 @@ describe('API fuzz', () => {
       console.log(line);
       t.diagnostic(line);
     }
+    const targetB = await ts.request('GET', `/api/v1/deployments/${world.deployments.other[0]}`, { token: world.b.token });
+    console.log(`[fuzz] b's app (the router's target) is now ${String(targetB.json?.status)}; live build ${String(targetB.json?.live_build_id)}`);
     const findings = tally.findings;
     for (const f of findings.slice(0, 25)) console.log(`[fuzz] #${f.index} ${f.shape}: ${f.problem}\n        ${f.request.slice(0, 600)}`);
 

@@ -29,6 +29,9 @@ export interface FuzzWorld {
   readonly deployments: { own: string[]; other: string[] };
   readonly builds: { own: string[]; other: string[] };
   readonly apiKeys: { own: string[]; other: string[] };
+  readonly domains: { own: string[]; other: string[] };
+  /** Custom domains the fuzzer added (app hosts too). */
+  readonly hostnames: string[];
   /** Deployments that must survive (the running targets). */
   readonly protectedIds: ReadonlySet<string>;
   /** Subdomains with a running app, and others the fuzzer created. */
@@ -108,7 +111,8 @@ function authHeaders(rng: Rng, world: FuzzWorld, auth: AuthKind, op: Operation |
     case 'admin':
       return bearer(isLogout ? world.revokedToken : world.adminToken);
     case 'other-user':
-      return bearer(world.b.apiKey);
+      // c owns nothing: every id of a or b must answer 404 to it (b's own key would stop b's app, the router's target).
+      return bearer(world.c.apiKey);
     case 'revoked':
       return bearer(world.revokedToken);
     case 'duplicate':
@@ -136,9 +140,16 @@ function authHeaders(rng: Rng, world: FuzzWorld, auth: AuthKind, op: Operation |
   }
 }
 
+/** The ids a path parameter names. */
+function poolFor(world: FuzzWorld, op: Operation, name: string): { own: string[]; other: string[] } {
+  if (name === 'build_id') return world.builds;
+  if (name === 'domain_id') return world.domains;
+  return op.path.startsWith('/api/v1/api-keys') ? world.apiKeys : world.deployments;
+}
+
 /** A path parameter: own, another tenant's, random, or hostile. */
 function pathParam(rng: Rng, world: FuzzWorld, op: Operation, name: string, forDelete: boolean): { value: string; label: string } {
-  const pool = name === 'build_id' ? world.builds : op.path.startsWith('/api/v1/api-keys') ? world.apiKeys : world.deployments;
+  const pool = poolFor(world, op, name);
   const roll = rng.weighted({ own: 45, other: 15, random: 12, hostile: 28 });
   if (roll === 'own') {
     const own = forDelete && pool === world.deployments ? pool.own.filter((id) => !world.protectedIds.has(id)) : pool.own;
@@ -240,6 +251,8 @@ function knownValue(rng: Rng, world: FuzzWorld, op: Operation, field: string): u
     }
     case 'secret':
       return rng.chance(0.6);
+    case 'hostname':
+      return rng.chance(0.7) ? `${unique('fz-')}.example.test` : rng.pick([...world.hostnames, 'localhost', 'x.localhost', '127.0.0.1', 'bücher.example.test', 'single', `${'l'.repeat(64)}.example.test`]);
     case 'volumes':
       return rng.pick([[], [{ name: 'data', mount_path: '/data' }], [{ name: 'cache', mount_path: '/var/cache/app' }, { name: 'logs', mount_path: '/logs' }]]);
     default:
@@ -272,14 +285,14 @@ function validCreateDeployment(rng: Rng, world: FuzzWorld, op: Operation): Recor
   return body;
 }
 
-type BodyKind = 'valid' | 'almost' | 'hostile-field' | 'hostile-root' | 'malformed' | 'empty' | 'none' | 'wrong-ctype' | 'oversize' | 'cl-short' | 'cl-long-eof' | 'chunked' | 'cl-and-te' | 'encoded';
+type BodyKind = 'valid' | 'almost' | 'hostile-field' | 'hostile-root' | 'malformed' | 'empty' | 'none' | 'wrong-ctype' | 'oversize' | 'cl-short' | 'cl-long-eof' | 'cl-long-open' | 'chunked' | 'cl-and-te' | 'encoded';
 
 /** The body of a JSON operation (or of one that takes none): the kind, its headers and bytes. */
 function jsonBody(rng: Rng, world: FuzzWorld, op: Operation): { kind: string; headers: [string, string][]; request: Partial<RawRequest> } {
   const schema: Schema | undefined = op.body?.kind === 'json' ? op.body.schema : undefined;
   const weights: Record<BodyKind, number> = schema !== undefined
-    ? { valid: 30, almost: 22, 'hostile-field': 8, 'hostile-root': 6, malformed: 10, empty: 4, none: 4, 'wrong-ctype': 7, oversize: 2, 'cl-short': 2, 'cl-long-eof': 2, chunked: 3, 'cl-and-te': 2, encoded: 1 }
-    : { valid: 0, almost: 0, 'hostile-field': 0, 'hostile-root': 12, malformed: 8, empty: 6, none: 58, 'wrong-ctype': 6, oversize: 1, 'cl-short': 2, 'cl-long-eof': 2, chunked: 4, 'cl-and-te': 1, encoded: 0 };
+    ? { valid: 30, almost: 22, 'hostile-field': 8, 'hostile-root': 6, malformed: 10, empty: 4, none: 4, 'wrong-ctype': 7, oversize: 2, 'cl-short': 2, 'cl-long-eof': 2, 'cl-long-open': 1, chunked: 3, 'cl-and-te': 2, encoded: 1 }
+    : { valid: 0, almost: 0, 'hostile-field': 0, 'hostile-root': 12, malformed: 8, empty: 6, none: 58, 'wrong-ctype': 6, oversize: 1, 'cl-short': 2, 'cl-long-eof': 2, 'cl-long-open': 1, chunked: 4, 'cl-and-te': 1, encoded: 0 };
   const kind = rng.weighted(weights);
   const known = (f: string) => knownValue(rng, world, op, f);
   const json = (value: unknown): Buffer => {
@@ -329,6 +342,11 @@ function jsonBody(rng: Rng, world: FuzzWorld, op: Operation): { kind: string; he
       const body = validBody();
       return { kind, headers: [jsonType], request: { body, contentLength: body.length + rng.int(1, 1000), halfClose: true } };
     }
+    case 'cl-long-open': {
+      // The declared length is longer than what is sent and the client waits: the body idle timeout must close it.
+      const body = validBody();
+      return { kind, headers: [jsonType], request: { body, contentLength: body.length + rng.int(1, 1000) } };
+    }
     case 'chunked': {
       const body = validBody();
       const cut = rng.int(0, body.length);
@@ -360,9 +378,8 @@ function multipartBody(rng: Rng, ownTarget: boolean, forceValid: boolean): { kin
   const kind = forceValid ? 'valid' : rng.weighted({
     valid: 16, 'junk-gz': 8, 'not-gzip': 6, traversal: 8, 'no-archive': 7, 'extra-parts': 6, 'hostile-dockerfile': 8, 'bad-boundary': 7, 'no-boundary': 5,
     json: 7, 'truncated-eof': 6, 'big-field': 3, empty: 5, 'hostile-names': 6, 'two-archives': 4,
-    // Off until SLIPWAY_BODY_IDLE_TIMEOUT_SECONDS lands (issue 8, finding 4): today it still waits for a
-    // body that never comes. Then: weight 3, with the fuzz server's idle timeout set to a few seconds.
-    'unterminated-big-field': 0,
+    // Issue 8's stuck upload (finding 4): answered 400 or closed by the body idle timeout.
+    'unterminated-big-field': 6,
   });
   const heavy = kind === 'valid' && ownTarget;
   const simple = (...parts: Buffer[]) => ({ kind, headers: [type], request: { body: Buffer.concat([...parts, end]) }, heavy });
@@ -468,6 +485,11 @@ function headerTwist(rng: Rng): { label: string; headers: [string, string][] } {
 const API_TIMEOUT_MS = 20_000;
 const HEAVY_TIMEOUT_MS = 90_000;
 
+/** The body is shorter than its declared length: the server may only close the connection (at EOF or the body idle timeout). */
+function bodyFallsShort(request: RawRequest): boolean {
+  return typeof request.contentLength === 'number' && request.contentLength > (request.body?.length ?? 0);
+}
+
 /** The environment values a JSON body sets as secrets (`{vars, secret: true}`). */
 function secretsSent(body: Buffer | undefined): string[] {
   let parsed: unknown;
@@ -496,7 +518,7 @@ export function planApiRequest(rng: Rng, world: FuzzWorld, op: Operation, valid:
   const paramLabels: string[] = [];
   let ownTarget = false;
   for (const name of op.pathParams) {
-    const firstOwn = (name === 'build_id' ? world.builds.own : op.path.startsWith('/api/v1/api-keys') ? world.apiKeys.own : world.deployments.own)
+    const firstOwn = poolFor(world, op, name).own
       .find((id) => op.method !== 'DELETE' || !world.protectedIds.has(id));
     const { value, label } = valid ? { value: firstOwn ?? rng.uuid(), label: firstOwn === undefined ? 'random' : 'own' } : pathParam(rng, world, op, name, op.method === 'DELETE');
     params[name] = encodeSegment(rng, value);
@@ -525,7 +547,7 @@ export function planApiRequest(rng: Rng, world: FuzzWorld, op: Operation, valid:
     request,
     headOnly: method === 'HEAD',
     timeoutMs: isHeavy || body.heavy || waits ? HEAVY_TIMEOUT_MS : API_TIMEOUT_MS,
-    mayClose: request.halfClose === true || method === 'CONNECT',
+    mayClose: request.halfClose === true || method === 'CONNECT' || bodyFallsShort(request),
     allowedServerErrors: waits ? [500] : [],
     heavy: isHeavy || body.heavy,
     newSecrets: secretsSent(request.body),
@@ -612,19 +634,20 @@ export function planTunnelRequest(rng: Rng, world: FuzzWorld): Plan {
 
 /** A request to an app host through the router: live, pending, unknown and hostile hosts, any method, odd framing. */
 export function planAppHostRequest(rng: Rng, world: FuzzWorld): Plan {
-  const hostKind = rng.weighted({ live: 55, created: 10, unknown: 15, hostile: 12, 'two-hosts': 4, 'absolute-form': 4 });
+  const hostKind = rng.weighted({ live: 50, created: 10, domain: world.hostnames.length > 0 ? 8 : 0, unknown: 13, hostile: 11, 'two-hosts': 4, 'absolute-form': 4 });
   const port = world.port;
   const live = rng.pick(world.liveSubdomains);
   const host =
     hostKind === 'live' || hostKind === 'two-hosts' || hostKind === 'absolute-form' ? `${live}.localhost:${port}` :
     hostKind === 'created' ? `${rng.pick(world.otherSubdomains.length > 0 ? world.otherSubdomains : [live])}.localhost` :
+    hostKind === 'domain' ? rng.pick(world.hostnames) :
     hostKind === 'unknown' ? `${unique('nx-')}.localhost:${port}` :
     rng.pick([`${live.toUpperCase()}.LOCALHOST:${port}`, `${live}.localhost.:${port}`, `${live}.localhost:99999`, `x@${live}.localhost`, `${live}.localhost.evil.example`, `${'a'.repeat(300)}.localhost`, '[::1]', '', `${live}..localhost`, `-${live}.localhost`]);
   // HEAD is left out until the data plane answers it when the app sends a body with its HEAD answer
   // (busybox httpd does on errors): the proxy drops the visitor's connection instead (issue 8, the edge's part).
   const method = rng.weighted({ GET: 45, POST: 12, HEAD: 8, PUT: 5, DELETE: 5, OPTIONS: 5, PATCH: 4, TRACE: 2, PROPFIND: 2, 'M-SEARCH': 2, CONNECT: 2 });
   const path = rng.pick(['/', '/', '/index.html', '/missing', '/../../etc/passwd', '/%2e%2e/%2e%2e/etc/passwd', '/?a=1&a=2', `/${'p'.repeat(6000)}`, '/cgi-bin/x', '/%zz', '/a%00b', '/\u00ff']);
-  const framing = rng.weighted({ none: 55, json: 15, chunked: 8, 'cl-short': 5, 'cl-long-eof': 5, upgrade: 7, big: 5 });
+  const framing = rng.weighted({ none: 55, json: 15, chunked: 8, 'cl-short': 5, 'cl-long-eof': 5, 'cl-long-open': 2, upgrade: 7, big: 5 });
   const twist = headerTwist(rng);
   const headers: [string, string][] = [];
   if (hostKind !== 'hostile' || host !== '') headers.push(['Host', host]);
@@ -645,6 +668,9 @@ export function planAppHostRequest(rng: Rng, world: FuzzWorld): Plan {
     case 'cl-long-eof':
       request = { body: Buffer.from('partial'), contentLength: 5000, halfClose: true };
       break;
+    case 'cl-long-open':
+      request = { body: Buffer.from('partial'), contentLength: 5000 };
+      break;
     case 'upgrade':
       headers.push(['Upgrade', 'websocket'], ['Connection', 'Upgrade'], ['Sec-WebSocket-Key', crypto.randomBytes(16).toString('base64')], ['Sec-WebSocket-Version', '13']);
       break;
@@ -662,7 +688,7 @@ export function planAppHostRequest(rng: Rng, world: FuzzWorld): Plan {
     headOnly: method === 'HEAD',
     timeoutMs: API_TIMEOUT_MS,
     // The app (busybox httpd) may drop odd requests itself; the proxy then closes or answers 502.
-    mayClose: request.halfClose === true || method === 'CONNECT',
+    mayClose: request.halfClose === true || method === 'CONNECT' || bodyFallsShort({ method, target, headers, ...request }),
     // The data plane's own answers (and the app's 501 for methods it does not implement).
     allowedServerErrors: [501, 502, 503, 504],
     heavy: false,

@@ -104,9 +104,10 @@ backend ${APPS_BACKEND}
 ${input.servers.map((s) => `  server ${s.name} ${s.host}:${s.port} weight 0`).join('\n')}
 
 backend node
-  # Node enforces its own bounds on API requests and uploads; it learns the visitor's address from
-  # the PROXY protocol header, so X-Forwarded-* from the visitor stay untrusted there too.
-  timeout server ${ms(limits.uploadTimeoutMs)}
+  # Node enforces its own bounds on API requests and uploads, and its answers (followed logs, tunnel
+  # responses) may pause as long as they like. It learns the visitor's address from the PROXY
+  # protocol header, so X-Forwarded-* from the visitor stay untrusted there too.
+  timeout server ${TUNNEL_TIMEOUT}
   server node 127.0.0.1:${input.nodePort} send-proxy-v2
 `;
 }

@@ -4,6 +4,12 @@ import fs from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RuntimeApi } from './runtime-api.js';
 
+/** HAProxy could not be started (a port taken, a bad configuration): the server cannot start either. */
+export class HaproxyStartError extends Error {
+  override readonly name = 'HaproxyStartError';
+  readonly code = 'HAPROXY_START_FAILED';
+}
+
 type Log = (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
 
 export interface HaproxyProcessOptions {
@@ -98,7 +104,7 @@ export class HaproxyProcess {
     const deadline = Date.now() + (this.#options.readyTimeoutMs ?? 10_000);
     for (;;) {
       if (child.exitCode !== null || child.signalCode !== null) {
-        throw new Error(`HAProxy did not start: ${output.trim().split('\n').slice(-5).join(' | ') || `exit ${child.exitCode ?? child.signalCode}`}`);
+        throw new HaproxyStartError(`HAProxy did not start: ${output.trim().split('\n').slice(-5).join(' | ') || `exit ${child.exitCode ?? child.signalCode}`}`);
       }
       try {
         await api.run(['show', 'info'], AbortSignal.timeout(1000));
@@ -107,7 +113,7 @@ export class HaproxyProcess {
       } catch {
         if (Date.now() > deadline) {
           child.kill('SIGKILL');
-          throw new Error(`HAProxy did not answer on ${api.socketPath} within ${this.#options.readyTimeoutMs ?? 10_000} ms`);
+          throw new HaproxyStartError(`HAProxy did not answer on ${api.socketPath} within ${this.#options.readyTimeoutMs ?? 10_000} ms`);
         }
         await sleep(50);
       }
