@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { busyboxArchive, createArchiveApp, deployAndWait, eventually } from '../helpers/apps.js';
 import { freePort } from '../helpers/net.js';
 import { makeLeaf, startPebble, type Pebble } from '../helpers/pebble.js';
+import { PLANES } from '../helpers/planes.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 type User = Awaited<ReturnType<TestServer['newUser']>>;
@@ -72,7 +73,7 @@ function filesUnder(dir: string): string[] {
   return out;
 }
 
-describe('HTTPS with certificates from an ACME CA (pebble on loopback)', () => {
+for (const plane of PLANES) describe(`HTTPS with certificates from an ACME CA (pebble on loopback), ${plane} data plane`, () => {
   const DOMAIN = 'slipway.test';
   let pebble: Pebble;
   let s: TestServer;
@@ -92,7 +93,9 @@ describe('HTTPS with certificates from an ACME CA (pebble on loopback)', () => {
       SLIPWAY_ACME_DIRECTORY_URL: pebble.directoryUrl,
       SLIPWAY_ACME_CA_FILE: pebble.caFile,
       SLIPWAY_ACME_EMAIL: 'ops@slipway.test',
+      SLIPWAY_DATA_PLANE: plane,
     });
+    assert.equal(s.server.dataPlane, plane);
     assert.ok(s.server.httpsPort !== undefined);
     httpsPort = s.server.httpsPort;
     root = await pebble.issuingRoot();
