@@ -8,7 +8,7 @@ import { buildApp } from './api/app.js';
 import { answerClientError, answerUnmetExpectation, endSocketWithError } from './api/socket-errors.js';
 import { BuildLogStore } from './deploy/build-logs.js';
 import { DeploymentLifecycle } from './deploy/lifecycle.js';
-import { reconcileWithEngine } from './deploy/reconcile.js';
+import { planRecovery } from './deploy/reconcile.js';
 import { appUrl, ConfigError, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
 import { databaseDeploymentStore } from './db/deployment-store.js';
@@ -143,21 +143,9 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       await Promise.all([proxy.drain(upstream, timeoutMs), haproxy?.drain(upstream, timeoutMs)]);
     },
   });
-  if (engineUp) {
-    await reconcileWithEngine({
-      store: deployments,
-      configs,
-      engine,
-      dataPlane,
-      dataDir: config.dataDir,
-      instanceId,
-      startupTimeoutMs: config.startupTimeoutMs,
-      defaultMemoryBytes: config.defaultMemoryBytes,
-      defaultNanoCpus: config.defaultNanoCpus,
-      appPidsLimit: config.appPidsLimit,
-      log,
-    });
-  }
+  // Serve first (docs/decisions.md, "Recovery that serves first"): routes come from one look at the
+  // engine; releases whose containers stopped answer 503 `starting` and are started again behind the listener.
+  const recovery = await planRecovery({ store: deployments, engine, dataPlane, dataDir: config.dataDir, instanceId, log }, engineUp);
   await releaseTunnelsOf(db, runner); // no tunnel survives a restart; clients reconnect
 
   // Custom domains follow their deployment's route (the table resolves them to its subdomain).
@@ -190,6 +178,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
         pidsLimit: config.buildPidsLimit,
       },
       maxConcurrentBuilds: config.maxConcurrentBuilds,
+      recoveryConcurrency: config.recoveryConcurrency,
       gitEnv: lifecycleGitEnv,
     },
   });
@@ -286,6 +275,9 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       } catch {
         checks['docker'] = { ok: false, detail: 'the Docker engine does not answer' };
       }
+      // Recovery never makes the server unhealthy: it serves meanwhile (apps answer 503 `starting`).
+      const recovering = lifecycle.recoveringCount;
+      checks['recovery'] = { ok: true, detail: recovering === 0 ? 'done' : `recovering: ${recovering} app(s) starting again` };
       return { ok: Object.values(checks).every((c) => c.ok), checks };
     },
   });
@@ -305,6 +297,9 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     }
   };
   const handleUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
+    // Node takes its own error listener off an upgraded socket: without one, a client that resets
+    // while it is being answered (a 404 page, a refusal) is an uncaught exception that ends the process.
+    socket.on('error', () => socket.destroy());
     try {
       const problem = requestHeadProblem(req);
       if (problem !== undefined) return writeRawBadRequest(socket, problem);
@@ -409,6 +404,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       throw err;
     }
   }
+  // Behind the listener: recovery never delays the first answer (the API, every app already up).
+  lifecycle.recoverInBackground(recovery);
   if (config.port === 0 && config.publicUrl.port === '0') config.publicUrl.port = String(port);
 
   // The TLS port (Node plane): the same handler, each handshake answered with the certificate for its SNI name.
