@@ -298,6 +298,9 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     }
   };
   const handleUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
+    // Node takes its own error listener off an upgraded socket: without one, a client that resets
+    // while it is being answered (a 404 page, a refusal) is an uncaught exception that ends the process.
+    socket.on('error', () => socket.destroy());
     try {
       const problem = requestHeadProblem(req);
       if (problem !== undefined) return writeRawBadRequest(socket, problem);
@@ -333,6 +336,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   boundRequests(server, config.edge, (req) => table.resolveHost(req.headers.host) !== null || /^multipart\//i.test(req.headers['content-type'] ?? ''));
   let port: number;
   let internal: TcpServer | undefined;
+  let tlsHandoff: { server: http.Server; listener: TcpServer } | undefined;
   if (haproxyBinary === undefined) {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -350,6 +354,25 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       listener.listen(0, '127.0.0.1', () => resolve());
     });
     port = config.port === 0 ? await freePort(config.host) : config.port;
+    // With HTTPS on, HAProxy terminates TLS with the manager's certificates (loaded over its runtime
+    // API) and hands requests it terminated to Node on a port of their own: never redirected, https.
+    let tls: { port: number; nodeTlsPort: number; certificates: CertificateManager } | undefined;
+    if (certificates !== undefined && config.https !== undefined) {
+      const handoff = http.createServer(boundedServerOptions(config.edge), handleRequest);
+      handoff.on('connection', (socket: Duplex) => Object.defineProperty(socket, 'encrypted', { value: true }));
+      handoff.on('upgrade', handleUpgrade);
+      handoff.on('clientError', answerClientError);
+      handoff.on('checkExpectation', answerUnmetExpectation);
+      boundRequests(handoff, config.edge, (req) => table.resolveHost(req.headers.host) !== null || /^multipart\//i.test(req.headers['content-type'] ?? ''));
+      const handoffListener = proxyProtocolListener(handoff, config.edge.headersTimeoutMs);
+      tlsHandoff = { server: handoff, listener: handoffListener };
+      await new Promise<void>((resolve, reject) => {
+        handoffListener.once('error', reject);
+        handoffListener.listen(0, '127.0.0.1', () => resolve());
+      });
+      httpsPort = config.https.port === 0 ? await freePort(config.host) : config.https.port;
+      tls = { port: httpsPort, nodeTlsPort: (handoffListener.address() as AddressInfo).port, certificates };
+    }
     haproxy = new HaproxyDataPlane({
       binary: haproxyBinary,
       dataDir: config.dataDir,
@@ -361,8 +384,9 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       limits: config.edge,
       publicProtocol: config.publicUrl.protocol.replace(':', ''),
       // With HTTPS on, the plain port answers ACME challenges and 308s from Node (which knows the
-      // certificates), and TLS is served by Node: HAProxy passes everything to Node until TLS moves into it.
+      // certificates): HAProxy passes plain requests to Node; requests over TLS take the fast path.
       fastPath: config.https === undefined,
+      tls,
       log,
     });
     try {
@@ -370,6 +394,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     } catch (err) {
       await haproxy.close().catch(() => undefined);
       listener.close();
+      tlsHandoff?.listener.close();
       await tunnels.close();
       proxy.close();
       stopWatching();
@@ -384,9 +409,9 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   lifecycle.recoverInBackground(recovery);
   if (config.port === 0 && config.publicUrl.port === '0') config.publicUrl.port = String(port);
 
-  // The TLS port: the same handler, each handshake answered with the certificate for its SNI name.
+  // The TLS port (Node plane): the same handler, each handshake answered with the certificate for its SNI name.
   let secureServer: https.Server | undefined;
-  if (certificates !== undefined && config.https !== undefined) {
+  if (certificates !== undefined && config.https !== undefined && haproxy === undefined) {
     const tlsServer = https.createServer(
       {
         ...boundedServerOptions(config.edge),
@@ -409,6 +434,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     });
     secureServer = tlsServer;
     httpsPort = (tlsServer.address() as AddressInfo).port;
+  }
+  if (certificates !== undefined) {
     // Hosts served now: the API host, every live app, every custom domain; then stored records (renewals, retries).
     certificates.ensure(config.domain);
     for (const [subdomain, route] of table.entries()) if (route.kind === 'app' && route.state === 'live') certificates.ensure(`${subdomain}.${config.domain}`);
@@ -421,7 +448,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   return {
     url: `http://${hostForUrl === '0.0.0.0' ? '127.0.0.1' : hostForUrl}:${port}`,
     port,
-    httpsPort: secureServer === undefined ? undefined : httpsPort,
+    httpsPort: certificates === undefined ? undefined : httpsPort,
     generatedAdmin: admin?.generatedPassword === undefined ? undefined : { email: admin.email, password: admin.generatedPassword },
     instanceId,
     dataPlane: haproxy === undefined ? 'node' : 'haproxy',
@@ -430,6 +457,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       closing ??= (async () => {
         await haproxy?.close();
         internal?.close();
+        tlsHandoff?.listener.close();
+        tlsHandoff?.server.closeAllConnections();
         await tunnels.close();
         await certificates?.close();
         await new Promise<void>((resolve) => {

@@ -202,6 +202,24 @@ for (const plane of PLANES) describe(`HTTPS with certificates from an ACME CA (p
     await assert.rejects(tlsRequest(httpsPort, host, root));
   });
 
+  if (plane === 'haproxy') test('HAProxy terminates TLS: certificates are loaded over the runtime API without a reload, and again after HAProxy is killed', async () => {
+    const host = `${app.subdomain}.${DOMAIN}`;
+    const pid = s.server.haproxyPid();
+    assert.ok(pid !== undefined);
+    const fresh = `late-${process.pid}.example.org`;
+    assert.equal((await s.request('POST', `/api/v1/deployments/${app.id}/domains`, { token: user.token, body: { hostname: fresh } })).status, 201);
+    assert.equal((await secured(fresh)).body, appBody);
+    assert.equal(s.server.haproxyPid(), pid, 'a certificate issued while serving needs no reload');
+    process.kill(pid, 'SIGKILL');
+    const next = await eventually(async () => {
+      const now = s.server.haproxyPid();
+      return now !== undefined && now !== pid ? now : undefined;
+    }, 30_000, 'HAProxy to be started again');
+    assert.notEqual(next, pid);
+    for (const h of [host, fresh]) assert.equal((await secured(h)).body, appBody, h);
+    assert.equal((await secured(DOMAIN, '/healthz')).status, 200);
+  });
+
   test('private keys are not in plain text anywhere under the data directory', async () => {
     await secured(`${app.subdomain}.${DOMAIN}`);
     const suspicious: string[] = [];

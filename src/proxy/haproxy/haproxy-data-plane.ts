@@ -6,6 +6,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EdgeLimits } from '../../config.js';
 import type { RoutingTable, Upstream } from '../routing-table.js';
+import type { CertificateSource, TlsCertificate } from '../../tls/certificates.js';
 import { APPS_BACKEND, errorPageFiles, renderHaproxyConfig, renderHostMap, type AppServer, type HaproxyFiles } from './haproxy-config.js';
 import { HaproxyProcess } from './haproxy-process.js';
 import { isSafeWord, RuntimeApi } from './runtime-api.js';
@@ -22,8 +23,13 @@ export interface HaproxyDataPlaneOptions {
   readonly nodePort: number;
   readonly limits: EdgeLimits;
   readonly publicProtocol: string;
-  /** Whether live app hosts go straight to their app (false: every request goes to Node). */
+  /** Whether live app hosts go straight to their app on the plain port (false: every plain request goes to Node). */
   readonly fastPath: boolean;
+  /**
+   * HTTPS terminated by HAProxy: the TLS port, Node's internal port for requests that came over TLS,
+   * and where certificates come from (loaded over the runtime API, never written to disk).
+   */
+  readonly tls?: { readonly port: number; readonly nodeTlsPort: number; readonly certificates: CertificateSource } | undefined;
   readonly log: Log;
 }
 
@@ -57,6 +63,8 @@ export class HaproxyDataPlane {
   #serial = 0;
   #unsubscribe: (() => void) | undefined;
   #closed = false;
+  /** Certificate names loaded into the running HAProxy (a restart starts from none). */
+  readonly #loadedCerts = new Set<string>();
 
   constructor(options: HaproxyDataPlaneOptions) {
     this.#options = options;
@@ -69,6 +77,7 @@ export class HaproxyDataPlane {
       api: this.#api,
       exclusive: (work) => this.#exclusive(work),
       prepare: () => this.#writeFiles(),
+      loaded: () => this.#loadCertificates(),
       log: options.log,
     });
   }
@@ -98,9 +107,18 @@ export class HaproxyDataPlane {
       follow(() => [`${subdomain}.${domain}`, ...[...table.hosts()].filter(([, alias]) => alias.subdomain === subdomain).map(([hostname]) => hostname)]);
     });
     const unsubscribeHosts = table.subscribeHosts((hostname) => follow(() => [hostname]));
+    const certificates = this.#options.tls?.certificates;
+    const unsubscribeCerts = certificates?.subscribe((hostname, certificate) => {
+      void this.#exclusive(async () => {
+        if (this.#process.pid === undefined) return; // down: its restart loads every certificate
+        if (certificate === undefined) await this.#unloadCertificate(certName(hostname));
+        else await this.#loadCertificate(certName(hostname), certificate);
+      }).catch((err: unknown) => this.#options.log('warn', `HAProxy certificate change for ${hostname} not applied`, { error: errorText(err) }));
+    });
     this.#unsubscribe = () => {
       unsubscribeRoutes();
       unsubscribeHosts();
+      unsubscribeCerts?.();
     };
     await this.#process.start();
   }
@@ -183,6 +201,40 @@ export class HaproxyDataPlane {
     }
   }
 
+  /** After a start or restart: every certificate the source holds, loaded into the new process. */
+  async #loadCertificates(): Promise<void> {
+    this.#loadedCerts.clear();
+    const certificates = this.#options.tls?.certificates;
+    if (certificates === undefined) return;
+    if (certificates.operator !== undefined) await this.#loadCertificate(OPERATOR_CERT, certificates.operator);
+    for (const [hostname, certificate] of certificates.issued()) {
+      await this.#loadCertificate(certName(hostname), certificate).catch((err: unknown) => {
+        this.#options.log('warn', `HAProxy did not take the certificate of ${hostname}`, { error: errorText(err) });
+      });
+    }
+  }
+
+  /** Creates (or replaces) an in-memory certificate and lists it for SNI: `new`/`set`/`commit ssl cert`, `add ssl crt-list`. */
+  async #loadCertificate(name: string, certificate: TlsCertificate): Promise<void> {
+    const known = this.#loadedCerts.has(name);
+    if (!known) await this.#api.expect(['new', 'ssl', 'cert', name], ['New empty certificate store']);
+    const answer = await this.#api.runWithPayload(['set', 'ssl', 'cert', name], `${certificate.certPem.trim()}\n${certificate.keyPem.trim()}`);
+    if (!answer.includes('Transaction created') && !answer.includes('Transaction updated')) {
+      await this.#api.run(['abort', 'ssl', 'cert', name]).catch(() => undefined);
+      throw new Error(`HAProxy refused the certificate ${name}: ${answer.split('\n')[0] ?? ''}`);
+    }
+    await this.#api.expect(['commit', 'ssl', 'cert', name], ['Committing', 'Success']);
+    if (!known) await this.#api.expect(['add', 'ssl', 'crt-list', this.#files.crtList, name], ['Inserting', 'Success']);
+    this.#loadedCerts.add(name);
+  }
+
+  async #unloadCertificate(name: string): Promise<void> {
+    if (!this.#loadedCerts.has(name)) return;
+    await this.#api.expect(['del', 'ssl', 'crt-list', this.#files.crtList, name], ['Entry', 'Success']);
+    await this.#api.expect(['del', 'ssl', 'cert', name], ['Certificate', 'Success']);
+    this.#loadedCerts.delete(name);
+  }
+
   /** Current plus queued sessions of a server, from `show stat`. */
   async #sessions(name: string): Promise<number> {
     const csv = await this.#api.run(['show', 'stat', APPS_BACKEND, '4', '-1']);
@@ -244,9 +296,12 @@ export class HaproxyDataPlane {
         limits: options.limits,
         publicProtocol: options.publicProtocol,
         fastPath: options.fastPath,
+        tls: options.tls === undefined ? undefined : { bindPort: options.tls.port, nodeTlsPort: options.tls.nodeTlsPort },
         servers: [...this.#servers.values()],
       }),
     );
+    // Empty on disk: keys exist only in HAProxy's memory (loaded after the start).
+    await writeAtomically(this.#files.crtList, '');
     await fs.rm(this.#files.socket, { force: true });
   }
 
@@ -265,13 +320,21 @@ export function haproxyFiles(dataDir: string): HaproxyFiles {
   if (!isSafeWord(dir) || Buffer.byteLength(path.join(dir, 'admin.sock')) > 100) {
     dir = path.join(os.tmpdir(), `slipway-haproxy-${crypto.createHash('sha256').update(dataDir).digest('hex').slice(0, 16)}`);
   }
-  return { dir, config: path.join(dir, 'haproxy.cfg'), hostMap: path.join(dir, 'hosts.map'), socket: path.join(dir, 'admin.sock') };
+  return { dir, config: path.join(dir, 'haproxy.cfg'), hostMap: path.join(dir, 'hosts.map'), socket: path.join(dir, 'admin.sock'), crtList: path.join(dir, 'certs.list') };
 }
 
 async function writeAtomically(file: string, content: string): Promise<void> {
   const temp = `${file}.${process.pid}.tmp`;
   await fs.writeFile(temp, content, { mode: 0o600 });
   await fs.rename(temp, file);
+}
+
+/** The virtual name (no file) of the operator's certificate in HAProxy. */
+const OPERATOR_CERT = '/slipway-tls/operator.pem';
+
+/** The virtual name of a host's ACME certificate (host names are safe words). */
+function certName(hostname: string): string {
+  return `/slipway-tls/${hostname}.pem`;
 }
 
 function upstreamKey(upstream: Upstream): string {
