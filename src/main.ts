@@ -21,7 +21,6 @@ import { bootstrapAdmin } from './domain/accounts.js';
 import { KeyUsage } from './domain/key-usage.js';
 import { allDomainRoutes, NO_CERTIFICATES } from './domain/custom-domains.js';
 import { DbCertificateStore } from './db/certificate-store.js';
-import { createAcmeIssuer } from './tls/acme-issuer.js';
 import { CertificateManager } from './tls/certificate-manager.js';
 import { HttpChallenges } from './tls/http-challenges.js';
 import { redirectToHttps } from './tls/https-redirect.js';
@@ -131,6 +130,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   const metrics = createServerMetrics({
     liveTunnels: () => liveTunnels(),
     dataPlane: () => (haproxy === undefined ? { plane: 'node', up: listening } : { plane: 'haproxy', up: haproxy.pid !== undefined }),
+    // Live app traffic bypasses the Node proxy under HAProxy: its counters are read at each scrape.
+    ...(haproxyBinary === undefined ? {} : { haproxyServers: async () => (haproxy === undefined ? [] : haproxy.appStats(AbortSignal.timeout(2000))) }),
   });
   const proxy = new AppProxy({
     table,
@@ -198,18 +199,20 @@ export async function startServer(startConfig: Config, options: StartOptions = {
 
   // HTTPS (decisions §8): certificates for the hosts Slipway serves, answered by SNI on the TLS port.
   const challenges = new HttpChallenges();
-  const createCertificates = (c: Config, settings: NonNullable<Config['https']>): CertificateManager => {
+  // acme-client is loaded only when HTTPS is on: it is a large part of the start-up's module loading.
+  const createAcmeIssuer = config.https === undefined ? undefined : (await import('./tls/acme-issuer.js')).createAcmeIssuer;
+  const createCertificates = (c: Config, settings: NonNullable<Config['https']>, newIssuer: NonNullable<typeof createAcmeIssuer>): CertificateManager => {
     const repository = new DbCertificateStore(db, installationCipher);
     return new CertificateManager({
       repository,
-      issuer: createAcmeIssuer({ directoryUrl: settings.acmeDirectoryUrl, email: settings.acmeEmail, caFile: settings.acmeCaFile, repository, challenges }),
+      issuer: newIssuer({ directoryUrl: settings.acmeDirectoryUrl, email: settings.acmeEmail, caFile: settings.acmeCaFile, repository, challenges }),
       operator: settings.certFile !== undefined && settings.keyFile !== undefined ? loadOperatorCertificate(settings.certFile, settings.keyFile) : undefined,
       // Only these: the API host, an app's subdomain, a custom domain (never a tunnel, never any other name).
       isServed: (host) => host === c.domain || table.resolveHost(host)?.route?.kind === 'app',
       log,
     });
   };
-  const certificates = config.https === undefined ? undefined : createCertificates(config, config.https);
+  const certificates = config.https === undefined || createAcmeIssuer === undefined ? undefined : createCertificates(config, config.https, createAcmeIssuer);
   if (certificates !== undefined) {
     const appHost = (subdomain: string): string => `${subdomain}.${config.domain}`;
     table.subscribe((subdomain, route) => {
