@@ -8,7 +8,7 @@ import { buildApp } from './api/app.js';
 import { answerClientError, answerUnmetExpectation, endSocketWithError } from './api/socket-errors.js';
 import { BuildLogStore } from './deploy/build-logs.js';
 import { DeploymentLifecycle } from './deploy/lifecycle.js';
-import { reconcileWithEngine } from './deploy/reconcile.js';
+import { planRecovery } from './deploy/reconcile.js';
 import { appUrl, ConfigError, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
 import { databaseDeploymentStore } from './db/deployment-store.js';
@@ -21,7 +21,6 @@ import { bootstrapAdmin } from './domain/accounts.js';
 import { KeyUsage } from './domain/key-usage.js';
 import { allDomainRoutes, NO_CERTIFICATES } from './domain/custom-domains.js';
 import { DbCertificateStore } from './db/certificate-store.js';
-import { createAcmeIssuer } from './tls/acme-issuer.js';
 import { CertificateManager } from './tls/certificate-manager.js';
 import { HttpChallenges } from './tls/http-challenges.js';
 import { redirectToHttps } from './tls/https-redirect.js';
@@ -131,6 +130,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   const metrics = createServerMetrics({
     liveTunnels: () => liveTunnels(),
     dataPlane: () => (haproxy === undefined ? { plane: 'node', up: listening } : { plane: 'haproxy', up: haproxy.pid !== undefined }),
+    // Live app traffic bypasses the Node proxy under HAProxy: its counters are read at each scrape.
+    ...(haproxyBinary === undefined ? {} : { haproxyServers: async () => (haproxy === undefined ? [] : haproxy.appStats(AbortSignal.timeout(2000))) }),
   });
   const proxy = new AppProxy({
     table,
@@ -143,21 +144,9 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       await Promise.all([proxy.drain(upstream, timeoutMs), haproxy?.drain(upstream, timeoutMs)]);
     },
   });
-  if (engineUp) {
-    await reconcileWithEngine({
-      store: deployments,
-      configs,
-      engine,
-      dataPlane,
-      dataDir: config.dataDir,
-      instanceId,
-      startupTimeoutMs: config.startupTimeoutMs,
-      defaultMemoryBytes: config.defaultMemoryBytes,
-      defaultNanoCpus: config.defaultNanoCpus,
-      appPidsLimit: config.appPidsLimit,
-      log,
-    });
-  }
+  // Serve first (docs/decisions.md, "Recovery that serves first"): routes come from one look at the
+  // engine; releases whose containers stopped answer 503 `starting` and are started again behind the listener.
+  const recovery = await planRecovery({ store: deployments, engine, dataPlane, dataDir: config.dataDir, instanceId, log }, engineUp);
   await releaseTunnelsOf(db, runner); // no tunnel survives a restart; clients reconnect
 
   // Custom domains follow their deployment's route (the table resolves them to its subdomain).
@@ -190,6 +179,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
         pidsLimit: config.buildPidsLimit,
       },
       maxConcurrentBuilds: config.maxConcurrentBuilds,
+      recoveryConcurrency: config.recoveryConcurrency,
       gitEnv: lifecycleGitEnv,
     },
   });
@@ -209,18 +199,20 @@ export async function startServer(startConfig: Config, options: StartOptions = {
 
   // HTTPS (decisions §8): certificates for the hosts Slipway serves, answered by SNI on the TLS port.
   const challenges = new HttpChallenges();
-  const createCertificates = (c: Config, settings: NonNullable<Config['https']>): CertificateManager => {
+  // acme-client is loaded only when HTTPS is on: it is a large part of the start-up's module loading.
+  const createAcmeIssuer = config.https === undefined ? undefined : (await import('./tls/acme-issuer.js')).createAcmeIssuer;
+  const createCertificates = (c: Config, settings: NonNullable<Config['https']>, newIssuer: NonNullable<typeof createAcmeIssuer>): CertificateManager => {
     const repository = new DbCertificateStore(db, installationCipher);
     return new CertificateManager({
       repository,
-      issuer: createAcmeIssuer({ directoryUrl: settings.acmeDirectoryUrl, email: settings.acmeEmail, caFile: settings.acmeCaFile, repository, challenges }),
+      issuer: newIssuer({ directoryUrl: settings.acmeDirectoryUrl, email: settings.acmeEmail, caFile: settings.acmeCaFile, repository, challenges }),
       operator: settings.certFile !== undefined && settings.keyFile !== undefined ? loadOperatorCertificate(settings.certFile, settings.keyFile) : undefined,
       // Only these: the API host, an app's subdomain, a custom domain (never a tunnel, never any other name).
       isServed: (host) => host === c.domain || table.resolveHost(host)?.route?.kind === 'app',
       log,
     });
   };
-  const certificates = config.https === undefined ? undefined : createCertificates(config, config.https);
+  const certificates = config.https === undefined || createAcmeIssuer === undefined ? undefined : createCertificates(config, config.https, createAcmeIssuer);
   if (certificates !== undefined) {
     const appHost = (subdomain: string): string => `${subdomain}.${config.domain}`;
     table.subscribe((subdomain, route) => {
@@ -286,6 +278,9 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       } catch {
         checks['docker'] = { ok: false, detail: 'the Docker engine does not answer' };
       }
+      // Recovery never makes the server unhealthy: it serves meanwhile (apps answer 503 `starting`).
+      const recovering = lifecycle.recoveringCount;
+      checks['recovery'] = { ok: true, detail: recovering === 0 ? 'done' : `recovering: ${recovering} app(s) starting again` };
       return { ok: Object.values(checks).every((c) => c.ok), checks };
     },
   });
@@ -311,6 +306,9 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     }
   };
   const handleUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
+    // Node takes its own error listener off an upgraded socket: without one, a client that resets
+    // while it is being answered (a 404 page, a refusal) is an uncaught exception that ends the process.
+    socket.on('error', () => socket.destroy());
     try {
       const problem = requestHeadProblem(req);
       if (problem !== undefined) return writeRawBadRequest(socket, problem);
@@ -346,6 +344,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   boundRequests(server, config.edge, (req) => table.resolveHost(req.headers.host) !== null || /^multipart\//i.test(req.headers['content-type'] ?? ''));
   let port: number;
   let internal: TcpServer | undefined;
+  let tlsHandoff: { server: http.Server; listener: TcpServer } | undefined;
   if (haproxyBinary === undefined) {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -363,6 +362,25 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       listener.listen(0, '127.0.0.1', () => resolve());
     });
     port = config.port === 0 ? await freePort(config.host) : config.port;
+    // With HTTPS on, HAProxy terminates TLS with the manager's certificates (loaded over its runtime
+    // API) and hands requests it terminated to Node on a port of their own: never redirected, https.
+    let tls: { port: number; nodeTlsPort: number; certificates: CertificateManager } | undefined;
+    if (certificates !== undefined && config.https !== undefined) {
+      const handoff = http.createServer(boundedServerOptions(config.edge), handleRequest);
+      handoff.on('connection', (socket: Duplex) => Object.defineProperty(socket, 'encrypted', { value: true }));
+      handoff.on('upgrade', handleUpgrade);
+      handoff.on('clientError', answerClientError);
+      handoff.on('checkExpectation', answerUnmetExpectation);
+      boundRequests(handoff, config.edge, (req) => table.resolveHost(req.headers.host) !== null || /^multipart\//i.test(req.headers['content-type'] ?? ''));
+      const handoffListener = proxyProtocolListener(handoff, config.edge.headersTimeoutMs);
+      tlsHandoff = { server: handoff, listener: handoffListener };
+      await new Promise<void>((resolve, reject) => {
+        handoffListener.once('error', reject);
+        handoffListener.listen(0, '127.0.0.1', () => resolve());
+      });
+      httpsPort = config.https.port === 0 ? await freePort(config.host) : config.https.port;
+      tls = { port: httpsPort, nodeTlsPort: (handoffListener.address() as AddressInfo).port, certificates };
+    }
     haproxy = new HaproxyDataPlane({
       binary: haproxyBinary,
       dataDir: config.dataDir,
@@ -374,8 +392,9 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       limits: config.edge,
       publicProtocol: config.publicUrl.protocol.replace(':', ''),
       // With HTTPS on, the plain port answers ACME challenges and 308s from Node (which knows the
-      // certificates), and TLS is served by Node: HAProxy passes everything to Node until TLS moves into it.
+      // certificates): HAProxy passes plain requests to Node; requests over TLS take the fast path.
       fastPath: config.https === undefined,
+      tls,
       log,
     });
     try {
@@ -383,6 +402,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     } catch (err) {
       await haproxy.close().catch(() => undefined);
       listener.close();
+      tlsHandoff?.listener.close();
       await tunnels.close();
       proxy.close();
       stopWatching();
@@ -393,11 +413,13 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       throw err;
     }
   }
+  // Behind the listener: recovery never delays the first answer (the API, every app already up).
+  lifecycle.recoverInBackground(recovery);
   if (config.port === 0 && config.publicUrl.port === '0') config.publicUrl.port = String(port);
 
-  // The TLS port: the same handler, each handshake answered with the certificate for its SNI name.
+  // The TLS port (Node plane): the same handler, each handshake answered with the certificate for its SNI name.
   let secureServer: https.Server | undefined;
-  if (certificates !== undefined && config.https !== undefined) {
+  if (certificates !== undefined && config.https !== undefined && haproxy === undefined) {
     const tlsServer = https.createServer(
       {
         ...boundedServerOptions(config.edge),
@@ -420,6 +442,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     });
     secureServer = tlsServer;
     httpsPort = (tlsServer.address() as AddressInfo).port;
+  }
+  if (certificates !== undefined) {
     // Hosts served now: the API host, every live app, every custom domain; then stored records (renewals, retries).
     certificates.ensure(config.domain);
     for (const [subdomain, route] of table.entries()) if (route.kind === 'app' && route.state === 'live') certificates.ensure(`${subdomain}.${config.domain}`);
@@ -432,7 +456,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   return {
     url: `http://${hostForUrl === '0.0.0.0' ? '127.0.0.1' : hostForUrl}:${port}`,
     port,
-    httpsPort: secureServer === undefined ? undefined : httpsPort,
+    httpsPort: certificates === undefined ? undefined : httpsPort,
     generatedAdmin: admin?.generatedPassword === undefined ? undefined : { email: admin.email, password: admin.generatedPassword },
     instanceId,
     dataPlane: haproxy === undefined ? 'node' : 'haproxy',
@@ -441,6 +465,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       closing ??= (async () => {
         await haproxy?.close();
         internal?.close();
+        tlsHandoff?.listener.close();
+        tlsHandoff?.server.closeAllConnections();
         await tunnels.close();
         await certificates?.close();
         await new Promise<void>((resolve) => {

@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { busyboxArchive, createArchiveApp, deployAndWait, eventually } from '../helpers/apps.js';
 import { freePort } from '../helpers/net.js';
 import { makeLeaf, startPebble, type Pebble } from '../helpers/pebble.js';
+import { PLANES } from '../helpers/planes.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 type User = Awaited<ReturnType<TestServer['newUser']>>;
@@ -72,7 +73,7 @@ function filesUnder(dir: string): string[] {
   return out;
 }
 
-describe('HTTPS with certificates from an ACME CA (pebble on loopback)', () => {
+for (const plane of PLANES) describe(`HTTPS with certificates from an ACME CA (pebble on loopback), ${plane} data plane`, () => {
   const DOMAIN = 'slipway.test';
   let pebble: Pebble;
   let s: TestServer;
@@ -92,7 +93,9 @@ describe('HTTPS with certificates from an ACME CA (pebble on loopback)', () => {
       SLIPWAY_ACME_DIRECTORY_URL: pebble.directoryUrl,
       SLIPWAY_ACME_CA_FILE: pebble.caFile,
       SLIPWAY_ACME_EMAIL: 'ops@slipway.test',
+      SLIPWAY_DATA_PLANE: plane,
     });
+    assert.equal(s.server.dataPlane, plane);
     assert.ok(s.server.httpsPort !== undefined);
     httpsPort = s.server.httpsPort;
     root = await pebble.issuingRoot();
@@ -197,6 +200,24 @@ describe('HTTPS with certificates from an ACME CA (pebble on loopback)', () => {
     assert.equal(plain.status, 200, 'no certificate: no redirect, the app is served');
     assert.equal(plain.body, appBody);
     await assert.rejects(tlsRequest(httpsPort, host, root));
+  });
+
+  if (plane === 'haproxy') test('HAProxy terminates TLS: certificates are loaded over the runtime API without a reload, and again after HAProxy is killed', async () => {
+    const host = `${app.subdomain}.${DOMAIN}`;
+    const pid = s.server.haproxyPid();
+    assert.ok(pid !== undefined);
+    const fresh = `late-${process.pid}.example.org`;
+    assert.equal((await s.request('POST', `/api/v1/deployments/${app.id}/domains`, { token: user.token, body: { hostname: fresh } })).status, 201);
+    assert.equal((await secured(fresh)).body, appBody);
+    assert.equal(s.server.haproxyPid(), pid, 'a certificate issued while serving needs no reload');
+    process.kill(pid, 'SIGKILL');
+    const next = await eventually(async () => {
+      const now = s.server.haproxyPid();
+      return now !== undefined && now !== pid ? now : undefined;
+    }, 30_000, 'HAProxy to be started again');
+    assert.notEqual(next, pid);
+    for (const h of [host, fresh]) assert.equal((await secured(h)).body, appBody, h);
+    assert.equal((await secured(DOMAIN, '/healthz')).status, 200);
   });
 
   test('private keys are not in plain text anywhere under the data directory', async () => {
