@@ -284,6 +284,12 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       return { ok: Object.values(checks).every((c) => c.ok), checks };
     },
   });
+  // A change the API made to the routing table (deploy, stop, domains…) is answered only once the
+  // HAProxy plane has applied it, so the caller's next request through the edge already sees it.
+  app.addHook('onSend', async (request, _reply, payload) => {
+    if (haproxy !== undefined && request.method !== 'GET' && request.method !== 'HEAD') await haproxy.settled(2000);
+    return payload;
+  });
   await app.ready();
 
   // One handler for both ports: app hosts go to the data plane, everything else to the API.

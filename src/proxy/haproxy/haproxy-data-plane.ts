@@ -160,6 +160,19 @@ export class HaproxyDataPlane {
     void this.#removeWhenUnused(key);
   }
 
+  /**
+   * Resolves once every route change made so far has reached HAProxy (or after `timeoutMs`): the
+   * API answers a change only then, so a visitor's next request already sees it.
+   */
+  async settled(timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.#exclusive(async () => undefined).catch(() => undefined),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+    ]);
+    clearTimeout(timer);
+  }
+
   /** Stops following the table and stops HAProxy. */
   async close(): Promise<void> {
     this.#closed = true;
