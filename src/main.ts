@@ -131,6 +131,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   const metrics = createServerMetrics({
     liveTunnels: () => liveTunnels(),
     dataPlane: () => (haproxy === undefined ? { plane: 'node', up: listening } : { plane: 'haproxy', up: haproxy.pid !== undefined }),
+    // Live app traffic bypasses the Node proxy under HAProxy: its counters are read at each scrape.
+    ...(haproxyBinary === undefined ? {} : { haproxyServers: async () => (haproxy === undefined ? [] : haproxy.appStats(AbortSignal.timeout(2000))) }),
   });
   const proxy = new AppProxy({
     table,
@@ -282,6 +284,12 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       checks['recovery'] = { ok: true, detail: recovering === 0 ? 'done' : `recovering: ${recovering} app(s) starting again` };
       return { ok: Object.values(checks).every((c) => c.ok), checks };
     },
+  });
+  // A change the API made to the routing table (deploy, stop, domains…) is answered only once the
+  // HAProxy plane has applied it, so the caller's next request through the edge already sees it.
+  app.addHook('onSend', async (request, _reply, payload) => {
+    if (haproxy !== undefined && request.method !== 'GET' && request.method !== 'HEAD') await haproxy.settled(2000);
+    return payload;
   });
   await app.ready();
 

@@ -73,6 +73,8 @@ defaults
   timeout client-fin 30s
   timeout server-fin 30s
   http-reuse safe
+  # A visitor who goes away takes their request with them (as the Node plane destroys the upstream request).
+  option abortonclose
 
 frontend public
   bind ${bind}

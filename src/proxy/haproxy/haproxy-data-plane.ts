@@ -13,6 +13,19 @@ import { isSafeWord, RuntimeApi } from './runtime-api.js';
 
 type Log = (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
 
+/** One app server's figures from HAProxy's `show stat` (counters since the server was added). */
+export interface AppServerStats {
+  readonly server: string;
+  /** The subdomain it serves, or last served (an old release draining); undefined if unknown. */
+  readonly app: string | undefined;
+  /** Whether a host maps to it now (false: draining, or the retired tally). */
+  readonly serving: boolean;
+  /** Responses by status class; `none` is HAProxy's `hrsp_other` (no valid status sent). */
+  readonly responses: Readonly<Record<'1xx' | '2xx' | '3xx' | '4xx' | '5xx' | 'none', number>>;
+  /** HAProxy's average total time of the server's last 1024 requests. */
+  readonly averageSeconds: number;
+}
+
 export interface HaproxyDataPlaneOptions {
   readonly binary: string;
   readonly dataDir: string;
@@ -36,7 +49,11 @@ export interface HaproxyDataPlaneOptions {
 /** A server of the apps backend: which upstream it points at. */
 interface ServerEntry extends AppServer {
   readonly key: string;
+  /** The subdomain it last served (for the request metrics of a server removed since). */
+  app?: string;
 }
+
+type StatusCounts = Record<'1xx' | '2xx' | '3xx' | '4xx' | '5xx' | 'none', number>;
 
 /** How often drain() looks at a server's current sessions. */
 const DRAIN_POLL_MS = 50;
@@ -59,6 +76,8 @@ export class HaproxyDataPlane {
   readonly #servers = new Map<string, ServerEntry>();
   /** public host → server name (the host map) */
   readonly #hosts = new Map<string, string>();
+  /** Responses of removed servers, by the subdomain they served: read just before each removal. */
+  readonly #retired = new Map<string, StatusCounts>();
   #queue: Promise<unknown> = Promise.resolve();
   #serial = 0;
   #unsubscribe: (() => void) | undefined;
@@ -141,6 +160,19 @@ export class HaproxyDataPlane {
     void this.#removeWhenUnused(key);
   }
 
+  /**
+   * Resolves once every route change made so far has reached HAProxy (or after `timeoutMs`): the
+   * API answers a change only then, so a visitor's next request already sees it.
+   */
+  async settled(timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.#exclusive(async () => undefined).catch(() => undefined),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+    ]);
+    clearTimeout(timer);
+  }
+
   /** Stops following the table and stops HAProxy. */
   async close(): Promise<void> {
     this.#closed = true;
@@ -176,6 +208,7 @@ export class HaproxyDataPlane {
       created = true;
     }
     this.#hosts.set(host, server.name);
+    server.app = this.#options.table.resolveHost(host)?.subdomain ?? server.app;
     return { server, created, previous };
   }
 
@@ -199,6 +232,52 @@ export class HaproxyDataPlane {
       const old = [...this.#servers.values()].find((s) => s.name === previous);
       if (old !== undefined && old.name !== server?.name) void this.#removeWhenUnused(old.key);
     }
+  }
+
+  /**
+   * Response counts by status class and the average response time of each app server HAProxy
+   * serves directly (requests it hands to Node, such as 404/503 pages and tunnels, are counted
+   * there), with the subdomain each server stands for; plus a `retired:<app>` row per app holding
+   * the final counts of its removed servers, so the sum per app never goes down while HAProxy runs.
+   */
+  async appStats(signal?: AbortSignal): Promise<AppServerStats[]> {
+    // In turn with removals: a server is either still listed or already in the retired tally, never both or neither.
+    return this.#exclusive(async () => {
+      const out: AppServerStats[] = [...this.#retired].map(([app, responses]) => ({ server: `retired:${app}`, app, serving: false, responses: { ...responses }, averageSeconds: Number.NaN }));
+      if (this.#process.pid === undefined) return out;
+      const rows = await this.#serverStats(signal);
+      const inUse = new Set(this.#hosts.values());
+      const appOf = new Map([...this.#servers.values()].map((s) => [s.name, s.app]));
+      for (const row of rows) out.push({ ...row, app: appOf.get(row.server), serving: inUse.has(row.server) });
+      return out;
+    });
+  }
+
+  /** Every app server's response counts and average time, from `show stat`. */
+  async #serverStats(signal?: AbortSignal): Promise<Array<{ server: string; responses: StatusCounts; averageSeconds: number }>> {
+    const csv = await this.#api.run(['show', 'stat', APPS_BACKEND, '4', '-1'], signal);
+    const lines = csv.split('\n');
+    const header = (lines[0] ?? '').replace(/^# /, '').split(',');
+    const at = (fields: string[], title: string): number => Number(fields[header.indexOf(title)] ?? 0) || 0;
+    const out = [];
+    for (const line of lines.slice(1)) {
+      const fields = line.split(',');
+      const name = fields[header.indexOf('svname')];
+      if (name === undefined || name === '' || name === 'BACKEND' || name === 'FRONTEND') continue;
+      out.push({
+        server: name,
+        responses: {
+          '1xx': at(fields, 'hrsp_1xx'),
+          '2xx': at(fields, 'hrsp_2xx'),
+          '3xx': at(fields, 'hrsp_3xx'),
+          '4xx': at(fields, 'hrsp_4xx'),
+          '5xx': at(fields, 'hrsp_5xx'),
+          none: at(fields, 'hrsp_other'),
+        },
+        averageSeconds: at(fields, 'ttime') / 1000,
+      });
+    }
+    return out;
   }
 
   /** After a start or restart: every certificate the source holds, loaded into the new process. */
@@ -264,9 +343,16 @@ export class HaproxyDataPlane {
         }
         const name = `${APPS_BACKEND}/${server.name}`;
         await this.#api.expect(['set', 'server', name, 'state', 'maint']);
+        // In maintenance it takes no new request: its counts are final. Kept for the metrics.
+        const counts = (await this.#serverStats().catch(() => [])).find((row) => row.server === server.name);
         const answer = await this.#api.run(['del', 'server', name]);
         if (answer.startsWith('Server deleted') || answer.includes('No such server')) {
           this.#servers.delete(key);
+          if (counts !== undefined && server.app !== undefined) {
+            const total = this.#retired.get(server.app) ?? { '1xx': 0, '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0, none: 0 };
+            for (const c of Object.keys(total) as Array<keyof StatusCounts>) total[c] += counts.responses[c];
+            this.#retired.set(server.app, total);
+          }
           return true;
         }
         return false;
