@@ -5,6 +5,7 @@ import { createServer as createTcpServer, type AddressInfo, type Server as TcpSe
 import type { Duplex } from 'node:stream';
 import path from 'node:path';
 import { buildApp } from './api/app.js';
+import { ApiTurns } from './api/api-turns.js';
 import { answerClientError, answerUnmetExpectation, endSocketWithError } from './api/socket-errors.js';
 import { BuildLogStore } from './deploy/build-logs.js';
 import { DeploymentLifecycle } from './deploy/lifecycle.js';
@@ -292,12 +293,24 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   });
   await app.ready();
 
+  // API requests start one per event-loop turn: app traffic and tunnels never wait behind a burst of them.
+  const apiTurns = new ApiTurns((err) => log('error', 'API request handler threw', { error: err }));
   // One handler for both ports: app hosts go to the data plane, everything else to the API.
   const handleRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     try {
       const problem = requestHeadProblem(req);
       if (problem !== undefined) return writeBadRequest(res, problem);
-      if (!proxy.handleRequest(req, res)) app.routing(req, res);
+      if (!proxy.handleRequest(req, res)) {
+        apiTurns.run(() => {
+          try {
+            app.routing(req, res);
+          } catch (err) {
+            if (res.headersSent) res.destroy();
+            else writeInternalError(res);
+            throw err;
+          }
+        });
+      }
     } catch (err) {
       // The last line of defence: a throw here would otherwise end the process for every tenant.
       log('error', 'request handler threw', { url: req.url, error: err });
