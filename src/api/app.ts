@@ -61,7 +61,7 @@ export interface ApiDeps {
   readonly certificates: DomainCertificates;
   readonly health: HealthCheck;
   /** The server's Prometheus text (GET /metrics). */
-  readonly metrics: { render(): string };
+  readonly metrics: { render(): string | Promise<string> };
   /** Where internal errors are logged with their detail; default: Fastify's logger (off unless enabled). */
   readonly log?: ErrorLog;
 }

@@ -398,6 +398,25 @@ describe('lifecycle on a fake runtime and data plane', () => {
     await recovering.close();
   });
 
+  test('a restart issued during recovery wins: one new container serves, the stopped one is not started as well', async () => {
+    const down = await deployedThenStopped('serve-restart');
+    const restarted = new FakeDataPlane();
+    const { pending } = await plan(restarted);
+    const recovering = newLifecycle(restarted);
+    const recovered = recovering.recoverReleases(pending.filter((p) => p.deploymentId === down.id));
+    await recovering.restart(principal, down.id);
+    await recovered;
+    await recovering.settle();
+    assert.ok(!runtime.calls.includes(`startContainer ${down.containerId}`), 'recovery stood down');
+    const serving = runtime.running(down.id);
+    assert.equal(serving.length, 1, 'one container runs');
+    const answer = restarted.answer(down.subdomain);
+    assert.ok(typeof answer === 'object');
+    assert.equal(serving[0]?.upstream?.port, answer.port);
+    assert.equal((await build(down.buildId)).container_id, serving[0]?.id);
+    await recovering.close();
+  });
+
   test('with the engine down, recovery waits for it (503 starting, nothing marked failed), then brings the app back', async () => {
     const down = await deployedThenStopped('serve-engine');
     const restarted = new FakeDataPlane();

@@ -85,8 +85,9 @@ export function testEnv(dataDir: string, overrides: Record<string, string> = {})
     SLIPWAY_ALLOW_PRIVATE_GIT: 'true',
     SLIPWAY_LOG_LEVEL: 'silent',
     SLIPWAY_STARTUP_TIMEOUT_SECONDS: '20',
-    // The routing suites run against both planes (test/helpers/planes.ts); the rest use Node's.
-    SLIPWAY_DATA_PLANE: 'node',
+    // The routing suites run against both planes (test/helpers/planes.ts); the rest use Node's,
+    // unless SLIPWAY_TEST_DATA_PLANE=haproxy runs them behind HAProxy too.
+    SLIPWAY_DATA_PLANE: process.env['SLIPWAY_TEST_DATA_PLANE'] === 'haproxy' ? 'haproxy' : 'node',
     ...overrides,
   };
 }

@@ -53,7 +53,7 @@ export const serverMetricsRoutes =
       },
       async (request, reply) => {
         authorizeAdmin(principalOf(request));
-        return reply.type('text/plain; version=0.0.4; charset=utf-8').header('Cache-Control', 'no-store').send(deps.metrics.render());
+        return reply.type('text/plain; version=0.0.4; charset=utf-8').header('Cache-Control', 'no-store').send(await deps.metrics.render());
       },
     );
   };

@@ -24,6 +24,8 @@ export interface HaproxyProcessOptions {
    */
   readonly exclusive: <T>(work: () => Promise<T>) => Promise<T>;
   readonly prepare: () => Promise<void>;
+  /** Runs after each start and restart, once HAProxy answers, in the same exclusive section (loads what no file holds: TLS keys). */
+  readonly loaded?: () => Promise<void>;
   readonly log: Log;
   /** Longest wait for a started HAProxy to answer on its socket. */
   readonly readyTimeoutMs?: number;
@@ -62,6 +64,7 @@ export class HaproxyProcess {
     await this.#options.exclusive(async () => {
       await this.#options.prepare();
       await this.#spawn();
+      await this.#options.loaded?.();
     });
   }
 
@@ -130,6 +133,7 @@ export class HaproxyProcess {
           if (this.#stopping) return;
           await this.#options.prepare();
           await this.#spawn();
+          await this.#options.loaded?.();
           this.#restarts += 1;
           this.#options.log('info', 'HAProxy is serving again', { pid: this.pid });
         })
