@@ -31,6 +31,8 @@ export interface Config {
   readonly sessionTtlMs: number;
   /** SLIPWAY_MAX_CONCURRENT_BUILDS: builds running at once across all deployments. */
   readonly maxConcurrentBuilds: number;
+  /** Live releases started again at once by recovery (after a restart, or containers found stopped). */
+  readonly recoveryConcurrency: number;
   /** SLIPWAY_BUILD_TIMEOUT_SECONDS: time limit of one image build (source fetch included). */
   readonly buildTimeoutMs: number;
   /** SLIPWAY_STARTUP_TIMEOUT_SECONDS: time a new container has to pass its health check. */
@@ -220,6 +222,7 @@ export function loadConfig(env: Env = process.env): Config {
     dockerHost: text(env, 'DOCKER_HOST'),
     sessionTtlMs: integer(env, 'SLIPWAY_SESSION_TTL_HOURS', 24 * 7, 1, 24 * 365) * 3_600_000,
     maxConcurrentBuilds: integer(env, 'SLIPWAY_MAX_CONCURRENT_BUILDS', 2, 1, 64),
+    recoveryConcurrency: integer(env, 'SLIPWAY_RECOVERY_CONCURRENCY', 6, 1, 64),
     buildTimeoutMs: integer(env, 'SLIPWAY_BUILD_TIMEOUT_SECONDS', 900, 1, 86_400) * 1000,
     startupTimeoutMs: integer(env, 'SLIPWAY_STARTUP_TIMEOUT_SECONDS', 60, 1, 3600) * 1000,
     keepImages: integer(env, 'SLIPWAY_KEEP_IMAGES', 5, 1, 100),

@@ -5,13 +5,15 @@ import { createServer as createTcpServer, type AddressInfo, type Server as TcpSe
 import type { Duplex } from 'node:stream';
 import path from 'node:path';
 import { buildApp } from './api/app.js';
+import { ApiTurns } from './api/api-turns.js';
 import { answerClientError, answerUnmetExpectation, endSocketWithError } from './api/socket-errors.js';
 import { BuildLogStore } from './deploy/build-logs.js';
 import { DeploymentLifecycle } from './deploy/lifecycle.js';
-import { reconcileWithEngine } from './deploy/reconcile.js';
-import { appUrl, type Config } from './config.js';
+import { planRecovery } from './deploy/reconcile.js';
+import { appUrl, ConfigError, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
 import { databaseDeploymentStore } from './db/deployment-store.js';
+import { customDomainRoutes, databaseDeploymentCatalog } from './db/deployment-catalog.js';
 import { runnerId } from './runner-id.js';
 import { DbAppConfigStore, readKeyCheck, writeKeyCheck } from './db/app-config-store.js';
 import { databaseWebhookStore } from './db/webhook-store.js';
@@ -19,9 +21,8 @@ import { resolveCommit } from './source/git.js';
 import { unlockInstallation } from './secrets/unlock.js';
 import { bootstrapAdmin } from './domain/accounts.js';
 import { KeyUsage } from './domain/key-usage.js';
-import { allDomainRoutes, NO_CERTIFICATES } from './domain/custom-domains.js';
+import { NO_CERTIFICATES } from './domain/custom-domains.js';
 import { DbCertificateStore } from './db/certificate-store.js';
-import { createAcmeIssuer } from './tls/acme-issuer.js';
 import { CertificateManager } from './tls/certificate-manager.js';
 import { HttpChallenges } from './tls/http-challenges.js';
 import { redirectToHttps } from './tls/https-redirect.js';
@@ -88,7 +89,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     if ('path' in found) haproxyBinary = found.path;
     else if (config.dataPlane === 'haproxy') {
       await db.destroy();
-      throw new Error(`SLIPWAY_DATA_PLANE=haproxy but ${found.missing} (install Debian's haproxy, or set SLIPWAY_DATA_PLANE=node)`);
+      throw new ConfigError(`SLIPWAY_DATA_PLANE=haproxy but ${found.missing} (install Debian's haproxy, or set SLIPWAY_DATA_PLANE=node)`);
     } else log('info', `HAProxy not available (${found.missing}): the Node data plane serves the public port`);
   }
   const instanceId = await loadInstanceId(db);
@@ -131,6 +132,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   const metrics = createServerMetrics({
     liveTunnels: () => liveTunnels(),
     dataPlane: () => (haproxy === undefined ? { plane: 'node', up: listening } : { plane: 'haproxy', up: haproxy.pid !== undefined }),
+    // Live app traffic bypasses the Node proxy under HAProxy: its counters are read at each scrape.
+    ...(haproxyBinary === undefined ? {} : { haproxyServers: async () => (haproxy === undefined ? [] : haproxy.appStats(AbortSignal.timeout(2000))) }),
   });
   const proxy = new AppProxy({
     table,
@@ -143,25 +146,13 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       await Promise.all([proxy.drain(upstream, timeoutMs), haproxy?.drain(upstream, timeoutMs)]);
     },
   });
-  if (engineUp) {
-    await reconcileWithEngine({
-      store: deployments,
-      configs,
-      engine,
-      dataPlane,
-      dataDir: config.dataDir,
-      instanceId,
-      startupTimeoutMs: config.startupTimeoutMs,
-      defaultMemoryBytes: config.defaultMemoryBytes,
-      defaultNanoCpus: config.defaultNanoCpus,
-      appPidsLimit: config.appPidsLimit,
-      log,
-    });
-  }
+  // Serve first (docs/decisions.md, "Recovery that serves first"): routes come from one look at the
+  // engine; releases whose containers stopped answer 503 `starting` and are started again behind the listener.
+  const recovery = await planRecovery({ store: deployments, engine, dataPlane, dataDir: config.dataDir, instanceId, log }, engineUp);
   await releaseTunnelsOf(db, runner); // no tunnel survives a restart; clients reconnect
 
   // Custom domains follow their deployment's route (the table resolves them to its subdomain).
-  for (const d of await allDomainRoutes(db)) dataPlane.publishHost(d.hostname, { subdomain: d.subdomain, deploymentId: d.deploymentId });
+  for (const d of await customDomainRoutes(db)) dataPlane.publishHost(d.hostname, { subdomain: d.subdomain, deploymentId: d.deploymentId });
 
   const lifecycleGitEnv = options.gitEnv ?? { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: config.dataDir };
   const lifecycle = new DeploymentLifecycle({
@@ -190,6 +181,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
         pidsLimit: config.buildPidsLimit,
       },
       maxConcurrentBuilds: config.maxConcurrentBuilds,
+      recoveryConcurrency: config.recoveryConcurrency,
       gitEnv: lifecycleGitEnv,
     },
   });
@@ -209,18 +201,20 @@ export async function startServer(startConfig: Config, options: StartOptions = {
 
   // HTTPS (decisions §8): certificates for the hosts Slipway serves, answered by SNI on the TLS port.
   const challenges = new HttpChallenges();
-  const createCertificates = (c: Config, settings: NonNullable<Config['https']>): CertificateManager => {
+  // acme-client is loaded only when HTTPS is on: it is a large part of the start-up's module loading.
+  const createAcmeIssuer = config.https === undefined ? undefined : (await import('./tls/acme-issuer.js')).createAcmeIssuer;
+  const createCertificates = (c: Config, settings: NonNullable<Config['https']>, newIssuer: NonNullable<typeof createAcmeIssuer>): CertificateManager => {
     const repository = new DbCertificateStore(db, installationCipher);
     return new CertificateManager({
       repository,
-      issuer: createAcmeIssuer({ directoryUrl: settings.acmeDirectoryUrl, email: settings.acmeEmail, caFile: settings.acmeCaFile, repository, challenges }),
+      issuer: newIssuer({ directoryUrl: settings.acmeDirectoryUrl, email: settings.acmeEmail, caFile: settings.acmeCaFile, repository, challenges }),
       operator: settings.certFile !== undefined && settings.keyFile !== undefined ? loadOperatorCertificate(settings.certFile, settings.keyFile) : undefined,
       // Only these: the API host, an app's subdomain, a custom domain (never a tunnel, never any other name).
       isServed: (host) => host === c.domain || table.resolveHost(host)?.route?.kind === 'app',
       log,
     });
   };
-  const certificates = config.https === undefined ? undefined : createCertificates(config, config.https);
+  const certificates = config.https === undefined || createAcmeIssuer === undefined ? undefined : createCertificates(config, config.https, createAcmeIssuer);
   if (certificates !== undefined) {
     const appHost = (subdomain: string): string => `${subdomain}.${config.domain}`;
     table.subscribe((subdomain, route) => {
@@ -238,6 +232,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     config,
     log,
     db,
+    deployments: databaseDeploymentCatalog(db),
     store: sources,
     buildLogs,
     // 10 failures per account; an address gets more room, since many users may share it (NAT).
@@ -286,17 +281,38 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       } catch {
         checks['docker'] = { ok: false, detail: 'the Docker engine does not answer' };
       }
+      // Recovery never makes the server unhealthy: it serves meanwhile (apps answer 503 `starting`).
+      const recovering = lifecycle.recoveringCount;
+      checks['recovery'] = { ok: true, detail: recovering === 0 ? 'done' : `recovering: ${recovering} app(s) starting again` };
       return { ok: Object.values(checks).every((c) => c.ok), checks };
     },
   });
+  // A change the API made to the routing table (deploy, stop, domains…) is answered only once the
+  // HAProxy plane has applied it, so the caller's next request through the edge already sees it.
+  app.addHook('onSend', async (request, _reply, payload) => {
+    if (haproxy !== undefined && request.method !== 'GET' && request.method !== 'HEAD') await haproxy.settled(2000);
+    return payload;
+  });
   await app.ready();
 
+  // API requests start one per event-loop turn: app traffic and tunnels never wait behind a burst of them.
+  const apiTurns = new ApiTurns((err) => log('error', 'API request handler threw', { error: err }));
   // One handler for both ports: app hosts go to the data plane, everything else to the API.
   const handleRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     try {
       const problem = requestHeadProblem(req);
       if (problem !== undefined) return writeBadRequest(res, problem);
-      if (!proxy.handleRequest(req, res)) app.routing(req, res);
+      if (!proxy.handleRequest(req, res)) {
+        apiTurns.run(() => {
+          try {
+            app.routing(req, res);
+          } catch (err) {
+            if (res.headersSent) res.destroy();
+            else writeInternalError(res);
+            throw err;
+          }
+        });
+      }
     } catch (err) {
       // The last line of defence: a throw here would otherwise end the process for every tenant.
       log('error', 'request handler threw', { url: req.url, error: err });
@@ -305,6 +321,9 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     }
   };
   const handleUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
+    // Node takes its own error listener off an upgraded socket: without one, a client that resets
+    // while it is being answered (a 404 page, a refusal) is an uncaught exception that ends the process.
+    socket.on('error', () => socket.destroy());
     try {
       const problem = requestHeadProblem(req);
       if (problem !== undefined) return writeRawBadRequest(socket, problem);
@@ -340,6 +359,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   boundRequests(server, config.edge, (req) => table.resolveHost(req.headers.host) !== null || /^multipart\//i.test(req.headers['content-type'] ?? ''));
   let port: number;
   let internal: TcpServer | undefined;
+  let tlsHandoff: { server: http.Server; listener: TcpServer } | undefined;
   if (haproxyBinary === undefined) {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -357,6 +377,25 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       listener.listen(0, '127.0.0.1', () => resolve());
     });
     port = config.port === 0 ? await freePort(config.host) : config.port;
+    // With HTTPS on, HAProxy terminates TLS with the manager's certificates (loaded over its runtime
+    // API) and hands requests it terminated to Node on a port of their own: never redirected, https.
+    let tls: { port: number; nodeTlsPort: number; certificates: CertificateManager } | undefined;
+    if (certificates !== undefined && config.https !== undefined) {
+      const handoff = http.createServer(boundedServerOptions(config.edge), handleRequest);
+      handoff.on('connection', (socket: Duplex) => Object.defineProperty(socket, 'encrypted', { value: true }));
+      handoff.on('upgrade', handleUpgrade);
+      handoff.on('clientError', answerClientError);
+      handoff.on('checkExpectation', answerUnmetExpectation);
+      boundRequests(handoff, config.edge, (req) => table.resolveHost(req.headers.host) !== null || /^multipart\//i.test(req.headers['content-type'] ?? ''));
+      const handoffListener = proxyProtocolListener(handoff, config.edge.headersTimeoutMs);
+      tlsHandoff = { server: handoff, listener: handoffListener };
+      await new Promise<void>((resolve, reject) => {
+        handoffListener.once('error', reject);
+        handoffListener.listen(0, '127.0.0.1', () => resolve());
+      });
+      httpsPort = config.https.port === 0 ? await freePort(config.host) : config.https.port;
+      tls = { port: httpsPort, nodeTlsPort: (handoffListener.address() as AddressInfo).port, certificates };
+    }
     haproxy = new HaproxyDataPlane({
       binary: haproxyBinary,
       dataDir: config.dataDir,
@@ -368,8 +407,9 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       limits: config.edge,
       publicProtocol: config.publicUrl.protocol.replace(':', ''),
       // With HTTPS on, the plain port answers ACME challenges and 308s from Node (which knows the
-      // certificates), and TLS is served by Node: HAProxy passes everything to Node until TLS moves into it.
+      // certificates): HAProxy passes plain requests to Node; requests over TLS take the fast path.
       fastPath: config.https === undefined,
+      tls,
       log,
     });
     try {
@@ -377,6 +417,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     } catch (err) {
       await haproxy.close().catch(() => undefined);
       listener.close();
+      tlsHandoff?.listener.close();
       await tunnels.close();
       proxy.close();
       stopWatching();
@@ -387,11 +428,13 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       throw err;
     }
   }
+  // Behind the listener: recovery never delays the first answer (the API, every app already up).
+  lifecycle.recoverInBackground(recovery);
   if (config.port === 0 && config.publicUrl.port === '0') config.publicUrl.port = String(port);
 
-  // The TLS port: the same handler, each handshake answered with the certificate for its SNI name.
+  // The TLS port (Node plane): the same handler, each handshake answered with the certificate for its SNI name.
   let secureServer: https.Server | undefined;
-  if (certificates !== undefined && config.https !== undefined) {
+  if (certificates !== undefined && config.https !== undefined && haproxy === undefined) {
     const tlsServer = https.createServer(
       {
         ...boundedServerOptions(config.edge),
@@ -414,6 +457,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     });
     secureServer = tlsServer;
     httpsPort = (tlsServer.address() as AddressInfo).port;
+  }
+  if (certificates !== undefined) {
     // Hosts served now: the API host, every live app, every custom domain; then stored records (renewals, retries).
     certificates.ensure(config.domain);
     for (const [subdomain, route] of table.entries()) if (route.kind === 'app' && route.state === 'live') certificates.ensure(`${subdomain}.${config.domain}`);
@@ -426,7 +471,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   return {
     url: `http://${hostForUrl === '0.0.0.0' ? '127.0.0.1' : hostForUrl}:${port}`,
     port,
-    httpsPort: secureServer === undefined ? undefined : httpsPort,
+    httpsPort: certificates === undefined ? undefined : httpsPort,
     generatedAdmin: admin?.generatedPassword === undefined ? undefined : { email: admin.email, password: admin.generatedPassword },
     instanceId,
     dataPlane: haproxy === undefined ? 'node' : 'haproxy',
@@ -435,6 +480,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       closing ??= (async () => {
         await haproxy?.close();
         internal?.close();
+        tlsHandoff?.listener.close();
+        tlsHandoff?.server.closeAllConnections();
         await tunnels.close();
         await certificates?.close();
         await new Promise<void>((resolve) => {

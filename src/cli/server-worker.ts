@@ -20,7 +20,8 @@ async function runServerWorker(): Promise<void> {
   try {
     server = await startServer(config);
   } catch (err) {
-    if (err instanceof ConfigError || (err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (err instanceof ConfigError || code === 'EADDRINUSE' || code === 'HAPROXY_START_FAILED') {
       process.stderr.write(`slipway: cannot start: ${err instanceof Error ? err.message : String(err)}\n`);
       process.exit(EXIT_CANNOT_START);
     }
@@ -28,6 +29,7 @@ async function runServerWorker(): Promise<void> {
   }
   const out = process.stdout;
   out.write(`Slipway is listening on ${server.url} (apps at http://<subdomain>.${config.domain}:${server.port}/)\n`);
+  out.write(`Data plane: ${server.dataPlane === 'haproxy' ? `HAProxy (pid ${server.haproxyPid() ?? '?'}), Node behind it on loopback` : 'Node'}\n`);
   if (server.httpsPort !== undefined) out.write(`HTTPS on port ${server.httpsPort}: certificates are obtained for the API host, live apps and custom domains\n`);
   out.write(`Data directory: ${config.dataDir}\n`);
   if (server.generatedAdmin !== undefined) {

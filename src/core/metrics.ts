@@ -47,6 +47,11 @@ export class Counter implements Family {
   render(lines: string[]): void {
     for (const { labels, value } of this.#values.values()) lines.push(`${this.name}${braces(labelText(this.labelNames, labels))} ${num(value)}`);
   }
+
+  /** The current samples. */
+  samples(): Array<{ labels: LabelValues; value: number }> {
+    return [...this.#values.values()].map(({ labels, value }) => ({ labels, value }));
+  }
 }
 
 /** Observations counted into cumulative buckets (upper bounds in the metric's unit), with their sum. */
@@ -85,19 +90,25 @@ export class Histogram implements Family {
   }
 }
 
-/** A value read when scraped (live tunnels, data plane up): one sample per label combination. */
-export class Gauge implements Family {
-  readonly type = 'gauge' as const;
-
+/** Samples read when scraped (live tunnels, data plane up, counters kept by another process). */
+export class Collected implements Family {
   constructor(
     readonly name: string,
     readonly help: string,
+    readonly type: 'gauge' | 'counter',
     readonly labelNames: readonly string[],
     readonly read: () => ReadonlyArray<{ labels: LabelValues; value: number }>,
   ) {}
 
   render(lines: string[]): void {
     for (const { labels, value } of this.read()) lines.push(`${this.name}${braces(labelText(this.labelNames, labels))} ${num(value)}`);
+  }
+}
+
+/** A gauge read when scraped. */
+export class Gauge extends Collected {
+  constructor(name: string, help: string, labelNames: readonly string[], read: () => ReadonlyArray<{ labels: LabelValues; value: number }>) {
+    super(name, help, 'gauge', labelNames, read);
   }
 }
 

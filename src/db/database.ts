@@ -3,7 +3,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Dialect, type Migration, type MigrationProvider } from 'kysely';
-import pg from 'pg';
 import type { Database } from './schema.js';
 import * as initial from './migrations/2026-11-21-001-initial.js';
 import * as instance from './migrations/2026-11-21-002-instance.js';
@@ -41,7 +40,9 @@ function sqliteDialect(file: string): Dialect {
   return new SqliteDialect({ database: withStatementCache(sqlite) });
 }
 
-function postgresDialect(url: string): Dialect {
+/** pg is loaded only for a PostgreSQL URL: most installations never need it, and it slows the start. */
+async function postgresDialect(url: string): Promise<Dialect> {
+  const { default: pg } = await import('pg');
   const types = {
     getTypeParser: (oid: number, format?: 'text' | 'binary') =>
       oid === PG_INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format),
@@ -56,7 +57,7 @@ function postgresDialect(url: string): Dialect {
  * and brings its schema up to date.
  */
 export async function openDatabase(options: { file: string; url?: string | undefined }): Promise<Db> {
-  const dialect = options.url === undefined ? sqliteDialect(options.file) : postgresDialect(options.url);
+  const dialect = options.url === undefined ? sqliteDialect(options.file) : await postgresDialect(options.url);
   const db = new Kysely<Database>({ dialect });
   const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');

@@ -3,11 +3,13 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { BuildRow } from '../domain/builds.js';
 import { assertUuid, type DeploymentRow } from '../domain/deployments.js';
 import { DomainError } from '../core/errors.js';
 import type { DeployOptions, DeploymentMetrics, DeploymentOperations } from '../domain/operations.js';
-import { authorizeOwned, type Principal } from '../core/principal.js';
+import type { Principal } from '../core/principal.js';
+import { authorizeOwned } from '../domain/policy.js';
 import type { Upstream } from '../core/upstream.js';
 import type { DataPlane } from '../proxy/data-plane.js';
 import type { BuildSandbox, ContainerEngine } from '../runtime/engine.js';
@@ -19,6 +21,8 @@ import { KeyedMutex, Semaphore } from './concurrency.js';
 import { describeFailure, isExpectedFailure, summarizeFailure } from './failures.js';
 import { imageTag, pruneImages, removeDeploymentObjects } from './images.js';
 import { refreshLivePorts } from './live-ports.js';
+import type { PendingRelease, RecoveryPlan } from './reconcile.js';
+import { recoverRelease } from './recover-release.js';
 import type { DeploymentStore } from './deployment-store.js';
 import { ReleaseError, releaseTarget, startRelease } from './release.js';
 import { transition, type DeploymentEvent, type DeploymentStatus } from './state-table.js';
@@ -41,6 +45,8 @@ export interface LifecycleSettings {
   /** How builds' RUN steps are confined (the network is this installation's build network). */
   readonly build: { readonly network: 'confined' | 'none'; readonly memoryBytes: number; readonly nanoCpus: number; readonly pidsLimit: number };
   readonly maxConcurrentBuilds: number;
+  /** Releases started again at once by recovery (server start, containers found stopped). */
+  readonly recoveryConcurrency: number;
   /** Base environment of git processes ({ PATH, HOME }). */
   readonly gitEnv: Record<string, string>;
 }
@@ -91,10 +97,16 @@ export class DeploymentLifecycle implements DeploymentOperations {
   readonly #buildSlots: Semaphore;
   readonly #inflight = new Map<string, InflightBuild>();
   readonly #background = new Set<Promise<unknown>>();
+  /** Releases waiting to be started again; an operation that decides what serves removes its entry. */
+  readonly #recovering = new Map<string, PendingRelease>();
+  readonly #recoverySlots: Semaphore;
+  /** Aborted by close(): recovery in progress gives up. */
+  readonly #closing = new AbortController();
 
   constructor(deps: LifecycleDeps) {
     this.#deps = deps;
     this.#buildSlots = new Semaphore(deps.settings.maxConcurrentBuilds);
+    this.#recoverySlots = new Semaphore(deps.settings.recoveryConcurrency);
   }
 
   async deploy(principal: Principal, deploymentId: string, options: DeployOptions): Promise<BuildRow> {
@@ -166,6 +178,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
       const serving = this.#inflight.has(deploymentId) || (live !== undefined && this.#isServing(dep));
       const next = transition(dep.status, 'stop', { serving, restartable: false });
       if (next.noop) return { message: `deployment ${dep.name} is already stopped` };
+      this.#recovering.delete(deploymentId);
       await this.#cancelInflight(deploymentId, 'cancelled by stop');
       if (live?.container_id != null) {
         const upstream = this.#liveUpstream(dep);
@@ -203,6 +216,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
       if (live === undefined) throw new DomainError('invalid_state', 'no succeeded build to restart; deploy first');
       // A restart runs the current configuration, which becomes the one this build was released with.
       const vars = await this.#deps.configs.current(dep.id);
+      this.#recovering.delete(deploymentId);
       await this.#release(dep, live, vars, next.to, AbortSignal.timeout(this.#deps.settings.startupTimeoutMs + 30_000));
       await this.#deps.configs.setBuildConfig(live.id, vars);
       return { message: `deployment ${dep.name} restarted (build ${live.id})` };
@@ -222,6 +236,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
         throw new DomainError('invalid_state', `the image of build ${buildId} has been pruned`);
       }
       await this.#cancelInflight(deploymentId, 'cancelled by rollback');
+      this.#recovering.delete(deploymentId);
       // The build runs with the configuration it was released with, which becomes current again
       // (a build from before configuration existed keeps the current one).
       const vars = (await this.#deps.configs.buildConfig(target.id)) ?? (await this.#deps.configs.current(dep.id));
@@ -236,6 +251,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
     await this.#locks.run(deploymentId, async () => {
       const dep = await this.#owned(principal, deploymentId);
       await this.#cancelInflight(deploymentId, 'cancelled: the deployment was deleted');
+      this.#recovering.delete(deploymentId);
       await store.remove(dep.id);
       dataPlane.withdraw(dep.subdomain);
       await removeDeploymentObjects(this.#deps.engine, this.#deps.settings.instanceId, dep.id);
@@ -288,7 +304,11 @@ export class DeploymentLifecycle implements DeploymentOperations {
     const timer = setInterval(() => {
       if (running) return;
       running = true;
-      void refreshLivePorts(this.#deps, (id, fn) => this.#locks.run(id, fn, AbortSignal.timeout(1000)))
+      void refreshLivePorts(this.#deps, {
+        runLocked: (id, fn) => this.#locks.run(id, fn, AbortSignal.timeout(1000)),
+        isRecovering: (id) => this.#recovering.has(id),
+        recover: (stopped) => this.#track(this.recoverReleases(stopped)),
+      })
         .catch((err: unknown) => this.#deps.log('warn', 'refreshing live container ports failed', { err }))
         .finally(() => (running = false));
     }, intervalMs);
@@ -296,18 +316,112 @@ export class DeploymentLifecycle implements DeploymentOperations {
     return () => clearInterval(timer);
   }
 
+  /**
+   * Starts live releases whose containers are not running again (start-up recovery, and containers
+   * the watcher finds stopped), `recoveryConcurrency` at a time, each under its deployment's lock
+   * and health-checked within the start-up timeout. Their routes answer 503 `starting` until then.
+   * A stop, restart, rollback, delete or a build's switch issued meanwhile supersedes an entry. When
+   * the engine does not answer, entries wait for it (routes stay `starting`) rather than fail.
+   * Resolves when every entry is settled, or the lifecycle closes.
+   */
+  async recoverReleases(pending: readonly PendingRelease[]): Promise<void> {
+    const signal = this.#closing.signal;
+    for (const item of pending) this.#recovering.set(item.deploymentId, item);
+    let queue = [...pending];
+    let backoffMs = 500;
+    while (queue.length > 0 && !signal.aborted) {
+      const retry: PendingRelease[] = [];
+      await Promise.all(
+        queue.map(async (item) => {
+          let release: (() => void) | undefined;
+          try {
+            release = await this.#recoverySlots.acquire(signal);
+            const outcome = await this.#locks.run(item.deploymentId, () => this.#recoverOne(item, signal), signal);
+            if (outcome === 'retry') retry.push(item);
+          } catch (err) {
+            if (!signal.aborted) this.#deps.log('error', `recovery of ${item.subdomain} failed`, { err });
+          } finally {
+            release?.();
+          }
+        }),
+      );
+      queue = retry;
+      if (queue.length === 0) break;
+      // The engine is down (restarting, or not up yet after a reboot): wait for it, then try again.
+      await sleep(backoffMs, undefined, { signal }).catch(() => undefined);
+      backoffMs = Math.min(backoffMs * 2, 5000);
+    }
+    for (const item of pending) if (this.#recovering.get(item.deploymentId) === item) this.#recovering.delete(item.deploymentId);
+  }
+
+  /**
+   * Start-up recovery behind the listener: the plan's pending releases are started again, then the
+   * strays it listed are removed. Runs in the background (close() ends it).
+   */
+  recoverInBackground(plan: RecoveryPlan): void {
+    this.#track(
+      this.recoverReleases(plan.pending).then(async () => {
+        if (this.#closing.signal.aborted) return;
+        if (plan.pending.length > 0) this.#deps.log('info', `recovery done: ${plan.pending.length} release(s) handled`);
+        await plan.sweep?.();
+      }),
+    );
+  }
+
+  /** How many releases recovery is still to start (for /healthz). */
+  get recoveringCount(): number {
+    return this.#recovering.size;
+  }
+
   /** Waits for every background task (old containers being retired). */
   async settle(): Promise<void> {
     while (this.#background.size > 0) await Promise.allSettled([...this.#background]);
   }
 
-  /** Cancels every build in flight (server shutdown). */
+  /** Cancels every build in flight and gives up recovery (server shutdown). */
   async close(): Promise<void> {
+    this.#closing.abort();
     await Promise.all([...this.#inflight.keys()].map((id) => this.#cancelInflight(id, 'interrupted by a server shutdown')));
     await this.settle();
   }
 
   // ---- internals ----
+
+  /** One recovery entry, under the deployment's lock: started, failed (release lost), skipped (superseded), or retry (engine down). */
+  async #recoverOne(item: PendingRelease, signal: AbortSignal): Promise<'started' | 'failed' | 'skipped' | 'retry'> {
+    const { store, engine, dataPlane, log } = this.#deps;
+    if (this.#recovering.get(item.deploymentId) !== item) return 'skipped';
+    const dep = await store.deployment(item.deploymentId);
+    const live = dep?.live_build_id === item.buildId ? await store.build(item.deploymentId, item.buildId) : undefined;
+    // Decided meanwhile: deleted, stopped, or another container serves now.
+    if (dep === undefined || live === undefined || live.container_id !== item.containerId || dep.status === 'stopped' || dep.status === 'pending') {
+      this.#recovering.delete(item.deploymentId);
+      return 'skipped';
+    }
+    const route = dataPlane.route(dep.subdomain);
+    if (route?.kind !== 'app' || route.state !== 'starting') this.#route(dep.subdomain, dep.id, 'starting');
+    let started;
+    try {
+      started = await recoverRelease({ engine, configs: this.#deps.configs, settings: this.#deps.settings, log }, dep, live, signal);
+    } catch (err) {
+      signal.throwIfAborted();
+      const engineUp = await engine.ping(AbortSignal.timeout(3000)).then(() => true, () => false);
+      if (!engineUp) return 'retry';
+      log('error', `could not start ${dep.subdomain} again`, { err });
+      started = null;
+    }
+    this.#recovering.delete(item.deploymentId);
+    if (started === null) {
+      // While a deploy is building, its outcome decides the status; the route says `failed` unless it serves.
+      if (dep.status !== 'building') await store.setStatus(dep.id, transition(dep.status, 'release_lost', { serving: false, restartable: false }).to);
+      this.#route(dep.subdomain, dep.id, 'failed');
+      return 'failed';
+    }
+    await store.setContainer(live.id, started.id, started.upstream.port);
+    dataPlane.publish(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'live', upstream: started.upstream });
+    log('info', `${dep.subdomain} is serving again (build ${live.id.slice(0, 8)})`);
+    return 'started';
+  }
 
   /**
    * The commit to build. Bad input (an unknown branch, a refused host) is a validation_error and
@@ -546,6 +660,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
    */
   async #switchTo(dep: DeploymentRow, buildId: string, containerId: string, upstream: Upstream, status: DeploymentStatus): Promise<void> {
     const { store, dataPlane } = this.#deps;
+    this.#recovering.delete(dep.id);
     const previous = await store.switchLive({ deploymentId: dep.id, buildId, containerId, hostPort: upstream.port, status });
     // The old release is drained where the data plane was sending its traffic.
     const oldUpstream = this.#liveUpstream(dep);

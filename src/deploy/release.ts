@@ -197,12 +197,17 @@ class OutputCopy {
 /** Seconds between "still waiting" lines while an app does not answer. */
 const PROGRESS_EVERY_MS = 10_000;
 
-async function waitHealthy(
+/**
+ * Waits until `started` answers HTTP at the upstream the engine gives (2xx/3xx on `healthPath` when
+ * set) within `timeoutMs`; throws ReleaseError when it exits first or does not answer in time.
+ */
+export async function waitHealthy(
   engine: ContainerEngine,
   started: ContainerInfo,
-  options: { port: number; healthPath: string | null; timeoutMs: number; signal: AbortSignal; say: (text: string) => void },
+  options: { port: number; healthPath: string | null; timeoutMs: number; signal: AbortSignal; say?: (text: string) => void },
 ): Promise<ContainerInfo & { upstream: Upstream }> {
-  const { port, healthPath, timeoutMs, signal, say } = options;
+  const { port, healthPath, timeoutMs, signal } = options;
+  const say = options.say ?? ((): void => undefined);
   const since = Date.now();
   const deadline = since + timeoutMs;
   let nextProgress = since + 5000;

@@ -6,6 +6,8 @@ import {
   badGatewayPage,
   gatewayTimeoutPage,
   notFoundPage,
+  prefersJson,
+  startingPage,
   unavailablePage,
   writePage,
   writeRawPage,
@@ -83,7 +85,7 @@ export class AppProxy {
         writePage(res, badGatewayPage(host));
       }
     } else {
-      writePage(res, refusalPage(host, route));
+      writePage(res, refusalPage(host, route), prefersJson(req.headers.accept));
     }
     return true;
   }
@@ -340,7 +342,7 @@ function refusalPage(host: string, route: Route | undefined): Page {
   if (route.kind === 'tunnel') return unavailablePage(host, 'no tunnel client is connected');
   switch (route.state) {
     case 'starting':
-      return unavailablePage(host, 'the app is not running yet (starting or never deployed)');
+      return startingPage(host);
     case 'failed':
       return unavailablePage(host, 'the app failed to start');
     default:

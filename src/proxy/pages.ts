@@ -7,16 +7,41 @@ export interface Page {
   readonly status: number;
   readonly title: string;
   readonly detail: string;
+  /** The `error` of the `{error, message}` body a JSON client gets instead (refusals of the Node edge). */
+  readonly code?: string;
+  /** Sent as `Retry-After` (seconds): the answer is expected to change soon. */
+  readonly retryAfterSeconds?: number;
 }
 
 /** 404: no app or tunnel is registered under this host. */
 export function notFoundPage(host: string): Page {
-  return { status: 404, title: 'App not found', detail: `No app is deployed at ${host}.` };
+  return { status: 404, title: 'App not found', detail: `No app is deployed at ${host}.`, code: 'app_not_found' };
 }
 
 /** 503: the host exists but is not serving right now (`reason` says why, in plain words). */
 export function unavailablePage(host: string, reason: string): Page {
-  return { status: 503, title: 'App unavailable', detail: `${host} is not available: ${reason}.` };
+  return { status: 503, title: 'App unavailable', detail: `${host} is not available: ${reason}.`, code: 'app_unavailable' };
+}
+
+/** 503 while the app's release is being started (a deploy's first release, or recovery after a restart). */
+export function startingPage(host: string): Page {
+  return {
+    status: 503,
+    title: 'App starting',
+    detail: `${host} is starting. Try again in a few seconds.`,
+    code: 'app_starting',
+    retryAfterSeconds: 5,
+  };
+}
+
+/**
+ * Whether the client asked for JSON rather than a page: its Accept names `application/json` (or a
+ * `+json` type) and not `text/html` (browsers name text/html; curl's `*\/*` gets the page).
+ */
+export function prefersJson(accept: string | undefined): boolean {
+  if (accept === undefined) return false;
+  const lower = accept.toLowerCase();
+  return /application\/(?:[\w.-]+\+)?json/.test(lower) && !lower.includes('text/html');
 }
 
 /** 502: the app's process refused or dropped the connection. */
@@ -40,19 +65,25 @@ export function renderPage(page: Page): string {
 `;
 }
 
-/** Writes a page as the response (unless headers were already sent, in which case it aborts the response). */
-export function writePage(res: ServerResponse, page: Page): void {
+/**
+ * Writes a page as the response (unless headers were already sent, in which case it aborts the
+ * response); with `json` and a page that has a code, the body is `{error, message}` instead.
+ */
+export function writePage(res: ServerResponse, page: Page, json = false): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const body = renderPage(page);
-  // The reason phrase is given: a refused upstream head may have left its own in res.statusMessage.
-  res.writeHead(page.status, STATUS_CODES[page.status] ?? 'Error', {
-    'content-type': 'text/html; charset=utf-8',
+  const asJson = json && page.code !== undefined;
+  const body = asJson ? JSON.stringify({ error: page.code, message: page.detail }) : renderPage(page);
+  const headers: Record<string, string | number> = {
+    'content-type': asJson ? 'application/json; charset=utf-8' : 'text/html; charset=utf-8',
     'content-length': Buffer.byteLength(body),
     'cache-control': 'no-store',
-  });
+  };
+  if (page.retryAfterSeconds !== undefined) headers['retry-after'] = page.retryAfterSeconds;
+  // The reason phrase is given: a refused upstream head may have left its own in res.statusMessage.
+  res.writeHead(page.status, STATUS_CODES[page.status] ?? 'Error', headers);
   res.end(body);
 }
 
@@ -68,6 +99,7 @@ export function writeRawPage(socket: Duplex, page: Page): void {
     'Content-Type: text/html; charset=utf-8\r\n' +
     `Content-Length: ${Buffer.byteLength(body)}\r\n` +
     'Cache-Control: no-store\r\n' +
+    (page.retryAfterSeconds === undefined ? '' : `Retry-After: ${page.retryAfterSeconds}\r\n`) +
     'Connection: close\r\n\r\n';
   socket.end(head + body);
 }

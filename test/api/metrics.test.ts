@@ -114,3 +114,32 @@ describe('metrics', () => {
     assert.equal(sample(after, 'slipway_build_duration_seconds_count{outcome="failed"}'), 1);
   });
 });
+
+describe('metrics with the HAProxy data plane', () => {
+  let s: TestServer;
+  before(async () => {
+    s = await startTestServer({ SLIPWAY_DATA_PLANE: 'haproxy' });
+  });
+  after(async () => {
+    await s?.close();
+  });
+
+  test("requests HAProxy sends straight to an app are counted from its runtime API, and survive a new release's server", async () => {
+    const user = await s.newUser('metrics-h');
+    const { archive } = await busyboxArchive();
+    const app = await createArchiveApp(s, user.token, archive);
+    assert.equal((await deployAndWait(s, user.token, app.id)).status, 200);
+    const scrape = async (): Promise<string> => (await s.request('GET', '/metrics', { token: s.adminToken })).text;
+    const ok = `slipway_http_requests_total{app="${app.subdomain}",code="2xx"}`;
+    for (let i = 0; i < 3; i += 1) assert.equal((await appRequest(s.port, app.subdomain)).status, 200);
+    let text = await scrape();
+    assert.equal(sample(text, 'slipway_data_plane_up{plane="haproxy"}'), 1);
+    assert.equal(sample(text, ok), 3);
+    assert.ok((sample(text, `slipway_haproxy_response_time_seconds{app="${app.subdomain}"}`) ?? -1) >= 0);
+    // A new release gets a new HAProxy server (whose counters start at zero); the total does not drop.
+    assert.equal((await deployAndWait(s, user.token, app.id)).status, 200);
+    for (let i = 0; i < 2; i += 1) assert.equal((await appRequest(s.port, app.subdomain)).status, 200);
+    text = await scrape();
+    assert.equal(sample(text, ok), 5);
+  });
+});

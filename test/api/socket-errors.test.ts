@@ -1,5 +1,7 @@
 // Requests refused before any route runs (by Node's parser, an Expect header, an upgrade nobody serves, a broken tunnel handshake) still get `{error, message}` JSON.
 import assert from 'node:assert/strict';
+import net from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { sendRaw, type RawRequest, type RawResponse } from '../helpers/raw-http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -59,6 +61,34 @@ describe('errors answered on the socket', () => {
       headers: [host, ['Upgrade', 'websocket'], ['Connection', 'Upgrade'], ['Sec-WebSocket-Key', 'dGhlIHNhbXBsZSBub25jZQ=='], ['Sec-WebSocket-Version', '13']],
     });
     assertJsonError(res, 404, 'not_found');
+  });
+
+  test('an upgrade whose client resets the connection while it is answered ends nothing but that connection', async () => {
+    const crashes: unknown[] = [];
+    const onCrash = (err: unknown): void => {
+      crashes.push(err);
+    };
+    process.on('uncaughtException', onCrash);
+    try {
+      const upgrade = (host: string, path: string): string =>
+        `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`;
+      // Unknown app host (the data plane's 404 page), an API path (404 JSON), a head Node takes but the edge refuses.
+      const requests = [upgrade(`nx-${process.pid}.localhost`, '/'), upgrade('localhost', '/api/v1/deployments'), upgrade('a.localhost, b.localhost', '/')];
+      for (let i = 0; i < 30; i++) {
+        const socket = net.connect({ host: '127.0.0.1', port: ts.port });
+        socket.on('error', () => undefined);
+        await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+        socket.write(requests[i % requests.length]!);
+        // A reset as soon as the bytes are out: the server's answer meets a dead socket.
+        socket.resetAndDestroy();
+      }
+      await sleep(500);
+      assert.deepEqual(crashes.map(String), []);
+      const health = await ts.request('GET', '/healthz');
+      assert.equal(health.status, 200);
+    } finally {
+      process.off('uncaughtException', onCrash);
+    }
   });
 
   test('a tunnel connect with a broken WebSocket handshake is 400 validation_error, as JSON', async () => {

@@ -165,6 +165,7 @@ describe('deploy on push: webhooks', () => {
       const res = await deliver(id, raw, headers);
       assertError(res, 401, 'unauthorized', what);
       assert.ok(!res.text.includes(secret));
+      assert.equal(res.headers.get('www-authenticate'), null, 'a hook takes no bearer');
     }
     const recorded = await deliveries(id);
     assert.equal(recorded.filter((d) => d.outcome === 'rejected').length, cases.length);

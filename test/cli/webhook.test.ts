@@ -62,6 +62,7 @@ describe('slipway webhook', () => {
     assert.match(again.stdout, /--rotate/);
     assert.doesNotMatch(again.stdout, /auto_deploy is off/);
     assert.equal((await server.request('GET', `/api/v1/deployments/${app.id}`, { token: user.token })).json.auto_deploy, true);
+    assert.match((await run(['status', app.subdomain])).stdout, /^deploy on push: +on\b/m);
     assert.equal(await ping(secret), 200, 'showing the webhook does not rotate it');
 
     const rotated = await run(['webhook', app.subdomain, '--rotate', '--json']);

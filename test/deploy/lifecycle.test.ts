@@ -12,8 +12,9 @@ import { DbAppConfigStore } from '../../src/db/app-config-store.js';
 import { databaseDeploymentStore } from '../../src/db/deployment-store.js';
 import { BuildLogStore } from '../../src/deploy/build-logs.js';
 import { DeploymentLifecycle } from '../../src/deploy/lifecycle.js';
-import { reconcileWithEngine } from '../../src/deploy/reconcile.js';
+import { planRecovery } from '../../src/deploy/reconcile.js';
 import { createDeployment } from '../../src/domain/deployments.js';
+import { databaseDeploymentCatalog } from '../../src/db/deployment-catalog.js';
 import { LABEL_INSTANCE, LABEL_MANAGED } from '../../src/runtime/engine.js';
 import { ValueCipher } from '../../src/secrets/value-cipher.js';
 import { SourceStore } from '../../src/source/source-store.js';
@@ -33,6 +34,7 @@ const settings = {
   appPidsLimit: 100,
   build: { network: 'none' as const, memoryBytes: 256 * 1024 * 1024, nanoCpus: 1e9, pidsLimit: 100 },
   maxConcurrentBuilds: 2,
+  recoveryConcurrency: 4,
   gitEnv: { PATH: '/usr/bin:/bin' },
 };
 
@@ -78,7 +80,7 @@ after(async () => {
 
 /** A new archive deployment (registered with the data plane, as the API does). */
 async function newDeployment(label: string): Promise<{ id: string; subdomain: string }> {
-  const row = await createDeployment({ db, allowPrivateGit: false, checkRepoHost: async () => undefined, limits: { maxMemoryMb: 1024, maxCpus: 2 } }, principal, {
+  const row = await createDeployment({ deployments: databaseDeploymentCatalog(db), allowPrivateGit: false, checkRepoHost: async () => undefined, limits: { maxMemoryMb: 1024, maxCpus: 2 } }, principal, {
     name: label,
     subdomain: `life-${label}`,
     source_type: 'archive',
@@ -315,7 +317,12 @@ describe('lifecycle on a fake runtime and data plane', () => {
     });
 
     const restarted = new FakeDataPlane();
-    await reconcileWithEngine({ store: databaseDeploymentStore(db, RUNNER), configs, engine: runtime, dataPlane: restarted, dataDir: dir, log: () => undefined, ...settings });
+    const plan = await planRecovery({ store: databaseDeploymentStore(db, RUNNER), engine: runtime, dataPlane: restarted, dataDir: dir, log: () => undefined, instanceId: INSTANCE }, true);
+    assert.equal(restarted.answer(dep.subdomain), '503', 'starting until its release is started again');
+    const recovering = newLifecycle(restarted);
+    await recovering.recoverReleases(plan.pending);
+    await plan.sweep?.();
+    await recovering.close();
     const failed = await build(interrupted);
     assert.equal(failed.status, 'failed');
     assert.equal(failed.error, 'interrupted by a restart');
@@ -327,5 +334,122 @@ describe('lifecycle on a fake runtime and data plane', () => {
     const res = await fetch(`http://${upstream.host}:${upstream.port}/`, { signal: AbortSignal.timeout(5000) });
     assert.equal((await res.text()).trim(), live.id);
     assert.equal(await runtime.inspectContainer(stray.id), null, 'the stray container is removed');
+  });
+
+  /** A deployed app whose container the test then stops behind Slipway's back; returns its ids. */
+  async function deployedThenStopped(label: string): Promise<{ id: string; subdomain: string; buildId: string; containerId: string }> {
+    const dep = await newDeployment(label);
+    await upload(dep.id, 'FROM scratch');
+    const live = await lifecycle.deploy(principal, dep.id, { wait: true });
+    const containerId = (await build(live.id)).container_id;
+    assert.ok(containerId !== null);
+    await runtime.stopContainer(containerId);
+    return { ...dep, buildId: live.id, containerId };
+  }
+
+  function plan(plane: FakeDataPlane) {
+    return planRecovery({ store: databaseDeploymentStore(db, RUNNER), engine: runtime, dataPlane: plane, dataDir: dir, log: () => undefined, instanceId: INSTANCE }, true);
+  }
+
+  test('serve first: a running live container is routed at once; a stopped one answers 503 starting until it is started again', async () => {
+    const up = await newDeployment('serve-up');
+    await upload(up.id, 'FROM scratch');
+    const upBuild = await lifecycle.deploy(principal, up.id, { wait: true });
+    const down = await deployedThenStopped('serve-down');
+
+    const restarted = new FakeDataPlane();
+    const { pending } = await plan(restarted);
+    const upAnswer = restarted.answer(up.subdomain);
+    assert.ok(typeof upAnswer === 'object', 'the running app is live before any recovery');
+    assert.equal((await (await fetch(`http://${upAnswer.host}:${upAnswer.port}/`)).text()).trim(), upBuild.id);
+    assert.equal(restarted.routes.get(down.subdomain)?.state, 'starting');
+    assert.deepEqual(
+      pending.filter((p) => p.deploymentId === down.id),
+      [{ deploymentId: down.id, subdomain: down.subdomain, buildId: down.buildId, containerId: down.containerId }],
+    );
+    assert.ok(!pending.some((p) => p.deploymentId === up.id));
+
+    const recovering = newLifecycle(restarted);
+    await recovering.recoverReleases(pending);
+    const answer = restarted.answer(down.subdomain);
+    assert.ok(typeof answer === 'object', 'live again');
+    assert.equal((await (await fetch(`http://${answer.host}:${answer.port}/`)).text()).trim(), down.buildId);
+    assert.ok(runtime.calls.includes(`startContainer ${down.containerId}`), 'the same container was started again (no duplicate)');
+    assert.equal((await build(down.buildId)).container_id, down.containerId);
+    assert.equal((await build(down.buildId)).host_port, answer.port);
+    assert.equal((await deployment(down.id)).status, 'running');
+    await recovering.close();
+  });
+
+  test('a stop issued during recovery wins: the release is not started again', async () => {
+    const down = await deployedThenStopped('serve-stop');
+    const restarted = new FakeDataPlane();
+    const { pending } = await plan(restarted);
+    const recovering = newLifecycle(restarted);
+    const item = pending.filter((p) => p.deploymentId === down.id);
+    // The stop takes the deployment's lock first; recovery then finds itself superseded.
+    const recovered = recovering.recoverReleases(item);
+    await recovering.stop(principal, down.id);
+    await recovered;
+    assert.equal(restarted.routes.get(down.subdomain)?.state, 'stopped');
+    assert.equal((await deployment(down.id)).status, 'stopped');
+    assert.ok(!runtime.calls.includes(`startContainer ${down.containerId}`));
+    assert.equal(recovering.recoveringCount, 0);
+    await recovering.close();
+  });
+
+  test('a restart issued during recovery wins: one new container serves, the stopped one is not started as well', async () => {
+    const down = await deployedThenStopped('serve-restart');
+    const restarted = new FakeDataPlane();
+    const { pending } = await plan(restarted);
+    const recovering = newLifecycle(restarted);
+    const recovered = recovering.recoverReleases(pending.filter((p) => p.deploymentId === down.id));
+    await recovering.restart(principal, down.id);
+    await recovered;
+    await recovering.settle();
+    assert.ok(!runtime.calls.includes(`startContainer ${down.containerId}`), 'recovery stood down');
+    const serving = runtime.running(down.id);
+    assert.equal(serving.length, 1, 'one container runs');
+    const answer = restarted.answer(down.subdomain);
+    assert.ok(typeof answer === 'object');
+    assert.equal(serving[0]?.upstream?.port, answer.port);
+    assert.equal((await build(down.buildId)).container_id, serving[0]?.id);
+    await recovering.close();
+  });
+
+  test('with the engine down, recovery waits for it (503 starting, nothing marked failed), then brings the app back', async () => {
+    const down = await deployedThenStopped('serve-engine');
+    const restarted = new FakeDataPlane();
+    const { pending } = await plan(restarted);
+    const recovering = newLifecycle(restarted);
+    runtime.down = true;
+    const recovered = recovering.recoverReleases(pending.filter((p) => p.deploymentId === down.id));
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      assert.equal(restarted.routes.get(down.subdomain)?.state, 'starting');
+      assert.equal(recovering.recoveringCount, 1);
+      assert.equal((await deployment(down.id)).status, 'running', 'not failed while the engine is away');
+    } finally {
+      runtime.down = false;
+    }
+    await recovered;
+    assert.ok(typeof restarted.answer(down.subdomain) === 'object');
+    assert.equal(recovering.recoveringCount, 0);
+    await recovering.close();
+  });
+
+  test('the watcher starts a live container that was stopped behind its back (engine restart) and re-routes it', async () => {
+    const down = await deployedThenStopped('serve-watch');
+    const stopWatching = lifecycle.watchLiveContainers(20);
+    try {
+      await until('the app is live again', () => {
+        const answer = dataPlane.answer(down.subdomain);
+        return typeof answer === 'object' && runtime.containers.get(down.containerId)?.upstream?.port === answer.port;
+      });
+    } finally {
+      stopWatching();
+    }
+    assert.equal(await served(down.subdomain), down.buildId);
+    assert.equal(runtime.running(down.id).length, 1, 'one container, no duplicate');
   });
 });

@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { busyboxArchive, createArchiveApp, deployAndWait, eventually } from '../helpers/apps.js';
 import { freePort } from '../helpers/net.js';
 import { makeLeaf, startPebble, type Pebble } from '../helpers/pebble.js';
+import { PLANES } from '../helpers/planes.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 type User = Awaited<ReturnType<TestServer['newUser']>>;
@@ -72,7 +73,7 @@ function filesUnder(dir: string): string[] {
   return out;
 }
 
-describe('HTTPS with certificates from an ACME CA (pebble on loopback)', () => {
+for (const plane of PLANES) describe(`HTTPS with certificates from an ACME CA (pebble on loopback), ${plane} data plane`, () => {
   const DOMAIN = 'slipway.test';
   let pebble: Pebble;
   let s: TestServer;
@@ -92,7 +93,9 @@ describe('HTTPS with certificates from an ACME CA (pebble on loopback)', () => {
       SLIPWAY_ACME_DIRECTORY_URL: pebble.directoryUrl,
       SLIPWAY_ACME_CA_FILE: pebble.caFile,
       SLIPWAY_ACME_EMAIL: 'ops@slipway.test',
+      SLIPWAY_DATA_PLANE: plane,
     });
+    assert.equal(s.server.dataPlane, plane);
     assert.ok(s.server.httpsPort !== undefined);
     httpsPort = s.server.httpsPort;
     root = await pebble.issuingRoot();
@@ -199,6 +202,34 @@ describe('HTTPS with certificates from an ACME CA (pebble on loopback)', () => {
     await assert.rejects(tlsRequest(httpsPort, host, root));
   });
 
+  if (plane === 'haproxy') test('HAProxy terminates TLS: certificates are loaded over the runtime API without a reload, and again after HAProxy is killed', async () => {
+    const host = `${app.subdomain}.${DOMAIN}`;
+    const pid = s.server.haproxyPid();
+    assert.ok(pid !== undefined);
+    const fresh = `late-${process.pid}.example.org`;
+    assert.equal((await s.request('POST', `/api/v1/deployments/${app.id}/domains`, { token: user.token, body: { hostname: fresh } })).status, 201);
+    assert.equal((await secured(fresh)).body, appBody);
+    assert.equal(s.server.haproxyPid(), pid, 'a certificate issued while serving needs no reload');
+    process.kill(pid, 'SIGKILL');
+    const next = await eventually(async () => {
+      const now = s.server.haproxyPid();
+      return now !== undefined && now !== pid ? now : undefined;
+    }, 30_000, 'HAProxy to be started again');
+    assert.notEqual(next, pid);
+    for (const h of [host, fresh]) assert.equal((await secured(h)).body, appBody, h);
+    assert.equal((await secured(DOMAIN, '/healthz')).status, 200);
+  });
+
+  test('removing a custom domain drops its certificate: its TLS handshake fails from then on', async () => {
+    const host = `gone-${process.pid}.example.org`;
+    const added = await s.request('POST', `/api/v1/deployments/${app.id}/domains`, { token: user.token, body: { hostname: host } });
+    assert.equal(added.status, 201, added.text);
+    assert.equal((await secured(host)).body, appBody);
+    assert.equal((await s.request('DELETE', `/api/v1/deployments/${app.id}/domains/${added.json.id}`, { token: user.token })).status, 204);
+    await eventually(async () => ((await tlsRequest(httpsPort, host, root).then(() => false, () => true)) ? true : undefined), 30_000, `the certificate of ${host} to be dropped`);
+    await assert.rejects(tlsRequest(httpsPort, host, root));
+  });
+
   test('private keys are not in plain text anywhere under the data directory', async () => {
     await secured(`${app.subdomain}.${DOMAIN}`);
     const suspicious: string[] = [];
@@ -237,7 +268,7 @@ describe('HTTPS with certificates from an ACME CA (pebble on loopback)', () => {
   }
 });
 
-describe("HTTPS with the operator's certificate", () => {
+for (const plane of PLANES) describe(`HTTPS with the operator's certificate, ${plane} data plane`, () => {
   const DOMAIN = 'op.test';
   let dir: string;
   let s: TestServer;
@@ -260,6 +291,7 @@ describe("HTTPS with the operator's certificate", () => {
       SLIPWAY_TLS_KEY_FILE: cert.keyFile,
       SLIPWAY_ACME_DIRECTORY_URL: pebble.directoryUrl,
       SLIPWAY_ACME_CA_FILE: pebble.caFile,
+      SLIPWAY_DATA_PLANE: plane,
     });
     user = await s.newUser('operator');
   });
@@ -313,5 +345,48 @@ describe("HTTPS with the operator's certificate", () => {
     assert.equal(res.status, 503);
     const list = await s.request('GET', `/api/v1/deployments/${created.json.id}/domains`, { token: user.token });
     assert.equal(list.json[0].tls_status, 'active');
+  });
+  test('a tunnel connects over wss:// to the TLS port, and visitors reach it through TLS under the wildcard', async () => {
+    const httpsPort = s.server.httpsPort ?? 0;
+    const local = http.createServer((_req, res) => res.end('through the tunnel over TLS\n'));
+    await new Promise<void>((resolve) => local.listen(0, '127.0.0.1', () => resolve()));
+    const localPort = (local.address() as { port: number }).port;
+    const { runTunnelClient } = await import('../../src/tunnel/tunnel-client.js');
+    const { default: WebSocket } = await import('ws');
+    type ClientOptions = import('ws').ClientOptions;
+    // The client reaches the server by address; SNI names the API host, and the operator's certificate is trusted.
+    class TrustingWebSocket extends WebSocket {
+      constructor(url: string, options: ClientOptions) {
+        // ws hands TLS options (servername, ca) to https.request as they are.
+        const tlsOptions: ClientOptions & { servername: string } = { ...options, servername: DOMAIN, ca: operatorPem };
+        super(url, tlsOptions);
+      }
+    }
+    const stop = new AbortController();
+    const sub = `optun-${process.pid}`;
+    const connected = new Promise<string>((resolve) => {
+      void runTunnelClient({
+        serverUrl: `https://127.0.0.1:${httpsPort}`,
+        apiKey: user.apiKey,
+        port: localPort,
+        subdomain: sub,
+        signal: stop.signal,
+        WebSocketImpl: TrustingWebSocket as unknown as typeof WebSocket,
+        onEvent: (event) => {
+          if (event.type === 'connected') resolve(event.subdomain);
+        },
+      }).catch(() => undefined);
+    });
+    try {
+      const name = await Promise.race([connected, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the tunnel did not connect over TLS')), 30_000))]);
+      assert.equal(name, sub);
+      const res = await tlsRequest(httpsPort, `${sub}.${DOMAIN}`, operatorPem);
+      assert.equal(res.authorized, true);
+      assert.equal(res.status, 200);
+      assert.equal(res.body, 'through the tunnel over TLS\n');
+    } finally {
+      stop.abort();
+      local.close();
+    }
   });
 });

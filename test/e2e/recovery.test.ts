@@ -83,11 +83,20 @@ describe('recovery after a crash', () => {
     const dep = (await request(server.url, 'GET', `/api/v1/deployments/${id}`, { token })).json;
     assert.equal(dep.status, 'failed');
     assert.equal(dep.live_build_id, first.json.id);
-    // The live release was started again from its image and is routed.
+    // The live release is started again from its image behind the listener (503 `starting` until then), and routed.
+    const port = server.port;
+    await eventually(async () => {
+      const res = await appRequest(port, subdomain);
+      if (res.status === 503) assert.match(res.body, /is starting/);
+      return res.status === 200 ? res : undefined;
+    }, 60_000, 'the live release to serve again');
     assert.equal((await appRequest(server.port, subdomain)).body, 'survivor\n');
-    assert.equal(await engine.inspectContainer(stray.id), null, 'the stray container was removed');
-    const networks = (await engine.listNetworks({ [LABEL_INSTANCE]: instance })).map((n) => n.name);
-    assert.ok(!networks.includes(strayNetwork), 'the stray network was removed');
+    // Strays go once recovery is done.
+    await eventually(async () => ((await engine.inspectContainer(stray.id)) === null ? true : undefined), 60_000, 'the stray container to be removed');
+    const networks = await eventually(async () => {
+      const names = (await engine.listNetworks({ [LABEL_INSTANCE]: instance })).map((n) => n.name);
+      return names.includes(strayNetwork) ? undefined : names;
+    }, 30_000, 'the stray network to be removed');
     assert.ok(networks.includes(appNetworkName(instance)), 'the app network stays');
     // Nothing is stuck: a new deploy works.
     const fresh = await busyboxArchive({ body: 'after recovery\n' });

@@ -25,6 +25,8 @@ import {
 const SEED = envNumber('SLIPWAY_FUZZ_SEED', 0x51a1e) >>> 0;
 const COUNT = envNumber('SLIPWAY_FUZZ_COUNT', 2000);
 const SECONDS = envNumber('SLIPWAY_FUZZ_SECONDS', 35);
+/** SLIPWAY_FUZZ_DATA_PLANE: the fuzz server's data plane (`node`, the test default, or `haproxy`). */
+const DATA_PLANE = process.env['SLIPWAY_FUZZ_DATA_PLANE'] === 'haproxy' ? 'haproxy' : 'node';
 /** Engine-heavy requests (deploy, restart, rollback on an own deployment) allowed in one run. */
 const HEAVY_BUDGET = envNumber('SLIPWAY_FUZZ_HEAVY', 10);
 
@@ -186,15 +188,23 @@ describe('API fuzz', () => {
   let world: FuzzWorld;
   let operations: Operation[];
   const crashes: string[] = [];
+  const current = { index: -1, shape: 'setup' };
   const onCrash = (err: unknown): void => {
     crashes.push(err instanceof Error ? `${err.name}: ${err.message}` : String(err));
+    // The stack says where in the server it escaped (for the test log only).
+    console.log(`[fuzz] crash during request #${current.index} (${current.shape}): ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   };
 
   before(async () => {
     process.on('uncaughtException', onCrash);
     process.on('unhandledRejection', onCrash);
     // A short body idle timeout, so the stalled bodies the fuzzer sends are closed within its per-request timeout.
-    ts = await startTestServer({ SLIPWAY_STARTUP_TIMEOUT_SECONDS: '10', SLIPWAY_BUILD_TIMEOUT_SECONDS: '60', SLIPWAY_BODY_IDLE_TIMEOUT_SECONDS: '2' });
+    ts = await startTestServer({
+      SLIPWAY_STARTUP_TIMEOUT_SECONDS: '10',
+      SLIPWAY_BUILD_TIMEOUT_SECONDS: '60',
+      SLIPWAY_BODY_IDLE_TIMEOUT_SECONDS: '2',
+      SLIPWAY_DATA_PLANE: DATA_PLANE,
+    });
     const [a, b, c] = await Promise.all([ts.newUser('fuzz-a'), ts.newUser('fuzz-b'), ts.newUser('fuzz-c')]);
     const asUser = (u: typeof a): FuzzUser => ({ email: u.email, password: u.password, token: u.token, apiKey: u.apiKey });
     // Running apps: a's (the fuzzer may stop, restart, roll back and redeploy it) and b's (another tenant's, and the router's target).
@@ -252,7 +262,7 @@ describe('API fuzz', () => {
   });
 
   test(`random requests (seed ${SEED}, SLIPWAY_FUZZ_SEED / SLIPWAY_FUZZ_COUNT to change): no 5xx, hang, crash, leak or malformed error`, async (t) => {
-    console.log(`[fuzz] seed ${SEED} (SLIPWAY_FUZZ_SEED=${SEED} reproduces), count ${COUNT}, time cap ${SECONDS} s, ${operations.length} OpenAPI operations`);
+    console.log(`[fuzz] seed ${SEED} (SLIPWAY_FUZZ_SEED=${SEED} reproduces), count ${COUNT}, time cap ${SECONDS} s, ${operations.length} OpenAPI operations, ${DATA_PLANE} data plane`);
     assert.ok(operations.length >= 20, `the OpenAPI document lists ${operations.length} operations`);
     const secrets = [world.a.apiKey, world.b.apiKey, world.c.apiKey, world.a.password, world.b.password];
     const tally = new Tally(secrets);
@@ -282,6 +292,8 @@ describe('API fuzz', () => {
       // created twice, one id deleted twice, one spare session logged out twice…).
       const burst = !firstPass && plan.kind === 'api' && !plan.heavy && rng.chance(0.08);
       const options = { timeoutMs: plan.timeoutMs, streamCutMs: 1500 };
+      current.index = i;
+      current.shape = plan.shape;
       const sentAt = Date.now();
       const answers = burst
         ? await Promise.all([1, 2, 3, 4].map(() => sendRaw(ts.port, plan.request, options, plan.headOnly)))

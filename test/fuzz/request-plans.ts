@@ -557,7 +557,7 @@ export function planApiRequest(rng: Rng, world: FuzzWorld, op: Operation, valid:
 
 /** The dashboard's files, /healthz, the OpenAPI document and the favicon, asked oddly. */
 export function planStaticRequest(rng: Rng, world: FuzzWorld): Plan {
-  const path = rng.pick(['/', '/dashboard.js', '/dashboard.css', '/favicon.ico', '/healthz', '/api/v1/openapi.json', '/index.html', '/dashboard.js.map', '/public/../package.json']);
+  const path = rng.pick(['/', '/ui/app.js', '/ui/dashboard.css', '/favicon.ico', '/healthz', '/api/v1/openapi.json', '/index.html', '/ui/app.js.map', '/ui/../package.json', '/public/../package.json']);
   const method = rng.weighted({ GET: 60, HEAD: 15, POST: 8, OPTIONS: 5, DELETE: 4, PUT: 4, TRACE: 2, FOO: 2 });
   const q = rng.chance(0.2) ? rng.pick(['?v=1', '?a=1&a=2', '?%zz', `?${'q'.repeat(5000)}`, '?__proto__[x]=1']) : '';
   const twist = headerTwist(rng);

@@ -42,10 +42,17 @@ export class FakeRuntime implements ContainerEngine {
   readonly builds: Array<Omit<BuildImageOptions, 'onOutput' | 'signal'>> = [];
   /** Every call, in order (`runContainer <image>`, `stopContainer <id>`…), for assertions. */
   readonly calls: string[] = [];
+  /** While true, the engine does not answer (a restarting dockerd): calls that reach it throw. */
+  down = false;
   #held: Array<() => void> = [];
   #next = 1;
 
+  #answer(): void {
+    if (this.down) throw new Error('connect ENOENT /var/run/docker.sock');
+  }
+
   async ping(): Promise<{ version: string; apiVersion: string }> {
+    this.#answer();
     return { version: 'fake', apiVersion: 'fake' };
   }
 
@@ -87,6 +94,7 @@ export class FakeRuntime implements ContainerEngine {
   }
 
   async imageExists(image: string): Promise<boolean> {
+    this.#answer();
     return this.images.has(image);
   }
 
@@ -96,6 +104,7 @@ export class FakeRuntime implements ContainerEngine {
   }
 
   async runContainer(options: RunContainerOptions): Promise<ContainerInfo> {
+    this.#answer();
     this.calls.push(`runContainer ${options.image}`);
     this.runs.push(options);
     if (!this.images.has(options.image)) throw new Error(`no such image: ${options.image}`);
@@ -114,11 +123,13 @@ export class FakeRuntime implements ContainerEngine {
   }
 
   async inspectContainer(id: string): Promise<ContainerInfo | null> {
+    this.#answer();
     const container = this.containers.get(id);
     return container === undefined ? null : this.#info(container);
   }
 
   async startContainer(id: string): Promise<ContainerInfo> {
+    this.#answer();
     this.calls.push(`startContainer ${id}`);
     const container = this.containers.get(id);
     if (container === undefined) throw new Error(`no such container: ${id}`);
@@ -169,6 +180,7 @@ export class FakeRuntime implements ContainerEngine {
   }
 
   async listContainers(labels: Record<string, string>): Promise<ContainerInfo[]> {
+    this.#answer();
     return [...this.containers.values()].filter((c) => Object.entries(labels).every(([k, v]) => c.labels[k] === v)).map((c) => this.#info(c));
   }
 

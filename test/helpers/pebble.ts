@@ -126,7 +126,7 @@ export async function startPebble(httpPort: number): Promise<Pebble> {
       req.on('timeout', () => req.destroy(new Error('timeout')));
       req.on('error', reject);
     });
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + 60_000;
   for (;;) {
     const ready = await get(directoryUrl).then((r) => r.status === 200, () => false);
     if (ready) break;

@@ -195,6 +195,33 @@ describe('AppProxy routing', () => {
     assert.match(tunnel.body.toString(), /no tunnel client is connected/);
   });
 
+  it('a starting app says so, with Retry-After; a JSON client gets {error, message} for every refusal', async () => {
+    const { table, port } = await setup();
+    table.set('starting', { kind: 'app', deploymentId: 'd3', state: 'starting' });
+    table.set('stopped', { kind: 'app', deploymentId: 'd1', state: 'stopped' });
+
+    const page = await send(port, { host: `starting.${DOMAIN}`, headers: { accept: 'text/html,application/json;q=0.9' } });
+    assert.equal(page.status, 503);
+    assert.equal(page.headers['content-type'], 'text/html; charset=utf-8');
+    assert.equal(page.headers['retry-after'], '5');
+    assert.match(page.body.toString(), /503 App starting/);
+    assert.match(page.body.toString(), /starting\.apps\.test is starting/);
+
+    const json = await send(port, { host: `starting.${DOMAIN}`, headers: { accept: 'application/json' } });
+    assert.equal(json.status, 503);
+    assert.equal(json.headers['content-type'], 'application/json; charset=utf-8');
+    assert.equal(json.headers['retry-after'], '5');
+    assert.deepEqual(JSON.parse(json.body.toString()), { error: 'app_starting', message: 'starting.apps.test is starting. Try again in a few seconds.' });
+
+    const stopped = await send(port, { host: `stopped.${DOMAIN}`, headers: { accept: 'application/vnd.api+json' } });
+    assert.equal(stopped.status, 503);
+    assert.equal(stopped.headers['retry-after'], undefined);
+    assert.equal(JSON.parse(stopped.body.toString()).error, 'app_unavailable');
+    const unknown = await send(port, { host: `nope.${DOMAIN}`, headers: { accept: 'application/json' } });
+    assert.equal(unknown.status, 404);
+    assert.equal(JSON.parse(unknown.body.toString()).error, 'app_not_found');
+  });
+
   it('answers 502 when the upstream refuses the connection', async () => {
     const { table, port } = await setup();
     table.set('web', live({ host: '127.0.0.1', port: await refusedPort() }));

@@ -4,7 +4,8 @@ import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { errorPageFiles, renderHostMap } from '../../src/proxy/haproxy/haproxy-config.js';
+import { loadConfig } from '../../src/config.js';
+import { errorPageFiles, renderHaproxyConfig, renderHostMap } from '../../src/proxy/haproxy/haproxy-config.js';
 import { haproxyFiles } from '../../src/proxy/haproxy/haproxy-data-plane.js';
 import { isSafeWord, RuntimeApi, RuntimeApiError } from '../../src/proxy/haproxy/runtime-api.js';
 import { parseProxyV2 } from '../../src/proxy/proxy-protocol.js';
@@ -91,6 +92,24 @@ describe('HAProxy files', () => {
 
   it('the host map has one "host server" line per host', () => {
     assert.equal(renderHostMap(new Map([['a.apps.test', 'u1_1'], ['b.apps.test', 'u2_2']])), 'a.apps.test u1_1\nb.apps.test u2_2\n');
+  });
+
+  it('with HTTPS, a TLS bind on an empty crt-list (strict SNI), the fast path for TLS requests only, and TLS requests to Node on their own port', () => {
+    const base = { files: haproxyFiles('/var/lib/slipway'), bindHost: '0.0.0.0', bindPort: 80, nodePort: 40000, limits: loadConfig({}).edge, publicProtocol: 'http', servers: [] };
+    const plain = renderHaproxyConfig({ ...base, fastPath: true });
+    assert.doesNotMatch(plain, /ssl|node_tls/);
+    const tls = renderHaproxyConfig({ ...base, fastPath: false, tls: { bindPort: 443, nodeTlsPort: 40001 } });
+    assert.match(tls, /bind 0\.0\.0\.0:443 ssl crt-list \/var\/lib\/slipway\/haproxy\/certs\.list strict-sni/);
+    assert.match(tls, /set-var\(txn\.host\) .* if \{ ssl_fc \} \{ req\.hdr_cnt\(host\) eq 1 \}/);
+    assert.match(tls, /use_backend node_tls if \{ ssl_fc \}/);
+    assert.match(tls, /set-header x-forwarded-proto https if \{ ssl_fc \}/);
+    assert.match(tls, /server node_tls 127\.0\.0\.1:40001 send-proxy-v2/);
+  });
+
+  it('a runtime API payload (a certificate) may hold no empty line', async () => {
+    const api = new RuntimeApi(path.join(os.tmpdir(), `slipway-api-payload-${process.pid}.sock`));
+    await assert.rejects(api.runWithPayload(['set', 'ssl', 'cert', '/x.pem'], 'a\n\nset server apps/x state ready'), RuntimeApiError);
+    await assert.rejects(api.runWithPayload(['set', 'ssl', 'cert', '/x.pem'], ''), RuntimeApiError);
   });
 
   it('files go under <data>/haproxy unless that path is unsafe for the runtime API or too long for a socket', () => {

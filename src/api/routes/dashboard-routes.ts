@@ -1,4 +1,4 @@
-// Routes: the dashboard, a static page (public/) that drives the same public API as the CLI.
+// Routes: the dashboard, static files (public/) that drive the same public API as the CLI: no build step.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,18 +7,33 @@ import type { FastifyPluginAsync } from 'fastify';
 /** public/ of the project: this file runs from dist/src/api/routes/. */
 const PUBLIC_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..', 'public');
 
-const ASSETS: Record<string, { file: string; type: string }> = {
-  '/': { file: 'dashboard.html', type: 'text/html; charset=utf-8' },
-  '/dashboard.js': { file: 'dashboard.js', type: 'text/javascript; charset=utf-8' },
-  '/dashboard.css': { file: 'dashboard.css', type: 'text/css; charset=utf-8' },
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
 };
 
-/** Serves the dashboard's three files, read once, with a strict content security policy. */
+/** No script, style, font, image or connection from anywhere but this origin; no framing. */
+export const DASHBOARD_CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+
+/** `/` and the files of public/ui/ at `/ui/<name>`, read once at start. */
+function assets(): Map<string, { body: Buffer; type: string }> {
+  const out = new Map<string, { body: Buffer; type: string }>();
+  out.set('/', { body: fs.readFileSync(path.join(PUBLIC_DIR, 'dashboard.html')), type: TYPES['.html']! });
+  for (const name of fs.readdirSync(path.join(PUBLIC_DIR, 'ui'))) {
+    const type = TYPES[path.extname(name)];
+    if (type !== undefined) out.set(`/ui/${name}`, { body: fs.readFileSync(path.join(PUBLIC_DIR, 'ui', name)), type });
+  }
+  return out;
+}
+
+/** Serves the dashboard with a strict content security policy. */
 export const dashboardRoutes: FastifyPluginAsync = async (app) => {
   // Browsers ask for it on every page; there is none.
   app.get('/favicon.ico', { schema: { hide: true } }, async (_request, reply) => reply.code(204).send());
-  for (const [url, asset] of Object.entries(ASSETS)) {
-    const body = fs.readFileSync(path.join(PUBLIC_DIR, asset.file));
+  for (const [url, asset] of assets()) {
     app.get(url, { schema: { hide: true } }, async (_request, reply) =>
       reply
         .type(asset.type)
@@ -26,8 +41,8 @@ export const dashboardRoutes: FastifyPluginAsync = async (app) => {
         .header('X-Content-Type-Options', 'nosniff')
         .header('X-Frame-Options', 'DENY')
         .header('Referrer-Policy', 'no-referrer')
-        .header('Content-Security-Policy', "default-src 'self'; script-src 'self'; style-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
-        .send(body),
+        .header('Content-Security-Policy', DASHBOARD_CSP)
+        .send(asset.body),
     );
   }
 };

@@ -21,6 +21,11 @@ export const hookRoutes =
       { parseAs: 'buffer', bodyLimit: MAX_DELIVERY_BYTES },
       (_request, body, done) => done(null, body),
     );
+    // A delivery's credential is its signature: a 401 here must not invite the sender to send a bearer.
+    app.addHook('onSend', async (_request, reply, payload) => {
+      reply.removeHeader('WWW-Authenticate');
+      return payload;
+    });
     const targets = new WeakMap<FastifyRequest, HookTarget>();
     const receiveDeps = { webhooks: deps.webhooks, operations: deps.operations, defaultBranch: deps.defaultBranch };
 

@@ -3,7 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiDeps } from '../app.js';
 import { principalOf } from '../authenticate.js';
-import { authorizeAdmin } from '../../core/principal.js';
+import { authorizeAdmin } from '../../domain/policy.js';
 import { IdParams, errorResponses } from '../schemas.js';
 import { clientGone } from './deployment-routes.js';
 
@@ -53,7 +53,7 @@ export const serverMetricsRoutes =
       },
       async (request, reply) => {
         authorizeAdmin(principalOf(request));
-        return reply.type('text/plain; version=0.0.4; charset=utf-8').header('Cache-Control', 'no-store').send(deps.metrics.render());
+        return reply.type('text/plain; version=0.0.4; charset=utf-8').header('Cache-Control', 'no-store').send(await deps.metrics.render());
       },
     );
   };

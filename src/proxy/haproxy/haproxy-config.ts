@@ -11,6 +11,8 @@ export interface HaproxyFiles {
   readonly config: string;
   readonly hostMap: string;
   readonly socket: string;
+  /** The crt-list of the TLS bind: empty on disk; certificates are added in memory over the runtime API. */
+  readonly crtList: string;
 }
 
 /** One app server HAProxy knows: a name for the runtime API and a loopback upstream. */
@@ -32,6 +34,8 @@ export interface HaproxyConfigInput {
   readonly publicProtocol: string;
   /** Whether live app hosts go straight to their app; false sends every request to Node. */
   readonly fastPath: boolean;
+  /** HTTPS terminated by HAProxy (SLIPWAY_HTTPS_PORT): its port, and Node's internal port for requests that came over TLS. */
+  readonly tls?: { readonly bindPort: number; readonly nodeTlsPort: number } | undefined;
   /** Servers to declare at start (the live upstreams of the moment); more are added at run time. */
   readonly servers: readonly AppServer[];
 }
@@ -47,6 +51,10 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): string {
   const ms = (value: number): string => `${value}ms`;
   const bind = input.bindHost.includes(':') ? `[${input.bindHost}]:${input.bindPort}` : `${input.bindHost}:${input.bindPort}`;
   const proto = input.publicProtocol === 'https' ? 'https' : 'http';
+  const tls = input.tls;
+  const tlsBind = tls === undefined ? '' : input.bindHost.includes(':') ? `[${input.bindHost}]:${tls.bindPort}` : `${input.bindHost}:${tls.bindPort}`;
+  // Plain requests take the fast path unless Node must see them (HTTPS on: challenges and 308s); TLS ones always may.
+  const fastCondition = input.fastPath ? '' : tls !== undefined ? '{ ssl_fc } ' : 'FALSE ';
   const page = (name: string): string => `${files.dir}/${name}`;
   return `# Written by Slipway at every start of HAProxy; routes and servers change through the runtime API.
 global
@@ -65,10 +73,13 @@ defaults
   timeout client-fin 30s
   timeout server-fin 30s
   http-reuse safe
+  # A visitor who goes away takes their request with them (as the Node plane destroys the upstream request).
+  option abortonclose
 
 frontend public
   bind ${bind}
-  maxconn ${limits.maxConnections}
+${tls === undefined ? '' : `  bind ${tlsBind} ssl crt-list ${files.crtList} strict-sni alpn http/1.1
+`}  maxconn ${limits.maxConnections}
   tcp-request connection track-sc0 src table per_address
   tcp-request connection reject if { sc0_conn_cur(per_address) gt ${limits.maxConnectionsPerAddress} }
   # Client-address headers are never taken from the visitor; each backend sets its own.
@@ -80,10 +91,12 @@ frontend public
   # Only an unambiguous request (one Host, an origin-form target) may take the fast path; anything
   # else goes to the Node process, which refuses it exactly as the Node plane does. ACME HTTP-01
   # challenges are Node's whatever the host.
-  http-request set-var(txn.host) req.hdr(host),field(1,:),lower if ${input.fastPath ? '' : 'FALSE '}{ req.hdr_cnt(host) eq 1 } { url -m beg / } !{ path_beg /.well-known/acme-challenge/ }
+  http-request set-var(txn.host) req.hdr(host),field(1,:),lower if ${fastCondition}{ req.hdr_cnt(host) eq 1 } { url -m beg / } !{ path_beg /.well-known/acme-challenge/ }
   http-request set-var(txn.server) var(txn.host),map(${files.hostMap}) if { var(txn.host) -m found }
   use_backend ${APPS_BACKEND} if { var(txn.server) -m found }
-  default_backend node
+${tls === undefined ? '' : `  # Requests that came over TLS reach Node on its own port: it must not redirect them to https again.
+  use_backend node_tls if { ssl_fc }
+`}  default_backend node
 
 backend per_address
   stick-table type ipv6 size 1m expire 10m store conn_cur
@@ -93,7 +106,8 @@ backend ${APPS_BACKEND}
   retries 3
   http-request set-header x-forwarded-for %[src]
   http-request set-header x-forwarded-proto ${proto}
-  http-request set-header x-forwarded-host %[req.hdr(host)]
+${tls === undefined ? '' : `  http-request set-header x-forwarded-proto https if { ssl_fc }
+`}  http-request set-header x-forwarded-host %[req.hdr(host)]
   # Servers carry weight 0: a request reaches one only through this rule, never by load balancing.
   use-server %[var(txn.server)] if { var(txn.server) -m found }
   # A status outside 100–599 is no HTTP answer: the visitor gets the 502 page, as from the Node plane.
@@ -104,11 +118,20 @@ backend ${APPS_BACKEND}
 ${input.servers.map((s) => `  server ${s.name} ${s.host}:${s.port} weight 0`).join('\n')}
 
 backend node
-  # Node enforces its own bounds on API requests and uploads; it learns the visitor's address from
-  # the PROXY protocol header, so X-Forwarded-* from the visitor stay untrusted there too.
-  timeout server ${ms(limits.uploadTimeoutMs)}
+  # Node enforces its own bounds on API requests and uploads, and its answers (followed logs, tunnel
+  # responses) may pause as long as they like. It learns the visitor's address from the PROXY
+  # protocol header, so X-Forwarded-* from the visitor stay untrusted there too.
+  timeout server ${TUNNEL_TIMEOUT}
   server node 127.0.0.1:${input.nodePort} send-proxy-v2
-`;
+${
+  tls === undefined
+    ? ''
+    : `
+backend node_tls
+  timeout server ${TUNNEL_TIMEOUT}
+  server node_tls 127.0.0.1:${tls.nodeTlsPort} send-proxy-v2
+`
+}`;
 }
 
 /** Marker replaced by the log-format expression of the requested host in error bodies. */

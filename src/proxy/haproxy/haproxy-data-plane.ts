@@ -6,11 +6,25 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EdgeLimits } from '../../config.js';
 import type { RoutingTable, Upstream } from '../routing-table.js';
+import type { CertificateSource, TlsCertificate } from '../../tls/certificates.js';
 import { APPS_BACKEND, errorPageFiles, renderHaproxyConfig, renderHostMap, type AppServer, type HaproxyFiles } from './haproxy-config.js';
 import { HaproxyProcess } from './haproxy-process.js';
 import { isSafeWord, RuntimeApi } from './runtime-api.js';
 
 type Log = (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
+
+/** One app server's figures from HAProxy's `show stat` (counters since the server was added). */
+export interface AppServerStats {
+  readonly server: string;
+  /** The subdomain it serves, or last served (an old release draining); undefined if unknown. */
+  readonly app: string | undefined;
+  /** Whether a host maps to it now (false: draining, or the retired tally). */
+  readonly serving: boolean;
+  /** Responses by status class; `none` is HAProxy's `hrsp_other` (no valid status sent). */
+  readonly responses: Readonly<Record<'1xx' | '2xx' | '3xx' | '4xx' | '5xx' | 'none', number>>;
+  /** HAProxy's average total time of the server's last 1024 requests. */
+  readonly averageSeconds: number;
+}
 
 export interface HaproxyDataPlaneOptions {
   readonly binary: string;
@@ -22,15 +36,24 @@ export interface HaproxyDataPlaneOptions {
   readonly nodePort: number;
   readonly limits: EdgeLimits;
   readonly publicProtocol: string;
-  /** Whether live app hosts go straight to their app (false: every request goes to Node). */
+  /** Whether live app hosts go straight to their app on the plain port (false: every plain request goes to Node). */
   readonly fastPath: boolean;
+  /**
+   * HTTPS terminated by HAProxy: the TLS port, Node's internal port for requests that came over TLS,
+   * and where certificates come from (loaded over the runtime API, never written to disk).
+   */
+  readonly tls?: { readonly port: number; readonly nodeTlsPort: number; readonly certificates: CertificateSource } | undefined;
   readonly log: Log;
 }
 
 /** A server of the apps backend: which upstream it points at. */
 interface ServerEntry extends AppServer {
   readonly key: string;
+  /** The subdomain it last served (for the request metrics of a server removed since). */
+  app?: string;
 }
+
+type StatusCounts = Record<'1xx' | '2xx' | '3xx' | '4xx' | '5xx' | 'none', number>;
 
 /** How often drain() looks at a server's current sessions. */
 const DRAIN_POLL_MS = 50;
@@ -53,10 +76,14 @@ export class HaproxyDataPlane {
   readonly #servers = new Map<string, ServerEntry>();
   /** public host → server name (the host map) */
   readonly #hosts = new Map<string, string>();
+  /** Responses of removed servers, by the subdomain they served: read just before each removal. */
+  readonly #retired = new Map<string, StatusCounts>();
   #queue: Promise<unknown> = Promise.resolve();
   #serial = 0;
   #unsubscribe: (() => void) | undefined;
   #closed = false;
+  /** Certificate names loaded into the running HAProxy (a restart starts from none). */
+  readonly #loadedCerts = new Set<string>();
 
   constructor(options: HaproxyDataPlaneOptions) {
     this.#options = options;
@@ -69,6 +96,7 @@ export class HaproxyDataPlane {
       api: this.#api,
       exclusive: (work) => this.#exclusive(work),
       prepare: () => this.#writeFiles(),
+      loaded: () => this.#loadCertificates(),
       log: options.log,
     });
   }
@@ -98,9 +126,18 @@ export class HaproxyDataPlane {
       follow(() => [`${subdomain}.${domain}`, ...[...table.hosts()].filter(([, alias]) => alias.subdomain === subdomain).map(([hostname]) => hostname)]);
     });
     const unsubscribeHosts = table.subscribeHosts((hostname) => follow(() => [hostname]));
+    const certificates = this.#options.tls?.certificates;
+    const unsubscribeCerts = certificates?.subscribe((hostname, certificate) => {
+      void this.#exclusive(async () => {
+        if (this.#process.pid === undefined) return; // down: its restart loads every certificate
+        if (certificate === undefined) await this.#unloadCertificate(certName(hostname));
+        else await this.#loadCertificate(certName(hostname), certificate);
+      }).catch((err: unknown) => this.#options.log('warn', `HAProxy certificate change for ${hostname} not applied`, { error: errorText(err) }));
+    });
     this.#unsubscribe = () => {
       unsubscribeRoutes();
       unsubscribeHosts();
+      unsubscribeCerts?.();
     };
     await this.#process.start();
   }
@@ -121,6 +158,19 @@ export class HaproxyDataPlane {
       await sleep(DRAIN_POLL_MS);
     }
     void this.#removeWhenUnused(key);
+  }
+
+  /**
+   * Resolves once every route change made so far has reached HAProxy (or after `timeoutMs`): the
+   * API answers a change only then, so a visitor's next request already sees it.
+   */
+  async settled(timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.#exclusive(async () => undefined).catch(() => undefined),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+    ]);
+    clearTimeout(timer);
   }
 
   /** Stops following the table and stops HAProxy. */
@@ -158,6 +208,7 @@ export class HaproxyDataPlane {
       created = true;
     }
     this.#hosts.set(host, server.name);
+    server.app = this.#options.table.resolveHost(host)?.subdomain ?? server.app;
     return { server, created, previous };
   }
 
@@ -181,6 +232,86 @@ export class HaproxyDataPlane {
       const old = [...this.#servers.values()].find((s) => s.name === previous);
       if (old !== undefined && old.name !== server?.name) void this.#removeWhenUnused(old.key);
     }
+  }
+
+  /**
+   * Response counts by status class and the average response time of each app server HAProxy
+   * serves directly (requests it hands to Node, such as 404/503 pages and tunnels, are counted
+   * there), with the subdomain each server stands for; plus a `retired:<app>` row per app holding
+   * the final counts of its removed servers, so the sum per app never goes down while HAProxy runs.
+   */
+  async appStats(signal?: AbortSignal): Promise<AppServerStats[]> {
+    // In turn with removals: a server is either still listed or already in the retired tally, never both or neither.
+    return this.#exclusive(async () => {
+      const out: AppServerStats[] = [...this.#retired].map(([app, responses]) => ({ server: `retired:${app}`, app, serving: false, responses: { ...responses }, averageSeconds: Number.NaN }));
+      if (this.#process.pid === undefined) return out;
+      const rows = await this.#serverStats(signal);
+      const inUse = new Set(this.#hosts.values());
+      const appOf = new Map([...this.#servers.values()].map((s) => [s.name, s.app]));
+      for (const row of rows) out.push({ ...row, app: appOf.get(row.server), serving: inUse.has(row.server) });
+      return out;
+    });
+  }
+
+  /** Every app server's response counts and average time, from `show stat`. */
+  async #serverStats(signal?: AbortSignal): Promise<Array<{ server: string; responses: StatusCounts; averageSeconds: number }>> {
+    const csv = await this.#api.run(['show', 'stat', APPS_BACKEND, '4', '-1'], signal);
+    const lines = csv.split('\n');
+    const header = (lines[0] ?? '').replace(/^# /, '').split(',');
+    const at = (fields: string[], title: string): number => Number(fields[header.indexOf(title)] ?? 0) || 0;
+    const out = [];
+    for (const line of lines.slice(1)) {
+      const fields = line.split(',');
+      const name = fields[header.indexOf('svname')];
+      if (name === undefined || name === '' || name === 'BACKEND' || name === 'FRONTEND') continue;
+      out.push({
+        server: name,
+        responses: {
+          '1xx': at(fields, 'hrsp_1xx'),
+          '2xx': at(fields, 'hrsp_2xx'),
+          '3xx': at(fields, 'hrsp_3xx'),
+          '4xx': at(fields, 'hrsp_4xx'),
+          '5xx': at(fields, 'hrsp_5xx'),
+          none: at(fields, 'hrsp_other'),
+        },
+        averageSeconds: at(fields, 'ttime') / 1000,
+      });
+    }
+    return out;
+  }
+
+  /** After a start or restart: every certificate the source holds, loaded into the new process. */
+  async #loadCertificates(): Promise<void> {
+    this.#loadedCerts.clear();
+    const certificates = this.#options.tls?.certificates;
+    if (certificates === undefined) return;
+    if (certificates.operator !== undefined) await this.#loadCertificate(OPERATOR_CERT, certificates.operator);
+    for (const [hostname, certificate] of certificates.issued()) {
+      await this.#loadCertificate(certName(hostname), certificate).catch((err: unknown) => {
+        this.#options.log('warn', `HAProxy did not take the certificate of ${hostname}`, { error: errorText(err) });
+      });
+    }
+  }
+
+  /** Creates (or replaces) an in-memory certificate and lists it for SNI: `new`/`set`/`commit ssl cert`, `add ssl crt-list`. */
+  async #loadCertificate(name: string, certificate: TlsCertificate): Promise<void> {
+    const known = this.#loadedCerts.has(name);
+    if (!known) await this.#api.expect(['new', 'ssl', 'cert', name], ['New empty certificate store']);
+    const answer = await this.#api.runWithPayload(['set', 'ssl', 'cert', name], `${certificate.certPem.trim()}\n${certificate.keyPem.trim()}`);
+    if (!answer.includes('Transaction created') && !answer.includes('Transaction updated')) {
+      await this.#api.run(['abort', 'ssl', 'cert', name]).catch(() => undefined);
+      throw new Error(`HAProxy refused the certificate ${name}: ${answer.split('\n')[0] ?? ''}`);
+    }
+    await this.#api.expect(['commit', 'ssl', 'cert', name], ['Committing', 'Success']);
+    if (!known) await this.#api.expect(['add', 'ssl', 'crt-list', this.#files.crtList, name], ['Inserting', 'Success']);
+    this.#loadedCerts.add(name);
+  }
+
+  async #unloadCertificate(name: string): Promise<void> {
+    if (!this.#loadedCerts.has(name)) return;
+    await this.#api.expect(['del', 'ssl', 'crt-list', this.#files.crtList, name], ['Entry', 'Success']);
+    await this.#api.expect(['del', 'ssl', 'cert', name], ['Certificate', 'Success']);
+    this.#loadedCerts.delete(name);
   }
 
   /** Current plus queued sessions of a server, from `show stat`. */
@@ -212,9 +343,16 @@ export class HaproxyDataPlane {
         }
         const name = `${APPS_BACKEND}/${server.name}`;
         await this.#api.expect(['set', 'server', name, 'state', 'maint']);
+        // In maintenance it takes no new request: its counts are final. Kept for the metrics.
+        const counts = (await this.#serverStats().catch(() => [])).find((row) => row.server === server.name);
         const answer = await this.#api.run(['del', 'server', name]);
         if (answer.startsWith('Server deleted') || answer.includes('No such server')) {
           this.#servers.delete(key);
+          if (counts !== undefined && server.app !== undefined) {
+            const total = this.#retired.get(server.app) ?? { '1xx': 0, '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0, none: 0 };
+            for (const c of Object.keys(total) as Array<keyof StatusCounts>) total[c] += counts.responses[c];
+            this.#retired.set(server.app, total);
+          }
           return true;
         }
         return false;
@@ -244,9 +382,12 @@ export class HaproxyDataPlane {
         limits: options.limits,
         publicProtocol: options.publicProtocol,
         fastPath: options.fastPath,
+        tls: options.tls === undefined ? undefined : { bindPort: options.tls.port, nodeTlsPort: options.tls.nodeTlsPort },
         servers: [...this.#servers.values()],
       }),
     );
+    // Empty on disk: keys exist only in HAProxy's memory (loaded after the start).
+    await writeAtomically(this.#files.crtList, '');
     await fs.rm(this.#files.socket, { force: true });
   }
 
@@ -265,13 +406,21 @@ export function haproxyFiles(dataDir: string): HaproxyFiles {
   if (!isSafeWord(dir) || Buffer.byteLength(path.join(dir, 'admin.sock')) > 100) {
     dir = path.join(os.tmpdir(), `slipway-haproxy-${crypto.createHash('sha256').update(dataDir).digest('hex').slice(0, 16)}`);
   }
-  return { dir, config: path.join(dir, 'haproxy.cfg'), hostMap: path.join(dir, 'hosts.map'), socket: path.join(dir, 'admin.sock') };
+  return { dir, config: path.join(dir, 'haproxy.cfg'), hostMap: path.join(dir, 'hosts.map'), socket: path.join(dir, 'admin.sock'), crtList: path.join(dir, 'certs.list') };
 }
 
 async function writeAtomically(file: string, content: string): Promise<void> {
   const temp = `${file}.${process.pid}.tmp`;
   await fs.writeFile(temp, content, { mode: 0o600 });
   await fs.rename(temp, file);
+}
+
+/** The virtual name (no file) of the operator's certificate in HAProxy. */
+const OPERATOR_CERT = '/slipway-tls/operator.pem';
+
+/** The virtual name of a host's ACME certificate (host names are safe words). */
+function certName(hostname: string): string {
+  return `/slipway-tls/${hostname}.pem`;
 }
 
 function upstreamKey(upstream: Upstream): string {

@@ -4,6 +4,12 @@ import fs from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RuntimeApi } from './runtime-api.js';
 
+/** HAProxy could not be started (a port taken, a bad configuration): the server cannot start either. */
+export class HaproxyStartError extends Error {
+  override readonly name = 'HaproxyStartError';
+  readonly code = 'HAPROXY_START_FAILED';
+}
+
 type Log = (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
 
 export interface HaproxyProcessOptions {
@@ -18,6 +24,8 @@ export interface HaproxyProcessOptions {
    */
   readonly exclusive: <T>(work: () => Promise<T>) => Promise<T>;
   readonly prepare: () => Promise<void>;
+  /** Runs after each start and restart, once HAProxy answers, in the same exclusive section (loads what no file holds: TLS keys). */
+  readonly loaded?: () => Promise<void>;
   readonly log: Log;
   /** Longest wait for a started HAProxy to answer on its socket. */
   readonly readyTimeoutMs?: number;
@@ -56,6 +64,7 @@ export class HaproxyProcess {
     await this.#options.exclusive(async () => {
       await this.#options.prepare();
       await this.#spawn();
+      await this.#options.loaded?.();
     });
   }
 
@@ -98,7 +107,7 @@ export class HaproxyProcess {
     const deadline = Date.now() + (this.#options.readyTimeoutMs ?? 10_000);
     for (;;) {
       if (child.exitCode !== null || child.signalCode !== null) {
-        throw new Error(`HAProxy did not start: ${output.trim().split('\n').slice(-5).join(' | ') || `exit ${child.exitCode ?? child.signalCode}`}`);
+        throw new HaproxyStartError(`HAProxy did not start: ${output.trim().split('\n').slice(-5).join(' | ') || `exit ${child.exitCode ?? child.signalCode}`}`);
       }
       try {
         await api.run(['show', 'info'], AbortSignal.timeout(1000));
@@ -107,7 +116,7 @@ export class HaproxyProcess {
       } catch {
         if (Date.now() > deadline) {
           child.kill('SIGKILL');
-          throw new Error(`HAProxy did not answer on ${api.socketPath} within ${this.#options.readyTimeoutMs ?? 10_000} ms`);
+          throw new HaproxyStartError(`HAProxy did not answer on ${api.socketPath} within ${this.#options.readyTimeoutMs ?? 10_000} ms`);
         }
         await sleep(50);
       }
@@ -124,6 +133,7 @@ export class HaproxyProcess {
           if (this.#stopping) return;
           await this.#options.prepare();
           await this.#spawn();
+          await this.#options.loaded?.();
           this.#restarts += 1;
           this.#options.log('info', 'HAProxy is serving again', { pid: this.pid });
         })

@@ -37,10 +37,26 @@ export class RuntimeApi {
    * answer, trimmed. Throws RuntimeApiError before connecting when a word is not safe to send.
    */
   run(words: readonly string[], signal?: AbortSignal): Promise<string> {
+    return this.#send(words, undefined, signal);
+  }
+
+  /**
+   * Runs one command with a multi-line payload (`set ssl cert <name> <<` + PEM): the payload ends at
+   * the first empty line, so it may hold none (nor a NUL); PEM text never does.
+   */
+  runWithPayload(words: readonly string[], payload: string, signal?: AbortSignal): Promise<string> {
+    const body = payload.replace(/\r\n/g, '\n').replace(/\n+$/, '');
+    if (body === '' || /\n\s*\n/.test(body) || body.includes('\0')) {
+      return Promise.reject(new RuntimeApiError('refusing to send a payload with an empty line to HAProxy'));
+    }
+    return this.#send(words, body, signal);
+  }
+
+  #send(words: readonly string[], payload: string | undefined, signal?: AbortSignal): Promise<string> {
     for (const word of words) {
       if (!isSafeWord(word)) return Promise.reject(new RuntimeApiError(`refusing to send an unsafe word to HAProxy: ${JSON.stringify(word)}`));
     }
-    const line = `${words.join(' ')}\n`;
+    const line = payload === undefined ? `${words.join(' ')}\n` : `${words.join(' ')} <<\n${payload}\n\n`;
     return new Promise<string>((resolve, reject) => {
       const socket = connect({ path: this.#socketPath });
       const chunks: Buffer[] = [];

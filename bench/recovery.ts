@@ -1,0 +1,205 @@
+// Benchmark: how fast a restarted server answers and brings its apps back; what API load adds to app traffic's p99.
+// Run: node dist/bench/recovery.js [--apps 20,100] [--seconds 10] [--rounds 3] [--connections 4] [--api-connections 8] [--p99-only]   (needs `wrk`: apt-get install -y wrk)
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs, promisify } from 'node:util';
+import { createDockerEngine } from '../src/runtime/docker/docker-engine.js';
+import { LABEL_INSTANCE, LABEL_MANAGED } from '../src/runtime/engine.js';
+import { busyboxArchive } from '../test/helpers/apps.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, PROJECT_ROOT, loginAs, removeEngineObjects, request, testEnv } from '../test/helpers/server.js';
+import Database from 'better-sqlite3';
+
+const run = promisify(execFile);
+const { values } = parseArgs({
+  options: {
+    apps: { type: 'string', default: '20,100' },
+    seconds: { type: 'string', default: '10' },
+    rounds: { type: 'string', default: '3' },
+    // Only the p99 part (skips both restarts).
+    'p99-only': { type: 'boolean', default: false },
+    // busybox httpd closes every connection: more wrk connections overflow its accept queue on a busy host.
+    connections: { type: 'string', default: '4' },
+    'api-connections': { type: 'string', default: '8' },
+  },
+});
+
+const engine = createDockerEngine();
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const port = (server.address() as net.AddressInfo).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** One GET with a Host header; the status, or 0 when nothing answered (refused, reset, 2 s timeout). */
+function get(port: number, host: string, urlPath = '/'): Promise<number> {
+  return new Promise((resolve) => {
+    const req = http.get({ host: '127.0.0.1', port, path: urlPath, headers: { host }, agent: false, timeout: 2000 }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+      res.on('error', () => resolve(0));
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(0));
+  });
+}
+
+interface Server {
+  child: ChildProcess;
+  stop(signal: NodeJS.Signals): Promise<void>;
+}
+
+function startServer(env: Record<string, string>): Server {
+  const child = spawn(process.execPath, ['--max-semi-space-size=2', path.join(PROJECT_ROOT, 'bin', 'slipway.js'), 'server'], {
+    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: os.tmpdir(), ...env },
+    stdio: ['ignore', 'ignore', 'ignore'],
+  });
+  return {
+    child,
+    stop: (signal) =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill(signal);
+      }),
+  };
+}
+
+/** Seconds from `since` until `check` passes (polled every `everyMs`), at most `limitMs`. */
+async function timeUntil(since: number, check: () => Promise<boolean>, everyMs: number, limitMs: number): Promise<number> {
+  for (;;) {
+    if (await check()) return (performance.now() - since) / 1000;
+    if (performance.now() - since > limitMs) return Number.NaN;
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
+
+/** Starts the server and times its first answer (/healthz) and every app's first 200. */
+async function timedStart(env: Record<string, string>, port: number, subdomains: string[]): Promise<{ server: Server; first: number; all: number }> {
+  const since = performance.now();
+  const server = startServer(env);
+  const first = await timeUntil(since, async () => (await get(port, `127.0.0.1:${port}`, '/healthz')) === 200, 5, 60_000);
+  const pending = new Set(subdomains);
+  const all = await timeUntil(
+    since,
+    async () => {
+      await Promise.all([...pending].map(async (s) => ((await get(port, `${s}.localhost:${port}`)) === 200 ? pending.delete(s) : undefined)));
+      return pending.size === 0;
+    },
+    20,
+    180_000,
+  );
+  return { server, first, all };
+}
+
+function toMs(text: string): number {
+  const match = /([\d.]+)(us|ms|s)/.exec(text);
+  if (match === null) return Number.NaN;
+  const value = Number(match[1]);
+  return match[2] === 'us' ? value / 1000 : match[2] === 's' ? value * 1000 : value;
+}
+
+/** wrk's requests/s and p99 (ms), with `headers`. */
+async function wrk(url: string, headers: string[], connections: string, seconds: string): Promise<{ rps: number; p99: number; errors: string }> {
+  const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency'];
+  for (const h of headers) args.push('-H', h);
+  const { stdout } = await run('wrk', [...args, '--', url], { maxBuffer: 1024 * 1024 });
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1]),
+    p99: toMs(/^\s+99%\s+(\S+)/m.exec(stdout)?.[1] ?? ''),
+    errors: /(Socket errors:.*|Non-2xx.*)/.exec(stdout)?.[1] ?? '',
+  };
+}
+
+function median(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+}
+
+async function scenario(count: number): Promise<void> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-bench-recovery-'));
+  const port = await freePort();
+  const env = { ...testEnv(dataDir, { SLIPWAY_PORT: String(port), SLIPWAY_MAX_CONCURRENT_BUILDS: '4', SLIPWAY_STARTUP_TIMEOUT_SECONDS: '60' }), SLIPWAY_LOG_LEVEL: 'silent' };
+  let server: Server | undefined;
+  try {
+    const start = await timedStart(env, port, []);
+    server = start.server;
+    console.log(`\nfirst start, no apps (baseline):   first answer ${start.first.toFixed(2)} s`);
+    const url = `http://127.0.0.1:${port}`;
+    const token = await loginAs(url, ADMIN_EMAIL, ADMIN_PASSWORD);
+    const subdomains = Array.from({ length: count }, (_, i) => `r${i}-${process.pid}`);
+    const deployStarted = performance.now();
+    // Deployed 8 at a time (the server builds 4 at once).
+    const queue = [...subdomains];
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        for (let s = queue.shift(); s !== undefined; s = queue.shift()) {
+          const created = await request(url, 'POST', '/api/v1/deployments', { token, body: { name: s, subdomain: s, source_type: 'archive' } });
+          const id = created.json.id as string;
+          const form = new FormData();
+          form.append('archive', new Blob([(await busyboxArchive({ body: `${s}\n` })).archive]), 'a.tar.gz');
+          await request(url, 'POST', `/api/v1/deployments/${id}/upload`, { token, raw: form });
+          const deployed = await request(url, 'POST', `/api/v1/deployments/${id}/deploy?wait=true`, { token });
+          if (deployed.status !== 200) throw new Error(`deploy of ${s} failed: ${deployed.text}`);
+        }
+      }),
+    );
+    console.log(`${count} apps deployed in ${((performance.now() - deployStarted) / 1000).toFixed(1)} s`);
+
+    // 1. Server restart, containers running.
+    if (!values['p99-only']) await restarts();
+    async function restarts(): Promise<void> {
+      if (server === undefined) return;
+      await server.stop('SIGTERM');
+      const warm = await timedStart(env, port, subdomains);
+      server = warm.server;
+      console.log(`server restart, apps running:      first answer ${warm.first.toFixed(2)} s, all ${count} apps 200 ${warm.all.toFixed(2)} s`);
+
+      // 2. Host reboot: the server and every container stopped.
+      await server.stop('SIGKILL');
+      const sqlite = new Database(path.join(dataDir, 'slipway.db'), { readonly: true });
+      const instance = (sqlite.prepare('select id from instance').get() as { id: string }).id;
+      sqlite.close();
+      const containers = await engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instance });
+      await Promise.all(containers.map((c) => engine.stopContainer(c.id, 0)));
+      const cold = await timedStart(env, port, subdomains);
+      server = cold.server;
+      console.log(`restart after containers stopped:  first answer ${cold.first.toFixed(2)} s, all ${count} apps 200 ${cold.all.toFixed(2)} s`);
+    }
+
+    // 3. App traffic's p99, alone and while the deployments list (a page of up to 100) is hammered.
+    const appUrl = `${url}/`;
+    const appHost = `Host: ${subdomains[0]}.localhost:${port}`;
+    const quiet: number[] = [];
+    const loaded: number[] = [];
+    let apiRps = 0;
+    for (let round = 0; round < Number(values.rounds); round += 1) {
+      quiet.push((await wrk(appUrl, [appHost], values.connections, values.seconds)).p99);
+      const [app, api] = await Promise.all([
+        wrk(appUrl, [appHost], values.connections, values.seconds),
+        wrk(`${url}/api/v1/deployments`, [`Authorization: Bearer ${token}`], values['api-connections'], values.seconds),
+      ]);
+      loaded.push(app.p99);
+      apiRps = api.rps;
+      if (app.errors !== '' || api.errors !== '') console.log(`  (errors: app ${app.errors} api ${api.errors})`);
+    }
+    console.log(
+      `app p99 (wrk -c${values.connections}, ${values.rounds} rounds, median): alone ${median(quiet).toFixed(2)} ms, ` +
+        `with the list hammered (${values['api-connections']} conns, ${apiRps.toFixed(0)} req/s) ${median(loaded).toFixed(2)} ms, ` +
+        `added ${(median(loaded) - median(quiet)).toFixed(2)} ms  [rounds: ${quiet.map((q) => q.toFixed(2)).join('/')} vs ${loaded.map((l) => l.toFixed(2)).join('/')}]`,
+    );
+  } finally {
+    await server?.stop('SIGTERM');
+    await removeEngineObjects(dataDir);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+console.log(`bench/recovery on ${os.cpus().length} CPUs, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+for (const count of values.apps.split(',').map(Number)) await scenario(count);

@@ -1,0 +1,134 @@
+// Slipway dashboard: hash routes over the public API, a view per page; every view stops its polls and streams when left.
+import { call, session } from './api.js';
+import { closeDialogs, h } from './dom.js';
+import { renderList, renderNew } from './apps.js';
+import { renderDeployment } from './deployment.js';
+import { forgetNewKey, renderAccount, renderKeys } from './account.js';
+
+const $ = (id) => document.getElementById(id);
+let current = null; // { controller } of the view on screen
+
+/** Shows an error (the API's message) in the page's alert region; `null` clears it. */
+export function report(err) {
+  if (err && err.name === 'AbortError') return;
+  $('error').textContent = err ? err.message || String(err) : '';
+}
+
+/** Runs an action from a button or form: clears the last error, shows this one's. */
+export async function run(action) {
+  report(null);
+  try { await action(); } catch (err) { report(err); }
+}
+
+/**
+ * Calls `fn(signal)` now and every `ms` until the view is left. A failing poll shows its message
+ * once and keeps trying (the server may be restarting).
+ */
+export function poll(signal, ms, fn) {
+  let shown = false;
+  const tick = async () => {
+    if (signal.aborted) return;
+    try {
+      await fn(signal);
+      if (shown) { shown = false; report(null); }
+    } catch (err) {
+      if (!signal.aborted && !shown) { shown = true; report(err); }
+    }
+    if (!signal.aborted) setTimeout(tick, document.hidden ? ms * 3 : ms);
+  };
+  tick();
+}
+
+const ROUTES = [
+  [/^#\/?$/, 'apps', (view, m, ctx) => renderList(view, ctx)],
+  [/^#\/new$/, 'new', (view, m, ctx) => renderNew(view, ctx)],
+  [/^#\/d\/([0-9a-f-]{36})$/, 'apps', (view, m, ctx) => renderDeployment(view, m[1], ctx)],
+  [/^#\/keys$/, 'keys', (view, m, ctx) => renderKeys(view, ctx)],
+  [/^#\/account$/, 'account', (view, m, ctx) => renderAccount(view, ctx)],
+];
+
+function route() {
+  current?.controller.abort();
+  current = null;
+  closeDialogs();
+  const view = $('view');
+  view.replaceChildren();
+  if (!session.token) return;
+  const hash = location.hash || '#/';
+  const controller = new AbortController();
+  current = { controller };
+  const ctx = { signal: controller.signal, report, run, poll: (ms, fn) => poll(controller.signal, ms, fn) };
+  for (const [pattern, nav, render] of ROUTES) {
+    const m = pattern.exec(hash);
+    if (!m) continue;
+    for (const a of document.querySelectorAll('[data-nav]')) {
+      if (a.dataset.nav === nav) a.setAttribute('aria-current', 'page');
+      else a.removeAttribute('aria-current');
+    }
+    render(view, m, ctx);
+    return;
+  }
+  view.append(h('section', { class: 'card' }, h('h1', { text: 'Not found' }), h('p', {}, 'No page here. ', h('a', { href: '#/', text: 'Back to your apps' }))));
+}
+
+function showSignedIn(signedIn) {
+  $('login').hidden = signedIn;
+  $('nav').hidden = !signedIn;
+  $('logout').hidden = !signedIn;
+}
+
+/** Ends the session in this tab: nothing of this user stays in the page for the next one. */
+function signOut(message, focus = true) {
+  session.clear();
+  current?.controller.abort();
+  current = null;
+  closeDialogs();
+  forgetNewKey();
+  $('who').textContent = '';
+  $('view').replaceChildren();
+  showSignedIn(false);
+  report(message ? { message } : null);
+  if (focus) $('login-form').querySelector('input[name=email]').focus();
+}
+
+async function start() {
+  if (!session.token) return signOut(undefined, false);
+  const me = await call('GET', '/users/me');
+  $('who').textContent = me.email;
+  showSignedIn(true);
+  route();
+}
+
+session.onUnauthorized(() => signOut('your session has ended: log in again'));
+
+$('login-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const form = new FormData(event.target);
+  run(async () => {
+    const res = await fetch('/api/v1/auth/login', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: form.get('email'), password: form.get('password') }),
+    });
+    const data = await res.json().catch(() => ({}));
+    if (!res.ok) throw new Error(data.message || `the server answered HTTP ${res.status}`);
+    session.set(data.token);
+    event.target.reset();
+    await start();
+    $('main').focus();
+  });
+});
+$('logout').addEventListener('click', () => run(async () => {
+  await call('POST', '/auth/logout').catch(() => null);
+  signOut();
+}));
+window.addEventListener('hashchange', () => {
+  forgetNewKey();
+  report(null);
+  route();
+  // Keyboard and screen-reader users land on the new page's content.
+  document.querySelector('#view h1')?.setAttribute('tabindex', '-1');
+  document.querySelector('#view h1')?.focus({ preventScroll: false });
+});
+window.addEventListener('pagehide', forgetNewKey);
+run(start);

@@ -1,0 +1,51 @@
+// Starting a live release again after its container stopped (a server restart, an engine restart, a host reboot).
+import type { Upstream } from '../core/upstream.js';
+import type { AppConfigStore } from '../domain/app-config.js';
+import type { BuildRow } from '../domain/builds.js';
+import type { DeploymentRow } from '../domain/deployments.js';
+import type { ContainerEngine, ContainerInfo } from '../runtime/engine.js';
+import { appPort, releaseTarget, startRelease, waitHealthy, type ReleaseSettings } from './release.js';
+
+export interface RecoverReleaseDeps {
+  readonly engine: ContainerEngine;
+  readonly configs: AppConfigStore;
+  readonly settings: ReleaseSettings & { readonly startupTimeoutMs: number };
+  readonly log: (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
+}
+
+/**
+ * Brings `live` (the deployment's live build) back: its recorded container is started again (it keeps
+ * its state and name) and must pass the health check; when that container is gone or does not become
+ * healthy, a fresh container is started from the build's image with the configuration it was
+ * released with (and the old one removed). Resolves with the healthy container, or null when
+ * neither is possible (no container, no image). Engine errors and aborts are thrown.
+ */
+export async function recoverRelease(
+  deps: RecoverReleaseDeps,
+  dep: DeploymentRow,
+  live: BuildRow,
+  signal: AbortSignal,
+): Promise<(ContainerInfo & { upstream: Upstream }) | null> {
+  const { engine, settings, log } = deps;
+  const timeoutMs = settings.startupTimeoutMs;
+  const image = live.image_id !== null && (await engine.imageExists(live.image_id)) ? live.image_id : null;
+  let old = live.container_id === null ? null : await engine.inspectContainer(live.container_id);
+  if (old !== null) {
+    try {
+      if (!old.running) old = await engine.startContainer(old.id);
+      const port = image === null ? 8080 : await appPort(engine, image);
+      return await waitHealthy(engine, old, { port, healthPath: dep.health_check_path, timeoutMs, signal });
+    } catch (err) {
+      signal.throwIfAborted();
+      if (image === null) throw err;
+      log('warn', `the container of ${dep.subdomain} did not come back; starting a fresh one from build ${live.id}`, { err });
+    }
+  } else if (image !== null) {
+    log('warn', `live container of ${dep.subdomain} vanished; starting build ${live.id} again`);
+  }
+  if (image === null) return null;
+  const vars = (await deps.configs.buildConfig(live.id)) ?? (await deps.configs.current(dep.id));
+  const fresh = await startRelease(engine, releaseTarget(dep, { id: live.id, image, vars }, settings), { timeoutMs, signal });
+  if (old !== null) await engine.removeContainer(old.id).catch(() => undefined);
+  return fresh;
+}
