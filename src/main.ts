@@ -13,6 +13,7 @@ import { planRecovery } from './deploy/reconcile.js';
 import { appUrl, ConfigError, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
 import { databaseDeploymentStore } from './db/deployment-store.js';
+import { customDomainRoutes, databaseDeploymentCatalog } from './db/deployment-catalog.js';
 import { runnerId } from './runner-id.js';
 import { DbAppConfigStore, readKeyCheck, writeKeyCheck } from './db/app-config-store.js';
 import { databaseWebhookStore } from './db/webhook-store.js';
@@ -20,7 +21,7 @@ import { resolveCommit } from './source/git.js';
 import { unlockInstallation } from './secrets/unlock.js';
 import { bootstrapAdmin } from './domain/accounts.js';
 import { KeyUsage } from './domain/key-usage.js';
-import { allDomainRoutes, NO_CERTIFICATES } from './domain/custom-domains.js';
+import { NO_CERTIFICATES } from './domain/custom-domains.js';
 import { DbCertificateStore } from './db/certificate-store.js';
 import { CertificateManager } from './tls/certificate-manager.js';
 import { HttpChallenges } from './tls/http-challenges.js';
@@ -151,7 +152,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   await releaseTunnelsOf(db, runner); // no tunnel survives a restart; clients reconnect
 
   // Custom domains follow their deployment's route (the table resolves them to its subdomain).
-  for (const d of await allDomainRoutes(db)) dataPlane.publishHost(d.hostname, { subdomain: d.subdomain, deploymentId: d.deploymentId });
+  for (const d of await customDomainRoutes(db)) dataPlane.publishHost(d.hostname, { subdomain: d.subdomain, deploymentId: d.deploymentId });
 
   const lifecycleGitEnv = options.gitEnv ?? { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: config.dataDir };
   const lifecycle = new DeploymentLifecycle({
@@ -231,6 +232,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     config,
     log,
     db,
+    deployments: databaseDeploymentCatalog(db),
     store: sources,
     buildLogs,
     // 10 failures per account; an address gets more room, since many users may share it (NAT).

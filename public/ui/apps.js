@@ -18,7 +18,8 @@ export function renderList(view, ctx) {
   let last = '';
   ctx.poll(3000, async (signal) => {
     const apps = await callAll('/deployments', { signal });
-    const signature = JSON.stringify(apps);
+    // The minute is part of it so "3 min ago" moves on even when nothing else changed.
+    const signature = JSON.stringify(apps) + Math.floor(Date.now() / 60000);
     if (signature === last) return;
     last = signature;
     empty.hidden = apps.length > 0;

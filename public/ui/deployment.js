@@ -234,7 +234,7 @@ export function renderDeployment(view, id, ctx) {
     const allowed = allowedActions(dep);
     for (const [name, button] of Object.entries(buttons)) button.disabled = !allowed[name];
     buttons.deploy.textContent = dep.source_type === 'git' ? 'Deploy latest commit' : 'Deploy upload';
-    const signature = JSON.stringify([builds, dep.status, dep.live_build_id]);
+    const signature = JSON.stringify([builds, dep.status, dep.live_build_id, Math.floor(Date.now() / 60000), builds.some((b) => b.status === 'building') ? Date.now() : 0]);
     if (signature !== lastBuilds) {
       lastBuilds = signature;
       replaceKeepingFocus(buildRows, builds.map((build) => {

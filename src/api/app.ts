@@ -4,6 +4,7 @@ import multipart from '@fastify/multipart';
 import swagger from '@fastify/swagger';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
+import type { DeploymentCatalog } from '../domain/deployment-catalog.js';
 import type { BuildLogStore } from '../deploy/build-logs.js';
 import type { KeyUsage } from '../domain/key-usage.js';
 import type { ListCursors } from './list-pages.js';
@@ -35,6 +36,8 @@ import { deploymentMetricsRoutes, serverMetricsRoutes } from './routes/metrics-r
 export interface ApiDeps {
   readonly config: Config;
   readonly db: Db;
+  /** Deployments and builds as the API reads them; deployments' create and edit. */
+  readonly deployments: DeploymentCatalog;
   readonly store: SourceStore;
   readonly buildLogs: BuildLogStore;
   readonly loginLimiter: FailureLimiter;

@@ -1,5 +1,4 @@
-// The authenticated caller of a request, and the one ownership policy every use-case applies.
-import { DomainError } from './errors.js';
+// The authenticated caller of a request (the policy it is checked against is src/domain/policy.ts).
 
 /** Who is calling, and with which credential. */
 export interface Principal {
@@ -13,18 +12,3 @@ export interface Principal {
   readonly apiKeyId: string | undefined;
 }
 
-/**
- * Ownership policy: returns the object when the principal owns it; otherwise throws the same
- * 404 as for a missing object, so another user's objects cannot even be detected.
- */
-export function authorizeOwned<T extends { user_id: string }>(principal: Principal, object: T | undefined, what: string): T {
-  if (object === undefined || object.user_id !== principal.userId) {
-    throw new DomainError('not_found', `${what} not found`);
-  }
-  return object;
-}
-
-/** Admin-only actions. */
-export function authorizeAdmin(principal: Principal): void {
-  if (!principal.isAdmin) throw new DomainError('forbidden', 'only an administrator can do this');
-}

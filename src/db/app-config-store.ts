@@ -6,6 +6,7 @@ import type { Db } from './database.js';
 import { nowIso } from './database.js';
 import type { Database } from './schema.js';
 import { reencryptCertificates } from './certificate-store.js';
+import { lockDeployment } from './deployment-store.js';
 import { reencryptWebhooks } from './webhook-store.js';
 
 /** Associated data of a variable: a ciphertext only opens in the row it was written to. */
@@ -35,7 +36,7 @@ export class DbAppConfigStore implements AppConfigStore {
     return this.#db.transaction().execute(async (trx) => {
       // A no-op write on the deployment's row: on PostgreSQL it locks the row, so two changes of
       // one deployment's variables are checked against the limits one after the other.
-      await trx.updateTable('deployments').set((eb) => ({ id: eb.ref('id') })).where('id', '=', deploymentId).execute();
+      await lockDeployment(trx, deploymentId);
       const existing = new Map((await this.#read(trx, deploymentId)).map((v) => [v.key, v]));
       const now = nowIso();
       for (const key of change.unset) existing.delete(key);

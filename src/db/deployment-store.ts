@@ -1,7 +1,19 @@
 // The deployment store over the database (SQLite or PostgreSQL): the only writer of deployments' lifecycle and of builds.
 import type { DeploymentStore, LiveContainer, NewBuild, RetiredContainer } from '../deploy/deployment-store.js';
 import type { DeploymentStatus } from '../deploy/state-table.js';
+import type { Transaction } from 'kysely';
 import { nowIso, type Db } from './database.js';
+import type { Database } from './schema.js';
+
+/**
+ * Takes a deployment's row lock for the rest of `trx` with a no-op write (a row lock in PostgreSQL,
+ * the write lock in SQLite): changes checked against a per-deployment limit are then checked one
+ * after the other. Returns false if the deployment is gone.
+ */
+export async function lockDeployment(trx: Transaction<Database>, deploymentId: string): Promise<boolean> {
+  const touched = await trx.updateTable('deployments').set({ id: deploymentId }).where('id', '=', deploymentId).executeTakeFirst();
+  return touched.numUpdatedRows > 0n;
+}
 
 /**
  * The deployment store of the lifecycle, on `db`, for the control-plane instance `runner`: builds

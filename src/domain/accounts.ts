@@ -5,7 +5,7 @@ import { isUniqueViolation, nowIso } from '../db/database.js';
 import type { UsersTable } from '../db/schema.js';
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
-import { authorizeAdmin } from '../core/principal.js';
+import { authorizeAdmin } from './policy.js';
 import type { KeyUsage } from './key-usage.js';
 import { WorkLimit, WorkLimitFullError, type FailureLimiter } from './rate-limiter.js';
 import { API_KEY_PATTERN, SESSION_TOKEN_PATTERN, digestsEqual, newSessionToken, randomBase62, sha256Hex } from '../core/credentials.js';

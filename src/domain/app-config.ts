@@ -1,7 +1,7 @@
 // App configuration use-cases: a deployment's environment variables (validated, secrets write-only).
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
-import type { Db } from '../db/database.js';
+import type { DeploymentCatalog } from './deployment-catalog.js';
 import { getDeploymentRow } from './deployments.js';
 
 /** One variable as the use-cases and stores see it (plain text: encryption is the store's job). */
@@ -133,13 +133,13 @@ export function presentEnv(vars: readonly EnvVar[]): { vars: EnvVarView[] } {
 }
 
 export interface AppConfigDeps {
-  readonly db: Db;
+  readonly deployments: DeploymentCatalog;
   readonly configs: AppConfigStore;
 }
 
 /** The caller's deployment's variables (another user's deployment is not_found). */
 export async function getEnv(deps: AppConfigDeps, principal: Principal, deploymentId: string): Promise<{ vars: EnvVarView[] }> {
-  const dep = await getDeploymentRow(deps.db, principal, deploymentId);
+  const dep = await getDeploymentRow(deps.deployments, principal, deploymentId);
   return presentEnv(await deps.configs.current(dep.id));
 }
 
@@ -150,7 +150,7 @@ export async function patchEnv(
   deploymentId: string,
   input: PatchEnvInput,
 ): Promise<{ vars: EnvVarView[] }> {
-  const dep = await getDeploymentRow(deps.db, principal, deploymentId);
+  const dep = await getDeploymentRow(deps.deployments, principal, deploymentId);
   const change = parseEnvChange(input);
   const result = await deps.configs.change(dep.id, change, (vars) => checkEnvTotals(vars, [...change.set.keys()]));
   return presentEnv(result);

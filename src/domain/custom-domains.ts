@@ -4,6 +4,8 @@ import { DomainError } from '../core/errors.js';
 import { normalizeHostname } from '../core/hostname.js';
 import type { Principal } from '../core/principal.js';
 import { isUniqueViolation, nowIso, type Db } from '../db/database.js';
+import { lockDeployment } from '../db/deployment-store.js';
+import type { DeploymentCatalog } from './deployment-catalog.js';
 import { assertUuid, getDeploymentRow } from './deployments.js';
 
 /** At most this many custom domains per deployment (decisions §8). */
@@ -42,6 +44,7 @@ export interface DomainCertificates {
 
 export interface CustomDomainDeps {
   readonly db: Db;
+  readonly deployments: DeploymentCatalog;
   /** SLIPWAY_DOMAIN: neither it nor a name under it can be a custom domain. */
   readonly appDomain: string;
   readonly routes: HostRoutes;
@@ -59,7 +62,7 @@ const domainTaken = (hostname: string): DomainError => new DomainError('domain_t
 
 /** Adds a hostname to the caller's deployment; it is routed at once and gets a certificate in the background. */
 export async function addDomain(deps: CustomDomainDeps, principal: Principal, deploymentId: string, input: { hostname: string }): Promise<DomainView> {
-  const dep = await getDeploymentRow(deps.db, principal, deploymentId);
+  const dep = await getDeploymentRow(deps.deployments, principal, deploymentId);
   const normalized = normalizeHostname(input.hostname, deps.appDomain);
   if ('problem' in normalized) throw new DomainError('validation_error', normalized.problem);
   const { hostname } = normalized;
@@ -68,8 +71,7 @@ export async function addDomain(deps: CustomDomainDeps, principal: Principal, de
     await deps.db.transaction().execute(async (trx) => {
       // Writing the deployment row (to itself) first takes its lock (a row lock in PostgreSQL, the write
       // lock in SQLite), so two concurrent adds cannot both see 19 domains; it also fails if the deployment is gone.
-      const touched = await trx.updateTable('deployments').set({ id: dep.id }).where('id', '=', dep.id).executeTakeFirst();
-      if (Number(touched.numUpdatedRows) === 0) throw new DomainError('not_found', 'deployment not found');
+      if (!(await lockDeployment(trx, dep.id))) throw new DomainError('not_found', 'deployment not found');
       const held = await trx.selectFrom('custom_domains').select(['deployment_id']).where('hostname', '=', hostname).executeTakeFirst();
       if (held !== undefined) throw domainTaken(hostname);
       const count = await trx.selectFrom('custom_domains').select((eb) => eb.fn.countAll<number>().as('n')).where('deployment_id', '=', dep.id).executeTakeFirstOrThrow();
@@ -89,7 +91,7 @@ export async function addDomain(deps: CustomDomainDeps, principal: Principal, de
 
 /** The caller's deployment's custom domains, oldest first. */
 export async function listDomains(deps: CustomDomainDeps, principal: Principal, deploymentId: string): Promise<DomainView[]> {
-  const dep = await getDeploymentRow(deps.db, principal, deploymentId);
+  const dep = await getDeploymentRow(deps.deployments, principal, deploymentId);
   const rows = await deps.db
     .selectFrom('custom_domains')
     .select(['id', 'deployment_id', 'hostname', 'created_at'])
@@ -103,23 +105,13 @@ export async function listDomains(deps: CustomDomainDeps, principal: Principal, 
 
 /** Removes one of the deployment's domains: it is no longer routed, and its certificate is dropped. */
 export async function removeDomain(deps: CustomDomainDeps, principal: Principal, deploymentId: string, domainId: string): Promise<void> {
-  const dep = await getDeploymentRow(deps.db, principal, deploymentId);
+  const dep = await getDeploymentRow(deps.deployments, principal, deploymentId);
   assertUuid(domainId, 'domain');
   const row = await deps.db.selectFrom('custom_domains').select(['id', 'hostname']).where('id', '=', domainId).where('deployment_id', '=', dep.id).executeTakeFirst();
   if (row === undefined) throw new DomainError('not_found', 'domain not found');
   await deps.db.deleteFrom('custom_domains').where('id', '=', row.id).execute();
   deps.routes.removeHost(row.hostname);
   await deps.certificates.hostRemoved(row.hostname);
-}
-
-/** Every custom domain with its deployment's subdomain (start-up: the routing table is rebuilt from these). */
-export async function allDomainRoutes(db: Db): Promise<Array<{ hostname: string; deploymentId: string; subdomain: string }>> {
-  const rows = await db
-    .selectFrom('custom_domains')
-    .innerJoin('deployments', 'deployments.id', 'custom_domains.deployment_id')
-    .select(['custom_domains.hostname', 'deployments.id', 'deployments.subdomain'])
-    .execute();
-  return rows.map((r) => ({ hostname: r.hostname, deploymentId: r.id, subdomain: r.subdomain }));
 }
 
 function present(row: { id: string; deployment_id: string; hostname: string; created_at: string }, tls: TlsView | undefined): DomainView {

@@ -1,13 +1,14 @@
 // Deployment use-cases on the control plane: create, list, get, delete, and how a deployment is shown.
 import crypto from 'node:crypto';
-import type { Db } from '../db/database.js';
-import { isUniqueViolation, nowIso } from '../db/database.js';
 import type { Selectable } from 'kysely';
 import type { DeploymentsTable } from '../db/schema.js';
+import { nowIso } from '../db/database.js';
 import { validateBranchName, validateRepoUrl } from '../source/git-url.js';
 import { normalizeSubdomain } from '../core/dns-label.js';
 import { DomainError } from '../core/errors.js';
-import { authorizeOwned, type Principal } from '../core/principal.js';
+import type { Principal } from '../core/principal.js';
+import { authorizeOwned } from './policy.js';
+import { type DeploymentCatalog, type DeploymentChanges, type ShownDeployment } from './deployment-catalog.js';
 import { pageFromRows, type Page, type PageRequest } from '../core/page.js';
 import { normalizeVolumes, parseStoredVolumes, type VolumeSpec } from './volumes.js';
 
@@ -53,7 +54,7 @@ export interface CreateDeploymentInput {
 }
 
 export interface DeploymentDeps {
-  readonly db: Db;
+  readonly deployments: DeploymentCatalog;
   readonly allowPrivateGit: boolean;
   /** Refuses repository hosts on private addresses (unless allowed); throws validation_error. */
   readonly checkRepoHost: (repoUrl: string) => Promise<void>;
@@ -165,9 +166,9 @@ export async function updateDeployment(
   id: string,
   input: UpdateDeploymentInput,
 ): Promise<DeploymentRow> {
-  const row = await getDeploymentRow(deps.db, principal, id);
+  const row = await getDeploymentRow(deps.deployments, principal, id);
   if (Object.values(input).every((v) => v === undefined)) throw validationError('nothing to change: send at least one field');
-  const changes: Partial<DeploymentRow> = {};
+  const changes: DeploymentChanges = {};
   if (input.name !== undefined) changes.name = checkName(input.name);
   if (input.dockerfile_path !== undefined) changes.dockerfile_path = normalizeDockerfilePath(input.dockerfile_path);
   if (input.health_check_path !== undefined) {
@@ -188,8 +189,8 @@ export async function updateDeployment(
     }
     if (input.branch !== undefined) changes.branch = input.branch === null ? null : checkBranch(input.branch);
   }
-  await deps.db.updateTable('deployments').set({ ...changes, updated_at: nowIso() }).where('id', '=', row.id).execute();
-  return getDeploymentRow(deps.db, principal, id);
+  await deps.deployments.update(row.id, changes);
+  return getDeploymentRow(deps.deployments, principal, id);
 }
 
 /**
@@ -201,49 +202,13 @@ export async function createDeployment(deps: DeploymentDeps, principal: Principa
   if (fields.repo_url !== null) await deps.checkRepoHost(fields.repo_url);
   const now = nowIso();
   const id = crypto.randomUUID();
-  try {
-    await deps.db.transaction().execute(async (trx) => {
-      await trx
-        .insertInto('subdomain_claims')
-        .values({ subdomain: fields.subdomain, kind: 'deployment', owner_id: id, user_id: principal.userId, created_at: now })
-        .execute();
-      await trx
-        .insertInto('deployments')
-        .values({ ...fields, id, user_id: principal.userId, created_at: now, updated_at: now })
-        .execute();
-    });
-  } catch (err) {
-    if (isUniqueViolation(err)) throw subdomainTaken(fields.subdomain);
-    throw err;
-  }
-  return getDeploymentRow(deps.db, principal, id);
+  const created = await deps.deployments.create({ ...fields, id, user_id: principal.userId, created_at: now, updated_at: now });
+  if (created === 'subdomain_taken') throw subdomainTaken(fields.subdomain);
+  return getDeploymentRow(deps.deployments, principal, id);
 }
 
 const subdomainTaken = (subdomain: string): DomainError =>
   new DomainError('subdomain_taken', `subdomain "${subdomain}" is already in use`);
-
-/** The columns a deployment's view is made of. */
-const SHOWN_COLUMNS = [
-  'id',
-  'name',
-  'subdomain',
-  'status',
-  'source_type',
-  'created_at',
-  'updated_at',
-  'repo_url',
-  'branch',
-  'dockerfile_path',
-  'live_build_id',
-  'health_check_path',
-  'memory_bytes',
-  'nano_cpus',
-  'volumes',
-  'auto_deploy',
-] as const;
-
-/** What `presentDeployment` shows of a deployment. */
-export type ShownDeployment = Pick<DeploymentRow, (typeof SHOWN_COLUMNS)[number]>;
 
 /** A position in the list of deployments: the creation sequence number (unique, so no ties). */
 export type DeploymentPosition = readonly [seq: number];
@@ -254,27 +219,25 @@ export type DeploymentPosition = readonly [seq: number];
  * final item whatever was created or deleted since.
  */
 export async function listDeployments(
-  db: Db,
+  catalog: DeploymentCatalog,
   principal: Principal,
   page: PageRequest<DeploymentPosition>,
 ): Promise<Page<ShownDeployment & { seq: number }, DeploymentPosition>> {
-  let query = db.selectFrom('deployments').select([...SHOWN_COLUMNS, 'seq']).where('user_id', '=', principal.userId);
-  if (page.after !== undefined) query = query.where('seq', '<', page.after[0]);
-  const rows = await query.orderBy('seq', 'desc').limit(page.limit + 1).execute();
+  const rows = await catalog.deployments(principal.userId, page.after?.[0], page.limit + 1);
   return pageFromRows(rows, page.limit, (row) => [row.seq] as const);
 }
 
 /** One of the caller's deployments; anything else (missing, not a UUID, another user's) is 404. */
-export async function getDeploymentRow(db: Db, principal: Principal, id: string): Promise<DeploymentRow> {
+export async function getDeploymentRow(catalog: DeploymentCatalog, principal: Principal, id: string): Promise<DeploymentRow> {
   assertUuid(id, 'deployment');
-  const row = await db.selectFrom('deployments').selectAll().where('id', '=', id).executeTakeFirst();
+  const row = await catalog.deployment(id);
   return authorizeOwned(principal, row, 'deployment');
 }
 
 /** The id of one of the caller's deployments (404 as `getDeploymentRow`), reading only what that needs. */
-export async function getOwnedDeploymentId(db: Db, principal: Principal, id: string): Promise<string> {
+export async function getOwnedDeploymentId(catalog: DeploymentCatalog, principal: Principal, id: string): Promise<string> {
   assertUuid(id, 'deployment');
-  const row = await db.selectFrom('deployments').select(['id', 'user_id']).where('id', '=', id).executeTakeFirst();
+  const row = await catalog.owner(id);
   return authorizeOwned(principal, row, 'deployment').id;
 }
 

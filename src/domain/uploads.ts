@@ -2,12 +2,11 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import type { Db } from '../db/database.js';
-import { nowIso } from '../db/database.js';
 import type { ArchiveLimits } from '../source/archive.js';
 import { extractArchive, writeFileInside } from '../source/archive.js';
 import type { SourceStore } from '../source/source-store.js';
 import { getDeploymentRow } from './deployments.js';
+import type { DeploymentCatalog } from './deployment-catalog.js';
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 
@@ -17,7 +16,7 @@ export type UploadPart =
   | { readonly kind: 'field'; readonly field: string; readonly value: string };
 
 export interface UploadDeps {
-  readonly db: Db;
+  readonly deployments: DeploymentCatalog;
   readonly store: SourceStore;
   readonly maxUploadBytes: number;
   readonly archiveLimits: ArchiveLimits;
@@ -30,8 +29,8 @@ export const MAX_DOCKERFILE_BYTES = 1024 * 1024;
  * Checks the caller may upload to this deployment (before any byte is read): it must be theirs
  * and an archive deployment.
  */
-export async function authorizeUpload(db: Db, principal: Principal, id: string): Promise<void> {
-  const row = await getDeploymentRow(db, principal, id);
+export async function authorizeUpload(catalog: DeploymentCatalog, principal: Principal, id: string): Promise<void> {
+  const row = await getDeploymentRow(catalog, principal, id);
   if (row.source_type !== 'archive') {
     throw new DomainError('validation_error', 'this is a git deployment; uploads are for archive deployments');
   }
@@ -51,7 +50,7 @@ export async function uploadSource(
   parts: AsyncIterable<UploadPart>,
   signal?: AbortSignal,
 ): Promise<{ status: 'uploaded'; size: number }> {
-  await authorizeUpload(deps.db, principal, id);
+  await authorizeUpload(deps.deployments, principal, id);
   const staged = deps.store.stagingPath('upload');
   try {
     let received: { size: number; sha256: string } | undefined;
@@ -77,18 +76,14 @@ export async function uploadSource(
     await extractArchive(path.join(staged, 'archive.tar.gz'), path.join(staged, 'src'), deps.archiveLimits, signal);
     signal?.throwIfAborted();
     // The deployment may have changed (or gone) while the archive streamed in.
-    const row = await getDeploymentRow(deps.db, principal, id);
+    const row = await getDeploymentRow(deps.deployments, principal, id);
     if (dockerfile !== undefined) await writeFileInside(path.join(staged, 'src'), row.dockerfile_path, dockerfile);
 
     const uploadId = crypto.randomUUID();
     await deps.store.commitUpload(staged, id, uploadId);
     const previous = row.upload_id;
-    const updated = await deps.db
-      .updateTable('deployments')
-      .set({ upload_id: uploadId, upload_size: received.size, upload_sha256: received.sha256, updated_at: nowIso() })
-      .where('id', '=', id)
-      .executeTakeFirst();
-    if (updated.numUpdatedRows === 0n) {
+    const updated = await deps.deployments.setUpload(id, { id: uploadId, size: received.size, sha256: received.sha256 });
+    if (!updated) {
       await deps.store.removeUpload(id, uploadId);
       throw new DomainError('not_found', 'deployment not found');
     }
@@ -100,15 +95,8 @@ export async function uploadSource(
 }
 
 /** Removes uploads no longer referenced by the deployment or by a build in flight. */
-export async function pruneUploads(deps: Pick<UploadDeps, 'db' | 'store'>, deploymentId: string): Promise<void> {
-  const row = await deps.db.selectFrom('deployments').select('upload_id').where('id', '=', deploymentId).executeTakeFirst();
-  const building = await deps.db
-    .selectFrom('builds')
-    .select('source_ref')
-    .where('deployment_id', '=', deploymentId)
-    .where('status', '=', 'building')
-    .execute();
-  const keep = new Set([row?.upload_id, ...building.map((b) => b.source_ref)]);
+export async function pruneUploads(deps: Pick<UploadDeps, 'deployments' | 'store'>, deploymentId: string): Promise<void> {
+  const keep = await deps.deployments.uploadsInUse(deploymentId);
   for (const uploadId of await deps.store.listUploads(deploymentId)) {
     if (!keep.has(uploadId)) await deps.store.removeUpload(deploymentId, uploadId);
   }

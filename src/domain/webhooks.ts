@@ -2,7 +2,7 @@
 import crypto from 'node:crypto';
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
-import type { Db } from '../db/database.js';
+import type { DeploymentCatalog } from './deployment-catalog.js';
 import type { BuildRow } from './builds.js';
 import { assertUuid, getDeploymentRow } from './deployments.js';
 import type { DeploymentOperations } from './operations.js';
@@ -76,13 +76,13 @@ export function hookUrl(publicUrl: URL, deploymentId: string): string {
 }
 
 export interface WebhookAdminDeps {
-  readonly db: Db;
+  readonly deployments: DeploymentCatalog;
   readonly webhooks: WebhookStore;
   readonly publicUrl: URL;
 }
 
 async function ownedGitDeployment(deps: WebhookAdminDeps, principal: Principal, id: string): Promise<{ id: string; auto_deploy: number }> {
-  const row = await getDeploymentRow(deps.db, principal, id);
+  const row = await getDeploymentRow(deps.deployments, principal, id);
   if (row.source_type !== 'git') {
     throw new DomainError('validation_error', 'webhooks are for git deployments; an archive deployment is deployed by uploading');
   }
@@ -113,7 +113,7 @@ export async function getWebhook(
 
 /** The deployment's newest deliveries, newest first (any kind of deployment: an archive one has none). */
 export async function listDeliveries(deps: WebhookAdminDeps, principal: Principal, id: string): Promise<DeliveryRecord[]> {
-  const dep = await getDeploymentRow(deps.db, principal, id);
+  const dep = await getDeploymentRow(deps.deployments, principal, id);
   return deps.webhooks.deliveries(dep.id);
 }
 

@@ -11,6 +11,7 @@ import { BuildLogStore } from '../../src/deploy/build-logs.js';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { databaseWebhookStore } from '../../src/db/webhook-store.js';
+import { databaseDeploymentCatalog } from '../../src/db/deployment-catalog.js';
 import { DbAppConfigStore } from '../../src/db/app-config-store.js';
 import { ValueCipher } from '../../src/secrets/value-cipher.js';
 import { bootstrapAdmin } from '../../src/domain/accounts.js';
@@ -285,6 +286,7 @@ describe('the Fastify app in-process (inject)', () => {
     app = await buildApp({
       config,
       db,
+      deployments: databaseDeploymentCatalog(db),
       store: new SourceStore(dir),
       buildLogs: new BuildLogStore(dir),
       keyUsage: new KeyUsage(db),

@@ -45,6 +45,10 @@ describe('slipway domains', () => {
     assert.equal(listed.code, 0, listed.stderr);
     assert.match(listed.stdout, /^HOSTNAME\s+TLS\s+EXPIRES\s+ADDED/);
     assert.match(listed.stdout, new RegExp(`www-${process.pid}\\.example\\.com\\s+off`));
+    const ls = await run(['domains', 'ls', '--app', app.subdomain]);
+    assert.equal(ls.code, 0, ls.stderr);
+    assert.equal(ls.stdout.split('\n')[0], listed.stdout.split('\n')[0]);
+    assert.deepEqual(JSON.parse((await run(['domains', 'ls', app.subdomain, '--json'])).stdout), JSON.parse((await run(['domains', app.subdomain, '--json'])).stdout), '`domains ls` is `domains APP`');
     const json = await run(['domains', app.subdomain, '--json']);
     assert.deepEqual(JSON.parse(json.stdout).map((d: { hostname: string }) => d.hostname), await hostnames());
 

@@ -400,6 +400,43 @@ describe('dashboard', () => {
     await page.close();
   });
 
+  test('text on every page meets WCAG AA contrast (4.5:1, 3:1 for large text)', async () => {
+    const page = await browser.newPage();
+    await logIn(page);
+    // For each element with its own text: its colour against the first opaque background behind it.
+    const audit = `(() => {
+      const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+      const lum = ([r, g, b]) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; }; return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
+      const bad = [];
+      for (const el of document.querySelectorAll('body *')) {
+        if (![...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim() !== '')) continue;
+        const style = getComputedStyle(el);
+        if (style.visibility === 'hidden' || el.offsetParent === null && style.position !== 'fixed') continue;
+        if (el.closest('.skip') && el.getBoundingClientRect().left < 0) continue;
+        let bg = null;
+        for (let e = el; e; e = e.parentElement) { const c = rgb(getComputedStyle(e).backgroundColor); if (c.length === 3 || (c.length === 4 && c[3] > 0.99)) { bg = c; break; } }
+        bg = bg || [255, 255, 255];
+        const fg = rgb(style.color);
+        const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+        const ratio = (a + 0.05) / (b + 0.05);
+        const size = parseFloat(style.fontSize);
+        const large = size >= 24 || (size >= 18.66 && Number(style.fontWeight) >= 700);
+        if (ratio < (large ? 3 : 4.5)) bad.push(el.tagName + '.' + el.className + ' "' + el.textContent.trim().slice(0, 30) + '" ' + ratio.toFixed(2));
+      }
+      return bad;
+    })()`;
+    for (const hash of ['#/', '#/new', `#/d/${folderAppId}`, '#/keys', '#/account']) {
+      await page.goto(`${ts.url}/${hash}`);
+      await page.locator('#view h1').waitFor();
+      await page.waitForTimeout(500);
+      assert.deepEqual(await page.evaluate<string[]>(audit), [], hash);
+    }
+    // The audit catches pale text (grey #999 on white is 2.85:1).
+    await page.evaluate("const p = document.createElement('p'); p.textContent = 'pale words'; p.style.color = '#999'; document.querySelector('#view section').append(p);");
+    assert.equal((await page.evaluate<string[]>(audit)).filter((line) => line.includes('pale words')).length, 1);
+    await page.close();
+  });
+
   test('no request left the host, and no page logged an error or CSP violation', () => {
     const origin = new URL(ts.url).origin;
     assert.ok(requested.length > 20, 'requests were recorded');

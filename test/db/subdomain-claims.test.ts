@@ -10,6 +10,7 @@ import type { Principal } from '../../src/core/principal.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { databaseDeploymentStore } from '../../src/db/deployment-store.js';
 import { createDeployment } from '../../src/domain/deployments.js';
+import { databaseDeploymentCatalog } from '../../src/db/deployment-catalog.js';
 import { claimTunnelSubdomain, releaseTunnelSubdomain, releaseTunnelsOf } from '../../src/domain/tunnel-claims.js';
 import { testDatabase } from '../helpers/server.js';
 
@@ -20,7 +21,7 @@ const alice: Principal = { userId: crypto.randomUUID(), isAdmin: false, via: 'se
 const bob: Principal = { ...alice, userId: crypto.randomUUID() };
 const RUNNER_A = 'aaaaaaaa-0000-4000-8000-000000000000';
 const RUNNER_B = 'bbbbbbbb-0000-4000-8000-000000000000';
-const deps = () => ({ db, allowPrivateGit: false, checkRepoHost: async () => undefined, limits: { maxMemoryMb: 1024, maxCpus: 2 } });
+const deps = () => ({ deployments: databaseDeploymentCatalog(db), allowPrivateGit: false, checkRepoHost: async () => undefined, limits: { maxMemoryMb: 1024, maxCpus: 2 } });
 const owner = (p: Principal) => ({ userId: p.userId, apiKeyId: 'key' });
 
 before(async () => {

@@ -10,6 +10,7 @@ import { reencryptAll } from '../../src/db/app-config-store.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { databaseWebhookStore } from '../../src/db/webhook-store.js';
 import { createDeployment } from '../../src/domain/deployments.js';
+import { databaseDeploymentCatalog } from '../../src/db/deployment-catalog.js';
 import type { DeliveryRecord } from '../../src/domain/webhooks.js';
 import { ValueCipher } from '../../src/secrets/value-cipher.js';
 import { testDatabase } from '../helpers/server.js';
@@ -36,7 +37,7 @@ after(async () => {
 
 async function gitDeployment(): Promise<string> {
   counter += 1;
-  const deps = { db, allowPrivateGit: true, checkRepoHost: async () => undefined, limits: { maxMemoryMb: 1024, maxCpus: 2 } };
+  const deps = { deployments: databaseDeploymentCatalog(db), allowPrivateGit: true, checkRepoHost: async () => undefined, limits: { maxMemoryMb: 1024, maxCpus: 2 } };
   const row = await createDeployment(deps, alice, { name: 'w', subdomain: `w-${counter}`, repo_url: 'https://git.example.test/w.git', branch: 'main' });
   return row.id;
 }

@@ -14,6 +14,7 @@ import { BuildLogStore } from '../../src/deploy/build-logs.js';
 import { DeploymentLifecycle } from '../../src/deploy/lifecycle.js';
 import { planRecovery } from '../../src/deploy/reconcile.js';
 import { createDeployment } from '../../src/domain/deployments.js';
+import { databaseDeploymentCatalog } from '../../src/db/deployment-catalog.js';
 import { LABEL_INSTANCE, LABEL_MANAGED } from '../../src/runtime/engine.js';
 import { ValueCipher } from '../../src/secrets/value-cipher.js';
 import { SourceStore } from '../../src/source/source-store.js';
@@ -79,7 +80,7 @@ after(async () => {
 
 /** A new archive deployment (registered with the data plane, as the API does). */
 async function newDeployment(label: string): Promise<{ id: string; subdomain: string }> {
-  const row = await createDeployment({ db, allowPrivateGit: false, checkRepoHost: async () => undefined, limits: { maxMemoryMb: 1024, maxCpus: 2 } }, principal, {
+  const row = await createDeployment({ deployments: databaseDeploymentCatalog(db), allowPrivateGit: false, checkRepoHost: async () => undefined, limits: { maxMemoryMb: 1024, maxCpus: 2 } }, principal, {
     name: label,
     subdomain: `life-${label}`,
     source_type: 'archive',

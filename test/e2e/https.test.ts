@@ -220,6 +220,16 @@ for (const plane of PLANES) describe(`HTTPS with certificates from an ACME CA (p
     assert.equal((await secured(DOMAIN, '/healthz')).status, 200);
   });
 
+  test('removing a custom domain drops its certificate: its TLS handshake fails from then on', async () => {
+    const host = `gone-${process.pid}.example.org`;
+    const added = await s.request('POST', `/api/v1/deployments/${app.id}/domains`, { token: user.token, body: { hostname: host } });
+    assert.equal(added.status, 201, added.text);
+    assert.equal((await secured(host)).body, appBody);
+    assert.equal((await s.request('DELETE', `/api/v1/deployments/${app.id}/domains/${added.json.id}`, { token: user.token })).status, 204);
+    await eventually(async () => ((await tlsRequest(httpsPort, host, root).then(() => false, () => true)) ? true : undefined), 30_000, `the certificate of ${host} to be dropped`);
+    await assert.rejects(tlsRequest(httpsPort, host, root));
+  });
+
   test('private keys are not in plain text anywhere under the data directory', async () => {
     await secured(`${app.subdomain}.${DOMAIN}`);
     const suspicious: string[] = [];

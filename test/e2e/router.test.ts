@@ -145,3 +145,29 @@ for (const plane of PLANES) describe(`router follows a crashed container (${plan
     }
   });
 });
+
+describe('router: a restarted server rebuilds HAProxy from the database (haproxy data plane)', () => {
+  test('after a clean stop and a start on the same data directory every app is served again, by a new HAProxy', async () => {
+    const first = await startTestServer({ SLIPWAY_DATA_PLANE: 'haproxy' });
+    let second: TestServer | undefined;
+    try {
+      const { token } = await first.newUser('restart');
+      const app = await busyboxArchive({ body: 'back again\n' });
+      const { id, subdomain } = await createArchiveApp(first, token, app.archive);
+      assert.equal((await deployAndWait(first, token, id)).status, 200);
+      assert.equal((await appRequest(first.port, subdomain)).body, 'back again\n');
+      const oldPid = first.server.haproxyPid();
+      assert.ok(oldPid !== undefined);
+      await first.server.close();
+      // The server's stop stops its HAProxy.
+      assert.throws(() => process.kill(oldPid, 0));
+      second = await startTestServer({ SLIPWAY_DATA_PLANE: 'haproxy' }, first.dataDir);
+      assert.equal(second.server.dataPlane, 'haproxy');
+      assert.notEqual(second.server.haproxyPid(), oldPid);
+      const res = await appRequest(second.port, subdomain);
+      assert.deepEqual([res.status, res.body], [200, 'back again\n']);
+    } finally {
+      await (second ?? first).close();
+    }
+  });
+});

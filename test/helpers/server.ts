@@ -9,6 +9,7 @@ import { startServer, type RunningServer } from '../../src/main.js';
 import Database from 'better-sqlite3';
 import crypto from 'node:crypto';
 import pg from 'pg';
+import Dockerode from 'dockerode';
 import { imageRepositoryPrefix } from '../../src/deploy/images.js';
 import { createDockerEngine } from '../../src/runtime/docker/docker-engine.js';
 import { LABEL_INSTANCE, LABEL_MANAGED } from '../../src/runtime/engine.js';
@@ -188,7 +189,32 @@ export async function removeInstanceObjects(instance: string): Promise<void> {
     for (const tag of image.tags) if (tag.startsWith(prefix)) await engine.removeImage(tag);
   }
   for (const network of await engine.listNetworks({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instance })) {
-    await engine.removeNetwork(network.id);
+    await removeNetworkWhenFree(engine, network.id);
+  }
+}
+
+/**
+ * A cancelled build's intermediate container (the classic builder's, which carries no label of ours)
+ * can stay attached to the installation's build network for a while after the server closed. The
+ * network is this installation's alone, so whatever is still attached to it is ours to remove.
+ */
+async function removeNetworkWhenFree(engine: ReturnType<typeof createDockerEngine>, id: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await engine.removeNetwork(id);
+      return;
+    } catch (err) {
+      if (!/active endpoints/i.test(String(err)) || Date.now() > deadline) throw err;
+    }
+    if (attempt >= 3) {
+      const docker = new Dockerode();
+      const info = (await docker.getNetwork(id).inspect()) as { Containers?: Record<string, unknown> };
+      for (const container of Object.keys(info.Containers ?? {})) {
+        await docker.getContainer(container).remove({ force: true }).catch(() => undefined);
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
   }
 }
 

@@ -33,7 +33,7 @@ export const buildRoutes =
           valid: isSeqPosition,
         };
         const page = pageRequest(ref, request.query);
-        const builds = await listBuilds(deps.db, principal, id, page);
+        const builds = await listBuilds(deps.deployments, principal, id, page);
         return sendPage(request, reply, ref, page, builds.items.map(presentBuild), builds.next);
       },
     );
@@ -41,7 +41,7 @@ export const buildRoutes =
     app.get<{ Params: { id: string; build_id: string } }>(
       '/deployments/:id/builds/:build_id',
       { schema: { tags: ['builds'], summary: 'One build', params: BuildParams, response: { 200: Type.Ref('Build'), ...errorResponses(401, 404) } } },
-      async (request) => presentBuild((await getBuildRow(deps.db, principalOf(request), request.params.id, request.params.build_id)).build),
+      async (request) => presentBuild((await getBuildRow(deps.deployments, principalOf(request), request.params.id, request.params.build_id)).build),
     );
 
     app.get<{ Params: { id: string; build_id: string }; Querystring: FollowQuery }>(
@@ -56,10 +56,10 @@ export const buildRoutes =
         },
       },
       async (request, reply) => {
-        const { deployment, build } = await getBuildRow(deps.db, principalOf(request), request.params.id, request.params.build_id);
+        const { deployment, build } = await getBuildRow(deps.deployments, principalOf(request), request.params.id, request.params.build_id);
         const follow = isFlagSet(request.query.follow);
         const chunks = deps.buildLogs.read(deployment.id, build.id, {
-          ...(follow ? { isFinished: () => isBuildFinished(deps.db, build.id) } : {}),
+          ...(follow ? { isFinished: () => isBuildFinished(deps.deployments, build.id) } : {}),
           signal: clientGone(reply),
         });
         return sendText(reply, chunks);

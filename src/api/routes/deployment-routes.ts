@@ -59,7 +59,7 @@ export const deploymentRoutes =
   async (app) => {
     const urlFor = (subdomain: string): string => appUrl(deps.config, subdomain);
     const deploymentDeps = {
-      db: deps.db,
+      deployments: deps.deployments,
       allowPrivateGit: deps.config.allowPrivateGit,
       checkRepoHost: (url: string) => assertRepoHostAllowed(url, deps.config.allowPrivateGit, { allowUnresolvable: true }),
       limits: { maxMemoryMb: deps.config.maxMemoryMb, maxCpus: deps.config.maxCpus },
@@ -79,7 +79,7 @@ export const deploymentRoutes =
         const principal = principalOf(request);
         const ref: ListRef<DeploymentPosition> = { cursors: deps.cursors, path: '/api/v1/deployments', list: 'deployments', scope: principal.userId, valid: isSeqPosition };
         const page = pageRequest(ref, request.query);
-        const deployments = await listDeployments(deps.db, principal, page);
+        const deployments = await listDeployments(deps.deployments, principal, page);
         // Read the public URL once per answer: the port is only known once the server listens.
         const urlOf = appUrls(deps.config);
         return sendPage(request, reply, ref, page, deployments.items.map((row) => presentDeployment(row, urlOf)), deployments.next);
@@ -107,7 +107,7 @@ export const deploymentRoutes =
     app.get<IdRequest>(
       '/deployments/:id',
       { schema: { tags: ['deployments'], summary: 'One deployment', params: IdParams, response: { 200: Type.Ref('Deployment'), ...errorResponses(401, 404) } } },
-      async (request) => presentDeployment(await getDeploymentRow(deps.db, principalOf(request), request.params.id), urlFor),
+      async (request) => presentDeployment(await getDeploymentRow(deps.deployments, principalOf(request), request.params.id), urlFor),
     );
 
     app.patch<IdRequest & { Body: UpdateDeploymentBody }>(
@@ -156,7 +156,7 @@ export const deploymentRoutes =
         validatorCompiler: () => () => true,
         // Authorize before a single byte of the body is read.
         preValidation: async (request) => {
-          await authorizeUpload(deps.db, principalOf(request), request.params.id);
+          await authorizeUpload(deps.deployments, principalOf(request), request.params.id);
           const length = Number(request.headers['content-length'] ?? 0);
           if (length > deps.config.maxUploadBytes + 1024 * 1024) {
             throw new DomainError('payload_too_large', `archive is larger than the limit of ${deps.config.maxUploadBytes} bytes`);
@@ -172,7 +172,7 @@ export const deploymentRoutes =
       async (request, reply) =>
         uploadSource(
           {
-            db: deps.db,
+            deployments: deps.deployments,
             store: deps.store,
             maxUploadBytes: deps.config.maxUploadBytes,
             archiveLimits: { maxExpandedBytes: deps.config.maxExpandedBytes, maxEntries: deps.config.maxArchiveEntries },

@@ -10,7 +10,7 @@ type IdRequest = { Params: { id: string } };
 export const envRoutes =
   (deps: ApiDeps): FastifyPluginAsync =>
   async (app) => {
-    const configDeps = { db: deps.db, configs: deps.configs };
+    const configDeps = { deployments: deps.deployments, configs: deps.configs };
 
     app.get<IdRequest>(
       '/deployments/:id/env',

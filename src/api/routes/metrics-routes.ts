@@ -3,7 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiDeps } from '../app.js';
 import { principalOf } from '../authenticate.js';
-import { authorizeAdmin } from '../../core/principal.js';
+import { authorizeAdmin } from '../../domain/policy.js';
 import { IdParams, errorResponses } from '../schemas.js';
 import { clientGone } from './deployment-routes.js';
 

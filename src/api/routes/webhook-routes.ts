@@ -11,7 +11,7 @@ type IdRequest = { Params: { id: string } };
 export const webhookRoutes =
   (deps: ApiDeps): FastifyPluginAsync =>
   async (app) => {
-    const hookDeps = { db: deps.db, webhooks: deps.webhooks, publicUrl: deps.config.publicUrl };
+    const hookDeps = { deployments: deps.deployments, webhooks: deps.webhooks, publicUrl: deps.config.publicUrl };
 
     app.post<IdRequest>(
       '/deployments/:id/webhook',

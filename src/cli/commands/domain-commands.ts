@@ -39,20 +39,27 @@ Examples:
   slipway domains add --app hello www.example.com
   slipway domains rm --app hello www.example.com`,
     )
-    .action((ref: string | undefined, options: AppOption) =>
-      run(async (client) => {
-        const app = await appFor(client, io, ref ?? options.app);
-        const list = await client.request<CustomDomain[]>('GET', `/api/v1/deployments/${app.id}/domains`);
-        if (options.json === true) return printJson(io.stdout, list);
-        if (list.length === 0) return void io.stdout.write(`${app.name} has no custom domains (add one with \`slipway domains add --app ${app.subdomain} HOST\`).\n`);
-        printTable(io.stdout, list, [
-          { header: 'hostname', value: (d) => d.hostname },
-          { header: 'tls', value: (d) => tlsText(d) },
-          { header: 'expires', value: (d) => (d.certificate_expires_at === null ? '' : d.certificate_expires_at.slice(0, 10)) },
-          { header: 'added', value: (d) => ago(d.created_at) },
-        ]);
-      }),
-    );
+    .action((ref: string | undefined, options: AppOption) => run((client) => listDomains(client, ref ?? options.app, options.json === true)));
+
+  withJson(domains.command('ls').alias('list').description("list an app's custom domains (as `slipway domains APP`)").argument('[app]', 'the app (name, subdomain or id)').addOption(APP_OPTION()))
+    .action((ref: string | undefined, _options: AppOption, command: Command) => {
+      const options = command.optsWithGlobals<AppOption>();
+      return run((client) => listDomains(client, ref ?? options.app, options.json === true));
+    });
+
+  /** Prints the app's domains as a table (or the API's JSON). */
+  async function listDomains(client: ApiClient, ref: string | undefined, json: boolean): Promise<void> {
+    const app = await appFor(client, io, ref);
+    const list = await client.request<CustomDomain[]>('GET', `/api/v1/deployments/${app.id}/domains`);
+    if (json) return printJson(io.stdout, list);
+    if (list.length === 0) return void io.stdout.write(`${app.name} has no custom domains (add one with \`slipway domains add --app ${app.subdomain} HOST\`).\n`);
+    printTable(io.stdout, list, [
+      { header: 'hostname', value: (d) => d.hostname },
+      { header: 'tls', value: (d) => tlsText(d) },
+      { header: 'expires', value: (d) => (d.certificate_expires_at === null ? '' : d.certificate_expires_at.slice(0, 10)) },
+      { header: 'added', value: (d) => ago(d.created_at) },
+    ]);
+  }
 
   withJson(domains.command('add').description('serve the app at a hostname of yours too').argument('<host>', 'e.g. www.example.com').addOption(APP_OPTION()))
     .addHelpText('after', '\nExample:\n  slipway domains add --app hello www.example.com')

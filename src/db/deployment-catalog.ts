@@ -1,0 +1,81 @@
+// The deployment catalog over the database (SQLite or PostgreSQL): the API's reads of deployments and builds, and deployments' create and edit.
+import { SHOWN_BUILD_COLUMNS, SHOWN_DEPLOYMENT_COLUMNS, type DeploymentCatalog } from '../domain/deployment-catalog.js';
+import { isUniqueViolation, nowIso, type Db } from './database.js';
+
+/**
+ * The catalog on `db`. Lists read only the shown columns, keyset on `seq` (indexed with the owner,
+ * and with the deployment for builds); the SQL of each method is fixed, so the statement cache
+ * prepares it once.
+ */
+export function databaseDeploymentCatalog(db: Db): DeploymentCatalog {
+  return {
+    deployment: (id) => db.selectFrom('deployments').selectAll().where('id', '=', id).executeTakeFirst(),
+
+    owner: (id) => db.selectFrom('deployments').select(['id', 'user_id']).where('id', '=', id).executeTakeFirst(),
+
+    async deployments(userId, before, limit) {
+      let query = db.selectFrom('deployments').select([...SHOWN_DEPLOYMENT_COLUMNS, 'seq']).where('user_id', '=', userId);
+      if (before !== undefined) query = query.where('seq', '<', before);
+      return query.orderBy('seq', 'desc').limit(limit).execute();
+    },
+
+    async create(deployment) {
+      try {
+        await db.transaction().execute(async (trx) => {
+          await trx
+            .insertInto('subdomain_claims')
+            .values({ subdomain: deployment.subdomain, kind: 'deployment', owner_id: deployment.id, user_id: deployment.user_id, created_at: deployment.created_at })
+            .execute();
+          await trx.insertInto('deployments').values(deployment).execute();
+        });
+      } catch (err) {
+        if (isUniqueViolation(err)) return 'subdomain_taken';
+        throw err;
+      }
+      return 'created';
+    },
+
+    async update(id, changes) {
+      await db.updateTable('deployments').set({ ...changes, updated_at: nowIso() }).where('id', '=', id).execute();
+    },
+
+    async setUpload(id, upload) {
+      const updated = await db
+        .updateTable('deployments')
+        .set({ upload_id: upload.id, upload_size: upload.size, upload_sha256: upload.sha256, updated_at: nowIso() })
+        .where('id', '=', id)
+        .executeTakeFirst();
+      return updated.numUpdatedRows > 0n;
+    },
+
+    async uploadsInUse(id) {
+      const row = await db.selectFrom('deployments').select('upload_id').where('id', '=', id).executeTakeFirst();
+      const building = await db.selectFrom('builds').select('source_ref').where('deployment_id', '=', id).where('status', '=', 'building').execute();
+      return new Set([row?.upload_id ?? null, ...building.map((b) => b.source_ref)]);
+    },
+
+    async builds(deploymentId, before, limit) {
+      let query = db.selectFrom('builds').select(SHOWN_BUILD_COLUMNS).where('deployment_id', '=', deploymentId);
+      if (before !== undefined) query = query.where('seq', '<', before);
+      return query.orderBy('seq', 'desc').limit(limit).execute();
+    },
+
+    build: (deploymentId, buildId) =>
+      db.selectFrom('builds').selectAll().where('id', '=', buildId).where('deployment_id', '=', deploymentId).executeTakeFirst(),
+
+    async buildStatus(buildId) {
+      const row = await db.selectFrom('builds').select('status').where('id', '=', buildId).executeTakeFirst();
+      return row?.status;
+    },
+  };
+}
+
+/** Every custom domain with its deployment's subdomain (start-up: the routing table is rebuilt from these). */
+export async function customDomainRoutes(db: Db): Promise<Array<{ hostname: string; deploymentId: string; subdomain: string }>> {
+  const rows = await db
+    .selectFrom('custom_domains')
+    .innerJoin('deployments', 'deployments.id', 'custom_domains.deployment_id')
+    .select(['custom_domains.hostname', 'deployments.id', 'deployments.subdomain'])
+    .execute();
+  return rows.map((r) => ({ hostname: r.hostname, deploymentId: r.id, subdomain: r.subdomain }));
+}
