@@ -6,6 +6,7 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { createDockerEngine } from '../src/runtime/docker/docker-engine.js';
 import { LABEL_INSTANCE, LABEL_MANAGED } from '../src/runtime/engine.js';
@@ -117,6 +118,26 @@ async function wrk(url: string, headers: string[], connections: string, seconds:
   };
 }
 
+/** bench/api's baseline: a bare Fastify route in its own process answering `body` at the list's path. */
+async function spawnBareServer(body: string): Promise<{ child: ChildProcess; url: string }> {
+  const script = path.join(path.dirname(fileURLToPath(import.meta.url)), 'bare-json-server.js');
+  const child = spawn(process.execPath, ['--max-semi-space-size=2', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+  child.stdin?.end(body);
+  let output = '';
+  child.stdout?.setEncoding('utf8');
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the bare server did not start within 30 s')), 30_000);
+    child.stdout?.on('data', (chunk: string) => {
+      output += chunk;
+      const match = /listening on (http:\/\/\S+)/.exec(output);
+      if (match?.[1] !== undefined) {
+        clearTimeout(timer);
+        resolve({ child, url: match[1] });
+      }
+    });
+  });
+}
+
 function median(xs: number[]): number {
   const sorted = [...xs].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
@@ -176,23 +197,41 @@ async function scenario(count: number): Promise<void> {
     // 3. App traffic's p99, alone and while the deployments list (a page of up to 100) is hammered.
     const appUrl = `${url}/`;
     const appHost = `Host: ${subdomains[0]}.localhost:${port}`;
+    // The control: the same list body hammered on a bare Fastify route in another process. It loads
+    // the host's CPUs as much, but not Slipway's event loop: the difference is what sharing the loop costs.
+    const listBody = (await request(url, 'GET', '/api/v1/deployments', { token })).text;
+    const bare = await spawnBareServer(listBody);
     const quiet: number[] = [];
     const loaded: number[] = [];
+    const control: number[] = [];
     let apiRps = 0;
-    for (let round = 0; round < Number(values.rounds); round += 1) {
-      quiet.push((await wrk(appUrl, [appHost], values.connections, values.seconds)).p99);
-      const [app, api] = await Promise.all([
-        wrk(appUrl, [appHost], values.connections, values.seconds),
-        wrk(`${url}/api/v1/deployments`, [`Authorization: Bearer ${token}`], values['api-connections'], values.seconds),
-      ]);
-      loaded.push(app.p99);
-      apiRps = api.rps;
-      if (app.errors !== '' || api.errors !== '') console.log(`  (errors: app ${app.errors} api ${api.errors})`);
+    let bareRps = 0;
+    try {
+      for (let round = 0; round < Number(values.rounds); round += 1) {
+        quiet.push((await wrk(appUrl, [appHost], values.connections, values.seconds)).p99);
+        const [app, api] = await Promise.all([
+          wrk(appUrl, [appHost], values.connections, values.seconds),
+          wrk(`${url}/api/v1/deployments`, [`Authorization: Bearer ${token}`], values['api-connections'], values.seconds),
+        ]);
+        loaded.push(app.p99);
+        apiRps = api.rps;
+        const [appControl, other] = await Promise.all([
+          wrk(appUrl, [appHost], values.connections, values.seconds),
+          wrk(`${bare.url}/api/v1/deployments`, [], values['api-connections'], values.seconds),
+        ]);
+        control.push(appControl.p99);
+        bareRps = other.rps;
+        for (const r of [app, api, appControl, other]) if (r.errors !== '') console.log(`  (errors: ${r.errors})`);
+      }
+    } finally {
+      bare.child.kill('SIGTERM');
     }
+    const list = (xs: number[]): string => xs.map((x) => x.toFixed(1)).join('/');
     console.log(
-      `app p99 (wrk -c${values.connections}, ${values.rounds} rounds, median): alone ${median(quiet).toFixed(2)} ms, ` +
-        `with the list hammered (${values['api-connections']} conns, ${apiRps.toFixed(0)} req/s) ${median(loaded).toFixed(2)} ms, ` +
-        `added ${(median(loaded) - median(quiet)).toFixed(2)} ms  [rounds: ${quiet.map((q) => q.toFixed(2)).join('/')} vs ${loaded.map((l) => l.toFixed(2)).join('/')}]`,
+      `app p99 (wrk -c${values.connections}, ${values.rounds} rounds, median): alone ${median(quiet).toFixed(2)} ms; ` +
+        `Slipway's list hammered (${values['api-connections']} conns, ${apiRps.toFixed(0)} req/s) ${median(loaded).toFixed(2)} ms (added ${(median(loaded) - median(quiet)).toFixed(2)}); ` +
+        `control, the same JSON hammered in another process (${bareRps.toFixed(0)} req/s) ${median(control).toFixed(2)} ms (added ${(median(control) - median(quiet)).toFixed(2)}); ` +
+        `rounds ${list(quiet)} | ${list(loaded)} | ${list(control)}`,
     );
   } finally {
     await server?.stop('SIGTERM');

@@ -222,7 +222,7 @@ export function loadConfig(env: Env = process.env): Config {
     dockerHost: text(env, 'DOCKER_HOST'),
     sessionTtlMs: integer(env, 'SLIPWAY_SESSION_TTL_HOURS', 24 * 7, 1, 24 * 365) * 3_600_000,
     maxConcurrentBuilds: integer(env, 'SLIPWAY_MAX_CONCURRENT_BUILDS', 2, 1, 64),
-    recoveryConcurrency: integer(env, 'SLIPWAY_RECOVERY_CONCURRENCY', 6, 1, 64),
+    recoveryConcurrency: integer(env, 'SLIPWAY_RECOVERY_CONCURRENCY', 8, 1, 64),
     buildTimeoutMs: integer(env, 'SLIPWAY_BUILD_TIMEOUT_SECONDS', 900, 1, 86_400) * 1000,
     startupTimeoutMs: integer(env, 'SLIPWAY_STARTUP_TIMEOUT_SECONDS', 60, 1, 3600) * 1000,
     keepImages: integer(env, 'SLIPWAY_KEEP_IMAGES', 5, 1, 100),

@@ -7,7 +7,7 @@ import { connect, createServer as createTcpServer, type AddressInfo, type Socket
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { WebSocket, WebSocketServer } from 'ws';
-import { badGatewayPage, notFoundPage, renderPage, unavailablePage } from '../../src/proxy/pages.js';
+import { badGatewayPage, notFoundPage, renderPage, startingPage, unavailablePage } from '../../src/proxy/pages.js';
 import type { Upstream } from '../../src/proxy/routing-table.js';
 import { PLANES, startPlane, type PlaneUnderTest } from '../helpers/planes.js';
 
@@ -102,6 +102,25 @@ for (const kind of PLANES) {
       assert.equal(stopped.body.toString(), renderPage(unavailablePage(`resting.${DOMAIN}`, 'the app is stopped')));
 
       assert.equal((await send(plane.port, 'localhost')).body.toString(), 'api');
+    });
+
+    it('a starting app (recovery after a restart) answers 503 starting with Retry-After, {error, message} to JSON clients', async () => {
+      plane.table.set('waking', { kind: 'app', deploymentId: 'dep-waking', state: 'starting' });
+      await settled();
+      const page = await send(plane.port, `waking.${DOMAIN}`);
+      assert.equal(page.status, 503);
+      assert.equal(page.headers['retry-after'], '5');
+      assert.equal(page.body.toString(), renderPage(startingPage(`waking.${DOMAIN}`)));
+      const json = await send(plane.port, `waking.${DOMAIN}`, { headers: { accept: 'application/json' } });
+      assert.equal(json.status, 503);
+      assert.equal(json.headers['content-type'], 'application/json; charset=utf-8');
+      assert.deepEqual(JSON.parse(json.body.toString()), { error: 'app_starting', message: startingPage(`waking.${DOMAIN}`).detail });
+
+      // Once its release is healthy, the same host is served.
+      const { upstream: to } = await upstream((_req, res) => res.end('awake'));
+      live('waking', to);
+      await settled();
+      assert.equal((await send(plane.port, `waking.${DOMAIN}`)).body.toString(), 'awake');
     });
 
     it('proxies method, path, query, headers and a 1 MiB body both ways, keeping Host', async () => {
