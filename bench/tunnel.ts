@@ -9,6 +9,7 @@
 import { nodeDataPlane } from '../src/proxy/node-data-plane.js';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile, chmod, copyFile, mkdir } from 'node:fs/promises';
 import { Agent, createServer, request } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
@@ -18,7 +19,11 @@ import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { loadConfig } from '../src/config.js';
 import { AppProxy } from '../src/proxy/app-proxy.js';
+import { findHaproxy } from '../src/proxy/haproxy/haproxy-binary.js';
+import { HaproxyDataPlane } from '../src/proxy/haproxy/haproxy-data-plane.js';
+import { proxyProtocolListener } from '../src/proxy/proxy-protocol.js';
 import { RoutingTable } from '../src/proxy/routing-table.js';
 import { CONNECT_PATH } from '../src/tunnel/protocol.js';
 import { runTunnelClient } from '../src/tunnel/tunnel-client.js';
@@ -52,11 +57,18 @@ function announce(value: object): void {
   process.stdout.write(`${JSON.stringify(value)}\n`);
 }
 
-/** Answers each message from the parent with this process's CPU time so far (µs, user + system). */
+/** Answers each message from the parent with this process's CPU time so far (µs, user + system) and its read/write system calls (Linux). */
 function answerCpuQueries(): void {
   process.on('message', () => {
     const usage = process.cpuUsage();
-    process.send?.({ cpuUs: usage.user + usage.system });
+    let io = { syscr: 0, syscw: 0 };
+    try {
+      const text = readFileSync('/proc/self/io', 'utf8');
+      io = { syscr: Number(/syscr: (\d+)/.exec(text)?.[1] ?? 0), syscw: Number(/syscw: (\d+)/.exec(text)?.[1] ?? 0) };
+    } catch {
+      // not Linux: no counts
+    }
+    process.send?.({ cpuUs: usage.user + usage.system, ...io });
   });
   process.channel?.unref();
 }
@@ -73,7 +85,7 @@ async function roleApp(): Promise<void> {
   announce({ port: (server.address() as AddressInfo).port });
 }
 
-async function roleServer(): Promise<void> {
+async function roleServer(plane: string): Promise<void> {
   const table = new RoutingTable('localhost');
   const owner: TunnelOwner = { userId: 'bench', apiKeyId: 'bench-key' };
   let port = 0;
@@ -96,14 +108,59 @@ async function roleServer(): Promise<void> {
     if (new URL(req.url ?? '/', 'http://x').pathname === CONNECT_PATH) tunnels.handleUpgrade(req, socket, head);
     else if (!proxy.handleUpgrade(req, socket, head)) socket.destroy();
   });
-  front.listen(0, '127.0.0.1');
-  await once(front, 'listening');
-  port = (front.address() as AddressInfo).port;
+  let haproxy: HaproxyDataPlane | undefined;
+  let dataDir: string | undefined;
+  if (plane === 'haproxy') {
+    // As main.ts wires it: HAProxy owns the public port and sends tunnel hosts (never live app
+    // hosts) and the tunnel's connect path to Node with a PROXY v2 header.
+    const binary = await findHaproxy(undefined);
+    if (!('path' in binary)) throw new Error(`no HAProxy: ${binary.missing}`);
+    dataDir = await mkdtemp(join(tmpdir(), 'slipway-bench-haproxy-'));
+    const config = loadConfig({ SLIPWAY_DATA_DIR: dataDir, SLIPWAY_DOMAIN: 'localhost' });
+    const internal = proxyProtocolListener(front, config.edge.headersTimeoutMs);
+    internal.listen(0, '127.0.0.1');
+    await once(internal, 'listening');
+    port = await freePort();
+    haproxy = new HaproxyDataPlane({
+      binary: binary.path,
+      dataDir,
+      domain: 'localhost',
+      table,
+      bindHost: '127.0.0.1',
+      bindPort: port,
+      nodePort: (internal.address() as AddressInfo).port,
+      limits: config.edge,
+      publicProtocol: 'http',
+      fastPath: true,
+      log: () => undefined,
+    });
+    await haproxy.start();
+  } else {
+    front.listen(0, '127.0.0.1');
+    await once(front, 'listening');
+    port = (front.address() as AddressInfo).port;
+  }
+  // A clean exit, so that `--cpu-prof` writes its profile.
+  process.once('SIGTERM', () => {
+    const stopped = haproxy === undefined ? Promise.resolve() : haproxy.close().catch(() => undefined);
+    void stopped.then(async () => {
+      if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
+      process.exit(0);
+    });
+  });
+  if (haproxy !== undefined) {
+    // HAProxy's own CPU, for the parent's per-request figures.
+    const pid = Number(readFileSync(join(dataDir as string, 'haproxy', 'haproxy.pid'), 'utf8').trim());
+    announce({ port, haproxyPid: pid });
+    answerCpuQueries();
+    return;
+  }
   answerCpuQueries();
   announce({ port });
 }
 
 async function roleClient(serverPort: number, appPort: number): Promise<void> {
+  process.once('SIGTERM', () => process.exit(0));
   answerCpuQueries();
   await runTunnelClient({
     serverUrl: `http://127.0.0.1:${serverPort}`,
@@ -123,8 +180,8 @@ async function roleClient(serverPort: number, appPort: number): Promise<void> {
 const children: ChildProcess[] = [];
 
 /** Starts this file in another role; resolves with its first JSON line and the process. */
-async function startRole(args: string[]): Promise<{ info: Record<string, unknown>; child: ChildProcess }> {
-  const child = spawn(process.execPath, [SELF, ...args], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+async function startRole(args: string[], nodeArgs: string[] = []): Promise<{ info: Record<string, unknown>; child: ChildProcess }> {
+  const child = spawn(process.execPath, [...nodeArgs, SELF, ...args], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
   children.push(child);
   const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
   const timeout = setTimeout(() => child.kill(), 15_000);
@@ -135,12 +192,18 @@ async function startRole(args: string[]): Promise<{ info: Record<string, unknown
   throw new Error(`role ${args[0] ?? '?'} exited before it was ready`);
 }
 
-/** A role's CPU time so far, in µs (see answerCpuQueries). */
-async function cpuOf(child: ChildProcess): Promise<number> {
-  const answer = once(child, 'message') as Promise<[{ cpuUs: number }]>;
+interface Usage {
+  readonly cpuUs: number;
+  readonly syscr: number;
+  readonly syscw: number;
+}
+
+/** A role's CPU time so far, in µs, and its read/write system calls (see answerCpuQueries). */
+async function cpuOf(child: ChildProcess): Promise<Usage> {
+  const answer = once(child, 'message') as Promise<[Usage]>;
   child.send({});
   const [message] = await answer;
-  return message.cpuUs;
+  return message;
 }
 
 async function hasWrk(): Promise<boolean> {
@@ -226,6 +289,39 @@ async function waitForPort(port: number, timeoutMs: number): Promise<void> {
 }
 
 
+/** sshd and ssh (for their CPU time: sshd forks a process per connection, counted as its descendant). */
+const sshPids: number[] = [];
+
+/** CPU time (µs, user + system) of `roots` and all their descendants, from /proc (Linux; 0 elsewhere). */
+function treeCpuUs(roots: readonly number[]): number {
+  const TICK_US = 10_000; // CLK_TCK is 100 on Linux
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
+  } catch {
+    return 0;
+  }
+  const parent = new Map<number, number>();
+  const ticks = new Map<number, number>();
+  for (const name of entries) {
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      parent.set(Number(name), Number(fields[1]));
+      ticks.set(Number(name), Number(fields[11]) + Number(fields[12]));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  const inTree = (pid: number): boolean => {
+    for (let p = pid, hops = 0; p > 1 && hops < 64; p = parent.get(p) ?? 0, hops++) if (roots.includes(p)) return true;
+    return false;
+  };
+  let sum = 0;
+  for (const [pid, t] of ticks) if (inTree(pid)) sum += t;
+  return sum * TICK_US;
+}
+
 /** An OpenSSH reverse tunnel (`ssh -R`) through a throwaway sshd on loopback; the forwarded port. */
 async function startSshTunnel(appPort: number, dir: string): Promise<number> {
   const hostKey = join(dir, 'host_key');
@@ -241,6 +337,7 @@ async function startSshTunnel(appPort: number, dir: string): Promise<number> {
   const sshPort = await freePort();
   const sshd = spawn('/usr/sbin/sshd', ['-D', '-e', '-f', config, '-p', String(sshPort), '-o', 'ListenAddress=127.0.0.1', '-h', hostKey, '-o', `AuthorizedKeysFile=${authorized}`], { stdio: ['ignore', 'ignore', 'pipe'] });
   children.push(sshd);
+  sshPids.push(sshd.pid ?? 0);
   let sshdErr = '';
   sshd.stderr?.on('data', (chunk: Buffer) => (sshdErr += chunk.toString()));
   await waitForPort(sshPort, 5000).catch((err: Error) => {
@@ -253,6 +350,7 @@ async function startSshTunnel(appPort: number, dir: string): Promise<number> {
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
   children.push(ssh);
+  sshPids.push(ssh.pid ?? 0);
   let sshErr = '';
   ssh.stderr?.on('data', (chunk: Buffer) => (sshErr += chunk.toString()));
   await waitForPort(remotePort, 10_000).catch((err: Error) => {
@@ -265,18 +363,59 @@ function fmt(value: number, digits = 0): string {
   return Number.isFinite(value) ? value.toFixed(digits) : 'n/a';
 }
 
+/**
+ * `--rounds N` (default 5), `--only NAME,…` (targets: direct, slipway, ssh), `--cpu-prof DIR` (profiles
+ * the server and the client), `--plane node|haproxy|both` (what visitors and the tunnel client dial:
+ * the Node server itself, or HAProxy in front of it as `SLIPWAY_DATA_PLANE=haproxy` runs it).
+ */
+function parseArgs(argv: string[]): { rounds: number; only: Set<string> | undefined; cpuProf: string | undefined; planes: string[] } {
+  const value = (flag: string): string | undefined => {
+    const i = argv.indexOf(flag);
+    return i === -1 ? undefined : argv[i + 1];
+  };
+  const only = value('--only');
+  const plane = value('--plane') ?? 'node';
+  return {
+    rounds: Number(value('--rounds') ?? '5'),
+    only: only === undefined ? undefined : new Set(only.split(',')),
+    cpuProf: value('--cpu-prof'),
+    planes: plane === 'both' ? ['node', 'haproxy'] : [plane],
+  };
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
 async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
   const useWrk = await hasWrk();
   const load = useWrk ? loadWithWrk : loadWithNode;
-  console.log(`load generator: ${useWrk ? 'wrk (2 threads)' : 'built-in Node keep-alive loops'}; ${DURATION_S} s per run; CPUs: ${(await import('node:os')).cpus().length}`);
+  console.log(`load generator: ${useWrk ? 'wrk (2 threads)' : 'built-in Node keep-alive loops'}; ${DURATION_S} s per run; ${args.rounds} interleaved round(s); CPUs: ${(await import('node:os')).cpus().length}; load average ${(await import('node:os')).loadavg().map((n) => n.toFixed(1)).join(' ')}`);
 
   const app = (await startRole(['app'])).info;
   const appPort = Number(app['port']);
-  const server = await startRole(['server']);
-  const serverPort = Number(server.info['port']);
-  const client = await startRole(['client', String(serverPort), String(appPort)]);
-  const slipway: Target = { name: 'slipway tunnel', port: serverPort, host: `${String(client.info['subdomain'])}.localhost:${serverPort}` };
-  const targets: Target[] = [{ name: 'direct', port: appPort, host: `127.0.0.1:${appPort}` }, slipway];
+  const profiling = args.cpuProf === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', args.cpuProf];
+  interface Slipway {
+    readonly target: Target;
+    readonly server: ChildProcess;
+    readonly client: ChildProcess;
+    readonly haproxyPid: number | undefined;
+  }
+  const slipways: Slipway[] = [];
+  for (const plane of args.planes) {
+    const server = await startRole(['server', plane], ['--max-semi-space-size=2', ...profiling]);
+    const serverPort = Number(server.info['port']);
+    const client = await startRole(['client', String(serverPort), String(appPort)], profiling);
+    if (args.cpuProf !== undefined) console.log(`profiles in ${args.cpuProf}: ${plane} server pid ${server.child.pid ?? '?'}, client pid ${client.child.pid ?? '?'}`);
+    const name = args.planes.length === 1 && plane === 'node' ? 'slipway tunnel' : `slipway tunnel (${plane})`;
+    const haproxyPid = server.info['haproxyPid'] === undefined ? undefined : Number(server.info['haproxyPid']);
+    slipways.push({ target: { name, port: serverPort, host: `${String(client.info['subdomain'])}.localhost:${serverPort}` }, server: server.child, client: client.child, haproxyPid });
+  }
+  const slipwayOf = (target: Target): Slipway | undefined => slipways.find((s) => s.target === target);
+  const targets: Target[] = [{ name: 'direct', port: appPort, host: `127.0.0.1:${appPort}` }, ...slipways.map((s) => s.target)];
 
   const dir = await mkdtemp(join(tmpdir(), 'slipway-bench-'));
   try {
@@ -286,37 +425,84 @@ async function main(): Promise<void> {
     console.log(`OpenSSH reverse tunnel unavailable, skipped: ${(err as Error).message}`);
   }
 
-  const rows: Array<{ name: string; small: Result; big: Result }> = [];
-  let cpuPerRequest: { server: number; client: number } | undefined;
-  for (const target of targets) {
+  const wanted = (target: Target): boolean =>
+    args.only === undefined || args.only.has(slipwayOf(target) !== undefined ? 'slipway' : target.name === 'direct' ? 'direct' : 'ssh');
+  const measured = targets.filter(wanted);
+  type PerRequest = { server: number; client: number; serverReads: number; serverWrites: number; haproxy: number };
+  const runs = new Map<Target, Array<{ small: Result; big: Result; cpu?: PerRequest }>>();
+  for (const target of measured) {
+    runs.set(target, []);
     await load(target, '/small', 10, 1); // warm-up: connections, JIT
-    const before = target === slipway ? await Promise.all([cpuOf(server.child), cpuOf(client.child)]) : undefined;
-    const small = await load(target, '/small', 50, DURATION_S);
-    if (before !== undefined) {
-      const after = await Promise.all([cpuOf(server.child), cpuOf(client.child)]);
+  }
+  for (let round = 1; round <= args.rounds; round++) {
+    // Interleaved: every target once per round, in a rotating order, so a burst of load elsewhere on
+    // the machine does not land on one target's runs only.
+    const order = measured.map((_, i) => measured[(i + round - 1) % measured.length] as Target);
+    for (const target of order) {
+      let cpu: PerRequest | undefined;
+      const tunnel = slipwayOf(target);
+      const before = tunnel === undefined ? undefined : await Promise.all([cpuOf(tunnel.server), cpuOf(tunnel.client)]);
+      const treeBefore = tunnel === undefined ? treeCpuUs(sshPids) : tunnel.haproxyPid === undefined ? 0 : treeCpuUs([tunnel.haproxyPid]);
+      const small = await load(target, '/small', 50, DURATION_S);
       const requests = small.rps * DURATION_S;
-      cpuPerRequest = { server: (after[0] - before[0]) / requests, client: (after[1] - before[1]) / requests };
+      if (tunnel !== undefined && before !== undefined) {
+        const after = await Promise.all([cpuOf(tunnel.server), cpuOf(tunnel.client)]);
+        cpu = {
+          server: (after[0].cpuUs - before[0].cpuUs) / requests,
+          client: (after[1].cpuUs - before[1].cpuUs) / requests,
+          serverReads: (after[0].syscr - before[0].syscr) / requests,
+          serverWrites: (after[0].syscw - before[0].syscw) / requests,
+          haproxy: tunnel.haproxyPid === undefined ? 0 : (treeCpuUs([tunnel.haproxyPid]) - treeBefore) / requests,
+        };
+      } else if (target.name === 'ssh -R') {
+        cpu = { server: (treeCpuUs(sshPids) - treeBefore) / requests, client: 0, serverReads: 0, serverWrites: 0, haproxy: 0 };
+      }
+      const big = await load(target, '/big', 10, DURATION_S);
+      runs.get(target)?.push({ small, big, ...(cpu === undefined ? {} : { cpu }) });
+      console.log(
+        `  round ${round} ${target.name}: ${fmt(small.rps)} req/s, p99 ${fmt(small.p99Ms, 2)} ms, ${fmt(big.rps, 1)} MiB/s, errors ${small.errors + big.errors}${cpu === undefined ? '' : tunnel === undefined ? `, CPU/request sshd + ssh ${fmt(cpu.server, 1)} µs (10 ms ticks)` : `, CPU/request server ${fmt(cpu.server, 1)} µs client ${fmt(cpu.client, 1)} µs${tunnel.haproxyPid === undefined ? '' : ` haproxy ${fmt(cpu.haproxy, 1)} µs (10 ms ticks)`}, server syscalls/request ${fmt(cpu.serverReads, 2)} reads ${fmt(cpu.serverWrites, 2)} writes`}`,
+      );
     }
-    await load(target, '/big', 10, 1);
-    const big = await load(target, '/big', 10, DURATION_S);
-    rows.push({ name: target.name, small, big });
-    console.log(`  measured ${target.name}`);
   }
 
-  const direct = rows[0];
+  const summary = (target: Target) => {
+    const list = runs.get(target) ?? [];
+    const rps = list.map((r) => r.small.rps);
+    const mibs = list.map((r) => r.big.rps); // one 1 MiB body per request
+    const p99 = list.map((r) => r.small.p99Ms);
+    return {
+      rps: median(rps), rpsMin: Math.min(...rps), rpsMax: Math.max(...rps),
+      mibs: median(mibs), mibsMin: Math.min(...mibs), mibsMax: Math.max(...mibs),
+      p99: median(p99), p99Min: Math.min(...p99), p99Max: Math.max(...p99),
+      errors: list.reduce((sum, r) => sum + r.small.errors + r.big.errors, 0),
+      cpu: list[0]?.cpu === undefined ? undefined : { server: median(list.map((r) => r.cpu?.server ?? 0)), client: median(list.map((r) => r.cpu?.client ?? 0)), haproxy: median(list.map((r) => r.cpu?.haproxy ?? 0)) },
+    };
+  };
+  const ssh = measured.find((t) => t.name === 'ssh -R');
+  const base = ssh === undefined ? undefined : summary(ssh);
+  const ratio = (a: number, b: number | undefined): string => (b === undefined || b === 0 ? 'n/a' : `${fmt(a / b, 2)}x`);
   console.log('');
-  console.log('| path | req/s (100 B, 50 conn) | vs direct | p99 ms | vs direct | MiB/s (1 MiB, 10 conn) | vs direct | errors |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
-  for (const row of rows) {
-    const mibs = row.big.rps; // one 1 MiB body per request
-    const ratio = (a: number, b: number | undefined): string => (b === undefined || b === 0 ? 'n/a' : `${fmt(a / b, 2)}x`);
+  console.log(`medians of ${args.rounds} round(s) [min–max]`);
+  console.log('| path | req/s (100 B, 50 conn) | vs ssh | p99 ms | MiB/s (1 MiB, 10 conn) | vs ssh | errors |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|');
+  for (const target of measured) {
+    const s = summary(target);
     console.log(
-      `| ${row.name} | ${fmt(row.small.rps)} | ${ratio(row.small.rps, direct?.small.rps)} | ${fmt(row.small.p99Ms, 2)} | ${ratio(row.small.p99Ms, direct?.small.p99Ms)} | ${fmt(mibs, 1)} | ${ratio(mibs, direct?.big.rps)} | ${row.small.errors + row.big.errors} |`,
+      `| ${target.name} | ${fmt(s.rps)} [${fmt(s.rpsMin)}–${fmt(s.rpsMax)}] | ${ratio(s.rps, base?.rps)} | ${fmt(s.p99, 2)} [${fmt(s.p99Min, 2)}–${fmt(s.p99Max, 2)}] | ${fmt(s.mibs, 1)} [${fmt(s.mibsMin, 1)}–${fmt(s.mibsMax, 1)}] | ${ratio(s.mibs, base?.mibs)} | ${s.errors} |`,
     );
+    if (s.cpu !== undefined) {
+      const tunnel = slipwayOf(target);
+      const what = tunnel === undefined ? `sshd + ssh ${fmt(s.cpu.server, 1)} µs` : `server ${fmt(s.cpu.server, 1)} µs, client ${fmt(s.cpu.client, 1)} µs${tunnel.haproxyPid === undefined ? '' : `, haproxy ${fmt(s.cpu.haproxy, 1)} µs`}`;
+      console.log(`|   (CPU per 100 B request, median: ${what}) | | | | | | |`);
+    }
   }
-  if (cpuPerRequest !== undefined) {
-    console.log('');
-    console.log(`slipway CPU per 100 B request: server ${fmt(cpuPerRequest.server, 1)} µs, client ${fmt(cpuPerRequest.client, 1)} µs`);
+  for (const tunnel of slipways) {
+    if (ssh === undefined || !runs.has(tunnel.target)) continue;
+    const perRound = (runs.get(tunnel.target) ?? []).map((r, i) => {
+      const o = runs.get(ssh)?.[i];
+      return o === undefined ? 'n/a' : `${fmt(r.small.rps / o.small.rps, 2)}/${fmt(r.big.rps / o.big.rps, 2)}`;
+    });
+    console.log(`${tunnel.target.name} / ssh per round (small/1 MiB): ${perRound.join(', ')}`);
   }
   await rm(dir, { recursive: true, force: true });
 }
@@ -324,7 +510,7 @@ async function main(): Promise<void> {
 async function entry(): Promise<void> {
   const [role, ...args] = process.argv.slice(2);
   if (role === 'app') return roleApp();
-  if (role === 'server') return roleServer();
+  if (role === 'server') return roleServer(args[0] ?? 'node');
   if (role === 'client') return roleClient(Number(args[0]), Number(args[1]));
   try {
     await main();

@@ -1,11 +1,12 @@
 // Tunnel data plane: serves one tunnel's visitors by speaking HTTP to the local app over raw tunnel streams.
-import { Agent, type ClientRequestArgs, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Agent, ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { displayHost, forwardedHeaders, hasNoRequestBody, upgradeRequestHead } from '../proxy/app-proxy.js';
 import { badGatewayPage, unavailablePage, writePage, writeRawPage, type Page } from '../proxy/pages.js';
 import { InvalidUpstreamAnswer, failResponse, openUpstreamRequest, relayResponse } from '../proxy/relay.js';
 import type { StreamTarget } from '../proxy/routing-table.js';
-import { StreamResetError, joinSocket, type Mux } from './mux.js';
+import { StreamResetError, joinSocket, type Mux, type TunnelStream } from './mux.js';
 import { REFUSED_REASON, type RequestLogEntry } from './protocol.js';
 
 /** Idle kept-alive streams per tunnel: enough for a burst's worth of reuse, few enough to cost little. */
@@ -13,7 +14,7 @@ const MAX_IDLE_STREAMS = 64;
 /**
  * An idle kept-alive stream is closed after this long: below the 5 s keep-alive timeout of Node's
  * own servers (and many others), so we close first and rarely send a request into a closing one.
- * An app announcing a shorter `Keep-Alive: timeout=` is honoured by the Agent.
+ * An app announcing a shorter `Keep-Alive: timeout=` is honoured (see {@link StreamPool}).
  */
 const IDLE_STREAM_MS = 4000;
 /** Request log entries are sent to the client at most this often, batched. */
@@ -24,7 +25,7 @@ const LOG_FLUSH_BYTES = 128 * 1024;
 const LOG_PATH_CHARS = 1024;
 /** Methods safe to send twice when a kept-alive stream turns out to be closing. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
-/** Host name the Agent pools streams under; never resolved: every connection is a tunnel stream. */
+/** Host name of upstream requests; never resolved: every connection is a tunnel stream. */
 const TUNNEL_HOST = 'tunnel.invalid';
 
 export interface TunnelProxyOptions {
@@ -37,14 +38,14 @@ export interface TunnelProxyOptions {
 
 /**
  * The route target of one connected tunnel. A tunnel stream is a raw byte pipe to a TCP connection
- * the client opened to the local app; this side is an HTTP client over it, with an Agent that keeps
+ * the client opened to the local app; this side is an HTTP client over it, with a pool that keeps
  * streams alive between requests, so the client's connection to the app is reused as well and
  * costs the client only byte copying. Upgrades get a fresh stream each, written the raw request
  * head. Each finished request is reported to the client for its log (`requests` control messages).
  */
 export class TunnelProxy implements StreamTarget {
   readonly #mux: Mux;
-  readonly #agent: TunnelAgent;
+  readonly #agent: StreamPool;
   readonly #protocol: string;
   readonly #maxStreams: number;
   #active = 0;
@@ -58,7 +59,7 @@ export class TunnelProxy implements StreamTarget {
     this.#mux = options.mux;
     this.#protocol = options.protocol;
     this.#maxStreams = options.maxStreams;
-    this.#agent = new TunnelAgent(options.mux, options.maxStreams);
+    this.#agent = new StreamPool(options.mux);
   }
 
   /** Visitor requests and upgrades in progress (idle kept-alive streams do not count). */
@@ -137,7 +138,8 @@ export class TunnelProxy implements StreamTarget {
 
   #forward(req: IncomingMessage, res: ServerResponse, retried: boolean, onStatus: (status: number) => void): void {
     const proxyReq = openUpstreamRequest({
-      agent: this.#agent,
+      // Node's HTTP client takes any object with `addRequest` as its agent (see StreamPool).
+      agent: this.#agent as unknown as Agent,
       host: TUNNEL_HOST,
       method: req.method,
       path: req.url,
@@ -198,26 +200,94 @@ export class TunnelProxy implements StreamTarget {
   }
 }
 
-/** An HTTP Agent whose connections are tunnel streams (kept alive and reused like sockets). */
-class TunnelAgent extends Agent {
+/**
+ * Idle kept-alive tunnel streams, handed to Node's HTTP client as its `agent` (the client accepts
+ * any object with `addRequest`). It does what an `http.Agent` does for one host and nothing more:
+ * reuse the newest idle stream (LIFO) or open one, take it back when the client frees it after a
+ * complete keep-alive exchange, close it after {@link IDLE_STREAM_MS} idle (or the app's shorter
+ * `Keep-Alive: timeout=`, less a second, as Node's Agent does). An Agent's per-request bookkeeping
+ * (pool names, socket counts, request queues) was ~10% of the server's CPU per small request, and
+ * none of it is needed: the proxy's own `maxStreams` check bounds the requests in progress.
+ */
+class StreamPool {
+  // Read by Node's HTTP client: keep-alive requests, default port and protocol of the (fake) host.
+  readonly keepAlive = true;
+  readonly maxSockets = Infinity;
+  readonly defaultPort = 80;
+  readonly protocol = 'http:';
   readonly #mux: Mux;
+  /** Idle streams, newest last. */
+  readonly #idle: TunnelStream[] = [];
+  #destroyed = false;
 
-  constructor(mux: Mux, maxStreams: number) {
-    super({ keepAlive: true, maxSockets: maxStreams, maxFreeSockets: MAX_IDLE_STREAMS, timeout: IDLE_STREAM_MS, scheduling: 'lifo' });
+  constructor(mux: Mux) {
     this.#mux = mux;
   }
 
-  /** A new stream; it has the part of the `net.Socket` surface the HTTP client uses (see mux.ts). */
-  override createConnection(_options: ClientRequestArgs, callback?: (err: Error | null, stream: Duplex) => void): Duplex | null | undefined {
-    if (this.#mux.closed) {
-      // Through the callback the Agent fails just this request (a 502 page); a throw would escape
-      // (the Agent also opens connections from socket 'close' handlers, for queued requests). On an
-      // error Node passes no stream, though @types/node types it as always present.
-      callback?.(new StreamResetError('tunnel closed'), undefined as unknown as Duplex);
-      return undefined;
+  /** Called by Node's HTTP client for each request: gives it a stream (its "socket"). */
+  addRequest(req: ClientRequest): void {
+    let stream = this.#idle.pop();
+    while (stream !== undefined && !usable(stream)) {
+      stream.destroy();
+      stream = this.#idle.pop();
     }
-    return this.#mux.open({ halfOpen: false });
+    if (stream !== undefined) {
+      stream.setTimeout(0);
+      // Tells the relay the app may have been closing this connection as the request went out.
+      req.reusedSocket = true;
+      req.onSocket(stream as unknown as Socket);
+      return;
+    }
+    if (this.#destroyed || this.#mux.closed) {
+      // Fails just this request (a 502 page), like an Agent whose connection could not be made.
+      process.nextTick(() => req.destroy(new StreamResetError('tunnel closed')));
+      return;
+    }
+    const fresh = this.#mux.open({ halfOpen: false });
+    // Node's HTTP client emits 'free' once a keep-alive exchange on the stream is complete.
+    fresh.on('free', () => this.#release(fresh));
+    fresh.on('timeout', () => {
+      if (this.#idle.includes(fresh)) fresh.destroy();
+    });
+    fresh.once('close', () => {
+      const at = this.#idle.indexOf(fresh);
+      if (at !== -1) this.#idle.splice(at, 1);
+    });
+    req.onSocket(fresh as unknown as Socket);
   }
+
+  /** Closes every idle stream; later requests fail (the proxy answers 503 before asking). */
+  destroy(): void {
+    this.#destroyed = true;
+    for (const stream of this.#idle.splice(0)) stream.destroy();
+  }
+
+  #release(stream: TunnelStream): void {
+    const holder = stream as unknown as { _httpMessage: (ClientRequest & { res?: IncomingMessage }) | null };
+    const req = holder._httpMessage;
+    holder._httpMessage = null;
+    const hint = req?.res?.headers['keep-alive'];
+    const idleMs = keepAliveMs(typeof hint === 'string' ? hint : undefined);
+    if (this.#destroyed || req?.shouldKeepAlive !== true || !usable(stream) || idleMs === 0 || this.#idle.length >= MAX_IDLE_STREAMS) {
+      stream.destroy();
+      return;
+    }
+    stream.setTimeout(idleMs);
+    this.#idle.push(stream);
+  }
+}
+
+/** True when a freed stream can carry another request. */
+function usable(stream: TunnelStream): boolean {
+  return !stream.destroyed && stream.writable && !stream.readableEnded;
+}
+
+/** How long a freed stream may stay idle, given the app's `Keep-Alive` header (0: do not keep it). */
+function keepAliveMs(hint: string | undefined): number {
+  const seconds = hint === undefined ? undefined : /^timeout=(\d+)/.exec(hint)?.[1];
+  if (seconds === undefined) return IDLE_STREAM_MS;
+  // Closed a second before the app would close it, so a request is rarely sent into a closing connection.
+  return Math.min(IDLE_STREAM_MS, Math.max(0, Number(seconds) * 1000 - 1000));
 }
 
 /** True when the client could not connect to the local app at all. */

@@ -774,6 +774,32 @@ describe('tunnel: limits and link failures', () => {
     bare.close();
   });
 
+  it("honours the app's Keep-Alive timeout: a connection it will close within a second is not reused", async () => {
+    // `timeout=1`: the app closes idle connections after a second, so the server keeps none (it
+    // stops reusing a second early, as Node's Agent does); `timeout=30`: the stream is reused.
+    let connections = 0;
+    let hint = 'timeout=1';
+    const hinting = createServer((_req, res) => {
+      res.writeHead(200, { 'content-length': '2', 'keep-alive': hint });
+      res.end('ok');
+    });
+    hinting.on('connection', () => connections++);
+    hinting.listen(0, '127.0.0.1');
+    await once(hinting, 'listening');
+    const stack = await startStack();
+    const client = startClient(stack, { apiKey: stack.authority.addKey('u').key, port: (hinting.address() as AddressInfo).port, subdomain: 'hint' });
+    await client.connected();
+    for (let i = 0; i < 3; i++) assert.equal((await visit(stack.port, 'hint', '/')).status, 200);
+    assert.equal(connections, 3, 'one app connection per request');
+    hint = 'timeout=30';
+    for (let i = 0; i < 3; i++) assert.equal((await visit(stack.port, 'hint', '/')).status, 200);
+    assert.equal(connections, 4, 'one more app connection, then reused');
+    await client.stop();
+    await stack.close();
+    hinting.closeAllConnections();
+    hinting.close();
+  });
+
   it('reconnects after the server restarts on the same port, keeping its random name', async () => {
     const authority = new FakeAuthority();
     const { key } = authority.addKey('u');
