@@ -126,6 +126,10 @@ function summary(rows: Iterable<Row>): string[] {
   return lines;
 }
 
+function loadAverage(): string {
+  return `load average ${os.loadavg().map((n) => n.toFixed(2)).join(' ')} at ${new Date().toISOString()}`;
+}
+
 function describe(name: string, w: WrkResult): string {
   return (
     `${name.padEnd(8)} ${w.rps.toFixed(0).padStart(9)} req/s  p99 ${w.p99Ms.toFixed(2).padStart(8)} ms  ` +
@@ -180,6 +184,7 @@ async function releaseUnderLoad(r: PlaneRun, dir: string): Promise<void> {
       `  ${result.requests} requests, ${result.errors} failed (non-2xx ${result.non2xx}; socket errors: connect ${connect}, read ${read}, write ${write}, timeout ${timeout}); ` +
         `${result.rps.toFixed(0)} req/s, p99 ${result.p99Ms.toFixed(1)} ms`,
     );
+    console.log(`  (${loadAverage()})`);
     if (result.errors > 0) process.exitCode = 1;
   } finally {
     stopLoad.abort();
@@ -214,7 +219,7 @@ async function main(): Promise<void> {
     console.log(
       `wrk -t2 -d${values.duration}s; small: ${values['small-connections']} connections, 1 MiB: ${values['large-connections']}; ` +
         `${rounds} rounds, targets interleaved within each round (each plane with its own identical busybox httpd container` +
-        `${nginx === undefined ? '' : `; nginx in front of the ${first.plane} plane's container`}); CPUs: ${os.cpus().length}\n`,
+        `${nginx === undefined ? '' : `; nginx in front of the ${first.plane} plane's container`}); CPUs: ${os.cpus().length}; ${loadAverage()}\n`,
     );
     const rows = new Map<string, Row>();
     const record = (target: string, body: string, direct: WrkResult, edge: WrkResult): void => {
@@ -244,6 +249,7 @@ async function main(): Promise<void> {
     const order = ['haproxy', 'nginx', 'node'];
     const sorted = [...rows.values()].sort((a, b) => order.indexOf(a.target) - order.indexOf(b.target) || (a.body === 'small' ? -1 : 1));
     console.log(summary(sorted).join('\n'));
+    console.log(`(${loadAverage()})`);
     await nginx?.stop();
     if (!values['skip-release']) await releaseUnderLoad(runs.find((r) => r.plane === 'haproxy') ?? first, dir);
   } finally {
