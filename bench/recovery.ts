@@ -1,20 +1,20 @@
 // Benchmark: how fast a restarted server answers and brings its apps back; what API load adds to app traffic's p99.
 // Run: node dist/bench/recovery.js [--apps 20,100] [--seconds 10] [--rounds 3] [--connections 4] [--api-connections 8] [--p99-only]   (needs `wrk`: apt-get install -y wrk)
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs, promisify } from 'node:util';
+import { parseArgs } from 'node:util';
 import { createDockerEngine } from '../src/runtime/docker/docker-engine.js';
 import { LABEL_INSTANCE, LABEL_MANAGED } from '../src/runtime/engine.js';
 import { busyboxArchive } from '../test/helpers/apps.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, PROJECT_ROOT, loginAs, removeEngineObjects, request, testEnv } from '../test/helpers/server.js';
 import Database from 'better-sqlite3';
+import { wrk as runWrk } from './wrk.js';
 
-const run = promisify(execFile);
 const { values } = parseArgs({
   options: {
     apps: { type: 'string', default: '20,100' },
@@ -99,23 +99,10 @@ async function timedStart(env: Record<string, string>, port: number, subdomains:
   return { server, first, all };
 }
 
-function toMs(text: string): number {
-  const match = /([\d.]+)(us|ms|s)/.exec(text);
-  if (match === null) return Number.NaN;
-  const value = Number(match[1]);
-  return match[2] === 'us' ? value / 1000 : match[2] === 's' ? value * 1000 : value;
-}
-
 /** wrk's requests/s and p99 (ms), with `headers`. */
 async function wrk(url: string, headers: string[], connections: string, seconds: string): Promise<{ rps: number; p99: number; errors: string }> {
-  const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency'];
-  for (const h of headers) args.push('-H', h);
-  const { stdout } = await run('wrk', [...args, '--', url], { maxBuffer: 1024 * 1024 });
-  return {
-    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1]),
-    p99: toMs(/^\s+99%\s+(\S+)/m.exec(stdout)?.[1] ?? ''),
-    errors: /(Socket errors:.*|Non-2xx.*)/.exec(stdout)?.[1] ?? '',
-  };
+  const result = await runWrk(url, { threads: 1, connections, seconds, headers });
+  return { rps: result.rps, p99: result.p99Ms, errors: result.errorText };
 }
 
 /** bench/api's baseline: a bare Fastify route in its own process answering `body` at the list's path. */

@@ -1,18 +1,20 @@
-// Benchmark: a deployed container app through Slipway's router (HAProxy and/or Node data plane) vs the same container directly, with wrk.
-// Run: node dist/bench/router.js [--plane haproxy|node|both] [--duration 10] [--rounds 3]   (needs `wrk`: apt-get install -y wrk)
-import { execFile } from 'node:child_process';
+// Benchmark: a deployed container app through Slipway's router (HAProxy and/or Node data plane) vs the same container directly,
+// with nginx in front of the same container as a reference row, then a release replaced under load through the edge; with wrk.
+// Run: node dist/bench/router.js [--plane haproxy|node|both] [--duration 10] [--rounds 3] [--skip-nginx] [--skip-release]
+//   (needs `wrk`: apt-get install -y wrk; installs Debian's nginx when missing, as root)
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs, promisify } from 'node:util';
+import { parseArgs } from 'node:util';
 import { createDockerEngine } from '../src/runtime/docker/docker-engine.js';
-import { LABEL_DEPLOYMENT } from '../src/runtime/engine.js';
+import { LABEL_DEPLOYMENT, type ContainerInfo } from '../src/runtime/engine.js';
 import { tarGzOf } from '../test/helpers/apps.js';
 import { ensureBusyboxImage, BUSYBOX_IMAGE } from '../test/helpers/busybox-image.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, loginAs, removeEngineObjects, request, spawnServerProcess, testEnv } from '../test/helpers/server.js';
+import { ensureNginx, startNginxProxy, type NginxProxy } from './nginx.js';
+import { wrk, type WrkResult } from './wrk.js';
 
-const run = promisify(execFile);
 const { values } = parseArgs({
   options: {
     plane: { type: 'string', default: 'both' },
@@ -21,50 +23,39 @@ const { values } = parseArgs({
     // The issue's load: 50 connections for small bodies, 10 for 1 MiB bodies.
     'small-connections': { type: 'string', default: '50' },
     'large-connections': { type: 'string', default: '10' },
+    // nginx in front of the first plane's container, as a reference row.
+    'skip-nginx': { type: 'boolean', default: false },
+    // The release replaced under load (small bodies through the first plane, HAProxy when present).
+    'skip-release': { type: 'boolean', default: false },
+    'release-connections': { type: 'string', default: '10' },
   },
 });
 if (!['haproxy', 'node', 'both'].includes(values.plane)) throw new Error('--plane must be haproxy, node or both');
 const planes = values.plane === 'both' ? (['haproxy', 'node'] as const) : ([values.plane] as const);
 
-interface WrkResult {
-  rps: number;
-  p99ms: number;
-  mibPerSec: number;
-  errors: string;
-}
+// Ctrl-C or SIGTERM stops the wrk under way and ends the run through main's cleanup (servers, containers, nginx, folders).
+const interrupted = new AbortController();
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => interrupted.abort(new Error(`interrupted by ${signal}`)));
 
-function toMs(text: string): number {
-  const match = /([\d.]+)(us|ms|s)/.exec(text);
-  if (match === null) return Number.NaN;
-  const value = Number(match[1]);
-  return match[2] === 'us' ? value / 1000 : match[2] === 's' ? value * 1000 : value;
-}
-
-/** Runs wrk (2 threads) and parses requests/s, p99 and transfer rate. */
-async function wrk(url: string, host: string, connections: string): Promise<WrkResult> {
-  const { stdout } = await run('wrk', ['-t2', `-c${connections}`, `-d${values.duration}s`, '--latency', '-H', `Host: ${host}`, '--', url], {
-    maxBuffer: 1024 * 1024,
-  });
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1]);
-  // The latency distribution's 99% line only: the Latency line's "+/- Stdev" column (e.g. 87.99%) also ends in 99%.
-  const p99 = toMs(/^\s+99%\s+(\S+)/m.exec(stdout)?.[1] ?? '');
-  const transfer = /Transfer\/sec:\s+([\d.]+)(\w+)/.exec(stdout);
-  const factor: Record<string, number> = { B: 1 / 1024 / 1024, KB: 1 / 1024, MB: 1, GB: 1024 };
-  const mibPerSec = transfer === null ? Number.NaN : Number(transfer[1]) * (factor[transfer[2] ?? 'MB'] ?? 1);
-  const errors = /(Socket errors:.*|Non-2xx.*)/.exec(stdout)?.[1] ?? '';
-  return { rps, p99ms: p99, mibPerSec, errors };
+/** wrk against `url` with `Host: host`, `values.duration` seconds; stops early when interrupted. */
+async function load(url: string, host: string, connections: string): Promise<WrkResult> {
+  interrupted.signal.throwIfAborted();
+  const result = await wrk(url, { connections, seconds: values.duration, headers: [`Host: ${host}`], signal: interrupted.signal });
+  interrupted.signal.throwIfAborted();
+  return result;
 }
 
 interface PlaneRun {
   readonly plane: string;
   readonly server: Awaited<ReturnType<typeof spawnServerProcess>>;
   readonly dataDir: string;
-  readonly hostPort: number;
+  readonly token: string;
+  readonly id: string;
+  readonly container: ContainerInfo & { hostPort: number };
 }
 
 /** Starts a server on one plane and deploys the app built from `dir` on it. */
 async function deployOn(plane: string, dir: string): Promise<PlaneRun> {
-  const engine = createDockerEngine();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `slipway-bench-router-${plane}-`));
   const server = await spawnServerProcess(testEnv(dataDir, { SLIPWAY_DATA_PLANE: plane }));
   const token = await loginAs(server.url, ADMIN_EMAIL, ADMIN_PASSWORD);
@@ -79,9 +70,15 @@ async function deployOn(plane: string, dir: string): Promise<PlaneRun> {
   await request(server.url, 'POST', `/api/v1/deployments/${id}/upload`, { token, raw: form });
   const deployed = await request(server.url, 'POST', `/api/v1/deployments/${id}/deploy?wait=true`, { token });
   if (deployed.status !== 200) throw new Error(`deploy failed: ${deployed.text}`);
-  const container = (await engine.listContainers({ [LABEL_DEPLOYMENT]: id })).find((c) => c.running);
-  if (container?.hostPort == null) throw new Error('no running container');
-  return { plane, server, dataDir, hostPort: container.hostPort };
+  return { plane, server, dataDir, token, id, container: await runningContainer(id) };
+}
+
+/** The deployment's running container (exactly one once a deploy has returned). */
+async function runningContainer(id: string): Promise<ContainerInfo & { hostPort: number }> {
+  const running = (await createDockerEngine().listContainers({ [LABEL_DEPLOYMENT]: id })).filter((c) => c.running);
+  const container = running[0];
+  if (running.length !== 1 || container?.hostPort == null) throw new Error(`expected one running container with a port, found ${running.length}`);
+  return { ...container, hostPort: container.hostPort };
 }
 
 function median(values: number[]): number {
@@ -89,11 +86,120 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
 }
 
+/** Waits (up to `timeoutMs`) until the deployment's only running container is a new one, not `oldId`. */
+async function soleNewContainer(id: string, oldId: string, timeoutMs: number): Promise<ContainerInfo> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    interrupted.signal.throwIfAborted();
+    const running = (await createDockerEngine().listContainers({ [LABEL_DEPLOYMENT]: id })).filter((c) => c.running);
+    const only = running[0];
+    if (running.length === 1 && only !== undefined && only.id !== oldId) return only;
+    if (Date.now() > deadline) throw new Error(`the old release was still running (or no new one) ${timeoutMs / 1000} s after the redeploy`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/** One measured target's per-round results against its own direct run. */
+interface Row {
+  readonly target: string;
+  readonly body: string;
+  readonly direct: WrkResult[];
+  readonly edge: WrkResult[];
+}
+
+function summary(rows: Iterable<Row>): string[] {
+  const lines = [
+    'target   body    edge/direct req/s (median; rounds)       p99 direct    p99 edge   p99 added   errors direct/edge',
+  ];
+  for (const row of rows) {
+    const ratios = row.edge.map((e, i) => e.rps / (row.direct[i]?.rps ?? Number.NaN));
+    const p99Direct = median(row.direct.map((r) => r.p99Ms));
+    const p99Edge = median(row.edge.map((r) => r.p99Ms));
+    const added = p99Edge - p99Direct;
+    const sum = (results: WrkResult[]): number => results.reduce((total, r) => total + r.errors, 0);
+    lines.push(
+      `${row.target.padEnd(8)} ${row.body.padEnd(6)}  ×${median(ratios).toFixed(2)} (${ratios.map((v) => v.toFixed(2)).join(', ')})`.padEnd(58) +
+        `${p99Direct.toFixed(1).padStart(8)} ms ${p99Edge.toFixed(1).padStart(8)} ms ${`${added >= 0 ? '+' : ''}${added.toFixed(1)} ms`.padStart(10)}   ` +
+        `${sum(row.direct)}/${sum(row.edge)}`,
+    );
+  }
+  return lines;
+}
+
+function loadAverage(): string {
+  return `load average ${os.loadavg().map((n) => n.toFixed(2)).join(' ')} at ${new Date().toISOString()}`;
+}
+
+function describe(name: string, w: WrkResult): string {
+  return (
+    `${name.padEnd(8)} ${w.rps.toFixed(0).padStart(9)} req/s  p99 ${w.p99Ms.toFixed(2).padStart(8)} ms  ` +
+    `${w.mibPerSec.toFixed(1).padStart(8)} MiB/s  ${w.requests} requests${w.errors > 0 ? `, ${w.errors} failed (${w.errorText})` : ''}`
+  );
+}
+
+/**
+ * wrk (small body) through `r`'s router while the app is deployed again through the API: the new release
+ * replaces the old one under load. Every failed request (non-2xx, connect/read/write error, timeout) counts.
+ */
+async function releaseUnderLoad(r: PlaneRun, dir: string): Promise<void> {
+  const before = r.container;
+  const stopLoad = new AbortController();
+  const onInterrupt = (): void => stopLoad.abort();
+  interrupted.signal.addEventListener('abort', onInterrupt, { once: true });
+  // wrk runs until stopped (the bound is only a guard); 10 s timeouts so a slow fork in busybox httpd is not a "failure".
+  const loadDone = wrk(`http://127.0.0.1:${r.server.port}/small`, {
+    connections: values['release-connections'],
+    seconds: 600,
+    timeoutSeconds: 10,
+    headers: [`Host: bench.localhost:${r.server.port}`],
+    signal: stopLoad.signal,
+  });
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    // A changed file makes a new image, so this is a real new release, not the same image restarted.
+    await fsp.writeFile(path.join(dir, 'release'), String(Date.now()));
+    const archive = await tarGzOf(dir);
+    const form = new FormData();
+    form.append('archive', new Blob([archive]), 'a.tar.gz');
+    const uploaded = await request(r.server.url, 'POST', `/api/v1/deployments/${r.id}/upload`, { token: r.token, raw: form });
+    if (uploaded.status >= 300) throw new Error(`upload failed: ${uploaded.text}`);
+    const started = performance.now();
+    const deployed = await request(r.server.url, 'POST', `/api/v1/deployments/${r.id}/deploy?wait=true`, { token: r.token });
+    const deploySeconds = (performance.now() - started) / 1000;
+    if (deployed.status !== 200) throw new Error(`redeploy failed: ${deployed.text}`);
+    // The old release drains after the deploy returns: keep the load on until it is gone, then a while on the new one alone.
+    const after = await soleNewContainer(r.id, before.id, 120_000);
+    const drainedSeconds = (performance.now() - started) / 1000;
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    stopLoad.abort();
+    const result = await loadDone;
+    interrupted.signal.throwIfAborted();
+    console.log(
+      `\nrelease replaced under load (${r.plane}; wrk -c${values['release-connections']} small bodies, --timeout 10s; ` +
+        `deploy?wait=true took ${deploySeconds.toFixed(1)} s, the old container was gone after ${drainedSeconds.toFixed(1)} s; ` +
+        `container ${before.id.slice(0, 12)} → ${after.id.slice(0, 12)}):`,
+    );
+    const { connect, read, write, timeout } = result.socketErrors;
+    console.log(
+      `  ${result.requests} requests, ${result.errors} failed (non-2xx ${result.non2xx}; socket errors: connect ${connect}, read ${read}, write ${write}, timeout ${timeout}); ` +
+        `${result.rps.toFixed(0)} req/s, p99 ${result.p99Ms.toFixed(1)} ms`,
+    );
+    console.log(`  (${loadAverage()})`);
+    if (result.errors > 0) process.exitCode = 1;
+  } finally {
+    stopLoad.abort();
+    interrupted.signal.removeEventListener('abort', onInterrupt);
+    await loadDone.catch(() => undefined);
+  }
+}
+
 async function main(): Promise<void> {
   const engine = createDockerEngine();
   await ensureBusyboxImage(engine);
+  if (!values['skip-nginx']) await ensureNginx();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-bench-app-'));
   const runs: PlaneRun[] = [];
+  let nginx: NginxProxy | undefined;
   try {
     await fsp.writeFile(path.join(dir, 'small'), 'hello world');
     await fsp.writeFile(path.join(dir, '1m'), Buffer.alloc(1024 * 1024, 97));
@@ -101,40 +207,53 @@ async function main(): Promise<void> {
       path.join(dir, 'Dockerfile'),
       [`FROM ${BUSYBOX_IMAGE}`, 'COPY small 1m /www/', 'EXPOSE 8080', 'CMD ["/bin/sh", "-c", "exec httpd -f -p $PORT -h /www"]', ''].join('\n'),
     );
-    for (const plane of planes) runs.push(await deployOn(plane, dir));
+    for (const plane of planes) {
+      interrupted.signal.throwIfAborted();
+      runs.push(await deployOn(plane, dir));
+    }
+    const first = runs[0];
+    if (first === undefined) throw new Error('no plane to measure');
+    // nginx proxies to the first plane's container directly, so its row shares that plane's direct runs.
+    if (!values['skip-nginx']) nginx = await startNginxProxy(first.container.hostPort);
     const rounds = Number(values.rounds);
     console.log(
       `wrk -t2 -d${values.duration}s; small: ${values['small-connections']} connections, 1 MiB: ${values['large-connections']}; ` +
-        `${rounds} rounds, planes interleaved within each round (each with its own identical busybox httpd container)\n`,
+        `${rounds} rounds, targets interleaved within each round (each plane with its own identical busybox httpd container` +
+        `${nginx === undefined ? '' : `; nginx in front of the ${first.plane} plane's container`}); CPUs: ${os.cpus().length}; ${loadAverage()}\n`,
     );
-    // ratios[plane][body] = per-round router/direct ratios of req/s, and the p99 added
-    const ratios = new Map<string, { rps: number[]; p99: number[]; mib: number[] }>();
-    const lines: string[] = [];
+    const rows = new Map<string, Row>();
+    const record = (target: string, body: string, direct: WrkResult, edge: WrkResult): void => {
+      const key = `${target} ${body}`;
+      const row = rows.get(key) ?? { target, body, direct: [], edge: [] };
+      row.direct.push(direct);
+      row.edge.push(edge);
+      rows.set(key, row);
+    };
     for (let round = 1; round <= rounds; round++) {
-      for (const [label, file, connections] of [['small', '/small', values['small-connections']], ['1 MiB', '/1m', values['large-connections']]] as const) {
+      for (const [body, file, connections] of [['small', '/small', values['small-connections']], ['1 MiB', '/1m', values['large-connections']]] as const) {
         for (const r of runs) {
-          const direct = await wrk(`http://127.0.0.1:${r.hostPort}${file}`, `127.0.0.1:${r.hostPort}`, connections);
-          const routed = await wrk(`http://127.0.0.1:${r.server.port}${file}`, `bench.localhost:${r.server.port}`, connections);
-          const key = `${r.plane} ${label}`;
-          const entry = ratios.get(key) ?? { rps: [], p99: [], mib: [] };
-          entry.rps.push(routed.rps / direct.rps);
-          entry.p99.push(routed.p99ms - direct.p99ms);
-          entry.mib.push(routed.mibPerSec);
-          ratios.set(key, entry);
-          for (const [name, w] of [['direct', direct], [r.plane, routed]] as const) {
-            lines.push(
-              `round ${round} ${label.padEnd(6)} ${name.padEnd(8)} ${w.rps.toFixed(0).padStart(9)} req/s  p99 ${w.p99ms.toFixed(2).padStart(8)} ms  ${w.mibPerSec.toFixed(1).padStart(8)} MiB/s ${w.errors}`,
-            );
+          const direct = await load(`http://127.0.0.1:${r.container.hostPort}${file}`, `127.0.0.1:${r.container.hostPort}`, connections);
+          const routed = await load(`http://127.0.0.1:${r.server.port}${file}`, `bench.localhost:${r.server.port}`, connections);
+          record(r.plane, body, direct, routed);
+          console.log(`round ${round} ${body.padEnd(6)} ${describe(`direct`, direct)}`);
+          console.log(`round ${round} ${body.padEnd(6)} ${describe(r.plane, routed)}`);
+          if (r === first && nginx !== undefined) {
+            const proxied = await load(`http://127.0.0.1:${nginx.port}${file}`, `127.0.0.1:${nginx.port}`, connections);
+            record('nginx', body, direct, proxied);
+            console.log(`round ${round} ${body.padEnd(6)} ${describe('nginx', proxied)}`);
           }
         }
       }
     }
-    console.log(lines.join('\n'));
-    console.log('\nplane    body    router/direct req/s (median; all rounds)       p99 added (median)');
-    for (const [key, entry] of ratios) {
-      console.log(`${key.padEnd(15)} ×${median(entry.rps).toFixed(2)} (${entry.rps.map((v) => v.toFixed(2)).join(', ')})`.padEnd(55) + `  +${median(entry.p99).toFixed(2)} ms`);
-    }
+    console.log(`\nper target, against the direct run just before it (medians of ${rounds} rounds; p99 added = median edge p99 − median direct p99):`);
+    const order = ['haproxy', 'nginx', 'node'];
+    const sorted = [...rows.values()].sort((a, b) => order.indexOf(a.target) - order.indexOf(b.target) || (a.body === 'small' ? -1 : 1));
+    console.log(summary(sorted).join('\n'));
+    console.log(`(${loadAverage()})`);
+    await nginx?.stop();
+    if (!values['skip-release']) await releaseUnderLoad(runs.find((r) => r.plane === 'haproxy') ?? first, dir);
   } finally {
+    await nginx?.stop();
     for (const r of runs) {
       await r.server.kill('SIGTERM');
       // Leave nothing behind: the app's containers and images, and the folders.

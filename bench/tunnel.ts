@@ -29,6 +29,7 @@ import { CONNECT_PATH } from '../src/tunnel/protocol.js';
 import { runTunnelClient } from '../src/tunnel/tunnel-client.js';
 import { TunnelServer, type TunnelOwner } from '../src/tunnel/tunnel-server.js';
 import { freePort } from '../test/helpers/net.js';
+import { hasWrk, wrk } from './wrk.js';
 
 const run = promisify(execFile);
 const SELF = fileURLToPath(import.meta.url);
@@ -206,37 +207,9 @@ async function cpuOf(child: ChildProcess): Promise<Usage> {
   return message;
 }
 
-async function hasWrk(): Promise<boolean> {
-  try {
-    await run('wrk', ['--version']);
-    return true;
-  } catch (err) {
-    // wrk prints its version and exits 1; only a missing binary is "not installed".
-    return (err as NodeJS.ErrnoException).code !== 'ENOENT';
-  }
-}
-
-/** wrk's latency ("1.23ms", "850.00us", "1.02s") in ms. */
-function wrkMs(text: string): number {
-  const match = /([\d.]+)(us|ms|s)/.exec(text);
-  if (match === null) return Number.NaN;
-  const value = Number(match[1]);
-  return match[2] === 'us' ? value / 1000 : match[2] === 's' ? value * 1000 : value;
-}
-
 async function loadWithWrk(target: Target, path: string, connections: number, seconds: number): Promise<Result> {
-  const { stdout } = await run(
-    'wrk',
-    ['-t', '2', '-c', String(connections), '-d', `${seconds}s`, '--latency', '-H', `Host: ${target.host}`, `http://127.0.0.1:${target.port}${path}`],
-    { maxBuffer: 1024 * 1024 },
-  );
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1] ?? 'NaN');
-  // The latency distribution's 99% line only: the Latency line's "+/- Stdev" column (e.g. 87.99%) also ends in 99%.
-  const p99 = wrkMs(/^\s+99%\s+(\S+)/m.exec(stdout)?.[1] ?? '');
-  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(stdout)?.[1] ?? '0');
-  const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(stdout);
-  const errors = non2xx + (socketErrors === null ? 0 : socketErrors.slice(1).reduce((sum, n) => sum + Number(n), 0));
-  return { rps, p99Ms: p99, errors };
+  const result = await wrk(`http://127.0.0.1:${target.port}${path}`, { connections, seconds, headers: [`Host: ${target.host}`] });
+  return { rps: result.rps, p99Ms: result.p99Ms, errors: result.errors };
 }
 
 /** Our own generator: `connections` keep-alive loops for `seconds`. */

@@ -149,31 +149,41 @@ export function ensureHaproxy() {
     log('HAProxy is not installed (Debian: apt-get install haproxy): the Node data plane serves the public port.');
     return;
   }
+  if (!aptInstallServices(['haproxy'], ['haproxy'])) log('could not install haproxy: the Node data plane serves the public port.');
+}
+
+/**
+ * Installs Debian packages that ship a system service (haproxy, nginx) without letting the packages
+ * start or enable it: Slipway and its benchmarks run their own instances. Root only; false when the
+ * install failed.
+ */
+export function aptInstallServices(packages, services) {
+  if (!isRoot || which('apt-get') === null) return false;
   // policy-rc.d answering 101 forbids maintainer scripts to start services during the install.
   const policy = '/usr/sbin/policy-rc.d';
   const ownPolicy = !fs.existsSync(policy);
-  if (ownPolicy) fs.writeFileSync(policy, '#!/bin/sh\n# written by Slipway while installing haproxy\nexit 101\n', { mode: 0o755 });
+  if (ownPolicy) fs.writeFileSync(policy, '#!/bin/sh\n# written by Slipway while installing packages\nexit 101\n', { mode: 0o755 });
   try {
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    const args = ['install', '-y', '--no-install-recommends', '--', 'haproxy'];
-    log('installing haproxy with apt-get (its system service stays off)…');
+    const args = ['install', '-y', '--no-install-recommends', '--', ...packages];
+    log(`installing ${packages.join(', ')} with apt-get (system services stay off)…`);
     if (spawnSync('apt-get', args, { stdio: 'inherit', env }).status !== 0) {
       spawnSync('apt-get', ['update'], { stdio: 'inherit', env });
-      if (spawnSync('apt-get', args, { stdio: 'inherit', env }).status !== 0) {
-        log('could not install haproxy: the Node data plane serves the public port.');
-        return;
-      }
+      if (spawnSync('apt-get', args, { stdio: 'inherit', env }).status !== 0) return false;
     }
   } finally {
     if (ownPolicy) fs.rmSync(policy, { force: true });
   }
-  // The package enables haproxy.service: disable it so no boot starts a second HAProxy on port 80.
-  if (which('systemctl') !== null) {
-    spawnSync('systemctl', ['disable', '--', 'haproxy.service'], { stdio: 'ignore' });
-    if (fs.existsSync('/run/systemd/system')) spawnSync('systemctl', ['stop', '--', 'haproxy.service'], { stdio: 'ignore' });
-  } else if (which('update-rc.d') !== null) {
-    spawnSync('update-rc.d', ['haproxy', 'disable'], { stdio: 'ignore' });
+  // The packages enable their services: disable them so no boot starts a second server on port 80.
+  for (const service of services) {
+    if (which('systemctl') !== null) {
+      spawnSync('systemctl', ['disable', '--', `${service}.service`], { stdio: 'ignore' });
+      if (fs.existsSync('/run/systemd/system')) spawnSync('systemctl', ['stop', '--', `${service}.service`], { stdio: 'ignore' });
+    } else if (which('update-rc.d') !== null) {
+      spawnSync('update-rc.d', [service, 'disable'], { stdio: 'ignore' });
+    }
   }
+  return true;
 }
 
 /**

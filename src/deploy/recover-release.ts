@@ -28,13 +28,14 @@ export async function recoverRelease(
 ): Promise<(ContainerInfo & { upstream: Upstream }) | null> {
   const { engine, settings, log } = deps;
   const timeoutMs = settings.startupTimeoutMs;
-  // Few engine calls on the common path (the container is there): inspect, start, the image's port, the health check.
+  // Few engine calls on the common path (the container is there): start (with its inspect), the image's port, the health probe.
   const imageKept = async (): Promise<string | null> => (live.image_id !== null && (await engine.imageExists(live.image_id)) ? live.image_id : null);
-  let old = live.container_id === null ? null : await engine.inspectContainer(live.container_id);
+  let old: ContainerInfo | null = null;
   let image: string | null;
-  if (old !== null) {
+  if (live.container_id !== null) {
     try {
-      if (!old.running) old = await engine.startContainer(old.id);
+      // Starting a running container is a no-op; starting one that is gone throws (then a fresh one is started).
+      old = await engine.startContainer(live.container_id);
       // The port only names what was waited for in messages; a pruned image must not stop the start.
       const port = live.image_id === null ? 8080 : await appPort(engine, live.image_id).catch(() => 8080);
       return await waitHealthy(engine, old, { port, healthPath: dep.health_check_path, timeoutMs, signal });
@@ -42,11 +43,11 @@ export async function recoverRelease(
       signal.throwIfAborted();
       image = await imageKept();
       if (image === null) throw err;
-      log('warn', `the container of ${dep.subdomain} did not come back; starting a fresh one from build ${live.id}`, { err });
+      if (old === null) log('warn', `live container of ${dep.subdomain} vanished; starting build ${live.id} again`);
+      else log('warn', `the container of ${dep.subdomain} did not come back; starting a fresh one from build ${live.id}`, { err });
     }
   } else {
     image = await imageKept();
-    if (image !== null) log('warn', `live container of ${dep.subdomain} vanished; starting build ${live.id} again`);
   }
   if (image === null) return null;
   const vars = (await deps.configs.buildConfig(live.id)) ?? (await deps.configs.current(dep.id));

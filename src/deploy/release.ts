@@ -198,7 +198,7 @@ class OutputCopy {
 const PROGRESS_EVERY_MS = 10_000;
 
 /**
- * Waits until `started` answers HTTP at the upstream the engine gives (2xx/3xx on `healthPath` when
+ * Waits until `started` (as the engine reported it right after its start) answers HTTP at the upstream the engine gives (2xx/3xx on `healthPath` when
  * set) within `timeoutMs`; throws ReleaseError when it exits first or does not answer in time.
  */
 export async function waitHealthy(
@@ -212,9 +212,12 @@ export async function waitHealthy(
   const deadline = since + timeoutMs;
   let nextProgress = since + 5000;
   let lastProblem = `no answer on port ${port}`;
+  // `started` was read from the engine just now: the first look uses it (one engine call less per release).
+  let known: ContainerInfo | null = started.running && started.upstream !== null ? started : null;
   for (;;) {
     signal.throwIfAborted();
-    const info = await engine.inspectContainer(started.id);
+    const info = known ?? (await engine.inspectContainer(started.id));
+    known = null;
     if (info === null) throw new ReleaseError('the container disappeared while starting');
     // 'restarting' means it exited and the restart policy is bringing it back: a failed start.
     if (!info.running && info.state !== 'created') {
