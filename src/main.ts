@@ -44,6 +44,7 @@ import type { ContainerEngine } from './runtime/engine.js';
 import { SourceStore } from './source/source-store.js';
 import { TunnelServer } from './tunnel/tunnel-server.js';
 import { sql } from 'kysely';
+import { Registry } from 'prom-client';
 
 export interface RunningServer {
   /** Base URL of the API, e.g. http://127.0.0.1:8080 */
@@ -129,7 +130,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   // With HAProxy in front, the routing table stays the one the control plane writes (through the
   // port); HAProxy mirrors it. A request to an old upstream may be in either plane, so both drain.
   let haproxy: HaproxyDataPlane | undefined;
-  const metrics = createServerMetrics({
+  const metrics = createServerMetrics(new Registry(), {
     liveTunnels: () => liveTunnels(),
     dataPlane: () => (haproxy === undefined ? { plane: 'node', up: listening } : { plane: 'haproxy', up: haproxy.pid !== undefined }),
     // Live app traffic bypasses the Node proxy under HAProxy: its counters are read at each scrape.

@@ -1,5 +1,5 @@
 // The server's Prometheus metrics (decisions §12): app requests, builds, live tunnels, data plane health.
-import { Collected, Counter, Gauge, Histogram, MetricsRegistry } from '../core/metrics.js';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 /** Seconds: from a fast static answer to a slow upstream. */
 const REQUEST_BOUNDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -71,68 +71,94 @@ function zero(): Record<StatusClass, number> {
   return { '1xx': 0, '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0, none: 0 };
 }
 
-export function createServerMetrics(sources: ServerMetricsSources): ServerMetrics {
-  const registry = new MetricsRegistry();
+/**
+ * The families on `registry`, one per server instance (main.ts makes it; no default registry, so two
+ * servers in one process count apart). Scrape-time figures are set by each family's collect().
+ */
+export function createServerMetrics(registry: Registry, sources: ServerMetricsSources): ServerMetrics {
   const haproxy = new HaproxyTotals();
-  const nodeRequests = new Counter('slipway_http_requests_total', '', ['app', 'code']);
-  registry.add(
-    new Collected(
-      'slipway_http_requests_total',
-      'Requests to app hosts by app (subdomain; empty when no route) and status class: those the Node proxy answered plus those HAProxy sent straight to an app.',
-      'counter',
-      ['app', 'code'],
-      () => {
-        const merged = new Map<string, { labels: string[]; value: number }>();
-        const add = (app: string, code: string, value: number): void => {
-          const key = `${app}\u0000${code}`;
-          const entry = merged.get(key);
-          if (entry === undefined) merged.set(key, { labels: [app, code], value });
-          else entry.value += value;
-        };
-        for (const { labels, value } of nodeRequests.samples()) add(labels[0] ?? '', labels[1] ?? '', value);
-        for (const [app, counts] of haproxy.totals()) for (const c of CLASSES) if (counts[c] > 0) add(app, c, counts[c]);
-        return [...merged.values()];
-      },
-    ),
-  );
-  const latency = registry.add(
-    new Histogram('slipway_http_request_duration_seconds', 'Time from an app-host request to the end of its answer, by app (requests the Node proxy served).', REQUEST_BOUNDS, ['app']),
-  );
+  // What the Node proxy counted, by app then status class; merged into the exposed family at each scrape.
+  const nodeRequests = new Map<string, Record<StatusClass, number>>();
+  new Counter({
+    name: 'slipway_http_requests_total',
+    help: 'Requests to app hosts by app (subdomain; empty when no route) and status class: those the Node proxy answered plus those HAProxy sent straight to an app.',
+    labelNames: ['app', 'code'],
+    registers: [registry],
+    // Synchronous: reset, refill and prom-client's read of the values run in one turn, so scrapes
+    // at the same time cannot interleave and double a count.
+    collect() {
+      this.reset();
+      for (const source of [nodeRequests, haproxy.totals()]) {
+        for (const [app, counts] of source) for (const c of CLASSES) if (counts[c] > 0) this.inc({ app, code: c }, counts[c]);
+      }
+    },
+  });
+  const latency = new Histogram({
+    name: 'slipway_http_request_duration_seconds',
+    help: 'Time from an app-host request to the end of its answer, by app (requests the Node proxy served).',
+    labelNames: ['app'],
+    buckets: REQUEST_BOUNDS,
+    registers: [registry],
+  });
   if (sources.haproxyServers !== undefined) {
-    registry.add(
-      new Gauge('slipway_haproxy_response_time_seconds', "HAProxy's average total time of the last 1024 requests it sent straight to an app, by app.", ['app'], () =>
-        [...haproxy.averages()].map(([app, value]) => ({ labels: [app], value })),
-      ),
-    );
+    new Gauge({
+      name: 'slipway_haproxy_response_time_seconds',
+      help: "HAProxy's average total time of the last 1024 requests it sent straight to an app, by app.",
+      labelNames: ['app'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [app, value] of haproxy.averages()) this.set({ app }, value);
+      },
+    });
   }
-  const builds = registry.add(new Counter('slipway_builds_total', 'Builds ended since the server started, by outcome.', ['outcome']));
-  const buildTime = registry.add(
-    new Histogram('slipway_build_duration_seconds', 'Build durations (image build and release), by outcome.', BUILD_BOUNDS, ['outcome']),
-  );
-  registry.add(new Gauge('slipway_tunnels_live', 'Tunnels whose client is connected.', [], () => [{ labels: [], value: sources.liveTunnels() }]));
-  registry.add(
-    new Gauge('slipway_data_plane_up', 'Whether the data plane serving the public ports is up (1) or not (0).', ['plane'], () => {
+  const builds = new Counter({ name: 'slipway_builds_total', help: 'Builds ended since the server started, by outcome.', labelNames: ['outcome'], registers: [registry] });
+  const buildTime = new Histogram({
+    name: 'slipway_build_duration_seconds',
+    help: 'Build durations (image build and release), by outcome.',
+    labelNames: ['outcome'],
+    buckets: BUILD_BOUNDS,
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'slipway_tunnels_live',
+    help: 'Tunnels whose client is connected.',
+    registers: [registry],
+    collect() {
+      this.set(sources.liveTunnels());
+    },
+  });
+  new Gauge({
+    name: 'slipway_data_plane_up',
+    help: 'Whether the data plane serving the public ports is up (1) or not (0).',
+    labelNames: ['plane'],
+    registers: [registry],
+    collect() {
       const { plane, up } = sources.dataPlane();
-      return [{ labels: [plane], value: up ? 1 : 0 }];
-    }),
-  );
-  for (const outcome of ['succeeded', 'failed', 'cancelled']) builds.inc([outcome], 0);
+      this.reset();
+      this.set({ plane }, up ? 1 : 0);
+    },
+  });
+  for (const outcome of ['succeeded', 'failed', 'cancelled']) builds.inc({ outcome }, 0);
   return {
     requestEnded(app, status, seconds) {
-      nodeRequests.inc([app, statusClass(status)]);
-      latency.observe(seconds, [app]);
+      const counts = nodeRequests.get(app) ?? zero();
+      counts[statusClass(status)] += 1;
+      nodeRequests.set(app, counts);
+      latency.observe({ app }, seconds);
     },
     buildEnded(outcome, seconds) {
-      builds.inc([outcome]);
-      buildTime.observe(seconds, [outcome]);
+      builds.inc({ outcome });
+      buildTime.observe({ outcome }, seconds);
     },
     async render() {
-      // HAProxy down or restarting: its last figures stand, and data_plane_up says it is down.
+      // Read before the families collect (they run concurrently). HAProxy down or restarting: its
+      // last figures stand, and data_plane_up says it is down.
       if (sources.haproxyServers !== undefined) {
         const servers = await sources.haproxyServers().catch(() => undefined);
         if (servers !== undefined) haproxy.update(servers);
       }
-      return registry.render();
+      return registry.metrics();
     },
   };
 }

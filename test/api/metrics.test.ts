@@ -4,12 +4,15 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { assertError, assertUnauthorized } from '../helpers/api-assert.js';
 import { appRequest, busyboxArchive, createArchiveApp, deployAndWait } from '../helpers/apps.js';
+import { sampleValue } from '../helpers/prometheus.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
-/** The value of one sample line of a Prometheus text body, or undefined when absent. */
+/** The value of one series (`name{a="x",b="y"}`, labels in any order) of a Prometheus text body, or undefined when absent. */
 function sample(text: string, series: string): number | undefined {
-  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+  const m = /^([^{]+)(?:\{(.*)\})?$/.exec(series);
+  assert.ok(m !== null, series);
+  const labels = Object.fromEntries([...(m[2] ?? '').matchAll(/([a-z_]+)="([^"]*)"/g)].map((l) => [l[1]!, l[2]!]));
+  return sampleValue(text, m[1]!, labels);
 }
 
 describe('metrics', () => {
