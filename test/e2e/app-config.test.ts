@@ -205,11 +205,13 @@ describe('app configuration on the engine', () => {
 
     const second = await startTestServer({ SLIPWAY_DATABASE_URL: '' }, dataDir);
     try {
-      const env = await (async () => {
+      // The release is started again behind the listener: 503 `starting` until it is healthy.
+      const env = await eventually(async () => {
         const res = await appRequest(second.port, subdomain, { path: '/env' });
-        assert.equal(res.status, 200, res.body);
-        return res.body;
-      })();
+        if (res.status === 503) assert.match(res.body, /is starting/);
+        else assert.equal(res.status, 200, res.body);
+        return res.status === 200 ? res.body : undefined;
+      }, 60_000, 'the recovered release to serve');
       assert.match(env, /^GREETING=recorded$/m);
       const startsBody = (await appRequest(second.port, subdomain, { path: '/starts' })).body;
       assert.equal(startsBody.trim().split('\n').length, 2, 'the same volume, one more start');
