@@ -821,19 +821,23 @@ describe('tunnel: limits and link failures', () => {
     const stack = await startStack({ heartbeatMs: 150 });
     const proxy = await startBlackholeProxy(stack.port);
     const client = startClient(stack, { apiKey: stack.authority.addKey('u').key, port: app.port, subdomain: 'pulse', serverUrl: `http://127.0.0.1:${proxy.port}` });
-    await client.connected();
-    // One answered visit: the client's pong to the first ping (sent before it) has arrived too, so
-    // the server knows the tunnel was live and holds its name through the drop.
-    assert.equal((await visit(stack.port, 'pulse', '/hello')).status, 200);
-    proxy.blackhole(); // packets vanish, nobody sees a close
-    await waitFor(() => stack.table.get('pulse')?.state === 'disconnected', 2000, 'server noticed');
-    assert.equal((await visit(stack.port, 'pulse', '/hello')).status, 503);
-    await waitFor(() => client.events.find((e) => e.type === 'disconnected'), 2000, 'client noticed');
-    await client.connected(2);
-    assert.equal((await visit(stack.port, 'pulse', '/hello')).status, 200);
-    await client.stop();
-    proxy.close();
-    await stack.close();
+    // Bounds are generous (a loaded machine delays timers); the heartbeat itself stays at 150 ms.
+    try {
+      await client.connected();
+      // One answered visit: the client's pong to the first ping (sent before it) has arrived too, so
+      // the server knows the tunnel was live and holds its name through the drop.
+      assert.equal((await visit(stack.port, 'pulse', '/hello')).status, 200);
+      proxy.blackhole(); // packets vanish, nobody sees a close
+      await waitFor(() => stack.table.get('pulse')?.state === 'disconnected', 10_000, 'server noticed');
+      assert.equal((await visit(stack.port, 'pulse', '/hello')).status, 503);
+      await waitFor(() => client.events.find((e) => e.type === 'disconnected'), 10_000, 'client noticed');
+      await client.connected(2);
+      assert.equal((await visit(stack.port, 'pulse', '/hello')).status, 200);
+    } finally {
+      await client.stop();
+      proxy.close();
+      await stack.close();
+    }
   });
 });
 
@@ -869,7 +873,7 @@ async function startBlackholeProxy(targetPort: number): Promise<{ port: number; 
         setTimeout(() => {
           a.destroy();
           b.destroy();
-        }, 5000).unref();
+        }, 30_000).unref(); // later than any heartbeat bound above, so only heartbeats can notice the drop
       }
     },
     close() {
