@@ -358,6 +358,15 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   server.on('checkExpectation', answerUnmetExpectation);
   // Uploads and requests to apps (streamed to the app) get the long bound; API JSON the short one.
   boundRequests(server, config.edge, (req) => table.resolveHost(req.headers.host) !== null || /^multipart\//i.test(req.headers['content-type'] ?? ''));
+  /** The last steps of every shutdown (a refused start too): data plane, lifecycle, API, database. */
+  const closeControlPlane = async (): Promise<void> => {
+    proxy.close();
+    stopWatching();
+    await lifecycle.close();
+    await app.close();
+    await keyUsage.close();
+    await db.destroy();
+  };
   let port: number;
   let internal: TcpServer | undefined;
   let tlsHandoff: { server: http.Server; listener: TcpServer } | undefined;
@@ -420,12 +429,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       listener.close();
       tlsHandoff?.listener.close();
       await tunnels.close();
-      proxy.close();
-      stopWatching();
-      await lifecycle.close();
-      await app.close();
-      await keyUsage.close();
-      await db.destroy();
+      await closeControlPlane();
       throw err;
     }
   }
@@ -496,12 +500,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
             tlsServer.closeAllConnections();
           });
         }
-        proxy.close();
-        stopWatching();
-        await lifecycle.close();
-        await app.close();
-        await keyUsage.close();
-        await db.destroy();
+        await closeControlPlane();
       })();
       return closing;
     },

@@ -1,4 +1,5 @@
 // `slipway server`: run the Slipway server, supervised, in the foreground until SIGINT/SIGTERM; `server rotate-key`, `server reset-password`.
+import { loadServerConfigOrExit } from './load-server-config.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { randomBase62 } from '../core/credentials.js';
 import { DomainError } from '../core/errors.js';
@@ -11,22 +12,14 @@ import { rotateInstallationKey } from '../secrets/rotate-key.js';
 import { unlockInstallation } from '../secrets/unlock.js';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { EXIT_CANNOT_START, supervise } from './supervisor.js';
+import { supervise } from './supervisor.js';
 
 /**
  * `slipway server`: checks the configuration, then runs the server in a supervised child process
  * (see supervisor.ts) that is started again whenever it dies; SIGINT/SIGTERM stop both cleanly.
  */
 export async function runServer(): Promise<void> {
-  try {
-    loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`slipway: configuration error: ${err.message}\n`);
-      process.exit(EXIT_CANNOT_START);
-    }
-    throw err;
-  }
+  loadServerConfigOrExit();
   const entry = fileURLToPath(new URL('./server-worker.js', import.meta.url));
   // Itself supervised (`npm start`): when that parent goes, stop the server cleanly and go too.
   if (process.send !== undefined) process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'));
@@ -40,16 +33,7 @@ export async function runServer(): Promise<void> {
  * Run it with the server stopped (a running server keeps using the key it started with).
  */
 export async function rotateKey(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`slipway: configuration error: ${err.message}\n`);
-      process.exit(2);
-    }
-    throw err;
-  }
+  const config = loadServerConfigOrExit();
   const db = await openDatabase({ file: path.join(config.dataDir, 'slipway.db'), url: config.databaseUrl });
   try {
     await instanceId(db);

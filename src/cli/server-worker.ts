@@ -1,21 +1,13 @@
 // Entry point of the server process that `slipway server` supervises (started by its supervisor, not by hand).
-import { ConfigError, loadConfig } from '../config.js';
+import { loadServerConfigOrExit } from './load-server-config.js';
+import { ConfigError } from '../config.js';
 import { startServer } from '../main.js';
 import { EXIT_CANNOT_START, installWorkerGuards } from './supervisor.js';
 
 /** The supervised server process: starts the server from the environment; prints where it listens and a generated admin password. */
 async function runServerWorker(): Promise<void> {
   installWorkerGuards();
-  let config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`slipway: configuration error: ${err.message}\n`);
-      process.exit(EXIT_CANNOT_START);
-    }
-    throw err;
-  }
+  const config = loadServerConfigOrExit();
   let server;
   try {
     server = await startServer(config);
