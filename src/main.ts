@@ -386,7 +386,6 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       listener.once('error', reject);
       listener.listen(0, '127.0.0.1', () => resolve());
     });
-    port = config.port === 0 ? await freePort(config.host) : config.port;
     // With HTTPS on, HAProxy terminates TLS with the manager's certificates (loaded over its runtime
     // API) and hands requests it terminated to Node on a port of their own: never redirected, https.
     let tls: { port: number; nodeTlsPort: number; certificates: CertificateManager } | undefined;
@@ -403,34 +402,48 @@ export async function startServer(startConfig: Config, options: StartOptions = {
         handoffListener.once('error', reject);
         handoffListener.listen(0, '127.0.0.1', () => resolve());
       });
-      httpsPort = config.https.port === 0 ? await freePort(config.host) : config.https.port;
-      tls = { port: httpsPort, nodeTlsPort: (handoffListener.address() as AddressInfo).port, certificates };
+      tls = { port: 0, nodeTlsPort: (handoffListener.address() as AddressInfo).port, certificates };
     }
-    haproxy = new HaproxyDataPlane({
-      binary: haproxyBinary,
-      dataDir: config.dataDir,
-      domain: config.domain,
-      table,
-      bindHost: config.host,
-      bindPort: port,
-      nodePort: (listener.address() as AddressInfo).port,
-      limits: config.edge,
-      publicProtocol: config.publicUrl.protocol.replace(':', ''),
-      // With HTTPS on, the plain port answers ACME challenges and 308s from Node (which knows the
-      // certificates): HAProxy passes plain requests to Node; requests over TLS take the fast path.
-      fastPath: config.https === undefined,
-      tls,
-      log,
-    });
-    try {
-      await haproxy.start();
-    } catch (err) {
-      await haproxy.close().catch(() => undefined);
-      listener.close();
-      tlsHandoff?.listener.close();
-      await tunnels.close();
-      await closeControlPlane();
-      throw err;
+    // An ephemeral public port (SLIPWAY_PORT=0: tests, benchmarks) is probed free, then bound by
+    // HAProxy: another process may take it in between, so a bind refusal there picks new ports.
+    const ephemeral = config.port === 0 && (config.https === undefined || config.https.port === 0);
+    for (let attempt = 1; ; attempt++) {
+      port = config.port === 0 ? await freePort(config.host) : config.port;
+      if (tls !== undefined && config.https !== undefined) {
+        httpsPort = config.https.port === 0 ? await freePort(config.host) : config.https.port;
+        tls = { ...tls, port: httpsPort };
+      }
+      haproxy = new HaproxyDataPlane({
+        binary: haproxyBinary,
+        dataDir: config.dataDir,
+        domain: config.domain,
+        table,
+        bindHost: config.host,
+        bindPort: port,
+        nodePort: (listener.address() as AddressInfo).port,
+        limits: config.edge,
+        publicProtocol: config.publicUrl.protocol.replace(':', ''),
+        // With HTTPS on, the plain port answers ACME challenges and 308s from Node (which knows the
+        // certificates): HAProxy passes plain requests to Node; requests over TLS take the fast path.
+        fastPath: config.https === undefined,
+        tls,
+        log,
+      });
+      try {
+        await haproxy.start();
+        break;
+      } catch (err) {
+        await haproxy.close().catch(() => undefined);
+        if (ephemeral && attempt < 5 && /address already in use/i.test(String(err))) {
+          log('warn', `HAProxy could not bind the ephemeral port ${port} (taken meanwhile); trying another`);
+          continue;
+        }
+        listener.close();
+        tlsHandoff?.listener.close();
+        await tunnels.close();
+        await closeControlPlane();
+        throw err;
+      }
     }
   }
   // Behind the listener: recovery never delays the first answer (the API, every app already up).
