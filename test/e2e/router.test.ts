@@ -161,13 +161,15 @@ describe('router: a restarted server rebuilds HAProxy from the database (haproxy
       await first.server.close();
       // The server's stop stops its HAProxy.
       assert.throws(() => process.kill(oldPid, 0));
-      second = await startTestServer({ SLIPWAY_DATA_PLANE: 'haproxy' }, first.dataDir);
+      // The same data directory and the same database (SQLite in it, or the first server's PostgreSQL one).
+      second = await startTestServer({ SLIPWAY_DATA_PLANE: 'haproxy', SLIPWAY_DATABASE_URL: first.config.databaseUrl ?? '' }, first.dataDir);
       assert.equal(second.server.dataPlane, 'haproxy');
       assert.notEqual(second.server.haproxyPid(), oldPid);
       const res = await appRequest(second.port, subdomain);
       assert.deepEqual([res.status, res.body], [200, 'back again\n']);
     } finally {
-      await (second ?? first).close();
+      await second?.close();
+      await first.close(); // drops the first server's database when it has one of its own
     }
   });
 });
