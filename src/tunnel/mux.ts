@@ -423,6 +423,10 @@ export interface BridgeOptions {
   failureReason?(err: Error): string;
   /** Called once when the bridge is done, however it ended. */
   onClose?(): void;
+  /** The peer reset the stream: the handler ends or destroys the socket (default: destroyed). */
+  onPeerReset?(reason: string): void;
+  /** The peer ended its side: the handler ends the socket (default: `socket.end()`). */
+  onPeerEnd?(): void;
 }
 
 /**
@@ -498,6 +502,11 @@ export class SocketBridge implements StreamEndpoint {
     this.#fail(reason);
   }
 
+  /** Sends bytes already read from the socket (before the bridge started reading it), as if just read. */
+  feed(chunk: Buffer): void {
+    if (chunk.length > 0) this.#onSocketData(chunk);
+  }
+
   /** @internal */
   receiveData(payload: Buffer): void {
     if (this.#done || this.#recvEnded) return;
@@ -524,7 +533,8 @@ export class SocketBridge implements StreamEndpoint {
   receiveEnd(): void {
     if (this.#done || this.#recvEnded) return;
     this.#recvEnded = true;
-    this.#socket.end();
+    if (this.#options.onPeerEnd !== undefined) this.#options.onPeerEnd();
+    else this.#socket.end();
   }
 
   /** @internal */
@@ -538,7 +548,8 @@ export class SocketBridge implements StreamEndpoint {
     if (this.#done) return;
     this.#resetReason = reason;
     this.#finish();
-    this.#socket.destroy();
+    if (this.#options.onPeerReset !== undefined) this.#options.onPeerReset(reason);
+    else this.#socket.destroy();
   }
 
   /** @internal The WebSocket drained. */
