@@ -110,11 +110,11 @@ function parseContentLength(values: readonly string[]): number | null {
 }
 
 /**
- * Finds the end of a message head across chunks. Bytes of a partial head are held as views of the
- * pushed chunks and joined once when the head completes.
+ * Finds the end of a message head across chunks. The bytes of a partial head are copied into a
+ * buffer that grows up to the limit (rather than kept as views, which would pin whole chunks).
  */
 class HeadScanner {
-  #parts: Buffer[] = [];
+  #store: Buffer | undefined;
   #held = 0;
   /** Head-relative offset of the current line's first byte. */
   #lineStart = 0;
@@ -148,11 +148,7 @@ class HeadScanner {
       const lf = chunk.indexOf(LF, pos);
       if (lf === -1) {
         if (this.#held + chunk.length - this.#segStart > this.limit) return 'large';
-        if (chunk.length > this.#segStart) {
-          this.#parts.push(chunk.subarray(this.#segStart));
-          this.#held += chunk.length - this.#segStart;
-          this.#lastByte = chunk[chunk.length - 1]!;
-        }
+        if (chunk.length > this.#segStart) this.#hold(chunk.subarray(this.#segStart));
         return -1;
       }
       const offset = this.#held + lf - this.#segStart;
@@ -177,13 +173,25 @@ class HeadScanner {
   /** The complete head ending at `end` in `chunk` (a view when it lies in one chunk); the scanner is reset. */
   take(chunk: Buffer, end: number): Buffer {
     const tail = chunk.subarray(this.#segStart, end);
-    const head = this.#parts.length === 0 ? tail : Buffer.concat([...this.#parts, tail]);
+    const head = this.#held === 0 ? tail : Buffer.concat([this.#store!.subarray(0, this.#held), tail]);
     this.#reset();
     return head;
   }
 
+  #hold(bytes: Buffer): void {
+    const needed = this.#held + bytes.length;
+    if (!this.#store || this.#store.length < needed) {
+      const grown = Buffer.allocUnsafe(Math.min(this.limit, Math.max(needed, 2 * (this.#store?.length ?? 0), 1024)));
+      if (this.#store) this.#store.copy(grown, 0, 0, this.#held);
+      this.#store = grown;
+    }
+    bytes.copy(this.#store, this.#held);
+    this.#held = needed;
+    this.#lastByte = bytes[bytes.length - 1]!;
+  }
+
   #reset(): void {
-    this.#parts = [];
+    this.#store = undefined;
     this.#held = 0;
     this.#lineStart = 0;
     this.#lastByte = -1;
@@ -426,7 +434,7 @@ const RAW = 3;
  * Frames the visitor's side of one connection. Each request head is parsed, checked against the
  * rules that keep framing unambiguous (RFC 9112; anything doubtful is refused, never guessed), and
  * re-emitted without the forwarding headers the edge sets itself; bodies pass through as views of
- * the pushed chunks. Pushed chunks must not be reused by the caller: a partial head holds views of them.
+ * the pushed chunks (the caller must not reuse a pushed chunk's memory while they are in flight).
  */
 export class RequestFramer {
   readonly #options: RequestFramerOptions;
@@ -560,7 +568,7 @@ interface Expected {
  * Follows the app's side of one connection: response heads are held until complete and checked,
  * then forwarded unchanged with their bodies (views of the pushed chunks). Tells the statuses for
  * the request log, and when the app's output cannot be framed (the visitor then gets a 502).
- * Pushed chunks must not be reused by the caller: a partial head holds views of them.
+ * Unlike requests, a response's lines may end in a bare LF, as browsers accept.
  */
 export class ResponseWatcher {
   readonly #scanner = new HeadScanner(MAX_RESPONSE_HEAD_BYTES, false);

@@ -245,6 +245,16 @@ describe('RequestFramer', () => {
     assert.equal(frame(endless, newFramer(100)).refusal?.status, 431);
   });
 
+  it('copies a partial head, so the pushed chunk may be reused once push returns', () => {
+    const framer = newFramer();
+    const part = Buffer.from('GET /first HTTP/1.1\r\nHo');
+    assert.deepEqual(framer.push(part), { forward: [], requests: [] });
+    part.fill(0x21);
+    const result = framer.push(Buffer.from('st: h\r\n\r\n'));
+    assert.ok(!('status' in result));
+    assert.equal(Buffer.concat(result.forward).toString(), `GET /first HTTP/1.1\r\nHost: h\r\n${ADDED}\r\n`);
+  });
+
   it('refuses CONNECT', () => {
     assert.equal(verdict('CONNECT h:443 HTTP/1.1\r\nHost: h:443\r\n\r\n'), 501);
   });
@@ -380,6 +390,11 @@ describe('ResponseWatcher', () => {
       const text = `${line}\r\nContent-Length: 0\r\n\r\n`;
       assert.equal(watch(newWatcher('GET'), [Buffer.from(text)]).broken, undefined, line);
     }
+  });
+
+  it('accepts response lines ended by a bare LF', () => {
+    const text = 'HTTP/1.1 200 OK\nContent-Length: 2\n\nokHTTP/1.1 204 No Content\r\nX: 1\n\r\n';
+    assert.deepEqual(watch(newWatcher('GET', 'GET'), bytewise(Buffer.from(text))), { bytes: text, statuses: [200, 204] });
   });
 
   it('calls invalid heads broken', () => {
