@@ -12,12 +12,16 @@ export interface RequestInfo {
   readonly upgrade: boolean;
 }
 
-/** Why a visitor's bytes were refused; the lead answers with this status and closes the connection. */
+/**
+ * Why a visitor's bytes were refused; the lead answers with this status and closes the connection.
+ * (The framer itself never gives 413: it is there for the lead's own body limits.)
+ */
 export interface FramingRefusal {
   readonly status: 400 | 413 | 431 | 501;
   readonly message: string;
 }
 
+/** What a {@link RequestFramer} needs from the edge. */
 export interface RequestFramerOptions {
   /**
    * Header lines added to each head, each ending in CRLF, e.g.
@@ -450,7 +454,11 @@ export class RequestFramer {
     this.#scanner = new HeadScanner(options.maxHeadBytes, true);
   }
 
-  /** True after an upgrade request's head (and its body, if any): all later bytes are forwarded raw. */
+  /**
+   * True after an upgrade request's head (and its body, if any): all later bytes are forwarded raw.
+   * Should the app answer that request with anything but 101, the visitor's later bytes were not
+   * framed: the lead ends the connection after that response.
+   */
   get raw(): boolean {
     return this.#state === RAW;
   }
