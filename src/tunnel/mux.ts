@@ -547,9 +547,10 @@ export class SocketBridge implements StreamEndpoint {
   receiveReset(reason: string): void {
     if (this.#done) return;
     this.#resetReason = reason;
-    this.#finish();
+    // The handler first (it may still answer the socket), then the bridge is done.
     if (this.#options.onPeerReset !== undefined) this.#options.onPeerReset(reason);
     else this.#socket.destroy();
+    this.#finish();
   }
 
   /** @internal The WebSocket drained. */

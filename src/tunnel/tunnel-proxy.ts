@@ -58,7 +58,10 @@ export class TunnelProxy implements StreamTarget {
   readonly #protocol: string;
   readonly #maxStreams: number;
   readonly #idleTimeoutMs: number;
+  /** Requests and upgrades in progress on the HTTP server's path. */
   #active = 0;
+  /** Visitor connections served whole (each holds one stream while open). */
+  readonly #connections = new Set<{ busy(): boolean }>();
   #closed = false;
   /** Finished requests not yet reported to the client. */
   #log: RequestLogEntry[] = [];
@@ -73,9 +76,11 @@ export class TunnelProxy implements StreamTarget {
     this.#agent = new StreamPool(options.mux);
   }
 
-  /** Visitor requests and upgrades in progress (idle kept-alive streams do not count). */
+  /** Visitor requests and upgrades in progress (idle kept-alive streams and visitor connections do not count). */
   get active(): number {
-    return this.#active;
+    let busy = 0;
+    for (const connection of this.#connections) if (connection.busy()) busy++;
+    return this.#active + busy;
   }
 
   /** Proxies a visitor's request over a (kept-alive) tunnel stream with Node's HTTP client. */
@@ -141,7 +146,6 @@ export class TunnelProxy implements StreamTarget {
       hooks.onRequestEnd?.(refusal.status, 0);
       return writeRawPage(socket, refusal);
     }
-    this.#active++;
     const protocol = (socket as { encrypted?: boolean }).encrypted === true ? 'https' : this.#protocol;
     const forwardedFor = visitorAddress(socket.remoteAddress);
     const framer = new RequestFramer({
@@ -151,10 +155,17 @@ export class TunnelProxy implements StreamTarget {
     });
     const watcher = new ResponseWatcher();
     /** Requests sent whose answer has not begun, oldest first. */
-    const waiting: { method: string; path: string; started: number }[] = [];
+    const waiting: { method: string; path: string; upgrade: boolean; started: number }[] = [];
+    /**
+     * Set when the app declined an upgrade (answered it with anything but 101): the framer already
+     * passes the visitor's bytes raw, so the connection ends with that answer and nothing more of
+     * the visitor's is forwarded (later requests would escape the head rewriting).
+     */
+    let declined = false;
     const answered = (status: number): void => {
       const request = waiting.shift();
       if (request === undefined) return;
+      if (request.upgrade && status !== 101) declined = true;
       const ms = performance.now() - request.started;
       this.#logEntry(request.method, request.path, status, ms, status === 101);
       hooks.onRequestEnd?.(status, ms / 1000);
@@ -174,9 +185,9 @@ export class TunnelProxy implements StreamTarget {
           const problem = rawRequestProblem(info, shown);
           if (problem !== undefined) return refuse(400, problem);
           watcher.expect(info.method, info.upgrade);
-          waiting.push({ method: info.method, path: info.target.slice(0, LOG_PATH_CHARS), started: performance.now() });
+          waiting.push({ method: info.method, path: info.target.slice(0, LOG_PATH_CHARS), upgrade: info.upgrade, started: performance.now() });
         }
-        return result.forward;
+        return declined ? [] : result.forward;
       },
       fromPeer: (chunk) => {
         const result = watcher.push(chunk);
@@ -189,6 +200,11 @@ export class TunnelProxy implements StreamTarget {
           return null;
         }
         for (const status of result.statuses) answered(status);
+        if (declined && watcher.idle) {
+          for (const part of result.forward) socket.write(part);
+          socket.end();
+          return null;
+        }
         return result.forward;
       },
     };
@@ -196,8 +212,9 @@ export class TunnelProxy implements StreamTarget {
       filter,
       failureReason: () => 'visitor connection failed',
       onPeerReset: (reason) => {
-        // The app could not be reached, or went away: a page if an answer is due and none began.
-        if (waiting.length > 0 && !watcher.closeDelimited && !framer.raw) {
+        // The app could not be reached, or went away: a page if an answer is due and none began
+        // (an upgrade's too: it waits for its 101).
+        if (waiting.length > 0 && !watcher.closeDelimited) {
           answered(502);
           writeRawPage(socket, appUnreachablePageFor(shown, new StreamResetError(reason)));
         } else {
@@ -205,7 +222,7 @@ export class TunnelProxy implements StreamTarget {
         }
       },
       onPeerEnd: () => {
-        if (waiting.length > 0 && !watcher.closeDelimited && !framer.raw) {
+        if (waiting.length > 0 && !watcher.closeDelimited) {
           answered(502);
           writeRawPage(socket, { ...badGatewayPage(shown), detail: `The tunnel to ${shown} closed before the app answered.` });
         } else {
@@ -213,10 +230,12 @@ export class TunnelProxy implements StreamTarget {
         }
       },
       onClose: () => {
-        this.#active--;
+        this.#connections.delete(connection);
         while (waiting.length > 0) answered(499);
       },
     });
+    const connection = { busy: () => waiting.length > 0 || !watcher.idle || framer.raw };
+    this.#connections.add(connection);
     // Idle between requests (nothing due, no answer streaming, not upgraded): closed as a kept-alive connection is.
     socket.setTimeout(this.#idleTimeoutMs, () => {
       if (waiting.length === 0 && watcher.idle && !framer.raw) bridge.destroy('visitor connection idle');
@@ -310,7 +329,7 @@ export class TunnelProxy implements StreamTarget {
 
   #refusalFor(host: string): Page | undefined {
     if (this.#closed || this.#mux.closed) return unavailablePage(host, 'no tunnel client is connected');
-    if (this.#active >= this.#maxStreams) {
+    if (this.#active + this.#connections.size >= this.#maxStreams) {
       return unavailablePage(host, `the tunnel already carries ${this.#maxStreams} requests; try again shortly`);
     }
     return undefined;
