@@ -1,5 +1,6 @@
 // Benchmark: how fast a restarted server answers and brings its apps back; what API load adds to app traffic's p99.
-// Run: node dist/bench/recovery.js [--apps 20,100] [--seconds 10] [--rounds 3] [--connections 4] [--api-connections 8] [--p99-only]   (needs `wrk`: apt-get install -y wrk)
+// Run: node dist/bench/recovery.js [--apps 20,100] [--seconds 10] [--rounds 3] [--connections 4] [--api-connections 8] [--p99-only | --restarts-only]
+//        [--concurrency 4,8] [--cold-rounds N] [--baseline DIR] [--listen-delay S] [--poll-ms 20] [--plane node|haproxy]   (needs `wrk`: apt-get install -y wrk)
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -30,6 +31,10 @@ const { values } = parseArgs({
     concurrency: { type: 'string' },
     // How many times the restarts after the containers stopped are repeated (each concurrency once per round).
     'cold-rounds': { type: 'string', default: '1' },
+    // Another checkout (compiled, same database schema) whose server is timed too, interleaved, in the restarts after the containers stopped.
+    baseline: { type: 'string' },
+    // Milliseconds between two looks at the apps that do not answer 200 yet (each look asks every one of them once).
+    'poll-ms': { type: 'string', default: '20' },
     // Seconds each app waits before it listens (a slower app than busybox httpd's instant start).
     'listen-delay': { type: 'string', default: '0' },
     // busybox httpd closes every connection: more wrk connections overflow its accept queue on a busy host.
@@ -66,8 +71,8 @@ interface Server {
   stop(signal: NodeJS.Signals): Promise<void>;
 }
 
-function startServer(env: Record<string, string>): Server {
-  const child = spawn(process.execPath, ['--max-semi-space-size=2', path.join(PROJECT_ROOT, 'bin', 'slipway.js'), 'server'], {
+function startServer(env: Record<string, string>, root = PROJECT_ROOT): Server {
+  const child = spawn(process.execPath, ['--max-semi-space-size=2', path.join(root, 'bin', 'slipway.js'), 'server'], {
     env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: os.tmpdir(), ...env },
     stdio: ['ignore', 'ignore', 'ignore'],
   });
@@ -92,9 +97,9 @@ async function timeUntil(since: number, check: () => Promise<boolean>, everyMs: 
 }
 
 /** Starts the server and times its first answer (/healthz) and every app's first 200. */
-async function timedStart(env: Record<string, string>, port: number, subdomains: string[]): Promise<{ server: Server; first: number; all: number }> {
+async function timedStart(env: Record<string, string>, port: number, subdomains: string[], root = PROJECT_ROOT): Promise<{ server: Server; first: number; all: number }> {
   const since = performance.now();
-  const server = startServer(env);
+  const server = startServer(env, root);
   const first = await timeUntil(since, async () => (await get(port, `127.0.0.1:${port}`, '/healthz')) === 200, 5, 60_000);
   const pending = new Set(subdomains);
   const all = await timeUntil(
@@ -103,7 +108,7 @@ async function timedStart(env: Record<string, string>, port: number, subdomains:
       await Promise.all([...pending].map(async (s) => ((await get(port, `${s}.localhost:${port}`)) === 200 ? pending.delete(s) : undefined)));
       return pending.size === 0;
     },
-    20,
+    Number(values['poll-ms']),
     180_000,
   );
   return { server, first, all };
@@ -184,6 +189,7 @@ function median(xs: number[]): number {
   return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
 }
 
+const roots = [PROJECT_ROOT, ...(values.baseline === undefined ? [] : [path.resolve(values.baseline)])];
 const concurrencies: Array<string | undefined> = values.concurrency === undefined ? [undefined] : values.concurrency.split(',');
 
 async function scenario(count: number): Promise<void> {
@@ -235,7 +241,7 @@ async function scenario(count: number): Promise<void> {
       const instance = (sqlite.prepare('select id from instance').get() as { id: string }).id;
       sqlite.close();
       for (let round = 0; round < Number(values['cold-rounds']); round += 1) {
-        for (const concurrency of concurrencies) {
+        for (const [concurrency, root] of concurrencies.flatMap((c) => roots.map((r) => [c, r] as const))) {
           await server?.stop('SIGKILL');
           const containers = await engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instance });
           await Promise.all(containers.map((c) => engine.stopContainer(c.id, 0)));
@@ -243,14 +249,14 @@ async function scenario(count: number): Promise<void> {
           const cpuBefore = process.cpuUsage();
           const coldEnv = concurrency === undefined ? env : { ...env, SLIPWAY_RECOVERY_CONCURRENCY: concurrency };
           const load = (os.loadavg()[0] ?? 0).toFixed(1);
-          const cold = await timedStart(coldEnv, port, subdomains);
+          const cold = await timedStart(coldEnv, port, subdomains, root);
           server = cold.server;
           const engineCpu = engineCpuSeconds() - engineBefore;
           const serverCpu = cold.server.child.pid === undefined ? Number.NaN : treeCpuSeconds(cold.server.child.pid);
           const benchUsage = process.cpuUsage(cpuBefore);
           const benchCpu = (benchUsage.user + benchUsage.system) / 1e6;
           console.log(
-            `restart after containers stopped${concurrency === undefined ? '' : ` (recovery concurrency ${concurrency})`}: first answer ${cold.first.toFixed(2)} s, ` +
+            `restart after containers stopped${root === PROJECT_ROOT ? '' : ` [${root}]`}${concurrency === undefined ? '' : ` (recovery concurrency ${concurrency})`}: first answer ${cold.first.toFixed(2)} s, ` +
               `all ${count} apps 200 ${cold.all.toFixed(2)} s; CPU until then: engine ${engineCpu.toFixed(1)} s ` +
               `(${((engineCpu / count) * 1000).toFixed(0)} ms per app; dockerd, containerd, shims, docker-proxy), server ${serverCpu.toFixed(1)} s, ` +
               `this bench ${benchCpu.toFixed(1)} s; load ${load} at its start`,
