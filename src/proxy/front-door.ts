@@ -71,3 +71,4 @@ export function frontDoor(options: FrontDoorOptions): (socket: Socket) => void {
     socket.on('end', onEnd);
   };
 }
+
