@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type Static } from '@sinclair/typebox';
 import { DomainError } from '../core/errors.js';
 import type { PageRequest, Position } from '../core/page.js';
+import type { CachedPage } from './page-cache.js';
 
 export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT = 500;
@@ -106,22 +107,39 @@ export function pageRequest<P extends Position>(ref: ListRef<P>, query: PageQuer
 }
 
 /**
- * Answers a page: its items as the body, and `Link: <path?…&cursor=…&limit=N>; rel="next"` when more
- * follow. The link is path-absolute (no scheme or host): a client resolves it against the URL it
- * called, whatever name or proxy it reached the API through. The request's other query parameters
- * are kept.
+ * The `Link` header of a page when more items follow: `<path?…&cursor=…&limit=N>; rel="next"`. The
+ * link is path-absolute (no scheme or host): a client resolves it against the URL it called,
+ * whatever name or proxy it reached the API through. The request's other query parameters are kept.
  */
+export function nextLink<P extends Position>(request: FastifyRequest, ref: ListRef<P>, page: PageRequest<P>, next: P | undefined): string | undefined {
+  if (next === undefined) return undefined;
+  const at = request.url.indexOf('?');
+  const query = new URLSearchParams(at === -1 ? '' : request.url.slice(at + 1));
+  query.delete('cursor');
+  query.delete('limit');
+  query.append('cursor', ref.cursors.seal(ref.list, ref.scope, next));
+  query.append('limit', String(page.limit));
+  return `<${ref.path}?${query.toString()}>; rel="next"`;
+}
+
+/** Answers a page: its items as the body, and the `next` link when more follow. */
 export function sendPage<T, P extends Position>(request: FastifyRequest, reply: FastifyReply, ref: ListRef<P>, page: PageRequest<P>, items: T[], next: P | undefined): T[] {
-  if (next !== undefined) {
-    const at = request.url.indexOf('?');
-    const query = new URLSearchParams(at === -1 ? '' : request.url.slice(at + 1));
-    query.delete('cursor');
-    query.delete('limit');
-    query.append('cursor', ref.cursors.seal(ref.list, ref.scope, next));
-    query.append('limit', String(page.limit));
-    void reply.header('link', `<${ref.path}?${query.toString()}>; rel="next"`);
-  }
+  const link = nextLink(request, ref, page, next);
+  if (link !== undefined) void reply.header('link', link);
   return items;
+}
+
+/** A page's items as the route's response schema writes them (the bytes Fastify would send). */
+export function serializeItems(reply: FastifyReply, items: unknown[]): Buffer {
+  const body = reply.serialize(items);
+  return typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body as ArrayBuffer);
+}
+
+/** Answers a page already serialized (by the route's response schema, see `reply.serialize`). */
+export function sendSerializedPage(reply: FastifyReply, page: CachedPage): FastifyReply {
+  if (page.link !== undefined) void reply.header('link', page.link);
+  // Bytes are sent as they are (no second serialization, no encoding of the text per request).
+  return reply.type('application/json; charset=utf-8').send(page.body);
 }
 
 /** Position validators: one sequence number, or a (created_at, id) pair. */
