@@ -1,9 +1,10 @@
 // List pages as they were sent, kept by the version of the list they were read at: a repeated list call is one version read.
 
-/** A page as it was answered: the serialized body (UTF-8, sent as it is) and its `Link` header (when more items follow). */
+/** A page as it was answered: the serialized body (UTF-8, sent as it is), its `Link` header (when more items follow) and its entity tag. */
 export interface CachedPage {
   readonly body: Buffer;
   readonly link: string | undefined;
+  readonly etag: string;
 }
 
 /** Most pages one list keeps (a client walking a long list in small pages). */
@@ -17,7 +18,7 @@ interface ListEntry {
 }
 
 /** Bytes counted for a page: its body, its strings and a little bookkeeping. */
-const sizeOf = (url: string, page: CachedPage): number => url.length + page.body.length + (page.link?.length ?? 0) + 200;
+const sizeOf = (url: string, page: CachedPage): number => url.length + page.body.length + (page.link?.length ?? 0) + page.etag.length + 200;
 
 /**
  * A bounded LRU of list pages. A page is stored under its list (kind and owner, e.g.

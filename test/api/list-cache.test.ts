@@ -128,6 +128,31 @@ describe('the deployment list after writes', () => {
     assert.equal(find((await list(user.token)).items, id), undefined, 'a delete made elsewhere');
   });
 
+  test('an ETag names the page: If-None-Match gets 304 while it is unchanged, 200 with a new tag after a write, never for another user', async () => {
+    const alice = await s.newUser('lc-tag-a');
+    const bob = await s.newUser('lc-tag-b');
+    const first = (await list(alice.token)).res;
+    const tag = first.headers.get('etag');
+    assert.ok(tag !== null && /^"[A-Za-z0-9_-]+"$/.test(tag), `ETag: ${tag}`);
+    assert.equal(first.headers.get('cache-control'), 'private, no-cache');
+    assert.notEqual((await list(bob.token)).res.headers.get('etag'), tag, 'two empty lists of two users have two tags');
+
+    for (const header of [tag, `W/${tag}`, `"other", ${tag}`, '*']) {
+      const again = await s.request('GET', '/api/v1/deployments', { token: alice.apiKey, headers: { 'if-none-match': header } });
+      assert.equal(again.status, 304, header);
+      assert.equal(again.text, '');
+      assert.equal(again.headers.get('etag'), tag);
+    }
+    const bobs = await s.request('GET', '/api/v1/deployments', { token: bob.token, headers: { 'if-none-match': tag } });
+    assert.equal(bobs.status, 200, "Alice's tag is not Bob's page");
+
+    const id = await create(alice.token, 'lct');
+    const changed = await s.request('GET', '/api/v1/deployments', { token: alice.token, headers: { 'if-none-match': tag } });
+    assert.equal(changed.status, 200, 'after a write the old tag no longer matches');
+    assert.deepEqual(changed.json.map((d: Listed) => d.id), [id]);
+    assert.notEqual(changed.headers.get('etag'), tag);
+  });
+
   test("users never see each other's pages, whatever they asked for and in whatever order", async () => {
     const alice = await s.newUser('lc-alice');
     const bob = await s.newUser('lc-bob');

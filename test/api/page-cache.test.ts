@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { PageCache, type CachedPage } from '../../src/api/page-cache.js';
 
-const page = (text: string, link?: string): CachedPage => ({ body: Buffer.from(text), link });
+const page = (text: string, link?: string): CachedPage => ({ body: Buffer.from(text), link, etag: `"${text.length}"` });
 
 test('a page is served for its list, version and URL only', () => {
   const cache = new PageCache(1024 * 1024);

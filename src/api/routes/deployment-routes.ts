@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { appUrl, appUrls } from '../../config.js';
-import { PageQuery, isSeqPosition, listResponse, nextLink, pageRequest, sendSerializedPage, serializeItems, type ListRef } from '../list-pages.js';
+import { CACHED_PAGE_HEADERS, NOT_MODIFIED, PageQuery, isSeqPosition, listResponse, nextLink, pageRequest, sendSerializedPage, serializedPage, type ListRef } from '../list-pages.js';
 import { PageCache } from '../page-cache.js';
 import { presentBuild } from '../../domain/builds.js';
 import {
@@ -78,7 +78,7 @@ export const deploymentRoutes =
           tags: ['deployments'],
           summary: "The caller's deployments, newest first, a page at a time",
           querystring: PageQuery,
-          response: { 200: listResponse(Type.Array(Type.Ref('Deployment'))), ...errorResponses(400, 401) },
+          response: { 200: listResponse(Type.Array(Type.Ref('Deployment')), CACHED_PAGE_HEADERS), 304: NOT_MODIFIED, ...errorResponses(400, 401) },
         },
       },
       async (request, reply) => {
@@ -87,16 +87,16 @@ export const deploymentRoutes =
         // The version is read before the rows, so a page is never older than the version it is kept under.
         const version = await deps.deployments.listVersion(principal.userId);
         const cached = pages.get(list, version, request.url);
-        if (cached !== undefined) return sendSerializedPage(reply, cached);
+        if (cached !== undefined) return sendSerializedPage(request, reply, cached);
         const ref: ListRef<DeploymentPosition> = { cursors: deps.cursors, path: '/api/v1/deployments', list: 'deployments', scope: principal.userId, valid: isSeqPosition };
         const page = pageRequest(ref, request.query);
         const deployments = await listDeployments(deps.deployments, principal, page);
         // Read the public URL once per answer: the port is only known once the server listens.
         const urlOf = appUrls(deps.config);
         const items = deployments.items.map((row) => presentDeployment(row, urlOf));
-        const answer = { body: serializeItems(reply, items), link: nextLink(request, ref, page, deployments.next) };
+        const answer = serializedPage(reply, list, items, nextLink(request, ref, page, deployments.next));
         pages.set(list, version, request.url, answer);
-        return sendSerializedPage(reply, answer);
+        return sendSerializedPage(request, reply, answer);
       },
     );
 
