@@ -1,5 +1,6 @@
 // Benchmark: how fast a restarted server answers and brings its apps back; what API load adds to app traffic's p99.
-// Run: node dist/bench/recovery.js [--apps 20,100] [--seconds 10] [--rounds 3] [--connections 4] [--api-connections 8] [--p99-only]   (needs `wrk`: apt-get install -y wrk)
+// Run: node dist/bench/recovery.js [--apps 20,100] [--seconds 10] [--rounds 3] [--connections 4] [--api-connections 8] [--p99-only | --restarts-only]
+//        [--concurrency 4,8] [--cold-rounds N] [--baseline DIR] [--listen-delay S] [--poll-ms 20] [--plane node|haproxy]   (needs `wrk`: apt-get install -y wrk)
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -22,6 +23,20 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     // Only the p99 part (skips both restarts).
     'p99-only': { type: 'boolean', default: false },
+    // Only the restarts (skips the p99 part).
+    'restarts-only': { type: 'boolean', default: false },
+    // SLIPWAY_DATA_PLANE of the server: node or haproxy.
+    plane: { type: 'string', default: 'node' },
+    // SLIPWAY_RECOVERY_CONCURRENCY of the restarts after the containers stopped: a list runs one restart per value, interleaved (unset: the server's default).
+    concurrency: { type: 'string' },
+    // How many times the restarts after the containers stopped are repeated (each concurrency once per round).
+    'cold-rounds': { type: 'string', default: '1' },
+    // Another checkout (compiled, same database schema) whose server is timed too, interleaved, in the restarts after the containers stopped.
+    baseline: { type: 'string' },
+    // Milliseconds between two looks at the apps that do not answer 200 yet (each look asks every one of them once).
+    'poll-ms': { type: 'string', default: '20' },
+    // Seconds each app waits before it listens (a slower app than busybox httpd's instant start).
+    'listen-delay': { type: 'string', default: '0' },
     // busybox httpd closes every connection: more wrk connections overflow its accept queue on a busy host.
     connections: { type: 'string', default: '4' },
     'api-connections': { type: 'string', default: '8' },
@@ -56,8 +71,8 @@ interface Server {
   stop(signal: NodeJS.Signals): Promise<void>;
 }
 
-function startServer(env: Record<string, string>): Server {
-  const child = spawn(process.execPath, ['--max-semi-space-size=2', path.join(PROJECT_ROOT, 'bin', 'slipway.js'), 'server'], {
+function startServer(env: Record<string, string>, root = PROJECT_ROOT): Server {
+  const child = spawn(process.execPath, ['--max-semi-space-size=2', path.join(root, 'bin', 'slipway.js'), 'server'], {
     env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: os.tmpdir(), ...env },
     stdio: ['ignore', 'ignore', 'ignore'],
   });
@@ -82,9 +97,9 @@ async function timeUntil(since: number, check: () => Promise<boolean>, everyMs: 
 }
 
 /** Starts the server and times its first answer (/healthz) and every app's first 200. */
-async function timedStart(env: Record<string, string>, port: number, subdomains: string[]): Promise<{ server: Server; first: number; all: number }> {
+async function timedStart(env: Record<string, string>, port: number, subdomains: string[], root = PROJECT_ROOT): Promise<{ server: Server; first: number; all: number }> {
   const since = performance.now();
-  const server = startServer(env);
+  const server = startServer(env, root);
   const first = await timeUntil(since, async () => (await get(port, `127.0.0.1:${port}`, '/healthz')) === 200, 5, 60_000);
   const pending = new Set(subdomains);
   const all = await timeUntil(
@@ -93,7 +108,7 @@ async function timedStart(env: Record<string, string>, port: number, subdomains:
       await Promise.all([...pending].map(async (s) => ((await get(port, `${s}.localhost:${port}`)) === 200 ? pending.delete(s) : undefined)));
       return pending.size === 0;
     },
-    20,
+    Number(values['poll-ms']),
     180_000,
   );
   return { server, first, all };
@@ -125,15 +140,67 @@ async function spawnBareServer(body: string): Promise<{ child: ChildProcess; url
   });
 }
 
+/** CPU seconds (user + system, with reaped children) of one process, from /proc; NaN when unreadable. */
+function processCpuSeconds(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces): utime is the 14th field, stime, cutime, cstime follow.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i] ?? 0), 0);
+    return ticks / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** CPU seconds of a process and its live descendants (the supervisor and its server worker). */
+function treeCpuSeconds(pid: number): number {
+  let total = processCpuSeconds(pid);
+  let children: string[] = [];
+  try {
+    children = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter((c) => c !== '');
+  } catch {
+    // gone
+  }
+  for (const child of children) total += treeCpuSeconds(Number(child));
+  return total;
+}
+
+/** The engine's CPU seconds so far: dockerd, containerd, every containerd shim (with the runc runs they reaped), docker-proxy. */
+function engineCpuSeconds(): number {
+  let total = 0;
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let comm: string;
+    try {
+      comm = fs.readFileSync(`/proc/${entry}/comm`, 'utf8').trim();
+    } catch {
+      continue;
+    }
+    if (!/^(?:dockerd|containerd|containerd-shim.*|docker-proxy|runc)$/.test(comm)) continue;
+    const cpu = processCpuSeconds(Number(entry));
+    if (!Number.isNaN(cpu)) total += cpu;
+  }
+  return total;
+}
+
 function median(xs: number[]): number {
   const sorted = [...xs].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
 }
 
+const roots = [PROJECT_ROOT, ...(values.baseline === undefined ? [] : [path.resolve(values.baseline)])];
+const concurrencies: Array<string | undefined> = values.concurrency === undefined ? [undefined] : values.concurrency.split(',');
+
 async function scenario(count: number): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-bench-recovery-'));
   const port = await freePort();
-  const env = { ...testEnv(dataDir, { SLIPWAY_PORT: String(port), SLIPWAY_MAX_CONCURRENT_BUILDS: '4', SLIPWAY_STARTUP_TIMEOUT_SECONDS: '60' }), SLIPWAY_LOG_LEVEL: 'silent' };
+  const env = {
+    ...testEnv(dataDir, { SLIPWAY_PORT: String(port), SLIPWAY_MAX_CONCURRENT_BUILDS: '4', SLIPWAY_STARTUP_TIMEOUT_SECONDS: '60' }),
+    SLIPWAY_LOG_LEVEL: 'silent',
+    SLIPWAY_DATA_PLANE: values.plane,
+    ...(process.env['SLIPWAY_TRACE_FILE'] === undefined ? {} : { SLIPWAY_TRACE_FILE: process.env['SLIPWAY_TRACE_FILE'] }),
+  };
   let server: Server | undefined;
   try {
     const start = await timedStart(env, port, []);
@@ -151,7 +218,7 @@ async function scenario(count: number): Promise<void> {
           const created = await request(url, 'POST', '/api/v1/deployments', { token, body: { name: s, subdomain: s, source_type: 'archive' } });
           const id = created.json.id as string;
           const form = new FormData();
-          form.append('archive', new Blob([(await busyboxArchive({ body: `${s}\n` })).archive]), 'a.tar.gz');
+          form.append('archive', new Blob([(await busyboxArchive({ body: `${s}\n`, listenDelaySeconds: Number(values['listen-delay']) })).archive]), 'a.tar.gz');
           await request(url, 'POST', `/api/v1/deployments/${id}/upload`, { token, raw: form });
           const deployed = await request(url, 'POST', `/api/v1/deployments/${id}/deploy?wait=true`, { token });
           if (deployed.status !== 200) throw new Error(`deploy of ${s} failed: ${deployed.text}`);
@@ -169,18 +236,36 @@ async function scenario(count: number): Promise<void> {
       server = warm.server;
       console.log(`server restart, apps running:      first answer ${warm.first.toFixed(2)} s, all ${count} apps 200 ${warm.all.toFixed(2)} s`);
 
-      // 2. Host reboot: the server and every container stopped.
-      await server.stop('SIGKILL');
+      // 2. Host reboot: the server and every container stopped; once per concurrency per round, interleaved.
       const sqlite = new Database(path.join(dataDir, 'slipway.db'), { readonly: true });
       const instance = (sqlite.prepare('select id from instance').get() as { id: string }).id;
       sqlite.close();
-      const containers = await engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instance });
-      await Promise.all(containers.map((c) => engine.stopContainer(c.id, 0)));
-      const cold = await timedStart(env, port, subdomains);
-      server = cold.server;
-      console.log(`restart after containers stopped:  first answer ${cold.first.toFixed(2)} s, all ${count} apps 200 ${cold.all.toFixed(2)} s`);
+      for (let round = 0; round < Number(values['cold-rounds']); round += 1) {
+        for (const [concurrency, root] of concurrencies.flatMap((c) => roots.map((r) => [c, r] as const))) {
+          await server?.stop('SIGKILL');
+          const containers = await engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instance });
+          await Promise.all(containers.map((c) => engine.stopContainer(c.id, 0)));
+          const engineBefore = engineCpuSeconds();
+          const cpuBefore = process.cpuUsage();
+          const coldEnv = concurrency === undefined ? env : { ...env, SLIPWAY_RECOVERY_CONCURRENCY: concurrency };
+          const load = (os.loadavg()[0] ?? 0).toFixed(1);
+          const cold = await timedStart(coldEnv, port, subdomains, root);
+          server = cold.server;
+          const engineCpu = engineCpuSeconds() - engineBefore;
+          const serverCpu = cold.server.child.pid === undefined ? Number.NaN : treeCpuSeconds(cold.server.child.pid);
+          const benchUsage = process.cpuUsage(cpuBefore);
+          const benchCpu = (benchUsage.user + benchUsage.system) / 1e6;
+          console.log(
+            `restart after containers stopped${root === PROJECT_ROOT ? '' : ` [${root}]`}${concurrency === undefined ? '' : ` (recovery concurrency ${concurrency})`}: first answer ${cold.first.toFixed(2)} s, ` +
+              `all ${count} apps 200 ${cold.all.toFixed(2)} s; CPU until then: engine ${engineCpu.toFixed(1)} s ` +
+              `(${((engineCpu / count) * 1000).toFixed(0)} ms per app; dockerd, containerd, shims, docker-proxy), server ${serverCpu.toFixed(1)} s, ` +
+              `this bench ${benchCpu.toFixed(1)} s; load ${load} at its start`,
+          );
+        }
+      }
     }
 
+    if (values['restarts-only']) return;
     // 3. App traffic's p99, alone and while the deployments list (a page of up to 100) is hammered.
     const appUrl = `${url}/`;
     const appHost = `Host: ${subdomains[0]}.localhost:${port}`;

@@ -10,7 +10,7 @@ import { registerDomainCommands } from './commands/domain-commands.js';
 import { registerWebhookCommands } from './commands/webhook-commands.js';
 import { registerKeyCommands } from './commands/key-commands.js';
 import { registerTunnelCommand } from './commands/tunnel-command.js';
-import { rotateKey, runResetPassword, runServer } from './server-command.js';
+import { runServer } from './server-run.js';
 import { registerCreateCommand } from './commands/create-command.js';
 import { readFileSync } from 'node:fs';
 
@@ -55,7 +55,7 @@ Environment: SLIPWAY_URL and SLIPWAY_API_KEY override the saved login. See docs/
       'after',
       '\nPrints a new random password once (or takes one from stdin) and logs the user out everywhere.\nAPI keys keep working. Works while the server runs.\n\nExamples:\n  slipway server reset-password admin@localhost\n  printf \'%s\\n\' "$NEW_PASSWORD" | slipway server reset-password ops@example.com --password-stdin',
     )
-    .action((email: string, options: { passwordStdin?: boolean }) => runResetPassword(io, email, options));
+    .action(async (email: string, options: { passwordStdin?: boolean }) => (await import('./server-command.js')).runResetPassword(io, email, options));
   server
     .command('rotate-key')
     .description('re-encrypt the app configuration under a new installation key (stop the server first)')
@@ -65,7 +65,8 @@ Environment: SLIPWAY_URL and SLIPWAY_API_KEY override the saved login. See docs/
         'SLIPWAY_NEW_SECRET_KEY to the new key, then set SLIPWAY_SECRET_KEY to it before the next start.\n\n' +
         'Example:\n  slipway server rotate-key',
     )
-    .action(rotateKey);
+    // Loaded when used: the database and secrets modules would slow every other command's start.
+    .action(async () => (await import('./server-command.js')).rotateKey());
   registerAuthCommands(program, io);
   registerDeployCommand(program, io);
   registerCreateCommand(program, io);

@@ -1,4 +1,4 @@
-// `slipway server`: run the Slipway server, supervised, in the foreground until SIGINT/SIGTERM; `server rotate-key`, `server reset-password`.
+// `slipway server rotate-key` and `slipway server reset-password` (`slipway server` itself is server-run.ts).
 import { loadServerConfigOrExit } from './load-server-config.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { randomBase62 } from '../core/credentials.js';
@@ -11,22 +11,6 @@ import { readKeyCheck, reencryptAll, writeKeyCheck } from '../db/app-config-stor
 import { rotateInstallationKey } from '../secrets/rotate-key.js';
 import { unlockInstallation } from '../secrets/unlock.js';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { supervise } from './supervisor.js';
-
-/**
- * `slipway server`: checks the configuration, then runs the server in a supervised child process
- * (see supervisor.ts) that is started again whenever it dies; SIGINT/SIGTERM stop both cleanly.
- */
-export async function runServer(): Promise<void> {
-  loadServerConfigOrExit();
-  const entry = fileURLToPath(new URL('./server-worker.js', import.meta.url));
-  // Itself supervised (`npm start`): when that parent goes, stop the server cleanly and go too.
-  if (process.send !== undefined) process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'));
-  const code = await supervise({ entry });
-  // Exit now: an IPC channel to a parent supervisor would otherwise keep this process alive.
-  process.exit(code);
-}
 
 /**
  * `slipway server rotate-key`: re-encrypts the app configuration under a new installation key.

@@ -24,7 +24,7 @@ import { refreshLivePorts } from './live-ports.js';
 import type { PendingRelease, RecoveryPlan } from './reconcile.js';
 import { recoverRelease } from './recover-release.js';
 import type { DeploymentStore } from './deployment-store.js';
-import { ReleaseError, releaseTarget, startRelease } from './release.js';
+import { ReleaseError, releaseTarget, startRelease, type EngineTurn } from './release.js';
 import { transition, type DeploymentEvent, type DeploymentStatus } from './state-table.js';
 import { buildArgsFor } from './build-args.js';
 import { readDockerfile } from '../runtime/read-dockerfile.js';
@@ -76,6 +76,11 @@ const DRAIN_MS = 30_000;
 const STOP_SECONDS = 10;
 /** Time limit of `git ls-remote` at trigger time. */
 const RESOLVE_TIMEOUT_MS = 60_000;
+/**
+ * Releases recovery handles at once: started (or being started) and waiting for their health check.
+ * The engine's part of each is bounded apart, by `recoveryConcurrency`; this bounds the waits' polls.
+ */
+const RECOVERY_IN_FLIGHT = 64;
 
 /** Seconds since `since`, with one decimal. */
 function seconds(since: number): string {
@@ -99,7 +104,10 @@ export class DeploymentLifecycle implements DeploymentOperations {
   readonly #background = new Set<Promise<unknown>>();
   /** Releases waiting to be started again; an operation that decides what serves removes its entry. */
   readonly #recovering = new Map<string, PendingRelease>();
+  /** Engine turns of recovery: starts (and their inspects) at once. */
   readonly #recoverySlots: Semaphore;
+  /** Releases recovery handles at once, health checks included. */
+  readonly #recoveryInFlight: Semaphore;
   /** Aborted by close(): recovery in progress gives up. */
   readonly #closing = new AbortController();
 
@@ -107,6 +115,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
     this.#deps = deps;
     this.#buildSlots = new Semaphore(deps.settings.maxConcurrentBuilds);
     this.#recoverySlots = new Semaphore(deps.settings.recoveryConcurrency);
+    this.#recoveryInFlight = new Semaphore(Math.max(RECOVERY_IN_FLIGHT, deps.settings.recoveryConcurrency));
   }
 
   async deploy(principal: Principal, deploymentId: string, options: DeployOptions): Promise<BuildRow> {
@@ -318,11 +327,14 @@ export class DeploymentLifecycle implements DeploymentOperations {
 
   /**
    * Starts live releases whose containers are not running again (start-up recovery, and containers
-   * the watcher finds stopped), `recoveryConcurrency` at a time, each under its deployment's lock
-   * and health-checked within the start-up timeout. Their routes answer 503 `starting` until then.
-   * A stop, restart, rollback, delete or a build's switch issued meanwhile supersedes an entry. When
-   * the engine does not answer, entries wait for it (routes stay `starting`) rather than fail.
-   * Resolves when every entry is settled, or the lifecycle closes.
+   * the watcher finds stopped), each under its deployment's lock and health-checked within the
+   * start-up timeout. The engine's work (a start and its inspect) runs `recoveryConcurrency` at a
+   * time; a health check waits without holding one of those turns, so an app that is slow to
+   * listen never keeps the next one from starting (at most RECOVERY_IN_FLIGHT are handled at once).
+   * Their routes answer 503 `starting` until then. A stop, restart, rollback, delete or a build's
+   * switch issued meanwhile supersedes an entry. When the engine does not answer, entries wait for
+   * it (routes stay `starting`) rather than fail. Resolves when every entry is settled, or the
+   * lifecycle closes.
    */
   async recoverReleases(pending: readonly PendingRelease[]): Promise<void> {
     const signal = this.#closing.signal;
@@ -333,15 +345,29 @@ export class DeploymentLifecycle implements DeploymentOperations {
       const retry: PendingRelease[] = [];
       await Promise.all(
         queue.map(async (item) => {
-          let release: (() => void) | undefined;
+          let leave: (() => void) | undefined;
+          // The first engine turn is taken before the lock (queued entries hold no lock), used by
+          // the first start and given back as soon as that start is done; a later start waits for another.
+          let turn: (() => void) | undefined;
+          const engineTurn: EngineTurn = async (fn) => {
+            const release = turn ?? (await this.#recoverySlots.acquire(signal));
+            turn = undefined;
+            try {
+              return await fn();
+            } finally {
+              release();
+            }
+          };
           try {
-            release = await this.#recoverySlots.acquire(signal);
-            const outcome = await this.#locks.run(item.deploymentId, () => this.#recoverOne(item, signal), signal);
+            leave = await this.#recoveryInFlight.acquire(signal);
+            turn = await this.#recoverySlots.acquire(signal);
+            const outcome = await this.#locks.run(item.deploymentId, () => this.#recoverOne(item, signal, engineTurn), signal);
             if (outcome === 'retry') retry.push(item);
           } catch (err) {
             if (!signal.aborted) this.#deps.log('error', `recovery of ${item.subdomain} failed`, { err });
           } finally {
-            release?.();
+            turn?.();
+            leave?.();
           }
         }),
       );
@@ -388,7 +414,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
   // ---- internals ----
 
   /** One recovery entry, under the deployment's lock: started, failed (release lost), skipped (superseded), or retry (engine down). */
-  async #recoverOne(item: PendingRelease, signal: AbortSignal): Promise<'started' | 'failed' | 'skipped' | 'retry'> {
+  async #recoverOne(item: PendingRelease, signal: AbortSignal, engineTurn: EngineTurn): Promise<'started' | 'failed' | 'skipped' | 'retry'> {
     const { store, engine, dataPlane, log } = this.#deps;
     if (this.#recovering.get(item.deploymentId) !== item) return 'skipped';
     const dep = await store.deployment(item.deploymentId);
@@ -402,7 +428,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
     if (route?.kind !== 'app' || route.state !== 'starting') this.#route(dep.subdomain, dep.id, 'starting');
     let started;
     try {
-      started = await recoverRelease({ engine, configs: this.#deps.configs, settings: this.#deps.settings, log }, dep, live, signal);
+      started = await recoverRelease({ engine, configs: this.#deps.configs, settings: this.#deps.settings, log }, dep, live, signal, engineTurn);
     } catch (err) {
       signal.throwIfAborted();
       const engineUp = await engine.ping(AbortSignal.timeout(3000)).then(() => true, () => false);

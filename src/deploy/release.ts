@@ -87,19 +87,53 @@ export function releaseTarget(
 export const APP_OUTPUT_MARKER = '==> app output:';
 
 /**
+ * Runs `fn`, the engine's part of starting a container (create, start, inspect), in whatever turn
+ * the caller allots: recovery passes one that holds one of its bounded engine slots for exactly
+ * that long, so a health check that waits holds none.
+ */
+export type EngineTurn = <T>(fn: () => Promise<T>) => Promise<T>;
+
+/** No bound: the engine's part runs at once (deploys are already bounded by their build slots). */
+export const immediateTurn: EngineTurn = (fn) => fn();
+
+/**
  * Runs `target.image` as a new container and waits until it answers, at the upstream the engine
  * gives, HTTP (2xx/3xx on the health-check path when one is set) within `timeoutMs`. The container's
  * output goes to `onOutput` as it comes, once, in order, with a progress line every 10 s of
  * waiting. On failure or abort the container is removed; failures throw ReleaseError ending with
- * the app's last output line.
+ * the app's last output line. The engine calls up to the start run in `engineTurn`; the wait does not.
  */
 export async function startRelease(
   engine: ContainerEngine,
   target: ReleaseTarget,
-  options: { timeoutMs: number; signal: AbortSignal; onOutput?: (text: string) => void },
+  options: { timeoutMs: number; signal: AbortSignal; onOutput?: (text: string) => void; engineTurn?: EngineTurn },
 ): Promise<ContainerInfo & { upstream: Upstream }> {
-  const port = await appPort(engine, target.image);
   const say = options.onOutput ?? ((): void => undefined);
+  const { port, container } = await (options.engineTurn ?? immediateTurn)(() => runTarget(engine, target, say));
+  const output = new OutputCopy(engine, container.id, say, options.signal);
+  try {
+    const healthy = await waitHealthy(engine, container, { port, healthPath: target.healthCheckPath, timeoutMs: options.timeoutMs, signal: options.signal, say });
+    output.stop();
+    say(`==> the app answers on port ${port} (${healthy.upstream.host}:${healthy.upstream.port})\n`);
+    return healthy;
+  } catch (err) {
+    // The app's last words: what the copy saw, or (when it saw nothing) what the engine kept.
+    await output.settle();
+    let last = lastLine(output.text);
+    if (output.text === '') {
+      const kept = await lastOutput(engine, container.id);
+      if (kept !== '') say(`${APP_OUTPUT_MARKER}\n${kept}\n`);
+      last = lastLine(kept);
+    }
+    await engine.removeContainer(container.id).catch(() => undefined);
+    if (err instanceof ReleaseError) throw new ReleaseError(err.reason, last);
+    throw err;
+  }
+}
+
+/** The engine's part of a release: the app's port, the network and volumes, the container created and started. */
+async function runTarget(engine: ContainerEngine, target: ReleaseTarget, say: (text: string) => void): Promise<{ port: number; container: ContainerInfo }> {
+  const port = await appPort(engine, target.image);
   say(`==> starting the app: it must answer HTTP on port ${port} (the PORT environment variable)\n`);
   const network = appNetworkName(target.instanceId);
   await engine.ensureNetwork({
@@ -126,25 +160,7 @@ export async function startRelease(
     network,
     volumes,
   });
-  const output = new OutputCopy(engine, container.id, say, options.signal);
-  try {
-    const healthy = await waitHealthy(engine, container, { port, healthPath: target.healthCheckPath, timeoutMs: options.timeoutMs, signal: options.signal, say });
-    output.stop();
-    say(`==> the app answers on port ${port} (${healthy.upstream.host}:${healthy.upstream.port})\n`);
-    return healthy;
-  } catch (err) {
-    // The app's last words: what the copy saw, or (when it saw nothing) what the engine kept.
-    await output.settle();
-    let last = lastLine(output.text);
-    if (output.text === '') {
-      const kept = await lastOutput(engine, container.id);
-      if (kept !== '') say(`${APP_OUTPUT_MARKER}\n${kept}\n`);
-      last = lastLine(kept);
-    }
-    await engine.removeContainer(container.id).catch(() => undefined);
-    if (err instanceof ReleaseError) throw new ReleaseError(err.reason, last);
-    throw err;
-  }
+  return { port, container };
 }
 
 /** The last non-empty line of `text`, trimmed to 500 characters. */
@@ -194,6 +210,14 @@ class OutputCopy {
   }
 }
 
+/**
+ * The health check's polls: 20 ms after the first look, then each wait 1.5 times the last, up to
+ * 200 ms (an app that listens after 1 s is seen after ~10 polls, within ~200 ms of listening).
+ */
+const POLL_FIRST_MS = 20;
+const POLL_GROWTH = 1.5;
+const POLL_MAX_MS = 200;
+
 /** Seconds between "still waiting" lines while an app does not answer. */
 const PROGRESS_EVERY_MS = 10_000;
 
@@ -212,6 +236,7 @@ export async function waitHealthy(
   const deadline = since + timeoutMs;
   let nextProgress = since + 5000;
   let lastProblem = `no answer on port ${port}`;
+  let pollDelayMs = POLL_FIRST_MS;
   // `started` was read from the engine just now: the first look uses it (one engine call less per release).
   let known: ContainerInfo | null = started.running && started.upstream !== null ? started : null;
   for (;;) {
@@ -245,8 +270,10 @@ export async function waitHealthy(
       say(`==> still waiting for the app to answer on port ${port} (its PORT): ${lastProblem} after ${Math.round((now - since) / 1000)} s of ${Math.round(timeoutMs / 1000)} s\n`);
       nextProgress = now + PROGRESS_EVERY_MS;
     }
-    // Poll briskly at first (most apps listen within a second), then back off.
-    await sleep(now < since + 3000 ? 20 : 200, undefined, { signal });
+    // Poll briskly at first (most apps listen within a second), then back off: many apps waiting at
+    // once (a recovery) must not flood the engine's port proxies with connection attempts.
+    await sleep(pollDelayMs, undefined, { signal });
+    pollDelayMs = Math.min(POLL_MAX_MS, Math.round(pollDelayMs * POLL_GROWTH));
   }
 }
 

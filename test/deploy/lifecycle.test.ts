@@ -47,7 +47,7 @@ let lifecycle: DeploymentLifecycle;
 let configs: DbAppConfigStore;
 const principal: Principal = { userId: crypto.randomUUID(), isAdmin: false, via: 'session', sessionId: 's', apiKeyId: undefined };
 
-function newLifecycle(plane: FakeDataPlane): DeploymentLifecycle {
+function newLifecycle(plane: FakeDataPlane, overrides: Partial<typeof settings> = {}): DeploymentLifecycle {
   return new DeploymentLifecycle({
     store: databaseDeploymentStore(db, RUNNER),
     configs,
@@ -56,7 +56,7 @@ function newLifecycle(plane: FakeDataPlane): DeploymentLifecycle {
     sources,
     buildLogs: new BuildLogStore(dir),
     log: () => undefined,
-    settings: { ...settings, dataDir: dir },
+    settings: { ...settings, ...overrides, dataDir: dir },
   });
 }
 
@@ -435,6 +435,63 @@ describe('lifecycle on a fake runtime and data plane', () => {
     await recovered;
     assert.ok(typeof restarted.answer(down.subdomain) === 'object');
     assert.equal(recovering.recoveringCount, 0);
+    await recovering.close();
+  });
+
+  test('an app slow to answer its health check holds no engine turn: with one turn, the next app starts while it waits', async () => {
+    const slow = await deployedThenStopped('serve-slow');
+    const next = await deployedThenStopped('serve-next');
+    const slowImage = (await build(slow.buildId)).image_id;
+    assert.ok(slowImage !== null);
+    const restarted = new FakeDataPlane();
+    const pending = (await plan(restarted)).pending.filter((p) => p.deploymentId === slow.id || p.deploymentId === next.id);
+    assert.deepEqual(pending.map((p) => p.deploymentId), [slow.id, next.id], 'the slow app is first in the queue');
+    // The start-up timeout is far away: the slow app is still waiting, not failed, when the next one starts.
+    const recovering = newLifecycle(restarted, { recoveryConcurrency: 1, startupTimeoutMs: 60_000 });
+    runtime.images.set(slowImage, { unhealthy: false, silent: true });
+    let recovered: Promise<void> | undefined;
+    try {
+      recovered = recovering.recoverReleases(pending);
+      await until('the next app to be live', () => typeof restarted.answer(next.subdomain) === 'object');
+      assert.ok(runtime.calls.includes(`startContainer ${slow.containerId}`), 'the slow app was started first');
+      assert.equal(restarted.routes.get(slow.subdomain)?.state, 'starting', 'the slow app still waits for its health check');
+      assert.equal(recovering.recoveringCount, 1);
+    } finally {
+      runtime.images.set(slowImage, { unhealthy: false });
+    }
+    await recovered;
+    const answer = restarted.answer(slow.subdomain);
+    assert.ok(typeof answer === 'object', 'the slow app is live once it answers');
+    assert.equal((await build(slow.buildId)).container_id, slow.containerId, 'its own container, not a fresh one');
+    assert.equal(runtime.running(slow.id).length, 1);
+    assert.equal((await deployment(slow.id)).status, 'running');
+    await recovering.close();
+  });
+
+  test('recovery starts at most recoveryConcurrency containers at once, and uses that many', async () => {
+    const apps = [];
+    for (let i = 0; i < 5; i += 1) apps.push(await deployedThenStopped(`serve-bound-${i}`));
+    const restarted = new FakeDataPlane();
+    const ids = new Set(apps.map((a) => a.id));
+    const pending = (await plan(restarted)).pending.filter((p) => ids.has(p.deploymentId));
+    assert.equal(pending.length, 5);
+    const recovering = newLifecycle(restarted, { recoveryConcurrency: 2 });
+    runtime.startDelayMs = 30;
+    runtime.maxStartsInFlight = 0;
+    try {
+      await recovering.recoverReleases(pending);
+    } finally {
+      runtime.startDelayMs = 0;
+    }
+    assert.equal(runtime.maxStartsInFlight, 2);
+    for (const app of apps) {
+      assert.equal(await (async () => {
+        const answer = restarted.answer(app.subdomain);
+        assert.ok(typeof answer === 'object', `${app.subdomain} is live`);
+        return (await (await fetch(`http://${answer.host}:${answer.port}/`)).text()).trim();
+      })(), app.buildId);
+      assert.equal(runtime.running(app.id).length, 1, 'one container each');
+    }
     await recovering.close();
   });
 

@@ -71,6 +71,8 @@ export interface BusyboxAppOptions {
   port?: number;
   /** The app prints a line and exits with code 3 at once instead of serving. */
   exitAtOnce?: boolean;
+  /** Seconds the app waits before it listens (as a slower app's start-up would). Default 0. */
+  listenDelaySeconds?: number;
   /** Where the Dockerfile goes, relative to dir. Default `Dockerfile`. */
   dockerfilePath?: string;
 }
@@ -85,7 +87,7 @@ export async function writeBusyboxApp(dir: string, options: BusyboxAppOptions = 
   const port = options.port ?? 8080;
   const script = options.exitAtOnce === true
     ? 'echo "exiting at once"; exit 3'
-    : `echo "listening on \${PORT:-${port}}"; exec httpd -f -v -p "\${PORT:-${port}}" -h /www`;
+    : `${(options.listenDelaySeconds ?? 0) > 0 ? `sleep ${options.listenDelaySeconds}; ` : ''}echo "listening on \${PORT:-${port}}"; exec httpd -f -v -p "\${PORT:-${port}}" -h /www`;
   const dockerfile = [
     `FROM ${BUSYBOX_IMAGE}`,
     'COPY index.html /www/index.html',

@@ -31,9 +31,11 @@ interface FakeContainer {
 /**
  * What a Dockerfile line makes the fake do: `FAIL` fails the build; `WAIT` holds it until
  * `releaseBuilds()` (or its abort); `UNHEALTHY` gives an image whose app answers 500 on every path.
+ * An image's `silent` flag (set by a test, read at each request) makes its apps close every
+ * connection without an answer, as an app still starting up does.
  */
 export class FakeRuntime implements ContainerEngine {
-  readonly images = new Map<string, { unhealthy: boolean }>();
+  readonly images = new Map<string, { unhealthy: boolean; silent?: boolean }>();
   readonly containers = new Map<string, FakeContainer>();
   readonly networks = new Map<string, NetworkInfo>();
   readonly volumes = new Map<string, VolumeInfo>();
@@ -44,6 +46,11 @@ export class FakeRuntime implements ContainerEngine {
   readonly calls: string[] = [];
   /** While true, the engine does not answer (a restarting dockerd): calls that reach it throw. */
   down = false;
+  /** How long each container start (startContainer, runContainer) takes. */
+  startDelayMs = 0;
+  /** Container starts under way now, and the most there ever were at once. */
+  startsInFlight = 0;
+  maxStartsInFlight = 0;
   #held: Array<() => void> = [];
   #next = 1;
 
@@ -118,7 +125,7 @@ export class FakeRuntime implements ContainerEngine {
       exitCode: null,
     };
     this.containers.set(container.id, container);
-    await this.#start(container);
+    await this.#starting(() => this.#start(container));
     return this.#info(container);
   }
 
@@ -133,8 +140,20 @@ export class FakeRuntime implements ContainerEngine {
     this.calls.push(`startContainer ${id}`);
     const container = this.containers.get(id);
     if (container === undefined) throw new Error(`no such container: ${id}`);
-    if (container.server === null) await this.#start(container);
+    if (container.server === null) await this.#starting(() => this.#start(container));
     return this.#info(container);
+  }
+
+  /** Counts a start in flight while it runs (with the configured delay). */
+  async #starting(start: () => Promise<void>): Promise<void> {
+    this.startsInFlight += 1;
+    this.maxStartsInFlight = Math.max(this.maxStartsInFlight, this.startsInFlight);
+    try {
+      if (this.startDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.startDelayMs));
+      await start();
+    } finally {
+      this.startsInFlight -= 1;
+    }
   }
 
   async stopContainer(id: string): Promise<void> {
@@ -227,7 +246,11 @@ export class FakeRuntime implements ContainerEngine {
 
   async #start(container: FakeContainer): Promise<void> {
     const unhealthy = this.images.get(container.image)?.unhealthy ?? false;
-    const server = http.createServer((_req, res) => {
+    const server = http.createServer((req, res) => {
+      if (this.images.get(container.image)?.silent === true) {
+        req.socket.destroy();
+        return;
+      }
       res.writeHead(unhealthy ? 500 : 200, { 'content-type': 'text/plain' });
       res.end(`${container.labels['dev.slipway.build'] ?? ''}\n`);
     });
