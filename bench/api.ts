@@ -176,12 +176,14 @@ async function main(): Promise<void> {
     },
     options['cpu-prof'] === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', options['cpu-prof']],
   );
-  const pid = server.child.pid as number;
+  // `slipway server` is a supervisor that forks the server: memory and CPU are the forked server's.
+  const supervisorPid = server.child.pid as number;
+  const pid = processTree(supervisorPid).find((p) => p.pid !== supervisorPid && p.name === 'node')?.pid ?? supervisorPid;
   try {
     const token = await loginAs(server.url, ADMIN_EMAIL, ADMIN_PASSWORD);
     const key = (await request(server.url, 'POST', '/api/v1/api-keys', { token, body: { name: 'bench' } })).json.key as string;
     console.log(`load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} at the start`);
-    console.log(`server pid ${pid}, RSS after login ${(procStatus(pid, 'VmRSS') / MIB).toFixed(1)} MiB (peak so far ${(procStatus(pid, 'VmHWM') / MIB).toFixed(1)} MiB, scrypt logins included)`);
+    console.log(`server pid ${pid} (supervisor ${supervisorPid}), RSS after login ${(procStatus(pid, 'VmRSS') / MIB).toFixed(1)} MiB (peak so far ${(procStatus(pid, 'VmHWM') / MIB).toFixed(1)} MiB, scrypt logins included)`);
     const listUrl = new URL('/api/v1/deployments', server.url);
     const table: string[] = [];
     let created = 0;
@@ -196,7 +198,7 @@ async function main(): Promise<void> {
       try {
         const bareUrl = new URL('/api/v1/deployments', bare.url);
         // CPU per request of the processes that answer: the server (and HAProxy in front of it), or the bare route's.
-        const serverSide = processTree(pid).filter((p) => p.pid !== pid);
+        const serverSide = processTree(pid);
         const bareSide = processTree(bare.child.pid as number);
         const sides = [
           { name: 'API key', url: listUrl, bearer: key, watch: serverSide },
