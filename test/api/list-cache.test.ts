@@ -98,8 +98,9 @@ describe('the deployment list after writes', () => {
     // reads the row, and the list call right after it must agree.
     const running = await eventually(async () => {
       const one = await s.request('GET', `/api/v1/deployments/${id}`, { token: user.token });
-      return one.json.status === 'running' ? one.json : undefined;
-    }, 120_000, 'the deployment running');
+      return one.json.status === 'running' || one.json.status === 'failed' ? one.json : undefined;
+    }, 120_000, 'the build to end');
+    assert.equal(running.status, 'running', 'the build succeeded (see its log if not)');
     const afterBuild = find((await list(user.token)).items, id);
     assert.equal(afterBuild?.status, 'running');
     assert.equal(afterBuild?.live_build_id, running.live_build_id);
