@@ -12,7 +12,7 @@ import { once } from 'node:events';
 import { readFileSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile, chmod, copyFile, mkdir } from 'node:fs/promises';
 import { Agent, createServer, request } from 'node:http';
-import { connect, type AddressInfo } from 'node:net';
+import { connect, createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -23,6 +23,7 @@ import { loadConfig } from '../src/config.js';
 import { AppProxy } from '../src/proxy/app-proxy.js';
 import { findHaproxy } from '../src/proxy/haproxy/haproxy-binary.js';
 import { HaproxyDataPlane } from '../src/proxy/haproxy/haproxy-data-plane.js';
+import { frontDoor } from '../src/proxy/front-door.js';
 import { proxyProtocolListener } from '../src/proxy/proxy-protocol.js';
 import { RoutingTable } from '../src/proxy/routing-table.js';
 import { CONNECT_PATH } from '../src/tunnel/protocol.js';
@@ -109,6 +110,16 @@ async function roleServer(plane: string): Promise<void> {
     if (new URL(req.url ?? '/', 'http://x').pathname === CONNECT_PATH) tunnels.handleUpgrade(req, socket, head);
     else if (!proxy.handleUpgrade(req, socket, head)) socket.destroy();
   });
+  // As main.ts: a connection whose first request names the tunnel becomes its raw pipe.
+  const door = frontDoor({
+    http: front,
+    headTimeoutMs: 20_000,
+    target: (host) => {
+      const route = table.resolveHost(host)?.route;
+      if (route?.kind !== 'tunnel' || route.state !== 'connected') return undefined;
+      return { handleConnection: (socket, head) => route.target.handleConnection(socket, head, host, {}) };
+    },
+  });
   let haproxy: HaproxyDataPlane | undefined;
   let dataDir: string | undefined;
   if (plane === 'haproxy') {
@@ -118,7 +129,7 @@ async function roleServer(plane: string): Promise<void> {
     if (!('path' in binary)) throw new Error(`no HAProxy: ${binary.missing}`);
     dataDir = await mkdtemp(join(tmpdir(), 'slipway-bench-haproxy-'));
     const config = loadConfig({ SLIPWAY_DATA_DIR: dataDir, SLIPWAY_DOMAIN: 'localhost' });
-    const internal = proxyProtocolListener(front, config.edge.headersTimeoutMs);
+    const internal = proxyProtocolListener(front, config.edge.headersTimeoutMs, door);
     internal.listen(0, '127.0.0.1');
     await once(internal, 'listening');
     port = await freePort();
@@ -137,9 +148,10 @@ async function roleServer(plane: string): Promise<void> {
     });
     await haproxy.start();
   } else {
-    front.listen(0, '127.0.0.1');
-    await once(front, 'listening');
-    port = (front.address() as AddressInfo).port;
+    const listener = createTcpServer({ noDelay: true }, door);
+    listener.listen(0, '127.0.0.1');
+    await once(listener, 'listening');
+    port = (listener.address() as AddressInfo).port;
   }
   // A clean exit, so that `--cpu-prof` writes its profile.
   process.once('SIGTERM', () => {

@@ -1,7 +1,7 @@
 // Composition root: wires configuration, database, engine, data plane, tunnels and API; listens.
 import http from 'node:http';
 import https from 'node:https';
-import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import path from 'node:path';
 import { buildApp } from './api/app.js';
@@ -25,7 +25,8 @@ import { NO_CERTIFICATES } from './domain/custom-domains.js';
 import { DbCertificateStore } from './db/certificate-store.js';
 import { CertificateManager } from './tls/certificate-manager.js';
 import { HttpChallenges } from './tls/http-challenges.js';
-import { redirectToHttps } from './tls/https-redirect.js';
+import { hostOf, redirectToHttps } from './tls/https-redirect.js';
+import { frontDoor } from './proxy/front-door.js';
 import { loadOperatorCertificate } from './tls/operator-certificate.js';
 import { ListCursors } from './api/list-pages.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
@@ -196,6 +197,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     },
     publicUrlFor: urlFor,
     limits: { tunnelsPerKey: config.tunnelsPerKey, streamsPerTunnel: config.streamsPerTunnel },
+    idleTimeoutMs: config.edge.keepAliveTimeoutMs,
     log,
   });
   liveTunnels = () => tunnels.connectedCount();
@@ -357,7 +359,35 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   server.on('clientError', answerClientError);
   server.on('checkExpectation', answerUnmetExpectation);
   // Uploads and requests to apps (streamed to the app) get the long bound; API JSON the short one.
-  boundRequests(server, config.edge, (req) => table.resolveHost(req.headers.host) !== null || /^multipart\//i.test(req.headers['content-type'] ?? ''));
+  const connections = boundRequests(server, config.edge, (req) => table.resolveHost(req.headers.host) !== null || /^multipart\//i.test(req.headers['content-type'] ?? ''));
+  /**
+   * Every connection to Node's plain listeners passes the front door: one whose first request names
+   * a connected tunnel becomes a raw pipe through it (a plain request to a host with a certificate
+   * excepted: its 308 comes from the HTTP server); any other goes to `target` HTTP server.
+   */
+  const withFrontDoor = (target: http.Server, encrypted: boolean): ((socket: Socket) => void) => {
+    const door = frontDoor({
+      http: target,
+      headTimeoutMs: config.edge.headersTimeoutMs,
+      target: (host, socket) => {
+        if (!encrypted && certificates !== undefined && certificates.hasCertificate(hostOf(host) ?? '')) return undefined;
+        const resolution = table.resolveHost(host);
+        const route = resolution?.route;
+        if (resolution === null || route?.kind !== 'tunnel' || route.state !== 'connected') return undefined;
+        // Over the per-address cap: the gate has closed the connection.
+        if (!connections.admit(socket)) return { handleConnection: () => undefined };
+        const app = resolution.subdomain;
+        return {
+          handleConnection: (s, head) => route.target.handleConnection(s, head, host, { onRequestEnd: (status, seconds) => metrics.requestEnded(app, status, seconds) }),
+        };
+      },
+    });
+    if (!encrypted) return door;
+    return (socket) => {
+      Object.defineProperty(socket, 'encrypted', { value: true });
+      door(socket);
+    };
+  };
   /** The last steps of every shutdown (a refused start too): data plane, lifecycle, API, database. */
   const closeControlPlane = async (): Promise<void> => {
     proxy.close();
@@ -371,16 +401,21 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   let internal: TcpServer | undefined;
   let tlsHandoff: { server: http.Server; listener: TcpServer } | undefined;
   if (haproxyBinary === undefined) {
+    const front = createTcpServer({ noDelay: true }, withFrontDoor(server, false));
+    front.maxConnections = config.edge.maxConnections;
+    // The HTTP server never listens itself: its head/request timeout checks start on 'listening'.
+    front.once('listening', () => server.emit('listening'));
     await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(config.port, config.host, () => resolve());
+      front.once('error', reject);
+      front.listen(config.port, config.host, () => resolve());
     });
+    internal = front;
     listening = true;
-    server.once('close', () => (listening = false));
-    port = (server.address() as AddressInfo).port;
+    front.once('close', () => (listening = false));
+    port = (front.address() as AddressInfo).port;
   } else {
     // HAProxy owns the public port; Node serves the API, dashboard, tunnels and refusal pages behind it.
-    const listener = proxyProtocolListener(server, config.edge.headersTimeoutMs);
+    const listener = proxyProtocolListener(server, config.edge.headersTimeoutMs, withFrontDoor(server, false));
     internal = listener;
     await new Promise<void>((resolve, reject) => {
       listener.once('error', reject);
@@ -391,12 +426,11 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     let tls: { port: number; nodeTlsPort: number; certificates: CertificateManager } | undefined;
     if (certificates !== undefined && config.https !== undefined) {
       const handoff = http.createServer(boundedServerOptions(config.edge), handleRequest);
-      handoff.on('connection', (socket: Duplex) => Object.defineProperty(socket, 'encrypted', { value: true }));
       handoff.on('upgrade', handleUpgrade);
       handoff.on('clientError', answerClientError);
       handoff.on('checkExpectation', answerUnmetExpectation);
       boundRequests(handoff, config.edge, (req) => table.resolveHost(req.headers.host) !== null || /^multipart\//i.test(req.headers['content-type'] ?? ''));
-      const handoffListener = proxyProtocolListener(handoff, config.edge.headersTimeoutMs);
+      const handoffListener = proxyProtocolListener(handoff, config.edge.headersTimeoutMs, withFrontDoor(handoff, true));
       tlsHandoff = { server: handoff, listener: handoffListener };
       await new Promise<void>((resolve, reject) => {
         handoffListener.once('error', reject);

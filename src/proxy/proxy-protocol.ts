@@ -46,9 +46,14 @@ export function parseProxyV2(data: Buffer): { length: number; source: ProxiedAdd
  * header (which HAProxy writes before anything else) names the visitor; the socket then reports
  * that address as its `remoteAddress`, so every part of Node that looks at the client (the API's
  * rate limits, the per-address cap, X-Forwarded-For of tunnel requests) sees the visitor, and a
- * visitor's own X-Forwarded-* headers stay as untrusted as on the public port.
+ * visitor's own X-Forwarded-* headers stay as untrusted as on the public port. `deliver` takes the
+ * connection from there (default: the HTTP server; see front-door.ts).
  */
-export function proxyProtocolListener(http: HttpServer, headerTimeoutMs: number): Server {
+export function proxyProtocolListener(
+  http: HttpServer,
+  headerTimeoutMs: number,
+  deliver: (socket: Socket) => void = (socket) => http.emit('connection', socket),
+): Server {
   const server = createServer((socket: Socket) => {
     let buffered: Buffer = Buffer.alloc(0);
     const timer = setTimeout(() => socket.destroy(), headerTimeoutMs);
@@ -75,7 +80,7 @@ export function proxyProtocolListener(http: HttpServer, headerTimeoutMs: number)
       }
       const rest = buffered.subarray(parsed.length);
       if (rest.length > 0) socket.unshift(rest);
-      http.emit('connection', socket);
+      deliver(socket);
       socket.resume();
     };
     socket.on('data', onData);

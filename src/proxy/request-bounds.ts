@@ -26,7 +26,7 @@ export function boundedServerOptions(limits: EdgeLimits): ServerOptions {
  * - Connections above `maxConnections`, or above `maxConnectionsPerAddress` from one address, are
  *   closed as they arrive.
  */
-export function boundRequests(server: Server, limits: EdgeLimits, isUpload: (req: IncomingMessage) => boolean): void {
+export function boundRequests(server: Server, limits: EdgeLimits, isUpload: (req: IncomingMessage) => boolean): ConnectionGate {
   server.headersTimeout = limits.headersTimeoutMs;
   server.requestTimeout = limits.uploadTimeoutMs;
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
@@ -34,20 +34,25 @@ export function boundRequests(server: Server, limits: EdgeLimits, isUpload: (req
   server.maxConnections = limits.maxConnections;
 
   const perAddress = new Map<string, number>();
-  server.on('connection', (socket: Socket) => {
+  const counted = new WeakSet<Socket>();
+  const admit = (socket: Socket): boolean => {
+    if (counted.has(socket)) return true;
     const address = socket.remoteAddress ?? 'unknown';
     const open = (perAddress.get(address) ?? 0) + 1;
     if (open > limits.maxConnectionsPerAddress) {
       socket.destroy();
-      return;
+      return false;
     }
+    counted.add(socket);
     perAddress.set(address, open);
     socket.once('close', () => {
       const left = (perAddress.get(address) ?? 1) - 1;
       if (left > 0) perAddress.set(address, left);
       else perAddress.delete(address);
     });
-  });
+    return true;
+  };
+  server.on('connection', (socket: Socket) => void admit(socket));
 
   // Before the handlers, so the bounds hold whatever they do with the request.
   server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
@@ -81,6 +86,13 @@ export function boundRequests(server: Server, limits: EdgeLimits, isUpload: (req
     req.once('end', done);
     req.once('close', done);
   });
+  return { admit };
+}
+
+/** The per-address connection cap, for connections served outside the HTTP server (see front-door.ts). */
+export interface ConnectionGate {
+  /** Counts the connection against its address (once); false when over the cap: it is closed. */
+  admit(socket: Socket): boolean;
 }
 
 /** True when the request declares a body (a length above zero, or chunked). */

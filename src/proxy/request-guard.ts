@@ -20,7 +20,8 @@ export function requestHeadProblem(req: IncomingMessage): string | undefined {
   for (let i = 0; i < raw.length; i += 2) if (raw[i]?.toLowerCase() === 'host') hosts++;
   if (hosts > 1) return 'the request has more than one Host header';
   const host = req.headers.host;
-  if (host !== undefined && !HOST_SYNTAX.test(host.trim())) return 'the Host header is not a host name';
+  const hostProblem = hostHeaderProblem(host);
+  if (hostProblem !== undefined) return hostProblem;
 
   const encoding = req.headers['transfer-encoding'];
   if (encoding !== undefined) {
@@ -28,22 +29,36 @@ export function requestHeadProblem(req: IncomingMessage): string | undefined {
     if (codings.at(-1) !== 'chunked') return 'Transfer-Encoding must end with chunked';
   }
 
-  const url = req.url ?? '';
-  if (!url.startsWith('/') && !(url === '*' && req.method === 'OPTIONS')) {
-    // Absolute form ("GET http://host/path"): RFC 9112 §3.2.2 lets its authority override Host.
-    let target: URL;
-    try {
-      target = new URL(url);
-    } catch {
-      return 'the request target is not a path';
-    }
-    if (host === undefined || target.host.toLowerCase() !== host.trim().toLowerCase()) {
-      return 'the request target names a different host than the Host header';
-    }
-    // Same host: pass the path on, as an origin server would see it.
-    req.url = `${target.pathname}${target.search}`;
-  }
+  const target = requestTarget(req.method ?? 'GET', req.url ?? '', host);
+  if (typeof target !== 'string') return target.problem;
+  // Same host: pass the path on, as an origin server would see it.
+  req.url = target;
   return undefined;
+}
+
+/** Why a Host header value (undefined: none) cannot be routed on, or undefined. */
+export function hostHeaderProblem(host: string | undefined): string | undefined {
+  if (host !== undefined && !HOST_SYNTAX.test(host.trim())) return 'the Host header is not a host name';
+  return undefined;
+}
+
+/**
+ * The origin-form target of a request (`/path?query`), or why it must be refused. Absolute form
+ * ("GET http://host/path"): RFC 9112 §3.2.2 lets its authority override Host, so it must name the
+ * same host; it is then turned into the path an origin server would see.
+ */
+export function requestTarget(method: string, url: string, host: string | undefined): string | { problem: string } {
+  if (url.startsWith('/') || (url === '*' && method === 'OPTIONS')) return url;
+  let target: URL;
+  try {
+    target = new URL(url);
+  } catch {
+    return { problem: 'the request target is not a path' };
+  }
+  if (host === undefined || target.host.toLowerCase() !== host.trim().toLowerCase()) {
+    return { problem: 'the request target names a different host than the Host header' };
+  }
+  return `${target.pathname}${target.search}`;
 }
 
 /** Answers a refused request: 400 `validation_error` as JSON, and the connection is closed after it. */

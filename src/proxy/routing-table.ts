@@ -1,15 +1,27 @@
 // The routing table: which `<subdomain>.<domain>` host goes where. Every data plane reads this.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 
 import type { Upstream } from '../core/upstream.js';
 
 export type { Upstream };
 
+/** What the server learns of each request served over a whole connection (for its metrics). */
+export interface ConnectionHooks {
+  /** A request ended with `status` (0: no answer) after `seconds`. */
+  onRequestEnd?(status: number, seconds: number): void;
+}
+
 /** An in-process target (a tunnel) that serves requests itself instead of a TCP upstream. */
 export interface StreamTarget {
   handleRequest(req: IncomingMessage, res: ServerResponse): void;
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  /**
+   * Serves a whole visitor connection whose first request named `host` (see front-door.ts): `head`
+   * holds the bytes read so far; the socket is paused and resumed by the caller.
+   */
+  handleConnection(socket: Socket, head: Buffer, host: string, hooks: ConnectionHooks): void;
 }
 
 /**

@@ -591,6 +591,11 @@ export class ResponseWatcher {
     this.#expected.push({ head: method === 'HEAD', upgrade });
   }
 
+  /** True between responses: every request forwarded has been answered in full, and no byte of another answer is held. */
+  get idle(): boolean {
+    return this.#state === HEAD && this.#expected.length === 0 && this.#scanner.empty;
+  }
+
   /** True once the response framing is close-delimited or raw: the connection ends when the app closes it. */
   get closeDelimited(): boolean {
     return this.#state === RAW;

@@ -32,6 +32,12 @@ export interface MuxOptions {
   window?: number;
   /** Called for each OPEN from the peer; when absent the peer may not open streams (they are reset). */
   onStream?: (stream: TunnelStream) => void;
+  /**
+   * Called for each OPEN from the peer instead of `onStream`: returns the socket the stream is
+   * joined to directly (a {@link SocketBridge}, no Duplex in between). The tunnel client uses it
+   * for its connections to the local app.
+   */
+  onSocketStream?: () => { readonly socket: Duplex; readonly options?: BridgeOptions };
   /** Called for each control (text) message. */
   onControl?: (message: ControlMessage) => void;
   /** Called once when the WebSocket closes; every stream has been destroyed by then. */
@@ -64,10 +70,10 @@ export class StreamResetError extends Error {
 export class Mux {
   readonly #ws: WebSocket;
   readonly #window: number;
-  readonly #streams = new Map<number, TunnelStream>();
+  readonly #streams = new Map<number, StreamEndpoint>();
   readonly #options: MuxOptions;
   /** Streams waiting for the WebSocket send buffer to drain, in arrival order. */
-  #waiting = new Set<TunnelStream>();
+  #waiting = new Set<StreamEndpoint>();
   #nextId = 1;
   #closed = false;
   #socket: Duplex | undefined;
@@ -140,14 +146,33 @@ export class Mux {
    * client and Agent expect from a socket).
    */
   open(options: { halfOpen?: boolean } = {}): TunnelStream {
-    if (this.#closed) throw new Error('tunnel is closed');
-    let id = this.#nextId;
-    while (this.#streams.has(id)) id = id >= 0xffffffff ? 1 : id + 1;
-    this.#nextId = id >= 0xffffffff ? 1 : id + 1;
+    const id = this.#newId();
     const stream = new TunnelStream(id, this, this.#window, options.halfOpen ?? true);
     this.#streams.set(id, stream);
     this.#send(encodeFrame(FrameType.OPEN, id));
     return stream;
+  }
+
+  /**
+   * Opens a new stream towards the peer and joins it straight to `socket` (see {@link SocketBridge}):
+   * what the socket sends goes out as DATA (through `options.filter`), what the peer sends is
+   * written to the socket, with the same window and END/RESET rules as a {@link TunnelStream}.
+   */
+  bridge(socket: Duplex, options: BridgeOptions = {}): SocketBridge {
+    const id = this.#newId();
+    const bridge = new SocketBridge(id, this, this.#window, socket, options);
+    this.#streams.set(id, bridge);
+    this.#send(encodeFrame(FrameType.OPEN, id));
+    bridge.start();
+    return bridge;
+  }
+
+  #newId(): number {
+    if (this.#closed) throw new Error('tunnel is closed');
+    let id = this.#nextId;
+    while (this.#streams.has(id)) id = id >= 0xffffffff ? 1 : id + 1;
+    this.#nextId = id >= 0xffffffff ? 1 : id + 1;
+    return id;
   }
 
   /**
@@ -185,7 +210,7 @@ export class Mux {
   // ---- used by TunnelStream -------------------------------------------------------------------
 
   /** @internal True while DATA must wait for the WebSocket to drain. */
-  congested(stream: TunnelStream): boolean {
+  congested(stream: StreamEndpoint): boolean {
     if (this.#ws.bufferedAmount + this.#pendingBytes <= WS_HIGH_WATER) return false;
     this.#waiting.add(stream);
     return true;
@@ -202,7 +227,7 @@ export class Mux {
   }
 
   /** @internal Called by a stream once it is destroyed. */
-  forget(stream: TunnelStream): void {
+  forget(stream: StreamEndpoint): void {
     if (this.#streams.get(stream.id) === stream) this.#streams.delete(stream.id);
     this.#waiting.delete(stream);
   }
@@ -322,14 +347,21 @@ export class Mux {
     const stream = this.#streams.get(frame.streamId);
     switch (frame.type) {
       case FrameType.OPEN: {
-        const onStream = this.#options.onStream;
-        if (stream !== undefined || onStream === undefined || frame.streamId === 0) {
+        const { onStream, onSocketStream } = this.#options;
+        if (stream !== undefined || (onStream === undefined && onSocketStream === undefined) || frame.streamId === 0) {
           this.#send(encodeFrame(FrameType.RESET, frame.streamId, Buffer.from('refused')));
+          return;
+        }
+        if (onSocketStream !== undefined) {
+          const { socket, options } = onSocketStream();
+          const bridge = new SocketBridge(frame.streamId, this, this.#window, socket, options ?? {});
+          this.#streams.set(frame.streamId, bridge);
+          bridge.start();
           return;
         }
         const opened = new TunnelStream(frame.streamId, this, this.#window, true);
         this.#streams.set(frame.streamId, opened);
-        onStream(opened);
+        onStream?.(opened);
         return;
       }
       // Frames for a stream we already forgot are the peer's in-flight traffic: drop them.
@@ -363,6 +395,248 @@ export class Mux {
   }
 }
 
+/** What the mux delivers a stream's frames to: a {@link TunnelStream} or a {@link SocketBridge}. */
+interface StreamEndpoint {
+  readonly id: number;
+  receiveData(payload: Buffer): void;
+  receiveEnd(): void;
+  receiveWindow(credit: number): void;
+  receiveReset(reason: string): void;
+  resumeSending(): void;
+}
+
+/**
+ * What a bridge does to the bytes passing through it (the tunnel server's HTTP framing); bytes
+ * pass unchanged without one. Either function may answer the socket itself (a refusal page) and
+ * return null: the bridge then resets the stream and leaves the socket to finish what was written.
+ */
+export interface BridgeFilter {
+  /** Bytes read from the socket → what to send to the peer. */
+  fromSocket(chunk: Buffer): readonly Buffer[] | null;
+  /** Bytes from the peer → what to write to the socket. */
+  fromPeer(chunk: Buffer): readonly Buffer[] | null;
+}
+
+export interface BridgeOptions {
+  readonly filter?: BridgeFilter;
+  /** The RESET reason sent when the socket fails (default 'connection failed'). */
+  failureReason?(err: Error): string;
+  /** Called once when the bridge is done, however it ended. */
+  onClose?(): void;
+  /** The peer reset the stream: the handler ends or destroys the socket (default: destroyed). */
+  onPeerReset?(reason: string): void;
+  /** The peer ended its side: the handler ends the socket (default: `socket.end()`). */
+  onPeerEnd?(): void;
+}
+
+/**
+ * A stream joined straight to a socket, without a Duplex in between: a socket read becomes DATA
+ * (within the peer's window: the socket is paused while there is no credit or the WebSocket is
+ * congested), and DATA is written to the socket, whose credit goes back to the peer only while the
+ * socket keeps up (held back until 'drain' otherwise). So memory stays bounded by the window and
+ * the socket's buffer, as with a piped {@link TunnelStream}, at a fraction of the cost per chunk.
+ * A clean end of either side travels as END; an error or abrupt close as RESET.
+ */
+export class SocketBridge implements StreamEndpoint {
+  readonly id: number;
+  readonly #mux: Mux;
+  readonly #window: number;
+  readonly #socket: Duplex;
+  readonly #options: BridgeOptions;
+  #sendWindow: number;
+  #recvWindow: number;
+  #unacked = 0;
+  /** Bytes from the socket waiting for credit (the socket is paused meanwhile). */
+  #held: Buffer[] = [];
+  #paused = false;
+  #waitingDrain = false;
+  #socketEnded = false;
+  #sentEnd = false;
+  #recvEnded = false;
+  #done = false;
+  #resetReason: string | undefined;
+
+  constructor(id: number, mux: Mux, window: number, socket: Duplex, options: BridgeOptions) {
+    this.id = id;
+    this.#mux = mux;
+    this.#window = window;
+    this.#sendWindow = window;
+    this.#recvWindow = window;
+    this.#socket = socket;
+    this.#options = options;
+  }
+
+  /** Why the peer reset the stream, once it did. */
+  get resetReason(): string | undefined {
+    return this.#resetReason;
+  }
+
+  /** True once the bridge ended (its stream is freed). */
+  get done(): boolean {
+    return this.#done;
+  }
+
+  /** @internal Starts reading the socket (after the OPEN went out). */
+  start(): void {
+    const socket = this.#socket;
+    socket.on('data', (chunk: Buffer) => this.#onSocketData(chunk));
+    socket.on('end', () => {
+      this.#socketEnded = true;
+      this.#pumpOut();
+    });
+    socket.on('error', (err: Error) => this.#fail(this.#options.failureReason?.(err) ?? 'connection failed'));
+    socket.on('close', () => {
+      if (this.#done) return;
+      if (this.#sentEnd && this.#recvEnded) this.#finish();
+      else this.#fail('connection closed');
+    });
+    socket.on('drain', () => {
+      if (!this.#waitingDrain) return;
+      this.#waitingDrain = false;
+      this.#grant(true);
+    });
+  }
+
+  /** Ends the bridge at once: RESET to the peer, the socket destroyed. */
+  destroy(reason = 'cancelled'): void {
+    this.#fail(reason);
+  }
+
+  /** Sends bytes already read from the socket (before the bridge started reading it), as if just read. */
+  feed(chunk: Buffer): void {
+    if (chunk.length > 0) this.#onSocketData(chunk);
+  }
+
+  /** @internal */
+  receiveData(payload: Buffer): void {
+    if (this.#done || this.#recvEnded) return;
+    if (payload.length > this.#recvWindow) {
+      this.#fail('flow control violated');
+      return;
+    }
+    this.#recvWindow -= payload.length;
+    this.#unacked += payload.length;
+    const filter = this.#options.filter;
+    const socket = this.#socket;
+    if (filter === undefined) {
+      socket.write(payload);
+    } else {
+      const out = filter.fromPeer(payload);
+      if (out === null) return this.#stop();
+      for (const chunk of out) socket.write(chunk);
+    }
+    if (socket.writableNeedDrain) this.#waitingDrain = true;
+    else this.#grant(false);
+  }
+
+  /** @internal */
+  receiveEnd(): void {
+    if (this.#done || this.#recvEnded) return;
+    this.#recvEnded = true;
+    if (this.#options.onPeerEnd !== undefined) this.#options.onPeerEnd();
+    else this.#socket.end();
+  }
+
+  /** @internal */
+  receiveWindow(credit: number): void {
+    this.#sendWindow += credit;
+    this.#pumpOut();
+  }
+
+  /** @internal The peer gave up on the stream. */
+  receiveReset(reason: string): void {
+    if (this.#done) return;
+    this.#resetReason = reason;
+    // The handler first (it may still answer the socket), then the bridge is done.
+    if (this.#options.onPeerReset !== undefined) this.#options.onPeerReset(reason);
+    else this.#socket.destroy();
+    this.#finish();
+  }
+
+  /** @internal The WebSocket drained. */
+  resumeSending(): void {
+    this.#pumpOut();
+  }
+
+  #onSocketData(chunk: Buffer): void {
+    if (this.#done) return;
+    const filter = this.#options.filter;
+    if (filter === undefined) {
+      // The common case: room for the chunk, nothing held: no queue at all.
+      if (this.#held.length === 0 && chunk.length <= this.#sendWindow && chunk.length <= MAX_DATA_PAYLOAD && !this.#mux.congested(this)) {
+        this.#sendWindow -= chunk.length;
+        this.#mux.sendData(this.id, chunk);
+        return;
+      }
+      this.#held.push(chunk);
+    } else {
+      const out = filter.fromSocket(chunk);
+      if (out === null) return this.#stop();
+      for (const part of out) if (part.length > 0) this.#held.push(part);
+    }
+    this.#pumpOut();
+  }
+
+  #pumpOut(): void {
+    if (this.#done) return;
+    const held = this.#held;
+    while (held.length > 0) {
+      if (this.#sendWindow <= 0 || this.#mux.congested(this)) {
+        if (!this.#paused) {
+          this.#paused = true;
+          this.#socket.pause();
+        }
+        return;
+      }
+      const chunk = held[0] as Buffer;
+      const size = Math.min(this.#sendWindow, MAX_DATA_PAYLOAD, chunk.length);
+      this.#mux.sendData(this.id, size === chunk.length ? chunk : chunk.subarray(0, size));
+      this.#sendWindow -= size;
+      if (size === chunk.length) held.shift();
+      else held[0] = chunk.subarray(size);
+    }
+    if (this.#paused) {
+      this.#paused = false;
+      this.#socket.resume();
+    }
+    if (this.#socketEnded && !this.#sentEnd) {
+      this.#sentEnd = true;
+      this.#mux.sendFrame(encodeFrame(FrameType.END, this.id));
+      if (this.#recvEnded && this.#socket.destroyed) this.#finish();
+    }
+  }
+
+  /** Grants the peer credit for the bytes written to the socket: batched, or all at once after a drain. */
+  #grant(all: boolean): void {
+    if (this.#unacked === 0 || (!all && this.#unacked < this.#window / 4)) return;
+    this.#recvWindow += this.#unacked;
+    this.#mux.sendFrame(encodeWindow(this.id, this.#unacked));
+    this.#unacked = 0;
+  }
+
+  /** The filter answered the socket itself: the stream goes, the socket finishes on its own. */
+  #stop(): void {
+    if (this.#done) return;
+    this.#mux.sendFrame(encodeFrame(FrameType.RESET, this.id, Buffer.from('refused by the edge', 'utf8')));
+    this.#finish();
+  }
+
+  #fail(reason: string): void {
+    if (this.#done) return;
+    this.#mux.sendFrame(encodeFrame(FrameType.RESET, this.id, Buffer.from(reason.slice(0, 200), 'utf8')));
+    this.#finish();
+    this.#socket.destroy();
+  }
+
+  #finish(): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#held = [];
+    this.#mux.forget(this);
+    this.#options.onClose?.();
+  }
+}
+
 interface PendingWrite {
   readonly chunk: Buffer;
   offset: number;
@@ -380,7 +654,7 @@ interface PendingWrite {
  * (`setTimeout` with a real idle timer, and `setNoDelay`, `setKeepAlive`, `ref`, `unref` as
  * no-ops), so it can be handed out by an Agent's `createConnection`.
  */
-export class TunnelStream extends Duplex {
+export class TunnelStream extends Duplex implements StreamEndpoint {
   readonly id: number;
   readonly #mux: Mux;
   readonly #window: number;

@@ -1,9 +1,9 @@
 // Tunnel client (`slipway tunnel PORT`): keeps a tunnel connected and pipes its streams to a local port.
 import type { IncomingMessage } from 'node:http';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
-import { Mux, StreamResetError, joinSocket, type TunnelStream } from './mux.js';
+import { Mux, type BridgeOptions } from './mux.js';
 import { CLOSE_KEY_REVOKED, CLOSE_REPLACED, CONNECT_PATH, MAX_MESSAGE_BYTES, PROTOCOL_VERSION, REFUSED_REASON } from './protocol.js';
 
 export type TunnelClientEvent =
@@ -125,7 +125,7 @@ function connectOnce(
     options.signal.addEventListener('abort', onAbort, { once: true });
 
     const mux = new Mux(ws, {
-      onStream: (stream) => serveStream(stream, options.host ?? '127.0.0.1', options.port),
+      onSocketStream: () => appConnection(options.host ?? '127.0.0.1', options.port),
       onControl: (message) => {
         if (message.type === 'requests') {
           for (const [method, path, status, ms] of message.entries) options.onEvent({ type: 'request', method, path, status, ms });
@@ -195,24 +195,17 @@ function connectOnce(
 }
 
 /**
- * Serves one stream: a TCP connection to the local app, joined to the stream byte for byte. The
- * server speaks HTTP (or WebSocket) through it; nothing here parses a byte. A failed connect resets
- * the stream with a `refused …` reason, which the server turns into a 502 page.
+ * A stream's connection to the local app, joined to the stream byte for byte (a SocketBridge: the
+ * server speaks HTTP or WebSocket through it; nothing here parses a byte). Bytes the server sends
+ * while the connect is under way wait in the socket. A failed connect resets the stream with a
+ * `refused …` reason, which the server turns into a 502 page.
  */
-function serveStream(stream: TunnelStream, host: string, port: number): void {
+function appConnection(host: string, port: number): { socket: Socket; options: BridgeOptions } {
   const socket = connect({ host, port, noDelay: true });
   let connected = false;
-  socket.once('connect', () => {
-    connected = true;
-    // Bytes the server sent meanwhile waited in the stream, within its window.
-    joinSocket(socket, stream);
-  });
-  socket.once('error', (err: NodeJS.ErrnoException) => {
-    if (!connected) stream.destroy(new StreamResetError(`${REFUSED_REASON} ${err.code ?? err.message}`));
-  });
-  stream.once('close', () => {
-    if (!connected) socket.destroy();
-  });
+  socket.once('connect', () => (connected = true));
+  const failureReason = (err: NodeJS.ErrnoException): string => (connected ? 'app connection failed' : `${REFUSED_REASON} ${err.code ?? err.message}`);
+  return { socket, options: { failureReason } };
 }
 
 /** `http(s)://host[:port][/prefix]` → `ws(s)://host[:port][/prefix]/api/v1/tunnels/connect?subdomain=…`. */

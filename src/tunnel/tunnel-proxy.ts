@@ -5,8 +5,11 @@ import type { Duplex } from 'node:stream';
 import { displayHost, forwardedHeaders, hasNoRequestBody, upgradeRequestHead } from '../proxy/app-proxy.js';
 import { badGatewayPage, unavailablePage, writePage, writeRawPage, type Page } from '../proxy/pages.js';
 import { InvalidUpstreamAnswer, failResponse, openUpstreamRequest, relayResponse } from '../proxy/relay.js';
-import type { StreamTarget } from '../proxy/routing-table.js';
-import { StreamResetError, joinSocket, type Mux, type TunnelStream } from './mux.js';
+import type { ConnectionHooks, StreamTarget } from '../proxy/routing-table.js';
+import { hostHeaderProblem, requestTarget } from '../proxy/request-guard.js';
+import { endSocketWithError } from '../api/socket-errors.js';
+import { RequestFramer, ResponseWatcher, type RequestInfo } from './http1-framing.js';
+import { StreamResetError, joinSocket, type BridgeFilter, type Mux, type TunnelStream } from './mux.js';
 import { REFUSED_REASON, type RequestLogEntry } from './protocol.js';
 
 /** Idle kept-alive streams per tunnel: enough for a burst's worth of reuse, few enough to cost little. */
@@ -25,11 +28,17 @@ const LOG_FLUSH_BYTES = 128 * 1024;
 const LOG_PATH_CHARS = 1024;
 /** Methods safe to send twice when a kept-alive stream turns out to be closing. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
+/** Idle time between requests after which a visitor connection served whole is closed (Node's keep-alive default). */
+const DEFAULT_IDLE_MS = 5000;
+/** Longest request head on a connection served whole (as Node's HTTP server: 16 KiB), then 431. */
+const MAX_HEAD_BYTES = 16 * 1024;
 /** Host name of upstream requests; never resolved: every connection is a tunnel stream. */
 const TUNNEL_HOST = 'tunnel.invalid';
 
 export interface TunnelProxyOptions {
   mux: Mux;
+  /** How long a visitor connection served whole may sit idle between requests (the keep-alive timeout). */
+  idleTimeoutMs?: number;
   /** X-Forwarded-Proto for the tunnel's visitors. */
   protocol: string;
   /** Requests and upgrades in progress at once; more are answered 503. */
@@ -48,7 +57,11 @@ export class TunnelProxy implements StreamTarget {
   readonly #agent: StreamPool;
   readonly #protocol: string;
   readonly #maxStreams: number;
+  readonly #idleTimeoutMs: number;
+  /** Requests and upgrades in progress on the HTTP server's path. */
   #active = 0;
+  /** Visitor connections served whole (each holds one stream while open). */
+  readonly #connections = new Set<{ busy(): boolean }>();
   #closed = false;
   /** Finished requests not yet reported to the client. */
   #log: RequestLogEntry[] = [];
@@ -59,12 +72,15 @@ export class TunnelProxy implements StreamTarget {
     this.#mux = options.mux;
     this.#protocol = options.protocol;
     this.#maxStreams = options.maxStreams;
+    this.#idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_MS;
     this.#agent = new StreamPool(options.mux);
   }
 
-  /** Visitor requests and upgrades in progress (idle kept-alive streams do not count). */
+  /** Visitor requests and upgrades in progress (idle kept-alive streams and visitor connections do not count). */
   get active(): number {
-    return this.#active;
+    let busy = 0;
+    for (const connection of this.#connections) if (connection.busy()) busy++;
+    return this.#active + busy;
   }
 
   /** Proxies a visitor's request over a (kept-alive) tunnel stream with Node's HTTP client. */
@@ -112,6 +128,119 @@ export class TunnelProxy implements StreamTarget {
       }
     };
     joinSocket(socket, stream, { failureReason: 'visitor connection failed', onStreamClose });
+  }
+
+  /**
+   * Serves a whole visitor connection as one stream, byte for byte (the front door saw its first
+   * request name this tunnel): the client joins it to one connection to the app, and nothing here
+   * speaks HTTP. A small framer still reads every request head, to replace the visitor's
+   * X-Forwarded-* with ours and refuse ambiguous framing or another host, and every response
+   * head, to log the status and turn a broken answer into a 502 page (a head is forwarded only once
+   * whole, so nothing of a broken answer has left). Idle between requests, the connection is closed
+   * after the keep-alive timeout; an answer or an upgraded connection may pause as long as it likes.
+   */
+  handleConnection(socket: Socket, head: Buffer, host: string, hooks: ConnectionHooks): void {
+    const shown = hostWithoutPort(host);
+    const refusal = this.#refusalFor(shown);
+    if (refusal !== undefined) {
+      hooks.onRequestEnd?.(refusal.status, 0);
+      return writeRawPage(socket, refusal);
+    }
+    const protocol = (socket as { encrypted?: boolean }).encrypted === true ? 'https' : this.#protocol;
+    const forwardedFor = visitorAddress(socket.remoteAddress);
+    const framer = new RequestFramer({
+      maxHeadBytes: MAX_HEAD_BYTES,
+      addHeaders: (info) =>
+        `X-Forwarded-For: ${forwardedFor}\r\nX-Forwarded-Proto: ${protocol}\r\n${info.host === undefined ? '' : `X-Forwarded-Host: ${info.host}\r\n`}`,
+    });
+    const watcher = new ResponseWatcher();
+    /** Requests sent whose answer has not begun, oldest first. */
+    const waiting: { method: string; path: string; upgrade: boolean; started: number }[] = [];
+    /**
+     * Set when the app declined an upgrade (answered it with anything but 101): the framer already
+     * passes the visitor's bytes raw, so the connection ends with that answer and nothing more of
+     * the visitor's is forwarded (later requests would escape the head rewriting).
+     */
+    let declined = false;
+    const answered = (status: number): void => {
+      const request = waiting.shift();
+      if (request === undefined) return;
+      if (request.upgrade && status !== 101) declined = true;
+      const ms = performance.now() - request.started;
+      this.#logEntry(request.method, request.path, status, ms, status === 101);
+      hooks.onRequestEnd?.(status, ms / 1000);
+    };
+    const refuse = (status: number, message: string): null => {
+      // Answered only when no earlier answer is still due on this connection; else it just closes.
+      if (waiting.length === 0) endSocketWithError(socket, status, { error: status === 413 ? 'payload_too_large' : 'validation_error', message });
+      else socket.destroy();
+      hooks.onRequestEnd?.(status, 0);
+      return null;
+    };
+    const filter: BridgeFilter = {
+      fromSocket: (chunk) => {
+        const result = framer.push(chunk);
+        if ('status' in result) return refuse(result.status, result.message);
+        for (const info of result.requests) {
+          const problem = rawRequestProblem(info, shown);
+          if (problem !== undefined) return refuse(400, problem);
+          watcher.expect(info.method, info.upgrade);
+          waiting.push({ method: info.method, path: info.target.slice(0, LOG_PATH_CHARS), upgrade: info.upgrade, started: performance.now() });
+        }
+        return declined ? [] : result.forward;
+      },
+      fromPeer: (chunk) => {
+        const result = watcher.push(chunk);
+        if ('broken' in result) {
+          // What came before the bad head goes out first (earlier answers, a 100 Continue).
+          for (const part of result.forward) socket.write(part);
+          for (const status of result.statuses) answered(status);
+          answered(502);
+          writeRawPage(socket, badGatewayPage(shown));
+          return null;
+        }
+        for (const status of result.statuses) answered(status);
+        if (declined && watcher.idle) {
+          for (const part of result.forward) socket.write(part);
+          socket.end();
+          return null;
+        }
+        return result.forward;
+      },
+    };
+    const bridge = this.#mux.bridge(socket, {
+      filter,
+      failureReason: () => 'visitor connection failed',
+      onPeerReset: (reason) => {
+        // The app could not be reached, or went away: a page if an answer is due and none began
+        // (an upgrade's too: it waits for its 101).
+        if (waiting.length > 0 && !watcher.closeDelimited) {
+          answered(502);
+          writeRawPage(socket, appUnreachablePageFor(shown, new StreamResetError(reason)));
+        } else {
+          socket.destroy();
+        }
+      },
+      onPeerEnd: () => {
+        if (waiting.length > 0 && !watcher.closeDelimited) {
+          answered(502);
+          writeRawPage(socket, { ...badGatewayPage(shown), detail: `The tunnel to ${shown} closed before the app answered.` });
+        } else {
+          socket.end();
+        }
+      },
+      onClose: () => {
+        this.#connections.delete(connection);
+        while (waiting.length > 0) answered(499);
+      },
+    });
+    const connection = { busy: () => waiting.length > 0 || !watcher.idle || framer.raw };
+    this.#connections.add(connection);
+    // Idle between requests (nothing due, no answer streaming, not upgraded): closed as a kept-alive connection is.
+    socket.setTimeout(this.#idleTimeoutMs, () => {
+      if (waiting.length === 0 && watcher.idle && !framer.raw) bridge.destroy('visitor connection idle');
+    });
+    bridge.feed(head);
   }
 
   /** Sends the request log entries not yet reported. */
@@ -178,9 +307,12 @@ export class TunnelProxy implements StreamTarget {
 
   /** Queues a request log entry for the client; the batch leaves within {@link LOG_FLUSH_MS}. */
   #logRequest(req: IncomingMessage, status: number, started: number, now: boolean): void {
+    this.#logEntry(req.method ?? 'GET', (req.url ?? '/').slice(0, LOG_PATH_CHARS), status, performance.now() - started, now);
+  }
+
+  #logEntry(method: string, path: string, status: number, ms: number, now: boolean): void {
     if (this.#closed || this.#mux.closed) return;
-    const path = (req.url ?? '/').slice(0, LOG_PATH_CHARS);
-    this.#log.push([req.method ?? 'GET', path, status, Math.round(performance.now() - started)]);
+    this.#log.push([method, path, status, Math.round(ms)]);
     this.#logBytes += path.length + 32;
     if (now || this.#logBytes >= LOG_FLUSH_BYTES) {
       this.flushLog();
@@ -192,9 +324,13 @@ export class TunnelProxy implements StreamTarget {
 
   /** A 503 page when the request cannot get a stream right now. */
   #refusal(req: IncomingMessage): Page | undefined {
-    if (this.#closed || this.#mux.closed) return unavailablePage(displayHost(req), 'no tunnel client is connected');
-    if (this.#active >= this.#maxStreams) {
-      return unavailablePage(displayHost(req), `the tunnel already carries ${this.#maxStreams} requests; try again shortly`);
+    return this.#refusalFor(displayHost(req));
+  }
+
+  #refusalFor(host: string): Page | undefined {
+    if (this.#closed || this.#mux.closed) return unavailablePage(host, 'no tunnel client is connected');
+    if (this.#active + this.#connections.size >= this.#maxStreams) {
+      return unavailablePage(host, `the tunnel already carries ${this.#maxStreams} requests; try again shortly`);
     }
     return undefined;
   }
@@ -290,6 +426,31 @@ function keepAliveMs(hint: string | undefined): number {
   return Math.min(IDLE_STREAM_MS, Math.max(0, Number(seconds) * 1000 - 1000));
 }
 
+/** Why a request read on a connection served whole must be refused (as request-guard.ts refuses), or undefined. */
+function rawRequestProblem(info: RequestInfo, connectionHost: string): string | undefined {
+  const problem = hostHeaderProblem(info.host);
+  if (problem !== undefined) return problem;
+  const target = requestTarget(info.method, info.target, info.host);
+  if (typeof target !== 'string') return target.problem;
+  // The connection was routed on its first request's host: every later one must name the same.
+  if (info.host === undefined || hostWithoutPort(info.host) !== connectionHost) return 'the request names another host than the connection\'s first request';
+  return undefined;
+}
+
+/** A Host header without its port, lower case, no trailing dot. */
+function hostWithoutPort(host: string): string {
+  let out = host.trim().toLowerCase();
+  const colon = out.lastIndexOf(':');
+  if (colon !== -1 && !out.endsWith(']')) out = out.slice(0, colon);
+  return out.endsWith('.') ? out.slice(0, -1) : out;
+}
+
+/** The visitor's address as X-Forwarded-For shows it (IPv4-mapped IPv6 as plain IPv4). */
+function visitorAddress(address: string | undefined): string {
+  if (address === undefined) return 'unknown';
+  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
+}
+
 /** True when the client could not connect to the local app at all. */
 function isRefusal(err: Error): err is StreamResetError {
   return err instanceof StreamResetError && err.reason.startsWith(REFUSED_REASON);
@@ -297,7 +458,10 @@ function isRefusal(err: Error): err is StreamResetError {
 
 /** 502: the app could not be reached through the tunnel, or closed before it answered. */
 function appUnreachablePage(req: IncomingMessage, err: Error): Page {
-  const host = displayHost(req);
+  return appUnreachablePageFor(displayHost(req), err);
+}
+
+function appUnreachablePageFor(host: string, err: Error): Page {
   if (isRefusal(err)) {
     const cause = err.reason.slice(REFUSED_REASON.length).trim();
     return {

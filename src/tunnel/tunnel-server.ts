@@ -52,6 +52,8 @@ export interface TunnelServerOptions {
   limits: { tunnelsPerKey: number; streamsPerTunnel: number };
   /** Ping interval; a link that misses one whole interval is dropped (default 10 s). */
   heartbeatMs?: number;
+  /** How long a visitor connection may sit idle between requests (the keep-alive timeout; default 5 s). */
+  idleTimeoutMs?: number;
   /** How long a disconnected tunnel's name is held for its owner (default 60 s). */
   graceMs?: number;
   log?: TunnelLog;
@@ -109,6 +111,7 @@ export class TunnelServer {
   readonly #limits: { tunnelsPerKey: number; streamsPerTunnel: number };
   readonly #heartbeatMs: number;
   readonly #graceMs: number;
+  readonly #idleTimeoutMs: number | undefined;
   readonly #log: TunnelLog;
   readonly #wss = new WebSocketServer({
     noServer: true,
@@ -129,6 +132,7 @@ export class TunnelServer {
     this.#limits = options.limits;
     this.#heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
     this.#graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
+    this.#idleTimeoutMs = options.idleTimeoutMs;
     this.#log = options.log ?? noop;
   }
 
@@ -291,7 +295,12 @@ export class TunnelServer {
 
   #attach(ws: WebSocket, socket: Duplex, id: string, subdomain: string, owner: TunnelOwner): void {
     const mux = new Mux(ws, { socket, onClose: (code, reason) => this.#onDisconnect(conn, code, reason) });
-    const proxy = new TunnelProxy({ mux, protocol: publicProtocol(this.#publicUrlFor(subdomain)), maxStreams: this.#limits.streamsPerTunnel });
+    const proxy = new TunnelProxy({
+      mux,
+      protocol: publicProtocol(this.#publicUrlFor(subdomain)),
+      maxStreams: this.#limits.streamsPerTunnel,
+      idleTimeoutMs: this.#idleTimeoutMs,
+    });
     const conn: Connection = {
       id,
       subdomain,

@@ -509,6 +509,11 @@ describe('AppProxy tunnels', () => {
         calls.push(`upgrade ${req.url}`);
         socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n');
       },
+      handleConnection(socket) {
+        // Only the front door hands whole connections over; the AppProxy never does.
+        calls.push('connection');
+        socket.destroy();
+      },
     };
     table.set('tun', { kind: 'tunnel', tunnelId: 't1', state: 'connected', target });
 

@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import WebSocket, { WebSocketServer } from 'ws';
 import { AppProxy } from '../../src/proxy/app-proxy.js';
+import { frontDoor } from '../../src/proxy/front-door.js';
 import { RoutingTable } from '../../src/proxy/routing-table.js';
 import { CONNECT_PATH, MAX_OUTBOUND_BYTES } from '../../src/tunnel/protocol.js';
 import { runTunnelClient, type TunnelClientEvent } from '../../src/tunnel/tunnel-client.js';
@@ -198,6 +199,8 @@ interface StackOptions {
   streamsPerTunnel?: number;
   heartbeatMs?: number;
   graceMs?: number;
+  /** Serve tunnel visitors with the HTTP server (as the Node plane's TLS port does) instead of through the front door's raw pipe. */
+  httpOnly?: boolean;
 }
 
 /** The front server as main.ts wires it: tunnel connects to the TunnelServer, app hosts to the AppProxy. */
@@ -231,9 +234,20 @@ async function startStack(options: StackOptions = {}): Promise<Stack> {
       socket.destroy();
     }
   });
-  front.listen(port, '127.0.0.1');
-  await once(front, 'listening');
-  port = (front.address() as AddressInfo).port;
+  // As main.ts: connections whose first request names a connected tunnel become its raw pipe.
+  const door = frontDoor({
+    http: front,
+    headTimeoutMs: 20_000,
+    target: (host) => {
+      const route = table.resolveHost(host)?.route;
+      if (options.httpOnly === true || route?.kind !== 'tunnel' || route.state !== 'connected') return undefined;
+      return { handleConnection: (socket, head) => route.target.handleConnection(socket, head, host, {}) };
+    },
+  });
+  const listener = createTcpServer(door);
+  listener.listen(port, '127.0.0.1');
+  await once(listener, 'listening');
+  port = (listener.address() as AddressInfo).port;
   return {
     table,
     authority,
@@ -247,7 +261,7 @@ async function startStack(options: StackOptions = {}): Promise<Stack> {
       proxy.close();
       front.closeAllConnections();
       for (const socket of upgrades) socket.destroy();
-      await new Promise((resolve) => front.close(resolve));
+      await new Promise((resolve) => listener.close(resolve));
     },
   };
 }
@@ -366,257 +380,261 @@ after(async () => {
   await app.close();
 });
 
-describe('tunnel: serving visitors', () => {
-  let stack: Stack;
-  let client: Client;
-  let name: string;
-  let owner: TunnelOwner;
-
-  before(async () => {
-    stack = await startStack();
-    const created = stack.authority.addKey('user-a');
-    owner = created.owner;
-    client = startClient(stack, { apiKey: created.key, port: app.port, subdomain: 'demo' });
-    const ready = await client.connected();
-    name = ready.subdomain;
-  });
-  after(async () => {
-    await client.stop();
-    await stack.close();
-  });
-
-  it('announces the public URL, lists the tunnel and marks the key used', async () => {
-    const ready = await client.connected();
-    assert.equal(ready.subdomain, 'demo');
-    assert.equal(ready.url, `http://demo.localhost:${stack.port}`);
-    const [info, ...rest] = stack.server.list('user-a');
-    assert.equal(rest.length, 0);
-    assert.equal(info?.subdomain, 'demo');
-    assert.equal(info?.state, 'connected');
-    assert.equal(info?.apiKeyId, owner.apiKeyId);
-    assert.deepEqual(stack.server.list('user-b'), []);
-    assert.ok(stack.authority.lastUsed.has(owner.apiKeyId));
-    assert.equal(stack.table.get('demo')?.kind, 'tunnel');
-  });
-
-  it('serves GET and POST, with forwarded headers, and logs each request', async () => {
-    const hello = await visit(stack.port, name, '/hello');
-    assert.equal(hello.status, 200);
-    assert.equal(hello.body.toString(), 'hello from the app');
-    assert.deepEqual(hello.headers['set-cookie'], ['a=1', 'b=2']);
-
-    const headers = await visit(stack.port, name, '/headers?q=1', { headers: { 'x-forwarded-for': '10.0.0.9' } });
-    const seen = JSON.parse(headers.body.toString()) as { url: string; headers: Record<string, string> };
-    assert.equal(seen.url, '/headers?q=1');
-    assert.equal(seen.headers['host'], `demo.localhost:${stack.port}`);
-    assert.equal(seen.headers['x-forwarded-host'], `demo.localhost:${stack.port}`);
-    assert.equal(seen.headers['x-forwarded-proto'], 'http');
-    assert.equal(seen.headers['x-forwarded-for'], '127.0.0.1');
-
-    const body = randomBytes(300_000);
-    const echoed = await visit(stack.port, name, '/echo', { method: 'POST', body, headers: { 'content-type': 'application/x-test' } });
-    assert.equal(echoed.status, 200);
-    assert.equal(echoed.headers['content-type'], 'application/x-test');
-    assert.ok(echoed.body.equals(body));
-
-    // A chunked upload (no Content-Length) arrives whole, also with a method that has no body by default.
-    const chunked = await visit(stack.port, name, '/echo', { method: 'POST', body: Readable.from([Buffer.from('a'), Buffer.from('bc')]) });
-    assert.equal(chunked.body.toString(), 'abc');
-    const chunkedGet = await visit(stack.port, name, '/echo', { body: Readable.from([Buffer.from('d'), Buffer.from('ef')]), headers: { 'transfer-encoding': 'chunked' } });
-    assert.equal(chunkedGet.body.toString(), 'def');
-    assert.equal((await visit(stack.port, name, '/hello')).body.toString(), 'hello from the app');
-
-    const missing = await visit(stack.port, name, '/nope');
-    assert.equal(missing.status, 404);
-
-    const logged = await waitFor(
-      () => client.events.find((e) => e.type === 'request' && e.path === '/nope'),
-      2000,
-      'request log',
-    );
-    assert.deepEqual({ ...logged, ms: 0 }, { type: 'request', method: 'GET', path: '/nope', status: 404, ms: 0 });
-  });
-
-  it('carries sequential requests over one kept-alive connection to the app', async () => {
-    const before = app.connections;
-    for (let i = 0; i < 20; i++) {
-      const result = i % 2 === 0 ? await visit(stack.port, name, '/hello') : await visit(stack.port, name, '/echo', { method: 'POST', body: Buffer.from(`body ${i}`) });
-      assert.equal(`${result.status} ${result.body.toString()}`, i % 2 === 0 ? "200 hello from the app" : `200 body ${i}`);
-    }
-    assert.ok(app.connections - before <= 1, `${app.connections - before} new connections to the app`);
-    assert.equal(stack.server.list('user-a')[0]?.streams, 0);
-  });
-
-  it('serves 50 concurrent requests, each with its own answer', async () => {
-    const bodies = Array.from({ length: 50 }, (_, i) => randomBytes(1000 + i * 5000));
-    const results = await Promise.all(bodies.map((body) => visit(stack.port, name, '/echo', { method: 'POST', body })));
-    results.forEach((result, i) => {
-      assert.equal(result.status, 200);
-      assert.ok(result.body.equals(bodies[i] as Buffer), `body ${i}`);
+// Visitors are served through the front door's raw pipe (the public port, HAProxy's hand-off) and
+// through the HTTP server (the Node plane's TLS port): the same behaviour either way.
+for (const [path, httpOnly] of [['raw pipe', false], ['HTTP server', true]] as const) {
+  describe(`tunnel: serving visitors (${path})`, () => {
+    let stack: Stack;
+    let client: Client;
+    let name: string;
+    let owner: TunnelOwner;
+  
+    before(async () => {
+      stack = await startStack({ httpOnly });
+      const created = stack.authority.addKey('user-a');
+      owner = created.owner;
+      client = startClient(stack, { apiKey: created.key, port: app.port, subdomain: 'demo' });
+      const ready = await client.connected();
+      name = ready.subdomain;
     });
-    await waitFor(() => stack.server.list('user-a')[0]?.streams === 0, 2000, 'streams freed');
-  });
-
-  it('streams a 100 MiB upload with bounded memory', async (t) => {
-    const total = 100 * MiB;
-    let answer: Visit | undefined;
-    const growth = await peakRssGrowth(async () => {
-      answer = await visit(stack.port, name, '/upload', { method: 'POST', body: patternStream(total) });
-    });
-    assert.equal(answer?.status, 200);
-    assert.deepEqual(JSON.parse(answer?.body.toString() ?? '{}'), { bytes: total, sha256: patternSha(total) });
-    t.diagnostic(`peak RSS growth ${(growth / MiB).toFixed(1)} MiB`);
-    assert.ok(growth < 60 * MiB, `RSS grew ${(growth / MiB).toFixed(1)} MiB`);
-  });
-
-  it('streams a 100 MiB download with bounded memory, and a paused visitor stalls the app', async (t) => {
-    const total = 100 * MiB;
-    let received = 0;
-    let stalledAt = -1;
-    let stalledLater = -1;
-    const hash = createHash('sha256');
-    const growth = await peakRssGrowth(async () => {
-      const req = request({ host: '127.0.0.1', port: stack.port, path: `/download?bytes=${total}`, headers: { host: `${name}.${DOMAIN}` }, agent: visitorAgent });
-      req.end();
-      const [res] = (await once(req, 'response')) as [IncomingMessage];
-      assert.equal(res.statusCode, 200);
-      assert.equal(res.headers['content-length'], String(total));
-      let paused = false;
-      res.on('data', (chunk: Buffer) => {
-        received += chunk.length;
-        hash.update(chunk);
-        if (!paused && received > 10 * MiB) {
-          // A visitor that stops reading: back-pressure must reach the app, which stops writing.
-          paused = true;
-          res.pause();
-          void (async () => {
-            await sleep(700);
-            stalledAt = app.written;
-            await sleep(300);
-            stalledLater = app.written;
-            res.resume();
-          })();
-        }
-      });
-      await once(res, 'end');
-    });
-    assert.equal(received, total);
-    assert.equal(hash.digest('hex'), patternSha(total));
-    assert.equal(stalledAt, stalledLater, 'the app kept writing while the visitor was paused');
-    assert.ok(stalledAt < total, 'the app finished writing while the visitor was paused');
-    t.diagnostic(`peak RSS growth ${(growth / MiB).toFixed(1)} MiB`);
-    assert.ok(growth < 60 * MiB, `RSS grew ${(growth / MiB).toFixed(1)} MiB`);
-  });
-
-  it('passes WebSocket upgrades through to the local app', async () => {
-    const ws = new WebSocket(`ws://127.0.0.1:${stack.port}/socket?x=1`, { headers: { host: `${name}.${DOMAIN}` }, perMessageDeflate: false });
-    const messages: string[] = [];
-    ws.on('message', (data) => messages.push(data.toString()));
-    await once(ws, 'open');
-    ws.send('ping 1');
-    const big = randomBytes(2 * MiB);
-    ws.send(big);
-    const bigEcho = new Promise<Buffer>((resolve) => ws.on('message', (data, isBinary) => isBinary && resolve(data as Buffer)));
-    assert.ok((await bigEcho).equals(big));
-    await waitFor(() => messages.length >= 2, 2000, 'echo');
-    assert.deepEqual(messages.slice(0, 2), ['welcome /socket?x=1', 'ping 1']);
-    ws.close();
-    await once(ws, 'close');
-    await waitFor(() => stack.server.list('user-a')[0]?.streams === 0, 2000, 'upgrade stream freed');
-    const logged = client.events.find((e) => e.type === 'request' && e.path === '/socket?x=1');
-    assert.equal(logged?.type === 'request' ? logged.status : 0, 101);
-  });
-
-  it('frees a stream at once when the visitor aborts, 20 times over, and keeps serving', async () => {
-    const abortedBefore = app.aborted;
-    for (let i = 0; i < 20; i++) {
-      const req = request({ host: '127.0.0.1', port: stack.port, path: `/download?bytes=${50 * MiB}`, headers: { host: `${name}.${DOMAIN}` } });
-      req.end();
-      const [res] = (await once(req, 'response')) as [IncomingMessage];
-      await once(res, 'data');
-      req.destroy();
-    }
-    // Aborted before any answer, too.
-    for (let i = 0; i < 5; i++) {
-      const req = request({ host: '127.0.0.1', port: stack.port, path: '/slow', headers: { host: `${name}.${DOMAIN}` } });
-      req.on('error', () => {});
-      req.end();
-      await sleep(30);
-      req.destroy();
-    }
-    await waitFor(() => stack.server.list('user-a')[0]?.streams === 0, 2000, 'aborted streams freed');
-    await waitFor(() => app.aborted - abortedBefore >= 25, 2000, 'local requests cancelled').catch((err: Error) => {
-      throw new Error(`${err.message}: ${app.aborted - abortedBefore} of 25`);
-    });
-    const results = await Promise.all(Array.from({ length: 10 }, () => visit(stack.port, name, '/hello')));
-    for (const result of results) assert.equal(result.body.toString(), 'hello from the app');
-    // Visitors that left before an answer are logged as 499; those that left mid-body with the app's status.
-    await waitFor(() => client.events.filter((e) => e.type === 'request' && e.path === '/slow' && e.status === 499).length >= 5, 2000, '499 log lines');
-    const downloads = client.events.filter((e) => e.type === 'request' && e.path === `/download?bytes=${50 * MiB}`);
-    assert.ok(downloads.length >= 20 && downloads.every((e) => e.type === 'request' && e.status === 200));
-  });
-});
-
-describe('tunnel: unavailable apps', () => {
-  let stack: Stack;
-  let key: string;
-  before(async () => {
-    stack = await startStack({ graceMs: 600 });
-    key = stack.authority.addKey('user-a').key;
-  });
-  after(() => stack.close());
-
-  it('answers 502 with a page while the local app refuses connections', async () => {
-    const client = startClient(stack, { apiKey: key, port: await freePort(), subdomain: 'down' });
-    await client.connected();
-    const page = await visit(stack.port, 'down', '/');
-    assert.equal(page.status, 502);
-    assert.match(String(page.headers['content-type']), /text\/html/);
-    assert.match(page.body.toString(), /Bad gateway/);
-    const upgrade = new WebSocket(`ws://127.0.0.1:${stack.port}/`, { headers: { host: `down.${DOMAIN}` } });
-    const [, res] = (await once(upgrade, 'unexpected-response')) as [unknown, IncomingMessage];
-    assert.equal(res.statusCode, 502);
-    upgrade.on('error', () => {});
-    upgrade.terminate();
-    await client.stop();
-  });
-
-  it('answers 502 when the local app answers a status Node cannot pass on (099), and keeps serving', async () => {
-    const evil = createTcpServer((socket) => {
-      socket.on('error', () => {});
-      socket.once('data', () => socket.end('HTTP/1.1 099 Weird\r\nContent-Length: 2\r\n\r\nok'));
-    });
-    evil.listen(0, '127.0.0.1');
-    await once(evil, 'listening');
-    const client = startClient(stack, { apiKey: key, port: (evil.address() as AddressInfo).port, subdomain: 'weird' });
-    await client.connected();
-    try {
-      for (let i = 0; i < 2; i++) {
-        const page = await visit(stack.port, 'weird', '/');
-        assert.equal(page.status, 502);
-        assert.match(page.body.toString(), /Bad gateway/);
-      }
-    } finally {
+    after(async () => {
       await client.stop();
-      evil.close();
-    }
+      await stack.close();
+    });
+  
+    it('announces the public URL, lists the tunnel and marks the key used', async () => {
+      const ready = await client.connected();
+      assert.equal(ready.subdomain, 'demo');
+      assert.equal(ready.url, `http://demo.localhost:${stack.port}`);
+      const [info, ...rest] = stack.server.list('user-a');
+      assert.equal(rest.length, 0);
+      assert.equal(info?.subdomain, 'demo');
+      assert.equal(info?.state, 'connected');
+      assert.equal(info?.apiKeyId, owner.apiKeyId);
+      assert.deepEqual(stack.server.list('user-b'), []);
+      assert.ok(stack.authority.lastUsed.has(owner.apiKeyId));
+      assert.equal(stack.table.get('demo')?.kind, 'tunnel');
+    });
+  
+    it('serves GET and POST, with forwarded headers, and logs each request', async () => {
+      const hello = await visit(stack.port, name, '/hello');
+      assert.equal(hello.status, 200);
+      assert.equal(hello.body.toString(), 'hello from the app');
+      assert.deepEqual(hello.headers['set-cookie'], ['a=1', 'b=2']);
+  
+      const headers = await visit(stack.port, name, '/headers?q=1', { headers: { 'x-forwarded-for': '10.0.0.9' } });
+      const seen = JSON.parse(headers.body.toString()) as { url: string; headers: Record<string, string> };
+      assert.equal(seen.url, '/headers?q=1');
+      assert.equal(seen.headers['host'], `demo.localhost:${stack.port}`);
+      assert.equal(seen.headers['x-forwarded-host'], `demo.localhost:${stack.port}`);
+      assert.equal(seen.headers['x-forwarded-proto'], 'http');
+      assert.equal(seen.headers['x-forwarded-for'], '127.0.0.1');
+  
+      const body = randomBytes(300_000);
+      const echoed = await visit(stack.port, name, '/echo', { method: 'POST', body, headers: { 'content-type': 'application/x-test' } });
+      assert.equal(echoed.status, 200);
+      assert.equal(echoed.headers['content-type'], 'application/x-test');
+      assert.ok(echoed.body.equals(body));
+  
+      // A chunked upload (no Content-Length) arrives whole, also with a method that has no body by default.
+      const chunked = await visit(stack.port, name, '/echo', { method: 'POST', body: Readable.from([Buffer.from('a'), Buffer.from('bc')]) });
+      assert.equal(chunked.body.toString(), 'abc');
+      const chunkedGet = await visit(stack.port, name, '/echo', { body: Readable.from([Buffer.from('d'), Buffer.from('ef')]), headers: { 'transfer-encoding': 'chunked' } });
+      assert.equal(chunkedGet.body.toString(), 'def');
+      assert.equal((await visit(stack.port, name, '/hello')).body.toString(), 'hello from the app');
+  
+      const missing = await visit(stack.port, name, '/nope');
+      assert.equal(missing.status, 404);
+  
+      const logged = await waitFor(
+        () => client.events.find((e) => e.type === 'request' && e.path === '/nope'),
+        2000,
+        'request log',
+      );
+      assert.deepEqual({ ...logged, ms: 0 }, { type: 'request', method: 'GET', path: '/nope', status: 404, ms: 0 });
+    });
+  
+    it('carries sequential requests over one kept-alive connection to the app', async () => {
+      const before = app.connections;
+      for (let i = 0; i < 20; i++) {
+        const result = i % 2 === 0 ? await visit(stack.port, name, '/hello') : await visit(stack.port, name, '/echo', { method: 'POST', body: Buffer.from(`body ${i}`) });
+        assert.equal(`${result.status} ${result.body.toString()}`, i % 2 === 0 ? "200 hello from the app" : `200 body ${i}`);
+      }
+      assert.ok(app.connections - before <= 1, `${app.connections - before} new connections to the app`);
+      assert.equal(stack.server.list('user-a')[0]?.streams, 0);
+    });
+  
+    it('serves 50 concurrent requests, each with its own answer', async () => {
+      const bodies = Array.from({ length: 50 }, (_, i) => randomBytes(1000 + i * 5000));
+      const results = await Promise.all(bodies.map((body) => visit(stack.port, name, '/echo', { method: 'POST', body })));
+      results.forEach((result, i) => {
+        assert.equal(result.status, 200);
+        assert.ok(result.body.equals(bodies[i] as Buffer), `body ${i}`);
+      });
+      await waitFor(() => stack.server.list('user-a')[0]?.streams === 0, 2000, 'streams freed');
+    });
+  
+    it('streams a 100 MiB upload with bounded memory', async (t) => {
+      const total = 100 * MiB;
+      let answer: Visit | undefined;
+      const growth = await peakRssGrowth(async () => {
+        answer = await visit(stack.port, name, '/upload', { method: 'POST', body: patternStream(total) });
+      });
+      assert.equal(answer?.status, 200);
+      assert.deepEqual(JSON.parse(answer?.body.toString() ?? '{}'), { bytes: total, sha256: patternSha(total) });
+      t.diagnostic(`peak RSS growth ${(growth / MiB).toFixed(1)} MiB`);
+      assert.ok(growth < 60 * MiB, `RSS grew ${(growth / MiB).toFixed(1)} MiB`);
+    });
+  
+    it('streams a 100 MiB download with bounded memory, and a paused visitor stalls the app', async (t) => {
+      const total = 100 * MiB;
+      let received = 0;
+      let stalledAt = -1;
+      let stalledLater = -1;
+      const hash = createHash('sha256');
+      const growth = await peakRssGrowth(async () => {
+        const req = request({ host: '127.0.0.1', port: stack.port, path: `/download?bytes=${total}`, headers: { host: `${name}.${DOMAIN}` }, agent: visitorAgent });
+        req.end();
+        const [res] = (await once(req, 'response')) as [IncomingMessage];
+        assert.equal(res.statusCode, 200);
+        assert.equal(res.headers['content-length'], String(total));
+        let paused = false;
+        res.on('data', (chunk: Buffer) => {
+          received += chunk.length;
+          hash.update(chunk);
+          if (!paused && received > 10 * MiB) {
+            // A visitor that stops reading: back-pressure must reach the app, which stops writing.
+            paused = true;
+            res.pause();
+            void (async () => {
+              await sleep(700);
+              stalledAt = app.written;
+              await sleep(300);
+              stalledLater = app.written;
+              res.resume();
+            })();
+          }
+        });
+        await once(res, 'end');
+      });
+      assert.equal(received, total);
+      assert.equal(hash.digest('hex'), patternSha(total));
+      assert.equal(stalledAt, stalledLater, 'the app kept writing while the visitor was paused');
+      assert.ok(stalledAt < total, 'the app finished writing while the visitor was paused');
+      t.diagnostic(`peak RSS growth ${(growth / MiB).toFixed(1)} MiB`);
+      assert.ok(growth < 60 * MiB, `RSS grew ${(growth / MiB).toFixed(1)} MiB`);
+    });
+  
+    it('passes WebSocket upgrades through to the local app', async () => {
+      const ws = new WebSocket(`ws://127.0.0.1:${stack.port}/socket?x=1`, { headers: { host: `${name}.${DOMAIN}` }, perMessageDeflate: false });
+      const messages: string[] = [];
+      ws.on('message', (data) => messages.push(data.toString()));
+      await once(ws, 'open');
+      ws.send('ping 1');
+      const big = randomBytes(2 * MiB);
+      ws.send(big);
+      const bigEcho = new Promise<Buffer>((resolve) => ws.on('message', (data, isBinary) => isBinary && resolve(data as Buffer)));
+      assert.ok((await bigEcho).equals(big));
+      await waitFor(() => messages.length >= 2, 2000, 'echo');
+      assert.deepEqual(messages.slice(0, 2), ['welcome /socket?x=1', 'ping 1']);
+      ws.close();
+      await once(ws, 'close');
+      await waitFor(() => stack.server.list('user-a')[0]?.streams === 0, 2000, 'upgrade stream freed');
+      const logged = client.events.find((e) => e.type === 'request' && e.path === '/socket?x=1');
+      assert.equal(logged?.type === 'request' ? logged.status : 0, 101);
+    });
+  
+    it('frees a stream at once when the visitor aborts, 20 times over, and keeps serving', async () => {
+      const abortedBefore = app.aborted;
+      for (let i = 0; i < 20; i++) {
+        const req = request({ host: '127.0.0.1', port: stack.port, path: `/download?bytes=${50 * MiB}`, headers: { host: `${name}.${DOMAIN}` } });
+        req.end();
+        const [res] = (await once(req, 'response')) as [IncomingMessage];
+        await once(res, 'data');
+        req.destroy();
+      }
+      // Aborted before any answer, too.
+      for (let i = 0; i < 5; i++) {
+        const req = request({ host: '127.0.0.1', port: stack.port, path: '/slow', headers: { host: `${name}.${DOMAIN}` } });
+        req.on('error', () => {});
+        req.end();
+        await sleep(30);
+        req.destroy();
+      }
+      await waitFor(() => stack.server.list('user-a')[0]?.streams === 0, 2000, 'aborted streams freed');
+      await waitFor(() => app.aborted - abortedBefore >= 25, 2000, 'local requests cancelled').catch((err: Error) => {
+        throw new Error(`${err.message}: ${app.aborted - abortedBefore} of 25`);
+      });
+      const results = await Promise.all(Array.from({ length: 10 }, () => visit(stack.port, name, '/hello')));
+      for (const result of results) assert.equal(result.body.toString(), 'hello from the app');
+      // Visitors that left before an answer are logged as 499; those that left mid-body with the app's status.
+      await waitFor(() => client.events.filter((e) => e.type === 'request' && e.path === '/slow' && e.status === 499).length >= 5, 2000, '499 log lines');
+      const downloads = client.events.filter((e) => e.type === 'request' && e.path === `/download?bytes=${50 * MiB}`);
+      assert.ok(downloads.length >= 20 && downloads.every((e) => e.type === 'request' && e.status === 200));
+    });
   });
-
-  it('answers 503 while no client is connected, then 404 once the grace period ends', async () => {
-    const client = startClient(stack, { apiKey: key, port: app.port, subdomain: 'away' });
-    await client.connected();
-    assert.equal((await visit(stack.port, 'away', '/hello')).status, 200);
-    await client.stop();
-    await waitFor(() => stack.table.get('away')?.state === 'disconnected', 2000, 'route disconnected');
-    const page = await visit(stack.port, 'away', '/hello');
-    assert.equal(page.status, 503);
-    assert.match(page.body.toString(), /no tunnel client is connected/);
-    assert.equal(stack.server.list('user-a')[0]?.state, 'disconnected');
-    await waitFor(() => stack.table.get('away') === undefined, 3000, 'route released');
-    assert.equal((await visit(stack.port, 'away', '/hello')).status, 404);
-    assert.equal(stack.authority.claims.has('away'), false);
+  
+  describe(`tunnel: unavailable apps (${path})`, () => {
+    let stack: Stack;
+    let key: string;
+    before(async () => {
+      stack = await startStack({ graceMs: 600, httpOnly });
+      key = stack.authority.addKey('user-a').key;
+    });
+    after(() => stack.close());
+  
+    it('answers 502 with a page while the local app refuses connections', async () => {
+      const client = startClient(stack, { apiKey: key, port: await freePort(), subdomain: 'down' });
+      await client.connected();
+      const page = await visit(stack.port, 'down', '/');
+      assert.equal(page.status, 502);
+      assert.match(String(page.headers['content-type']), /text\/html/);
+      assert.match(page.body.toString(), /Bad gateway/);
+      const upgrade = new WebSocket(`ws://127.0.0.1:${stack.port}/`, { headers: { host: `down.${DOMAIN}` } });
+      const [, res] = (await once(upgrade, 'unexpected-response')) as [unknown, IncomingMessage];
+      assert.equal(res.statusCode, 502);
+      upgrade.on('error', () => {});
+      upgrade.terminate();
+      await client.stop();
+    });
+  
+    it('answers 502 when the local app answers a status Node cannot pass on (099), and keeps serving', async () => {
+      const evil = createTcpServer((socket) => {
+        socket.on('error', () => {});
+        socket.once('data', () => socket.end('HTTP/1.1 099 Weird\r\nContent-Length: 2\r\n\r\nok'));
+      });
+      evil.listen(0, '127.0.0.1');
+      await once(evil, 'listening');
+      const client = startClient(stack, { apiKey: key, port: (evil.address() as AddressInfo).port, subdomain: 'weird' });
+      await client.connected();
+      try {
+        for (let i = 0; i < 2; i++) {
+          const page = await visit(stack.port, 'weird', '/');
+          assert.equal(page.status, 502);
+          assert.match(page.body.toString(), /Bad gateway/);
+        }
+      } finally {
+        await client.stop();
+        evil.close();
+      }
+    });
+  
+    it('answers 503 while no client is connected, then 404 once the grace period ends', async () => {
+      const client = startClient(stack, { apiKey: key, port: app.port, subdomain: 'away' });
+      await client.connected();
+      assert.equal((await visit(stack.port, 'away', '/hello')).status, 200);
+      await client.stop();
+      await waitFor(() => stack.table.get('away')?.state === 'disconnected', 2000, 'route disconnected');
+      const page = await visit(stack.port, 'away', '/hello');
+      assert.equal(page.status, 503);
+      assert.match(page.body.toString(), /no tunnel client is connected/);
+      assert.equal(stack.server.list('user-a')[0]?.state, 'disconnected');
+      await waitFor(() => stack.table.get('away') === undefined, 3000, 'route released');
+      assert.equal((await visit(stack.port, 'away', '/hello')).status, 404);
+      assert.equal(stack.authority.claims.has('away'), false);
+    });
   });
-});
+}
 
 describe('tunnel: refusals and ownership', () => {
   let stack: Stack;

@@ -1,0 +1,73 @@
+// The first look at each connection to Node: a connected tunnel's visitors get a raw byte pipe; anything else goes to the HTTP server.
+import type { Server as HttpServer } from 'node:http';
+import type { Socket } from 'node:net';
+
+/** Serves a whole visitor connection itself (a connected tunnel), given the bytes read so far. */
+export interface ConnectionTarget {
+  /**
+   * Takes the connection over. `head` holds every byte read so far (at least the first request's
+   * head); the socket is paused and is resumed by the caller right after this returns.
+   */
+  handleConnection(socket: Socket, head: Buffer): void;
+}
+
+export interface FrontDoorOptions {
+  readonly http: HttpServer;
+  /** Who takes a connection whose first request names `host` (the Host header as sent); undefined: the HTTP server. */
+  target(host: string, socket: Socket): ConnectionTarget | undefined;
+  /** How long the first request head may take to arrive; the connection is closed after that. */
+  readonly headTimeoutMs: number;
+}
+
+/** A first head longer than this is not looked into: the HTTP server takes it (and refuses it if too long). */
+const MAX_SNIFF_BYTES = 16 * 1024;
+const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
+const HOST_LINE = /\r\nhost[ \t]*:[ \t]*([^\r\n]*)/i;
+
+/**
+ * Returns a connection handler that reads the first request head of each connection and hands the
+ * connection to a {@link ConnectionTarget} when its Host is one (so a tunnel's visitors cost one
+ * byte pipe instead of two HTTP stacks), or else to the HTTP server with the bytes put back. The
+ * HTTP server then applies its own bounds from the start of the connection.
+ */
+export function frontDoor(options: FrontDoorOptions): (socket: Socket) => void {
+  return (socket: Socket) => {
+    let buffered: Buffer | undefined;
+    const timer = setTimeout(() => socket.destroy(), options.headTimeoutMs);
+    const stop = (): void => {
+      clearTimeout(timer);
+      socket.off('data', onData);
+      socket.off('error', onEnd);
+      socket.off('end', onEnd);
+    };
+    const onEnd = (): void => {
+      stop();
+      socket.destroy();
+    };
+    const onData = (chunk: Buffer): void => {
+      buffered = buffered === undefined ? chunk : Buffer.concat([buffered, chunk]);
+      const end = buffered.indexOf(HEAD_END);
+      if (end === -1 && buffered.length < MAX_SNIFF_BYTES) return;
+      stop();
+      socket.pause();
+      const bytes = buffered;
+      const host = end === -1 ? undefined : HOST_LINE.exec(bytes.toString('latin1', 0, end + 2))?.[1]?.trim();
+      let target: ConnectionTarget | undefined;
+      try {
+        target = host === undefined ? undefined : options.target(host, socket);
+      } catch {
+        target = undefined;
+      }
+      if (target !== undefined) {
+        target.handleConnection(socket, bytes);
+      } else {
+        socket.unshift(bytes);
+        options.http.emit('connection', socket);
+      }
+      socket.resume();
+    };
+    socket.on('data', onData);
+    socket.on('error', onEnd);
+    socket.on('end', onEnd);
+  };
+}
