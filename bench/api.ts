@@ -43,6 +43,23 @@ function resetPeak(pid: number): void {
   fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
 }
 
+/** A process and its descendants, with their command names (the server is a child of `bin/slipway.js`; HAProxy is the server's child). */
+function processTree(pid: number): Array<{ pid: number; name: string }> {
+  let children: number[] = [];
+  try {
+    children = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    children = [];
+  }
+  return [{ pid, name: fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() }, ...children.flatMap(processTree)];
+}
+
+/** CPU time (user + system) a process has used, in µs (from /proc/<pid>/stat, in clock ticks of 10 ms). */
+function cpuMicros(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
 /** One GET over a keep-alive agent; resolves with its latency in ms. */
 function timedGet(agent: http.Agent, url: URL, key: string): Promise<number> {
   const started = process.hrtime.bigint();
@@ -59,10 +76,17 @@ function timedGet(agent: http.Agent, url: URL, key: string): Promise<number> {
   });
 }
 
-/** N concurrent request loops for `seconds`; returns requests/s and latency percentiles. */
-async function loadTest(url: URL, key: string, concurrency: number, seconds: number): Promise<{ rps: number; p50: number; p99: number; count: number }> {
+/** N concurrent request loops for `seconds`; returns requests/s, latency percentiles, and the CPU per request of each of `watch`. */
+async function loadTest(
+  url: URL,
+  key: string,
+  concurrency: number,
+  seconds: number,
+  watch: ReadonlyArray<{ pid: number; name: string }> = [],
+): Promise<{ rps: number; p50: number; p99: number; count: number; cpuPerRequest: number[] }> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const latencies: number[] = [];
+  const cpuBefore = watch.map((p) => cpuMicros(p.pid));
   const deadline = Date.now() + seconds * 1000;
   const started = process.hrtime.bigint();
   await Promise.all(
@@ -71,10 +95,11 @@ async function loadTest(url: URL, key: string, concurrency: number, seconds: num
     }),
   );
   const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
+  const cpuPerRequest = watch.map((p, i) => (cpuMicros(p.pid) - (cpuBefore[i] ?? 0)) / latencies.length);
   agent.destroy();
   latencies.sort((a, b) => a - b);
   const at = (q: number): number => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
-  return { rps: latencies.length / elapsed, p50: at(0.5), p99: at(0.99), count: latencies.length };
+  return { rps: latencies.length / elapsed, p50: at(0.5), p99: at(0.99), count: latencies.length, cpuPerRequest };
 }
 
 /** The baseline: a bare Fastify route in its own process, answering `body` at the same path. */
@@ -151,11 +176,14 @@ async function main(): Promise<void> {
     },
     options['cpu-prof'] === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', options['cpu-prof']],
   );
-  const pid = server.child.pid as number;
+  // `slipway server` is a supervisor that forks the server: memory and CPU are the forked server's.
+  const supervisorPid = server.child.pid as number;
+  const pid = processTree(supervisorPid).find((p) => p.pid !== supervisorPid && p.name === 'node')?.pid ?? supervisorPid;
   try {
     const token = await loginAs(server.url, ADMIN_EMAIL, ADMIN_PASSWORD);
     const key = (await request(server.url, 'POST', '/api/v1/api-keys', { token, body: { name: 'bench' } })).json.key as string;
-    console.log(`server pid ${pid}, RSS after login ${(procStatus(pid, 'VmRSS') / MIB).toFixed(1)} MiB (peak so far ${(procStatus(pid, 'VmHWM') / MIB).toFixed(1)} MiB, scrypt logins included)`);
+    console.log(`load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} at the start`);
+    console.log(`server pid ${pid} (supervisor ${supervisorPid}), RSS after login ${(procStatus(pid, 'VmRSS') / MIB).toFixed(1)} MiB (peak so far ${(procStatus(pid, 'VmHWM') / MIB).toFixed(1)} MiB, scrypt logins included)`);
     const listUrl = new URL('/api/v1/deployments', server.url);
     const table: string[] = [];
     let created = 0;
@@ -169,10 +197,13 @@ async function main(): Promise<void> {
       const bare = await spawnBareServer(sample.text);
       try {
         const bareUrl = new URL('/api/v1/deployments', bare.url);
+        // CPU per request of the processes that answer: the server (and HAProxy in front of it), or the bare route's.
+        const serverSide = processTree(pid);
+        const bareSide = processTree(bare.child.pid as number);
         const sides = [
-          { name: 'API key', url: listUrl, bearer: key },
-          { name: 'session token', url: listUrl, bearer: token },
-          { name: 'bare Fastify', url: bareUrl, bearer: key },
+          { name: 'API key', url: listUrl, bearer: key, watch: serverSide },
+          { name: 'session token', url: listUrl, bearer: token, watch: serverSide },
+          { name: 'bare Fastify', url: bareUrl, bearer: key, watch: bareSide },
         ];
         for (const side of sides) await loadTest(side.url, side.bearer, CONCURRENCY, 1); // warm-up
         const results = sides.map(() => [] as Awaited<ReturnType<typeof loadTest>>[]);
@@ -180,9 +211,10 @@ async function main(): Promise<void> {
         for (let round = 1; round <= ROUNDS; round += 1) {
           const line: string[] = [];
           for (const [i, side] of sides.entries()) {
-            const r = await loadTest(side.url, side.bearer, CONCURRENCY, LOAD_SECONDS);
+            const r = await loadTest(side.url, side.bearer, CONCURRENCY, LOAD_SECONDS, side.watch);
             results[i]?.push(r);
-            line.push(`${side.name} ${r.rps.toFixed(0)} req/s p50 ${r.p50.toFixed(2)} ms p99 ${r.p99.toFixed(2)} ms`);
+            const cpu = side.watch.map((p, j) => `${p.name} ${(r.cpuPerRequest[j] ?? NaN).toFixed(0)} µs`).join(' ');
+            line.push(`${side.name} ${r.rps.toFixed(0)} req/s p50 ${r.p50.toFixed(2)} ms p99 ${r.p99.toFixed(2)} ms CPU/req ${cpu}`);
           }
           console.log(`${size} deployments, round ${round}: ${line.join(' | ')}`);
         }
@@ -190,8 +222,9 @@ async function main(): Promise<void> {
         for (const [i, side] of sides.entries()) {
           const rs = results[i] ?? [];
           const rps = median(rs.map((r) => r.rps));
+          const cpu = side.watch.map((p, j) => `${p.name} ${median(rs.map((r) => r.cpuPerRequest[j] ?? NaN)).toFixed(0)}`).join(', ');
           table.push(
-            `| ${size} | ${items} (${sample.text.length} B) | ${side.name} | ${rps.toFixed(0)} | ${median(rs.map((r) => r.p50)).toFixed(2)} | ${median(rs.map((r) => r.p99)).toFixed(2)} | ${(rps / bareRps).toFixed(2)} |`,
+            `| ${size} | ${items} (${sample.text.length} B) | ${side.name} | ${rps.toFixed(0)} | ${median(rs.map((r) => r.p50)).toFixed(2)} | ${median(rs.map((r) => r.p99)).toFixed(2)} | ${(rps / bareRps).toFixed(2)} | ${cpu} |`,
           );
         }
       } finally {
@@ -199,8 +232,9 @@ async function main(): Promise<void> {
       }
     }
     console.log(
-      `\nGET /api/v1/deployments, ${CONCURRENCY} keep-alive connections, ${ROUNDS} interleaved rounds × ${LOAD_SECONDS} s, medians:\n` +
-        '| deployments | answer (items, bytes) | caller | req/s | p50 ms | p99 ms | × bare |\n|---:|---|---|---:|---:|---:|---:|\n' +
+      `\nload average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} at the end\n` +
+      `GET /api/v1/deployments, ${CONCURRENCY} keep-alive connections, ${ROUNDS} interleaved rounds × ${LOAD_SECONDS} s, medians:\n` +
+        '| deployments | answer (items, bytes) | caller | req/s | p50 ms | p99 ms | × bare | CPU µs/request (process) |\n|---:|---|---|---:|---:|---:|---:|---|\n' +
         table.join('\n'),
     );
 

@@ -1,8 +1,10 @@
 // Pages of a list (decisions §14): `?limit` and `?cursor`, opaque sealed cursors, and the `Link: rel="next"` header.
+import crypto from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type Static } from '@sinclair/typebox';
 import { DomainError } from '../core/errors.js';
 import type { PageRequest, Position } from '../core/page.js';
+import type { CachedPage } from './page-cache.js';
 
 export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT = 500;
@@ -43,8 +45,24 @@ export const PAGE_HEADERS = {
   },
 } as const;
 
-/** A response schema of a list: the array, documented with its `Link` header. */
-export const listResponse = <T extends object>(items: T): T & { headers: typeof PAGE_HEADERS } => ({ ...items, headers: PAGE_HEADERS });
+/** The 304 of a list that answers `If-None-Match`, for the OpenAPI document. */
+export const NOT_MODIFIED = {
+  description: 'the `If-None-Match` header named the current page\'s `ETag`: the page is unchanged (no body)',
+  type: 'null',
+} as const;
+
+/** The headers of a list answered from serialized pages (`sendSerializedPage`), for the OpenAPI document. */
+export const CACHED_PAGE_HEADERS = {
+  ...PAGE_HEADERS,
+  ETag: { type: 'string', description: 'names this page for this caller; send it back in `If-None-Match` to get 304 while the page is unchanged' },
+  'Cache-Control': { type: 'string', description: '`private, no-cache`: a client may keep the page but must ask again before using it' },
+} as const;
+
+/** A response schema of a list: the array, documented with its `Link` header (or `headers`). */
+export const listResponse = <T extends object, H extends object = typeof PAGE_HEADERS>(items: T, headers?: H): T & { headers: H } => ({
+  ...items,
+  headers: headers ?? (PAGE_HEADERS as unknown as H),
+});
 
 /** Seals and opens cursors: authenticated encryption bound to a context (the installation's ValueCipher). */
 export interface CursorSeal {
@@ -106,22 +124,60 @@ export function pageRequest<P extends Position>(ref: ListRef<P>, query: PageQuer
 }
 
 /**
- * Answers a page: its items as the body, and `Link: <path?…&cursor=…&limit=N>; rel="next"` when more
- * follow. The link is path-absolute (no scheme or host): a client resolves it against the URL it
- * called, whatever name or proxy it reached the API through. The request's other query parameters
- * are kept.
+ * The `Link` header of a page when more items follow: `<path?…&cursor=…&limit=N>; rel="next"`. The
+ * link is path-absolute (no scheme or host): a client resolves it against the URL it called,
+ * whatever name or proxy it reached the API through. The request's other query parameters are kept.
  */
+export function nextLink<P extends Position>(request: FastifyRequest, ref: ListRef<P>, page: PageRequest<P>, next: P | undefined): string | undefined {
+  if (next === undefined) return undefined;
+  const at = request.url.indexOf('?');
+  const query = new URLSearchParams(at === -1 ? '' : request.url.slice(at + 1));
+  query.delete('cursor');
+  query.delete('limit');
+  query.append('cursor', ref.cursors.seal(ref.list, ref.scope, next));
+  query.append('limit', String(page.limit));
+  return `<${ref.path}?${query.toString()}>; rel="next"`;
+}
+
+/** Answers a page: its items as the body, and the `next` link when more follow. */
 export function sendPage<T, P extends Position>(request: FastifyRequest, reply: FastifyReply, ref: ListRef<P>, page: PageRequest<P>, items: T[], next: P | undefined): T[] {
-  if (next !== undefined) {
-    const at = request.url.indexOf('?');
-    const query = new URLSearchParams(at === -1 ? '' : request.url.slice(at + 1));
-    query.delete('cursor');
-    query.delete('limit');
-    query.append('cursor', ref.cursors.seal(ref.list, ref.scope, next));
-    query.append('limit', String(page.limit));
-    void reply.header('link', `<${ref.path}?${query.toString()}>; rel="next"`);
-  }
+  const link = nextLink(request, ref, page, next);
+  if (link !== undefined) void reply.header('link', link);
   return items;
+}
+
+/**
+ * A page ready to send: its items as the route's response schema writes them (the bytes Fastify
+ * would send), its `next` link, and an entity tag: a digest of the caller's scope and the bytes,
+ * so a tag names one answer to one caller.
+ */
+export function serializedPage(reply: FastifyReply, scope: string, items: unknown[], link: string | undefined): CachedPage {
+  const text = reply.serialize(items);
+  const body = typeof text === 'string' ? Buffer.from(text, 'utf8') : Buffer.from(text as ArrayBuffer);
+  const etag = `"${crypto.createHash('sha256').update(scope).update('\0').update(body).digest('base64url').slice(0, 27)}"`;
+  return { body, link, etag };
+}
+
+/** Whether an `If-None-Match` header names `etag` (weak comparison, as RFC 9110 asks for it), or is `*`. */
+export function noneMatchHits(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  return header.split(',').some((tag) => {
+    const t = tag.trim();
+    return t === '*' || (t.startsWith('W/') ? t.slice(2) : t) === etag;
+  });
+}
+
+/**
+ * Answers a serialized page: 304 without a body when the request's `If-None-Match` names its tag,
+ * else the bytes as they are (no second serialization, no encoding of text per request). Either
+ * way with its `ETag` and `Link`; `Cache-Control: private, no-cache` lets a browser keep it but
+ * never use it without asking again.
+ */
+export function sendSerializedPage(request: FastifyRequest, reply: FastifyReply, page: CachedPage): FastifyReply {
+  void reply.header('etag', page.etag).header('cache-control', 'private, no-cache');
+  if (page.link !== undefined) void reply.header('link', page.link);
+  if (noneMatchHits(request.headers['if-none-match'], page.etag)) return reply.code(304).send();
+  return reply.type('application/json; charset=utf-8').send(page.body);
 }
 
 /** Position validators: one sequence number, or a (created_at, id) pair. */

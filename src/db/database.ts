@@ -10,6 +10,7 @@ import * as appConfig from './migrations/2026-11-22-001-app-config.js';
 import * as subdomainClaims from './migrations/2026-11-22-002-subdomain-claims.js';
 import * as customDomains from './migrations/2026-11-22-003-custom-domains.js';
 import * as webhooks from './migrations/2026-11-22-004-webhooks.js';
+import * as deploymentListVersion from './migrations/2026-11-23-001-deployment-list-version.js';
 import { withStatementCache } from './statement-cache.js';
 import crypto from 'node:crypto';
 
@@ -23,6 +24,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-22-002-subdomain-claims': subdomainClaims,
   '2026-11-22-003-custom-domains': customDomains,
   '2026-11-22-004-webhooks': webhooks,
+  '2026-11-23-001-deployment-list-version': deploymentListVersion,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -1,6 +1,8 @@
 // The deployment catalog over the database (SQLite or PostgreSQL): the API's reads of deployments and builds, and deployments' create and edit.
 import { SHOWN_BUILD_COLUMNS, SHOWN_DEPLOYMENT_COLUMNS, type DeploymentCatalog } from '../domain/deployment-catalog.js';
 import { isUniqueViolation, nowIso, type Db } from './database.js';
+import { bumpListVersion } from './deployment-store.js';
+import { preparedQuery } from './prepared-query.js';
 
 /**
  * The catalog on `db`. Lists read only the shown columns, keyset on `seq` (indexed with the owner,
@@ -8,15 +10,21 @@ import { isUniqueViolation, nowIso, type Db } from './database.js';
  * prepares it once.
  */
 export function databaseDeploymentCatalog(db: Db): DeploymentCatalog {
+  // The list's statements and the version read, compiled once (placeholder values mark the parameters).
+  const page = db.selectFrom('deployments').select([...SHOWN_DEPLOYMENT_COLUMNS, 'seq']).where('user_id', '=', '');
+  const firstPage = preparedQuery(db, page.orderBy('seq', 'desc').limit(1));
+  const pageBefore = preparedQuery(db, page.where('seq', '<', 0).orderBy('seq', 'desc').limit(1));
+  const version = preparedQuery(db, db.selectFrom('users').select('deployments_version').where('id', '=', ''));
   return {
     deployment: (id) => db.selectFrom('deployments').selectAll().where('id', '=', id).executeTakeFirst(),
 
     owner: (id) => db.selectFrom('deployments').select(['id', 'user_id']).where('id', '=', id).executeTakeFirst(),
 
-    async deployments(userId, before, limit) {
-      let query = db.selectFrom('deployments').select([...SHOWN_DEPLOYMENT_COLUMNS, 'seq']).where('user_id', '=', userId);
-      if (before !== undefined) query = query.where('seq', '<', before);
-      return query.orderBy('seq', 'desc').limit(limit).execute();
+    deployments: (userId, before, limit) => (before === undefined ? firstPage(userId, limit) : pageBefore(userId, before, limit)),
+
+    async listVersion(userId) {
+      const rows = await version(userId);
+      return rows[0]?.deployments_version ?? 0;
     },
 
     async create(deployment) {
@@ -26,6 +34,7 @@ export function databaseDeploymentCatalog(db: Db): DeploymentCatalog {
             .insertInto('subdomain_claims')
             .values({ subdomain: deployment.subdomain, kind: 'deployment', owner_id: deployment.id, user_id: deployment.user_id, created_at: deployment.created_at })
             .execute();
+          await bumpListVersion(trx, { userId: deployment.user_id });
           await trx.insertInto('deployments').values(deployment).execute();
         });
       } catch (err) {
@@ -36,16 +45,22 @@ export function databaseDeploymentCatalog(db: Db): DeploymentCatalog {
     },
 
     async update(id, changes) {
-      await db.updateTable('deployments').set({ ...changes, updated_at: nowIso() }).where('id', '=', id).execute();
+      await db.transaction().execute(async (trx) => {
+        await bumpListVersion(trx, { deploymentIds: [id] });
+        await trx.updateTable('deployments').set({ ...changes, updated_at: nowIso() }).where('id', '=', id).execute();
+      });
     },
 
     async setUpload(id, upload) {
-      const updated = await db
-        .updateTable('deployments')
-        .set({ upload_id: upload.id, upload_size: upload.size, upload_sha256: upload.sha256, updated_at: nowIso() })
-        .where('id', '=', id)
-        .executeTakeFirst();
-      return updated.numUpdatedRows > 0n;
+      return db.transaction().execute(async (trx) => {
+        await bumpListVersion(trx, { deploymentIds: [id] });
+        const updated = await trx
+          .updateTable('deployments')
+          .set({ upload_id: upload.id, upload_size: upload.size, upload_sha256: upload.sha256, updated_at: nowIso() })
+          .where('id', '=', id)
+          .executeTakeFirst();
+        return updated.numUpdatedRows > 0n;
+      });
     },
 
     async uploadsInUse(id) {

@@ -1,7 +1,7 @@
 // The deployment store over the database (SQLite or PostgreSQL): the only writer of deployments' lifecycle and of builds.
 import type { DeploymentStore, LiveContainer, NewBuild, RetiredContainer } from '../deploy/deployment-store.js';
 import type { DeploymentStatus } from '../deploy/state-table.js';
-import type { Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { nowIso, type Db } from './database.js';
 import type { Database } from './schema.js';
 
@@ -13,6 +13,21 @@ import type { Database } from './schema.js';
 export async function lockDeployment(trx: Transaction<Database>, deploymentId: string): Promise<boolean> {
   const touched = await trx.updateTable('deployments').set({ id: deploymentId }).where('id', '=', deploymentId).executeTakeFirst();
   return touched.numUpdatedRows > 0n;
+}
+
+/**
+ * Bumps the deployment-list version (`users.deployments_version`) of the users who own
+ * `deploymentIds`, or of `userId`: every write that changes what a user's deployment list shows
+ * calls it in the write's own transaction, before the write (so PostgreSQL locks the user's row
+ * first, in one order for every such transaction). A list page cached under an older version is
+ * then never served again, in this process or any other sharing the database.
+ */
+export async function bumpListVersion(trx: Kysely<Database>, owner: { userId: string } | { deploymentIds: readonly string[] }): Promise<void> {
+  const bump = trx.updateTable('users').set((eb) => ({ deployments_version: eb('deployments_version', '+', 1) }));
+  if ('userId' in owner) await bump.where('id', '=', owner.userId).execute();
+  else if (owner.deploymentIds.length > 0) {
+    await bump.where('id', 'in', trx.selectFrom('deployments').select('user_id').where('id', 'in', [...owner.deploymentIds])).execute();
+  }
 }
 
 /**
@@ -29,13 +44,17 @@ export function databaseDeploymentStore(db: Db, runner: string): DeploymentStore
 
     async startBuild(build: NewBuild, status: DeploymentStatus) {
       await db.transaction().execute(async (trx) => {
+        await bumpListVersion(trx, { deploymentIds: [build.deployment_id] });
         await trx.insertInto('builds').values({ ...build, runner }).execute();
         await trx.updateTable('deployments').set({ status, updated_at: nowIso() }).where('id', '=', build.deployment_id).execute();
       });
     },
 
     async setStatus(deploymentId, status) {
-      await db.updateTable('deployments').set({ status, updated_at: nowIso() }).where('id', '=', deploymentId).execute();
+      await db.transaction().execute(async (trx) => {
+        await bumpListVersion(trx, { deploymentIds: [deploymentId] });
+        await trx.updateTable('deployments').set({ status, updated_at: nowIso() }).where('id', '=', deploymentId).execute();
+      });
     },
 
     async setImage(buildId, image) {
@@ -54,6 +73,7 @@ export function databaseDeploymentStore(db: Db, runner: string): DeploymentStore
     async switchLive({ deploymentId, buildId, containerId, hostPort, status }): Promise<RetiredContainer[]> {
       const now = nowIso();
       return db.transaction().execute(async (trx) => {
+        await bumpListVersion(trx, { deploymentIds: [deploymentId] });
         const previous = await trx
           .selectFrom('builds')
           .select(['id', 'container_id', 'host_port'])
@@ -90,6 +110,7 @@ export function databaseDeploymentStore(db: Db, runner: string): DeploymentStore
 
     async remove(deploymentId) {
       await db.transaction().execute(async (trx) => {
+        await bumpListVersion(trx, { deploymentIds: [deploymentId] });
         await trx.deleteFrom('subdomain_claims').where('kind', '=', 'deployment').where('owner_id', '=', deploymentId).execute();
         await trx.deleteFrom('deployments').where('id', '=', deploymentId).execute();
       });
@@ -135,6 +156,7 @@ export function databaseDeploymentStore(db: Db, runner: string): DeploymentStore
           .where('status', '=', 'building')
           .where((eb) => eb.or([eb('runner', '=', runner), eb('runner', 'is', null)]))
           .execute();
+        await bumpListVersion(trx, { deploymentIds: [...new Set(mine.map((b) => b.deployment_id))] });
         for (const build of mine) {
           await trx.updateTable('builds').set({ status: 'failed', error, finished_at: now }).where('id', '=', build.id).where('status', '=', 'building').execute();
           // The state table's build_interrupted: a deployment still building fails.

@@ -8,6 +8,12 @@ export interface UsersTable {
   is_admin: number;
   created_at: string;
   updated_at: string;
+  /**
+   * Changes whenever the user's deployment list may show something else (a deployment created,
+   * deleted, or its row written): bumped by the deployment store and catalog in the same
+   * transaction as the write, so a cached list page of an older version is never served.
+   */
+  deployments_version: Generated<number>;
 }
 
 export interface SessionsTable {

@@ -23,7 +23,9 @@ export interface LiveContainer {
 
 /**
  * Every read and write of deployments and builds the lifecycle makes. Statuses come from the state
- * table (`transition`); the store writes them. Implemented over the database in src/db/.
+ * table (`transition`); the store writes them. Implemented over the database in src/db/. Every
+ * write that changes what a deployment list shows (status, live build, delete) also bumps the
+ * owner's list version in the same transaction (`DeploymentCatalog.listVersion`).
  */
 export interface DeploymentStore {
   deployment(id: string): Promise<DeploymentRow | undefined>;

@@ -91,6 +91,11 @@ class Cancelled extends Error {
   override readonly name = 'Cancelled';
 }
 
+/** Why a recovery attempt stopped: an operation on the deployment came (it decides what serves). */
+class Superseded extends Error {
+  override readonly name = 'Superseded';
+}
+
 
 /**
  * Runs deployments on the engine. Operations on one deployment are serialized by a per-deployment
@@ -108,6 +113,8 @@ export class DeploymentLifecycle implements DeploymentOperations {
   readonly #recoverySlots: Semaphore;
   /** Releases recovery handles at once, health checks included. */
   readonly #recoveryInFlight: Semaphore;
+  /** Each recovery entry's attempt under way (queued, starting or waiting for its health check). */
+  readonly #recoveryAttempts = new Map<string, AbortController>();
   /** Aborted by close(): recovery in progress gives up. */
   readonly #closing = new AbortController();
 
@@ -181,6 +188,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
   }
 
   async stop(principal: Principal, deploymentId: string): Promise<{ message: string }> {
+    this.#interruptRecovery(deploymentId);
     return this.#locks.run(deploymentId, async () => {
       const dep = await this.#owned(principal, deploymentId);
       const live = await this.#liveBuild(dep);
@@ -217,6 +225,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
   }
 
   async restart(principal: Principal, deploymentId: string): Promise<{ message: string }> {
+    this.#interruptRecovery(deploymentId);
     return this.#locks.run(deploymentId, async () => {
       const dep = await this.#owned(principal, deploymentId);
       const live = dep.status === 'pending' || dep.status === 'building' ? undefined : await this.#liveBuild(dep);
@@ -233,6 +242,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
   }
 
   async rollback(principal: Principal, deploymentId: string, buildId: string): Promise<{ message: string }> {
+    this.#interruptRecovery(deploymentId);
     return this.#locks.run(deploymentId, async () => {
       const dep = await this.#owned(principal, deploymentId);
       // The state table first: a deployment that was never deployed has no build to roll back to, whatever id is named.
@@ -257,6 +267,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
 
   async remove(principal: Principal, deploymentId: string): Promise<void> {
     const { store, sources, buildLogs, dataPlane } = this.#deps;
+    this.#interruptRecovery(deploymentId);
     await this.#locks.run(deploymentId, async () => {
       const dep = await this.#owned(principal, deploymentId);
       await this.#cancelInflight(deploymentId, 'cancelled: the deployment was deleted');
@@ -337,14 +348,19 @@ export class DeploymentLifecycle implements DeploymentOperations {
    * lifecycle closes.
    */
   async recoverReleases(pending: readonly PendingRelease[]): Promise<void> {
-    const signal = this.#closing.signal;
+    const closing = this.#closing.signal;
     for (const item of pending) this.#recovering.set(item.deploymentId, item);
     let queue = [...pending];
     let backoffMs = 500;
-    while (queue.length > 0 && !signal.aborted) {
+    while (queue.length > 0 && !closing.aborted) {
       const retry: PendingRelease[] = [];
       await Promise.all(
         queue.map(async (item) => {
+          // An operation on the deployment aborts the attempt wherever it is (queued, starting,
+          // waiting for the health check) instead of waiting for it; see #interruptRecovery.
+          const attempt = new AbortController();
+          this.#recoveryAttempts.set(item.deploymentId, attempt);
+          const signal = AbortSignal.any([closing, attempt.signal]);
           let leave: (() => void) | undefined;
           // The first engine turn is taken before the lock (queued entries hold no lock), used by
           // the first start and given back as soon as that start is done; a later start waits for another.
@@ -364,17 +380,24 @@ export class DeploymentLifecycle implements DeploymentOperations {
             const outcome = await this.#locks.run(item.deploymentId, () => this.#recoverOne(item, signal, engineTurn), signal);
             if (outcome === 'retry') retry.push(item);
           } catch (err) {
-            if (!signal.aborted) this.#deps.log('error', `recovery of ${item.subdomain} failed`, { err });
+            if (closing.aborted) return;
+            // Interrupted by an operation that did not take the entry over (it was refused): try again.
+            if (attempt.signal.aborted) {
+              if (this.#recovering.get(item.deploymentId) === item) retry.push(item);
+              return;
+            }
+            this.#deps.log('error', `recovery of ${item.subdomain} failed`, { err });
           } finally {
             turn?.();
             leave?.();
+            if (this.#recoveryAttempts.get(item.deploymentId) === attempt) this.#recoveryAttempts.delete(item.deploymentId);
           }
         }),
       );
       queue = retry;
       if (queue.length === 0) break;
       // The engine is down (restarting, or not up yet after a reboot): wait for it, then try again.
-      await sleep(backoffMs, undefined, { signal }).catch(() => undefined);
+      await sleep(backoffMs, undefined, { signal: closing }).catch(() => undefined);
       backoffMs = Math.min(backoffMs * 2, 5000);
     }
     for (const item of pending) if (this.#recovering.get(item.deploymentId) === item) this.#recovering.delete(item.deploymentId);
@@ -392,6 +415,18 @@ export class DeploymentLifecycle implements DeploymentOperations {
         await plan.sweep?.();
       }),
     );
+  }
+
+  /**
+   * An operation that may decide what a deployment serves (stop, restart, rollback, delete, a
+   * build's switch) is about to wait for its lock: the deployment's recovery attempt, if any, gives
+   * up now (a health check it waits for could hold the lock for the whole start-up timeout). The
+   * operation then takes the lock and, as before, drops the entry; an operation that is refused
+   * leaves the entry, and recovery tries again. A container the attempt started is the live build's
+   * own: the operation stops or retires it; a fresh one it was starting is removed by startRelease.
+   */
+  #interruptRecovery(deploymentId: string): void {
+    this.#recoveryAttempts.get(deploymentId)?.abort(new Superseded('an operation on the deployment came first'));
   }
 
   /** How many releases recovery is still to start (for /healthz). */
@@ -594,6 +629,8 @@ export class DeploymentLifecycle implements DeploymentOperations {
         onOutput: log,
       });
       // Switch traffic under the deployment's lock; a canceller holding the lock aborts this wait.
+      // Recovery of the release this build replaces is moot: it does not keep the switch waiting.
+      this.#interruptRecovery(dep.id);
       let releaseLock: () => void;
       try {
         releaseLock = await this.#locks.acquire(dep.id, cancel);

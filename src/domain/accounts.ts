@@ -2,6 +2,8 @@
 import crypto from 'node:crypto';
 import type { Db } from '../db/database.js';
 import { isUniqueViolation, nowIso } from '../db/database.js';
+import { preparedQuery, type PreparedQuery } from '../db/prepared-query.js';
+import type { Selectable } from 'kysely';
 import type { UsersTable } from '../db/schema.js';
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
@@ -10,6 +12,8 @@ import type { KeyUsage } from './key-usage.js';
 import { WorkLimit, WorkLimitFullError, type FailureLimiter } from './rate-limiter.js';
 import { API_KEY_PATTERN, SESSION_TOKEN_PATTERN, digestsEqual, newSessionToken, randomBase62, sha256Hex } from '../core/credentials.js';
 import { dummyPasswordHash, hashPassword, verifyPassword } from './password-hashing.js';
+
+type UserRow = Selectable<UsersTable>;
 
 export const MIN_PASSWORD_LENGTH = 8;
 const MAX_PASSWORD_LENGTH = 1024;
@@ -37,20 +41,21 @@ function checkNewPassword(password: string): void {
   }
 }
 
-async function insertUser(db: Db, email: string, password: string, isAdmin: boolean): Promise<UsersTable> {
+async function insertUser(db: Db, email: string, password: string, isAdmin: boolean): Promise<UserRow> {
   const normalized = normalizeEmail(email);
   if (!/^[^\s@]+@[^\s@]+$/.test(normalized) || normalized.length > 254) {
     throw new DomainError('validation_error', 'email must be an e-mail address');
   }
   checkNewPassword(password);
   const now = nowIso();
-  const row: UsersTable = {
+  const row: UserRow = {
     id: crypto.randomUUID(),
     email: normalized,
     password_hash: await hashPassword(password),
     is_admin: isAdmin ? 1 : 0,
     created_at: now,
     updated_at: now,
+    deployments_version: 0,
   };
   try {
     await db.insertInto('users').values(row).execute();
@@ -125,7 +130,7 @@ export async function loginUser(
     const wait = attempt.retryAfterSeconds;
     throw new DomainError('rate_limited', `too many failed logins; try again in ${wait} s`, { retryAfterSeconds: wait });
   }
-  let user: UsersTable | undefined;
+  let user: UserRow | undefined;
   let ok: boolean;
   try {
     user = await deps.db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
@@ -169,24 +174,15 @@ const unauthorized = (): DomainError => new DomainError('unauthorized', 'missing
 export async function authenticateBearer(db: Db, keyUsage: KeyUsage, token: string | undefined): Promise<Principal> {
   if (token === undefined) throw unauthorized();
   const digest = sha256Hex(token);
+  const lookups = credentialLookups(db);
   if (API_KEY_PATTERN.test(token)) {
-    const key = await db
-      .selectFrom('api_keys')
-      .innerJoin('users', 'users.id', 'api_keys.user_id')
-      .select(['api_keys.id', 'api_keys.user_id', 'api_keys.key_hash', 'users.is_admin'])
-      .where('api_keys.key_hash', '=', digest)
-      .executeTakeFirst();
+    const key = (await lookups.apiKey(digest))[0];
     if (key === undefined || !digestsEqual(key.key_hash, digest)) throw unauthorized();
     keyUsage.record(key.id);
     return { userId: key.user_id, isAdmin: key.is_admin === 1, via: 'api_key', sessionId: undefined, apiKeyId: key.id };
   }
   if (SESSION_TOKEN_PATTERN.test(token)) {
-    const session = await db
-      .selectFrom('sessions')
-      .innerJoin('users', 'users.id', 'sessions.user_id')
-      .select(['sessions.id', 'sessions.user_id', 'sessions.token_hash', 'sessions.expires_at', 'users.is_admin'])
-      .where('sessions.token_hash', '=', digest)
-      .executeTakeFirst();
+    const session = (await lookups.session(digest))[0];
     if (session === undefined || !digestsEqual(session.token_hash, digest)) throw unauthorized();
     if (Date.parse(session.expires_at) <= Date.now()) {
       await db.deleteFrom('sessions').where('id', '=', session.id).execute();
@@ -196,6 +192,45 @@ export async function authenticateBearer(db: Db, keyUsage: KeyUsage, token: stri
   }
   throw unauthorized();
 }
+
+/**
+ * The two reads of `authenticateBearer`, compiled once per database: every authenticated request
+ * makes one of them, and building a Kysely query per request cost more than the read. Each is one
+ * indexed lookup by the credential's digest (unique index), joined to its user; nothing is cached,
+ * so a revoked key or ended session fails on the very next request, in every process.
+ */
+function credentialLookups(db: Db): CredentialLookups {
+  let lookups = CREDENTIAL_LOOKUPS.get(db);
+  if (lookups === undefined) {
+    lookups = {
+      apiKey: preparedQuery(
+        db,
+        db
+          .selectFrom('api_keys')
+          .innerJoin('users', 'users.id', 'api_keys.user_id')
+          .select(['api_keys.id', 'api_keys.user_id', 'api_keys.key_hash', 'users.is_admin'])
+          .where('api_keys.key_hash', '=', ''),
+      ),
+      session: preparedQuery(
+        db,
+        db
+          .selectFrom('sessions')
+          .innerJoin('users', 'users.id', 'sessions.user_id')
+          .select(['sessions.id', 'sessions.user_id', 'sessions.token_hash', 'sessions.expires_at', 'users.is_admin'])
+          .where('sessions.token_hash', '=', ''),
+      ),
+    };
+    CREDENTIAL_LOOKUPS.set(db, lookups);
+  }
+  return lookups;
+}
+
+interface CredentialLookups {
+  apiKey: PreparedQuery<{ id: string; user_id: string; key_hash: string; is_admin: number }>;
+  session: PreparedQuery<{ id: string; user_id: string; token_hash: string; expires_at: string; is_admin: number }>;
+}
+
+const CREDENTIAL_LOOKUPS = new WeakMap<Db, CredentialLookups>();
 
 /** Creates a user (administrators only). */
 export async function createUser(db: Db, principal: Principal, input: { email: string; password: string }): Promise<UserView> {
@@ -227,7 +262,7 @@ export async function changePassword(
     const wait = attempt.retryAfterSeconds;
     throw new DomainError('rate_limited', `too many wrong current passwords; try again in ${wait} s`, { retryAfterSeconds: wait });
   }
-  let user: UsersTable | undefined;
+  let user: UserRow | undefined;
   let ok: boolean;
   try {
     user = await db.selectFrom('users').selectAll().where('id', '=', principal.userId).executeTakeFirst();

@@ -53,6 +53,12 @@ export interface DeploymentCatalog {
   /** A user's deployments, newest first. */
   deployments(userId: string, before: number | undefined, limit: number): Promise<Array<ShownDeployment & { seq: number }>>;
   /**
+   * The version of a user's deployment list: it changes, in the same transaction, with every write
+   * that changes what the list shows (create, edit, upload, status, live build, delete), whichever
+   * process or instance makes it. Equal versions mean equal lists, so a page may be cached by it.
+   */
+  listVersion(userId: string): Promise<number>;
+  /**
    * Creates a deployment and its subdomain claim in one transaction (the claim's primary key
    * decides between concurrent creates). Returns `subdomain_taken` when the subdomain is claimed.
    */

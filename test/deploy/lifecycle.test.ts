@@ -468,6 +468,64 @@ describe('lifecycle on a fake runtime and data plane', () => {
     await recovering.close();
   });
 
+  test('a stop issued while recovery waits for the app to answer is not kept waiting: the app stops, no fresh container is tried', async () => {
+    const slow = await deployedThenStopped('serve-stop-waiting');
+    const image = (await build(slow.buildId)).image_id;
+    assert.ok(image !== null);
+    const restarted = new FakeDataPlane();
+    const pending = (await plan(restarted)).pending.filter((p) => p.deploymentId === slow.id);
+    // Were the stop to wait for the health check, it would wait out this timeout and then a fresh container's.
+    const recovering = newLifecycle(restarted, { startupTimeoutMs: 10_000 });
+    const mark = runtime.calls.length;
+    runtime.images.set(image, { unhealthy: false, silent: true });
+    try {
+      const recovered = recovering.recoverReleases(pending);
+      await until('recovery to start the container', () => runtime.calls.slice(mark).includes(`startContainer ${slow.containerId}`));
+      const stopped = await recovering.stop(principal, slow.id);
+      assert.match(stopped.message, /stopped/);
+      assert.equal(restarted.routes.get(slow.subdomain)?.state, 'stopped');
+      assert.equal((await deployment(slow.id)).status, 'stopped');
+      assert.ok(!runtime.calls.slice(mark).some((call) => call.startsWith('runContainer')), 'no fresh container was tried');
+      await recovered;
+      assert.equal(recovering.recoveringCount, 0);
+      assert.equal(runtime.running(slow.id).length, 0, 'the container recovery started was stopped');
+      assert.equal((await build(slow.buildId)).container_id, slow.containerId);
+      assert.equal(restarted.routes.get(slow.subdomain)?.state, 'stopped', 'recovery did not publish it afterwards');
+    } finally {
+      runtime.images.set(image, { unhealthy: false });
+      await recovering.close();
+    }
+  });
+
+  test('an operation that is refused while recovery waits leaves the entry to recovery, which brings the app back', async () => {
+    const slow = await deployedThenStopped('serve-refused');
+    const image = (await build(slow.buildId)).image_id;
+    assert.ok(image !== null);
+    const restarted = new FakeDataPlane();
+    const pending = (await plan(restarted)).pending.filter((p) => p.deploymentId === slow.id);
+    const recovering = newLifecycle(restarted, { startupTimeoutMs: 60_000 });
+    const mark = runtime.calls.length;
+    runtime.images.set(image, { unhealthy: false, silent: true });
+    let recovered: Promise<void> | undefined;
+    try {
+      recovered = recovering.recoverReleases(pending);
+      await until('recovery to start the container', () => runtime.calls.slice(mark).includes(`startContainer ${slow.containerId}`));
+      await rejectsWith(recovering.rollback(principal, slow.id, crypto.randomUUID()), 'not_found');
+      assert.equal(recovering.recoveringCount, 1, 'the entry is still recovery\'s');
+      assert.equal(restarted.routes.get(slow.subdomain)?.state, 'starting');
+    } finally {
+      runtime.images.set(image, { unhealthy: false });
+    }
+    await recovered;
+    const answer = restarted.answer(slow.subdomain);
+    assert.ok(typeof answer === 'object', 'live again');
+    assert.equal((await (await fetch(`http://${answer.host}:${answer.port}/`)).text()).trim(), slow.buildId);
+    assert.equal((await build(slow.buildId)).container_id, slow.containerId, 'its own container');
+    assert.equal(runtime.running(slow.id).length, 1);
+    assert.equal((await deployment(slow.id)).status, 'running');
+    await recovering.close();
+  });
+
   test('recovery starts at most recoveryConcurrency containers at once, and uses that many', async () => {
     const apps = [];
     for (let i = 0; i < 5; i += 1) apps.push(await deployedThenStopped(`serve-bound-${i}`));

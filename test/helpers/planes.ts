@@ -25,6 +25,8 @@ export interface PlaneUnderTest {
   /** The public port. */
   readonly port: number;
   readonly haproxy: HaproxyDataPlane | undefined;
+  /** How many connections the Node server behind the plane has accepted (from visitors or from HAProxy). */
+  nodeConnections(): number;
   /** Drains an upstream in every plane that may hold requests to it (as main.ts does). */
   drain(upstream: Upstream, timeoutMs: number): Promise<void>;
   close(): Promise<void>;
@@ -39,6 +41,8 @@ export async function startPlane(kind: PlaneKind, domain: string, env: Record<st
     if (problem !== undefined) return writeBadRequest(res, problem);
     if (!proxy.handleRequest(req, res)) res.end('api');
   });
+  let connections = 0;
+  server.on('connection', () => (connections += 1));
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const problem = requestHeadProblem(req);
     if (problem !== undefined) return writeRawBadRequest(socket, problem);
@@ -52,6 +56,7 @@ export async function startPlane(kind: PlaneKind, domain: string, env: Record<st
       table,
       port: (server.address() as AddressInfo).port,
       haproxy: undefined,
+      nodeConnections: () => connections,
       drain: (upstream, timeoutMs) => proxy.drain(upstream, timeoutMs),
       close: async () => {
         proxy.close();
@@ -91,6 +96,7 @@ export async function startPlane(kind: PlaneKind, domain: string, env: Record<st
     table,
     port,
     haproxy,
+    nodeConnections: () => connections,
     drain: async (upstream, timeoutMs) => {
       await Promise.all([proxy.drain(upstream, timeoutMs), haproxy.drain(upstream, timeoutMs)]);
     },

@@ -3,7 +3,8 @@ import { Readable } from 'node:stream';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { appUrl, appUrls } from '../../config.js';
-import { PageQuery, isSeqPosition, listResponse, pageRequest, sendPage, type ListRef } from '../list-pages.js';
+import { CACHED_PAGE_HEADERS, NOT_MODIFIED, PageQuery, isSeqPosition, listResponse, nextLink, pageRequest, sendSerializedPage, serializedPage, type ListRef } from '../list-pages.js';
+import { PageCache } from '../page-cache.js';
 import { presentBuild } from '../../domain/builds.js';
 import {
   createDeployment,
@@ -54,6 +55,9 @@ export function sendText(reply: FastifyReply, chunks: AsyncIterable<string | Buf
     .send(Readable.from(chunks));
 }
 
+/** Bytes of deployment list pages kept (every user's together; a page of 100 is about 40 KB). */
+const LIST_CACHE_BYTES = 16 * 1024 * 1024;
+
 export const deploymentRoutes =
   (deps: ApiDeps): FastifyPluginAsync =>
   async (app) => {
@@ -64,6 +68,8 @@ export const deploymentRoutes =
       checkRepoHost: (url: string) => assertRepoHostAllowed(url, deps.config.allowPrivateGit, { allowUnresolvable: true }),
       limits: { maxMemoryMb: deps.config.maxMemoryMb, maxCpus: deps.config.maxCpus },
     };
+    // Pages as they were sent, by list version: a repeated call reads the version, not the rows.
+    const pages = new PageCache(LIST_CACHE_BYTES);
 
     app.get<{ Querystring: PageQuery }>(
       '/deployments',
@@ -72,17 +78,25 @@ export const deploymentRoutes =
           tags: ['deployments'],
           summary: "The caller's deployments, newest first, a page at a time",
           querystring: PageQuery,
-          response: { 200: listResponse(Type.Array(Type.Ref('Deployment'))), ...errorResponses(400, 401) },
+          response: { 200: listResponse(Type.Array(Type.Ref('Deployment')), CACHED_PAGE_HEADERS), 304: NOT_MODIFIED, ...errorResponses(400, 401) },
         },
       },
       async (request, reply) => {
         const principal = principalOf(request);
+        const list = `deployments:${principal.userId}`;
+        // The version is read before the rows, so a page is never older than the version it is kept under.
+        const version = await deps.deployments.listVersion(principal.userId);
+        const cached = pages.get(list, version, request.url);
+        if (cached !== undefined) return sendSerializedPage(request, reply, cached);
         const ref: ListRef<DeploymentPosition> = { cursors: deps.cursors, path: '/api/v1/deployments', list: 'deployments', scope: principal.userId, valid: isSeqPosition };
         const page = pageRequest(ref, request.query);
         const deployments = await listDeployments(deps.deployments, principal, page);
         // Read the public URL once per answer: the port is only known once the server listens.
         const urlOf = appUrls(deps.config);
-        return sendPage(request, reply, ref, page, deployments.items.map((row) => presentDeployment(row, urlOf)), deployments.next);
+        const items = deployments.items.map((row) => presentDeployment(row, urlOf));
+        const answer = serializedPage(reply, list, items, nextLink(request, ref, page, deployments.next));
+        pages.set(list, version, request.url, answer);
+        return sendSerializedPage(request, reply, answer);
       },
     );
 

@@ -122,6 +122,10 @@ backend node
   # responses) may pause as long as they like. It learns the visitor's address from the PROXY
   # protocol header, so X-Forwarded-* from the visitor stay untrusted there too.
   timeout server ${TUNNEL_TIMEOUT}
+  # A connection to Node carries one visitor's address (the PROXY header), so it belongs to that
+  # visitor's connection and is kept alive with it. With "http-reuse safe", HAProxy 2.6 opened a new
+  # connection to Node for every request after the first visitor connection had closed.
+  http-reuse never
   server node 127.0.0.1:${input.nodePort} send-proxy-v2
 ${
   tls === undefined
@@ -129,6 +133,7 @@ ${
     : `
 backend node_tls
   timeout server ${TUNNEL_TIMEOUT}
+  http-reuse never
   server node_tls 127.0.0.1:${tls.nodeTlsPort} send-proxy-v2
 `
 }`;
