@@ -227,6 +227,28 @@ for (const kind of PLANES) {
       }
     });
 
+    it('answers an app that refuses the connection with the 502 page, while an app’s own 503 passes as it is', async () => {
+      const probe = createTcpServer();
+      probe.listen(0, '127.0.0.1');
+      await once(probe, 'listening');
+      const closedPort = (probe.address() as AddressInfo).port;
+      await new Promise((resolve) => probe.close(resolve));
+      live('refusing', { host: '127.0.0.1', port: closedPort });
+      const { upstream: busy } = await upstream((_req, res) => {
+        res.writeHead(503, { 'content-type': 'text/plain' });
+        res.end('busy, says the app');
+      });
+      live('busy', busy);
+      await settled();
+      const refused = await send(plane.port, `refusing.${DOMAIN}`);
+      assert.equal(refused.status, 502);
+      assert.equal(refused.body.toString(), renderPage(badGatewayPage(`refusing.${DOMAIN}`)));
+      assert.equal(refused.headers['x-slipway-answer'], undefined);
+      const own = await send(plane.port, `busy.${DOMAIN}`);
+      assert.equal(own.status, 503);
+      assert.equal(own.body.toString(), 'busy, says the app');
+    });
+
     it('switches a host to a new upstream: the in-flight request finishes on the old one, drain waits for it, none fails', async () => {
       let releaseSlow: () => void = () => {};
       const slowHeld = new Promise<void>((resolve) => (releaseSlow = resolve));

@@ -1,6 +1,6 @@
 // HAProxy's configuration, error bodies and host map, rendered from Slipway's settings and the routes of the moment.
 import type { EdgeLimits } from '../../config.js';
-import { badGatewayPage, gatewayTimeoutPage, renderPage, unavailablePage, type Page } from '../pages.js';
+import { badGatewayPage, gatewayTimeoutPage, renderPage, type Page } from '../pages.js';
 
 /** The backend that holds one (dynamic) server per live upstream, chosen per request by the host map. */
 export const APPS_BACKEND = 'apps';
@@ -113,7 +113,11 @@ ${tls === undefined ? '' : `  http-request set-header x-forwarded-proto https if
   # A status outside 100–599 is no HTTP answer: the visitor gets the 502 page, as from the Node plane.
   http-response return status 502 content-type "text/html; charset=utf-8" lf-file ${page('502.html')} hdr cache-control no-store if { status lt 100 } || { status gt 599 }
   http-error status 502 content-type "text/html; charset=utf-8" lf-file ${page('502.html')} hdr cache-control no-store
-  http-error status 503 content-type "text/html; charset=utf-8" lf-file ${page('503.html')} hdr cache-control no-store
+  # An app that refuses the connection: the Node plane's 502 page. HAProxy can only call that
+  # failure 503, so its answer is marked and turned into a 502 on the way out.
+  http-error status 503 content-type "text/html; charset=utf-8" lf-file ${page('503.html')} hdr cache-control no-store hdr x-slipway-answer unreachable
+  http-after-response set-status 502 reason "Bad Gateway" if { status 503 } { res.hdr(x-slipway-answer) -m str unreachable }
+  http-after-response del-header x-slipway-answer
   http-error status 504 content-type "text/html; charset=utf-8" lf-file ${page('504.html')} hdr cache-control no-store
 ${input.servers.map((s) => `  server ${s.name} ${s.host}:${s.port} weight 0`).join('\n')}
 
@@ -152,8 +156,8 @@ export function errorPageFiles(): Record<string, string> {
   const asLogFormat = (page: Page): string => renderPage(page).replaceAll('%', '%%').replaceAll(HOST_MARK, '%[var(txn.host)]');
   return {
     '502.html': asLogFormat(badGatewayPage(HOST_MARK)),
-    // HAProxy answers 503 when the app refused the connection (the Node plane says 502 there).
-    '503.html': asLogFormat(unavailablePage(HOST_MARK, 'the app did not accept the connection')),
+    // HAProxy calls a refused connection 503; it leaves as the Node plane's 502 (see the apps backend).
+    '503.html': asLogFormat(badGatewayPage(HOST_MARK)),
     '504.html': asLogFormat(gatewayTimeoutPage(HOST_MARK)),
   };
 }
