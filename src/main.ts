@@ -378,7 +378,11 @@ export async function startServer(startConfig: Config, options: StartOptions = {
         if (!connections.admit(socket)) return { handleConnection: () => undefined };
         const app = resolution.subdomain;
         return {
-          handleConnection: (s, head) => route.target.handleConnection(s, head, host, { onRequestEnd: (status, seconds) => metrics.requestEnded(app, status, seconds) }),
+          handleConnection: (s, head) =>
+            route.target.handleConnection(s, head, host, {
+              onRequestEnd: (status, seconds) => metrics.requestEnded(app, status, seconds),
+              release: (idle) => target.emit('connection', idle),
+            }),
         };
       },
     });

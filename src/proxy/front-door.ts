@@ -59,6 +59,8 @@ export function frontDoor(options: FrontDoorOptions): (socket: Socket) => void {
         target = undefined;
       }
       if (target !== undefined) {
+        // As Node's HTTP server does for its sockets: no Nagle delay on the last segment of an answer.
+        socket.setNoDelay(true);
         target.handleConnection(socket, bytes);
       } else {
         socket.unshift(bytes);
@@ -71,3 +73,4 @@ export function frontDoor(options: FrontDoorOptions): (socket: Socket) => void {
     socket.on('end', onEnd);
   };
 }
+

@@ -11,6 +11,11 @@ export type { Upstream };
 export interface ConnectionHooks {
   /** A request ended with `status` (0: no answer) after `seconds`. */
   onRequestEnd?(status: number, seconds: number): void;
+  /**
+   * Takes back a connection between requests (the tunnel went away): the HTTP server serves its
+   * next requests (a 503 page). Without it such a connection is closed.
+   */
+  release?(socket: Socket): void;
 }
 
 /** An in-process target (a tunnel) that serves requests itself instead of a TCP upstream. */

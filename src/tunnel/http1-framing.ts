@@ -463,6 +463,11 @@ export class RequestFramer {
     return this.#state === RAW;
   }
 
+  /** True between requests: no body under way, no byte of a head held, nothing refused. */
+  get idle(): boolean {
+    return this.#state === HEAD && this.#scanner.empty && this.#refusal === undefined;
+  }
+
   /**
    * Feeds visitor bytes. Returns the bytes to forward (heads rewritten; body bytes as views of the
    * input, never copied) and the requests whose heads completed in this chunk — or a refusal, after

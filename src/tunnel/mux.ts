@@ -479,23 +479,47 @@ export class SocketBridge implements StreamEndpoint {
   /** @internal Starts reading the socket (after the OPEN went out). */
   start(): void {
     const socket = this.#socket;
-    socket.on('data', (chunk: Buffer) => this.#onSocketData(chunk));
-    socket.on('end', () => {
-      this.#socketEnded = true;
-      this.#pumpOut();
-    });
-    socket.on('error', (err: Error) => this.#fail(this.#options.failureReason?.(err) ?? 'connection failed'));
-    socket.on('close', () => {
-      if (this.#done) return;
-      if (this.#sentEnd && this.#recvEnded) this.#finish();
-      else this.#fail('connection closed');
-    });
-    socket.on('drain', () => {
-      if (!this.#waitingDrain) return;
-      this.#waitingDrain = false;
-      this.#grant(true);
-    });
+    socket.on('data', this.#onData);
+    socket.on('end', this.#onEnd);
+    socket.on('error', this.#onError);
+    socket.on('close', this.#onClose);
+    socket.on('drain', this.#onDrain);
   }
+
+  /**
+   * Lets go of the socket without touching it (its stream is gone, or goes now with a RESET): the
+   * caller serves it from here on (e.g. the HTTP server, once the tunnel dropped between requests).
+   */
+  detach(): void {
+    const socket = this.#socket;
+    socket.off('data', this.#onData);
+    socket.off('end', this.#onEnd);
+    socket.off('error', this.#onError);
+    socket.off('close', this.#onClose);
+    socket.off('drain', this.#onDrain);
+    if (this.#paused) socket.resume();
+    if (!this.#done && this.#resetReason === undefined) {
+      this.#mux.sendFrame(encodeFrame(FrameType.RESET, this.id, Buffer.from('detached', 'utf8')));
+    }
+    this.#finish();
+  }
+
+  readonly #onData = (chunk: Buffer): void => this.#onSocketData(chunk);
+  readonly #onEnd = (): void => {
+    this.#socketEnded = true;
+    this.#pumpOut();
+  };
+  readonly #onError = (err: Error): void => this.#fail(this.#options.failureReason?.(err) ?? 'connection failed');
+  readonly #onClose = (): void => {
+    if (this.#done) return;
+    if (this.#sentEnd && this.#recvEnded) this.#finish();
+    else this.#fail('connection closed');
+  };
+  readonly #onDrain = (): void => {
+    if (!this.#waitingDrain) return;
+    this.#waitingDrain = false;
+    this.#grant(true);
+  };
 
   /** Ends the bridge at once: RESET to the peer, the socket destroyed. */
   destroy(reason = 'cancelled'): void {

@@ -170,6 +170,8 @@ export class TunnelProxy implements StreamTarget {
       this.#logEntry(request.method, request.path, status, ms, status === 101);
       hooks.onRequestEnd?.(status, ms / 1000);
     };
+    /** Between requests: nothing due, no answer streaming, no partial head held, not upgraded. */
+    const isIdle = (): boolean => waiting.length === 0 && watcher.idle && !framer.raw && framer.idle;
     const refuse = (status: number, message: string): null => {
       // Answered only when no earlier answer is still due on this connection; else it just closes.
       if (waiting.length === 0) endSocketWithError(socket, status, { error: status === 413 ? 'payload_too_large' : 'validation_error', message });
@@ -217,6 +219,12 @@ export class TunnelProxy implements StreamTarget {
         if (waiting.length > 0 && !watcher.closeDelimited) {
           answered(502);
           writeRawPage(socket, appUnreachablePageFor(shown, new StreamResetError(reason)));
+        } else if (this.#mux.closed && hooks.release !== undefined && isIdle()) {
+          // The tunnel dropped between two requests: the HTTP server answers the next ones (503).
+          socket.off('timeout', onIdle);
+          socket.setTimeout(0);
+          bridge.detach();
+          hooks.release(socket);
         } else {
           socket.destroy();
         }
@@ -234,12 +242,15 @@ export class TunnelProxy implements StreamTarget {
         while (waiting.length > 0) answered(499);
       },
     });
-    const connection = { busy: () => waiting.length > 0 || !watcher.idle || framer.raw };
+    const connection = { busy: () => !isIdle() };
     this.#connections.add(connection);
-    // Idle between requests (nothing due, no answer streaming, not upgraded): closed as a kept-alive connection is.
-    socket.setTimeout(this.#idleTimeoutMs, () => {
-      if (waiting.length === 0 && watcher.idle && !framer.raw) bridge.destroy('visitor connection idle');
-    });
+    // Idle between requests (nothing due, no answer streaming, not upgraded): closed as a kept-alive
+    // connection is. Node's socket timer fires once per silence, so a pause inside an answer is let be.
+    const onIdle = (): void => {
+      if (isIdle()) bridge.destroy('visitor connection idle');
+    };
+    socket.on('timeout', onIdle);
+    socket.setTimeout(this.#idleTimeoutMs);
     bridge.feed(head);
   }
 

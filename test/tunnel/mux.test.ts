@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -43,7 +43,11 @@ describe('protocol', () => {
 });
 
 /** Two muxes joined by a real WebSocket on loopback: `opener` opens streams, `acceptor` receives them. */
-async function muxPair(window: number, onStream: MuxOptions['onStream']): Promise<{ opener: Mux; acceptor: Mux; close(): Promise<void> }> {
+async function muxPair(
+  window: number,
+  onStream: MuxOptions['onStream'],
+  acceptorOptions: Pick<MuxOptions, 'onSocketStream'> = {},
+): Promise<{ opener: Mux; acceptor: Mux; close(): Promise<void> }> {
   const server: Server = createServer();
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
   const accepted = new Promise<WebSocket>((resolve) => {
@@ -53,7 +57,7 @@ async function muxPair(window: number, onStream: MuxOptions['onStream']): Promis
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
   const client = new WebSocket(`ws://127.0.0.1:${port}/`, { perMessageDeflate: false });
-  const acceptor = new Mux(client, { window, ...(onStream === undefined ? {} : { onStream }) });
+  const acceptor = new Mux(client, { window, ...(onStream === undefined ? {} : { onStream }), ...acceptorOptions });
   await once(client, 'open');
   const opener = new Mux(await accepted, { window });
   return {
@@ -239,5 +243,136 @@ describe('mux', () => {
     await Promise.all(closes);
     assert.equal(local.opener.streamCount, 0);
     await local.close();
+  });
+});
+
+describe('socket bridge', () => {
+  const WINDOW = 64 * 1024;
+
+  /** A loopback TCP server whose connections `onConnection` serves; returns its port and a closer. */
+  async function tcpServer(onConnection: (socket: Socket) => void): Promise<{ port: number; sockets: Socket[]; close(): Promise<void> }> {
+    const sockets: Socket[] = [];
+    const server = createTcpServer((socket) => {
+      sockets.push(socket);
+      socket.on('error', () => {});
+      onConnection(socket);
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    return {
+      port: (server.address() as AddressInfo).port,
+      sockets,
+      close: async () => {
+        for (const socket of sockets) socket.destroy();
+        await new Promise((resolve) => server.close(resolve));
+      },
+    };
+  }
+
+  it('joins a stream to a socket: bytes both ways intact, a clean end both ways frees the stream', async () => {
+    const app = await tcpServer((socket) => socket.pipe(socket));
+    const pair = await muxPair(WINDOW, undefined, { onSocketStream: () => ({ socket: connect(app.port, '127.0.0.1') }) });
+    const stream = pair.opener.open();
+    const closed = closeOf(stream);
+    const body = randomBytes(3 * 1024 * 1024 + 5);
+    stream.end(body);
+    const received = await collect(stream);
+    assert.equal(sha256([received]), sha256([body]));
+    await closed;
+    await sleep(20);
+    assert.equal(pair.opener.streamCount, 0);
+    assert.equal(pair.acceptor.streamCount, 0);
+    await pair.close();
+    await app.close();
+  });
+
+  it('a socket that stops reading stalls the sender within the window and its buffers; reading again lets the rest through', async () => {
+    let received = 0;
+    const app = await tcpServer((socket) => {
+      socket.pause();
+      socket.on('data', (chunk: Buffer) => (received += chunk.length));
+    });
+    const pair = await muxPair(WINDOW, undefined, { onSocketStream: () => ({ socket: connect(app.port, '127.0.0.1') }) });
+    const stream = pair.opener.open();
+    const total = 64 * 1024 * 1024;
+    const writing = pipeline(
+      Readable.from(
+        (function* () {
+          for (let sent = 0; sent < total; sent += 64 * 1024) yield Buffer.alloc(64 * 1024, 3);
+        })(),
+      ),
+      stream,
+    );
+    await sleep(500);
+    const stalledAt = stream.bytesSent;
+    await sleep(300);
+    // Only the window plus what the kernel and the bridge's socket buffer hold went out, and no more.
+    assert.ok(stalledAt < 24 * 1024 * 1024, `sent ${stalledAt} of ${total} to an app that does not read`);
+    assert.equal(stream.bytesSent, stalledAt);
+    for (const socket of app.sockets) socket.resume();
+    await writing;
+    const deadline = Date.now() + 10_000;
+    while (received < total && Date.now() < deadline) await sleep(20);
+    assert.equal(received, total);
+    await pair.close();
+    await app.close();
+  });
+
+  it('a refused connect resets the stream with the reason the bridge gives', async () => {
+    const app = await tcpServer(() => {});
+    const closedPort = app.port;
+    await app.close();
+    const pair = await muxPair(WINDOW, undefined, {
+      onSocketStream: () => ({
+        socket: connect(closedPort, '127.0.0.1'),
+        options: { failureReason: (err: NodeJS.ErrnoException) => `refused ${err.code ?? ''}` },
+      }),
+    });
+    const stream = pair.opener.open();
+    const closed = closeOf(stream);
+    stream.write('hello');
+    await closed;
+    assert.equal(stream.resetReason, 'refused ECONNREFUSED');
+    assert.equal(pair.acceptor.streamCount, 0);
+    await pair.close();
+  });
+
+  it('the opening side: a visitor socket bridged to a stream, echoed by the peer; a RESET from the peer closes the socket', async () => {
+    const accepted: TunnelStream[] = [];
+    const pair = await muxPair(WINDOW, (stream) => {
+      accepted.push(stream);
+      if (accepted.length === 1) void pipeline(stream, stream).catch(() => {});
+    });
+    const bridges: Socket[] = [];
+    const front = await tcpServer((socket) => {
+      bridges.push(socket);
+      pair.opener.bridge(socket);
+    });
+    // A visitor ending its side ends the connection (as Node's HTTP server treats it): it waits for the echo first.
+    const visitor = connect(front.port, '127.0.0.1');
+    const body = randomBytes(2 * 1024 * 1024);
+    const chunks: Buffer[] = [];
+    let echoedBytes = 0;
+    visitor.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      echoedBytes += chunk.length;
+      if (echoedBytes === body.length) visitor.end();
+    });
+    const visitorClosed = once(visitor, 'close');
+    visitor.write(body);
+    await visitorClosed;
+    assert.equal(sha256(chunks), sha256([body]));
+
+    const second = connect(front.port, '127.0.0.1');
+    second.on('error', () => {});
+    second.write('x');
+    while (accepted.length < 2) await sleep(5);
+    const closed = once(second, 'close');
+    accepted[1]?.destroy(new StreamResetError('app gone'));
+    await closed;
+    await sleep(20);
+    assert.equal(pair.opener.streamCount, 0);
+    await pair.close();
+    await front.close();
   });
 });

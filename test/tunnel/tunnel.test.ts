@@ -199,6 +199,7 @@ interface StackOptions {
   streamsPerTunnel?: number;
   heartbeatMs?: number;
   graceMs?: number;
+  idleTimeoutMs?: number;
   /** Serve tunnel visitors with the HTTP server (as the Node plane's TLS port does) instead of through the front door's raw pipe. */
   httpOnly?: boolean;
 }
@@ -217,6 +218,7 @@ async function startStack(options: StackOptions = {}): Promise<Stack> {
     limits: { tunnelsPerKey: options.tunnelsPerKey ?? 10, streamsPerTunnel: options.streamsPerTunnel ?? 200 },
     heartbeatMs: options.heartbeatMs ?? 1000,
     graceMs: options.graceMs ?? 30_000,
+    ...(options.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: options.idleTimeoutMs }),
   });
   const proxy = new AppProxy({ table, publicProtocol: 'http' });
   const upgrades: Socket[] = [];
@@ -241,10 +243,12 @@ async function startStack(options: StackOptions = {}): Promise<Stack> {
     target: (host) => {
       const route = table.resolveHost(host)?.route;
       if (options.httpOnly === true || route?.kind !== 'tunnel' || route.state !== 'connected') return undefined;
-      return { handleConnection: (socket, head) => route.target.handleConnection(socket, head, host, {}) };
+      return { handleConnection: (socket, head) => route.target.handleConnection(socket, head, host, { release: (idle) => front.emit('connection', idle) }) };
     },
   });
   const listener = createTcpServer(door);
+  // The HTTP server never listens itself: its connection tracking (closeAllConnections) starts on 'listening'.
+  listener.once('listening', () => front.emit('listening'));
   listener.listen(port, '127.0.0.1');
   await once(listener, 'listening');
   port = (listener.address() as AddressInfo).port;
@@ -636,6 +640,150 @@ for (const [path, httpOnly] of [['raw pipe', false], ['HTTP server', true]] as c
   });
 }
 
+/** A raw visitor connection: write bytes, read what comes back, see when the server ends it. */
+async function rawVisitor(port: number): Promise<{ socket: Socket; received(): string; closed: Promise<void>; waitFor(text: RegExp, what: string): Promise<string> }> {
+  const socket = connect(port, '127.0.0.1');
+  await once(socket, 'connect');
+  let text = '';
+  socket.setEncoding('latin1');
+  socket.on('data', (chunk: string) => (text += chunk));
+  socket.on('error', () => {});
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  return {
+    socket,
+    received: () => text,
+    closed,
+    waitFor: (pattern, what) => waitFor(() => (pattern.test(text) ? text : undefined), 5000, what),
+  };
+}
+
+describe('tunnel: the raw pipe (visitor connections served whole)', () => {
+  let stack: Stack;
+  let client: Client;
+  let rawApp: { port: number; received: string[]; close(): Promise<void> };
+  const host = (name: string): string => `${name}.${DOMAIN}`;
+
+  before(async () => {
+    stack = await startStack({ idleTimeoutMs: 400 });
+    const key = stack.authority.addKey('user-a').key;
+    client = startClient(stack, { apiKey: key, port: app.port, subdomain: 'rawpipe' });
+    await client.connected();
+    // An app that declines every upgrade (426) and keeps its connection open, recording what it got.
+    const received: string[] = [];
+    const sockets: Socket[] = [];
+    const server = createTcpServer((socket) => {
+      sockets.push(socket);
+      let seen = '';
+      socket.setEncoding('latin1');
+      socket.on('data', (chunk: string) => {
+        seen += chunk;
+        received.push(chunk);
+        if (seen.includes('\r\n\r\n')) {
+          seen = '';
+          socket.write('HTTP/1.1 426 Upgrade Required\r\nContent-Length: 2\r\n\r\nno');
+        }
+      });
+      socket.on('error', () => {});
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    rawApp = {
+      port: (server.address() as AddressInfo).port,
+      received,
+      close: async () => {
+        for (const socket of sockets) socket.destroy();
+        await new Promise((resolve) => server.close(resolve));
+      },
+    };
+  });
+  after(async () => {
+    await client.stop();
+    await stack.close();
+    await rawApp.close();
+  });
+
+  it('sets X-Forwarded-* on every request of a kept-alive connection and drops the visitor\'s own', async () => {
+    const visitor = await rawVisitor(stack.port);
+    for (let i = 1; i <= 2; i++) {
+      visitor.socket.write(`GET /headers HTTP/1.1\r\nHost: ${host('rawpipe')}\r\nX-Forwarded-For: 6.6.6.6\r\nForwarded: for=6.6.6.6\r\nX-Real-IP: 6.6.6.6\r\n\r\n`);
+      const text = await visitor.waitFor(new RegExp(`(HTTP/1.1 200[^]*?\\r\\n\\r\\n\\{[^]*?\\}\\}){${i}}`), `answer ${i}`);
+      const bodies = [...text.matchAll(/\r\n\r\n(\{.*?\}\})/g)].map((m) => JSON.parse(m[1] as string) as { headers: Record<string, string> });
+      const headers = bodies[i - 1]?.headers;
+      assert.equal(headers?.['x-forwarded-for'], '127.0.0.1');
+      assert.equal(headers?.['x-forwarded-proto'], 'http');
+      assert.equal(headers?.['forwarded'], undefined);
+      assert.equal(headers?.['x-real-ip'], undefined);
+    }
+    visitor.socket.destroy();
+  });
+
+  it('refuses ambiguous framing with a 400 {error, message} and forwards nothing of it', async () => {
+    const before = app.connections;
+    const visitor = await rawVisitor(stack.port);
+    visitor.socket.write(`POST /echo HTTP/1.1\r\nHost: ${host('rawpipe')}\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /hello HTTP/1.1\r\nHost: ${host('rawpipe')}\r\n\r\n`);
+    await visitor.closed;
+    assert.match(visitor.received(), /^HTTP\/1\.1 400 [^]*"error":"validation_error"/);
+    assert.doesNotMatch(visitor.received(), /hello from the app/);
+    // The stream's connection to the app may have opened, but no request reached it.
+    assert.ok(app.connections - before <= 1);
+  });
+
+  it('refuses a later request on the connection that names another host', async () => {
+    const visitor = await rawVisitor(stack.port);
+    visitor.socket.write(`GET /hello HTTP/1.1\r\nHost: ${host('rawpipe')}\r\n\r\n`);
+    await visitor.waitFor(/hello from the app/, 'first answer');
+    visitor.socket.write(`GET /hello HTTP/1.1\r\nHost: ${host('other')}\r\n\r\n`);
+    await visitor.closed;
+    assert.match(visitor.received(), /HTTP\/1\.1 400 [^]*another host/);
+    assert.equal(visitor.received().match(/hello from the app/g)?.length, 1);
+  });
+
+  it('closes a connection idle between requests after the keep-alive timeout, but never cuts a slow answer', async () => {
+    const visitor = await rawVisitor(stack.port);
+    visitor.socket.write(`GET /slow HTTP/1.1\r\nHost: ${host('rawpipe')}\r\n\r\n`);
+    await sleep(1000); // well past the 400 ms idle bound: the answer is due, so the connection stays
+    assert.equal(visitor.socket.destroyed, false);
+    app.releaseSlow();
+    await visitor.waitFor(/slow done/, 'slow answer');
+    const started = Date.now();
+    await visitor.closed; // now idle: closed by the server
+    assert.ok(Date.now() - started < 4000);
+  });
+
+  it('ends the connection when the app declines an upgrade, and forwards nothing after it', async () => {
+    const key = stack.authority.addKey('user-b').key;
+    const decliner = startClient(stack, { apiKey: key, port: rawApp.port, subdomain: 'decliner' });
+    try {
+      await decliner.connected();
+      const visitor = await rawVisitor(stack.port);
+      visitor.socket.write(`GET /ws HTTP/1.1\r\nHost: ${host('decliner')}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`);
+      await visitor.waitFor(/426 Upgrade Required[^]*no$/, 'the refusal');
+      visitor.socket.write(`GET /next HTTP/1.1\r\nHost: ${host('decliner')}\r\nX-Forwarded-For: 6.6.6.6\r\n\r\n`);
+      await visitor.closed;
+      await sleep(100);
+      const seen = rawApp.received.join('');
+      assert.match(seen, /GET \/ws HTTP\/1\.1/);
+      assert.doesNotMatch(seen, /\/next|6\.6\.6\.6/);
+    } finally {
+      await decliner.stop();
+    }
+  });
+
+  it('gives a connection idle when its tunnel drops back to the HTTP server: its next request gets the 503 page', async () => {
+    const key = stack.authority.addKey('user-c').key;
+    const dropping = startClient(stack, { apiKey: key, port: app.port, subdomain: 'dropping' });
+    await dropping.connected();
+    const visitor = await rawVisitor(stack.port);
+    visitor.socket.write(`GET /hello HTTP/1.1\r\nHost: ${host('dropping')}\r\n\r\n`);
+    await visitor.waitFor(/hello from the app/, 'first answer');
+    await dropping.stop();
+    await waitFor(() => stack.table.get('dropping')?.state === 'disconnected', 2000, 'route disconnected');
+    visitor.socket.write(`GET /hello HTTP/1.1\r\nHost: ${host('dropping')}\r\n\r\n`);
+    await visitor.waitFor(/HTTP\/1\.1 503[^]*no tunnel client is connected/, 'the 503 page on the same connection');
+    visitor.socket.destroy();
+  });
+});
+
 describe('tunnel: refusals and ownership', () => {
   let stack: Stack;
   before(async () => {
@@ -845,11 +993,20 @@ describe('tunnel: limits and link failures', () => {
       // One answered visit: the client's pong to the first ping (sent before it) has arrived too, so
       // the server knows the tunnel was live and holds its name through the drop.
       assert.equal((await visit(stack.port, 'pulse', '/hello')).status, 200);
+      const dead = stack.table.get('pulse');
+      assert.ok(dead?.kind === 'tunnel');
       proxy.blackhole(); // packets vanish, nobody sees a close
-      // Noticed: the name is held for its owner (`disconnected`), or released when the drop came
-      // before the server saw the client's answer to a ping; either way the tunnel no longer serves.
-      await waitFor(() => stack.table.get('pulse')?.state !== 'connected', 10_000, 'server noticed');
-      assert.ok([503, 404].includes((await visit(stack.port, 'pulse', '/hello')).status));
+      // Noticed by the server (the name held for its owner, or released when the drop came before
+      // it saw the client's answer to a ping), or first by the client, which is then back under a
+      // new connection: either way the dead link no longer serves the name.
+      await waitFor(
+        () => {
+          const route = stack.table.get('pulse');
+          return route?.state !== 'connected' || route.tunnelId !== dead.tunnelId;
+        },
+        10_000,
+        'dead link noticed',
+      );
       await waitFor(() => client.events.find((e) => e.type === 'disconnected'), 10_000, 'client noticed');
       await client.connected(2);
       assert.equal((await visit(stack.port, 'pulse', '/hello')).status, 200);
