@@ -87,11 +87,11 @@ function startServer(env: Record<string, string>, root = PROJECT_ROOT): Server {
   };
 }
 
-/** Seconds from `since` until `check` passes (polled every `everyMs`), at most `limitMs`. */
-async function timeUntil(since: number, check: () => Promise<boolean>, everyMs: number, limitMs: number): Promise<number> {
+/** Seconds from `since` until `check` passes (polled every `everyMs`), at most `limitMs`; NaN when it does not (or `gone()` says it never will). */
+async function timeUntil(since: number, check: () => Promise<boolean>, everyMs: number, limitMs: number, gone = (): boolean => false): Promise<number> {
   for (;;) {
     if (await check()) return (performance.now() - since) / 1000;
-    if (performance.now() - since > limitMs) return Number.NaN;
+    if (performance.now() - since > limitMs || gone()) return Number.NaN;
     await new Promise((resolve) => setTimeout(resolve, everyMs));
   }
 }
@@ -100,7 +100,10 @@ async function timeUntil(since: number, check: () => Promise<boolean>, everyMs: 
 async function timedStart(env: Record<string, string>, port: number, subdomains: string[], root = PROJECT_ROOT): Promise<{ server: Server; first: number; all: number }> {
   const since = performance.now();
   const server = startServer(env, root);
-  const first = await timeUntil(since, async () => (await get(port, `127.0.0.1:${port}`, '/healthz')) === 200, 5, 60_000);
+  const exited = (): boolean => server.child.exitCode !== null || server.child.signalCode !== null;
+  const first = await timeUntil(since, async () => (await get(port, `127.0.0.1:${port}`, '/healthz')) === 200, 5, 60_000, exited);
+  // A server that did not start (e.g. a baseline checkout older than the database's migrations) is not polled for a minute.
+  if (Number.isNaN(first)) return { server, first, all: Number.NaN };
   const pending = new Set(subdomains);
   const all = await timeUntil(
     since,
