@@ -369,13 +369,11 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     const door = frontDoor({
       http: target,
       headTimeoutMs: config.edge.headersTimeoutMs,
-      target: (host, socket) => {
+      target: (host) => {
         if (!encrypted && certificates !== undefined && certificates.hasCertificate(hostOf(host) ?? '')) return undefined;
         const resolution = table.resolveHost(host);
         const route = resolution?.route;
         if (resolution === null || route?.kind !== 'tunnel' || route.state !== 'connected') return undefined;
-        // Over the per-address cap: the gate has closed the connection.
-        if (!connections.admit(socket)) return { handleConnection: () => undefined };
         const app = resolution.subdomain;
         return {
           handleConnection: (s, head) =>
@@ -386,9 +384,10 @@ export async function startServer(startConfig: Config, options: StartOptions = {
         };
       },
     });
-    if (!encrypted) return door;
+    // Counted against its address as it arrives, before its first head (whoever serves it after).
     return (socket) => {
-      Object.defineProperty(socket, 'encrypted', { value: true });
+      if (!connections.admit(socket)) return;
+      if (encrypted) Object.defineProperty(socket, 'encrypted', { value: true });
       door(socket);
     };
   };

@@ -174,6 +174,21 @@ for (const plane of PLANES) describe(`edge: connection caps (${plane} data plane
   });
   after(() => ts.close());
 
+  test('connections that never finish their first head count against the cap too', async () => {
+    const sockets: Socket[] = [];
+    for (let i = 0; i < 30; i++) sockets.push(await openWith(ts.port, `GET /api/v1/deployments HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: `));
+    const open = (): number => sockets.filter((s) => !s.closed).length;
+    const deadline = Date.now() + 10_000;
+    while (open() > 10 && Date.now() < deadline) await sleep(20);
+    await sleep(200);
+    assert.ok(open() <= 10, `${open()} half-sent heads stayed open`);
+    for (const socket of sockets) socket.destroy();
+    await eventually(async () => {
+      const res = await rawRequest(ts.port, `GET /api/v1/deployments HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
+      return res.status === 401 ? res : undefined;
+    }, 10_000, 'a connection accepted again');
+  });
+
   test('many dribbling connections from one address: those above the cap are closed at once, and room returns as they go', async () => {
     const sockets: Socket[] = [];
     for (let i = 0; i < 30; i++) sockets.push(await openWith(ts.port, `${LOGIN_HEAD(ts.port, 100)}{`));
