@@ -84,7 +84,13 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     process.stderr.write(`[slipway] ${level}: ${line}\n`);
   });
   const db = await openDatabase({ file: path.join(config.dataDir, 'slipway.db'), url: config.databaseUrl });
-  const engine = options.engine ?? createDockerEngine(config.dockerHost);
+  const engine =
+    options.engine ??
+    createDockerEngine(config.dockerHost, {
+      // Apps call each other and the API by their public URLs: the edge's ports stay open to them.
+      appHostPorts: [config.port, config.https?.port ?? 0],
+      warn: (message) => log('warn', message),
+    });
   let haproxyBinary: string | undefined;
   if (config.dataPlane !== 'node') {
     const found = await findHaproxy(config.haproxyBinary);

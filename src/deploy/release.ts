@@ -140,6 +140,7 @@ async function runTarget(engine: ContainerEngine, target: ReleaseTarget, say: (t
     name: network,
     labels: { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: target.instanceId },
     isolated: true,
+    confined: true,
   });
   const volumes = await prepareVolumes(engine, target.instanceId, target.deploymentId, target.volumes);
   const container = await engine.runContainer({

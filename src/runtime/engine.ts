@@ -90,6 +90,11 @@ export interface NetworkOptions {
   isolated: boolean;
   /** The Linux bridge interface's name (at most 15 characters); the engine picks one if absent. */
   bridgeName?: string;
+  /**
+   * Containers on the network reach no link-local address (cloud metadata) and open no connection
+   * to the host itself but DNS and the edge's public ports (the app network; see decisions).
+   */
+  confined?: boolean;
 }
 
 export interface NetworkInfo {

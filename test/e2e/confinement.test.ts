@@ -2,7 +2,10 @@
 // init, network isolation between deployments), and app logs still read through the API.
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { execFile } from 'node:child_process';
+import crypto from 'node:crypto';
+import net, { type AddressInfo } from 'node:net';
+import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { createDockerClient } from '../../src/runtime/docker/docker-engine.js';
 import { APP_CAPABILITIES, appNetworkName } from '../../src/runtime/engine.js';
@@ -12,6 +15,12 @@ import { execIn } from '../helpers/engine-exec.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const docker = createDockerClient();
+
+/** The rules of an iptables chain, as `iptables -S` prints them. */
+async function iptablesRules(chain: string): Promise<string[]> {
+  const { stdout } = await promisify(execFile)('iptables', ['-w', '5', '-S', chain]);
+  return stdout.split('\n').map((line) => line.trim());
+}
 
 describe('app containers are confined', () => {
   let ts: TestServer;
@@ -81,6 +90,47 @@ describe('app containers are confined', () => {
     // b itself is up on that address: from inside b, its own server answers there.
     const self = await execIn(docker, b.container, ['sh', '-c', `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 127.0.0.1 8080`]);
     assert.match(self, /tenant b/);
+  });
+
+  test('an app opens no connection to the host (the edge and its replies still pass), and its network drops link-local', async () => {
+    const app = await deployed(alice, 'walled in\n');
+    assert.equal((await appRequest(ts.port, app.subdomain)).body, 'walled in\n', 'the edge reaches the app and its replies pass');
+    // A service on the host, on every interface (the test itself dials nothing but loopback).
+    let hits = 0;
+    const listener = net.createServer((socket) => {
+      hits += 1;
+      socket.on('error', () => undefined);
+      socket.end('host secret\n');
+    });
+    await new Promise<void>((resolve) => listener.listen(0, '0.0.0.0', resolve));
+    const port = (listener.address() as AddressInfo).port;
+    const network = await docker.getNetwork(appNetworkName(ts.server.instanceId)).inspect();
+    const ipam = network.IPAM?.Config?.[0];
+    assert.ok(ipam?.Gateway !== undefined && ipam.Subnet !== undefined);
+    const open = await docker.createNetwork({ Name: `slipway-test-open-${crypto.randomUUID()}`, Driver: 'bridge', Labels: { 'dev.slipway.test': 'true' } });
+    try {
+      // The container dials the host through the app network's gateway: nothing arrives.
+      const walled = await execIn(docker, app.container, ['sh', '-c', `nc -w 3 ${ipam.Gateway} ${port} </dev/null; echo "exit=$?"`]);
+      assert.doesNotMatch(walled, /host secret/);
+      assert.equal(hits, 0);
+      // Control: the same container, through a network without the rules, reaches the same service.
+      await open.connect({ Container: app.container });
+      const openGateway = (await open.inspect()).IPAM?.Config?.[0]?.Gateway;
+      assert.ok(openGateway !== undefined);
+      const reached = await execIn(docker, app.container, ['sh', '-c', `nc -w 3 ${openGateway} ${port} </dev/null`]);
+      assert.match(reached, /host secret/);
+      assert.equal(hits, 1);
+    } finally {
+      await open.disconnect({ Container: app.container, Force: true }).catch(() => undefined);
+      await open.remove().catch(() => undefined);
+      listener.close();
+    }
+    // Link-local (cloud metadata at 169.254.169.254): the network's forwarded traffic there is dropped.
+    const userChain = await iptablesRules('DOCKER-USER');
+    const jump = userChain.find((line) => line.startsWith(`-A DOCKER-USER -s ${ipam.Subnet} -j SLIPWAY-APP-`));
+    assert.ok(jump !== undefined, userChain.join('\n'));
+    const chain = jump.split(' -j ')[1] ?? '';
+    assert.ok((await iptablesRules(chain)).includes(`-A ${chain} -d 169.254.0.0/16 -j DROP`));
   });
 
   test('the loopback ADD attack: the build fails with a clear message and the listener is never reached', async () => {

@@ -1,6 +1,7 @@
 // The container engine on Docker: dockerode over the Engine API (never the docker CLI).
 import crypto from 'node:crypto';
 import { lookup } from 'node:dns/promises';
+import net from 'node:net';
 import { Readable } from 'node:stream';
 import Dockerode from 'dockerode';
 import { APP_CAPABILITIES, APP_LOG_MAX_FILES, APP_LOG_MAX_SIZE, EngineBuildError } from '../engine.js';
@@ -20,7 +21,7 @@ import type {
 import { dockerfileFetches, dockerfileProblem, triggersProblem } from '../dockerfile-policy.js';
 import { buildContext } from './build-context.js';
 import { readDockerfile } from '../read-dockerfile.js';
-import { buildBridgeName, createBuildCgroup, ensureBuildFirewall, sweepBuildCgroups } from './build-sandbox.js';
+import { buildBridgeName, createBuildCgroup, ensureAppFirewall, ensureBuildFirewall, sweepBuildCgroups } from './build-sandbox.js';
 import { OutputTail, eventText, parseEvent } from './build-output.js';
 import { LogDemuxer } from './log-demuxer.js';
 import { statsFigures, type EngineStatsSample } from './container-stats.js';
@@ -59,8 +60,15 @@ export function createDockerClient(dockerHost?: string): Dockerode {
 }
 
 /** The Docker-backed ContainerEngine for `dockerHost` (see createDockerClient). */
-export function createDockerEngine(dockerHost?: string): ContainerEngine {
-  return new DockerEngine(createDockerClient(dockerHost));
+export function createDockerEngine(dockerHost?: string, options: DockerEngineOptions = {}): ContainerEngine {
+  return new DockerEngine(createDockerClient(dockerHost), options);
+}
+
+export interface DockerEngineOptions {
+  /** Ports of the host that apps on a confined network may still open (the edge's public ports). */
+  readonly appHostPorts?: readonly number[];
+  /** Told once when a confined network's firewall cannot be installed (apps then run unconfined). */
+  readonly warn?: (message: string) => void;
 }
 
 /** What the engine's host looks like, for build confinement (asked once). */
@@ -80,8 +88,14 @@ export class DockerEngine implements ContainerEngine {
   /** Network creations in flight, by name: the engine's duplicate check is not atomic, so concurrent callers share one. */
   readonly #ensuringNetworks = new Map<string, Promise<{ id: string }>>();
 
-  constructor(docker: Dockerode) {
+  readonly #options: DockerEngineOptions;
+  /** Confined networks whose firewall is installed (or being installed), by network id. */
+  readonly #confined = new Map<string, Promise<void>>();
+  #warned = false;
+
+  constructor(docker: Dockerode, options: DockerEngineOptions = {}) {
     this.#docker = docker;
+    this.#options = options;
   }
 
   #engineHost(): Promise<EngineHost> {
@@ -509,14 +523,43 @@ export class DockerEngine implements ContainerEngine {
     }));
   }
 
-  ensureNetwork(options: NetworkOptions): Promise<{ id: string }> {
+  async ensureNetwork(options: NetworkOptions): Promise<{ id: string }> {
     // Two releases starting at once (two first deploys) both found no network and both created one:
     // the engine then refuses the name as ambiguous, for every later release of the installation.
     const inFlight = this.#ensuringNetworks.get(options.name);
-    if (inFlight !== undefined) return inFlight;
-    const ensuring = this.#ensureNetwork(options).finally(() => this.#ensuringNetworks.delete(options.name));
-    this.#ensuringNetworks.set(options.name, ensuring);
-    return ensuring;
+    const ensuring = inFlight ?? this.#ensureNetwork(options).finally(() => this.#ensuringNetworks.delete(options.name));
+    if (inFlight === undefined) this.#ensuringNetworks.set(options.name, ensuring);
+    if (options.confined !== true) return ensuring;
+    const network = await ensuring;
+    await this.#confine(network.id, options.name);
+    return network;
+  }
+
+  /**
+   * Installs the app firewall for a network (once per network and process). The engine must run on
+   * this machine; when it does not, or iptables cannot be run (not root), the apps run unconfined
+   * and `warn` is told once: a deploy never fails for it.
+   */
+  #confine(networkId: string, name: string): Promise<void> {
+    let confining = this.#confined.get(networkId);
+    if (confining === undefined) {
+      confining = (async () => {
+        const host = await this.#engineHost();
+        if (!host.local) throw new Error('the engine is not on this machine');
+        const info = await this.#inspectNetwork(name);
+        const subnet = info?.IPAM?.Config?.find((c) => typeof c.Subnet === 'string' && net.isIPv4(c.Subnet.split('/')[0] ?? ''))?.Subnet;
+        if (subnet === undefined) throw new Error(`network ${name} has no IPv4 subnet`);
+        await ensureAppFirewall(subnet, this.#options.appHostPorts ?? []);
+      })().catch((err: unknown) => {
+        this.#confined.delete(networkId);
+        if (!this.#warned) {
+          this.#warned = true;
+          this.#options.warn?.(`app containers are not confined (${err instanceof Error ? err.message : String(err)}): they can reach cloud metadata and the host; run Slipway as root with iptables`);
+        }
+      });
+      this.#confined.set(networkId, confining);
+    }
+    return confining;
   }
 
   async #ensureNetwork(options: NetworkOptions): Promise<{ id: string }> {
