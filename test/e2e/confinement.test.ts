@@ -127,7 +127,8 @@ describe('app containers are confined', () => {
     }
     // Link-local (cloud metadata at 169.254.169.254): the network's forwarded traffic there is dropped.
     const userChain = await iptablesRules('DOCKER-USER');
-    const jump = userChain.find((line) => line.startsWith(`-A DOCKER-USER -s ${ipam.Subnet} -j SLIPWAY-APP-`));
+    const bridge = network.Options?.['com.docker.network.bridge.name'] ?? `br-${network.Id.slice(0, 12)}`;
+    const jump = userChain.find((line) => line.startsWith(`-A DOCKER-USER -i ${bridge} -j SLIPWAY-APP-`));
     assert.ok(jump !== undefined, userChain.join('\n'));
     const chain = jump.split(' -j ')[1] ?? '';
     assert.ok((await iptablesRules(chain)).includes(`-A ${chain} -d 169.254.0.0/16 -j DROP`));

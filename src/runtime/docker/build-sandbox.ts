@@ -85,18 +85,20 @@ export async function ensureBuildFirewall(): Promise<void> {
 const LINK_LOCAL = '169.254.0.0/16';
 
 /**
- * Installs (idempotently) the rules that confine the app network `subnet`: its containers keep
- * the internet and the host's networks (a database on the LAN), but reach no link-local address
- * (cloud metadata and its credentials) and open no connection to the host itself, except DNS and
- * `hostPorts` (the edge's public ports: apps call each other and the API by their public URLs).
- * Replies to connections the host opened (the edge reaching the app, health checks) pass. When the
+ * Installs (idempotently) the rules that confine the app network on bridge interface `bridge`: its
+ * containers keep the internet and the host's networks (a database on the LAN), but reach no
+ * link-local address (cloud metadata and its credentials) and open no connection to the host
+ * itself, except DNS and `hostPorts` (the edge's public ports: apps call each other and the API by
+ * their public URLs). Replies to connections the host opened (the edge reaching the app, health
+ * checks) pass. Rules match the interface, never the subnet: the engine hands a removed network's
+ * subnet to the next network it creates, while a bridge's name carries its network's id. When the
  * wanted rules differ from a chain's (other ports after a restart), the chain is rewritten.
  */
-export async function ensureAppFirewall(subnet: string, hostPorts: readonly number[]): Promise<void> {
-  // Chains of their own per subnet: installations on one host (other ports) never rewrite each other's.
-  const tag = crypto.createHash('sha256').update(subnet).digest('hex').slice(0, 10);
-  const APP_FORWARD_CHAIN = `SLIPWAY-APP-${tag}`;
-  const APP_INPUT_CHAIN = `SLIPWAY-APP-${tag}-IN`;
+export async function ensureAppFirewall(bridge: string, hostPorts: readonly number[]): Promise<void> {
+  // Chains of their own per bridge: installations on one host (other ports) never rewrite each other's.
+  const tag = crypto.createHash('sha256').update(bridge).digest('hex').slice(0, 10);
+  const forwardChain = `SLIPWAY-APP-${tag}`;
+  const inputChain = `SLIPWAY-APP-${tag}-IN`;
   const replies = ['-m', 'conntrack', '--ctstate', 'RELATED,ESTABLISHED', '-j', 'RETURN'];
   const forward = [replies, ['-d', LINK_LOCAL, '-j', 'DROP']];
   const input = [
@@ -105,15 +107,15 @@ export async function ensureAppFirewall(subnet: string, hostPorts: readonly numb
     ...[...new Set(hostPorts)].filter((p) => p > 0).map((port) => ['-p', 'tcp', '-m', 'tcp', '--dport', String(port), '-j', 'RETURN']),
     ['-j', 'DROP'],
   ];
-  for (const [chain, rules] of [[APP_FORWARD_CHAIN, forward], [APP_INPUT_CHAIN, input]] as const) {
+  for (const [chain, rules] of [[forwardChain, forward], [inputChain, input]] as const) {
     const present = [...(await listChain(chain, true))].filter((line) => line.startsWith('-A '));
     const wanted = rules.map((rule) => ruleLine(chain, rule));
     if (present.length === wanted.length && present.every((line, i) => line === wanted[i])) continue;
     if (present.length > 0) await must(['-F', chain]);
     for (const rule of rules) await must(['-A', chain, ...rule]);
   }
-  for (const [chain, target] of [['DOCKER-USER', APP_FORWARD_CHAIN], ['INPUT', APP_INPUT_CHAIN]] as const) {
-    const jump = ['-s', subnet, '-j', target];
+  for (const [chain, target] of [['DOCKER-USER', forwardChain], ['INPUT', inputChain]] as const) {
+    const jump = ['-i', bridge, '-j', target];
     if (!(await listChain(chain, false)).has(ruleLine(chain, jump))) await must(['-I', chain, '1', ...jump]);
   }
 }

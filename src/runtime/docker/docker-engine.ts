@@ -1,7 +1,6 @@
 // The container engine on Docker: dockerode over the Engine API (never the docker CLI).
 import crypto from 'node:crypto';
 import { lookup } from 'node:dns/promises';
-import net from 'node:net';
 import { Readable } from 'node:stream';
 import Dockerode from 'dockerode';
 import { APP_CAPABILITIES, APP_LOG_MAX_FILES, APP_LOG_MAX_SIZE, EngineBuildError } from '../engine.js';
@@ -547,9 +546,10 @@ export class DockerEngine implements ContainerEngine {
         const host = await this.#engineHost();
         if (!host.local) throw new Error('the engine is not on this machine');
         const info = await this.#inspectNetwork(name);
-        const subnet = info?.IPAM?.Config?.find((c) => typeof c.Subnet === 'string' && net.isIPv4(c.Subnet.split('/')[0] ?? ''))?.Subnet;
-        if (subnet === undefined) throw new Error(`network ${name} has no IPv4 subnet`);
-        await ensureAppFirewall(subnet, this.#options.appHostPorts ?? []);
+        if (info === null) throw new Error(`network ${name} is gone`);
+        // The engine names a user-defined bridge after its network's id unless told a name.
+        const bridge = info.Options?.['com.docker.network.bridge.name'] ?? `br-${info.Id.slice(0, 12)}`;
+        await ensureAppFirewall(bridge, this.#options.appHostPorts ?? []);
       })().catch((err: unknown) => {
         this.#confined.delete(networkId);
         if (!this.#warned) {
