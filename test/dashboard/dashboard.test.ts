@@ -125,7 +125,9 @@ describe('dashboard', () => {
     // The build fails if the ignored file arrives, and takes a few seconds between two lines so the
     // page is seen streaming while the build runs.
     const dockerfile = fs.readFileSync(path.join(dir, 'Dockerfile'), 'utf8').split('\n');
-    dockerfile.splice(1, 0, 'COPY . /src', 'RUN test ! -e /src/ignored/big.bin && test -e /src/lib/deep/kept.txt && echo step-one', 'RUN sleep 4 && echo step-two');
+    // A step unique to this run first: the engine's build cache (an earlier run on this machine)
+    // would otherwise skip the sleep and print both steps at once.
+    dockerfile.splice(1, 0, `RUN echo run-${crypto.randomUUID()}`, 'COPY . /src', 'RUN test ! -e /src/ignored/big.bin && test -e /src/lib/deep/kept.txt && echo step-one', 'RUN sleep 4 && echo step-two');
     fs.writeFileSync(path.join(dir, 'Dockerfile'), dockerfile.join('\n'));
     fs.mkdirSync(path.join(dir, 'ignored'));
     fs.writeFileSync(path.join(dir, 'ignored', 'big.bin'), 'x'.repeat(1000));
