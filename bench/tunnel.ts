@@ -23,7 +23,7 @@ import { loadConfig } from '../src/config.js';
 import { AppProxy } from '../src/proxy/app-proxy.js';
 import { findHaproxy } from '../src/proxy/haproxy/haproxy-binary.js';
 import { HaproxyDataPlane } from '../src/proxy/haproxy/haproxy-data-plane.js';
-import { frontDoor } from '../src/proxy/front-door.js';
+import { connectedTunnel, frontDoor } from '../src/proxy/front-door.js';
 import { proxyProtocolListener } from '../src/proxy/proxy-protocol.js';
 import { RoutingTable } from '../src/proxy/routing-table.js';
 import { CONNECT_PATH } from '../src/tunnel/protocol.js';
@@ -114,11 +114,7 @@ async function roleServer(plane: string): Promise<void> {
   const door = frontDoor({
     http: front,
     headTimeoutMs: 20_000,
-    target: (host) => {
-      const route = table.resolveHost(host)?.route;
-      if (route?.kind !== 'tunnel' || route.state !== 'connected') return undefined;
-      return { handleConnection: (socket, head) => route.target.handleConnection(socket, head, host, {}) };
-    },
+    target: (host) => connectedTunnel(table, host),
   });
   let haproxy: HaproxyDataPlane | undefined;
   let dataDir: string | undefined;

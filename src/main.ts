@@ -26,7 +26,7 @@ import { DbCertificateStore } from './db/certificate-store.js';
 import { CertificateManager } from './tls/certificate-manager.js';
 import { HttpChallenges } from './tls/http-challenges.js';
 import { hostOf, redirectToHttps } from './tls/https-redirect.js';
-import { frontDoor } from './proxy/front-door.js';
+import { connectedTunnel, frontDoor } from './proxy/front-door.js';
 import { loadOperatorCertificate } from './tls/operator-certificate.js';
 import { ListCursors } from './api/list-pages.js';
 import { FailureLimiter } from './domain/rate-limiter.js';
@@ -377,17 +377,10 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       headTimeoutMs: config.edge.headersTimeoutMs,
       target: (host) => {
         if (!encrypted && certificates !== undefined && certificates.hasCertificate(hostOf(host) ?? '')) return undefined;
-        const resolution = table.resolveHost(host);
-        const route = resolution?.route;
-        if (resolution === null || route?.kind !== 'tunnel' || route.state !== 'connected') return undefined;
-        const app = resolution.subdomain;
-        return {
-          handleConnection: (s, head) =>
-            route.target.handleConnection(s, head, host, {
-              onRequestEnd: (status, seconds) => metrics.requestEnded(app, status, seconds),
-              release: (idle) => target.emit('connection', idle),
-            }),
-        };
+        return connectedTunnel(table, host, (app) => ({
+          onRequestEnd: (status, seconds) => metrics.requestEnded(app, status, seconds),
+          release: (idle) => target.emit('connection', idle),
+        }));
       },
     });
     // Counted against its address as it arrives, before its first head (whoever serves it after).

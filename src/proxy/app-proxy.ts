@@ -417,6 +417,11 @@ function forwardedValues(req: IncomingMessage, protocol: string): { for: string;
 
 /** The visitor's address, with IPv4-mapped IPv6 ("::ffff:1.2.3.4") shown as plain IPv4. */
 function clientAddress(req: IncomingMessage): string {
-  const address = req.socket.remoteAddress ?? 'unknown';
+  return visitorAddress(req.socket.remoteAddress);
+}
+
+/** A socket's remote address as X-Forwarded-For shows it ('unknown' when the socket has none). */
+export function visitorAddress(address: string | undefined): string {
+  if (address === undefined) return 'unknown';
   return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
 }

@@ -1,6 +1,7 @@
 // The first look at each connection to Node: a connected tunnel's visitors get a raw byte pipe; anything else goes to the HTTP server.
 import type { Server as HttpServer } from 'node:http';
 import type { Socket } from 'node:net';
+import type { ConnectionHooks, RoutingTable } from './routing-table.js';
 
 /** Serves a whole visitor connection itself (a connected tunnel), given the bytes read so far. */
 export interface ConnectionTarget {
@@ -74,3 +75,20 @@ export function frontDoor(options: FrontDoorOptions): (socket: Socket) => void {
   };
 }
 
+
+/**
+ * The target of a connection whose first request names `host`, when that is a connected tunnel
+ * in `table` (undefined otherwise): the tunnel serves the connection whole, with `hooks` made for
+ * its subdomain.
+ */
+export function connectedTunnel(
+  table: RoutingTable,
+  host: string,
+  hooks: (subdomain: string) => ConnectionHooks = () => ({}),
+): ConnectionTarget | undefined {
+  const resolution = table.resolveHost(host);
+  const route = resolution?.route;
+  if (resolution === null || route?.kind !== 'tunnel' || route.state !== 'connected') return undefined;
+  const subdomain = resolution.subdomain;
+  return { handleConnection: (socket, head) => route.target.handleConnection(socket, head, host, hooks(subdomain)) };
+}

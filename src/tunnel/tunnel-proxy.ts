@@ -2,7 +2,8 @@
 import type { Agent, ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { displayHost, forwardedHeaders, hasNoRequestBody, upgradeRequestHead } from '../proxy/app-proxy.js';
+import { displayHost, forwardedHeaders, hasNoRequestBody, upgradeRequestHead, visitorAddress } from '../proxy/app-proxy.js';
+import { hostOf } from '../tls/https-redirect.js';
 import { badGatewayPage, unavailablePage, writePage, writeRawPage, type Page } from '../proxy/pages.js';
 import { InvalidUpstreamAnswer, failResponse, openUpstreamRequest, relayResponse } from '../proxy/relay.js';
 import type { ConnectionHooks, StreamTarget } from '../proxy/routing-table.js';
@@ -140,7 +141,7 @@ export class TunnelProxy implements StreamTarget {
    * after the keep-alive timeout; an answer or an upgraded connection may pause as long as it likes.
    */
   handleConnection(socket: Socket, head: Buffer, host: string, hooks: ConnectionHooks): void {
-    const shown = hostWithoutPort(host);
+    const shown = hostOf(host) ?? host;
     const refusal = this.#refusalFor(shown);
     if (refusal !== undefined) {
       hooks.onRequestEnd?.(refusal.status, 0);
@@ -444,22 +445,8 @@ function rawRequestProblem(info: RequestInfo, connectionHost: string): string | 
   const target = requestTarget(info.method, info.target, info.host);
   if (typeof target !== 'string') return target.problem;
   // The connection was routed on its first request's host: every later one must name the same.
-  if (info.host === undefined || hostWithoutPort(info.host) !== connectionHost) return 'the request names another host than the connection\'s first request';
+  if (info.host === undefined || hostOf(info.host) !== connectionHost) return 'the request names another host than the connection\'s first request';
   return undefined;
-}
-
-/** A Host header without its port, lower case, no trailing dot. */
-function hostWithoutPort(host: string): string {
-  let out = host.trim().toLowerCase();
-  const colon = out.lastIndexOf(':');
-  if (colon !== -1 && !out.endsWith(']')) out = out.slice(0, colon);
-  return out.endsWith('.') ? out.slice(0, -1) : out;
-}
-
-/** The visitor's address as X-Forwarded-For shows it (IPv4-mapped IPv6 as plain IPv4). */
-function visitorAddress(address: string | undefined): string {
-  if (address === undefined) return 'unknown';
-  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
 }
 
 /** True when the client could not connect to the local app at all. */

@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import WebSocket, { WebSocketServer } from 'ws';
 import { AppProxy } from '../../src/proxy/app-proxy.js';
-import { frontDoor } from '../../src/proxy/front-door.js';
+import { connectedTunnel, frontDoor } from '../../src/proxy/front-door.js';
 import { RoutingTable } from '../../src/proxy/routing-table.js';
 import { CONNECT_PATH, MAX_OUTBOUND_BYTES } from '../../src/tunnel/protocol.js';
 import { runTunnelClient, type TunnelClientEvent } from '../../src/tunnel/tunnel-client.js';
@@ -240,11 +240,7 @@ async function startStack(options: StackOptions = {}): Promise<Stack> {
   const door = frontDoor({
     http: front,
     headTimeoutMs: 20_000,
-    target: (host) => {
-      const route = table.resolveHost(host)?.route;
-      if (options.httpOnly === true || route?.kind !== 'tunnel' || route.state !== 'connected') return undefined;
-      return { handleConnection: (socket, head) => route.target.handleConnection(socket, head, host, { release: (idle) => front.emit('connection', idle) }) };
-    },
+    target: (host) => (options.httpOnly === true ? undefined : connectedTunnel(table, host, () => ({ release: (idle) => front.emit('connection', idle) }))),
   });
   const listener = createTcpServer(door);
   // The HTTP server never listens itself: its connection tracking (closeAllConnections) starts on 'listening'.
