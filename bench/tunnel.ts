@@ -22,7 +22,7 @@ import { promisify } from 'node:util';
 import { loadConfig } from '../src/config.js';
 import { AppProxy } from '../src/proxy/app-proxy.js';
 import { findHaproxy } from '../src/proxy/haproxy/haproxy-binary.js';
-import { HaproxyDataPlane } from '../src/proxy/haproxy/haproxy-data-plane.js';
+import { HaproxyDataPlane, haproxyFiles, listenForHaproxy } from '../src/proxy/haproxy/haproxy-data-plane.js';
 import { connectedTunnel, frontDoor } from '../src/proxy/front-door.js';
 import { proxyProtocolListener } from '../src/proxy/proxy-protocol.js';
 import { RoutingTable } from '../src/proxy/routing-table.js';
@@ -126,8 +126,7 @@ async function roleServer(plane: string): Promise<void> {
     dataDir = await mkdtemp(join(tmpdir(), 'slipway-bench-haproxy-'));
     const config = loadConfig({ SLIPWAY_DATA_DIR: dataDir, SLIPWAY_DOMAIN: 'localhost' });
     const internal = proxyProtocolListener(front, config.edge.headersTimeoutMs, door);
-    internal.listen(0, '127.0.0.1');
-    await once(internal, 'listening');
+    await listenForHaproxy(internal, haproxyFiles(dataDir).nodeSocket);
     port = await freePort();
     haproxy = new HaproxyDataPlane({
       binary: binary.path,
@@ -136,7 +135,6 @@ async function roleServer(plane: string): Promise<void> {
       table,
       bindHost: '127.0.0.1',
       bindPort: port,
-      nodePort: (internal.address() as AddressInfo).port,
       limits: config.edge,
       publicProtocol: 'http',
       fastPath: true,

@@ -239,7 +239,9 @@ export async function ensurePostgres() {
     await new Promise((resolve) => setTimeout(resolve, 300));
   }
   const role = psql(
-    "DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'slipway') THEN CREATE ROLE slipway LOGIN PASSWORD 'slipway' CREATEDB; END IF; END$$;",
+    "DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'slipway') THEN CREATE ROLE slipway LOGIN PASSWORD 'slipway' CREATEDB; END IF; END$$;" +
+      // DROP DATABASE ... WITH (FORCE) of a test database must also end an autovacuum worker there.
+      ' GRANT pg_signal_backend TO slipway;',
   );
   if (role.status !== 0) {
     log(`could not create the PostgreSQL role: ${role.stderr}`);

@@ -38,7 +38,7 @@ import { boundRequests, boundedServerOptions } from './proxy/request-bounds.js';
 import { requestHeadProblem, writeBadRequest, writeRawBadRequest } from './proxy/request-guard.js';
 import { RoutingTable, type Upstream } from './proxy/routing-table.js';
 import { findHaproxy } from './proxy/haproxy/haproxy-binary.js';
-import { HaproxyDataPlane } from './proxy/haproxy/haproxy-data-plane.js';
+import { HaproxyDataPlane, haproxyFiles, listenForHaproxy } from './proxy/haproxy/haproxy-data-plane.js';
 import { proxyProtocolListener } from './proxy/proxy-protocol.js';
 import { createDockerEngine } from './runtime/docker/docker-engine.js';
 import type { ContainerEngine } from './runtime/engine.js';
@@ -57,7 +57,7 @@ export interface RunningServer {
   readonly generatedAdmin: { email: string; password: string } | undefined;
   /** This installation's id (the `dev.slipway.instance` label on its containers). */
   readonly instanceId: string;
-  /** Who serves the public port: HAProxy (with Node on an internal port behind it) or Node itself. */
+  /** Who serves the public port: HAProxy (with Node on an internal Unix socket behind it) or Node itself. */
   readonly dataPlane: 'haproxy' | 'node';
   /** The supervised HAProxy's pid now (undefined on the Node plane, or while HAProxy is down). */
   haproxyPid(): number | undefined;
@@ -419,13 +419,11 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     // HAProxy owns the public port; Node serves the API, dashboard, tunnels and refusal pages behind it.
     const listener = proxyProtocolListener(server, config.edge.headersTimeoutMs, withFrontDoor(server, false));
     internal = listener;
-    await new Promise<void>((resolve, reject) => {
-      listener.once('error', reject);
-      listener.listen(0, '127.0.0.1', () => resolve());
-    });
+    const files = haproxyFiles(config.dataDir);
+    await listenForHaproxy(listener, files.nodeSocket);
     // With HTTPS on, HAProxy terminates TLS with the manager's certificates (loaded over its runtime
     // API) and hands requests it terminated to Node on a port of their own: never redirected, https.
-    let tls: { port: number; nodeTlsPort: number; certificates: CertificateManager } | undefined;
+    let tls: { port: number; certificates: CertificateManager } | undefined;
     if (certificates !== undefined && config.https !== undefined) {
       const handoff = http.createServer(boundedServerOptions(config.edge), handleRequest);
       handoff.on('upgrade', handleUpgrade);
@@ -434,11 +432,8 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       boundRequests(handoff, config.edge, (req) => table.resolveHost(req.headers.host) !== null || /^multipart\//i.test(req.headers['content-type'] ?? ''));
       const handoffListener = proxyProtocolListener(handoff, config.edge.headersTimeoutMs, withFrontDoor(handoff, true));
       tlsHandoff = { server: handoff, listener: handoffListener };
-      await new Promise<void>((resolve, reject) => {
-        handoffListener.once('error', reject);
-        handoffListener.listen(0, '127.0.0.1', () => resolve());
-      });
-      tls = { port: 0, nodeTlsPort: (handoffListener.address() as AddressInfo).port, certificates };
+      await listenForHaproxy(handoffListener, files.nodeTlsSocket);
+      tls = { port: 0, certificates };
     }
     // An ephemeral public port (SLIPWAY_PORT=0: tests, benchmarks) is probed free, then bound by
     // HAProxy: another process may take it in between, so a bind refusal there picks new ports.
@@ -456,7 +451,6 @@ export async function startServer(startConfig: Config, options: StartOptions = {
         table,
         bindHost: config.host,
         bindPort: port,
-        nodePort: (listener.address() as AddressInfo).port,
         limits: config.edge,
         publicProtocol: config.publicUrl.protocol.replace(':', ''),
         // With HTTPS on, the plain port answers ACME challenges and 308s from Node (which knows the

@@ -42,7 +42,7 @@ export function parseProxyV2(data: Buffer): { length: number; source: ProxiedAdd
 }
 
 /**
- * A loopback listener for HAProxy's connections to the Node process. Each connection's PROXY
+ * The listener for HAProxy's connections to the Node process (a Unix socket in HAProxy's directory). Each connection's PROXY
  * header (which HAProxy writes before anything else) names the visitor; the socket then reports
  * that address as its `remoteAddress`, so every part of Node that looks at the client (the API's
  * rate limits, the per-address cap, X-Forwarded-For of tunnel requests) sees the visitor, and a

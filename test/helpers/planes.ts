@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { loadConfig } from '../../src/config.js';
 import { AppProxy } from '../../src/proxy/app-proxy.js';
-import { HaproxyDataPlane } from '../../src/proxy/haproxy/haproxy-data-plane.js';
+import { HaproxyDataPlane, haproxyFiles, listenForHaproxy } from '../../src/proxy/haproxy/haproxy-data-plane.js';
 import { findHaproxy } from '../../src/proxy/haproxy/haproxy-binary.js';
 import { proxyProtocolListener } from '../../src/proxy/proxy-protocol.js';
 import { requestHeadProblem, writeBadRequest, writeRawBadRequest } from '../../src/proxy/request-guard.js';
@@ -70,8 +70,7 @@ export async function startPlane(kind: PlaneKind, domain: string, env: Record<st
   const binary = await findHaproxy(undefined);
   if (!('path' in binary)) throw new Error(`the HAProxy plane cannot be tested: ${binary.missing}`);
   const internal: TcpServer = proxyProtocolListener(server, config.edge.headersTimeoutMs);
-  internal.listen(0, '127.0.0.1');
-  await once(internal, 'listening');
+  await listenForHaproxy(internal, haproxyFiles(dataDir).nodeSocket);
   const probe = createServer();
   probe.listen(0, '127.0.0.1');
   await once(probe, 'listening');
@@ -84,7 +83,6 @@ export async function startPlane(kind: PlaneKind, domain: string, env: Record<st
     table,
     bindHost: '127.0.0.1',
     bindPort: port,
-    nodePort: (internal.address() as AddressInfo).port,
     limits: config.edge,
     publicProtocol: 'http',
     fastPath: true,

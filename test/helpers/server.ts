@@ -120,7 +120,20 @@ export async function testDatabase(): Promise<{ url: string; drop: () => Promise
   await run(`CREATE DATABASE ${name}`);
   const url = new URL(admin);
   url.pathname = `/${name}`;
-  return { url: url.href, drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+  const drop = async (): Promise<void> => {
+    // An autovacuum worker in the database can make the forced drop fail (42501 without the
+    // pg_signal_backend role, 55006 while it ends): it is tried again.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (attempt >= 5 || (code !== '42501' && code !== '55006')) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+      }
+    }
+  };
+  return { url: url.href, drop };
 }
 
 /** Starts a server in this process. */

@@ -95,15 +95,16 @@ describe('HAProxy files', () => {
   });
 
   it('with HTTPS, a TLS bind on an empty crt-list (strict SNI), the fast path for TLS requests only, and TLS requests to Node on their own port', () => {
-    const base = { files: haproxyFiles('/var/lib/slipway'), bindHost: '0.0.0.0', bindPort: 80, nodePort: 40000, limits: loadConfig({}).edge, publicProtocol: 'http', servers: [] };
+    const base = { files: haproxyFiles('/var/lib/slipway'), bindHost: '0.0.0.0', bindPort: 80, limits: loadConfig({}).edge, publicProtocol: 'http', servers: [] };
     const plain = renderHaproxyConfig({ ...base, fastPath: true });
     assert.doesNotMatch(plain, /ssl|node_tls/);
-    const tls = renderHaproxyConfig({ ...base, fastPath: false, tls: { bindPort: 443, nodeTlsPort: 40001 } });
+    const tls = renderHaproxyConfig({ ...base, fastPath: false, tls: { bindPort: 443 } });
     assert.match(tls, /bind 0\.0\.0\.0:443 ssl crt-list \/var\/lib\/slipway\/haproxy\/certs\.list strict-sni/);
     assert.match(tls, /set-var\(txn\.host\) .* if \{ ssl_fc \} \{ req\.hdr_cnt\(host\) eq 1 \}/);
     assert.match(tls, /use_backend node_tls if \{ ssl_fc \}/);
     assert.match(tls, /set-header x-forwarded-proto https if \{ ssl_fc \}/);
-    assert.match(tls, /server node_tls 127\.0\.0\.1:40001 send-proxy-v2/);
+    assert.match(plain, /server node unix@\/var\/lib\/slipway\/haproxy\/node\.sock send-proxy-v2/);
+    assert.match(tls, /server node_tls unix@\/var\/lib\/slipway\/haproxy\/node-tls\.sock send-proxy-v2/);
   });
 
   it('a runtime API payload (a certificate) may hold no empty line', async () => {

@@ -13,6 +13,10 @@ export interface HaproxyFiles {
   readonly socket: string;
   /** The crt-list of the TLS bind: empty on disk; certificates are added in memory over the runtime API. */
   readonly crtList: string;
+  /** The Unix socket the Node process listens on for HAProxy's connections (API, dashboard, tunnels, pages). */
+  readonly nodeSocket: string;
+  /** The Unix socket for requests HAProxy received over TLS (HTTPS on). */
+  readonly nodeTlsSocket: string;
 }
 
 /** One app server HAProxy knows: a name for the runtime API and a loopback upstream. */
@@ -27,15 +31,13 @@ export interface HaproxyConfigInput {
   /** Public listen address and port (SLIPWAY_HOST, SLIPWAY_PORT). */
   readonly bindHost: string;
   readonly bindPort: number;
-  /** The Node process's internal loopback port (API, dashboard, tunnels, 404/503 pages). */
-  readonly nodePort: number;
   readonly limits: EdgeLimits;
   /** 'http' or 'https' for X-Forwarded-Proto. */
   readonly publicProtocol: string;
   /** Whether live app hosts go straight to their app; false sends every request to Node. */
   readonly fastPath: boolean;
-  /** HTTPS terminated by HAProxy (SLIPWAY_HTTPS_PORT): its port, and Node's internal port for requests that came over TLS. */
-  readonly tls?: { readonly bindPort: number; readonly nodeTlsPort: number } | undefined;
+  /** HTTPS terminated by HAProxy (SLIPWAY_HTTPS_PORT): its port (requests over TLS reach Node on `files.nodeTlsSocket`). */
+  readonly tls?: { readonly bindPort: number } | undefined;
   /** Servers to declare at start (the live upstreams of the moment); more are added at run time. */
   readonly servers: readonly AppServer[];
 }
@@ -130,7 +132,10 @@ backend node
   # visitor's connection and is kept alive with it. With "http-reuse safe", HAProxy 2.6 opened a new
   # connection to Node for every request after the first visitor connection had closed.
   http-reuse never
-  server node 127.0.0.1:${input.nodePort} send-proxy-v2
+  # A Unix socket in HAProxy's private directory: cheaper per request than a loopback TCP hop (the
+  # tunnel's raw pipe crosses it twice per request), and no other local user can reach it to forge
+  # a PROXY header.
+  server node unix@${files.nodeSocket} send-proxy-v2
 ${
   tls === undefined
     ? ''
@@ -138,7 +143,7 @@ ${
 backend node_tls
   timeout server ${TUNNEL_TIMEOUT}
   http-reuse never
-  server node_tls 127.0.0.1:${tls.nodeTlsPort} send-proxy-v2
+  server node_tls unix@${files.nodeTlsSocket} send-proxy-v2
 `
 }`;
 }

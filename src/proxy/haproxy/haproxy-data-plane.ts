@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import type net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EdgeLimits } from '../../config.js';
 import type { RoutingTable, Upstream } from '../routing-table.js';
@@ -33,16 +34,15 @@ export interface HaproxyDataPlaneOptions {
   readonly table: RoutingTable;
   readonly bindHost: string;
   readonly bindPort: number;
-  readonly nodePort: number;
   readonly limits: EdgeLimits;
   readonly publicProtocol: string;
   /** Whether live app hosts go straight to their app on the plain port (false: every plain request goes to Node). */
   readonly fastPath: boolean;
   /**
-   * HTTPS terminated by HAProxy: the TLS port, Node's internal port for requests that came over TLS,
-   * and where certificates come from (loaded over the runtime API, never written to disk).
+   * HTTPS terminated by HAProxy: the TLS port and where certificates come from (loaded over the
+   * runtime API, never written to disk). Requests over TLS reach Node on `files.nodeTlsSocket`.
    */
-  readonly tls?: { readonly port: number; readonly nodeTlsPort: number; readonly certificates: CertificateSource } | undefined;
+  readonly tls?: { readonly port: number; readonly certificates: CertificateSource } | undefined;
   readonly log: Log;
 }
 
@@ -378,11 +378,10 @@ export class HaproxyDataPlane {
         files: this.#files,
         bindHost: options.bindHost,
         bindPort: options.bindPort,
-        nodePort: options.nodePort,
         limits: options.limits,
         publicProtocol: options.publicProtocol,
         fastPath: options.fastPath,
-        tls: options.tls === undefined ? undefined : { bindPort: options.tls.port, nodeTlsPort: options.tls.nodeTlsPort },
+        tls: options.tls === undefined ? undefined : { bindPort: options.tls.port },
         servers: [...this.#servers.values()],
       }),
     );
@@ -406,7 +405,31 @@ export function haproxyFiles(dataDir: string): HaproxyFiles {
   if (!isSafeWord(dir) || Buffer.byteLength(path.join(dir, 'admin.sock')) > 100) {
     dir = path.join(os.tmpdir(), `slipway-haproxy-${crypto.createHash('sha256').update(dataDir).digest('hex').slice(0, 16)}`);
   }
-  return { dir, config: path.join(dir, 'haproxy.cfg'), hostMap: path.join(dir, 'hosts.map'), socket: path.join(dir, 'admin.sock'), crtList: path.join(dir, 'certs.list') };
+  return {
+    dir,
+    config: path.join(dir, 'haproxy.cfg'),
+    hostMap: path.join(dir, 'hosts.map'),
+    socket: path.join(dir, 'admin.sock'),
+    crtList: path.join(dir, 'certs.list'),
+    nodeSocket: path.join(dir, 'node.sock'),
+    nodeTlsSocket: path.join(dir, 'node-tls.sock'),
+  };
+}
+
+/**
+ * Binds one of the Node process's listeners for HAProxy (`files.nodeSocket` or `nodeTlsSocket`):
+ * in HAProxy's private directory (created 0700 here), replacing a socket file a crashed process left.
+ */
+export async function listenForHaproxy(server: net.Server, socketPath: string): Promise<void> {
+  await fs.mkdir(path.dirname(socketPath), { recursive: true, mode: 0o700 });
+  await fs.rm(socketPath, { force: true });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socketPath, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
 }
 
 async function writeAtomically(file: string, content: string): Promise<void> {
