@@ -1,12 +1,17 @@
 // Unit tests of the HAProxy plane's small parts: runtime API words, PROXY v2 headers, error bodies and the host map.
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import fs from 'node:fs';
+import { connect, createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
 import { errorPageFiles, renderHaproxyConfig, renderHostMap } from '../../src/proxy/haproxy/haproxy-config.js';
-import { haproxyFiles } from '../../src/proxy/haproxy/haproxy-data-plane.js';
+import { haproxyFiles, listenForHaproxy } from '../../src/proxy/haproxy/haproxy-data-plane.js';
+import { processEnded } from '../../src/proxy/haproxy/haproxy-process.js';
+import { eventually } from '../helpers/apps.js';
 import { isSafeWord, RuntimeApi, RuntimeApiError } from '../../src/proxy/haproxy/runtime-api.js';
 import { parseProxyV2 } from '../../src/proxy/proxy-protocol.js';
 
@@ -117,5 +122,50 @@ describe('HAProxy files', () => {
     assert.equal(haproxyFiles('/var/lib/slipway').config, '/var/lib/slipway/haproxy/haproxy.cfg');
     assert.ok(haproxyFiles('/srv/my data').dir.startsWith(path.join(os.tmpdir(), 'slipway-haproxy-')));
     assert.ok(haproxyFiles(`/${'x'.repeat(120)}`).dir.startsWith(path.join(os.tmpdir(), 'slipway-haproxy-')));
+  });
+});
+
+describe("Node's listener for HAProxy", () => {
+  it('binds a Unix socket in a private (0700) directory, replacing the socket file a crashed process left', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-node-sock-'));
+    const files = haproxyFiles(dir);
+    const first = createServer();
+    await listenForHaproxy(first, files.nodeSocket);
+    assert.equal(fs.statSync(files.dir).mode & 0o777, 0o700, 'the directory is created private');
+    await new Promise((resolve) => first.close(resolve));
+    // What a killed server leaves: a file at the socket's path (Node unlinks it only on a clean close).
+    fs.writeFileSync(files.nodeSocket, '');
+    const server = createServer((socket) => socket.end('hello'));
+    try {
+      await listenForHaproxy(server, files.nodeSocket);
+      assert.ok(fs.statSync(files.nodeSocket).isSocket());
+      const answer = await new Promise<string>((resolve, reject) => {
+        let text = '';
+        connect(files.nodeSocket).on('data', (chunk) => (text += chunk)).on('end', () => resolve(text)).on('error', reject);
+      });
+      assert.equal(answer, 'hello');
+    } finally {
+      server.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a previous HAProxy', () => {
+  it('counts as ended once it is a zombie, not only once its parent reaps it', async () => {
+    // A shell starts `sleep 0` in the background, prints its pid and becomes `sleep 5`, which never
+    // reaps it: the pid is a zombie until the test ends the parent.
+    const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 5'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    try {
+      const [line] = (await once(parent.stdout, 'data')) as [Buffer];
+      const zombie = Number(line.toString().trim());
+      await eventually(async () => (fs.readFileSync(`/proc/${zombie}/stat`, 'utf8').includes(') Z ') ? true : undefined), 5000, 'a zombie');
+      assert.equal(await processEnded(zombie), true, 'a zombie has ended');
+      assert.equal(await processEnded(parent.pid as number), false, 'a live process has not');
+    } finally {
+      parent.kill('SIGKILL');
+    }
+    await once(parent, 'exit');
+    assert.equal(await processEnded(parent.pid as number), true, 'a reaped process has ended');
   });
 });

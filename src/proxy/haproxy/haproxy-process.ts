@@ -167,13 +167,22 @@ export class HaproxyProcess {
       return;
     }
     const deadline = Date.now() + 5000;
-    while (Date.now() < deadline) {
-      try {
-        await fs.access(`/proc/${pid}`);
-      } catch {
-        return;
-      }
-      await sleep(50);
-    }
+    while (Date.now() < deadline && !(await processEnded(pid))) await sleep(20);
   }
+}
+
+/**
+ * Whether a process has ended: its /proc entry is gone, or it is a zombie. An orphan (a crashed
+ * server's HAProxy) is reaped by whoever adopted it (init, a container's pid 1), which may take a
+ * second or more; a zombie holds no port and no socket, so a start need not wait for that.
+ */
+export async function processEnded(pid: number): Promise<boolean> {
+  let stat: string;
+  try {
+    stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return true;
+  }
+  const state = stat.charAt(stat.lastIndexOf(')') + 2);
+  return state === 'Z' || state === 'X';
 }
