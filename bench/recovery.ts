@@ -1,4 +1,5 @@
-// Benchmark: how fast a restarted server answers and brings its apps back; what API load adds to app traffic's p99.
+// Benchmark: how fast a restarted server answers and brings its apps back; what API load adds to app traffic's p99,
+// and how much of that is sharing the event loop (a twin server's list hammered instead).
 // Run: node dist/bench/recovery.js [--apps 20,100] [--seconds 10] [--rounds 3] [--connections 4] [--api-connections 8] [--p99-only | --restarts-only]
 //        [--concurrency 4,8] [--cold-rounds N] [--baseline DIR] [--listen-delay S] [--poll-ms 20] [--plane node|haproxy]   (needs `wrk`: apt-get install -y wrk)
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -169,9 +170,9 @@ function treeCpuSeconds(pid: number): number {
   return total;
 }
 
-/** The engine's CPU seconds so far: dockerd, containerd, every containerd shim (with the runc runs they reaped), docker-proxy. */
-function engineCpuSeconds(): number {
-  let total = 0;
+/** The engine's CPU seconds so far by process kind: dockerd, containerd, the containerd shims (with the runc runs they reaped), docker-proxy. */
+function engineCpuSeconds(): Map<string, number> {
+  const byKind = new Map<string, number>();
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     let comm: string;
@@ -182,14 +183,52 @@ function engineCpuSeconds(): number {
     }
     if (!/^(?:dockerd|containerd|containerd-shim.*|docker-proxy|runc)$/.test(comm)) continue;
     const cpu = processCpuSeconds(Number(entry));
-    if (!Number.isNaN(cpu)) total += cpu;
+    const kind = comm.startsWith('containerd-shim') ? 'shims' : comm;
+    if (!Number.isNaN(cpu)) byKind.set(kind, (byKind.get(kind) ?? 0) + cpu);
   }
-  return total;
+  return byKind;
+}
+
+/** The engine's CPU seconds from `before` to now: the total, and each kind's share as text. */
+function engineCpuSince(before: Map<string, number>): { total: number; parts: string } {
+  const now = engineCpuSeconds();
+  const parts: string[] = [];
+  let total = 0;
+  for (const [kind, seconds] of now) {
+    // docker-proxy and shim processes of stopped containers are gone: a kind counts only what its live processes used.
+    const used = Math.max(0, seconds - (before.get(kind) ?? 0));
+    total += used;
+    parts.push(`${kind} ${used.toFixed(1)}`);
+  }
+  return { total, parts: parts.join(', ') };
 }
 
 function median(xs: number[]): number {
   const sorted = [...xs].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+}
+
+/** The p99 part's control: another Slipway server with `count` deployments (created, never built), on its own data directory. */
+async function startTwin(count: number): Promise<{ url: string; token: string; close: () => Promise<void> }> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-bench-twin-'));
+  const port = await freePort();
+  const { server, first } = await timedStart({ ...testEnv(dataDir, { SLIPWAY_PORT: String(port) }), SLIPWAY_LOG_LEVEL: 'silent', SLIPWAY_DATA_PLANE: values.plane }, port, []);
+  const close = async (): Promise<void> => {
+    await server.stop('SIGTERM');
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  };
+  if (Number.isNaN(first)) {
+    await close();
+    throw new Error('the twin server did not start');
+  }
+  const url = `http://127.0.0.1:${port}`;
+  const token = await loginAs(url, ADMIN_EMAIL, ADMIN_PASSWORD);
+  for (let i = 0; i < count; i += 1) {
+    const name = `t${i}-${process.pid}`;
+    const created = await request(url, 'POST', '/api/v1/deployments', { token, body: { name, subdomain: name, source_type: 'archive' } });
+    if (created.status !== 201) throw new Error(`the twin's deployment: ${created.text}`);
+  }
+  return { url, token, close };
 }
 
 const roots = [PROJECT_ROOT, ...(values.baseline === undefined ? [] : [path.resolve(values.baseline)])];
@@ -254,14 +293,14 @@ async function scenario(count: number): Promise<void> {
           const load = (os.loadavg()[0] ?? 0).toFixed(1);
           const cold = await timedStart(coldEnv, port, subdomains, root);
           server = cold.server;
-          const engineCpu = engineCpuSeconds() - engineBefore;
+          const { total: engineCpu, parts: engineParts } = engineCpuSince(engineBefore);
           const serverCpu = cold.server.child.pid === undefined ? Number.NaN : treeCpuSeconds(cold.server.child.pid);
           const benchUsage = process.cpuUsage(cpuBefore);
           const benchCpu = (benchUsage.user + benchUsage.system) / 1e6;
           console.log(
             `restart after containers stopped${root === PROJECT_ROOT ? '' : ` [${root}]`}${concurrency === undefined ? '' : ` (recovery concurrency ${concurrency})`}: first answer ${cold.first.toFixed(2)} s, ` +
               `all ${count} apps 200 ${cold.all.toFixed(2)} s; CPU until then: engine ${engineCpu.toFixed(1)} s ` +
-              `(${((engineCpu / count) * 1000).toFixed(0)} ms per app; dockerd, containerd, shims, docker-proxy), server ${serverCpu.toFixed(1)} s, ` +
+              `(${((engineCpu / count) * 1000).toFixed(0)} ms per app; ${engineParts}), server ${serverCpu.toFixed(1)} s, ` +
               `this bench ${benchCpu.toFixed(1)} s; load ${load} at its start`,
           );
         }
@@ -272,41 +311,55 @@ async function scenario(count: number): Promise<void> {
     // 3. App traffic's p99, alone and while the deployments list (a page of up to 100) is hammered.
     const appUrl = `${url}/`;
     const appHost = `Host: ${subdomains[0]}.localhost:${port}`;
-    // The control: the same list body hammered on a bare Fastify route in another process. It loads
-    // the host's CPUs as much, but not Slipway's event loop: the difference is what sharing the loop costs.
+    // Two controls, each hammered while wrk measures the same app:
+    // - a twin: another Slipway server (its own data directory and event loop) holding as many
+    //   deployments, its list hammered the same way. Same code, same CPU per request: the
+    //   difference from hammering this server's own list is what sharing the event loop costs.
+    // - the same list body on a bare Fastify route in another process (more req/s, so more CPU).
     const listBody = (await request(url, 'GET', '/api/v1/deployments', { token })).text;
     const bare = await spawnBareServer(listBody);
+    const twin = await startTwin(count);
     const quiet: number[] = [];
     const loaded: number[] = [];
+    const twinLoaded: number[] = [];
     const control: number[] = [];
     let apiRps = 0;
+    let twinRps = 0;
     let bareRps = 0;
+    const underLoad = async (target: string, headers: string[]): Promise<{ app: number; rps: number }> => {
+      const [app, load] = await Promise.all([
+        wrk(appUrl, [appHost], values.connections, values.seconds),
+        wrk(target, headers, values['api-connections'], values.seconds),
+      ]);
+      for (const r of [app, load]) if (r.errors !== '') console.log(`  (errors: ${r.errors})`);
+      return { app: app.p99, rps: load.rps };
+    };
     try {
       for (let round = 0; round < Number(values.rounds); round += 1) {
         quiet.push((await wrk(appUrl, [appHost], values.connections, values.seconds)).p99);
-        const [app, api] = await Promise.all([
-          wrk(appUrl, [appHost], values.connections, values.seconds),
-          wrk(`${url}/api/v1/deployments`, [`Authorization: Bearer ${token}`], values['api-connections'], values.seconds),
-        ]);
-        loaded.push(app.p99);
-        apiRps = api.rps;
-        const [appControl, other] = await Promise.all([
-          wrk(appUrl, [appHost], values.connections, values.seconds),
-          wrk(`${bare.url}/api/v1/deployments`, [], values['api-connections'], values.seconds),
-        ]);
-        control.push(appControl.p99);
-        bareRps = other.rps;
-        for (const r of [app, api, appControl, other]) if (r.errors !== '') console.log(`  (errors: ${r.errors})`);
+        const own = await underLoad(`${url}/api/v1/deployments`, [`Authorization: Bearer ${token}`]);
+        loaded.push(own.app);
+        apiRps = own.rps;
+        const other = await underLoad(`${twin.url}/api/v1/deployments`, [`Authorization: Bearer ${twin.token}`]);
+        twinLoaded.push(other.app);
+        twinRps = other.rps;
+        const plain = await underLoad(`${bare.url}/api/v1/deployments`, []);
+        control.push(plain.app);
+        bareRps = plain.rps;
       }
     } finally {
       bare.child.kill('SIGTERM');
+      await twin.close();
     }
     const list = (xs: number[]): string => xs.map((x) => x.toFixed(1)).join('/');
+    const added = (xs: number[]): string => `${median(xs).toFixed(2)} ms (added ${(median(xs) - median(quiet)).toFixed(2)})`;
     console.log(
       `app p99 (wrk -c${values.connections}, ${values.rounds} rounds, median): alone ${median(quiet).toFixed(2)} ms; ` +
-        `Slipway's list hammered (${values['api-connections']} conns, ${apiRps.toFixed(0)} req/s) ${median(loaded).toFixed(2)} ms (added ${(median(loaded) - median(quiet)).toFixed(2)}); ` +
-        `control, the same JSON hammered in another process (${bareRps.toFixed(0)} req/s) ${median(control).toFixed(2)} ms (added ${(median(control) - median(quiet)).toFixed(2)}); ` +
-        `rounds ${list(quiet)} | ${list(loaded)} | ${list(control)}`,
+        `Slipway's own list hammered (${values['api-connections']} conns, ${apiRps.toFixed(0)} req/s) ${added(loaded)}; ` +
+        `a twin Slipway server's list hammered (${twinRps.toFixed(0)} req/s) ${added(twinLoaded)}; ` +
+        `the same JSON on a bare route in another process (${bareRps.toFixed(0)} req/s) ${added(control)}; ` +
+        `sharing the event loop: ${(median(loaded) - median(twinLoaded)).toFixed(2)} ms; ` +
+        `rounds ${list(quiet)} | ${list(loaded)} | ${list(twinLoaded)} | ${list(control)}`,
     );
   } finally {
     await server?.stop('SIGTERM');
