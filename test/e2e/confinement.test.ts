@@ -7,7 +7,8 @@ import crypto from 'node:crypto';
 import net, { type AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
-import { createDockerClient } from '../../src/runtime/docker/docker-engine.js';
+import { DockerEngine, createDockerClient } from '../../src/runtime/docker/docker-engine.js';
+import { pruneAppFirewalls } from '../../src/runtime/docker/build-sandbox.js';
 import { APP_CAPABILITIES, appNetworkName } from '../../src/runtime/engine.js';
 import { appRequest, busyboxArchive, createArchiveApp, deployAndWait, upload } from '../helpers/apps.js';
 import { BUSYBOX_IMAGE } from '../helpers/busybox-image.js';
@@ -126,12 +127,58 @@ describe('app containers are confined', () => {
       listener.close();
     }
     // Link-local (cloud metadata at 169.254.169.254): the network's forwarded traffic there is dropped.
-    const userChain = await iptablesRules('DOCKER-USER');
+    // The network's chains hang from SLIPWAY-APPS(-IN), entered by one rule for every br-* interface:
+    // packets from elsewhere (loopback: the edge, tunnels) never walk one rule per app network.
     const bridge = network.Options?.['com.docker.network.bridge.name'] ?? `br-${network.Id.slice(0, 12)}`;
-    const jump = userChain.find((line) => line.startsWith(`-A DOCKER-USER -i ${bridge} -j SLIPWAY-APP-`));
-    assert.ok(jump !== undefined, userChain.join('\n'));
+    assert.ok((await iptablesRules('DOCKER-USER')).includes('-A DOCKER-USER -i br-+ -j SLIPWAY-APPS'));
+    const input = await iptablesRules('INPUT');
+    assert.ok(input.includes('-A INPUT -i br-+ -j SLIPWAY-APPS-IN'));
+    assert.deepEqual(input.filter((line) => / -j SLIPWAY-APP-/.test(line)), [], 'no per-network rule in INPUT');
+    const dispatch = await iptablesRules('SLIPWAY-APPS');
+    const jump = dispatch.find((line) => line.startsWith(`-A SLIPWAY-APPS -i ${bridge} -j SLIPWAY-APP-`));
+    assert.ok(jump !== undefined, dispatch.join('\n'));
     const chain = jump.split(' -j ')[1] ?? '';
     assert.ok((await iptablesRules(chain)).includes(`-A ${chain} -d 169.254.0.0/16 -j DROP`));
+  });
+
+  test("a removed app network's firewall goes with it; rules of bridges gone meanwhile (or in the old place) are pruned", async () => {
+    const engine = new DockerEngine(docker);
+    const name = `slipway-test-fw-${crypto.randomUUID()}`;
+    const { id } = await engine.ensureNetwork({ name, labels: { 'dev.slipway.test': 'true' }, isolated: true, confined: true });
+    const bridge = `br-${id.slice(0, 12)}`;
+    const dispatch = (): Promise<string[]> => iptablesRules('SLIPWAY-APPS-IN');
+    const chainOf = async (of: string): Promise<string | undefined> =>
+      (await dispatch()).find((line) => line.startsWith(`-A SLIPWAY-APPS-IN -i ${of} -j `))?.split(' -j ')[1];
+    const chain = (await chainOf(bridge)) ?? '';
+    assert.match(chain, /^SLIPWAY-APP-[0-9a-f]{10}-IN$/);
+    await engine.removeNetwork(name);
+    assert.equal(await chainOf(bridge), undefined, 'the jump is gone');
+    await assert.rejects(iptablesRules(chain), 'the chain is gone');
+
+    // What an older Slipway, or a network removed while none ran, left: a jump straight from INPUT
+    // for a live bridge (moved into the dispatch chain) and one for a bridge that no longer exists.
+    const live = await engine.ensureNetwork({ name: `${name}-live`, labels: { 'dev.slipway.test': 'true' }, isolated: true, confined: true });
+    const liveBridge = `br-${live.id.slice(0, 12)}`;
+    const liveChain = (await chainOf(liveBridge)) ?? '';
+    assert.match(liveChain, /^SLIPWAY-APP-[0-9a-f]{10}-IN$/);
+    const goneBridge = 'br-0000deadbeef';
+    const goneChain = 'SLIPWAY-APP-0000000000-IN';
+    const run = (args: string[]) => promisify(execFile)('iptables', ['-w', '5', ...args]);
+    try {
+      await run(['-D', 'SLIPWAY-APPS-IN', '-i', liveBridge, '-j', liveChain]);
+      await run(['-I', 'INPUT', '1', '-i', liveBridge, '-j', liveChain]);
+      await run(['-N', goneChain]);
+      await run(['-I', 'INPUT', '1', '-i', goneBridge, '-j', goneChain]);
+      await pruneAppFirewalls();
+      const input = await iptablesRules('INPUT');
+      assert.deepEqual(input.filter((line) => / -j SLIPWAY-APP-/.test(line)), [], 'nothing per network is left in INPUT');
+      assert.ok((await dispatch()).includes(`-A SLIPWAY-APPS-IN -i ${liveBridge} -j ${liveChain}`), 'the live bridge is still confined');
+      await assert.rejects(iptablesRules(goneChain), "the gone bridge's chain is removed");
+    } finally {
+      await engine.removeNetwork(`${name}-live`);
+      await run(['-D', 'INPUT', '-i', goneBridge, '-j', goneChain]).catch(() => undefined);
+      await run(['-X', goneChain]).catch(() => undefined);
+    }
   });
 
   test('the loopback ADD attack: the build fails with a clear message and the listener is never reached', async () => {

@@ -84,6 +84,18 @@ export async function ensureBuildFirewall(): Promise<void> {
 /** Link-local addresses: cloud metadata services (169.254.169.254) answer there. */
 const LINK_LOCAL = '169.254.0.0/16';
 
+/** The chains every app bridge's own chains hang from: one jump each from DOCKER-USER and INPUT. */
+const APPS_FORWARD_CHAIN = 'SLIPWAY-APPS';
+const APPS_INPUT_CHAIN = 'SLIPWAY-APPS-IN';
+/** Interface names of user-defined bridges: the engine names them `br-<network id>`. */
+const APP_BRIDGES = 'br-+';
+
+/** The per-bridge chains of an app bridge (their names carry a hash of the interface name). */
+function appChains(bridge: string): { forward: string; input: string } {
+  const tag = crypto.createHash('sha256').update(bridge).digest('hex').slice(0, 10);
+  return { forward: `SLIPWAY-APP-${tag}`, input: `SLIPWAY-APP-${tag}-IN` };
+}
+
 /**
  * Installs (idempotently) the rules that confine the app network on bridge interface `bridge`: its
  * containers keep the internet and the host's networks (a database on the LAN), but reach no
@@ -93,12 +105,17 @@ const LINK_LOCAL = '169.254.0.0/16';
  * checks) pass. Rules match the interface, never the subnet: the engine hands a removed network's
  * subnet to the next network it creates, while a bridge's name carries its network's id. When the
  * wanted rules differ from a chain's (other ports after a restart), the chain is rewritten.
+ *
+ * The bridge's chains hang from SLIPWAY-APPS(-IN), which DOCKER-USER and INPUT enter with one rule
+ * for all `br-*` interfaces: every other packet the host receives (all loopback traffic: the
+ * edge, tunnels) passes one rule, not one per app network. Rules of bridges that no longer exist
+ * are removed (see pruneAppFirewalls).
  */
 export async function ensureAppFirewall(bridge: string, hostPorts: readonly number[]): Promise<void> {
+  pruned ??= pruneAppFirewalls().catch(() => undefined);
+  await pruned;
   // Chains of their own per bridge: installations on one host (other ports) never rewrite each other's.
-  const tag = crypto.createHash('sha256').update(bridge).digest('hex').slice(0, 10);
-  const forwardChain = `SLIPWAY-APP-${tag}`;
-  const inputChain = `SLIPWAY-APP-${tag}-IN`;
+  const { forward: forwardChain, input: inputChain } = appChains(bridge);
   const replies = ['-m', 'conntrack', '--ctstate', 'RELATED,ESTABLISHED', '-j', 'RETURN'];
   const forward = [replies, ['-d', LINK_LOCAL, '-j', 'DROP']];
   const input = [
@@ -114,10 +131,75 @@ export async function ensureAppFirewall(bridge: string, hostPorts: readonly numb
     if (present.length > 0) await must(['-F', chain]);
     for (const rule of rules) await must(['-A', chain, ...rule]);
   }
-  for (const [chain, target] of [['DOCKER-USER', forwardChain], ['INPUT', inputChain]] as const) {
+  await ensureAppDispatch();
+  for (const [chain, target] of [[APPS_FORWARD_CHAIN, forwardChain], [APPS_INPUT_CHAIN, inputChain]] as const) {
     const jump = ['-i', bridge, '-j', target];
-    if (!(await listChain(chain, false)).has(ruleLine(chain, jump))) await must(['-I', chain, '1', ...jump]);
+    if (!(await listChain(chain, false)).has(ruleLine(chain, jump))) await must(['-A', chain, ...jump]);
   }
+}
+
+/** SLIPWAY-APPS(-IN), entered from DOCKER-USER and INPUT by every packet from a `br-*` interface. */
+async function ensureAppDispatch(): Promise<void> {
+  for (const [parent, chain] of [['DOCKER-USER', APPS_FORWARD_CHAIN], ['INPUT', APPS_INPUT_CHAIN]] as const) {
+    await listChain(chain, true);
+    const jump = ['-i', APP_BRIDGES, '-j', chain];
+    if (!(await listChain(parent, false)).has(ruleLine(parent, jump))) await must(['-I', parent, '1', ...jump]);
+  }
+}
+
+/** Removes the app firewall of bridge `bridge` (its network is being removed): its jumps, then its chains. */
+export async function removeAppFirewall(bridge: string): Promise<void> {
+  const { forward, input } = appChains(bridge);
+  for (const [chain, target] of [[APPS_FORWARD_CHAIN, forward], [APPS_INPUT_CHAIN, input]] as const) {
+    await iptables(['-D', chain, '-i', bridge, '-j', target]);
+  }
+  for (const chain of [forward, input]) {
+    await iptables(['-F', chain]);
+    await iptables(['-X', chain]);
+  }
+}
+
+/** The prune of this process (ensureAppFirewall runs it once). */
+let pruned: Promise<void> | undefined;
+
+/**
+ * Removes the rules of app bridges that no longer exist (networks removed while
+ * no Slipway ran, or by an installation that was deleted), and moves jumps an older Slipway put
+ * straight into DOCKER-USER and INPUT (one per bridge, walked by every packet) into the dispatch
+ * chains. Only `br-*` jumps into `SLIPWAY-APP-*` chains are touched: never another program's rules.
+ */
+export async function pruneAppFirewalls(): Promise<void> {
+  const jumpLine = /^-A (DOCKER-USER|INPUT|SLIPWAY-APPS|SLIPWAY-APPS-IN) -i (br-[A-Za-z0-9]+) -j (SLIPWAY-APP-[0-9a-f]{10}(?:-IN)?)$/;
+  // The chains of gone bridges, as their jumps name them.
+  const stale = new Set<string>();
+  for (const parent of ['DOCKER-USER', 'INPUT', APPS_FORWARD_CHAIN, APPS_INPUT_CHAIN]) {
+    const lines = await listChain(parent, false).catch(() => new Set<string>());
+    for (const line of lines) {
+      const match = jumpLine.exec(line);
+      if (match === null) continue;
+      const [, chain, bridge, target] = match as unknown as [string, string, string, string];
+      const gone = !(await interfaceExists(bridge));
+      if (gone) stale.add(target);
+      const old = chain === 'DOCKER-USER' || chain === 'INPUT';
+      if (old && !gone) {
+        await ensureAppDispatch();
+        const into = chain === 'INPUT' ? APPS_INPUT_CHAIN : APPS_FORWARD_CHAIN;
+        if (!(await listChain(into, false)).has(ruleLine(into, ['-i', bridge, '-j', target]))) await must(['-A', into, '-i', bridge, '-j', target]);
+      }
+      if (old || gone) await iptables(['-D', chain, '-i', bridge, '-j', target]);
+    }
+  }
+  for (const chain of stale) {
+    await iptables(['-F', chain]);
+    await iptables(['-X', chain]);
+  }
+}
+
+async function interfaceExists(name: string): Promise<boolean> {
+  return stat(path.join('/sys/class/net', name)).then(
+    () => true,
+    () => false,
+  );
 }
 
 function ruleLine(chain: string, rule: readonly string[]): string {

@@ -20,7 +20,7 @@ import type {
 import { dockerfileFetches, dockerfileProblem, triggersProblem } from '../dockerfile-policy.js';
 import { buildContext } from './build-context.js';
 import { readDockerfile } from '../read-dockerfile.js';
-import { buildBridgeName, createBuildCgroup, ensureAppFirewall, ensureBuildFirewall, sweepBuildCgroups } from './build-sandbox.js';
+import { buildBridgeName, createBuildCgroup, ensureAppFirewall, ensureBuildFirewall, removeAppFirewall, sweepBuildCgroups } from './build-sandbox.js';
 import { OutputTail, eventText, parseEvent } from './build-output.js';
 import { LogDemuxer } from './log-demuxer.js';
 import { statsFigures, type EngineStatsSample } from './container-stats.js';
@@ -547,9 +547,7 @@ export class DockerEngine implements ContainerEngine {
         if (!host.local) throw new Error('the engine is not on this machine');
         const info = await this.#inspectNetwork(name);
         if (info === null) throw new Error(`network ${name} is gone`);
-        // The engine names a user-defined bridge after its network's id unless told a name.
-        const bridge = info.Options?.['com.docker.network.bridge.name'] ?? `br-${info.Id.slice(0, 12)}`;
-        await ensureAppFirewall(bridge, this.#options.appHostPorts ?? []);
+        await ensureAppFirewall(bridgeOf(info), this.#options.appHostPorts ?? []);
       })().catch((err: unknown) => {
         this.#confined.delete(networkId);
         if (!this.#warned) {
@@ -590,9 +588,18 @@ export class DockerEngine implements ContainerEngine {
   }
 
   async removeNetwork(name: string): Promise<void> {
+    // By name or id (the sweep of stray networks passes ids).
+    const info = (await ignoreStatus([404], () =>
+      withTimeout(`inspect network ${name}`, CALL_TIMEOUT_MS, () => this.#docker.getNetwork(name).inspect()),
+    )) as Dockerode.NetworkInspectInfo | undefined;
+    if (info === undefined) return;
     await ignoreStatus([404], () =>
       withTimeout(`remove network ${name}`, CALL_TIMEOUT_MS, (s) => this.#docker.getNetwork(name).remove({ abortSignal: s })),
     );
+    // An app network's firewall goes with it (its chains are named after the bridge, which is gone).
+    const bridge = bridgeOf(info);
+    this.#confined.delete(info.Id);
+    if (bridge.startsWith('br-') && (await this.#engineHost()).local) await removeAppFirewall(bridge).catch(() => undefined);
   }
 
   async listNetworks(labels: Record<string, string>): Promise<NetworkInfo[]> {
@@ -744,4 +751,9 @@ function fromInspect(info: Dockerode.ContainerInspectInfo): ContainerInfo {
     labels: info.Config?.Labels ?? {},
     state,
   };
+}
+
+/** The Linux bridge interface of a network: the engine names a user-defined bridge after its id unless told a name. */
+function bridgeOf(info: Dockerode.NetworkInspectInfo): string {
+  return info.Options?.['com.docker.network.bridge.name'] ?? `br-${info.Id.slice(0, 12)}`;
 }
