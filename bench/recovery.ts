@@ -208,6 +208,51 @@ function median(xs: number[]): number {
   return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
 }
 
+/**
+ * GETs `url` at `rps` requests/s for `seconds` over at most `connections` keep-alive sockets (a
+ * request due while all are busy is skipped and counted): the same API load on two servers, where
+ * a closed loop (wrk) would load the faster one more.
+ */
+async function paced(url: string, headers: Record<string, string>, rps: number, seconds: number, connections: number): Promise<{ answered: number; skipped: number }> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  let inFlight = 0;
+  let answered = 0;
+  let skipped = 0;
+  let sent = 0;
+  const started = performance.now();
+  await new Promise<void>((resolve) => {
+    const tick = setInterval(() => {
+      const elapsed = performance.now() - started;
+      if (elapsed >= seconds * 1000) {
+        clearInterval(tick);
+        resolve();
+        return;
+      }
+      for (const due = Math.floor((elapsed / 1000) * rps); sent < due; sent += 1) {
+        if (inFlight >= connections) {
+          skipped += 1;
+          continue;
+        }
+        inFlight += 1;
+        const done = (): void => {
+          inFlight -= 1;
+        };
+        http
+          .get(url, { agent, headers }, (res) => {
+            res.resume();
+            res.on('end', () => {
+              answered += 1;
+              done();
+            });
+          })
+          .on('error', done);
+      }
+    }, 2);
+  });
+  agent.destroy();
+  return { answered, skipped };
+}
+
 /** The p99 part's control: another Slipway server with `count` deployments (created, never built), on its own data directory. */
 async function startTwin(count: number): Promise<{ url: string; token: string; close: () => Promise<void> }> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-bench-twin-'));
@@ -334,12 +379,28 @@ async function scenario(count: number): Promise<void> {
       for (const r of [app, load]) if (r.errors !== '') console.log(`  (errors: ${r.errors})`);
       return { app: app.p99, rps: load.rps };
     };
+    // The same API load on both servers: a paced 80% of what this server's own list answered under wrk.
+    let pacedRps = 0;
+    const pacedOwn: number[] = [];
+    const pacedTwin: number[] = [];
+    let pacedSkipped = 0;
+    const underPaced = async (target: string, auth: string): Promise<number> => {
+      const [app, load] = await Promise.all([
+        wrk(appUrl, [appHost], values.connections, values.seconds),
+        paced(target, { authorization: `Bearer ${auth}` }, pacedRps, Number(values.seconds), Number(values['api-connections'])),
+      ]);
+      pacedSkipped += load.skipped;
+      return app.p99;
+    };
     try {
       for (let round = 0; round < Number(values.rounds); round += 1) {
         quiet.push((await wrk(appUrl, [appHost], values.connections, values.seconds)).p99);
         const own = await underLoad(`${url}/api/v1/deployments`, [`Authorization: Bearer ${token}`]);
         loaded.push(own.app);
         apiRps = own.rps;
+        if (round === 0) pacedRps = Math.round(own.rps * 0.8);
+        pacedOwn.push(await underPaced(`${url}/api/v1/deployments`, token));
+        pacedTwin.push(await underPaced(`${twin.url}/api/v1/deployments`, twin.token));
         const other = await underLoad(`${twin.url}/api/v1/deployments`, [`Authorization: Bearer ${twin.token}`]);
         twinLoaded.push(other.app);
         twinRps = other.rps;
@@ -358,8 +419,12 @@ async function scenario(count: number): Promise<void> {
         `Slipway's own list hammered (${values['api-connections']} conns, ${apiRps.toFixed(0)} req/s) ${added(loaded)}; ` +
         `a twin Slipway server's list hammered (${twinRps.toFixed(0)} req/s) ${added(twinLoaded)}; ` +
         `the same JSON on a bare route in another process (${bareRps.toFixed(0)} req/s) ${added(control)}; ` +
-        `sharing the event loop: ${(median(loaded) - median(twinLoaded)).toFixed(2)} ms; ` +
         `rounds ${list(quiet)} | ${list(loaded)} | ${list(twinLoaded)} | ${list(control)}`,
+    );
+    console.log(
+      `the same paced API load (${pacedRps} req/s, ${pacedSkipped} requests skipped with every socket busy): ` +
+        `this server's list ${added(pacedOwn)}; the twin's list ${added(pacedTwin)}; ` +
+        `what sharing the event loop adds: ${(median(pacedOwn) - median(pacedTwin)).toFixed(2)} ms; rounds ${list(pacedOwn)} | ${list(pacedTwin)}`,
     );
   } finally {
     await server?.stop('SIGTERM');
