@@ -163,21 +163,27 @@ describe('app containers are confined', () => {
     assert.match(liveChain, /^SLIPWAY-APP-[0-9a-f]{10}-IN$/);
     const goneBridge = 'br-0000deadbeef';
     const goneChain = 'SLIPWAY-APP-0000000000-IN';
+    const orphanChain = 'SLIPWAY-APP-0000000001';
     const run = (args: string[]) => promisify(execFile)('iptables', ['-w', '5', ...args]);
     try {
       await run(['-D', 'SLIPWAY-APPS-IN', '-i', liveBridge, '-j', liveChain]);
       await run(['-I', 'INPUT', '1', '-i', liveBridge, '-j', liveChain]);
       await run(['-N', goneChain]);
       await run(['-I', 'INPUT', '1', '-i', goneBridge, '-j', goneChain]);
+      // A chain nothing jumps to any more, of no live bridge (an older Slipway removed only jumps).
+      await run(['-N', orphanChain]);
       await pruneAppFirewalls();
       const input = await iptablesRules('INPUT');
       assert.deepEqual(input.filter((line) => / -j SLIPWAY-APP-/.test(line)), [], 'nothing per network is left in INPUT');
       assert.ok((await dispatch()).includes(`-A SLIPWAY-APPS-IN -i ${liveBridge} -j ${liveChain}`), 'the live bridge is still confined');
       await assert.rejects(iptablesRules(goneChain), "the gone bridge's chain is removed");
+      await assert.rejects(iptablesRules(orphanChain), 'the orphan chain is removed');
+      assert.ok((await iptablesRules(liveChain)).includes(`-A ${liveChain} -j DROP`), "the live bridge's chain is kept whole");
     } finally {
       await engine.removeNetwork(`${name}-live`);
       await run(['-D', 'INPUT', '-i', goneBridge, '-j', goneChain]).catch(() => undefined);
       await run(['-X', goneChain]).catch(() => undefined);
+      await run(['-X', orphanChain]).catch(() => undefined);
     }
   });
 

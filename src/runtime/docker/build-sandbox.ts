@@ -163,7 +163,7 @@ export async function removeAppFirewall(bridge: string): Promise<void> {
 let pruned: Promise<void> | undefined;
 
 /**
- * Removes the rules of app bridges that no longer exist (networks removed while
+ * Removes the rules and chains of app bridges that no longer exist (networks removed while
  * no Slipway ran, or by an installation that was deleted), and moves jumps an older Slipway put
  * straight into DOCKER-USER and INPUT (one per bridge, walked by every packet) into the dispatch
  * chains. Only `br-*` jumps into `SLIPWAY-APP-*` chains are touched: never another program's rules.
@@ -188,6 +188,13 @@ export async function pruneAppFirewalls(): Promise<void> {
       }
       if (old || gone) await iptables(['-D', chain, '-i', bridge, '-j', target]);
     }
+  }
+  // Chains no jump names any more (an older Slipway removed jumps, never chains): those whose tag is
+  // no live bridge's. A bridge being confined right now exists already, so its chains are kept.
+  const live = new Set((await readdirSafe('/sys/class/net')).filter((name) => name.startsWith('br-')).map((name) => appChains(name).forward));
+  const all = await new Promise<string>((resolve) => execFile('iptables', ['-w', '5', '-S'], { timeout: IPTABLES_TIMEOUT_MS }, (_err, stdout) => resolve(String(stdout))));
+  for (const [, chain, forward] of all.matchAll(/^-N ((SLIPWAY-APP-[0-9a-f]{10})(?:-IN)?)$/gm)) {
+    if (chain !== undefined && forward !== undefined && !live.has(forward)) stale.add(chain);
   }
   for (const chain of stale) {
     await iptables(['-F', chain]);
