@@ -1,44 +1,30 @@
 // The deployment list version: every write that changes what a user's list shows bumps it, in its own transaction, and only for that user; SQLite, and PostgreSQL when configured.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Principal } from '../../src/core/principal.js';
-import { openDatabase, type Db } from '../../src/db/database.js';
+import type { Db } from '../../src/db/database.js';
 import { databaseDeploymentCatalog } from '../../src/db/deployment-catalog.js';
 import { databaseDeploymentStore } from '../../src/db/deployment-store.js';
 import type { DeploymentCatalog } from '../../src/domain/deployment-catalog.js';
 import { createDeployment } from '../../src/domain/deployments.js';
 import type { DeploymentStore } from '../../src/deploy/deployment-store.js';
-import { testDatabase } from '../helpers/server.js';
+import { openTestDatabase } from '../helpers/server.js';
 
 let db: Db;
-let dir: string;
-let dropDatabase: (() => Promise<void>) | undefined;
 let catalog: DeploymentCatalog;
 let store: DeploymentStore;
 const RUNNER = 'cccccccc-0000-4000-8000-000000000000';
 const alice: Principal = { userId: crypto.randomUUID(), isAdmin: false, via: 'session', sessionId: 's', apiKeyId: undefined };
 const bob: Principal = { ...alice, userId: crypto.randomUUID() };
 
+let closeDatabase: () => Promise<void>;
 before(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-list-version-'));
-  const pg = await testDatabase();
-  dropDatabase = pg?.drop;
-  db = await openDatabase({ file: path.join(dir, 'slipway.db'), url: pg?.url });
+  ({ db, close: closeDatabase } = await openTestDatabase('list-version', [alice.userId, bob.userId]));
   catalog = databaseDeploymentCatalog(db);
   store = databaseDeploymentStore(db, RUNNER);
-  for (const p of [alice, bob]) {
-    await db.insertInto('users').values({ id: p.userId, email: `${p.userId}@example.test`, password_hash: 'x', is_admin: 0, created_at: 't', updated_at: 't' }).execute();
-  }
 });
-after(async () => {
-  await db.destroy();
-  await dropDatabase?.();
-  fs.rmSync(dir, { recursive: true, force: true });
-});
+after(() => closeDatabase());
 
 let counter = 0;
 const create = async (p: Principal): Promise<string> => {

@@ -1,22 +1,17 @@
 // Subdomain claims (deployments and tunnels in one table, one key) and start-up recovery scoped to its own instance; SQLite, and PostgreSQL when configured.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { DomainError } from '../../src/core/errors.js';
 import type { Principal } from '../../src/core/principal.js';
-import { openDatabase, type Db } from '../../src/db/database.js';
+import type { Db } from '../../src/db/database.js';
 import { databaseDeploymentStore } from '../../src/db/deployment-store.js';
 import { createDeployment } from '../../src/domain/deployments.js';
 import { databaseDeploymentCatalog } from '../../src/db/deployment-catalog.js';
 import { claimTunnelSubdomain, releaseTunnelSubdomain, releaseTunnelsOf } from '../../src/domain/tunnel-claims.js';
-import { testDatabase } from '../helpers/server.js';
+import { openTestDatabase } from '../helpers/server.js';
 
 let db: Db;
-let dir: string;
-let dropDatabase: (() => Promise<void>) | undefined;
 const alice: Principal = { userId: crypto.randomUUID(), isAdmin: false, via: 'session', sessionId: 's', apiKeyId: undefined };
 const bob: Principal = { ...alice, userId: crypto.randomUUID() };
 const RUNNER_A = 'aaaaaaaa-0000-4000-8000-000000000000';
@@ -24,20 +19,11 @@ const RUNNER_B = 'bbbbbbbb-0000-4000-8000-000000000000';
 const deps = () => ({ deployments: databaseDeploymentCatalog(db), allowPrivateGit: false, checkRepoHost: async () => undefined, limits: { maxMemoryMb: 1024, maxCpus: 2 } });
 const owner = (p: Principal) => ({ userId: p.userId, apiKeyId: 'key' });
 
+let closeDatabase: () => Promise<void>;
 before(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-claims-'));
-  const pg = await testDatabase();
-  dropDatabase = pg?.drop;
-  db = await openDatabase({ file: path.join(dir, 'slipway.db'), url: pg?.url });
-  for (const p of [alice, bob]) {
-    await db.insertInto('users').values({ id: p.userId, email: `${p.userId}@example.test`, password_hash: 'x', is_admin: 0, created_at: 't', updated_at: 't' }).execute();
-  }
+  ({ db, close: closeDatabase } = await openTestDatabase('claims', [alice.userId, bob.userId]));
 });
-after(async () => {
-  await db.destroy();
-  await dropDatabase?.();
-  fs.rmSync(dir, { recursive: true, force: true });
-});
+after(() => closeDatabase());
 
 const create = (p: Principal, subdomain: string) => createDeployment(deps(), p, { name: subdomain, subdomain, source_type: 'archive' });
 

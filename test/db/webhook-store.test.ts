@@ -1,39 +1,27 @@
 // The webhook store on the database: the secret encrypted and bound to its deployment, key rotation, the delivery-id claim, pruning; SQLite, and PostgreSQL when configured.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Principal } from '../../src/core/principal.js';
 import { reencryptAll } from '../../src/db/app-config-store.js';
-import { openDatabase, type Db } from '../../src/db/database.js';
+import type { Db } from '../../src/db/database.js';
 import { databaseWebhookStore } from '../../src/db/webhook-store.js';
 import { createDeployment } from '../../src/domain/deployments.js';
 import { databaseDeploymentCatalog } from '../../src/db/deployment-catalog.js';
 import type { DeliveryRecord } from '../../src/domain/webhooks.js';
 import { ValueCipher } from '../../src/secrets/value-cipher.js';
-import { testDatabase } from '../helpers/server.js';
+import { openTestDatabase } from '../helpers/server.js';
 
 let db: Db;
-let dir: string;
-let dropDatabase: (() => Promise<void>) | undefined;
 const alice: Principal = { userId: crypto.randomUUID(), isAdmin: false, via: 'session', sessionId: 's', apiKeyId: undefined };
 const cipher = new ValueCipher(crypto.randomBytes(32));
 let counter = 0;
 
+let closeDatabase: () => Promise<void>;
 before(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-webhook-store-'));
-  const pg = await testDatabase();
-  dropDatabase = pg?.drop;
-  db = await openDatabase({ file: path.join(dir, 'slipway.db'), url: pg?.url });
-  await db.insertInto('users').values({ id: alice.userId, email: 'alice@example.test', password_hash: 'x', is_admin: 0, created_at: 't', updated_at: 't' }).execute();
+  ({ db, close: closeDatabase } = await openTestDatabase('webhook-store', [alice.userId]));
 });
-after(async () => {
-  await db.destroy();
-  await dropDatabase?.();
-  fs.rmSync(dir, { recursive: true, force: true });
-});
+after(() => closeDatabase());
 
 async function gitDeployment(): Promise<string> {
   counter += 1;

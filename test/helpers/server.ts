@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig, type Config } from '../../src/config.js';
+import { openDatabase, type Db } from '../../src/db/database.js';
 import { startServer, type RunningServer } from '../../src/main.js';
 import Database from 'better-sqlite3';
 import crypto from 'node:crypto';
@@ -134,6 +135,28 @@ export async function testDatabase(): Promise<{ url: string; drop: () => Promise
     }
   };
   return { url: url.href, drop };
+}
+
+/**
+ * A database of its own for a store-level test: SQLite in a temp dir, or PostgreSQL with
+ * SLIPWAY_TEST_DATABASE_URL (see testDatabase), with a user row for each of `userIds`. `close`
+ * destroys the connection and drops what was made.
+ */
+export async function openTestDatabase(label: string, userIds: readonly string[]): Promise<{ db: Db; close: () => Promise<void> }> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `slipway-${label}-`));
+  const pgDatabase = await testDatabase();
+  const db = await openDatabase({ file: path.join(dir, 'slipway.db'), url: pgDatabase?.url });
+  for (const id of userIds) {
+    await db.insertInto('users').values({ id, email: `${id}@example.test`, password_hash: 'x', is_admin: 0, created_at: 't', updated_at: 't' }).execute();
+  }
+  return {
+    db,
+    close: async () => {
+      await db.destroy();
+      await pgDatabase?.drop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 /** Starts a server in this process. */
