@@ -468,19 +468,35 @@ describe('lifecycle on a fake runtime and data plane', () => {
     await recovering.close();
   });
 
-  test('a stop issued while recovery waits for the app to answer is not kept waiting: the app stops, no fresh container is tried', async () => {
-    const slow = await deployedThenStopped('serve-stop-waiting');
+  /**
+   * A stopped app whose recovery has started its container and now waits for an answer that does
+   * not come (its image is silent until `answer()`), with a restarted server's lifecycle.
+   */
+  async function recoveryWaiting(name: string, startupTimeoutMs: number) {
+    const slow = await deployedThenStopped(name);
     const image = (await build(slow.buildId)).image_id;
     assert.ok(image !== null);
     const restarted = new FakeDataPlane();
     const pending = (await plan(restarted)).pending.filter((p) => p.deploymentId === slow.id);
-    // Were the stop to wait for the health check, it would wait out this timeout and then a fresh container's.
-    const recovering = newLifecycle(restarted, { startupTimeoutMs: 10_000 });
+    const recovering = newLifecycle(restarted, { startupTimeoutMs });
     const mark = runtime.calls.length;
+    const letAnswer = (): void => void runtime.images.set(image, { unhealthy: false });
     runtime.images.set(image, { unhealthy: false, silent: true });
+    const recovered = recovering.recoverReleases(pending);
     try {
-      const recovered = recovering.recoverReleases(pending);
       await until('recovery to start the container', () => runtime.calls.slice(mark).includes(`startContainer ${slow.containerId}`));
+    } catch (err) {
+      letAnswer();
+      await recovering.close();
+      throw err;
+    }
+    return { slow, restarted, recovering, mark, recovered, letAnswer };
+  }
+
+  test('a stop issued while recovery waits for the app to answer is not kept waiting: the app stops, no fresh container is tried', async () => {
+    // Were the stop to wait for the health check, it would wait out this timeout and then a fresh container's.
+    const { slow, restarted, recovering, mark, recovered, letAnswer } = await recoveryWaiting('serve-stop-waiting', 10_000);
+    try {
       const stopped = await recovering.stop(principal, slow.id);
       assert.match(stopped.message, /stopped/);
       assert.equal(restarted.routes.get(slow.subdomain)?.state, 'stopped');
@@ -492,29 +508,19 @@ describe('lifecycle on a fake runtime and data plane', () => {
       assert.equal((await build(slow.buildId)).container_id, slow.containerId);
       assert.equal(restarted.routes.get(slow.subdomain)?.state, 'stopped', 'recovery did not publish it afterwards');
     } finally {
-      runtime.images.set(image, { unhealthy: false });
+      letAnswer();
       await recovering.close();
     }
   });
 
   test('an operation that is refused while recovery waits leaves the entry to recovery, which brings the app back', async () => {
-    const slow = await deployedThenStopped('serve-refused');
-    const image = (await build(slow.buildId)).image_id;
-    assert.ok(image !== null);
-    const restarted = new FakeDataPlane();
-    const pending = (await plan(restarted)).pending.filter((p) => p.deploymentId === slow.id);
-    const recovering = newLifecycle(restarted, { startupTimeoutMs: 60_000 });
-    const mark = runtime.calls.length;
-    runtime.images.set(image, { unhealthy: false, silent: true });
-    let recovered: Promise<void> | undefined;
+    const { slow, restarted, recovering, recovered, letAnswer } = await recoveryWaiting('serve-refused', 60_000);
     try {
-      recovered = recovering.recoverReleases(pending);
-      await until('recovery to start the container', () => runtime.calls.slice(mark).includes(`startContainer ${slow.containerId}`));
       await rejectsWith(recovering.rollback(principal, slow.id, crypto.randomUUID()), 'not_found');
       assert.equal(recovering.recoveringCount, 1, 'the entry is still recovery\'s');
       assert.equal(restarted.routes.get(slow.subdomain)?.state, 'starting');
     } finally {
-      runtime.images.set(image, { unhealthy: false });
+      letAnswer();
     }
     await recovered;
     const answer = restarted.answer(slow.subdomain);
