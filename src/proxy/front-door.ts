@@ -75,7 +75,6 @@ export function frontDoor(options: FrontDoorOptions): (socket: Socket) => void {
   };
 }
 
-
 /**
  * The target of a connection whose first request names `host`, when that is a connected tunnel
  * in `table` (undefined otherwise): the tunnel serves the connection whole, with `hooks` made for
