@@ -1,6 +1,6 @@
 // Benchmark: a deployed container app through Slipway's router (HAProxy and/or Node data plane) vs the same container directly,
 // with nginx in front of the same container as a reference row, then a release replaced under load through the edge; with wrk.
-// Run: node dist/bench/router.js [--plane haproxy|node|both] [--duration 10] [--rounds 3] [--skip-nginx] [--skip-release]
+// Run: node dist/bench/router.js [--plane haproxy|node|both] [--app node|busybox] [--duration 10] [--rounds 3] [--skip-nginx] [--skip-release]
 //   (needs `wrk`: apt-get install -y wrk; installs Debian's nginx when missing, as root)
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -11,6 +11,7 @@ import { createDockerEngine } from '../src/runtime/docker/docker-engine.js';
 import { LABEL_DEPLOYMENT, type ContainerInfo } from '../src/runtime/engine.js';
 import { tarGzOf } from '../test/helpers/apps.js';
 import { ensureBusyboxImage, BUSYBOX_IMAGE } from '../test/helpers/busybox-image.js';
+import { ensureNodeImage, NODE_IMAGE } from '../test/helpers/node-image.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, loginAs, removeEngineObjects, request, spawnServerProcess, testEnv } from '../test/helpers/server.js';
 import { ensureNginx, startNginxProxy, type NginxProxy } from './nginx.js';
 import { wrk, type WrkResult } from './wrk.js';
@@ -18,6 +19,9 @@ import { wrk, type WrkResult } from './wrk.js';
 const { values } = parseArgs({
   options: {
     plane: { type: 'string', default: 'both' },
+    // The app behind the edge: a Node server that keeps connections alive (as every real app server does),
+    // or busybox httpd, which forks and closes the connection per request.
+    app: { type: 'string', default: 'node' },
     duration: { type: 'string', default: '10' },
     rounds: { type: 'string', default: '3' },
     // The issue's load: 50 connections for small bodies, 10 for 1 MiB bodies.
@@ -31,6 +35,7 @@ const { values } = parseArgs({
   },
 });
 if (!['haproxy', 'node', 'both'].includes(values.plane)) throw new Error('--plane must be haproxy, node or both');
+if (!['node', 'busybox'].includes(values.app)) throw new Error('--app must be node or busybox');
 const planes = values.plane === 'both' ? (['haproxy', 'node'] as const) : ([values.plane] as const);
 
 // Ctrl-C or SIGTERM stops the wrk under way and ends the run through main's cleanup (servers, containers, nginx, folders).
@@ -146,7 +151,7 @@ async function releaseUnderLoad(r: PlaneRun, dir: string): Promise<void> {
   const stopLoad = new AbortController();
   const onInterrupt = (): void => stopLoad.abort();
   interrupted.signal.addEventListener('abort', onInterrupt, { once: true });
-  // wrk runs until stopped (the bound is only a guard); 10 s timeouts so a slow fork in busybox httpd is not a "failure".
+  // wrk runs until stopped (the bound is only a guard); 10 s timeouts so a slow fork in busybox httpd (--app busybox) is not a "failure".
   const loadDone = wrk(`http://127.0.0.1:${r.server.port}/small`, {
     connections: values['release-connections'],
     seconds: 600,
@@ -193,9 +198,35 @@ async function releaseUnderLoad(r: PlaneRun, dir: string): Promise<void> {
   }
 }
 
+/** Writes the app's Dockerfile (and server) next to its two files, `small` and `1m`. */
+async function writeApp(dir: string): Promise<void> {
+  if (values.app === 'busybox') {
+    const dockerfile = [`FROM ${BUSYBOX_IMAGE}`, 'COPY small 1m /www/', 'EXPOSE 8080', 'CMD ["/bin/sh", "-c", "exec httpd -f -p $PORT -h /www"]', ''];
+    await fsp.writeFile(path.join(dir, 'Dockerfile'), dockerfile.join('\n'));
+    return;
+  }
+  // Both files held in memory; an unknown path is a 404. Connections stay open between requests.
+  const server = [
+    "const http = require('node:http');",
+    "const fs = require('node:fs');",
+    "const files = { '/small': fs.readFileSync('/app/small'), '/1m': fs.readFileSync('/app/1m') };",
+    'http.createServer((req, res) => {',
+    '  const body = files[req.url];',
+    "  res.writeHead(body === undefined ? 404 : 200, { 'content-type': 'application/octet-stream', 'content-length': body === undefined ? 0 : body.length });",
+    '  res.end(body);',
+    '}).listen(Number(process.env.PORT));',
+    "process.on('SIGTERM', () => process.exit(0));",
+    '',
+  ];
+  await fsp.writeFile(path.join(dir, 'server.cjs'), server.join('\n'));
+  const dockerfile = [`FROM ${NODE_IMAGE}`, 'WORKDIR /app', 'COPY . /app', 'EXPOSE 3000', 'CMD ["/usr/bin/node", "/app/server.cjs"]', ''];
+  await fsp.writeFile(path.join(dir, 'Dockerfile'), dockerfile.join('\n'));
+}
+
 async function main(): Promise<void> {
   const engine = createDockerEngine();
   await ensureBusyboxImage(engine);
+  if (values.app === 'node') await ensureNodeImage(engine);
   if (!values['skip-nginx']) await ensureNginx();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-bench-app-'));
   const runs: PlaneRun[] = [];
@@ -203,10 +234,7 @@ async function main(): Promise<void> {
   try {
     await fsp.writeFile(path.join(dir, 'small'), 'hello world');
     await fsp.writeFile(path.join(dir, '1m'), Buffer.alloc(1024 * 1024, 97));
-    await fsp.writeFile(
-      path.join(dir, 'Dockerfile'),
-      [`FROM ${BUSYBOX_IMAGE}`, 'COPY small 1m /www/', 'EXPOSE 8080', 'CMD ["/bin/sh", "-c", "exec httpd -f -p $PORT -h /www"]', ''].join('\n'),
-    );
+    await writeApp(dir);
     for (const plane of planes) {
       interrupted.signal.throwIfAborted();
       runs.push(await deployOn(plane, dir));
@@ -218,7 +246,7 @@ async function main(): Promise<void> {
     const rounds = Number(values.rounds);
     console.log(
       `wrk -t2 -d${values.duration}s; small: ${values['small-connections']} connections, 1 MiB: ${values['large-connections']}; ` +
-        `${rounds} rounds, targets interleaved within each round (each plane with its own identical busybox httpd container` +
+        `${rounds} rounds, targets interleaved within each round (each plane with its own identical ${values.app === 'node' ? 'Node keep-alive' : 'busybox httpd'} container` +
         `${nginx === undefined ? '' : `; nginx in front of the ${first.plane} plane's container`}); CPUs: ${os.cpus().length}; ${loadAverage()}\n`,
     );
     const rows = new Map<string, Row>();

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { createServer, request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders, type RequestListener, type Server } from 'node:http';
+import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders, type RequestListener, type Server } from 'node:http';
 import { connect, createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
@@ -140,6 +140,41 @@ for (const kind of PLANES) {
       assert.equal(res.status, 200);
       assert.deepEqual(JSON.parse(String(res.headers['x-echo'])), { method: 'PUT', url: '/a/b?c=d&e', host: `Echo.${DOMAIN}:${plane.port}`, custom: 'kept', sha: sha256(body) });
       assert.equal(sha256(res.body), sha256(body));
+    });
+
+    it('keeps its connection to an app open between a visitor’s requests', async () => {
+      const appSockets = new Set<Socket>();
+      const { upstream: to } = await upstream((req, res) => {
+        appSockets.add(req.socket);
+        res.end('kept');
+      });
+      live('kept', to);
+      await settled();
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+      const visitorSockets = new Set<Socket>();
+      try {
+        for (let i = 0; i < 5; i++) {
+          const answer = await new Promise<string>((resolve, reject) => {
+            const req = httpRequest({ host: '127.0.0.1', port: plane.port, path: `/${i}`, headers: { host: `kept.${DOMAIN}` }, agent });
+            req.setTimeout(20_000, () => req.destroy(new Error('no answer within 20 s')));
+            req.on('socket', (socket: Socket) => visitorSockets.add(socket));
+            req.on('error', reject);
+            req.on('response', (res) => {
+              let body = '';
+              res.setEncoding('utf8');
+              res.on('data', (chunk: string) => (body += chunk));
+              res.on('end', () => resolve(body));
+            });
+            req.end();
+          });
+          assert.equal(answer, 'kept');
+        }
+      } finally {
+        agent.destroy();
+      }
+      assert.equal(visitorSockets.size, 1, 'the visitor sent its five requests on one connection');
+      // One connection from the edge to the app served all five: none was opened per request.
+      assert.equal(appSockets.size, 1);
     });
 
     it('serves a custom domain as its deployment’s subdomain, and follows its route', async () => {

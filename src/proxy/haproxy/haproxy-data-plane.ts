@@ -55,6 +55,15 @@ interface ServerEntry extends AppServer {
 
 type StatusCounts = Record<'1xx' | '2xx' | '3xx' | '4xx' | '5xx' | 'none', number>;
 
+/**
+ * The settings of a server added at run time. Weight 0: a request reaches it only through the
+ * host map (see the apps backend). The idle-pool settings are a configured server's defaults, which
+ * `add server` does not apply in HAProxy 2.6: without them it closes the connection to the app after
+ * every response and opens a new one for the next request (measured with a keep-alive app behind
+ * Docker's port: 0.06× the app's direct rate, 87 ms per request; with them, the connection is reused).
+ */
+const DYNAMIC_SERVER_SETTINGS = ['weight', '0', 'pool-max-conn', '-1', 'pool-purge-delay', '5s'] as const;
+
 /** How often drain() looks at a server's current sessions. */
 const DRAIN_POLL_MS = 50;
 /** How long an unused server may keep idle connections before its removal is given up (it stays in maintenance). */
@@ -221,7 +230,7 @@ export class HaproxyDataPlane {
       if (this.#process.pid === undefined) continue; // down: its restart loads the files just written
       if (server !== undefined) {
         if (change.created) {
-          await this.#api.expect(['add', 'server', `${APPS_BACKEND}/${server.name}`, `${server.host}:${server.port}`, 'weight', '0'], ['New server registered']);
+          await this.#api.expect(['add', 'server', `${APPS_BACKEND}/${server.name}`, `${server.host}:${server.port}`, ...DYNAMIC_SERVER_SETTINGS], ['New server registered']);
           await this.#api.expect(['enable', 'server', `${APPS_BACKEND}/${server.name}`]);
         }
         if (previous !== server.name) await this.#api.expect([previous === undefined ? 'add' : 'set', 'map', this.#files.hostMap, host, server.name]);
