@@ -9,6 +9,7 @@ import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createGzip } from 'node:zlib';
+import { cpuMicros, processTree } from './proc.js';
 import { newBoundary, streamUploadBody } from '../test/helpers/multipart.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, loginAs, request, spawnServerProcess } from '../test/helpers/server.js';
 import { makeHeader } from '../test/helpers/tar-fixtures.js';
@@ -41,23 +42,6 @@ function procStatus(pid: number, field: 'VmRSS' | 'VmHWM'): number {
 /** Resets the peak RSS (VmHWM) of a process we own, so the next peak is the upload's. */
 function resetPeak(pid: number): void {
   fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
-}
-
-/** A process and its descendants, with their command names (the server is a child of `bin/slipway.js`; HAProxy is the server's child). */
-function processTree(pid: number): Array<{ pid: number; name: string }> {
-  let children: number[] = [];
-  try {
-    children = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    children = [];
-  }
-  return [{ pid, name: fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() }, ...children.flatMap(processTree)];
-}
-
-/** CPU time (user + system) a process has used, in µs (from /proc/<pid>/stat, in clock ticks of 10 ms). */
-function cpuMicros(pid: number): number {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
 /** One GET over a keep-alive agent; resolves with its latency in ms. */

@@ -14,6 +14,7 @@ import { ensureBusyboxImage, BUSYBOX_IMAGE } from '../test/helpers/busybox-image
 import { ensureNodeImage, NODE_IMAGE } from '../test/helpers/node-image.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, loginAs, removeEngineObjects, request, spawnServerProcess, testEnv } from '../test/helpers/server.js';
 import { ensureNginx, startNginxProxy, type NginxProxy } from './nginx.js';
+import { cpuMicros, hostCpuTicks, processTree } from './proc.js';
 import { wrk, type WrkResult } from './wrk.js';
 
 const { values } = parseArgs({
@@ -42,12 +43,24 @@ const planes = values.plane === 'both' ? (['haproxy', 'node'] as const) : ([valu
 const interrupted = new AbortController();
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => interrupted.abort(new Error(`interrupted by ${signal}`)));
 
+/** A wrk run with what the host's CPUs did meanwhile. */
+interface Measured extends WrkResult {
+  /** Share of the host's CPU time that was busy during the run (1 = both cores saturated). */
+  readonly hostBusy: number;
+  /** HAProxy's CPU time per request, in µs (10 ms ticks), when it was the edge measured. */
+  readonly haproxyMicros: number | undefined;
+}
+
 /** wrk against `url` with `Host: host`, `values.duration` seconds; stops early when interrupted. */
-async function load(url: string, host: string, connections: string): Promise<WrkResult> {
+async function load(url: string, host: string, connections: string, haproxyPid?: number): Promise<Measured> {
   interrupted.signal.throwIfAborted();
+  const hostBefore = hostCpuTicks();
+  const haproxyBefore = haproxyPid === undefined ? 0 : cpuMicros(haproxyPid);
   const result = await wrk(url, { connections, seconds: values.duration, headers: [`Host: ${host}`], signal: interrupted.signal });
+  const hostAfter = hostCpuTicks();
+  const haproxyMicros = haproxyPid === undefined ? undefined : (cpuMicros(haproxyPid) - haproxyBefore) / result.requests;
   interrupted.signal.throwIfAborted();
-  return result;
+  return { ...result, hostBusy: (hostAfter.busy - hostBefore.busy) / (hostAfter.total - hostBefore.total), haproxyMicros };
 }
 
 interface PlaneRun {
@@ -57,6 +70,8 @@ interface PlaneRun {
   readonly token: string;
   readonly id: string;
   readonly container: ContainerInfo & { hostPort: number };
+  /** The server's HAProxy (HAProxy plane only). */
+  readonly haproxyPid: number | undefined;
 }
 
 /** Starts a server on one plane and deploys the app built from `dir` on it. */
@@ -75,7 +90,8 @@ async function deployOn(plane: string, dir: string): Promise<PlaneRun> {
   await request(server.url, 'POST', `/api/v1/deployments/${id}/upload`, { token, raw: form });
   const deployed = await request(server.url, 'POST', `/api/v1/deployments/${id}/deploy?wait=true`, { token });
   if (deployed.status !== 200) throw new Error(`deploy failed: ${deployed.text}`);
-  return { plane, server, dataDir, token, id, container: await runningContainer(id) };
+  const haproxyPid = processTree(server.child.pid as number).find((p) => p.name === 'haproxy')?.pid;
+  return { plane, server, dataDir, token, id, container: await runningContainer(id), haproxyPid };
 }
 
 /** The deployment's running container (exactly one once a deploy has returned). */
@@ -108,13 +124,13 @@ async function soleNewContainer(id: string, oldId: string, timeoutMs: number): P
 interface Row {
   readonly target: string;
   readonly body: string;
-  readonly direct: WrkResult[];
-  readonly edge: WrkResult[];
+  readonly direct: Measured[];
+  readonly edge: Measured[];
 }
 
 function summary(rows: Iterable<Row>): string[] {
   const lines = [
-    'target   body    edge/direct req/s (median; rounds)       p99 direct    p99 edge   p99 added   errors direct/edge',
+    'target   body    edge/direct req/s (median; rounds)       p99 direct    p99 edge   p99 added   errors direct/edge   host CPU busy direct/edge   haproxy µs/req',
   ];
   for (const row of rows) {
     const ratios = row.edge.map((e, i) => e.rps / (row.direct[i]?.rps ?? Number.NaN));
@@ -122,10 +138,12 @@ function summary(rows: Iterable<Row>): string[] {
     const p99Edge = median(row.edge.map((r) => r.p99Ms));
     const added = p99Edge - p99Direct;
     const sum = (results: WrkResult[]): number => results.reduce((total, r) => total + r.errors, 0);
+    const busy = (results: Measured[]): string => `${(median(results.map((r) => r.hostBusy)) * 100).toFixed(0)}%`;
+    const haproxy = median(row.edge.map((r) => r.haproxyMicros ?? Number.NaN));
     lines.push(
       `${row.target.padEnd(8)} ${row.body.padEnd(6)}  ×${median(ratios).toFixed(2)} (${ratios.map((v) => v.toFixed(2)).join(', ')})`.padEnd(58) +
         `${p99Direct.toFixed(1).padStart(8)} ms ${p99Edge.toFixed(1).padStart(8)} ms ${`${added >= 0 ? '+' : ''}${added.toFixed(1)} ms`.padStart(10)}   ` +
-        `${sum(row.direct)}/${sum(row.edge)}`,
+        `${`${sum(row.direct)}/${sum(row.edge)}`.padEnd(18)}   ${`${busy(row.direct)}/${busy(row.edge)}`.padEnd(26)}  ${Number.isNaN(haproxy) ? '' : haproxy.toFixed(1)}`,
     );
   }
   return lines;
@@ -135,10 +153,11 @@ function loadAverage(): string {
   return `load average ${os.loadavg().map((n) => n.toFixed(2)).join(' ')} at ${new Date().toISOString()}`;
 }
 
-function describe(name: string, w: WrkResult): string {
+function describe(name: string, w: Measured): string {
   return (
     `${name.padEnd(8)} ${w.rps.toFixed(0).padStart(9)} req/s  p99 ${w.p99Ms.toFixed(2).padStart(8)} ms  ` +
-    `${w.mibPerSec.toFixed(1).padStart(8)} MiB/s  ${w.requests} requests${w.errors > 0 ? `, ${w.errors} failed (${w.errorText})` : ''}`
+    `${w.mibPerSec.toFixed(1).padStart(8)} MiB/s  ${w.requests} requests${w.errors > 0 ? `, ${w.errors} failed (${w.errorText})` : ''}; ` +
+    `host CPU ${(w.hostBusy * 100).toFixed(0)}% busy${w.haproxyMicros === undefined ? '' : `, haproxy ${w.haproxyMicros.toFixed(1)} µs/request`}`
   );
 }
 
@@ -250,7 +269,7 @@ async function main(): Promise<void> {
         `${nginx === undefined ? '' : `; nginx in front of the ${first.plane} plane's container`}); CPUs: ${os.cpus().length}; ${loadAverage()}\n`,
     );
     const rows = new Map<string, Row>();
-    const record = (target: string, body: string, direct: WrkResult, edge: WrkResult): void => {
+    const record = (target: string, body: string, direct: Measured, edge: Measured): void => {
       const key = `${target} ${body}`;
       const row = rows.get(key) ?? { target, body, direct: [], edge: [] };
       row.direct.push(direct);
@@ -261,7 +280,7 @@ async function main(): Promise<void> {
       for (const [body, file, connections] of [['small', '/small', values['small-connections']], ['1 MiB', '/1m', values['large-connections']]] as const) {
         for (const r of runs) {
           const direct = await load(`http://127.0.0.1:${r.container.hostPort}${file}`, `127.0.0.1:${r.container.hostPort}`, connections);
-          const routed = await load(`http://127.0.0.1:${r.server.port}${file}`, `bench.localhost:${r.server.port}`, connections);
+          const routed = await load(`http://127.0.0.1:${r.server.port}${file}`, `bench.localhost:${r.server.port}`, connections, r.haproxyPid);
           record(r.plane, body, direct, routed);
           console.log(`round ${round} ${body.padEnd(6)} ${describe(`direct`, direct)}`);
           console.log(`round ${round} ${body.padEnd(6)} ${describe(r.plane, routed)}`);

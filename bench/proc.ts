@@ -1,0 +1,30 @@
+// What /proc says about CPU use: of one process, of a process tree, and of the whole host.
+import fs from 'node:fs';
+
+/** A process and its descendants, with their command names (e.g. the server is a child of `bin/slipway.js`; HAProxy is the server's child). */
+export function processTree(pid: number): Array<{ pid: number; name: string }> {
+  let children: number[] = [];
+  try {
+    children = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    children = [];
+  }
+  return [{ pid, name: fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() }, ...children.flatMap(processTree)];
+}
+
+/** CPU time (user + system) a process has used, in µs (from /proc/<pid>/stat, in clock ticks of 10 ms). */
+export function cpuMicros(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // The command name may hold spaces and parentheses: the fields start after its last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/** The host's CPU time so far, in clock ticks summed over all CPUs: all of it, and the part not idle. */
+export function hostCpuTicks(): { total: number; busy: number } {
+  const line = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '';
+  // cpu user nice system idle iowait irq softirq steal (guest time is already inside user).
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1, 9).map(Number) as number[];
+  const busy = (user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0) + (steal ?? 0);
+  return { total: busy + (idle ?? 0) + (iowait ?? 0), busy };
+}
