@@ -74,6 +74,8 @@ export interface Config {
   readonly dataPlane: 'haproxy' | 'node' | undefined;
   /** SLIPWAY_HAPROXY_BIN: the HAProxy binary; undefined = looked for in the usual sbin/bin directories. */
   readonly haproxyBinary: string | undefined;
+  /** SLIPWAY_HAPROXY_THREADS: HAProxy's threads; by default half the CPUs (at least 1), the rest left to Node and the apps. */
+  readonly haproxyThreads: number;
 }
 
 /** HTTPS settings (SLIPWAY_HTTPS_PORT and the ACME/operator certificate settings). */
@@ -244,6 +246,7 @@ export function loadConfig(env: Env = process.env): Config {
     https: httpsSettings(env),
     dataPlane: text(env, 'SLIPWAY_DATA_PLANE') === undefined ? undefined : oneOf(env, 'SLIPWAY_DATA_PLANE', ['haproxy', 'node'] as const, 'node'),
     haproxyBinary: absolutePath(env, 'SLIPWAY_HAPROXY_BIN'),
+    haproxyThreads: integer(env, 'SLIPWAY_HAPROXY_THREADS', Math.max(1, Math.floor(os.availableParallelism() / 2)), 1, 64),
     secretKey: secretKey(env, 'SLIPWAY_SECRET_KEY'),
     newSecretKey: secretKey(env, 'SLIPWAY_NEW_SECRET_KEY'),
   };

@@ -1,5 +1,6 @@
 // Unit tests: loadConfig parses the environment once and refuses bad values with a message naming the variable.
 import assert from 'node:assert/strict';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { ConfigError, LETS_ENCRYPT_DIRECTORY, loadConfig } from '../../src/config.js';
@@ -110,6 +111,12 @@ describe('loadConfig', () => {
     refuses({ SLIPWAY_BUILD_NETWORK: 'host' }, /SLIPWAY_BUILD_NETWORK must be one of confined, none/);
     refuses({ SLIPWAY_BUILD_MEMORY_MB: '8' }, /SLIPWAY_BUILD_MEMORY_MB/);
     refuses({ SLIPWAY_BUILD_PIDS_LIMIT: 'many' }, /SLIPWAY_BUILD_PIDS_LIMIT/);
+  });
+  test('HAProxy threads: half the CPUs by default (at least 1), an override, bad values refused', () => {
+    assert.equal(loadConfig({}).haproxyThreads, Math.max(1, Math.floor(os.availableParallelism() / 2)));
+    assert.equal(loadConfig({ SLIPWAY_HAPROXY_THREADS: '4' }).haproxyThreads, 4);
+    refuses({ SLIPWAY_HAPROXY_THREADS: '0' }, /SLIPWAY_HAPROXY_THREADS must be between 1 and 64/);
+    refuses({ SLIPWAY_HAPROXY_THREADS: 'all' }, /SLIPWAY_HAPROXY_THREADS must be a whole number/);
   });
   test('HTTPS settings (§8): off by default; parsed when SLIPWAY_HTTPS_PORT is set; bad values refused', () => {
     assert.equal(loadConfig({}).https, undefined);

@@ -86,6 +86,7 @@ export async function startPlane(kind: PlaneKind, domain: string, env: Record<st
     limits: config.edge,
     publicProtocol: 'http',
     fastPath: true,
+    threads: config.haproxyThreads,
     log: () => undefined,
   });
   await haproxy.start();

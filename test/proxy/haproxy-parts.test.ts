@@ -110,6 +110,8 @@ describe('HAProxy files', () => {
     assert.match(tls, /set-header x-forwarded-proto https if \{ ssl_fc \}/);
     assert.match(plain, /server node unix@\/var\/lib\/slipway\/haproxy\/node\.sock send-proxy-v2/);
     assert.match(tls, /server node_tls unix@\/var\/lib\/slipway\/haproxy\/node-tls\.sock send-proxy-v2/);
+    assert.doesNotMatch(plain, /nbthread/);
+    assert.match(renderHaproxyConfig({ ...base, fastPath: true, threads: 3 }), /^global\n(?:  .*\n)*  nbthread 3\n/m);
   });
 
   it('a runtime API payload (a certificate) may hold no empty line', async () => {

@@ -36,6 +36,8 @@ export interface HaproxyConfigInput {
   readonly publicProtocol: string;
   /** Whether live app hosts go straight to their app; false sends every request to Node. */
   readonly fastPath: boolean;
+  /** HAProxy's threads (`nbthread`); undefined: one per CPU, HAProxy's default. */
+  readonly threads?: number | undefined;
   /** HTTPS terminated by HAProxy (SLIPWAY_HTTPS_PORT): its port (requests over TLS reach Node on `files.nodeTlsSocket`). */
   readonly tls?: { readonly bindPort: number } | undefined;
   /** Servers to declare at start (the live upstreams of the moment); more are added at run time. */
@@ -63,7 +65,8 @@ global
   stats socket ${files.socket} mode 600 level admin
   stats timeout 30s
   hard-stop-after 5s
-
+${input.threads === undefined ? '' : `  nbthread ${input.threads}
+`}
 defaults
   mode http
   timeout connect 5s

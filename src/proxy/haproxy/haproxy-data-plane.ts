@@ -38,6 +38,8 @@ export interface HaproxyDataPlaneOptions {
   readonly publicProtocol: string;
   /** Whether live app hosts go straight to their app on the plain port (false: every plain request goes to Node). */
   readonly fastPath: boolean;
+  /** HAProxy's threads; undefined: HAProxy's default (one per CPU). */
+  readonly threads?: number | undefined;
   /**
    * HTTPS terminated by HAProxy: the TLS port and where certificates come from (loaded over the
    * runtime API, never written to disk). Requests over TLS reach Node on `files.nodeTlsSocket`.
@@ -390,6 +392,7 @@ export class HaproxyDataPlane {
         limits: options.limits,
         publicProtocol: options.publicProtocol,
         fastPath: options.fastPath,
+        threads: options.threads,
         tls: options.tls === undefined ? undefined : { bindPort: options.tls.port },
         servers: [...this.#servers.values()],
       }),
