@@ -1,6 +1,6 @@
 // Benchmark: a deployed container app through Slipway's router (HAProxy and/or Node data plane) vs the same container directly,
-// with nginx in front of the same container as a reference row, then a release replaced under load through the edge; with wrk.
-// Run: node dist/bench/router.js [--plane haproxy|node|both] [--app node|busybox] [--duration 10] [--rounds 3] [--skip-nginx] [--skip-release]
+// with nginx and a bare HAProxy in front of the same container as reference rows, then a release replaced under load through the edge; with wrk.
+// Run: node dist/bench/router.js [--plane haproxy|node|both] [--app node|busybox] [--duration 10] [--rounds 3] [--skip-references] [--skip-release] [--haproxy-threads N]
 //   (needs `wrk`: apt-get install -y wrk; installs Debian's nginx when missing, as root)
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -13,7 +13,9 @@ import { tarGzOf } from '../test/helpers/apps.js';
 import { ensureBusyboxImage, BUSYBOX_IMAGE } from '../test/helpers/busybox-image.js';
 import { ensureNodeImage, NODE_IMAGE } from '../test/helpers/node-image.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, loginAs, removeEngineObjects, request, spawnServerProcess, testEnv } from '../test/helpers/server.js';
-import { ensureNginx, startNginxProxy, type NginxProxy } from './nginx.js';
+import { loadConfig } from '../src/config.js';
+import { findHaproxy } from '../src/proxy/haproxy/haproxy-binary.js';
+import { ensureNginx, startBareHaproxy, startNginxProxy, type ReferenceProxy } from './reference-proxies.js';
 import { cpuMicros, hostCpuTicks, processTree } from './proc.js';
 import { wrk, type WrkResult } from './wrk.js';
 
@@ -28,18 +30,20 @@ const { values } = parseArgs({
     // The issue's load: 50 connections for small bodies, 10 for 1 MiB bodies.
     'small-connections': { type: 'string', default: '50' },
     'large-connections': { type: 'string', default: '10' },
-    // nginx in front of the first plane's container, as a reference row.
-    'skip-nginx': { type: 'boolean', default: false },
+    // nginx and a bare HAProxy in front of the first plane's container, as reference rows.
+    'skip-references': { type: 'boolean', default: false },
     // The release replaced under load (small bodies through the first plane, HAProxy when present).
     'skip-release': { type: 'boolean', default: false },
     'release-connections': { type: 'string', default: '10' },
+    // SLIPWAY_HAPROXY_THREADS for the HAProxy plane's server (default: the server's own, half the CPUs).
+    'haproxy-threads': { type: 'string' },
   },
 });
 if (!['haproxy', 'node', 'both'].includes(values.plane)) throw new Error('--plane must be haproxy, node or both');
 if (!['node', 'busybox'].includes(values.app)) throw new Error('--app must be node or busybox');
 const planes = values.plane === 'both' ? (['haproxy', 'node'] as const) : ([values.plane] as const);
 
-// Ctrl-C or SIGTERM stops the wrk under way and ends the run through main's cleanup (servers, containers, nginx, folders).
+// Ctrl-C or SIGTERM stops the wrk under way and ends the run through main's cleanup (servers, containers, reference proxies, folders).
 const interrupted = new AbortController();
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => interrupted.abort(new Error(`interrupted by ${signal}`)));
 
@@ -77,7 +81,8 @@ interface PlaneRun {
 /** Starts a server on one plane and deploys the app built from `dir` on it. */
 async function deployOn(plane: string, dir: string): Promise<PlaneRun> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `slipway-bench-router-${plane}-`));
-  const server = await spawnServerProcess(testEnv(dataDir, { SLIPWAY_DATA_PLANE: plane }));
+  const threads = values['haproxy-threads'];
+  const server = await spawnServerProcess(testEnv(dataDir, { SLIPWAY_DATA_PLANE: plane, ...(threads === undefined ? {} : { SLIPWAY_HAPROXY_THREADS: threads }) }));
   const token = await loginAs(server.url, ADMIN_EMAIL, ADMIN_PASSWORD);
   const archive = await tarGzOf(dir);
   const created = await request(server.url, 'POST', '/api/v1/deployments', {
@@ -246,10 +251,10 @@ async function main(): Promise<void> {
   const engine = createDockerEngine();
   await ensureBusyboxImage(engine);
   if (values.app === 'node') await ensureNodeImage(engine);
-  if (!values['skip-nginx']) await ensureNginx();
+  if (!values['skip-references']) await ensureNginx();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-bench-app-'));
   const runs: PlaneRun[] = [];
-  let nginx: NginxProxy | undefined;
+  const references: Array<{ name: string; proxy: ReferenceProxy }> = [];
   try {
     await fsp.writeFile(path.join(dir, 'small'), 'hello world');
     await fsp.writeFile(path.join(dir, '1m'), Buffer.alloc(1024 * 1024, 97));
@@ -260,13 +265,19 @@ async function main(): Promise<void> {
     }
     const first = runs[0];
     if (first === undefined) throw new Error('no plane to measure');
-    // nginx proxies to the first plane's container directly, so its row shares that plane's direct runs.
-    if (!values['skip-nginx']) nginx = await startNginxProxy(first.container.hostPort);
+    // The reference proxies go to the first plane's container directly, so their rows share that plane's direct runs.
+    if (!values['skip-references']) {
+      references.push({ name: 'nginx', proxy: await startNginxProxy(first.container.hostPort) });
+      const haproxy = await findHaproxy(undefined);
+      if (!('path' in haproxy)) throw new Error(`no HAProxy for the bare reference row: ${haproxy.missing}`);
+      const threads = Number(values['haproxy-threads'] ?? loadConfig({}).haproxyThreads);
+      references.push({ name: 'bare', proxy: await startBareHaproxy(haproxy.path, first.container.hostPort, threads) });
+    }
     const rounds = Number(values.rounds);
     console.log(
       `wrk -t2 -d${values.duration}s; small: ${values['small-connections']} connections, 1 MiB: ${values['large-connections']}; ` +
         `${rounds} rounds, targets interleaved within each round (each plane with its own identical ${values.app === 'node' ? 'Node keep-alive' : 'busybox httpd'} container` +
-        `${nginx === undefined ? '' : `; nginx in front of the ${first.plane} plane's container`}); CPUs: ${os.cpus().length}; ${loadAverage()}\n`,
+        `${references.length === 0 ? '' : `; nginx and a bare HAProxy ("bare") in front of the ${first.plane} plane's container`}); CPUs: ${os.cpus().length}; ${loadAverage()}\n`,
     );
     const rows = new Map<string, Row>();
     const record = (target: string, body: string, direct: Measured, edge: Measured): void => {
@@ -284,23 +295,23 @@ async function main(): Promise<void> {
           record(r.plane, body, direct, routed);
           console.log(`round ${round} ${body.padEnd(6)} ${describe(`direct`, direct)}`);
           console.log(`round ${round} ${body.padEnd(6)} ${describe(r.plane, routed)}`);
-          if (r === first && nginx !== undefined) {
-            const proxied = await load(`http://127.0.0.1:${nginx.port}${file}`, `127.0.0.1:${nginx.port}`, connections);
-            record('nginx', body, direct, proxied);
-            console.log(`round ${round} ${body.padEnd(6)} ${describe('nginx', proxied)}`);
+          for (const { name, proxy } of r === first ? references : []) {
+            const proxied = await load(`http://127.0.0.1:${proxy.port}${file}`, `127.0.0.1:${proxy.port}`, connections, proxy.workerPid);
+            record(name, body, direct, proxied);
+            console.log(`round ${round} ${body.padEnd(6)} ${describe(name, proxied)}`);
           }
         }
       }
     }
     console.log(`\nper target, against the direct run just before it (medians of ${rounds} rounds; p99 added = median edge p99 − median direct p99):`);
-    const order = ['haproxy', 'nginx', 'node'];
+    const order = ['haproxy', 'bare', 'nginx', 'node'];
     const sorted = [...rows.values()].sort((a, b) => order.indexOf(a.target) - order.indexOf(b.target) || (a.body === 'small' ? -1 : 1));
     console.log(summary(sorted).join('\n'));
     console.log(`(${loadAverage()})`);
-    await nginx?.stop();
+    for (const { proxy } of references) await proxy.stop();
     if (!values['skip-release']) await releaseUnderLoad(runs.find((r) => r.plane === 'haproxy') ?? first, dir);
   } finally {
-    await nginx?.stop();
+    for (const { proxy } of references) await proxy.stop();
     for (const r of runs) {
       await r.server.kill('SIGTERM');
       // Leave nothing behind: the app's containers and images, and the folders.
