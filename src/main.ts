@@ -456,8 +456,9 @@ export async function startServer(startConfig: Config, options: StartOptions = {
         // With HTTPS on, the plain port answers ACME challenges and 308s from Node (which knows the
         // certificates): HAProxy passes plain requests to Node; requests over TLS take the fast path.
         fastPath: config.https === undefined,
-        // On a host shared with Node and the apps, fewer threads than CPUs: measured on 2 CPUs, one
-        // thread used 10–30% less CPU per tunnel request than two (bench/tunnel, issue 14).
+        // On a host shared with Node and the apps, fewer threads than CPUs. Measured on 2 CPUs
+        // (bench/tunnel, issue 14): one thread used 19–21 µs of CPU per tunnel request, two 23–29 µs;
+        // app traffic (bench/router) showed no difference beyond the noise.
         threads: config.haproxyThreads,
         tls,
         log,
