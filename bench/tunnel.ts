@@ -138,6 +138,7 @@ async function roleServer(plane: string): Promise<void> {
       limits: config.edge,
       publicProtocol: 'http',
       fastPath: true,
+      threads: config.haproxyThreads,
       log: () => undefined,
     });
     await haproxy.start();

@@ -38,8 +38,8 @@ export interface HaproxyDataPlaneOptions {
   readonly publicProtocol: string;
   /** Whether live app hosts go straight to their app on the plain port (false: every plain request goes to Node). */
   readonly fastPath: boolean;
-  /** HAProxy's threads; undefined: HAProxy's default (one per CPU). */
-  readonly threads?: number | undefined;
+  /** HAProxy's threads (`SLIPWAY_HAPROXY_THREADS`). */
+  readonly threads: number;
   /**
    * HTTPS terminated by HAProxy: the TLS port and where certificates come from (loaded over the
    * runtime API, never written to disk). Requests over TLS reach Node on `files.nodeTlsSocket`.
