@@ -9,15 +9,27 @@ export function processTree(pid: number): Array<{ pid: number; name: string }> {
   } catch {
     children = [];
   }
-  return [{ pid, name: fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() }, ...children.flatMap(processTree)];
+  // A child that ended between the two reads is left out; the process asked for must exist.
+  const descendants = children.flatMap((child) => {
+    try {
+      return processTree(child);
+    } catch {
+      return [];
+    }
+  });
+  return [{ pid, name: fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() }, ...descendants];
 }
 
-/** CPU time (user + system) a process has used, in µs (from /proc/<pid>/stat, in clock ticks of 10 ms). */
-export function cpuMicros(pid: number): number {
+/**
+ * CPU time (user + system) a process has used, in µs (from /proc/<pid>/stat, in clock ticks of
+ * 10 ms). With `reaped`, also what its children that it has waited for used (cutime, cstime).
+ */
+export function cpuMicros(pid: number, options: { reaped?: boolean } = {}): number {
   const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
   // The command name may hold spaces and parentheses: the fields start after its last ')'.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  const ticks = (options.reaped === true ? [11, 12, 13, 14] : [11, 12]).reduce((sum, i) => sum + Number(fields[i] ?? 0), 0);
+  return ticks * 10_000;
 }
 
 /** The host's CPU time so far, in clock ticks summed over all CPUs: all of it, and the part not idle. */

@@ -16,6 +16,7 @@ import { busyboxArchive } from '../test/helpers/apps.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, PROJECT_ROOT, loginAs, removeEngineObjects, request, testEnv } from '../test/helpers/server.js';
 import Database from 'better-sqlite3';
 import { wrk as runWrk } from './wrk.js';
+import { cpuMicros, processTree } from './proc.js';
 
 const { values } = parseArgs({
   options: {
@@ -147,27 +148,21 @@ async function spawnBareServer(body: string): Promise<{ child: ChildProcess; url
 /** CPU seconds (user + system, with reaped children) of one process, from /proc; NaN when unreadable. */
 function processCpuSeconds(pid: number): number {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may hold spaces): utime is the 14th field, stime, cutime, cstime follow.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i] ?? 0), 0);
-    return ticks / 100; // USER_HZ is 100 on Linux
+    return cpuMicros(pid, { reaped: true }) / 1e6;
   } catch {
     return Number.NaN;
   }
 }
 
-/** CPU seconds of a process and its live descendants (the supervisor and its server worker). */
+/** CPU seconds of a process and its live descendants (the supervisor and its server worker); NaN when it is gone. */
 function treeCpuSeconds(pid: number): number {
-  let total = processCpuSeconds(pid);
-  let children: string[] = [];
+  let tree: Array<{ pid: number }>;
   try {
-    children = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter((c) => c !== '');
+    tree = processTree(pid);
   } catch {
-    // gone
+    return Number.NaN;
   }
-  for (const child of children) total += treeCpuSeconds(Number(child));
-  return total;
+  return tree.reduce((total, p) => total + processCpuSeconds(p.pid), 0);
 }
 
 /** The engine's CPU seconds so far by process kind: dockerd, containerd, the containerd shims (with the runc runs they reaped), docker-proxy. */
