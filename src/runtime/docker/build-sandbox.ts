@@ -172,17 +172,19 @@ export async function pruneAppFirewalls(): Promise<void> {
   const jumpLine = /^-A (DOCKER-USER|INPUT|SLIPWAY-APPS|SLIPWAY-APPS-IN) -i (br-[A-Za-z0-9]+) -j (SLIPWAY-APP-[0-9a-f]{10}(?:-IN)?)$/;
   // The chains of gone bridges, as their jumps name them.
   const stale = new Set<string>();
+  const bridges = await liveBridges();
+  let dispatch: Promise<void> | undefined;
   for (const parent of ['DOCKER-USER', 'INPUT', APPS_FORWARD_CHAIN, APPS_INPUT_CHAIN]) {
     const lines = await listChain(parent, false).catch(() => new Set<string>());
     for (const line of lines) {
       const match = jumpLine.exec(line);
       if (match === null) continue;
       const [, chain, bridge, target] = match as unknown as [string, string, string, string];
-      const gone = !(await interfaceExists(bridge));
+      const gone = !bridges.has(bridge);
       if (gone) stale.add(target);
       const old = chain === 'DOCKER-USER' || chain === 'INPUT';
       if (old && !gone) {
-        await ensureAppDispatch();
+        await (dispatch ??= ensureAppDispatch());
         const into = chain === 'INPUT' ? APPS_INPUT_CHAIN : APPS_FORWARD_CHAIN;
         if (!(await listChain(into, false)).has(ruleLine(into, ['-i', bridge, '-j', target]))) await must(['-A', into, '-i', bridge, '-j', target]);
       }
@@ -191,7 +193,7 @@ export async function pruneAppFirewalls(): Promise<void> {
   }
   // Chains no jump names any more (an older Slipway removed jumps, never chains): those whose tag is
   // no live bridge's. A bridge being confined right now exists already, so its chains are kept.
-  const live = new Set((await readdirSafe('/sys/class/net')).filter((name) => name.startsWith('br-')).map((name) => appChains(name).forward));
+  const live = new Set([...(await liveBridges())].map((name) => appChains(name).forward));
   const all = await new Promise<string>((resolve) => execFile('iptables', ['-w', '5', '-S'], { timeout: IPTABLES_TIMEOUT_MS }, (_err, stdout) => resolve(String(stdout))));
   for (const [, chain, forward] of all.matchAll(/^-N ((SLIPWAY-APP-[0-9a-f]{10})(?:-IN)?)$/gm)) {
     if (chain !== undefined && forward !== undefined && !live.has(forward)) stale.add(chain);
@@ -202,11 +204,9 @@ export async function pruneAppFirewalls(): Promise<void> {
   }
 }
 
-async function interfaceExists(name: string): Promise<boolean> {
-  return stat(path.join('/sys/class/net', name)).then(
-    () => true,
-    () => false,
-  );
+/** The `br-*` interfaces that exist now. */
+async function liveBridges(): Promise<Set<string>> {
+  return new Set((await readdirSafe('/sys/class/net')).filter((name) => name.startsWith('br-')));
 }
 
 function ruleLine(chain: string, rule: readonly string[]): string {
