@@ -35,6 +35,13 @@ export interface BridgeOptions {
   onPeerReset?(reason: string): void;
   /** The peer ended its side: the handler ends the socket (default: `socket.end()`). */
   onPeerEnd?(): void;
+  /**
+   * For a socket opened with net's `onread` (every read lands in one reused buffer: no Buffer and
+   * no 'data' event per read). The bridge then does not listen for 'data': it hands this function
+   * the one to call with each read, a view of that buffer. The view stays valid while the bridge
+   * holds it, because the socket is paused (no further read) whenever bytes wait for credit.
+   */
+  lentReads?(read: (bytes: Buffer) => void): void;
 }
 
 /**
@@ -86,7 +93,9 @@ export class SocketBridge implements StreamEndpoint {
 
   /** @internal Starts reading the socket (after the OPEN went out). */
   start(): void {
-    for (const [event, listener] of this.#listeners) this.#socket.on(event, listener);
+    const lentReads = this.#options.lentReads;
+    for (const [event, listener] of this.#listeners) if (event !== 'data' || lentReads === undefined) this.#socket.on(event, listener);
+    lentReads?.((bytes) => this.#onSocketData(bytes));
   }
 
   /**
@@ -193,11 +202,12 @@ export class SocketBridge implements StreamEndpoint {
     this.#pumpOut();
   }
 
+  /** A read from the socket (with lent reads, a view that is valid until the socket reads again). */
   #onSocketData(chunk: Buffer): void {
     if (this.#done) return;
     const filter = this.#options.filter;
     if (filter === undefined) {
-      // The common case: room for the chunk, nothing held: no queue at all.
+      // The common case: room for the chunk, nothing held: no queue at all (sendData copies it into a frame).
       if (this.#held.length === 0 && chunk.length <= this.#sendWindow && chunk.length <= MAX_DATA_PAYLOAD && !this.#mux.congested(this)) {
         this.#sendWindow -= chunk.length;
         this.#mux.sendData(this.id, chunk);

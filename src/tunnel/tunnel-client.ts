@@ -194,6 +194,9 @@ function connectOnce(
   });
 }
 
+/** The buffer every read from a local app lands in (see appConnection). */
+const APP_READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
+
 /**
  * A stream's connection to the local app, joined to the stream byte for byte (a SocketBridge: the
  * server speaks HTTP or WebSocket through it; nothing here parses a byte). Bytes the server sends
@@ -201,12 +204,23 @@ function connectOnce(
  * `refused …` reason, which the server turns into a 502 page.
  */
 function appConnection(host: string, port: number): { socket: Socket; options: BridgeOptions } {
-  const socket = connect({ host, port, noDelay: true });
+  let read: ((bytes: Buffer) => void) | undefined;
+  // Reads land in one buffer shared by every app connection (net's `onread`): no Buffer and no
+  // stream event per read. The bridge copies each read into a frame before the next can arrive.
+  const onread = {
+    buffer: APP_READ_BUFFER,
+    callback: (size: number, buffer: Uint8Array): boolean => {
+      read?.((buffer as Buffer).subarray(0, size));
+      return true; // keep reading: the bridge pauses the socket itself when the stream has no credit
+    },
+  };
+  const socket = connect({ host, port, noDelay: true, onread });
   let connected = false;
   socket.once('connect', () => (connected = true));
   const failureReason = (err: NodeJS.ErrnoException): string => (connected ? 'app connection failed' : `${REFUSED_REASON} ${err.code ?? err.message}`);
-  return { socket, options: { failureReason } };
+  return { socket, options: { failureReason, lentReads: (bridgeRead) => (read = bridgeRead) } };
 }
+
 
 /** `http(s)://host[:port][/prefix]` → `ws(s)://host[:port][/prefix]/api/v1/tunnels/connect?subdomain=…`. */
 function connectUrl(serverUrl: string, subdomain: string | undefined): string {

@@ -318,6 +318,38 @@ describe('socket bridge', () => {
     await app.close();
   });
 
+  it('a socket reading into one reused buffer (onread) hands its reads over through lentReads: a body of many windows arrives intact', async () => {
+    // The app sends far more than the window at once: reads wait for credit, and each next read
+    // overwrites the shared buffer, so a view sent after the next read would corrupt the body.
+    const body = randomBytes(2 * 1024 * 1024 + 3);
+    const app = await tcpServer((socket) => socket.end(body));
+    const shared = Buffer.alloc(4096);
+    const pair = await muxPair(WINDOW, undefined, {
+      onSocketStream: () => {
+        let read: ((bytes: Buffer) => void) | undefined;
+        const onread = {
+          buffer: shared,
+          callback: (size: number, buffer: Uint8Array): boolean => {
+            read?.(Buffer.from(buffer.buffer, buffer.byteOffset, size));
+            return true;
+          },
+        };
+        const socket = connect({ port: app.port, host: '127.0.0.1', onread });
+        return { socket, options: { lentReads: (bridgeRead: (bytes: Buffer) => void) => (read = bridgeRead) } };
+      },
+    });
+    const stream = pair.opener.open();
+    stream.end();
+    const received: Buffer[] = [];
+    for await (const chunk of stream) {
+      received.push(chunk as Buffer);
+      if (received.length % 16 === 0) await sleep(1); // a slow reader: credit comes back late
+    }
+    assert.equal(sha256(received), sha256([body]));
+    await pair.close();
+    await app.close();
+  });
+
   it('a refused connect resets the stream with the reason the bridge gives', async () => {
     const app = await tcpServer(() => {});
     const closedPort = app.port;
