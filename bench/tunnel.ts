@@ -50,6 +50,8 @@ interface Result {
   readonly rps: number;
   readonly p99Ms: number;
   readonly errors: number;
+  /** What the failures were (wrk's error lines), '' when none. */
+  readonly errorText: string;
 }
 
 // ---- roles (child processes) ---------------------------------------------------------------------
@@ -216,7 +218,7 @@ async function cpuOf(child: ChildProcess): Promise<Usage> {
 
 async function loadWithWrk(target: Target, path: string, connections: number, seconds: number): Promise<Result> {
   const result = await wrk(`http://127.0.0.1:${target.port}${path}`, { connections, seconds, headers: [`Host: ${target.host}`] });
-  return { rps: result.rps, p99Ms: result.p99Ms, errors: result.errors };
+  return { rps: result.rps, p99Ms: result.p99Ms, errors: result.errors, errorText: result.errorText };
 }
 
 /** Our own generator: `connections` keep-alive loops for `seconds`. */
@@ -248,7 +250,7 @@ async function loadWithNode(target: Target, path: string, connections: number, s
   await Promise.all(Array.from({ length: connections }, loop));
   agent.destroy();
   latencies.sort((a, b) => a - b);
-  return { rps: latencies.length / seconds, p99Ms: latencies[Math.floor(latencies.length * 0.99)] ?? Number.NaN, errors };
+  return { rps: latencies.length / seconds, p99Ms: latencies[Math.floor(latencies.length * 0.99)] ?? Number.NaN, errors, errorText: errors > 0 ? `${errors} failed requests` : '' };
 }
 
 async function waitForPort(port: number, timeoutMs: number): Promise<void> {
@@ -443,7 +445,7 @@ async function main(): Promise<void> {
       const big = await load(target, '/big', 10, DURATION_S);
       runs.get(target)?.push({ small, big, ...(cpu === undefined ? {} : { cpu }) });
       console.log(
-        `  round ${round} ${target.name}: ${fmt(small.rps)} req/s, p99 ${fmt(small.p99Ms, 2)} ms, ${fmt(big.rps, 1)} MiB/s, errors ${small.errors + big.errors}${cpu === undefined ? '' : tunnel === undefined ? `, CPU/request sshd + ssh ${fmt(cpu.server, 1)} µs (10 ms ticks)` : `, CPU/request server ${fmt(cpu.server, 1)} µs client ${fmt(cpu.client, 1)} µs${tunnel.haproxyPid === undefined ? '' : ` haproxy ${fmt(cpu.haproxy, 1)} µs (10 ms ticks)`}, server syscalls/request ${fmt(cpu.serverReads, 2)} reads ${fmt(cpu.serverWrites, 2)} writes`}`,
+        `  round ${round} ${target.name}: ${fmt(small.rps)} req/s, p99 ${fmt(small.p99Ms, 2)} ms, ${fmt(big.rps, 1)} MiB/s, errors ${small.errors + big.errors}${[small.errorText && `small: ${small.errorText}`, big.errorText && `1 MiB: ${big.errorText}`].filter(Boolean).map((text) => ` (${text})`).join('')}${cpu === undefined ? '' : tunnel === undefined ? `, CPU/request sshd + ssh ${fmt(cpu.server, 1)} µs (10 ms ticks)` : `, CPU/request server ${fmt(cpu.server, 1)} µs client ${fmt(cpu.client, 1)} µs${tunnel.haproxyPid === undefined ? '' : ` haproxy ${fmt(cpu.haproxy, 1)} µs (10 ms ticks)`}, server syscalls/request ${fmt(cpu.serverReads, 2)} reads ${fmt(cpu.serverWrites, 2)} writes`}`,
       );
     }
   }

@@ -38,8 +38,8 @@ export interface BridgeOptions {
   /**
    * For a socket opened with net's `onread` (every read lands in one reused buffer: no Buffer and
    * no 'data' event per read). The bridge then does not listen for 'data': it hands this function
-   * the one to call with each read, a view of that buffer. The view stays valid while the bridge
-   * holds it, because the socket is paused (no further read) whenever bytes wait for credit.
+   * the one to call with each read, a view of that buffer valid only until the next read of any
+   * socket sharing it: the bridge copies what it must keep (bytes that wait for credit).
    */
   lentReads?(read: (bytes: Buffer) => void): void;
 }
@@ -95,7 +95,7 @@ export class SocketBridge implements StreamEndpoint {
   start(): void {
     const lentReads = this.#options.lentReads;
     for (const [event, listener] of this.#listeners) if (event !== 'data' || lentReads === undefined) this.#socket.on(event, listener);
-    lentReads?.((bytes) => this.#onSocketData(bytes));
+    lentReads?.((bytes) => this.#onSocketData(bytes, true));
   }
 
   /**
@@ -202,8 +202,8 @@ export class SocketBridge implements StreamEndpoint {
     this.#pumpOut();
   }
 
-  /** A read from the socket (with lent reads, a view that is valid until the socket reads again). */
-  #onSocketData(chunk: Buffer): void {
+  /** A read from the socket; `lent`: a view of a shared buffer (see lentReads), copied before it is kept. */
+  #onSocketData(chunk: Buffer, lent = false): void {
     if (this.#done) return;
     const filter = this.#options.filter;
     if (filter === undefined) {
@@ -213,9 +213,9 @@ export class SocketBridge implements StreamEndpoint {
         this.#mux.sendData(this.id, chunk);
         return;
       }
-      this.#held.push(chunk);
+      this.#held.push(lent ? Buffer.from(chunk) : chunk);
     } else {
-      const out = filter.fromSocket(chunk);
+      const out = filter.fromSocket(lent ? Buffer.from(chunk) : chunk);
       if (out === null) return this.#stop();
       for (const part of out) if (part.length > 0) this.#held.push(part);
     }

@@ -206,7 +206,7 @@ const APP_READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
 function appConnection(host: string, port: number): { socket: Socket; options: BridgeOptions } {
   let read: ((bytes: Buffer) => void) | undefined;
   // Reads land in one buffer shared by every app connection (net's `onread`): no Buffer and no
-  // stream event per read. The bridge copies each read into a frame before the next can arrive.
+  // stream event per read. The bridge copies each read into a frame, or aside while it waits for credit.
   const onread = {
     buffer: APP_READ_BUFFER,
     callback: (size: number, buffer: Uint8Array): boolean => {
