@@ -75,9 +75,6 @@ for (let i = 0; i < 16; i++) {
   HEX['0123456789ABCDEF'.charCodeAt(i)] = i;
 }
 
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-/** Control bytes other than HT, CR and LF (CR and LF are checked line by line). */
-const CONTROL = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/;
 const REQUEST_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([^\x00-\x20\x7f]+) HTTP\/1\.([01])$/;
 const STATUS_LINE = /^HTTP\/1\.[0-9] ([0-9]{3})(?: .*)?$/;
 const DECIMAL = /^[0-9]{1,15}$/;
@@ -100,6 +97,7 @@ function trimOws(s: string): string {
 
 /** The Content-Length of a message from all its field values, or null when they are invalid or disagree. */
 function parseContentLength(values: readonly string[]): number | null {
+  if (values.length === 1 && DECIMAL.test(values[0]!)) return Number(values[0]); // the usual case, one plain value
   let length: number | undefined;
   for (const value of values) {
     for (const part of value.split(',')) {
@@ -323,32 +321,80 @@ class ChunkedBody {
   }
 }
 
-/** Header lines of a head, without their line ends; a string when a line breaks the rules. */
-function splitHead(head: Buffer): { first: string; lines: string[] } | string {
-  const text = head.toString('latin1');
-  if (CONTROL.test(text)) return 'control byte in head';
-  const lines = text.split('\n');
-  // The last two entries are the empty line and what follows its LF.
-  lines.length -= 2;
-  for (let i = 0; i < lines.length; i++) {
-    let line = lines[i]!;
-    if (line.charCodeAt(line.length - 1) === CR) line = line.slice(0, -1);
-    if (line.includes('\r')) return 'bare CR in head';
-    lines[i] = line;
+/** Control bytes other than HT, CR and LF, by byte (CR and LF are checked where lines end). */
+const CTL = new Uint8Array(256);
+for (let b = 0; b < 256; b++) if (isControl(b) && b !== CR && b !== LF) CTL[b] = 1;
+
+/**
+ * The lines of a complete head as offsets, without their line ends and without the empty line that
+ * ends the head: line `i` is `head[bounds[2i], bounds[2i+1])`. A string when a byte breaks the rules
+ * (a control byte anywhere, a CR not followed by LF) or the head is empty. Nothing is decoded.
+ */
+function headLines(head: Buffer): number[] | string {
+  let bareCr = false;
+  for (let i = 0; i < head.length; i++) {
+    const byte = head[i]!;
+    if (CTL[byte] === 1) return 'control byte in head';
+    if (byte === CR && head[i + 1] !== LF) bareCr = true;
   }
-  const first = lines.shift();
-  return first === undefined ? 'empty head' : { first, lines };
+  if (bareCr) return 'bare CR in head';
+  const bounds: number[] = [];
+  let start = 0;
+  for (;;) {
+    const lf = head.indexOf(LF, start);
+    const end = lf > start && head[lf - 1] === CR ? lf - 1 : lf;
+    if (lf === -1 || end === start) break; // the empty line that ends the head
+    bounds.push(start, end);
+    start = lf + 1;
+  }
+  return bounds.length === 0 ? 'empty head' : bounds;
 }
 
-/** Splits a header line into a lowercased name and its value; a string when the line is malformed. */
-function splitField(line: string): { name: string; value: string } | string {
-  const first = line.charCodeAt(0);
+/**
+ * Checks the header line `head[start, end)` and returns the offset of its colon; a string when the
+ * line is malformed (folded, no name, a name that is not a token).
+ */
+function fieldColon(head: Buffer, start: number, end: number): number | string {
+  const first = head[start]!;
   if (first === SP || first === HT) return 'obsolete line folding';
-  const colon = line.indexOf(':');
-  if (colon <= 0) return 'header line without a name';
-  const name = line.slice(0, colon);
-  if (!TOKEN.test(name)) return `invalid header name ${JSON.stringify(name)}`;
-  return { name: name.toLowerCase(), value: trimOws(line.slice(colon + 1)) };
+  const colon = head.indexOf(0x3a, start);
+  if (colon <= start || colon >= end) return 'header line without a name';
+  for (let i = start; i < colon; i++) {
+    if (TCHAR[head[i]!] !== 1) return `invalid header name ${JSON.stringify(head.toString('latin1', start, colon))}`;
+  }
+  return colon;
+}
+
+/** True when `head[start, end)` is `lower` (a lowercase ASCII name), whatever the case of its letters. */
+function nameIs(head: Buffer, start: number, end: number, lower: Buffer): boolean {
+  if (end - start !== lower.length) return false;
+  for (let i = 0; i < lower.length; i++) {
+    const byte = head[start + i]!;
+    if ((byte >= 0x41 && byte <= 0x5a ? byte | 0x20 : byte) !== lower[i]) return false;
+  }
+  return true;
+}
+
+/** The field value after the colon at `colon`, up to `end`, without surrounding whitespace. */
+function fieldValue(head: Buffer, colon: number, end: number): string {
+  let start = colon + 1;
+  while (start < end && (head[start] === SP || head[start] === HT)) start++;
+  while (end > start && (head[end - 1] === SP || head[end - 1] === HT)) end--;
+  return head.toString('latin1', start, end);
+}
+
+const HOST = Buffer.from('host');
+const CONTENT_LENGTH = Buffer.from('content-length');
+const TRANSFER_ENCODING = Buffer.from('transfer-encoding');
+const CONNECTION = Buffer.from('connection');
+const UPGRADE = Buffer.from('upgrade');
+const EDGE_HEADER_NAMES = [...EDGE_HEADERS].map((name) => Buffer.from(name));
+/** The lengths of every name a request head is searched for: other lines are only checked. */
+const NAME_LENGTHS = new Set([HOST, CONTENT_LENGTH, TRANSFER_ENCODING, CONNECTION, UPGRADE, ...EDGE_HEADER_NAMES].map((name) => name.length));
+
+function isEdgeHeader(head: Buffer, start: number, end: number): boolean {
+  for (const name of EDGE_HEADER_NAMES) if (nameIs(head, start, end, name)) return true;
+  return false;
 }
 
 function hasToken(values: readonly string[], token: string): boolean {
@@ -363,45 +409,42 @@ function refuse(status: FramingRefusal['status'], message: string): FramingRefus
   return { status, message };
 }
 
-/** Parses and rewrites one complete request head. */
+/**
+ * Parses and rewrites one complete request head: the visitor's forwarding headers are dropped, every
+ * other line is kept byte for byte (lines of a request always end in CRLF), and the edge's are added.
+ */
 function parseRequestHead(head: Buffer, options: RequestFramerOptions): { info: RequestInfo; head: Buffer; body: RequestBody } | FramingRefusal {
-  const split = splitHead(head);
-  if (typeof split === 'string') return refuse(400, split);
-  const requestLine = REQUEST_LINE.exec(split.first);
+  const lines = headLines(head);
+  if (typeof lines === 'string') return refuse(400, lines);
+  const requestLine = REQUEST_LINE.exec(head.toString('latin1', lines[0], lines[1]));
   if (!requestLine) return refuse(400, 'malformed request line');
   const method = requestLine[1]!;
   const target = requestLine[2]!;
   const minor = requestLine[3]!;
   if (method === 'CONNECT') return refuse(501, 'CONNECT is not supported');
-  let out = split.first + '\r\n';
   let host: string | undefined;
   let hosts = 0;
   const contentLengths: string[] = [];
   const transferEncodings: string[] = [];
   const connection: string[] = [];
   let upgradeHeader = false;
-  for (const line of split.lines) {
-    const field = splitField(line);
-    if (typeof field === 'string') return refuse(400, field);
-    switch (field.name) {
-      case 'host':
-        hosts++;
-        host = field.value;
-        break;
-      case 'content-length':
-        contentLengths.push(field.value);
-        break;
-      case 'transfer-encoding':
-        transferEncodings.push(field.value);
-        break;
-      case 'connection':
-        connection.push(field.value);
-        break;
-      case 'upgrade':
-        if (field.value !== '') upgradeHeader = true;
-        break;
-    }
-    if (!EDGE_HEADERS.has(field.name)) out += line + '\r\n';
+  /** Line offsets of the visitor's forwarding headers, dropped from the head. */
+  let dropped: number[] | undefined;
+  for (let i = 2; i < lines.length; i += 2) {
+    const start = lines[i]!;
+    const end = lines[i + 1]!;
+    const colon = fieldColon(head, start, end);
+    if (typeof colon === 'string') return refuse(400, colon);
+    if (!NAME_LENGTHS.has(colon - start)) continue; // no header the edge looks at
+    if (nameIs(head, start, colon, HOST)) {
+      hosts++;
+      host = fieldValue(head, colon, end);
+    } else if (nameIs(head, start, colon, CONTENT_LENGTH)) contentLengths.push(fieldValue(head, colon, end));
+    else if (nameIs(head, start, colon, TRANSFER_ENCODING)) transferEncodings.push(fieldValue(head, colon, end));
+    else if (nameIs(head, start, colon, CONNECTION)) connection.push(fieldValue(head, colon, end));
+    else if (nameIs(head, start, colon, UPGRADE)) {
+      if (fieldValue(head, colon, end) !== '') upgradeHeader = true;
+    } else if (isEdgeHeader(head, start, colon)) (dropped ??= []).push(start, end + 2);
   }
   if (hosts > 1) return refuse(400, 'several Host headers');
   if (hosts === 0 && minor === '1') return refuse(400, 'HTTP/1.1 request without Host');
@@ -418,8 +461,23 @@ function parseRequestHead(head: Buffer, options: RequestFramerOptions): { info: 
     if (length > 0) body = { kind: 'length', length };
   }
   const info: RequestInfo = { method, target, host, upgrade: upgradeHeader && hasToken(connection, 'upgrade') };
-  out += options.addHeaders(info) + '\r\n';
-  return { info, head: Buffer.from(out, 'latin1'), body };
+  return { info, head: rewriteHead(head, dropped ?? [], `${options.addHeaders(info)}\r\n`), body };
+}
+
+/** `head` without its final CRLF and the byte ranges in `dropped`, followed by `tail` (latin1). */
+function rewriteHead(head: Buffer, dropped: readonly number[], tail: string): Buffer {
+  let kept = head.length - 2;
+  for (let i = 0; i < dropped.length; i += 2) kept -= dropped[i + 1]! - dropped[i]!;
+  const out = Buffer.allocUnsafe(kept + Buffer.byteLength(tail, 'latin1'));
+  let offset = 0;
+  let from = 0;
+  for (let i = 0; i < dropped.length; i += 2) {
+    offset += head.copy(out, offset, from, dropped[i]);
+    from = dropped[i + 1]!;
+  }
+  offset += head.copy(out, offset, from, head.length - 2);
+  out.write(tail, offset, 'latin1');
+  return out;
 }
 
 /** Pushes `chunk[from, to)` to `forward`: the chunk itself when whole, else a view; nothing when empty. */
@@ -548,19 +606,25 @@ interface ResponseHead {
 }
 
 function parseResponseHead(head: Buffer): ResponseHead | string {
-  const split = splitHead(head);
-  if (typeof split === 'string') return split;
-  const statusLine = STATUS_LINE.exec(split.first);
-  if (!statusLine) return `malformed status line ${JSON.stringify(split.first.slice(0, 64))}`;
+  const lines = headLines(head);
+  if (typeof lines === 'string') return lines;
+  const first = head.toString('latin1', lines[0], lines[1]);
+  const statusLine = STATUS_LINE.exec(first);
+  if (!statusLine) return `malformed status line ${JSON.stringify(first.slice(0, 64))}`;
   const status = Number(statusLine[1]);
   if (status < 100 || status > 599) return `status ${statusLine[1]} out of range`;
   const contentLengths: string[] = [];
-  const codings: string[] = [];
-  for (const line of split.lines) {
-    const field = splitField(line);
-    if (typeof field === 'string') return field;
-    if (field.name === 'content-length') contentLengths.push(field.value);
-    else if (field.name === 'transfer-encoding') codings.push(...field.value.split(','));
+  let lastCoding: string | undefined;
+  for (let i = 2; i < lines.length; i += 2) {
+    const start = lines[i]!;
+    const end = lines[i + 1]!;
+    const colon = fieldColon(head, start, end);
+    if (typeof colon === 'string') return colon;
+    if (nameIs(head, start, colon, CONTENT_LENGTH)) contentLengths.push(fieldValue(head, colon, end));
+    else if (nameIs(head, start, colon, TRANSFER_ENCODING)) {
+      const value = fieldValue(head, colon, end);
+      lastCoding = value.slice(value.lastIndexOf(',') + 1);
+    }
   }
   let contentLength: number | undefined;
   if (contentLengths.length > 0) {
@@ -568,7 +632,7 @@ function parseResponseHead(head: Buffer): ResponseHead | string {
     if (length === null) return 'invalid Content-Length';
     contentLength = length;
   }
-  const last = codings.length === 0 ? undefined : trimOws(codings[codings.length - 1]!).toLowerCase();
+  const last = lastCoding === undefined ? undefined : trimOws(lastCoding).toLowerCase();
   return { status, contentLength, transferEncoding: last === undefined ? 'none' : last === 'chunked' ? 'chunked' : 'other' };
 }
 
