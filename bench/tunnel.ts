@@ -35,7 +35,8 @@ import { hasWrk, wrk } from './wrk.js';
 const run = promisify(execFile);
 const SELF = fileURLToPath(import.meta.url);
 const MiB = 1024 * 1024;
-const DURATION_S = 5;
+/** Seconds per measured run, unless `--seconds` says otherwise. */
+const DEFAULT_SECONDS = 5;
 const BENCH_KEY = 'slw_k1_benchbenchbenchbenchbenchbenchbench';
 const SMALL_BODY = Buffer.from('x'.repeat(100));
 const BIG_BODY = Buffer.alloc(MiB, 'y');
@@ -346,11 +347,11 @@ function fmt(value: number, digits = 0): string {
 }
 
 /**
- * `--rounds N` (default 5), `--only NAME,…` (targets: direct, slipway, ssh), `--cpu-prof DIR` (profiles
+ * `--rounds N` (default 5), `--seconds N` (per measured run, default 5: longer runs ride out more of a shared host's swings), `--only NAME,…` (targets: direct, slipway, ssh), `--cpu-prof DIR` (profiles
  * the server and the client), `--plane node|haproxy|both` (what visitors and the tunnel client dial:
  * the Node server itself, or HAProxy in front of it as `SLIPWAY_DATA_PLANE=haproxy` runs it).
  */
-function parseArgs(argv: string[]): { rounds: number; only: Set<string> | undefined; cpuProf: string | undefined; planes: string[] } {
+function parseArgs(argv: string[]): { rounds: number; seconds: number; only: Set<string> | undefined; cpuProf: string | undefined; planes: string[] } {
   const value = (flag: string): string | undefined => {
     const i = argv.indexOf(flag);
     return i === -1 ? undefined : argv[i + 1];
@@ -359,6 +360,7 @@ function parseArgs(argv: string[]): { rounds: number; only: Set<string> | undefi
   const plane = value('--plane') ?? 'node';
   return {
     rounds: Number(value('--rounds') ?? '5'),
+    seconds: Number(value('--seconds') ?? DEFAULT_SECONDS),
     only: only === undefined ? undefined : new Set(only.split(',')),
     cpuProf: value('--cpu-prof'),
     planes: plane === 'both' ? ['node', 'haproxy'] : [plane],
@@ -375,7 +377,7 @@ async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   const useWrk = await hasWrk();
   const load = useWrk ? loadWithWrk : loadWithNode;
-  console.log(`load generator: ${useWrk ? 'wrk (2 threads)' : 'built-in Node keep-alive loops'}; ${DURATION_S} s per run; ${args.rounds} interleaved round(s); CPUs: ${(await import('node:os')).cpus().length}; load average ${(await import('node:os')).loadavg().map((n) => n.toFixed(1)).join(' ')}`);
+  console.log(`load generator: ${useWrk ? 'wrk (2 threads)' : 'built-in Node keep-alive loops'}; ${args.seconds} s per run; ${args.rounds} interleaved round(s); CPUs: ${(await import('node:os')).cpus().length}; load average ${(await import('node:os')).loadavg().map((n) => n.toFixed(1)).join(' ')}`);
 
   const app = (await startRole(['app'])).info;
   const appPort = Number(app['port']);
@@ -428,8 +430,8 @@ async function main(): Promise<void> {
       const tunnel = slipwayOf(target);
       const before = tunnel === undefined ? undefined : await Promise.all([cpuOf(tunnel.server), cpuOf(tunnel.client)]);
       const treeBefore = tunnel === undefined ? treeCpuUs(sshPids) : tunnel.haproxyPid === undefined ? 0 : treeCpuUs([tunnel.haproxyPid]);
-      const small = await load(target, '/small', 50, DURATION_S);
-      const requests = small.rps * DURATION_S;
+      const small = await load(target, '/small', 50, args.seconds);
+      const requests = small.rps * args.seconds;
       if (tunnel !== undefined && before !== undefined) {
         const after = await Promise.all([cpuOf(tunnel.server), cpuOf(tunnel.client)]);
         cpu = {
@@ -442,7 +444,7 @@ async function main(): Promise<void> {
       } else if (target.name === 'ssh -R') {
         cpu = { server: (treeCpuUs(sshPids) - treeBefore) / requests, client: 0, serverReads: 0, serverWrites: 0, haproxy: 0 };
       }
-      const big = await load(target, '/big', 10, DURATION_S);
+      const big = await load(target, '/big', 10, args.seconds);
       runs.get(target)?.push({ small, big, ...(cpu === undefined ? {} : { cpu }) });
       console.log(
         `  round ${round} ${target.name}: ${fmt(small.rps)} req/s, p99 ${fmt(small.p99Ms, 2)} ms, ${fmt(big.rps, 1)} MiB/s, errors ${small.errors + big.errors}${[small.errorText && `small: ${small.errorText}`, big.errorText && `1 MiB: ${big.errorText}`].filter(Boolean).map((text) => ` (${text})`).join('')}${cpu === undefined ? '' : tunnel === undefined ? `, CPU/request sshd + ssh ${fmt(cpu.server, 1)} µs (10 ms ticks)` : `, CPU/request server ${fmt(cpu.server, 1)} µs client ${fmt(cpu.client, 1)} µs${tunnel.haproxyPid === undefined ? '' : ` haproxy ${fmt(cpu.haproxy, 1)} µs (10 ms ticks)`}, server syscalls/request ${fmt(cpu.serverReads, 2)} reads ${fmt(cpu.serverWrites, 2)} writes`}`,
