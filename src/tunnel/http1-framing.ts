@@ -57,8 +57,8 @@ export interface BrokenResponse extends ResponseChunk {
 /** Largest response head (status line + headers) the watcher holds. */
 export const MAX_RESPONSE_HEAD_BYTES = 64 * 1024;
 
-/** Request headers the edge sets itself: the visitor's copies are dropped. */
-const EDGE_HEADERS = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'forwarded', 'x-real-ip']);
+/** Request headers the edge sets itself (lowercase): the visitor's copies are dropped. */
+const EDGE_HEADER_NAMES = ['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'forwarded', 'x-real-ip'].map((name) => Buffer.from(name));
 
 const CR = 0x0d;
 const LF = 0x0a;
@@ -388,7 +388,6 @@ const CONTENT_LENGTH = Buffer.from('content-length');
 const TRANSFER_ENCODING = Buffer.from('transfer-encoding');
 const CONNECTION = Buffer.from('connection');
 const UPGRADE = Buffer.from('upgrade');
-const EDGE_HEADER_NAMES = [...EDGE_HEADERS].map((name) => Buffer.from(name));
 /** The lengths of every name a request head is searched for: other lines are only checked. */
 const NAME_LENGTHS = new Set([HOST, CONTENT_LENGTH, TRANSFER_ENCODING, CONNECTION, UPGRADE, ...EDGE_HEADER_NAMES].map((name) => name.length));
 

@@ -1,4 +1,5 @@
 // A tunnel stream joined straight to a socket: the fast path of both ends of a tunnel (see mux.ts).
+import { connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Mux } from './mux.js';
 import { FrameType, MAX_DATA_PAYLOAD, encodeFrame, encodeWindow } from './protocol.js';
@@ -42,6 +43,24 @@ export interface BridgeOptions {
    * socket sharing it: the bridge copies what it must keep (bytes that wait for credit).
    */
   lentReads?(read: (bytes: Buffer) => void): void;
+}
+
+/**
+ * Connects to `host:port` with every read landing in `buffer` (net's `onread`; the buffer may be
+ * shared by many connections): the socket, and the {@link BridgeOptions.lentReads} option that hands
+ * its bridge each read.
+ */
+export function connectLent(host: string, port: number, buffer: Buffer): { socket: Socket; lentReads: NonNullable<BridgeOptions['lentReads']> } {
+  let read: ((bytes: Buffer) => void) | undefined;
+  const onread = {
+    buffer,
+    callback: (size: number, into: Uint8Array): boolean => {
+      read?.(Buffer.from(into.buffer, into.byteOffset, size));
+      return true; // keep reading: the bridge pauses the socket itself when the stream has no credit
+    },
+  };
+  const socket = connect({ host, port, noDelay: true, onread });
+  return { socket, lentReads: (bridgeRead) => (read = bridgeRead) };
 }
 
 /**

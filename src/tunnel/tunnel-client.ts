@@ -1,9 +1,10 @@
 // Tunnel client (`slipway tunnel PORT`): keeps a tunnel connected and pipes its streams to a local port.
 import type { IncomingMessage } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
 import { Mux, type BridgeOptions } from './mux.js';
+import { connectLent } from './socket-bridge.js';
 import { CLOSE_KEY_REVOKED, CLOSE_REPLACED, CONNECT_PATH, MAX_MESSAGE_BYTES, PROTOCOL_VERSION, REFUSED_REASON } from './protocol.js';
 
 export type TunnelClientEvent =
@@ -204,21 +205,13 @@ const APP_READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
  * `refused …` reason, which the server turns into a 502 page.
  */
 function appConnection(host: string, port: number): { socket: Socket; options: BridgeOptions } {
-  let read: ((bytes: Buffer) => void) | undefined;
-  // Reads land in one buffer shared by every app connection (net's `onread`): no Buffer and no
-  // stream event per read. The bridge copies each read into a frame, or aside while it waits for credit.
-  const onread = {
-    buffer: APP_READ_BUFFER,
-    callback: (size: number, buffer: Uint8Array): boolean => {
-      read?.((buffer as Buffer).subarray(0, size));
-      return true; // keep reading: the bridge pauses the socket itself when the stream has no credit
-    },
-  };
-  const socket = connect({ host, port, noDelay: true, onread });
+  // Reads land in one buffer shared by every app connection: no Buffer and no stream event per
+  // read. The bridge copies each read into a frame, or aside while it waits for credit.
+  const { socket, lentReads } = connectLent(host, port, APP_READ_BUFFER);
   let connected = false;
   socket.once('connect', () => (connected = true));
   const failureReason = (err: NodeJS.ErrnoException): string => (connected ? 'app connection failed' : `${REFUSED_REASON} ${err.code ?? err.message}`);
-  return { socket, options: { failureReason, lentReads: (bridgeRead) => (read = bridgeRead) } };
+  return { socket, options: { failureReason, lentReads } };
 }
 
 

@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import WebSocket, { WebSocketServer } from 'ws';
 import { Mux, StreamResetError, type MuxOptions, type TunnelStream } from '../../src/tunnel/mux.js';
+import { connectLent } from '../../src/tunnel/socket-bridge.js';
 import { FrameType, decodeFrame, encodeFrame, encodeWindow, parseControl, readCredit } from '../../src/tunnel/protocol.js';
 
 describe('protocol', () => {
@@ -327,16 +328,8 @@ describe('socket bridge', () => {
     const shared = Buffer.alloc(4096);
     const pair = await muxPair(WINDOW, undefined, {
       onSocketStream: () => {
-        let read: ((bytes: Buffer) => void) | undefined;
-        const onread = {
-          buffer: shared,
-          callback: (size: number, buffer: Uint8Array): boolean => {
-            read?.(Buffer.from(buffer.buffer, buffer.byteOffset, size));
-            return true;
-          },
-        };
-        const socket = connect({ port: app.port, host: '127.0.0.1', onread });
-        return { socket, options: { lentReads: (bridgeRead: (bytes: Buffer) => void) => (read = bridgeRead) } };
+        const { socket, lentReads } = connectLent('127.0.0.1', app.port, shared);
+        return { socket, options: { lentReads } };
       },
     });
     const readAll = async (stream: TunnelStream): Promise<Buffer[]> => {
