@@ -17,7 +17,7 @@ import { customDomainRoutes, databaseDeploymentCatalog } from './db/deployment-c
 import { runnerId } from './runner-id.js';
 import { DbAppConfigStore, readKeyCheck, writeKeyCheck } from './db/app-config-store.js';
 import { databaseWebhookStore } from './db/webhook-store.js';
-import { resolveCommit } from './source/git.js';
+import { branchTip } from './source/git.js';
 import { unlockInstallation } from './secrets/unlock.js';
 import { bootstrapAdmin } from './domain/accounts.js';
 import { KeyUsage } from './domain/key-usage.js';
@@ -252,12 +252,10 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     operations: lifecycle,
     configs,
     webhooks: databaseWebhookStore(db, unlocked.cipher),
-    // 60 deliveries a minute per webhook: a misconfigured sender cannot queue builds without end.
+    // 60 badly signed deliveries a minute per webhook, then 429; correctly signed ones are never limited (§10).
     hookLimiter: new FailureLimiter({ maxFailures: 60, windowMs: 60_000 }),
-    defaultBranch: async (repoUrl) => {
-      const options = { allowPrivate: config.allowPrivateGit, timeoutMs: 60_000, signal: AbortSignal.timeout(60_000), gitEnv: lifecycleGitEnv };
-      return (await resolveCommit(repoUrl, undefined, options)).branch;
-    },
+    branchTip: (repoUrl, branch) =>
+      branchTip(repoUrl, branch, { allowPrivate: config.allowPrivateGit, timeoutMs: 60_000, signal: AbortSignal.timeout(60_000), gitEnv: lifecycleGitEnv }),
     tunnels: {
       list: (userId) =>
         tunnels.list(userId).map((t) => ({

@@ -9,7 +9,7 @@ import type { BuildLogStore } from '../deploy/build-logs.js';
 import type { KeyUsage } from '../domain/key-usage.js';
 import type { ListCursors } from './list-pages.js';
 import type { FailureLimiter } from '../domain/rate-limiter.js';
-import type { WebhookStore } from '../domain/webhooks.js';
+import type { BranchTip, WebhookStore } from '../domain/webhooks.js';
 import type { AppConfigStore } from '../domain/app-config.js';
 import type { DeploymentOperations } from '../domain/operations.js';
 import type { DomainCertificates, HostRoutes } from '../domain/custom-domains.js';
@@ -50,10 +50,10 @@ export interface ApiDeps {
   readonly configs: AppConfigStore;
   /** Deployments' webhook secrets (encrypted at rest by the store) and the deliveries they received. */
   readonly webhooks: WebhookStore;
-  /** Deliveries per deployment's webhook, counted before a body is read (sliding window). */
+  /** Deliveries failing the signature check, per deployment's webhook (sliding window); signed ones never count. */
   readonly hookLimiter: FailureLimiter;
-  /** The remote's default branch of a repository (git ls-remote), for deployments that name no branch. */
-  readonly defaultBranch: (repoUrl: string) => Promise<string>;
+  /** The tip of a branch (or of the default branch) in a repository (git ls-remote), checked for every push. */
+  readonly branchTip: BranchTip;
   readonly tunnels: TunnelDirectory;
   /** Where custom domains are routed (the routing table). */
   readonly hosts: HostRoutes;

@@ -88,6 +88,17 @@ export function databaseWebhookStore(db: Db, cipher: ValueCipher): WebhookStore 
         .execute();
     },
 
+    async lastDeployed(deploymentId) {
+      return db
+        .selectFrom('webhook_deliveries')
+        .select(['delivery_id', 'commit_sha', 'build_id'])
+        .where('deployment_id', '=', deploymentId)
+        .where('outcome', '=', 'deployed')
+        .orderBy('seq', 'desc')
+        .limit(1)
+        .executeTakeFirst();
+    },
+
     async claimedBuild(deploymentId, dedupKey) {
       const row = await db
         .selectFrom('webhook_deliveries')

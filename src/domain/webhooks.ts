@@ -64,6 +64,8 @@ export interface WebhookStore {
   record(deploymentId: string, delivery: DeliveryRecord, dedupKey?: string): Promise<'recorded' | 'duplicate'>;
   /** Sets a recorded delivery's outcome; `releaseKey` frees its delivery id (the deploy did not start). */
   settle(deliveryId: string, change: { outcome: DeliveryOutcome; reason: string; buildId: string | null; releaseKey: boolean }): Promise<void>;
+  /** The newest delivery that deployed (its commit is what a replay would deploy again), if any is kept. */
+  lastDeployed(deploymentId: string): Promise<Pick<DeliveryRecord, 'delivery_id' | 'commit_sha' | 'build_id'> | undefined>;
   /** The build a claimed delivery id deployed, for the answer to a repeat. */
   claimedBuild(deploymentId: string, dedupKey: string): Promise<string | null>;
   /** The newest {@link KEEP_DELIVERIES} deliveries, newest first. */
@@ -117,11 +119,21 @@ export async function listDeliveries(deps: WebhookAdminDeps, principal: Principa
   return deps.webhooks.deliveries(dep.id);
 }
 
+/** Counts deliveries that fail the signature check (a FailureLimiter); signed ones are never counted. */
+export interface SignatureFailures {
+  /** Seconds until `key` may be tried again, or 0. */
+  retryAfterSeconds(key: string): number;
+  recordFailure(key: string): void;
+}
+
+/** The tip of a branch in the remote repository (git ls-remote), or of its default branch when `branch` is undefined; `sha` null when the branch does not exist. */
+export type BranchTip = (repoUrl: string, branch: string | undefined) => Promise<{ sha: string | null; branch: string }>;
+
 export interface ReceiveDeps {
   readonly webhooks: WebhookStore;
   readonly operations: DeploymentOperations;
-  /** The remote's default branch (git ls-remote), for a deployment that names no branch. */
-  readonly defaultBranch: (repoUrl: string) => Promise<string>;
+  readonly branchTip: BranchTip;
+  readonly signatureFailures: SignatureFailures;
 }
 
 /** A delivery as the route hands it over: who it is for, and its raw bytes. */
@@ -175,6 +187,13 @@ export async function receiveDelivery(deps: ReceiveDeps, target: HookTarget, del
 
   const problem = signatureProblem(identity.provider, delivery.headers, delivery.rawBody, target.secret);
   if (problem !== null) {
+    // Only failed signatures count toward the limit: a busy repository's signed traffic never crowds out its pushes.
+    const key = `hook:${target.deploymentId}`;
+    const wait = deps.signatureFailures.retryAfterSeconds(key);
+    if (wait > 0) {
+      throw new DomainError('rate_limited', 'too many deliveries with a wrong signature to this webhook; try again later', { retryAfterSeconds: wait });
+    }
+    deps.signatureFailures.recordFailure(key);
     await record('rejected', problem);
     // One answer for every signature failure: the sender learns nothing about which part is wrong.
     throw new DomainError('unauthorized', 'missing or wrong webhook signature');
@@ -207,18 +226,45 @@ export async function receiveDelivery(deps: ReceiveDeps, target: HookTarget, del
   if (isDeletion(request.after)) return ignore(`${request.ref} was deleted`, pushed);
   if (!request.ref.startsWith('refs/heads/')) return ignore(`${request.ref} is not a branch`, pushed);
   if (!target.autoDeploy) return ignore('auto_deploy is off', pushed);
-  let branch = target.branch;
-  if (branch === null) {
-    try {
-      branch = await deps.defaultBranch(target.repoUrl ?? '');
-    } catch (err) {
-      const why = err instanceof DomainError ? err.message : 'the repository cannot be reached';
+  // Another branch is answered without asking the remote; otherwise the remote names the branch's tip now.
+  if (target.branch !== null && request.ref !== `refs/heads/${target.branch}`) {
+    return ignore(`${request.ref} is not the tracked branch ${target.branch}`, pushed);
+  }
+  let tip: { sha: string | null; branch: string };
+  try {
+    tip = await deps.branchTip(target.repoUrl ?? '', target.branch ?? undefined);
+  } catch (err) {
+    const why = err instanceof DomainError ? err.message : 'the repository cannot be reached';
+    if (target.branch === null) {
       await record('rejected', `cannot resolve the default branch: ${why}`, pushed);
       throw new DomainError('invalid_state', `cannot resolve the repository's default branch (${why}); set the deployment's branch`);
     }
+    await record('rejected', `cannot read branch ${target.branch} from the repository: ${why}`, pushed);
+    throw new DomainError('invalid_state', `cannot read branch ${target.branch} from the repository (${why})`);
   }
+  const branch = tip.branch;
   if (request.ref !== `refs/heads/${branch}`) return ignore(`${request.ref} is not the tracked branch ${branch}`, pushed);
+  const stale = await staleness(deps, target, request.after, tip.sha, branch, identity.deliveryId);
+  if (stale !== null) return ignore(stale, pushed);
   return deployPush(deps, target, { ...base, ...pushed }, branch, request.after);
+}
+
+/**
+ * Why a push of `after` to `branch` must not deploy (decisions §10, 2026-11-25), or null: `after` is
+ * no longer (or never was) the branch's tip in the repository, or it is the tip but the webhook
+ * already deployed it (a replay of the last push under a new delivery id).
+ */
+async function staleness(deps: ReceiveDeps, target: HookTarget, after: string, tipSha: string | null, branch: string, deliveryId: string | null): Promise<string | null> {
+  const short = after.slice(0, 12);
+  if (tipSha === null) return `stale delivery: branch ${branch} no longer exists in the repository`;
+  if (tipSha !== after.toLowerCase()) {
+    return `stale delivery: ${short} is not the tip of ${branch} in the repository (the tip is ${tipSha.slice(0, 12)}); a late or replayed push`;
+  }
+  const last = await deps.webhooks.lastDeployed(target.deploymentId);
+  if (last === undefined || last.commit_sha?.toLowerCase() !== after.toLowerCase()) return null;
+  const build = last.build_id === null ? '' : ` (build ${last.build_id})`;
+  if (deliveryId !== null && last.delivery_id === deliveryId) return `delivery ${deliveryId} was already received${build}`;
+  return `stale delivery: ${short} of ${branch} was already deployed by delivery ${last.delivery_id ?? 'without an id'}${build}; a replayed push`;
 }
 
 /** Claims the delivery id, then deploys the pushed commit through the same path as the API. */

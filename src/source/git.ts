@@ -313,6 +313,22 @@ export async function resolveCommit(
   branch: string | undefined,
   options: GitOptions,
 ): Promise<{ sha: string; branch: string }> {
+  const tip = await branchTip(repoUrl, branch, options);
+  if (tip.sha === null) {
+    throw validationError(branch === undefined ? 'the repository has no commits on its default branch' : `branch "${branch}" does not exist in the repository`);
+  }
+  return { sha: tip.sha, branch: tip.branch };
+}
+
+/**
+ * Like {@link resolveCommit}, but a branch the remote does not have (deleted, or an empty repository)
+ * is an answer, `sha: null`, not an error: the webhook asks whether a pushed commit is still the tip.
+ */
+export async function branchTip(
+  repoUrl: string,
+  branch: string | undefined,
+  options: GitOptions,
+): Promise<{ sha: string | null; branch: string }> {
   if (branch !== undefined) {
     const problem = validateBranchName(branch);
     if (problem !== null) throw validationError(problem);
@@ -335,11 +351,7 @@ export async function resolveCommit(
     }
   }
 
-  if (branch !== undefined) {
-    const sha = refs.get(`refs/heads/${branch}`);
-    if (sha === undefined) throw validationError(`branch "${branch}" does not exist in the repository`);
-    return { sha, branch };
-  }
+  if (branch !== undefined) return { sha: refs.get(`refs/heads/${branch}`) ?? null, branch };
   const sha = refs.get('HEAD');
   if (sha === undefined) throw validationError('the repository has no commits on its default branch');
   if (headTarget === undefined || !headTarget.startsWith('refs/heads/')) {

@@ -296,7 +296,7 @@ describe('the Fastify app in-process (inject)', () => {
       configs: new DbAppConfigStore(db, new ValueCipher(crypto.randomBytes(32))),
       webhooks: databaseWebhookStore(db, new ValueCipher(crypto.randomBytes(32))),
       hookLimiter: new FailureLimiter({ maxFailures: 60, windowMs: 60_000 }),
-      defaultBranch: async () => 'main',
+      branchTip: async (_url: string, branch: string | undefined) => ({ sha: null, branch: branch ?? 'main' }),
       tunnels: { list: () => [], closeForKey: () => undefined },
       metrics: { render: () => '' },
       hosts: { addHost: () => undefined, removeHost: () => undefined },

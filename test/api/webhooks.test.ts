@@ -1,15 +1,16 @@
-// API tests: auto_deploy, webhook secrets, and every answer of POST /api/v1/hooks/{id} (decisions §10), with real HMACs over raw bytes.
+// API tests: auto_deploy, webhook secrets, and every answer of POST /api/v1/hooks/{id} (decisions §10), with real HMACs over raw bytes and a real git server.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { assertError } from '../helpers/api-assert.js';
+import { startGitServer, type GitServer } from '../helpers/git-server.js';
 import { startTestServer, type HttpResult, type TestServer } from '../helpers/server.js';
 
 type User = Awaited<ReturnType<TestServer['newUser']>>;
 
-/** A commit id that exists nowhere: a deploy of it starts (202), then fails at the fetch. */
+/** A commit id that exists nowhere: never the tip of a branch. */
 const randomSha = (): string => crypto.randomBytes(20).toString('hex');
 
 /** A GitHub-shaped push event body. */
@@ -41,27 +42,41 @@ function signed(provider: 'github' | 'gitea' | 'gitlab', secret: string, body: B
 
 describe('deploy on push: webhooks', () => {
   let s: TestServer;
+  let git: GitServer;
   let user: User;
 
   before(async () => {
+    git = await startGitServer();
     s = await startTestServer();
     user = await s.newUser('hooks');
   });
   after(async () => {
     await s.close();
+    await git.close();
   });
 
   let counter = 0;
-  /** A git deployment on a repository that does not exist (its builds fail at the fetch, without Docker). */
+  /** The repository of the newest {@link gitDeployment}: commits to it are what pushes deliver. */
+  let repo = '';
+  /**
+   * A git deployment of a new repository on the local git server, holding no Dockerfile (its builds
+   * fail after the fetch, without Docker).
+   */
   async function gitDeployment(extra: Record<string, unknown> = {}): Promise<string> {
     counter += 1;
+    repo = `hooks-${counter}`;
+    const branch = typeof extra['branch'] === 'string' ? extra['branch'] : 'main';
+    const { url } = await git.createRepo(repo, { 'README.md': 'no Dockerfile here\n' }, { branch });
     const res = await s.request('POST', '/api/v1/deployments', {
       token: user.token,
-      body: { name: `hook app ${counter}`, subdomain: `hook-${process.pid}-${counter}`, repo_url: 'http://127.0.0.1:9/none.git', branch: 'main', ...extra },
+      body: { name: `hook app ${counter}`, subdomain: `hook-${process.pid}-${counter}`, repo_url: url, branch: 'main', ...extra },
     });
     assert.equal(res.status, 201, res.text);
     return res.json.id as string;
   }
+
+  /** A new commit on the newest deployment's repository (its tracked branch unless told), pushed; its sha. */
+  const commit = (branch?: string): Promise<string> => git.commit(repo, { 'README.md': `change ${crypto.randomUUID()}\n` }, branch === undefined ? {} : { branch });
 
   async function createHook(id: string): Promise<{ url: string; secret: string }> {
     const res = await s.request('POST', `/api/v1/deployments/${id}/webhook`, { token: user.token });
@@ -196,7 +211,7 @@ describe('deploy on push: webhooks', () => {
     assert.deepEqual(await builds(id), []);
 
     for (const provider of ['github', 'gitea', 'gitlab'] as const) {
-      const sha = randomSha();
+      const sha = await commit();
       const res = await push(provider, 'refs/heads/main', sha);
       assert.equal(res.status, 202, `${provider}: ${res.text}`);
       assert.equal(res.json.commit_sha, sha);
@@ -219,7 +234,7 @@ describe('deploy on push: webhooks', () => {
   test('the same delivery id again → 200 and no second build; malformed JSON with a valid signature → 400', async () => {
     const id = await gitDeployment({ auto_deploy: true });
     const { secret } = await createHook(id);
-    const body = pushBody('refs/heads/main', randomSha());
+    const body = pushBody('refs/heads/main', await commit());
     const headers = signed('github', secret, body, 'push');
     const first = await deliver(id, body, headers);
     assert.equal(first.status, 202, first.text);
@@ -231,8 +246,14 @@ describe('deploy on push: webhooks', () => {
       assert.match(res.json.message, /already received/);
     }
     assert.equal((await builds(id)).length, 1);
-    // A new delivery id of the same push is a new delivery (a re-run push deploys again).
-    assert.equal((await deliver(id, body, signed('github', secret, body, 'push'))).status, 202);
+    // A new delivery id of the same push is a replay: the commit was already deployed (decisions §10, 2026-11-25).
+    const replay = await deliver(id, body, signed('github', secret, body, 'push'));
+    assert.equal(replay.status, 200, replay.text);
+    assert.match(replay.json.message, /stale.*already deployed/);
+    assert.equal((await builds(id)).length, 1);
+    // The next push deploys.
+    const next = pushBody('refs/heads/main', await commit());
+    assert.equal((await deliver(id, next, signed('github', secret, next, 'push'))).status, 202);
     assert.equal((await builds(id)).length, 2);
 
     const bad = Buffer.from('{"ref": "refs/heads/main", ');
@@ -243,7 +264,7 @@ describe('deploy on push: webhooks', () => {
   });
 
   test('no branch set: the default branch is read from the remote; a remote that cannot be read → 409 and no build', async () => {
-    const id = await gitDeployment({ branch: undefined, auto_deploy: true });
+    const id = await gitDeployment({ branch: undefined, auto_deploy: true, repo_url: 'http://127.0.0.1:9/none.git' });
     const { secret } = await createHook(id);
     const body = pushBody('refs/heads/main', randomSha());
     assertError(await deliver(id, body, signed('github', secret, body, 'push')), 409, 'invalid_state');
@@ -256,7 +277,7 @@ describe('deploy on push: webhooks', () => {
   test("GitHub's form-encoded payload= deliveries are verified over the form bytes; other media types → 415; over 1 MiB → 413", async () => {
     const id = await gitDeployment({ auto_deploy: true });
     const { secret } = await createHook(id);
-    const sha = randomSha();
+    const sha = await commit();
     const form = Buffer.from(new URLSearchParams({ payload: pushBody('refs/heads/main', sha).toString() }).toString());
     const headers = { ...signed('github', secret, form, 'push'), 'content-type': 'application/x-www-form-urlencoded' };
     const res = await deliver(id, form, headers);
@@ -272,23 +293,31 @@ describe('deploy on push: webhooks', () => {
     assert.equal((await deliver(id, exactly, signed('github', secret, exactly, 'ping'))).status, 200, '1 MiB exactly is accepted');
   });
 
-  test('60 deliveries a minute per webhook, then 429 with Retry-After; rejected deliveries are recorded but bounded', async () => {
-    const id = await gitDeployment();
+  test('only badly signed deliveries count toward the limit: 60 a minute, then 429 with Retry-After; signed ones still answered, a push still deploys', async () => {
+    const id = await gitDeployment({ auto_deploy: true });
     const { secret } = await createHook(id);
     const ping = Buffer.from('{}');
-    for (let i = 0; i < 30; i += 1) assertError(await deliver(id, ping, signed('github', 'wrong', ping, 'ping')), 401, 'unauthorized');
-    for (let i = 0; i < 30; i += 1) assert.equal((await deliver(id, ping, signed('github', secret, ping, 'ping'))).status, 200);
-    const limited = await deliver(id, ping, signed('github', secret, ping, 'ping'));
+    for (let i = 0; i < 100; i += 1) assert.equal((await deliver(id, ping, signed('github', secret, ping, 'ping'))).status, 200, 'signed deliveries are never limited');
+    for (let i = 0; i < 60; i += 1) assertError(await deliver(id, ping, signed('github', 'wrong', ping, 'ping')), 401, 'unauthorized');
+    const limited = await deliver(id, ping, signed('github', 'wrong', ping, 'ping'));
     assertError(limited, 429, 'rate_limited');
     assert.ok(Number(limited.headers.get('retry-after')) >= 1);
+    // The sender with the secret is not locked out by the forger.
+    assert.equal((await deliver(id, ping, signed('github', secret, ping, 'ping'))).status, 200);
+    const body = pushBody('refs/heads/main', await commit());
+    const pushed = await deliver(id, body, signed('github', secret, body, 'push'));
+    assert.equal(pushed.status, 202, pushed.text);
     // Another webhook is not affected.
     const other = await gitDeployment();
     const hook = await createHook(other);
     assert.equal((await deliver(other, ping, signed('github', hook.secret, ping, 'ping'))).status, 200);
+    assertError(await deliver(other, ping, signed('github', 'wrong', ping, 'ping')), 401, 'unauthorized');
 
     const recorded = await deliveries(id);
     assert.equal(recorded.filter((d) => d.outcome === 'rejected').length, 20, 'at most 20 rejected deliveries are kept');
-    assert.equal(recorded.filter((d) => d.outcome === 'ignored').length, 30, 'forged deliveries did not push the real ones out');
+    // The list is the newest 100: the 20 rejected ones kept, and the 80 newest real ones (forgeries pushed none out).
+    assert.equal(recorded.filter((d) => d.outcome !== 'rejected').length, 80, 'forged deliveries did not push the real ones out');
+    assert.equal(recorded[0]?.outcome, 'deployed');
   });
 
   test('a webhook secret is not stored in plain text under the data directory', async () => {

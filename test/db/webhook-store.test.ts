@@ -106,3 +106,18 @@ test('each deployment keeps the newest 100 accepted and 20 rejected deliveries; 
   assert.deepEqual(listed.slice(0, 20).map((d) => d.outcome), Array(20).fill('rejected'), 'newest first');
   assert.ok(!listed.some((d) => d.id === first.id));
 });
+
+test('lastDeployed is the newest delivery that deployed, kept even when 100 ignored ones follow it', async () => {
+  const store = databaseWebhookStore(db, cipher);
+  const id = await gitDeployment();
+  assert.equal(await store.lastDeployed(id), undefined);
+  await store.record(id, { ...delivery('deployed', 'd-old'), commit_sha: 'b'.repeat(40) }, 'd-old');
+  const newest = { ...delivery('deployed', 'd-new'), commit_sha: 'c'.repeat(40) };
+  await store.record(id, newest, 'd-new');
+  await store.settle(newest.id, { outcome: 'deployed', reason: 'deploying', buildId: 'build-1', releaseKey: false });
+  const refused = { ...delivery('deployed', 'd-refused'), commit_sha: 'd'.repeat(40) };
+  await store.record(id, refused, 'd-refused');
+  await store.settle(refused.id, { outcome: 'rejected', reason: 'refused', buildId: null, releaseKey: true });
+  for (let i = 0; i < 110; i += 1) await store.record(id, delivery('ignored'));
+  assert.deepEqual(await store.lastDeployed(id), { delivery_id: 'd-new', commit_sha: 'c'.repeat(40), build_id: 'build-1' });
+});

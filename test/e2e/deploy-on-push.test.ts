@@ -1,4 +1,4 @@
-// End to end: a real git server, real pushes, signed GitHub-shaped deliveries → the pushed commit built, released and served.
+// End to end: a real git server, real pushes, signed GitHub-shaped deliveries → the pushed tip built, released and served; late pushes not.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
@@ -72,11 +72,14 @@ describe('deploy on push (end to end)', () => {
       `build ${buildId} to end`,
     );
 
-  test('a push of the default branch deploys exactly the pushed commit, even after the branch moved on; a redelivery and another branch build nothing', async () => {
+  test('a push of the default branch deploys exactly the pushed commit while it is the tip; a late push, a redelivery and another branch build nothing', async () => {
     const app = await pushApp(appFiles('v1\n'));
-    const pushed = await git.commit(app.repo, appFiles('v2\n'));
-    // The branch moves on before the delivery arrives: the pushed commit is still the one built.
-    await git.commit(app.repo, appFiles('v3\n'));
+    const outrun = await git.commit(app.repo, appFiles('v2\n'));
+    // The branch moves on before the delivery arrives: the late push is stale (decisions §10, 2026-11-25).
+    const pushed = await git.commit(app.repo, appFiles('v3\n'));
+    const late = await deliverPush(app, 'refs/heads/main', outrun);
+    assert.equal(late.status, 200, late.text);
+    assert.match(late.json.message, /stale/);
     const delivery = crypto.randomUUID();
     const res = await deliverPush(app, 'refs/heads/main', pushed, delivery);
     assert.equal(res.status, 202, res.text);
@@ -84,7 +87,7 @@ describe('deploy on push (end to end)', () => {
     const done = await finished(app.id, res.json.id);
     assert.equal(done.status, 'succeeded', String(done.error));
     assert.equal(done.commit_sha, pushed);
-    assert.equal((await appRequest(ts.port, app.subdomain)).body, 'v2\n');
+    assert.equal((await appRequest(ts.port, app.subdomain)).body, 'v3\n');
 
     const again = await deliverPush(app, 'refs/heads/main', pushed, delivery);
     assert.equal(again.status, 200, again.text);
@@ -92,7 +95,7 @@ describe('deploy on push (end to end)', () => {
     const other = await deliverPush(app, 'refs/heads/feature', feature);
     assert.equal(other.status, 200, other.text);
     assert.deepEqual((await builds(app.id)).map((b) => b.commit_sha), [pushed], 'one build, of the pushed commit');
-    assert.equal((await appRequest(ts.port, app.subdomain)).body, 'v2\n');
+    assert.equal((await appRequest(ts.port, app.subdomain)).body, 'v3\n');
 
     const recorded = (await ts.request('GET', `/api/v1/deployments/${app.id}/webhook/deliveries`, { token })).json as Array<Record<string, unknown>>;
     assert.deepEqual(
@@ -101,10 +104,12 @@ describe('deploy on push (end to end)', () => {
         ['ignored', 'refs/heads/feature', feature],
         ['ignored', 'refs/heads/main', pushed],
         ['deployed', 'refs/heads/main', pushed],
+        ['ignored', 'refs/heads/main', outrun],
       ],
     );
     assert.equal(recorded[2]?.build_id, res.json.id);
     assert.equal(recorded[2]?.delivery_id, delivery);
+    assert.match(String(recorded[3]?.reason), /stale/);
   });
 
   test('a push while a build of an older push runs cancels the older build; the newer commit is served', async () => {

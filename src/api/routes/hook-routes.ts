@@ -27,7 +27,7 @@ export const hookRoutes =
       return payload;
     });
     const targets = new WeakMap<FastifyRequest, HookTarget>();
-    const receiveDeps = { webhooks: deps.webhooks, operations: deps.operations, defaultBranch: deps.defaultBranch };
+    const receiveDeps = { webhooks: deps.webhooks, operations: deps.operations, branchTip: deps.branchTip, signatureFailures: deps.hookLimiter };
 
     app.post<{ Params: { id: string } }>(
       '/hooks/:id',
@@ -46,14 +46,10 @@ export const hookRoutes =
         },
         // The body is raw bytes checked by the handler, not a schema.
         validatorCompiler: () => () => true,
-        // Before a byte of the body is read: the webhook must exist, and its sender is within the limit.
+        // Before a byte of the body is read: the webhook must exist. Only failed signatures count toward
+        // the rate limit (checked in receiveDelivery): a correctly signed delivery is never refused for rate.
         onRequest: async (request) => {
-          const target = await findHookTarget(deps.webhooks, request.params.id);
-          const attempt = deps.hookLimiter.reserve([`hook:${target.deploymentId}`]);
-          if ('retryAfterSeconds' in attempt) {
-            throw new DomainError('rate_limited', 'too many deliveries to this webhook; try again later', { retryAfterSeconds: attempt.retryAfterSeconds });
-          }
-          targets.set(request, target);
+          targets.set(request, await findHookTarget(deps.webhooks, request.params.id));
         },
       },
       async (request, reply) => {
