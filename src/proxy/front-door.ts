@@ -7,7 +7,8 @@ import type { ConnectionHooks, RoutingTable } from './routing-table.js';
 export interface ConnectionTarget {
   /**
    * Takes the connection over. `head` holds every byte read so far (at least the first request's
-   * head); the socket is paused and is resumed by the caller right after this returns.
+   * head). The socket is paused: the target resumes it when it wants more (never the caller, whose
+   * resume would undo a pause the target made while taking `head`, and lift its back-pressure).
    */
   handleConnection(socket: Socket, head: Buffer): void;
 }
@@ -66,8 +67,8 @@ export function frontDoor(options: FrontDoorOptions): (socket: Socket) => void {
       } else {
         socket.unshift(bytes);
         options.http.emit('connection', socket);
+        socket.resume();
       }
-      socket.resume();
     };
     socket.on('data', onData);
     socket.on('error', onEnd);

@@ -110,11 +110,15 @@ export class SocketBridge implements StreamEndpoint {
     return this.#done;
   }
 
-  /** @internal Starts reading the socket (after the OPEN went out). */
+  /**
+   * @internal Starts reading the socket (after the OPEN went out). A socket handed over paused (the
+   * front door's) is resumed here: from now on only the bridge pauses and resumes it.
+   */
   start(): void {
     const lentReads = this.#options.lentReads;
     for (const [event, listener] of this.#listeners) if (event !== 'data' || lentReads === undefined) this.#socket.on(event, listener);
     lentReads?.((bytes) => this.#onSocketData(bytes, true));
+    if (lentReads === undefined && this.#socket.isPaused()) this.#socket.resume();
   }
 
   /**
@@ -246,7 +250,9 @@ export class SocketBridge implements StreamEndpoint {
     const held = this.#held;
     while (held.length > 0) {
       if (this.#sendWindow <= 0 || this.#mux.congested(this)) {
-        if (!this.#paused) {
+        // Checked against the socket too: a socket resumed behind the bridge's back would otherwise
+        // go on reading into `held` without bound.
+        if (!this.#paused || !this.#socket.isPaused()) {
           this.#paused = true;
           this.#socket.pause();
         }

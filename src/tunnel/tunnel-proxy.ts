@@ -145,7 +145,10 @@ export class TunnelProxy implements StreamTarget {
     const refusal = this.#refusalFor(shown);
     if (refusal !== undefined) {
       hooks.onRequestEnd?.(refusal.status, 0);
-      return writeRawPage(socket, refusal);
+      writeRawPage(socket, refusal);
+      // Whatever else the visitor sends is read and dropped, so the connection can finish closing.
+      socket.resume();
+      return;
     }
     const protocol = (socket as { encrypted?: boolean }).encrypted === true ? 'https' : this.#protocol;
     const forwardedFor = visitorAddress(socket.remoteAddress);
