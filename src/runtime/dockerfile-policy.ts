@@ -305,14 +305,40 @@ export function registryHost(ref: string): string | null {
 /** Images of Slipway installations (`slipway-<8 hex>/…`): other deployments' code, never a base. */
 const SLIPWAY_IMAGE = /^slipway-[0-9a-f]{8}\//;
 
+/** The names Docker Hub goes by: the engine resolves a reference on any of them to the same local image. */
+const DOCKER_HUB_HOSTS = new Set(['docker.io', 'index.docker.io', 'registry-1.docker.io']);
+
 /**
- * Why an image reference may not be used, before any lookup: another deployment's image, or a
- * name the engine would also match against image ids (a bare hex string, `sha256:…`), which
- * could pick up any image on the engine.
+ * The repository a reference names, as the engine looks it up locally: lower-cased, digest and tag
+ * removed, a Docker Hub host and its `library/` namespace dropped (`docker.io/library/node:20@sha256:…`
+ * → `node`). A reference on another registry keeps its host.
+ */
+export function imageRepository(ref: string): string {
+  let name = ref.trim().toLowerCase();
+  const at = name.indexOf('@');
+  if (at !== -1) name = name.slice(0, at);
+  // A tag is a colon after the last slash (a colon before it is a registry port).
+  const colon = name.lastIndexOf(':');
+  if (colon > name.lastIndexOf('/')) name = name.slice(0, colon);
+  for (;;) {
+    const slash = name.indexOf('/');
+    const first = slash === -1 ? '' : name.slice(0, slash);
+    if (DOCKER_HUB_HOSTS.has(first) || DOCKER_HUB_HOSTS.has(first.replace(/:443$/, ''))) name = name.slice(slash + 1);
+    else break;
+  }
+  while (name.startsWith('library/')) name = name.slice('library/'.length);
+  return name;
+}
+
+/**
+ * Why an image reference may not be used, before any lookup: another deployment's image (in any
+ * spelling the engine resolves to it), or a name the engine would also match against image ids (a
+ * bare hex string, `sha256:…`), which could pick up any image on the engine.
  */
 function localImageProblem(ref: string): string | null {
-  const lower = ref.toLowerCase();
-  if (SLIPWAY_IMAGE.test(lower)) return 'it names an image built by Slipway for a deployment';
+  const lower = ref.trim().toLowerCase();
+  if (SLIPWAY_IMAGE.test(imageRepository(ref)) || SLIPWAY_IMAGE.test(lower)) return 'it names an image built by Slipway for a deployment';
+  // The engine matches ids against the reference exactly as written, so only these two forms reach it.
   if (/^sha256:/.test(lower) || /^[0-9a-f]+$/.test(lower)) return 'it could name a local image by its id';
   return null;
 }

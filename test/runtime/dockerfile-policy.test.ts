@@ -1,7 +1,7 @@
 // Unit tests of the Dockerfile fetch policy: what a Dockerfile makes the engine fetch, and what is refused.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { dockerfileFetches, dockerfileProblem, registryHost, type Resolve } from '../../src/runtime/dockerfile-policy.js';
+import { dockerfileFetches, dockerfileProblem, imageRepository, registryHost, type Resolve } from '../../src/runtime/dockerfile-policy.js';
 
 /** A resolver over a fixed table (no DNS in unit tests); unknown names do not resolve. */
 const table: Record<string, string[]> = {
@@ -111,6 +111,43 @@ describe('dockerfile fetch policy', () => {
     assert.match((await problem('FROM 3f2a\n')) ?? '', /by its id/);
     assert.match((await problem('FROM sha256:3f2a\n')) ?? '', /by its id/);
     assert.equal(await problem('FROM slipway-test/busybox:latest\n'), null);
+  });
+
+  test("the attack: another tenant's image named through a Docker Hub host, library/, a tag, a digest or other case is refused", async () => {
+    const image = 'slipway-0a1b2c3d/dep0123:build0123';
+    const digest = '@sha256:' + 'b'.repeat(64);
+    const spellings = [
+      `docker.io/${image}`,
+      `index.docker.io/${image}`,
+      `registry-1.docker.io/${image}`,
+      `docker.io:443/${image}`,
+      `DOCKER.IO/${image}`,
+      `Docker.Io/SLIPWAY-0A1B2C3D/DEP0123:build0123`,
+      `docker.io/library/${image}`,
+      `library/${image}`,
+      `index.docker.io/library/${image}`,
+      'docker.io/slipway-0a1b2c3d/dep0123',
+      `docker.io/slipway-0a1b2c3d/dep0123${digest}`,
+      `docker.io/slipway-0a1b2c3d/dep0123:build0123${digest}`,
+      `slipway-0a1b2c3d/dep0123${digest}`,
+    ];
+    for (const ref of spellings) {
+      for (const text of [`FROM ${ref}\n`, `FROM node\nCOPY --from=${ref} /app /app\n`, `ARG B=${ref}\nFROM \${B}\n`]) {
+        assert.match((await problem(text)) ?? 'passed', /built by Slipway/, text);
+      }
+    }
+    // Hub images with the same spellings still pass the local check (they fail here only on DNS).
+    assert.doesNotMatch((await problem('FROM docker.io/library/node:20\n')) ?? '', /built by Slipway|by its id/);
+  });
+
+  test('imageRepository normalises what the engine treats as one local name', () => {
+    assert.equal(imageRepository('docker.io/library/node:20'), 'node');
+    assert.equal(imageRepository('index.docker.io/library/node@sha256:' + 'a'.repeat(64)), 'node');
+    assert.equal(imageRepository('registry-1.docker.io/org/img:1'), 'org/img');
+    assert.equal(imageRepository('Docker.IO/Org/Img'), 'org/img');
+    assert.equal(imageRepository('ghcr.io/org/img:1'), 'ghcr.io/org/img');
+    assert.equal(imageRepository('localhost:5000/img:1'), 'localhost:5000/img');
+    assert.equal(imageRepository('node'), 'node');
   });
 
   test('dockerfileFetches lists what the engine would fetch, with lines', () => {
