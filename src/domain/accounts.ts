@@ -9,6 +9,7 @@ import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import { authorizeAdmin } from './policy.js';
 import type { KeyUsage } from './key-usage.js';
+import { loginSucceeded, reserveLogin } from './login-throttle.js';
 import { WorkLimit, WorkLimitFullError, type FailureLimiter } from './rate-limiter.js';
 import { API_KEY_PATTERN, SESSION_TOKEN_PATTERN, digestsEqual, newSessionToken, randomBase62, sha256Hex } from '../core/credentials.js';
 import { dummyPasswordHash, hashPassword, verifyPassword } from './password-hashing.js';
@@ -125,7 +126,7 @@ export async function loginUser(
   const email = normalizeEmail(input.email);
   // The attempt counts as a failure BEFORE the password is checked, for the e-mail and the address
   // alike, so parallel attempts cannot all pass the check; a success (or no check at all) refunds it.
-  const attempt = deps.loginLimiter.reserve([`email:${email}`, `ip:${input.clientIp}`]);
+  const attempt = reserveLogin(deps.loginLimiter, email, input.clientIp);
   if (!('refund' in attempt)) {
     const wait = attempt.retryAfterSeconds;
     throw new DomainError('rate_limited', `too many failed logins; try again in ${wait} s`, { retryAfterSeconds: wait });
@@ -141,7 +142,7 @@ export async function loginUser(
   }
   if (user === undefined || !ok) throw new DomainError('invalid_credentials', 'wrong email or password');
   attempt.refund();
-  deps.loginLimiter.reset(`email:${email}`);
+  loginSucceeded(deps.loginLimiter, email, input.clientIp);
   const token = newSessionToken();
   const now = Date.now();
   const expiresAt = new Date(now + deps.sessionTtlMs).toISOString();

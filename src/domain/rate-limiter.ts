@@ -45,10 +45,12 @@ export class FailureLimiter {
    * answer is the seconds to wait (the largest over the keys). Synchronous, so two concurrent
    * callers can never both take the last slot.
    */
-  reserve(keys: readonly string[]): ReservedAttempt | { retryAfterSeconds: number } {
+  reserve(keys: readonly string[], alsoCount: readonly string[] = []): ReservedAttempt | { retryAfterSeconds: number } {
     const wait = Math.max(0, ...keys.map((key) => this.retryAfterSeconds(key)));
     if (wait > 0) return { retryAfterSeconds: wait };
     const at = this.#now();
+    // `alsoCount` keys count the attempt (and get it back on refund) without being checked.
+    keys = [...keys, ...alsoCount];
     for (const key of keys) this.#record(key, at);
     let refunded = false;
     return {
@@ -58,6 +60,11 @@ export class FailureLimiter {
         for (const key of keys) this.#remove(key, at);
       },
     };
+  }
+
+  /** Failures of `key` within the window. */
+  failures(key: string): number {
+    return this.#recent(key).length;
   }
 
   recordFailure(key: string): void {

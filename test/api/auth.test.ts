@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -342,6 +343,46 @@ describe('login rate limit', () => {
       }
       // The window is spent: even the right password waits now.
       assertError(await s.request('POST', '/api/v1/auth/login', { body: { email: user.email, password: user.password } }), 429, 'rate_limited');
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('the attack: wrong passwords from one address do not lock the owner out; the attacker stays limited', async () => {
+    const s = await startTestServer();
+    try {
+      const user = await s.newUser('lockout');
+      const port = new URL(s.url).port;
+      // Loopback addresses other than the server's own are distinct client addresses to the server.
+      const login = (from: string, password: string): Promise<{ status: number; body: string; retryAfter: string | undefined }> =>
+        new Promise((resolve, reject) => {
+          const body = JSON.stringify({ email: user.email, password });
+          const req = http.request(
+            { host: '127.0.0.1', port, path: '/api/v1/auth/login', method: 'POST', localAddress: from, headers: { 'content-type': 'application/json' }, timeout: 60_000 },
+            (res) => {
+              let text = '';
+              res.setEncoding('utf8');
+              res.on('data', (chunk: string) => (text += chunk));
+              res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text, retryAfter: res.headers['retry-after'] }));
+            },
+          );
+          req.on('timeout', () => req.destroy(new Error('login timed out')));
+          req.on('error', reject);
+          req.end(body);
+        });
+      const attacker = '127.0.0.2';
+      let limited = false;
+      for (let i = 0; i < 15; i += 1) {
+        const res = await login(attacker, `wrong-${i}`);
+        if (res.status === 429) limited = true;
+        else assert.equal(res.status, 401, `attempt ${i}: ${res.body}`);
+      }
+      assert.ok(limited, 'the attacker was never limited');
+      const owner = await login('127.0.0.3', user.password);
+      assert.equal(owner.status, 200, `the owner from another address: ${owner.body}`);
+      const again = await login(attacker, user.password);
+      assert.equal(again.status, 429, 'the attacker, even with the right password, is still limited');
+      assert.ok(Number(again.retryAfter) > 0);
     } finally {
       await s.close();
     }
