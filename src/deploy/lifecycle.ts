@@ -29,6 +29,7 @@ import { transition, type DeploymentEvent, type DeploymentStatus } from './state
 import { buildArgsFor } from './build-args.js';
 import { readDockerfile } from '../runtime/read-dockerfile.js';
 import type { AppConfigStore, EnvVar } from '../domain/app-config.js';
+import { redactError, redactedStream, redactorFor, type SecretRedactor } from '../secrets/redact.js';
 
 export interface LifecycleSettings {
   /** This installation's id (labels its engine objects). */
@@ -308,11 +309,15 @@ export class DeploymentLifecycle implements DeploymentOperations {
     const dep = await this.#owned(principal, deploymentId);
     const live = await this.#liveBuild(dep);
     if (live?.container_id == null) throw new DomainError('invalid_state', 'no container has run for this deployment yet');
-    return this.#deps.engine.containerLogs(live.container_id, {
+    const lines = this.#deps.engine.containerLogs(live.container_id, {
       ...(options.tail === undefined ? {} : { tail: options.tail }),
       follow: options.follow,
       signal: options.signal,
     });
+    // Secret values are write-only: the app printing one does not make it readable here.
+    const released = (await this.#deps.configs.buildConfig(live.id)) ?? [];
+    const current = await this.#deps.configs.current(dep.id);
+    return redactedStream(redactorFor([...released, ...current]), lines);
   }
 
   /**
@@ -468,7 +473,8 @@ export class DeploymentLifecycle implements DeploymentOperations {
       signal.throwIfAborted();
       const engineUp = await engine.ping(AbortSignal.timeout(3000)).then(() => true, () => false);
       if (!engineUp) return 'retry';
-      log('error', `could not start ${dep.subdomain} again`, { err });
+      // A release error ends with the app's last line, which can hold anything: the server log gets the reason.
+      log('error', `could not start ${dep.subdomain} again`, { err: err instanceof ReleaseError ? err.reason : err });
       started = null;
     }
     this.#recovering.delete(item.deploymentId);
@@ -569,8 +575,11 @@ export class DeploymentLifecycle implements DeploymentOperations {
     // Output that arrives after the log is closed (an engine stream still draining after a cancel)
     // must not reopen it: a reopened log would never be closed, and its followers never finish.
     let logOpen = true;
+    // App output and engine errors can hold the deployment's secrets: they are redacted before they are stored.
+    const redactor = redactorFor(vars);
+    const redacted = redactor.stream();
     const log = (text: string): void => {
-      if (logOpen) buildLogs.append(dep.id, build.id, text);
+      if (logOpen) buildLogs.append(dep.id, build.id, redacted.push(text));
     };
     const workDir = path.join(settings.dataDir, 'work', build.id);
     let image: string | undefined;
@@ -586,6 +595,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
         let contextDir: string;
         if (dep.source_type === 'git') {
           log(`==> fetching ${redactCredentials(dep.repo_url ?? '')} at ${build.commit_sha}\n`);
+          await fsp.mkdir(path.dirname(workDir), { recursive: true, mode: 0o700 });
           await fetchCommit(dep.repo_url ?? '', build.commit_sha, workDir, {
             ...this.#gitOptions(buildSignal),
             branch: build.source_ref,
@@ -652,11 +662,13 @@ export class DeploymentLifecycle implements DeploymentOperations {
       this.#deps.log('info', `${what} succeeded in ${seconds(startedAt)} s`);
       this.#deps.onBuildEnd?.('succeeded', (Date.now() - startedAt) / 1000);
     } catch (err) {
-      await this.#recordFailure(dep, build, image, err, cancel, log);
+      await this.#recordFailure(dep, build, image, err, cancel, log, redactor);
       const verb = cancel.aborted ? 'cancelled' : 'failed';
       this.#deps.onBuildEnd?.(verb, (Date.now() - startedAt) / 1000);
       this.#deps.log('info', `${what} ${verb} after ${seconds(startedAt)} s: ${summarizeFailure(err, cancel, this.#deps.settings.buildTimeoutMs)}`);
     } finally {
+      const rest = redacted.flush();
+      if (rest !== '') buildLogs.append(dep.id, build.id, rest);
       logOpen = false;
       await buildLogs.close(build.id);
     }
@@ -669,11 +681,12 @@ export class DeploymentLifecycle implements DeploymentOperations {
     err: unknown,
     cancel: AbortSignal,
     log: (text: string) => void,
+    redactor: SecretRedactor,
   ): Promise<void> {
     const { store } = this.#deps;
     const cancelled = cancel.aborted;
-    const message = describeFailure(err, cancel, this.#deps.settings.buildTimeoutMs);
-    if (!cancelled && !isExpectedFailure(err)) this.#deps.log('error', 'build failed unexpectedly', { buildId: build.id, err });
+    const message = redactor.redact(describeFailure(err, cancel, this.#deps.settings.buildTimeoutMs));
+    if (!cancelled && !isExpectedFailure(err)) this.#deps.log('error', 'build failed unexpectedly', { buildId: build.id, err: redactError(redactor, err) });
     log(`==> ${cancelled ? 'cancelled' : 'failed'}: ${message}\n`);
     await store.finishBuild(build.id, cancelled ? 'cancelled' : 'failed', message);
     if (image !== undefined) await this.#deps.engine.removeImage(image).catch(() => undefined);
@@ -711,7 +724,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
         signal,
       });
     } catch (err) {
-      if (err instanceof ReleaseError) throw new DomainError('invalid_state', `the release did not start: ${err.message}`);
+      if (err instanceof ReleaseError) throw new DomainError('invalid_state', redactorFor(vars).redact(`the release did not start: ${err.message}`));
       throw err;
     }
     await this.#switchTo(dep, build.id, container.id, container.upstream, status);
