@@ -19,6 +19,7 @@ import { DbAppConfigStore, readKeyCheck, writeKeyCheck } from './db/app-config-s
 import { databaseWebhookStore } from './db/webhook-store.js';
 import { branchTip } from './source/git.js';
 import { unlockInstallation } from './secrets/unlock.js';
+import { securePrivateDataDir } from './secrets/private-data-dir.js';
 import { bootstrapAdmin } from './domain/accounts.js';
 import { KeyUsage } from './domain/key-usage.js';
 import { NO_CERTIFICATES } from './domain/custom-domains.js';
@@ -83,6 +84,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     const line = detail === undefined ? msg : `${msg} ${safeJson(detail)}`;
     process.stderr.write(`[slipway] ${level}: ${line}\n`);
   });
+  await securePrivateDataDir(config.dataDir);
   const db = await openDatabase({ file: path.join(config.dataDir, 'slipway.db'), url: config.databaseUrl });
   const engine =
     options.engine ??

@@ -12,7 +12,7 @@ export async function runnerId(dataDir: string): Promise<string> {
   const existing = await fsp.readFile(file, 'utf8').catch(() => '');
   if (UUID.test(existing.trim())) return existing.trim();
   const id = crypto.randomUUID();
-  await fsp.mkdir(dataDir, { recursive: true });
+  await fsp.mkdir(dataDir, { recursive: true, mode: 0o700 });
   await fsp.writeFile(file, `${id}\n`, { mode: 0o600 });
   return id;
 }

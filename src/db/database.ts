@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Dialect, type Migration, type MigrationProvider } from 'kysely';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, ensurePrivateFile } from '../secrets/private-data-dir.js';
 import type { Database } from './schema.js';
 import * as initial from './migrations/2026-11-21-001-initial.js';
 import * as instance from './migrations/2026-11-21-002-instance.js';
@@ -33,7 +34,10 @@ const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
 const PG_INT8 = 20;
 
 function sqliteDialect(file: string): Dialect {
-  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: PRIVATE_DIR_MODE });
+  // SQLite gives its WAL and shared-memory files the database file's mode: created 0600, all three are.
+  ensurePrivateFile(file);
+  for (const companion of [`${file}-wal`, `${file}-shm`]) if (fs.existsSync(companion)) fs.chmodSync(companion, PRIVATE_FILE_MODE);
   const sqlite = new SQLite(file);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../secrets/private-data-dir.js';
 
 /** Room kept in the cap for the marker line. */
 const MARKER_RESERVE = 128;
@@ -30,7 +31,7 @@ class CappedLog {
   #dropped = 0;
 
   constructor(file: string, maxBytes: number) {
-    this.#stream = fs.createWriteStream(file, { flags: 'a' });
+    this.#stream = fs.createWriteStream(file, { flags: 'a', mode: PRIVATE_FILE_MODE });
     this.#stream.on('error', () => undefined);
     const room = Math.max(0, maxBytes - MARKER_RESERVE);
     this.#headBytes = Math.floor(room / 2);
@@ -124,7 +125,7 @@ export class BuildLogStore {
   append(deploymentId: string, buildId: string, text: string): void {
     let log = this.#open.get(buildId);
     if (log === undefined) {
-      fs.mkdirSync(path.join(this.#root, deploymentId), { recursive: true });
+      fs.mkdirSync(path.join(this.#root, deploymentId), { recursive: true, mode: PRIVATE_DIR_MODE });
       log = new CappedLog(this.file(deploymentId, buildId), this.#maxBytes);
       this.#open.set(buildId, log);
     }

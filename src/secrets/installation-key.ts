@@ -36,7 +36,7 @@ export const newKeyText = (): string => crypto.randomBytes(KEY_BYTES).toString('
  * not exist. Creation is exclusive, so two processes starting at once end up with the same key.
  */
 export function loadOrCreateKeyFile(file: string): Buffer {
-  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   try {
     fs.writeFileSync(file, `${newKeyText()}\n`, { mode: 0o600, flag: 'wx' });
   } catch (err) {

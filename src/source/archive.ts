@@ -462,7 +462,8 @@ export async function extractArchive(
   await assertGzip(archivePath);
   const root = path.resolve(destDir);
   await new ArchiveExtraction(root, limits, false).run(archivePath, signal);
-  await fs.mkdir(path.dirname(root), { recursive: true });
+  // The upload's own directory is Slipway's (private); the source root inside it is the app's.
+  await fs.mkdir(path.dirname(root), { recursive: true, mode: 0o700 });
   await fs.mkdir(root, { mode: 0o755 });
   try {
     return await new ArchiveExtraction(root, limits, true).run(archivePath, signal);

@@ -7,6 +7,7 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Transform } from 'node:stream';
 import { DomainError } from '../core/errors.js';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../secrets/private-data-dir.js';
 
 /**
  * Layout under the data directory:
@@ -38,7 +39,7 @@ export class SourceStore {
   /** Removes staging leftovers of a previous run (called on start). */
   async clearStaging(): Promise<void> {
     await fsp.rm(path.join(this.#root, 'tmp'), { recursive: true, force: true });
-    await fsp.mkdir(path.join(this.#root, 'tmp'), { recursive: true });
+    await fsp.mkdir(path.join(this.#root, 'tmp'), { recursive: true, mode: PRIVATE_DIR_MODE });
   }
 
   /**
@@ -46,7 +47,7 @@ export class SourceStore {
    * Over `maxBytes` → payload_too_large (and the partial file is removed).
    */
   async receive(input: Readable, file: string, maxBytes: number): Promise<{ size: number; sha256: string }> {
-    await fsp.mkdir(path.dirname(file), { recursive: true });
+    await fsp.mkdir(path.dirname(file), { recursive: true, mode: PRIVATE_DIR_MODE });
     const hash = crypto.createHash('sha256');
     let size = 0;
     const meter = new Transform({
@@ -61,7 +62,7 @@ export class SourceStore {
       },
     });
     try {
-      await pipeline(input, meter, fs.createWriteStream(file, { flags: 'wx' }));
+      await pipeline(input, meter, fs.createWriteStream(file, { flags: 'wx', mode: PRIVATE_FILE_MODE }));
     } catch (err) {
       await fsp.rm(file, { force: true });
       throw err;
@@ -72,7 +73,7 @@ export class SourceStore {
   /** Moves a staged upload directory into place (a rename: atomic on one filesystem). */
   async commitUpload(staged: string, deploymentId: string, uploadId: string): Promise<void> {
     const target = this.uploadDir(deploymentId, uploadId);
-    await fsp.mkdir(path.dirname(target), { recursive: true });
+    await fsp.mkdir(path.dirname(target), { recursive: true, mode: PRIVATE_DIR_MODE });
     await fsp.rename(staged, target);
   }
 

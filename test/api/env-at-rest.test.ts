@@ -6,6 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { ConfigError } from '../../src/config.js';
+import { createArchiveApp, deployAndWait, eventually, tarGzOf, testEngine } from '../helpers/apps.js';
+import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../helpers/busybox-image.js';
 import { filesContaining } from '../helpers/files.js';
 import { execFile } from 'node:child_process';
 import { PROJECT_ROOT, spawnServerProcess, startTestServer, testEnv } from '../helpers/server.js';
@@ -47,6 +49,91 @@ describe('configuration at rest', () => {
       await s.close();
     }
     for (const value of [secret, plain]) assert.deepEqual(filesContaining(dir, value), [], `${value} after close (WAL checkpointed)`);
+  });
+
+  test('the attack: an app prints its secret (plain, base64, URL-encoded) when its health check fails; no form is stored or answered, and every file is private', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-print-'));
+    const s = await startTestServer({ SLIPWAY_DATABASE_URL: '', SLIPWAY_STARTUP_TIMEOUT_SECONDS: '15' }, dir);
+    // Characters that URL encoding changes, and a length whose base64 fits on one line.
+    const secret = `s3cret ${crypto.randomBytes(9).toString('hex')}/&x`;
+    const forms = [secret, Buffer.from(secret).toString('base64'), Buffer.from(secret).toString('base64').replace(/=+$/, ''), encodeURIComponent(secret)];
+    // The app derives the encoded forms itself: the secret is in no file it was built from.
+    const print = [
+      'B64=$(printf %s "$TOKEN" | base64)',
+      'URL=$(printf %s "$TOKEN" | sed "s/ /%20/g; s|/|%2F|g; s/&/%26/g")',
+      'echo "$TOKEN"; echo "$B64"; echo "$URL"',
+      'echo "token=$TOKEN b64=$B64 url=$URL" >&2',
+    ].join('; ');
+    const app = async (serve: boolean): Promise<Buffer> => {
+      const ctx = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-print-app-'));
+      const run = serve ? `${print}; exec httpd -f -p "$PORT" -h /www` : `${print}; exit 3`;
+      fs.writeFileSync(path.join(ctx, 'Dockerfile'), `FROM ${BUSYBOX_IMAGE}\nCOPY index.html /www/index.html\nCMD ${JSON.stringify(['/bin/sh', '-c', run])}\n`);
+      fs.writeFileSync(path.join(ctx, 'index.html'), 'ok\n');
+      try {
+        return await tarGzOf(ctx);
+      } finally {
+        fs.rmSync(ctx, { recursive: true, force: true });
+      }
+    };
+    const leaks = (text: string): string[] => forms.filter((form) => text.includes(form));
+    try {
+      await ensureBusyboxImage(testEngine());
+      const user = await s.newUser('printer');
+      const answers: string[] = [];
+      // One app fails its health check after printing; the other prints and serves (its runtime logs are read).
+      const failing = await createArchiveApp(s, user.token, await app(false));
+      const serving = await createArchiveApp(s, user.token, await app(true));
+      for (const { id } of [failing, serving]) {
+        const set = await s.request('PATCH', `/api/v1/deployments/${id}/env`, { token: user.token, body: { vars: { TOKEN: secret }, secret: true } });
+        assert.equal(set.status, 200, set.text);
+      }
+      const failed = await deployAndWait(s, user.token, failing.id);
+      assert.equal(failed.status, 500, failed.text);
+      assert.equal(failed.json.error, 'build_failed');
+      assert.match(failed.json.message, /token=\[redacted\] b64=\[redacted\] url=\[redacted\]/, 'the app\'s last line is reported, redacted');
+      answers.push(failed.text);
+      const live = await deployAndWait(s, user.token, serving.id);
+      assert.equal(live.status, 200, live.text);
+      for (const { id } of [failing, serving]) {
+        const builds = await s.request('GET', `/api/v1/deployments/${id}/builds`, { token: user.token });
+        answers.push(builds.text);
+        for (const build of builds.json as { id: string }[]) {
+          answers.push((await s.request('GET', `/api/v1/deployments/${id}/builds/${build.id}`, { token: user.token })).text);
+          const log = await s.request('GET', `/api/v1/deployments/${id}/builds/${build.id}/logs`, { token: user.token });
+          assert.match(log.text, /\[redacted\]/, 'the build log holds the app output, redacted');
+          answers.push(log.text);
+        }
+      }
+      const runtime = await eventually(async () => {
+        const res = await s.request('GET', `/api/v1/deployments/${serving.id}/logs`, { token: user.token });
+        return res.status === 200 && res.text.includes('url=') ? res : undefined;
+      }, 60_000, 'the runtime logs');
+      assert.match(runtime.text, /token=\[redacted\] b64=\[redacted\] url=\[redacted\]/);
+      answers.push(runtime.text);
+      for (const answer of answers) assert.deepEqual(leaks(answer), [], answer.slice(0, 2000));
+      assert.ok(fs.existsSync(path.join(dir, 'slipway.db-wal')), 'the WAL is scanned while it holds the writes');
+      for (const form of forms) assert.deepEqual(filesContaining(dir, form), [], form);
+      // Every file Slipway keeps is its user's alone; app source trees keep their own modes inside private directories.
+      const open: string[] = [];
+      const walk = (d: string, rel: string[]): void => {
+        const mode = fs.statSync(d).mode & 0o777;
+        if (mode !== 0o700) open.push(`${d} ${mode.toString(8)}`);
+        for (const entry of fs.readdirSync(d, { withFileTypes: true })) {
+          const full = path.join(d, entry.name);
+          const parts = [...rel, entry.name];
+          if (entry.isDirectory()) {
+            if (!(parts[0] === 'uploads' && parts.length === 4 && parts[3] === 'src')) walk(full, parts);
+          } else if (entry.isFile() && (fs.statSync(full).mode & 0o777) !== 0o600) open.push(`${full} ${(fs.statSync(full).mode & 0o777).toString(8)}`);
+        }
+      };
+      walk(dir, []);
+      assert.deepEqual(open, []);
+      for (const name of ['slipway.db', 'slipway.db-wal', 'slipway.db-shm']) assert.equal(fs.statSync(path.join(dir, name)).mode & 0o777, 0o600, name);
+    } finally {
+      await s.close();
+    }
+    for (const form of forms) assert.deepEqual(filesContaining(dir, form), [], `${form} after close (WAL checkpointed)`);
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   test('a start with a key that does not open the stored configuration fails with a clear message', async () => {

@@ -102,7 +102,7 @@ export class HaproxyProcess {
       this.#scheduleRestart();
     });
     child.on('error', (err) => keep(Buffer.from(String(err))));
-    if (child.pid !== undefined) await fs.writeFile(this.#options.pidFile, `${child.pid}\n`);
+    if (child.pid !== undefined) await fs.writeFile(this.#options.pidFile, `${child.pid}\n`, { mode: 0o600 });
 
     const deadline = Date.now() + (this.#options.readyTimeoutMs ?? 10_000);
     for (;;) {
