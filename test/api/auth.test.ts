@@ -426,3 +426,33 @@ describe('login rate limit', () => {
     }
   });
 });
+
+describe('answers that carry a credential', () => {
+  test('the attack: a shared browser or proxy cannot keep a session token, an API key or a webhook secret (Cache-Control: no-store)', async () => {
+    const s = await startTestServer();
+    try {
+      const user = await s.newUser('nostore');
+      const noStore = (res: Awaited<ReturnType<TestServer['request']>>, what: string): void => {
+        assert.equal(res.headers.get('cache-control'), 'no-store', what);
+        assert.equal(res.headers.get('pragma'), 'no-cache', what);
+      };
+      const login = await s.request('POST', '/api/v1/auth/login', { body: { email: user.email, password: user.password } });
+      assert.equal(login.status, 200);
+      noStore(login, 'login');
+      noStore(await s.request('POST', '/api/v1/auth/login', { body: { email: user.email, password: 'wrong-password' } }), 'a failed login');
+      const key = await s.request('POST', '/api/v1/api-keys', { token: user.token, body: { name: 'no-store' } });
+      assert.equal(key.status, 201);
+      noStore(key, 'API key creation');
+      const dep = await s.request('POST', '/api/v1/deployments', {
+        token: user.token,
+        body: { name: 'no store', subdomain: `nostore-${process.pid}`, repo_url: 'http://127.0.0.1:9/none.git', branch: 'main' },
+      });
+      assert.equal(dep.status, 201, dep.text);
+      const hook = await s.request('POST', `/api/v1/deployments/${dep.json.id as string}/webhook`, { token: user.token });
+      assert.equal(hook.status, 201, hook.text);
+      noStore(hook, 'webhook secret');
+    } finally {
+      await s.close();
+    }
+  });
+});

@@ -5,6 +5,7 @@ import { createApiKey, deleteApiKey, listApiKeys } from '../../domain/api-keys.j
 import { assertUuid } from '../../domain/deployments.js';
 import type { ApiDeps } from '../app.js';
 import { principalOf } from '../authenticate.js';
+import { noStore } from '../no-store.js';
 import { PageQuery, isTimeIdPosition, listResponse, pageRequest, sendPage, type ListRef } from '../list-pages.js';
 import type { ApiKeyPosition } from '../../domain/api-keys.js';
 import { CreateApiKeyBody, CreateApiKeyResponse, IdParams, errorResponses } from '../schemas.js';
@@ -41,7 +42,7 @@ export const apiKeyRoutes =
           response: { 201: CreateApiKeyResponse, ...errorResponses(400, 401) },
         },
       },
-      async (request, reply) => reply.code(201).send(await createApiKey(deps.db, principalOf(request), request.body)),
+      async (request, reply) => noStore(reply).code(201).send(await createApiKey(deps.db, principalOf(request), request.body)),
     );
 
     app.delete<{ Params: { id: string } }>(

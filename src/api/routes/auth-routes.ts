@@ -3,6 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { loginUser, logoutUser } from '../../domain/accounts.js';
 import type { ApiDeps } from '../app.js';
 import { principalOf } from '../authenticate.js';
+import { noStore } from '../no-store.js';
 import { LoginBody, LoginResponse, errorResponses } from '../schemas.js';
 
 export const authRoutes =
@@ -19,11 +20,14 @@ export const authRoutes =
           response: { 200: LoginResponse, ...errorResponses(400, 401, 429) },
         },
       },
-      async (request) =>
-        loginUser(
+      async (request, reply) => {
+        // Failed logins too: nothing about a login attempt is worth keeping.
+        noStore(reply);
+        return loginUser(
           { db: deps.db, sessionTtlMs: deps.config.sessionTtlMs, loginLimiter: deps.loginLimiter },
           { email: request.body.email, password: request.body.password, clientIp: request.ip },
-        ),
+        );
+      },
     );
   };
 

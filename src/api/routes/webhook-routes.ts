@@ -4,6 +4,7 @@ import { Type } from '@sinclair/typebox';
 import { getWebhook, listDeliveries, setWebhook } from '../../domain/webhooks.js';
 import type { ApiDeps } from '../app.js';
 import { principalOf } from '../authenticate.js';
+import { noStore } from '../no-store.js';
 import { IdParams, WebhookResponse, WebhookSecretResponse, errorResponses } from '../schemas.js';
 
 type IdRequest = { Params: { id: string } };
@@ -23,7 +24,7 @@ export const webhookRoutes =
           response: { 201: WebhookSecretResponse, ...errorResponses(400, 401, 404) },
         },
       },
-      async (request, reply) => reply.code(201).send(await setWebhook(hookDeps, principalOf(request), request.params.id)),
+      async (request, reply) => noStore(reply).code(201).send(await setWebhook(hookDeps, principalOf(request), request.params.id)),
     );
 
     app.get<IdRequest>(
