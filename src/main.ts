@@ -18,6 +18,7 @@ import { runnerId } from './runner-id.js';
 import { DbAppConfigStore, readKeyCheck, writeKeyCheck } from './db/app-config-store.js';
 import { databaseWebhookStore } from './db/webhook-store.js';
 import { branchTip } from './source/git.js';
+import type { BuildSlots } from './deploy/fair-build-slots.js';
 import { unlockInstallation } from './secrets/unlock.js';
 import { securePrivateDataDir } from './secrets/private-data-dir.js';
 import { bootstrapAdmin } from './domain/accounts.js';
@@ -73,6 +74,8 @@ export interface StartOptions {
   log?: Log;
   /** Environment base for git children (PATH, HOME). */
   gitEnv?: Record<string, string>;
+  /** Where builds wait for a slot instead of the fair scheduler (bench/fair-builds compares policies). */
+  buildSlots?: BuildSlots;
 }
 
 /** Starts Slipway: migrations, admin bootstrap, reconciliation, then the HTTP listener. */
@@ -174,6 +177,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     buildLogs,
     log,
     onBuildEnd: (outcome, seconds) => metrics.buildEnded(outcome, seconds),
+    ...(options.buildSlots === undefined ? {} : { buildSlots: options.buildSlots }),
     settings: {
       instanceId,
       dataDir: config.dataDir,

@@ -18,6 +18,7 @@ import { fetchCommit, redactCredentials, resolveCommit } from '../source/git.js'
 import type { SourceStore } from '../source/source-store.js';
 import type { BuildLogStore } from './build-logs.js';
 import { KeyedMutex, Semaphore } from './concurrency.js';
+import { FairBuildSlots, type BuildSlots } from './fair-build-slots.js';
 import { describeFailure, isExpectedFailure, summarizeFailure } from './failures.js';
 import { imageTag, pruneImages, removeDeploymentObjects } from './images.js';
 import { refreshLivePorts } from './live-ports.js';
@@ -64,6 +65,8 @@ export interface LifecycleDeps {
   readonly log: (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
   /** Told when a build ends, with its outcome and how long it took (the build metrics). */
   readonly onBuildEnd?: (outcome: 'succeeded' | 'failed' | 'cancelled', seconds: number) => void;
+  /** Where builds wait for a slot (default: {@link FairBuildSlots} of `settings.maxConcurrentBuilds`). */
+  readonly buildSlots?: BuildSlots;
 }
 
 interface InflightBuild {
@@ -105,7 +108,8 @@ class Superseded extends Error {
 export class DeploymentLifecycle implements DeploymentOperations {
   readonly #deps: LifecycleDeps;
   readonly #locks = new KeyedMutex();
-  readonly #buildSlots: Semaphore;
+  /** Build slots, shared fairly across users. */
+  readonly #buildSlots: BuildSlots;
   readonly #inflight = new Map<string, InflightBuild>();
   readonly #background = new Set<Promise<unknown>>();
   /** Releases waiting to be started again; an operation that decides what serves removes its entry. */
@@ -121,7 +125,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
 
   constructor(deps: LifecycleDeps) {
     this.#deps = deps;
-    this.#buildSlots = new Semaphore(deps.settings.maxConcurrentBuilds);
+    this.#buildSlots = deps.buildSlots ?? new FairBuildSlots(deps.settings.maxConcurrentBuilds);
     this.#recoverySlots = new Semaphore(deps.settings.recoveryConcurrency);
     this.#recoveryInFlight = new Semaphore(Math.max(RECOVERY_IN_FLIGHT, deps.settings.recoveryConcurrency));
   }
@@ -589,7 +593,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
     try {
       log(`==> build ${build.id} of ${dep.name} (${dep.source_type} ${build.commit_sha || 'unresolved'})\n`);
       if (unreadable !== undefined) throw new DomainError('build_failed', unreadable);
-      const releaseSlot = await this.#buildSlots.acquire(cancel);
+      const releaseSlot = await this.#buildSlots.acquire(dep.user_id, cancel);
       try {
         const buildSignal = AbortSignal.any([cancel, AbortSignal.timeout(settings.buildTimeoutMs)]);
         let contextDir: string;
