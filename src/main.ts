@@ -19,6 +19,7 @@ import { DbAppConfigStore, readKeyCheck, writeKeyCheck } from './db/app-config-s
 import { databaseWebhookStore } from './db/webhook-store.js';
 import { branchTip } from './source/git.js';
 import type { BuildSlots } from './deploy/fair-build-slots.js';
+import { databasePreviewCatalog } from './db/preview-catalog.js';
 import { unlockInstallation } from './secrets/unlock.js';
 import { securePrivateDataDir } from './secrets/private-data-dir.js';
 import { bootstrapAdmin } from './domain/accounts.js';
@@ -259,6 +260,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     configs,
     webhooks: databaseWebhookStore(db, unlocked.cipher),
     // 60 badly signed deliveries a minute per webhook, then 429; correctly signed ones are never limited (§10).
+    previews: databasePreviewCatalog(db),
     hookLimiter: new FailureLimiter({ maxFailures: 60, windowMs: 60_000 }),
     branchTip: (repoUrl, branch) =>
       branchTip(repoUrl, branch, { allowPrivate: config.allowPrivateGit, timeoutMs: 60_000, signal: AbortSignal.timeout(60_000), gitEnv: lifecycleGitEnv }),

@@ -10,6 +10,7 @@ import type { KeyUsage } from '../domain/key-usage.js';
 import type { ListCursors } from './list-pages.js';
 import type { FailureLimiter } from '../domain/rate-limiter.js';
 import type { BranchTip, WebhookStore } from '../domain/webhooks.js';
+import type { PreviewCatalog } from '../domain/previews.js';
 import type { AppConfigStore } from '../domain/app-config.js';
 import type { DeploymentOperations } from '../domain/operations.js';
 import type { DomainCertificates, HostRoutes } from '../domain/custom-domains.js';
@@ -26,6 +27,7 @@ import { buildRoutes } from './routes/build-routes.js';
 import { envRoutes } from './routes/env-routes.js';
 import { domainRoutes } from './routes/domain-routes.js';
 import { webhookRoutes } from './routes/webhook-routes.js';
+import { previewRoutes } from './routes/preview-routes.js';
 import { hookRoutes } from './routes/hook-routes.js';
 import { tunnelRoutes, type TunnelDirectory } from './routes/tunnel-routes.js';
 import { healthRoutes, type HealthCheck } from './routes/health-routes.js';
@@ -51,6 +53,7 @@ export interface ApiDeps {
   /** Deployments' webhook secrets (encrypted at rest by the store) and the deliveries they received. */
   readonly webhooks: WebhookStore;
   /** Deliveries failing the signature check, per deployment's webhook (sliding window); signed ones never count. */
+import type { PreviewCatalog } from '../domain/previews.js';
   readonly hookLimiter: FailureLimiter;
   /** The tip of a branch (or of the default branch) in a repository (git ls-remote), checked for every push. */
   readonly branchTip: BranchTip;
@@ -134,6 +137,7 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
     await scope.register(envRoutes(deps));
     await scope.register(domainRoutes(deps));
     await scope.register(webhookRoutes(deps));
+    await scope.register(previewRoutes(deps));
     await scope.register(tunnelRoutes(deps));
     await scope.register(deploymentMetricsRoutes(deps));
   }, { prefix: '/api/v1' });

@@ -72,6 +72,11 @@ const AutoDeployField = Type.Boolean({
   description: 'git deployments: a signed push to the tracked branch deploys the pushed commit (default false; true on an archive deployment is a validation_error)',
 });
 
+const PreviewsField = Type.Boolean({
+  description:
+    'git deployments: a signed pull request event against the tracked branch creates, rebuilds or removes a preview at <subdomain>-pr-<number> (default false; true on an archive deployment is a validation_error)',
+});
+
 export const CreateDeploymentBody = Type.Object(
   {
     name: Type.String({ maxLength: 1000 }),
@@ -87,6 +92,7 @@ export const CreateDeploymentBody = Type.Object(
     cpus: Type.Optional(Type.Number({ description: 'CPU limit: 0.01 to SLIPWAY_MAX_CPUS (default ceiling 2); default SLIPWAY_DEFAULT_CPUS (1)' })),
     volumes: Type.Optional(VolumesField),
     auto_deploy: Type.Optional(AutoDeployField),
+    previews: Type.Optional(PreviewsField),
   },
   { additionalProperties: false },
 );
@@ -105,6 +111,7 @@ export const UpdateDeploymentBody = Type.Object(
     cpus: Type.Optional(Type.Union([Type.Number(), Type.Null()], { description: '0.01 to SLIPWAY_MAX_CPUS (default ceiling 2); null: the default' })),
     volumes: Type.Optional(VolumesField),
     auto_deploy: Type.Optional(AutoDeployField),
+    previews: Type.Optional(PreviewsField),
   },
   { additionalProperties: false, description: 'Settings take effect at the next deploy or restart.' },
 );
@@ -129,8 +136,26 @@ export const DeploymentSchema = Type.Object(
     cpus: Type.Optional(Nullable(Type.Number())),
     volumes: Type.Optional(Type.Array(VolumeSchema)),
     auto_deploy: Type.Optional(Type.Boolean({ description: 'git deployments: whether a signed push to the tracked branch deploys' })),
+    previews: Type.Optional(Type.Boolean({ description: 'git deployments: whether pull requests against the tracked branch get previews' })),
   },
   { $id: 'Deployment' },
+);
+
+export const PreviewParams = Type.Object({ id: Type.String(), number: Type.String() });
+export const PreviewBuildParams = Type.Object({ id: Type.String(), number: Type.String(), build_id: Type.String() });
+export const PreviewSchema = Type.Object(
+  {
+    id: Uuid,
+    deployment_id: Uuid,
+    number: Type.Integer({ description: 'the pull (merge) request number' }),
+    branch: Nullable(Type.String({ description: "the pull request's head branch" })),
+    commit_sha: Nullable(Type.String({ description: 'the head commit the preview shows' })),
+    status: OneOf(['pending', 'building', 'running', 'stopped', 'failed']),
+    url: Type.String({ description: '<subdomain>-pr-<number>.<SLIPWAY_DOMAIN>' }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { $id: 'Preview' },
 );
 
 /** The multipart upload, for the OpenAPI document; the handler reads the parts as streams and enforces it. */
@@ -261,7 +286,7 @@ export const DeliverySchema = Type.Object(
     delivery_id: Nullable(Type.String({ description: "the sender's delivery id" })),
     ref: Nullable(Type.String()),
     commit_sha: Nullable(Type.String()),
-    outcome: OneOf(['deployed', 'ignored', 'rejected']),
+    outcome: OneOf(['deployed', 'removed', 'ignored', 'rejected']),
     build_id: Nullable(Uuid),
     reason: Type.String({ description: 'why the delivery did or did not deploy' }),
   },
@@ -295,7 +320,7 @@ export const DomainSchema = Type.Object(
 );
 
 /** Shared schemas registered once, referenced by `$ref`. */
-export const SHARED_SCHEMAS = [ErrorSchema, UserSchema, ApiKeySchema, DeploymentSchema, BuildSchema, TunnelSchema, EnvVarSchema, DomainSchema, DeliverySchema];
+export const SHARED_SCHEMAS = [ErrorSchema, UserSchema, ApiKeySchema, DeploymentSchema, PreviewSchema, BuildSchema, TunnelSchema, EnvVarSchema, DomainSchema, DeliverySchema];
 
 /** Standard error responses for the OpenAPI document. */
 export function errorResponses(...statuses: number[]): Record<number, unknown> {

@@ -11,7 +11,7 @@ import { preparedQuery } from './prepared-query.js';
  */
 export function databaseDeploymentCatalog(db: Db): DeploymentCatalog {
   // The list's statements and the version read, compiled once (placeholder values mark the parameters).
-  const page = db.selectFrom('deployments').select([...SHOWN_DEPLOYMENT_COLUMNS, 'seq']).where('user_id', '=', '');
+  const page = db.selectFrom('deployments').select([...SHOWN_DEPLOYMENT_COLUMNS, 'seq']).where('user_id', '=', '').where('parent_id', 'is', null);
   const firstPage = preparedQuery(db, page.orderBy('seq', 'desc').limit(1));
   const pageBefore = preparedQuery(db, page.where('seq', '<', 0).orderBy('seq', 'desc').limit(1));
   const version = preparedQuery(db, db.selectFrom('users').select('deployments_version').where('id', '=', ''));

@@ -116,6 +116,11 @@ export function databaseDeploymentStore(db: Db, runner: string): DeploymentStore
       });
     },
 
+    async previewIds(deploymentId) {
+      const rows = await db.selectFrom('deployments').select('id').where('parent_id', '=', deploymentId).execute();
+      return rows.map((r) => r.id);
+    },
+
     async buildsWithImages(deploymentId) {
       const rows = await db
         .selectFrom('builds')

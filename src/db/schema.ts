@@ -57,6 +57,18 @@ export interface DeploymentsTable {
   volumes: Generated<string>;
   /** 1: a verified push to the tracked branch deploys (git deployments only). */
   auto_deploy: Generated<number>;
+  /** 1: pull requests against the tracked branch get preview deployments (git deployments only). */
+  previews: Generated<number>;
+  /** A preview's deployment (null for a deployment of its own); see migration 2026-11-27-040. */
+  parent_id: Generated<string | null>;
+  /** A preview's pull request number. */
+  pr_number: Generated<number | null>;
+  /** The head commit a preview shows (its newest pull request event's). */
+  pr_head_sha: Generated<string | null>;
+  /** The pull request's head repository as the forge names it. */
+  pr_head_repo: Generated<string | null>;
+  /** 1: the head repository is the deployment's own (secrets reach the preview). */
+  pr_same_repo: Generated<number>;
   created_at: string;
   updated_at: string;
   seq: Generated<number>;
@@ -172,7 +184,7 @@ export interface WebhookDeliveriesTable {
   dedup_key: string | null;
   ref: string | null;
   commit_sha: string | null;
-  outcome: 'deployed' | 'ignored' | 'rejected';
+  outcome: 'deployed' | 'removed' | 'ignored' | 'rejected';
   build_id: string | null;
   reason: string;
 }

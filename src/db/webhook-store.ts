@@ -17,7 +17,7 @@ export function databaseWebhookStore(db: Db, cipher: ValueCipher): WebhookStore 
       const row = await db
         .selectFrom('webhooks')
         .innerJoin('deployments', 'deployments.id', 'webhooks.deployment_id')
-        .select(['deployments.id', 'deployments.user_id', 'deployments.name', 'deployments.repo_url', 'deployments.branch', 'deployments.auto_deploy', 'webhooks.secret'])
+        .select(['deployments.id', 'deployments.user_id', 'deployments.name', 'deployments.repo_url', 'deployments.branch', 'deployments.auto_deploy', 'deployments.previews', 'webhooks.secret'])
         .where('webhooks.deployment_id', '=', deploymentId)
         .executeTakeFirst();
       if (row === undefined) return undefined;
@@ -28,6 +28,7 @@ export function databaseWebhookStore(db: Db, cipher: ValueCipher): WebhookStore 
         repoUrl: row.repo_url,
         branch: row.branch,
         autoDeploy: row.auto_deploy === 1,
+        previews: row.previews === 1,
         secret: cipher.decrypt(row.secret, webhookContext(row.id)),
       };
     },
@@ -94,6 +95,8 @@ export function databaseWebhookStore(db: Db, cipher: ValueCipher): WebhookStore 
         .select(['delivery_id', 'commit_sha', 'build_id'])
         .where('deployment_id', '=', deploymentId)
         .where('outcome', '=', 'deployed')
+        // Pushes only: a preview's build (refs/pull/…) is not what the tracked branch last deployed.
+        .where('ref', 'like', 'refs/heads/%')
         .orderBy('seq', 'desc')
         .limit(1)
         .executeTakeFirst();

@@ -49,6 +49,8 @@ export interface DeploymentStore {
   /** Moves a live container's host port, if the build still has that container. Returns whether it did. */
   moveHostPort(buildId: string, containerId: string, hostPort: number): Promise<boolean>;
   remove(deploymentId: string): Promise<void>;
+  /** The ids of a deployment's previews (decisions §17: they are removed with it). */
+  previewIds(deploymentId: string): Promise<string[]>;
   /** Succeeded builds that still have an image, newest first (image retention). */
   buildsWithImages(deploymentId: string): Promise<Array<{ id: string; image_id: string }>>;
   /** Live builds with a container, of deployments that should be serving. */

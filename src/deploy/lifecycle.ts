@@ -271,6 +271,14 @@ export class DeploymentLifecycle implements DeploymentOperations {
   }
 
   async remove(principal: Principal, deploymentId: string): Promise<void> {
+    // A deployment's previews (decisions §17) go first, each removed as the deployment it is.
+    const { store } = this.#deps;
+    const dep = await this.#owned(principal, deploymentId);
+    for (const previewId of await store.previewIds(dep.id)) await this.#removeOne(principal, previewId);
+    await this.#removeOne(principal, deploymentId);
+  }
+
+  async #removeOne(principal: Principal, deploymentId: string): Promise<void> {
     const { store, sources, buildLogs, dataPlane } = this.#deps;
     this.#interruptRecovery(deploymentId);
     await this.#locks.run(deploymentId, async () => {
@@ -598,11 +606,13 @@ export class DeploymentLifecycle implements DeploymentOperations {
         const buildSignal = AbortSignal.any([cancel, AbortSignal.timeout(settings.buildTimeoutMs)]);
         let contextDir: string;
         if (dep.source_type === 'git') {
-          log(`==> fetching ${redactCredentials(dep.repo_url ?? '')} at ${build.commit_sha}\n`);
+          const at = build.source_ref.startsWith('refs/') ? ` (${build.source_ref})` : '';
+          log(`==> fetching ${redactCredentials(dep.repo_url ?? '')} at ${build.commit_sha}${at}\n`);
           await fsp.mkdir(path.dirname(workDir), { recursive: true, mode: 0o700 });
           await fetchCommit(dep.repo_url ?? '', build.commit_sha, workDir, {
             ...this.#gitOptions(buildSignal),
-            branch: build.source_ref,
+            // A preview's commit is fetched at the forge's pull ref (refs/pull/<n>/head…), so a fork's is found too.
+            ...(build.source_ref.startsWith('refs/') ? { ref: build.source_ref } : { branch: build.source_ref }),
             onOutput: log,
           });
           // The repository's history is not part of the app: keep it out of the build context.

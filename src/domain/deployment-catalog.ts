@@ -20,6 +20,7 @@ export const SHOWN_DEPLOYMENT_COLUMNS = [
   'nano_cpus',
   'volumes',
   'auto_deploy',
+  'previews',
 ] as const;
 
 /** What `presentDeployment` shows of a deployment. */
@@ -36,7 +37,7 @@ export type NewDeployment = Omit<DeploymentRow, 'seq'>;
 
 /** Settings of a deployment a use-case may change. */
 export type DeploymentChanges = Partial<
-  Pick<DeploymentRow, 'name' | 'repo_url' | 'branch' | 'dockerfile_path' | 'health_check_path' | 'memory_bytes' | 'nano_cpus' | 'volumes' | 'auto_deploy'>
+  Pick<DeploymentRow, 'name' | 'repo_url' | 'branch' | 'dockerfile_path' | 'health_check_path' | 'memory_bytes' | 'nano_cpus' | 'volumes' | 'auto_deploy' | 'previews'>
 >;
 
 /**
@@ -50,7 +51,7 @@ export interface DeploymentCatalog {
   deployment(id: string): Promise<DeploymentRow | undefined>;
   /** Who owns a deployment (reads only that). */
   owner(id: string): Promise<{ id: string; user_id: string } | undefined>;
-  /** A user's deployments, newest first. */
+  /** A user's deployments, newest first (previews are listed under their deployment, not here). */
   deployments(userId: string, before: number | undefined, limit: number): Promise<Array<ShownDeployment & { seq: number }>>;
   /**
    * The version of a user's deployment list: it changes, in the same transaction, with every write

@@ -51,6 +51,7 @@ export interface CreateDeploymentInput {
   cpus?: number | undefined;
   volumes?: Array<{ name: string; mount_path: string }> | undefined;
   auto_deploy?: boolean | undefined;
+  previews?: boolean | undefined;
 }
 
 export interface DeploymentDeps {
@@ -116,6 +117,7 @@ function validateCreate(input: CreateDeploymentInput, allowFile: boolean, limits
       throw validationError('repo_url and branch are for git deployments; an archive deployment takes an upload');
     }
     if (input.auto_deploy === true) throw autoDeployNeedsGit();
+    if (input.previews === true) throw previewsNeedGit();
   } else {
     if (input.repo_url === undefined) throw validationError('repo_url is required for a git deployment');
     repoUrl = checkRepoUrl(input.repo_url, allowFile);
@@ -138,11 +140,20 @@ function validateCreate(input: CreateDeploymentInput, allowFile: boolean, limits
     nano_cpus: input.cpus === undefined ? null : checkNanoCpus(input.cpus, limits),
     volumes: JSON.stringify(normalizeVolumes(input.volumes ?? [])),
     auto_deploy: input.auto_deploy === true ? 1 : 0,
+    previews: input.previews === true ? 1 : 0,
+    // Not a preview (those are created by pull request events: domain/preview-events.ts).
+    parent_id: null,
+    pr_number: null,
+    pr_head_sha: null,
+    pr_head_repo: null,
+    pr_same_repo: 0,
   };
 }
 
 /** Deploy on push needs a repository to push to (decisions §10); `false` is accepted everywhere. */
 const autoDeployNeedsGit = (): DomainError => validationError('auto_deploy is for git deployments (an archive deployment has nothing to push to)');
+/** Previews are built from pull requests (decisions §17); `false` is accepted everywhere. */
+const previewsNeedGit = (): DomainError => validationError('previews are for git deployments (an archive deployment has no pull requests)');
 
 /** Settings that can change after creation; they take effect at the next deploy or restart. null resets to the default. */
 export interface UpdateDeploymentInput {
@@ -157,6 +168,8 @@ export interface UpdateDeploymentInput {
   volumes?: Array<{ name: string; mount_path: string }> | undefined;
   /** git deployments: a verified push to the tracked branch deploys the pushed commit. */
   auto_deploy?: boolean | undefined;
+  /** git deployments: pull requests against the tracked branch get previews. */
+  previews?: boolean | undefined;
 }
 
 /** Changes a deployment's settings (not its subdomain or source type). */
@@ -180,6 +193,10 @@ export async function updateDeployment(
   if (input.auto_deploy !== undefined) {
     if (input.auto_deploy && row.source_type !== 'git') throw autoDeployNeedsGit();
     changes.auto_deploy = input.auto_deploy ? 1 : 0;
+  }
+  if (input.previews !== undefined) {
+    if (input.previews && row.source_type !== 'git') throw previewsNeedGit();
+    changes.previews = input.previews ? 1 : 0;
   }
   if (input.repo_url !== undefined || input.branch !== undefined) {
     if (row.source_type !== 'git') throw validationError('repo_url and branch are for git deployments');
@@ -231,7 +248,8 @@ export async function listDeployments(
 export async function getDeploymentRow(catalog: DeploymentCatalog, principal: Principal, id: string): Promise<DeploymentRow> {
   assertUuid(id, 'deployment');
   const row = await catalog.deployment(id);
-  return authorizeOwned(principal, row, 'deployment');
+  // A preview is a deployment row underneath, but the API shows it only under its deployment (decisions §17).
+  return authorizeOwned(principal, row?.parent_id == null ? row : undefined, 'deployment');
 }
 
 /** The id of one of the caller's deployments (404 as `getDeploymentRow`), reading only what that needs. */
@@ -260,6 +278,7 @@ export interface DeploymentView {
   cpus?: number | null;
   volumes?: VolumeSpec[];
   auto_deploy?: boolean;
+  previews?: boolean;
 }
 
 /** The archive creation response: exactly these keys (decisions §4). */
@@ -300,6 +319,7 @@ export function presentDeployment(row: ShownDeployment, urlFor: (subdomain: stri
       cpus,
       volumes: parseStoredVolumes(row.volumes),
       auto_deploy: row.auto_deploy === 1,
+      previews: row.previews === 1,
     };
   }
   return {

@@ -6,6 +6,8 @@ import type { DeploymentCatalog } from './deployment-catalog.js';
 import type { BuildRow } from './builds.js';
 import { assertUuid, getDeploymentRow } from './deployments.js';
 import type { DeploymentOperations } from './operations.js';
+import { receivePullRequest, type PreviewEventDeps } from './preview-events.js';
+import { readPullRequest } from './pull-request-event.js';
 import {
   identifyDelivery,
   isDeletion,
@@ -22,7 +24,8 @@ export const KEEP_REJECTED = 20;
 /** How long a delivery id that deployed blocks a second build from the same delivery. */
 export const DEDUP_WINDOW_MS = 24 * 60 * 60 * 1000;
 
-export type DeliveryOutcome = 'deployed' | 'ignored' | 'rejected';
+/** `removed`: a pull request event removed a preview (decisions §17). */
+export type DeliveryOutcome = 'deployed' | 'removed' | 'ignored' | 'rejected';
 
 /** A deployment as its webhook sees it, with the secret in plain text (decrypted by the store). */
 export interface HookTarget {
@@ -32,6 +35,8 @@ export interface HookTarget {
   readonly repoUrl: string | null;
   readonly branch: string | null;
   readonly autoDeploy: boolean;
+  /** Pull requests against the tracked branch get previews (decisions §17). */
+  readonly previews: boolean;
   readonly secret: string;
 }
 
@@ -129,7 +134,8 @@ export interface SignatureFailures {
 /** The tip of a branch in the remote repository (git ls-remote), or of its default branch when `branch` is undefined; `sha` null when the branch does not exist. */
 export type BranchTip = (repoUrl: string, branch: string | undefined) => Promise<{ sha: string | null; branch: string }>;
 
-export interface ReceiveDeps {
+/** What a delivery needs: pushes deploy through `operations`; pull requests change previews (PreviewEventDeps). */
+export interface ReceiveDeps extends PreviewEventDeps {
   readonly webhooks: WebhookStore;
   readonly operations: DeploymentOperations;
   readonly branchTip: BranchTip;
@@ -205,6 +211,9 @@ export async function receiveDelivery(deps: ReceiveDeps, target: HookTarget, del
     await record('rejected', 'the body is not valid JSON');
     throw new DomainError('validation_error', 'malformed JSON body');
   }
+  // Pull request events change previews (decisions §17).
+  const pullRequest = readPullRequest(identity, body);
+  if (pullRequest !== undefined) return receivePullRequest(deps, target, base, pullRequest);
   const request = readDelivery(identity, body);
   const ignore = async (reason: string, extra: { ref?: string; commit_sha?: string } = {}): Promise<DeliveryAnswer> => {
     await record('ignored', reason, extra);

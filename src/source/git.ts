@@ -370,9 +370,10 @@ export async function fetchCommit(
   repoUrl: string,
   sha: string,
   destDir: string,
-  options: GitOptions & { onOutput?: (text: string) => void; branch?: string },
+  options: GitOptions & { onOutput?: (text: string) => void; branch?: string; ref?: string },
 ): Promise<void> {
   if (!SHA.test(sha)) throw validationError('commit must be 40 lowercase hex characters');
+  if (options.ref !== undefined && !PULL_REF.test(options.ref)) throw validationError('ref must be a pull request ref (refs/pull/<n>/head or refs/merge-requests/<n>/head)');
   if (options.branch !== undefined) {
     const problem = validateBranchName(options.branch);
     if (problem !== null) throw validationError(problem);
@@ -387,11 +388,16 @@ export async function fetchCommit(
   const git = (args: string[]): Promise<string> => runGit([...config, ...args], run);
 
   await git(['init', '-q', '--template=']);
-  try {
-    await git(['fetch', '--depth=1', '--no-tags', '--no-recurse-submodules', '--progress', '--', repoUrl, sha]);
-  } catch (err) {
-    if (!(err instanceof GitCommandError) || !refusedWant(err.stderr)) throw err;
-    await fetchViaBranch(git, repoUrl, sha, options);
+  if (options.ref !== undefined) {
+    // A pull request's head is fetched at the forge's ref for it: git's own error when it is not there.
+    await fetchViaRef(git, repoUrl, sha, options.ref, `the pull request ref ${options.ref}`, 'the pull request has moved on; its next event builds the new head');
+  } else {
+    try {
+      await git(['fetch', '--depth=1', '--no-tags', '--no-recurse-submodules', '--progress', '--', repoUrl, sha]);
+    } catch (err) {
+      if (!(err instanceof GitCommandError) || !refusedWant(err.stderr)) throw err;
+      await fetchViaBranch(git, repoUrl, sha, options);
+    }
   }
   await git(['checkout', '-q', '--detach', sha, '--']);
   const head = (await git(['rev-parse', '--verify', 'HEAD^{commit}'])).trim();
@@ -403,6 +409,9 @@ function refusedWant(stderr: string): boolean {
   return /not our ref|unadvertised object|does not allow request|no such remote ref|couldn't find remote ref/i.test(stderr);
 }
 
+/** A pull request's ref on GitHub, Gitea/Forgejo or GitLab. */
+const PULL_REF = /^refs\/(?:pull|merge-requests)\/[1-9][0-9]{0,8}\/head$/;
+
 /** Fallback for servers that refuse a want by sha: fetch the branch, deeper and deeper, until `sha` is there. */
 async function fetchViaBranch(
   git: (args: string[]) => Promise<string>,
@@ -413,6 +422,18 @@ async function fetchViaBranch(
   const ref = options.branch === undefined ? 'HEAD' : `refs/heads/${options.branch}`;
   const label = options.branch === undefined ? 'the default branch' : `branch "${options.branch}"`;
   options.onOutput?.(`The server does not serve commits by sha; fetching ${label} instead.\n`);
+  await fetchViaRef(git, repoUrl, sha, ref, label, 'the server does not serve commits by sha; deploy again to build the current head');
+}
+
+/** Fetches `ref`, deeper and deeper, until `sha` is there. */
+async function fetchViaRef(
+  git: (args: string[]) => Promise<string>,
+  repoUrl: string,
+  sha: string,
+  ref: string,
+  label: string,
+  whenMissing: string,
+): Promise<void> {
   for (const depth of FALLBACK_DEPTHS) {
     await git(['fetch', `--depth=${depth}`, '--no-tags', '--no-recurse-submodules', '--progress', '--', repoUrl, ref]);
     const found = await git(['cat-file', '-e', `${sha}^{commit}`]).then(
@@ -425,7 +446,5 @@ async function fetchViaBranch(
     if (found) return;
   }
   const deepest = FALLBACK_DEPTHS[FALLBACK_DEPTHS.length - 1] ?? 0;
-  throw new Error(
-    `commit ${sha} is not among the last ${deepest} commits of ${label} and the server does not serve commits by sha; deploy again to build the current head`,
-  );
+  throw new Error(`commit ${sha} is not among the last ${deepest} commits of ${label}: ${whenMissing}`);
 }

@@ -11,6 +11,7 @@ import { BuildLogStore } from '../../src/deploy/build-logs.js';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { databaseWebhookStore } from '../../src/db/webhook-store.js';
+import { databasePreviewCatalog } from '../../src/db/preview-catalog.js';
 import { databaseDeploymentCatalog } from '../../src/db/deployment-catalog.js';
 import { DbAppConfigStore } from '../../src/db/app-config-store.js';
 import { ValueCipher } from '../../src/secrets/value-cipher.js';
@@ -287,6 +288,7 @@ describe('the Fastify app in-process (inject)', () => {
       config,
       db,
       deployments: databaseDeploymentCatalog(db),
+      previews: databasePreviewCatalog(db),
       store: new SourceStore(dir),
       buildLogs: new BuildLogStore(dir),
       keyUsage: new KeyUsage(db),

@@ -34,6 +34,11 @@ export interface GitServer {
   createRepo(name: string, files: Record<string, string>, options?: { branch?: string }): Promise<{ url: string; sha: string }>;
   /** Commits `files` on `options.branch` (default: the current one; created from it when new) and pushes; returns the new sha. */
   commit(name: string, files: Record<string, string>, options?: { branch?: string; message?: string }): Promise<string>;
+  /**
+   * Sets `ref` (e.g. `refs/pull/3/head`) in repo `name` to the current commit of `from`'s working
+   * clone (default: `name`'s own), as a forge keeps a pull request's head, a fork's included. Returns its sha.
+   */
+  setRef(name: string, ref: string, options?: { from?: string }): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -119,6 +124,14 @@ export async function startGitServer(options: GitServerOptions = {}): Promise<Gi
       }
       await writeFiles(work, files);
       return commitAndPush(name, work, branch, commitOptions.message ?? 'update');
+    },
+    async setRef(name, ref, refOptions = {}) {
+      checkName(name);
+      const from = refOptions.from ?? name;
+      checkName(from);
+      const work = path.join(workDir, from);
+      await git(work, ['push', '-q', '-f', '--', path.join(reposDir, `${name}.git`), `HEAD:${ref}`]);
+      return git(work, ['rev-parse', 'HEAD']);
     },
     async close() {
       server.closeAllConnections();

@@ -27,7 +27,15 @@ export const hookRoutes =
       return payload;
     });
     const targets = new WeakMap<FastifyRequest, HookTarget>();
-    const receiveDeps = { webhooks: deps.webhooks, operations: deps.operations, branchTip: deps.branchTip, signatureFailures: deps.hookLimiter };
+    const receiveDeps = {
+      webhooks: deps.webhooks,
+      operations: deps.operations,
+      branchTip: deps.branchTip,
+      signatureFailures: deps.hookLimiter,
+      deployments: deps.deployments,
+      previews: deps.previews,
+      configs: deps.configs,
+    };
 
     app.post<{ Params: { id: string } }>(
       '/hooks/:id',
@@ -36,8 +44,8 @@ export const hookRoutes =
         schema: {
           tags: ['webhooks'],
           summary:
-            'Receive a push from GitHub (X-Hub-Signature-256), Gitea/Forgejo (X-Gitea-Signature) or GitLab (X-Gitlab-Token); ' +
-            '202 with the build when it deploys, 200 with why not otherwise',
+            'Receive a push or pull request event from GitHub (X-Hub-Signature-256), Gitea/Forgejo (X-Gitea-Signature) or GitLab (X-Gitlab-Token); ' +
+            '202 with the build when it deploys or builds a preview, 200 with why not (or what it removed) otherwise',
           security: [],
           consumes: ['application/json', 'application/x-www-form-urlencoded'],
           params: IdParams,
