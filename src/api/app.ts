@@ -52,8 +52,9 @@ export interface ApiDeps {
   readonly configs: AppConfigStore;
   /** Deployments' webhook secrets (encrypted at rest by the store) and the deliveries they received. */
   readonly webhooks: WebhookStore;
+  /** Deployments' previews (decisions §17): deployment rows linked to their parent. */
+  readonly previews: PreviewCatalog;
   /** Deliveries failing the signature check, per deployment's webhook (sliding window); signed ones never count. */
-import type { PreviewCatalog } from '../domain/previews.js';
   readonly hookLimiter: FailureLimiter;
   /** The tip of a branch (or of the default branch) in a repository (git ls-remote), checked for every push. */
   readonly branchTip: BranchTip;
