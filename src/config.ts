@@ -14,6 +14,8 @@ export interface Config {
   readonly dataDir: string;
   /** SLIPWAY_DATABASE_URL: `postgres://…` to use PostgreSQL; undefined = embedded SQLite. */
   readonly databaseUrl: string | undefined;
+  /** SLIPWAY_INSTANCE_URL: where the other instances reach this one (several instances on PostgreSQL, decisions §15). */
+  readonly instanceUrl: string | undefined;
   /** SLIPWAY_ADMIN_EMAIL / SLIPWAY_ADMIN_PASSWORD: admin created on a start with no users. */
   readonly adminEmail: string | undefined;
   readonly adminPassword: string | undefined;
@@ -175,6 +177,18 @@ export function loadConfig(env: Env = process.env): Config {
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('SLIPWAY_DATABASE_URL must start with postgres:// (leave it unset for SQLite)');
   }
+  const instanceUrl = text(env, 'SLIPWAY_INSTANCE_URL');
+  if (instanceUrl !== undefined) {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(instanceUrl);
+    } catch {
+      parsed = undefined;
+    }
+    if (parsed === undefined || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.pathname !== '/' || parsed.search !== '') {
+      throw new ConfigError(`SLIPWAY_INSTANCE_URL must be an http:// or https:// address without a path, got "${instanceUrl}"`);
+    }
+  }
   const adminEmail = text(env, 'SLIPWAY_ADMIN_EMAIL');
   const adminPassword = env['SLIPWAY_ADMIN_PASSWORD'];
   if ((adminEmail === undefined) !== (adminPassword === undefined || adminPassword === '')) {
@@ -215,6 +229,7 @@ export function loadConfig(env: Env = process.env): Config {
     domain,
     dataDir: path.resolve(text(env, 'SLIPWAY_DATA_DIR') ?? './data'),
     databaseUrl,
+    instanceUrl: instanceUrl?.replace(/\/$/, ''),
     adminEmail,
     adminPassword: adminEmail === undefined ? undefined : adminPassword,
     maxUploadBytes: integer(env, 'SLIPWAY_MAX_UPLOAD_BYTES', 536_870_912, 1, Number.MAX_SAFE_INTEGER),

@@ -15,6 +15,13 @@ import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
 import { databaseDeploymentStore } from './db/deployment-store.js';
 import { customDomainRoutes, databaseDeploymentCatalog } from './db/deployment-catalog.js';
 import { runnerId } from './runner-id.js';
+import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
+import type { Coordination } from './deploy/coordination.js';
+import { memoryCoordination } from './deploy/memory-coordination.js';
+import { pgCoordination } from './db/pg-coordination.js';
+import { announcingDataPlane, syncRoutes } from './deploy/route-sync.js';
+import { databaseInstanceRegistry } from './db/instance-registry.js';
+import { VERSION } from './version.js';
 import { DbAppConfigStore, readKeyCheck, writeKeyCheck } from './db/app-config-store.js';
 import { databaseWebhookStore } from './db/webhook-store.js';
 import { branchTip } from './source/git.js';
@@ -79,8 +86,25 @@ export interface StartOptions {
   buildSlots?: BuildSlots;
 }
 
-/** Starts Slipway: migrations, admin bootstrap, reconciliation, then the HTTP listener. */
+/** How often an instance records itself in the registry (it is `lost` after 30 s of silence). */
+const HEARTBEAT_MS = 5_000;
+/** How often every route is read again from the database (several instances: repairs a missed notification). */
+const ROUTE_RESYNC_MS = 10_000;
+
+/** Starts Slipway: the data directory's lock, migrations, admin bootstrap, reconciliation, then the HTTP listener. */
 export async function startServer(startConfig: Config, options: StartOptions = {}): Promise<RunningServer> {
+  const runner = await runnerId(startConfig.dataDir);
+  // One process per data directory (on SQLite, the one instance): a second is refused, naming the holder.
+  const dirLock = lockDataDir(startConfig.dataDir, runner);
+  try {
+    return await startLocked(startConfig, options, runner, dirLock);
+  } catch (err) {
+    dirLock.release();
+    throw err;
+  }
+}
+
+async function startLocked(startConfig: Config, options: StartOptions, runner: string, dirLock: DataDirLock): Promise<RunningServer> {
   // A private copy: with SLIPWAY_PORT=0 the app URLs take the port the listener actually gets.
   const config: Config = { ...startConfig, publicUrl: new URL(startConfig.publicUrl.href) };
   const log: Log = options.log ?? ((level, msg, detail) => {
@@ -115,10 +139,19 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     throw err;
   }
   const installationCipher = unlocked.cipher;
+  // Several instances share PostgreSQL: locks, leadership and route changes go through it (decisions §15).
+  let coordination: Coordination;
+  try {
+    coordination = config.databaseUrl === undefined ? memoryCoordination() : await pgCoordination({ url: config.databaseUrl, log });
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+  const registry = databaseInstanceRegistry(db);
+  const startedAt = new Date().toISOString();
   const configs = new DbAppConfigStore(db, installationCipher);
   const sources = new SourceStore(config.dataDir);
   await sources.clearStaging();
-  const runner = await runnerId(config.dataDir);
   const deployments = databaseDeploymentStore(db, runner);
   const buildLogs = new BuildLogStore(config.dataDir, config.buildLogMaxBytes);
   const table = new RoutingTable(config.domain);
@@ -155,14 +188,21 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     log,
     onRequestEnd: (app, status, seconds) => metrics.requestEnded(app, status, seconds),
   });
-  const dataPlane = nodeDataPlane(table, {
+  const localPlane = nodeDataPlane(table, {
     drain: async (upstream: Upstream, timeoutMs: number): Promise<void> => {
       await Promise.all([proxy.drain(upstream, timeoutMs), haproxy?.drain(upstream, timeoutMs)]);
     },
   });
   // Serve first (docs/decisions.md, "Recovery that serves first"): routes come from one look at the
   // engine; releases whose containers stopped answer 503 `starting` and are started again behind the listener.
-  const recovery = await planRecovery({ store: deployments, engine, dataPlane, dataDir: config.dataDir, instanceId, log }, engineUp);
+  // Start-up routes are this instance's own (the others have theirs): the local plane, not announced.
+  const planned = await planRecovery({ store: deployments, engine, dataPlane: localPlane, dataDir: config.dataDir, instanceId, log }, engineUp);
+  // Strays are removed only by a leader alone: with other instances live, a container not yet
+  // recorded may be another instance's build in flight.
+  const othersLive = config.databaseUrl === undefined ? false : [...(await registry.liveUrls(new Date())).keys()].some((id) => id !== runner);
+  const recovery = coordination.isLeader() && !othersLive ? planned : { ...planned, sweep: undefined };
+  // Every route change is announced to the other instances (ids only); they read the route from the database.
+  const dataPlane = announcingDataPlane(localPlane, coordination, runner);
   await releaseTunnelsOf(db, runner); // no tunnel survives a restart; clients reconnect
 
   // Custom domains follow their deployment's route (the table resolves them to its subdomain).
@@ -179,6 +219,7 @@ export async function startServer(startConfig: Config, options: StartOptions = {
     log,
     onBuildEnd: (outcome, seconds) => metrics.buildEnded(outcome, seconds),
     ...(options.buildSlots === undefined ? {} : { buildSlots: options.buildSlots }),
+    coordination,
     settings: {
       instanceId,
       dataDir: config.dataDir,
@@ -200,7 +241,36 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       gitEnv: lifecycleGitEnv,
     },
   });
-  const stopWatching = lifecycle.watchLiveContainers(5_000);
+  const stopWatching = lifecycle.watchLiveContainers(5_000, () => coordination.isLeader());
+  // The registry: this instance's heartbeat (GET /api/v1/instances); the leader drops instances gone for a day.
+  let beats = 0;
+  const heartbeat = async (): Promise<void> => {
+    const leader = coordination.isLeader();
+    await registry.heartbeat({ id: runner, url: config.instanceUrl ?? null, version: VERSION, startedAt, leader, buildsRunning: lifecycle.buildsRunning });
+    if (leader && beats++ % 720 === 0) await registry.prune(new Date());
+  };
+  await heartbeat();
+  const heartbeatTimer = setInterval(() => {
+    void heartbeat().catch((err: unknown) => log('warn', 'the instance heartbeat failed', { error: err }));
+  }, HEARTBEAT_MS);
+  heartbeatTimer.unref();
+  const stopRouteSync =
+    config.databaseUrl === undefined
+      ? () => undefined
+      : syncRoutes({
+          coordination,
+          store: deployments,
+          dataPlane: localPlane,
+          appRoutes: () => table.entries(),
+          publishedHosts: () => table.hosts(),
+          storedHosts: () => customDomainRoutes(db),
+          upstreamOf: (hostPort) => ({ host: '127.0.0.1', port: hostPort }),
+          isLocal: (deploymentId) => lifecycle.isRecovering(deploymentId),
+          localChanges: dataPlane,
+          self: runner,
+          resyncMs: ROUTE_RESYNC_MS,
+          log,
+        });
   const tunnels = new TunnelServer({
     dataPlane,
     authority: {
@@ -282,11 +352,13 @@ export async function startServer(startConfig: Config, options: StartOptions = {
       removeHost: (hostname) => dataPlane.withdrawHost(hostname),
     },
     certificates: certificates ?? NO_CERTIFICATES,
+    instances: registry,
     health: async () => {
       const checks: Record<string, { ok: boolean; detail?: string }> = {};
       try {
         await sql`select 1`.execute(db);
-        checks['database'] = { ok: true };
+        const problem = coordination.problem();
+        checks['database'] = problem === undefined ? { ok: true } : { ok: false, detail: problem };
       } catch (err) {
         checks['database'] = { ok: false, detail: err instanceof Error ? err.message : 'unreachable' };
       }
@@ -400,10 +472,14 @@ export async function startServer(startConfig: Config, options: StartOptions = {
   const closeControlPlane = async (): Promise<void> => {
     proxy.close();
     stopWatching();
+    clearInterval(heartbeatTimer);
+    stopRouteSync();
     await lifecycle.close();
     await app.close();
     await keyUsage.close();
+    await coordination.close();
     await db.destroy();
+    dirLock.release();
   };
   let port: number;
   let internal: TcpServer | undefined;

@@ -13,6 +13,7 @@ import type { BranchTip, WebhookStore } from '../domain/webhooks.js';
 import type { PreviewCatalog } from '../domain/previews.js';
 import type { AppConfigStore } from '../domain/app-config.js';
 import type { DeploymentOperations } from '../domain/operations.js';
+import type { InstanceRegistry } from '../domain/instances.js';
 import type { DomainCertificates, HostRoutes } from '../domain/custom-domains.js';
 import type { SourceStore } from '../source/source-store.js';
 import { installErrorHandlers, sendError, type ErrorLog } from './errors.js';
@@ -32,6 +33,7 @@ import { hookRoutes } from './routes/hook-routes.js';
 import { tunnelRoutes, type TunnelDirectory } from './routes/tunnel-routes.js';
 import { healthRoutes, type HealthCheck } from './routes/health-routes.js';
 import { dashboardRoutes } from './routes/dashboard-routes.js';
+import { instanceRoutes } from './routes/instance-routes.js';
 import { deploymentMetricsRoutes, serverMetricsRoutes } from './routes/metrics-routes.js';
 
 /** Everything the API needs, wired once in main.ts. */
@@ -64,6 +66,8 @@ export interface ApiDeps {
   /** Custom domains' certificates (NO_CERTIFICATES while HTTPS is off). */
   readonly certificates: DomainCertificates;
   readonly health: HealthCheck;
+  /** The control-plane instances sharing the database (GET /api/v1/instances). */
+  readonly instances: InstanceRegistry;
   /** The server's Prometheus text (GET /metrics). */
   readonly metrics: { render(): string | Promise<string> };
   /** Where internal errors are logged with their detail; default: Fastify's logger (off unless enabled). */
@@ -141,6 +145,7 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
     await scope.register(previewRoutes(deps));
     await scope.register(tunnelRoutes(deps));
     await scope.register(deploymentMetricsRoutes(deps));
+    await scope.register(instanceRoutes(deps));
   }, { prefix: '/api/v1' });
   // GET /metrics sits beside the API (where scrapers look), behind the same bearer check.
   await app.register(async (scope) => {

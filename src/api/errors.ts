@@ -19,6 +19,7 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   rate_limited: 429,
   build_failed: 500,
   internal_error: 500,
+  unavailable: 503,
 };
 
 /** The error body of every failure. */
@@ -84,6 +85,8 @@ export function toErrorResponse(err: unknown): { status: number; body: ErrorBody
   if (err instanceof SyntaxError && fe.statusCode === 400) {
     return { status: 400, body: { error: 'validation_error', message: 'malformed JSON body' }, internal: false };
   }
+  const unreachable = databaseUnreachable(err);
+  if (unreachable !== undefined) return { status: 503, body: { error: 'unavailable', message: `the database is unreachable (${unreachable})` }, internal: false };
   const status = typeof fe.statusCode === 'number' ? fe.statusCode : 500;
   if (status >= 400 && status < 500) {
     // Fastify, busboy and plugin client errors (bad multipart framing, limits, bad headers).
@@ -92,6 +95,19 @@ export function toErrorResponse(err: unknown): { status: number; body: ErrorBody
     return { status: STATUS_OF[code], body: { error: code, message: safeClientMessage(fe.message) }, internal: false };
   }
   return { status: 500, body: { error: 'internal_error', message: 'internal error' }, internal: true };
+}
+
+/** Errors of a PostgreSQL server that cannot be reached (or went away): the reason, else undefined. */
+function databaseUnreachable(err: unknown): string | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const { code, message, port } = err as { code?: unknown; message?: unknown; port?: unknown };
+  const text = typeof message === 'string' ? message : '';
+  // A socket error of a TCP connection (the engine's Unix socket has no port): PostgreSQL's.
+  const socketError = typeof port === 'number' && typeof code === 'string' && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH'].includes(code);
+  if (socketError || (typeof code === 'string' && /^(08|57P0)/.test(code))) return text === '' ? String(code) : text;
+  if (/^Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(text)) return text;
+  if (err instanceof AggregateError) return err.errors.map((e) => databaseUnreachable(e)).find((r) => r !== undefined);
+  return undefined;
 }
 
 function safeClientMessage(message: string | undefined): string {

@@ -12,10 +12,9 @@ import { registerKeyCommands } from './commands/key-commands.js';
 import { registerTunnelCommand } from './commands/tunnel-command.js';
 import { runServer } from './server-run.js';
 import { registerCreateCommand } from './commands/create-command.js';
-import { readFileSync } from 'node:fs';
+import { VERSION } from '../version.js';
 
-/** The version in package.json (this file runs from dist/src/cli/). */
-export const VERSION: string = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+export { VERSION };
 
 /**
  * Builds the whole program on `io`. Commands added to the result afterwards (e.g. `tunnel`)

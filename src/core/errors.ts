@@ -16,6 +16,8 @@ export type ErrorCode =
   | 'unsupported_media_type'
   | 'rate_limited'
   | 'build_failed'
+  /** A part the server depends on (the database) does not answer now. */
+  | 'unavailable'
   | 'internal_error';
 
 /** An expected failure with a stable code; its message is safe to show to the caller. */

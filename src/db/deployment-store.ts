@@ -1,5 +1,5 @@
 // The deployment store over the database (SQLite or PostgreSQL): the only writer of deployments' lifecycle and of builds.
-import type { DeploymentStore, LiveContainer, NewBuild, RetiredContainer } from '../deploy/deployment-store.js';
+import type { DeploymentStore, LiveContainer, NewBuild, RetiredContainer, RouteFact } from '../deploy/deployment-store.js';
 import type { DeploymentStatus } from '../deploy/state-table.js';
 import type { Kysely, Transaction } from 'kysely';
 import { nowIso, type Db } from './database.js';
@@ -144,6 +144,21 @@ export function databaseDeploymentStore(db: Db, runner: string): DeploymentStore
       return rows.flatMap((r) =>
         r.container_id === null ? [] : [{ deploymentId: r.id, subdomain: r.subdomain, buildId: r.build_id, containerId: r.container_id }],
       );
+    },
+
+    async routeFacts(deploymentId?: string): Promise<RouteFact[]> {
+      let query = db
+        .selectFrom('deployments')
+        .leftJoin('builds', 'builds.id', 'deployments.live_build_id')
+        .select(['deployments.id', 'deployments.subdomain', 'deployments.status', 'builds.container_id', 'builds.host_port']);
+      if (deploymentId !== undefined) query = query.where('deployments.id', '=', deploymentId);
+      const rows = await query.execute();
+      return rows.map((r) => ({
+        deploymentId: r.id,
+        subdomain: r.subdomain,
+        status: r.status,
+        hostPort: r.container_id === null ? null : r.host_port,
+      }));
     },
 
     async everything() {

@@ -189,8 +189,20 @@ export interface WebhookDeliveriesTable {
   reason: string;
 }
 
+/** A control-plane instance sharing the database (decisions §15); `last_seen_at` is its heartbeat. */
+export interface InstancesTable {
+  id: string;
+  url: string | null;
+  version: string;
+  started_at: string;
+  last_seen_at: string;
+  leader: Generated<number>;
+  builds_running: Generated<number>;
+}
+
 export interface Database {
   instance: InstanceTable;
+  instances: InstancesTable;
   users: UsersTable;
   sessions: SessionsTable;
   api_keys: ApiKeysTable;

@@ -21,6 +21,15 @@ export interface LiveContainer {
   readonly containerId: string;
 }
 
+/** What decides a deployment's route on every instance: its status and its live build's host port. */
+export interface RouteFact {
+  readonly deploymentId: string;
+  readonly subdomain: string;
+  readonly status: DeploymentStatus;
+  /** The live build's published port while it has a container, else null. */
+  readonly hostPort: number | null;
+}
+
 /**
  * Every read and write of deployments and builds the lifecycle makes. Statuses come from the state
  * table (`transition`); the store writes them. Implemented over the database in src/db/. Every
@@ -55,6 +64,8 @@ export interface DeploymentStore {
   buildsWithImages(deploymentId: string): Promise<Array<{ id: string; image_id: string }>>;
   /** Live builds with a container, of deployments that should be serving. */
   liveContainers(): Promise<LiveContainer[]>;
+  /** The route facts of one deployment (none if it is gone), or of every deployment. */
+  routeFacts(deploymentId?: string): Promise<RouteFact[]>;
   /** Start-up recovery: every deployment and build (reconciliation with the engine). */
   everything(): Promise<{ deployments: DeploymentRow[]; builds: BuildRow[] }>;
   /**

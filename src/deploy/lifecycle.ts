@@ -17,8 +17,10 @@ import { EngineBuildError, LABEL_INSTANCE, LABEL_MANAGED, buildNetworkName } fro
 import { fetchCommit, redactCredentials, resolveCommit } from '../source/git.js';
 import type { SourceStore } from '../source/source-store.js';
 import type { BuildLogStore } from './build-logs.js';
-import { KeyedMutex, Semaphore } from './concurrency.js';
+import { Semaphore, type Release } from './concurrency.js';
 import { FairBuildSlots, type BuildSlots } from './fair-build-slots.js';
+import { withDeploymentLock, type Coordination } from './coordination.js';
+import { memoryCoordination } from './memory-coordination.js';
 import { describeFailure, isExpectedFailure, summarizeFailure } from './failures.js';
 import { imageTag, pruneImages, removeDeploymentObjects } from './images.js';
 import { refreshLivePorts } from './live-ports.js';
@@ -67,6 +69,8 @@ export interface LifecycleDeps {
   readonly onBuildEnd?: (outcome: 'succeeded' | 'failed' | 'cancelled', seconds: number) => void;
   /** Where builds wait for a slot (default: {@link FairBuildSlots} of `settings.maxConcurrentBuilds`). */
   readonly buildSlots?: BuildSlots;
+  /** Per-deployment locks across instances (default: in memory, one instance). */
+  readonly coordination?: Coordination;
 }
 
 interface InflightBuild {
@@ -107,7 +111,11 @@ class Superseded extends Error {
  */
 export class DeploymentLifecycle implements DeploymentOperations {
   readonly #deps: LifecycleDeps;
-  readonly #locks = new KeyedMutex();
+  /** Per-deployment locks, held across every instance sharing the database. */
+  readonly #locks: {
+    run<T>(deploymentId: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T>;
+    acquire(deploymentId: string, signal?: AbortSignal): Promise<Release>;
+  };
   /** Build slots, shared fairly across users. */
   readonly #buildSlots: BuildSlots;
   readonly #inflight = new Map<string, InflightBuild>();
@@ -125,6 +133,11 @@ export class DeploymentLifecycle implements DeploymentOperations {
 
   constructor(deps: LifecycleDeps) {
     this.#deps = deps;
+    const coordination = deps.coordination ?? memoryCoordination();
+    this.#locks = {
+      run: (deploymentId, fn, signal) => withDeploymentLock(coordination, deploymentId, fn, signal),
+      acquire: (deploymentId, signal) => coordination.lockDeployment(deploymentId, signal),
+    };
     this.#buildSlots = deps.buildSlots ?? new FairBuildSlots(deps.settings.maxConcurrentBuilds);
     this.#recoverySlots = new Semaphore(deps.settings.recoveryConcurrency);
     this.#recoveryInFlight = new Semaphore(Math.max(RECOVERY_IN_FLIGHT, deps.settings.recoveryConcurrency));
@@ -334,12 +347,13 @@ export class DeploymentLifecycle implements DeploymentOperations {
 
   /**
    * Keeps routes right when the engine restarts a crashed container (restart policy): it comes
-   * back on a new host port, which is read and routed every `intervalMs`. Returns a stop function.
+   * back on a new host port, which is read and routed every `intervalMs` while `when()` holds. Returns a stop function.
    */
-  watchLiveContainers(intervalMs: number): () => void {
+  watchLiveContainers(intervalMs: number, when: () => boolean = () => true): () => void {
     let running = false;
     const timer = setInterval(() => {
-      if (running) return;
+      // Several instances: only the leader watches (`when`).
+      if (running || !when()) return;
       running = true;
       void refreshLivePorts(this.#deps, {
         runLocked: (id, fn) => this.#locks.run(id, fn, AbortSignal.timeout(1000)),
@@ -444,6 +458,16 @@ export class DeploymentLifecycle implements DeploymentOperations {
    */
   #interruptRecovery(deploymentId: string): void {
     this.#recoveryAttempts.get(deploymentId)?.abort(new Superseded('an operation on the deployment came first'));
+  }
+
+  /** Builds this instance runs now (the instance registry's `builds_running`). */
+  get buildsRunning(): number {
+    return this.#inflight.size;
+  }
+
+  /** Whether this instance's recovery is deciding the deployment's route now. */
+  isRecovering(deploymentId: string): boolean {
+    return this.#recovering.has(deploymentId);
   }
 
   /** How many releases recovery is still to start (for /healthz). */

@@ -12,6 +12,7 @@ import { loadConfig } from '../../src/config.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { databaseWebhookStore } from '../../src/db/webhook-store.js';
 import { databasePreviewCatalog } from '../../src/db/preview-catalog.js';
+import { databaseInstanceRegistry } from '../../src/db/instance-registry.js';
 import { databaseDeploymentCatalog } from '../../src/db/deployment-catalog.js';
 import { DbAppConfigStore } from '../../src/db/app-config-store.js';
 import { ValueCipher } from '../../src/secrets/value-cipher.js';
@@ -300,6 +301,7 @@ describe('the Fastify app in-process (inject)', () => {
       hookLimiter: new FailureLimiter({ maxFailures: 60, windowMs: 60_000 }),
       branchTip: async (_url: string, branch: string | undefined) => ({ sha: null, branch: branch ?? 'main' }),
       tunnels: { list: () => [], closeForKey: () => undefined },
+      instances: databaseInstanceRegistry(db),
       metrics: { render: () => '' },
       hosts: { addHost: () => undefined, removeHost: () => undefined },
       certificates: NO_CERTIFICATES,

@@ -1,0 +1,61 @@
+// The data directory's lock: one server process per data directory, a second refused with the holder's name.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { ConfigError } from './config.js';
+
+/** A held lock; `release` lets the next process in. */
+export interface DataDirLock {
+  release(): void;
+}
+
+interface Holder {
+  readonly pid: number;
+  readonly host: string;
+  readonly instance: string;
+  readonly started_at: string;
+}
+
+/**
+ * Takes `<dataDir>/server.lock`: an exclusive SQLite lock (a kernel file lock, dropped when the
+ * process ends however it ends), held until `release`. Who holds it is written beside it in
+ * `server.lock.holder`, read only to name the holder when the lock is refused: the lock decides,
+ * never that file. Throws a ConfigError naming the holder when another process holds it.
+ */
+export function lockDataDir(dataDir: string, instance: string): DataDirLock {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const file = path.join(dataDir, 'server.lock');
+  const holderFile = `${file}.holder`;
+  const lock = new SQLite(file, { timeout: 0 });
+  try {
+    lock.pragma('locking_mode = EXCLUSIVE');
+    // The first write under EXCLUSIVE locking mode keeps the exclusive lock until the connection closes.
+    lock.exec('CREATE TABLE IF NOT EXISTS held (at TEXT); INSERT INTO held (at) VALUES (datetime())');
+  } catch (err) {
+    lock.close();
+    const code = (err as { code?: string }).code ?? '';
+    if (!code.startsWith('SQLITE_BUSY') && !code.startsWith('SQLITE_LOCKED')) throw err;
+    throw new ConfigError(`another Slipway server holds the data directory ${dataDir}: ${describeHolder(holderFile)}; stop it first (one server per data directory; several instances share PostgreSQL, each with its own data directory)`);
+  }
+  const holder: Holder = { pid: process.pid, host: os.hostname(), instance, started_at: new Date().toISOString() };
+  fs.writeFileSync(holderFile, `${JSON.stringify(holder)}\n`, { mode: 0o600 });
+  let released = false;
+  return {
+    release(): void {
+      if (released) return;
+      released = true;
+      fs.rmSync(holderFile, { force: true });
+      lock.close();
+    },
+  };
+}
+
+function describeHolder(holderFile: string): string {
+  try {
+    const holder = JSON.parse(fs.readFileSync(holderFile, 'utf8')) as Partial<Holder>;
+    return `process ${String(holder.pid)} on ${String(holder.host)} (instance ${String(holder.instance)}, started ${String(holder.started_at)})`;
+  } catch {
+    return 'a process that has not written its name yet';
+  }
+}

@@ -1,0 +1,4 @@
+// Slipway's version: the one in package.json (this file runs from dist/src/).
+import { readFileSync } from 'node:fs';
+
+export const VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
