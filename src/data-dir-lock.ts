@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import SQLite from 'better-sqlite3';
 import { ConfigError } from './config.js';
 
@@ -21,22 +22,31 @@ interface Holder {
  * Takes `<dataDir>/server.lock`: an exclusive SQLite lock (a kernel file lock, dropped when the
  * process ends however it ends), held until `release`. Who holds it is written beside it in
  * `server.lock.holder`, read only to name the holder when the lock is refused: the lock decides,
- * never that file. Throws a ConfigError naming the holder when another process holds it.
+ * never that file. Throws a ConfigError naming the holder when another process still holds it after `waitMs`.
  */
-export function lockDataDir(dataDir: string, instance: string): DataDirLock {
+export async function lockDataDir(dataDir: string, instance: string, waitMs = 5000): Promise<DataDirLock> {
   fs.mkdirSync(dataDir, { recursive: true });
   const file = path.join(dataDir, 'server.lock');
   const holderFile = `${file}.holder`;
-  const lock = new SQLite(file, { timeout: 0 });
-  try {
-    lock.pragma('locking_mode = EXCLUSIVE');
-    // The first write under EXCLUSIVE locking mode keeps the exclusive lock until the connection closes.
-    lock.exec('CREATE TABLE IF NOT EXISTS held (at TEXT); INSERT INTO held (at) VALUES (datetime())');
-  } catch (err) {
-    lock.close();
-    const code = (err as { code?: string }).code ?? '';
-    if (!code.startsWith('SQLITE_BUSY') && !code.startsWith('SQLITE_LOCKED')) throw err;
-    throw new ConfigError(`another Slipway server holds the data directory ${dataDir}: ${describeHolder(holderFile)}; stop it first (one server per data directory; several instances share PostgreSQL, each with its own data directory)`);
+  // A holder that was just killed may take a moment to be gone (an orphaned worker ending): tried for `waitMs`.
+  const deadline = Date.now() + waitMs;
+  let lock: SQLite.Database;
+  for (;;) {
+    lock = new SQLite(file, { timeout: 0 });
+    try {
+      lock.pragma('locking_mode = EXCLUSIVE');
+      // The first write under EXCLUSIVE locking mode keeps the exclusive lock until the connection closes.
+      lock.exec('CREATE TABLE IF NOT EXISTS held (at TEXT); INSERT INTO held (at) VALUES (datetime())');
+      break;
+    } catch (err) {
+      lock.close();
+      const code = (err as { code?: string }).code ?? '';
+      if (!code.startsWith('SQLITE_BUSY') && !code.startsWith('SQLITE_LOCKED')) throw err;
+      if (Date.now() >= deadline) {
+        throw new ConfigError(`another Slipway server holds the data directory ${dataDir}: ${describeHolder(holderFile)}; stop it first (one server per data directory; several instances share PostgreSQL, each with its own data directory)`);
+      }
+      await sleep(200);
+    }
   }
   const holder: Holder = { pid: process.pid, host: os.hostname(), instance, started_at: new Date().toISOString() };
   fs.writeFileSync(holderFile, `${JSON.stringify(holder)}\n`, { mode: 0o600 });

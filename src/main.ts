@@ -95,7 +95,7 @@ const ROUTE_RESYNC_MS = 10_000;
 export async function startServer(startConfig: Config, options: StartOptions = {}): Promise<RunningServer> {
   const runner = await runnerId(startConfig.dataDir);
   // One process per data directory (on SQLite, the one instance): a second is refused, naming the holder.
-  const dirLock = lockDataDir(startConfig.dataDir, runner);
+  const dirLock = await lockDataDir(startConfig.dataDir, runner);
   try {
     return await startLocked(startConfig, options, runner, dirLock);
   } catch (err) {

@@ -59,12 +59,12 @@ describe('the data directory lock', () => {
         holder.stdout.once('data', () => resolve());
         holder.once('exit', () => reject(new Error('the holder exited')));
       });
-      assert.throws(() => lockDataDir(dir, 'second'), new RegExp(`process ${holder.pid} on .*instance held`));
+      await assert.rejects(lockDataDir(dir, 'second', 300), new RegExp(`process ${holder.pid} on .*instance held`));
       const exited = new Promise((resolve) => holder.once('exit', resolve));
       holder.kill('SIGKILL');
       await exited;
       assert.ok(fs.existsSync(path.join(dir, 'server.lock.holder')), 'a killed holder leaves its file behind');
-      const lock = lockDataDir(dir, 'second');
+      const lock = await lockDataDir(dir, 'second', 0);
       lock.release();
     } finally {
       holder.kill('SIGKILL');
