@@ -4,6 +4,7 @@ import type {
   ApiKeySchema,
   BuildSchema,
   DeploymentSchema,
+  PreviewSchema,
   DomainSchema,
   EnvVarSchema,
   MessageSchema,
@@ -16,6 +17,7 @@ import type {
 
 export type Deployment = Static<typeof DeploymentSchema>;
 export type Build = Static<typeof BuildSchema>;
+export type Preview = Static<typeof PreviewSchema>;
 export type User = Static<typeof UserSchema>;
 export type ApiKey = Static<typeof ApiKeySchema>;
 export type UploadAnswer = Static<typeof UploadResponse>;

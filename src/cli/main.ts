@@ -8,6 +8,7 @@ import { registerDeployCommand } from './commands/deploy-command.js';
 import { registerEnvCommands } from './commands/env-commands.js';
 import { registerDomainCommands } from './commands/domain-commands.js';
 import { registerWebhookCommands } from './commands/webhook-commands.js';
+import { registerPreviewCommands } from './commands/preview-commands.js';
 import { registerKeyCommands } from './commands/key-commands.js';
 import { registerTunnelCommand } from './commands/tunnel-command.js';
 import { runServer } from './server-run.js';
@@ -73,6 +74,7 @@ Environment: SLIPWAY_URL and SLIPWAY_API_KEY override the saved login. See docs/
   registerEnvCommands(program, io);
   registerDomainCommands(program, io);
   registerWebhookCommands(program, io);
+  registerPreviewCommands(program, io);
   registerKeyCommands(program, io);
   registerTunnelCommand(program, io);
   return program;

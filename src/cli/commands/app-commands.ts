@@ -57,6 +57,7 @@ export function registerAppCommands(program: Command, io: CliIo): void {
           ['source', full.source_type === 'git' ? `${full.repo_url ?? ''}${full.branch ? ` (${full.branch})` : ''}` : 'uploaded folder'],
           ['dockerfile', full.dockerfile_path ?? 'Dockerfile'],
           ...(full.source_type === 'git' ? [['deploy on push', full.auto_deploy === true ? 'on (slipway webhook)' : 'off'] as [string, string]] : []),
+          ...(full.source_type === 'git' ? [['previews', full.previews === true ? 'on (slipway previews)' : 'off'] as [string, string]] : []),
           ['live build', shortId(full.live_build_id)],
           ['latest build', latest === undefined ? '-' : `${shortId(latest.id)} ${latest.status} ${ago(latest.started_at)}`],
           ['created', full.created_at],

@@ -107,18 +107,18 @@ GitHub (Settings → Webhooks → Add webhook):
   Payload URL: ${hook.url}
   Content type: application/json
   Secret: ${shown}
-  Events: Just the push event
+  Events: Just the push event (with previews on: "Let me select individual events", Pushes and Pull requests)
 
 Gitea / Forgejo (Settings → Webhooks → Add webhook → Gitea or Forgejo):
   Target URL: ${hook.url}
   HTTP method: POST, POST content type: application/json
   Secret: ${shown}
-  Trigger on: Push events
+  Trigger on: Push events (with previews on: Custom events, Push and Pull Request)
 
 GitLab (Settings → Webhooks → Add new webhook):
   URL: ${hook.url}
   Secret token: ${shown}
-  Trigger: Push events
+  Trigger: Push events (with previews on: Merge request events too)
 `);
   if (app.auto_deploy !== true) out(`\nauto_deploy is off: \`slipway webhook ${app.subdomain} --auto-deploy on\` turns deploy on push on.\n`);
 }
