@@ -34,6 +34,7 @@ import { tunnelRoutes, type TunnelDirectory } from './routes/tunnel-routes.js';
 import { healthRoutes, type HealthCheck } from './routes/health-routes.js';
 import { dashboardRoutes } from './routes/dashboard-routes.js';
 import { instanceRoutes } from './routes/instance-routes.js';
+import { teamRoutes } from './routes/team-routes.js';
 import { deploymentMetricsRoutes, serverMetricsRoutes } from './routes/metrics-routes.js';
 
 /** Everything the API needs, wired once in main.ts. */
@@ -146,6 +147,7 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
     await scope.register(tunnelRoutes(deps));
     await scope.register(deploymentMetricsRoutes(deps));
     await scope.register(instanceRoutes(deps));
+    await scope.register(teamRoutes(deps));
   }, { prefix: '/api/v1' });
   // GET /metrics sits beside the API (where scrapers look), behind the same bearer check.
   await app.register(async (scope) => {

@@ -17,7 +17,8 @@ declare module 'fastify' {
 export function registerAuthentication(scope: FastifyInstance, db: Db, keyUsage: KeyUsage): void {
   scope.decorateRequest('principal', null);
   scope.addHook('onRequest', async (request) => {
-    request.principal = await authenticateBearer(db, keyUsage, bearerToken(request.headers.authorization));
+    const principal = await authenticateBearer(db, keyUsage, bearerToken(request.headers.authorization));
+    request.principal = { ...principal, ip: request.ip };
   });
 }
 

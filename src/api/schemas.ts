@@ -93,6 +93,7 @@ export const CreateDeploymentBody = Type.Object(
     volumes: Type.Optional(VolumesField),
     auto_deploy: Type.Optional(AutoDeployField),
     previews: Type.Optional(PreviewsField),
+    team_id: Type.Optional(Type.String({ maxLength: 100, description: 'the team the deployment belongs to (you must be its owner); absent: yours alone' })),
   },
   { additionalProperties: false },
 );
@@ -137,6 +138,7 @@ export const DeploymentSchema = Type.Object(
     volumes: Type.Optional(Type.Array(VolumeSchema)),
     auto_deploy: Type.Optional(Type.Boolean({ description: 'git deployments: whether a signed push to the tracked branch deploys' })),
     previews: Type.Optional(Type.Boolean({ description: 'git deployments: whether pull requests against the tracked branch get previews' })),
+    team_id: Type.Optional(Nullable(Uuid)),
   },
   { $id: 'Deployment' },
 );

@@ -10,5 +10,16 @@ export interface Principal {
   readonly sessionId: string | undefined;
   /** Set when via is 'api_key'. */
   readonly apiKeyId: string | undefined;
+  /** Set when via is 'api_key': the key's first 12 characters (what the audit log names it by). */
+  readonly keyPrefix?: string | undefined;
+  /** The address the request came from (what the audit log records). */
+  readonly ip?: string | undefined;
+  /** The caller's role in each team they belong to (absent: none). */
+  readonly teams?: ReadonlyMap<string, TeamRole> | undefined;
 }
+
+/** A member's role in a team (decisions §18), from least to most. */
+export type TeamRole = 'viewer' | 'developer' | 'owner';
+
+export const TEAM_ROLES: readonly TeamRole[] = ['viewer', 'developer', 'owner'];
 

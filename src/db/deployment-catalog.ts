@@ -11,16 +11,25 @@ import { preparedQuery } from './prepared-query.js';
  */
 export function databaseDeploymentCatalog(db: Db): DeploymentCatalog {
   // The list's statements and the version read, compiled once (placeholder values mark the parameters).
-  const page = db.selectFrom('deployments').select([...SHOWN_DEPLOYMENT_COLUMNS, 'seq']).where('user_id', '=', '').where('parent_id', 'is', null);
+  const page = db.selectFrom('deployments').select([...SHOWN_DEPLOYMENT_COLUMNS, 'seq']).where('user_id', '=', '').where('parent_id', 'is', null).where('team_id', 'is', null);
   const firstPage = preparedQuery(db, page.orderBy('seq', 'desc').limit(1));
   const pageBefore = preparedQuery(db, page.where('seq', '<', 0).orderBy('seq', 'desc').limit(1));
   const version = preparedQuery(db, db.selectFrom('users').select('deployments_version').where('id', '=', ''));
   return {
     deployment: (id) => db.selectFrom('deployments').selectAll().where('id', '=', id).executeTakeFirst(),
 
-    owner: (id) => db.selectFrom('deployments').select(['id', 'user_id']).where('id', '=', id).executeTakeFirst(),
+    owner: (id) => db.selectFrom('deployments').select(['id', 'user_id', 'team_id']).where('id', '=', id).executeTakeFirst(),
 
-    deployments: (userId, before, limit) => (before === undefined ? firstPage(userId, limit) : pageBefore(userId, before, limit)),
+    deployments: (userId, teamIds, before, limit) => {
+      if (teamIds.length === 0) return before === undefined ? firstPage(userId, limit) : pageBefore(userId, before, limit);
+      // The user's own deployments and their teams' (a team's deployment is listed by team, whoever created it).
+      let query = db
+        .selectFrom('deployments')
+        .select([...SHOWN_DEPLOYMENT_COLUMNS, 'seq'])
+        .where((eb) => eb.or([eb.and([eb('user_id', '=', userId), eb('team_id', 'is', null)]), eb('team_id', 'in', [...teamIds])]));
+      if (before !== undefined) query = query.where('seq', '<', before);
+      return query.orderBy('seq', 'desc').limit(limit).execute();
+    },
 
     async listVersion(userId) {
       const rows = await version(userId);
@@ -34,7 +43,7 @@ export function databaseDeploymentCatalog(db: Db): DeploymentCatalog {
             .insertInto('subdomain_claims')
             .values({ subdomain: deployment.subdomain, kind: 'deployment', owner_id: deployment.id, user_id: deployment.user_id, created_at: deployment.created_at })
             .execute();
-          await bumpListVersion(trx, { userId: deployment.user_id });
+          await bumpListVersion(trx, deployment.team_id === null ? { userId: deployment.user_id } : { teamId: deployment.team_id });
           await trx.insertInto('deployments').values(deployment).execute();
         });
       } catch (err) {

@@ -22,11 +22,24 @@ export async function lockDeployment(trx: Transaction<Database>, deploymentId: s
  * first, in one order for every such transaction). A list page cached under an older version is
  * then never served again, in this process or any other sharing the database.
  */
-export async function bumpListVersion(trx: Kysely<Database>, owner: { userId: string } | { deploymentIds: readonly string[] }): Promise<void> {
+export async function bumpListVersion(
+  trx: Kysely<Database>,
+  owner: { userId: string } | { teamId: string } | { deploymentIds: readonly string[] },
+): Promise<void> {
   const bump = trx.updateTable('users').set((eb) => ({ deployments_version: eb('deployments_version', '+', 1) }));
   if ('userId' in owner) await bump.where('id', '=', owner.userId).execute();
+  else if ('teamId' in owner) await bump.where('id', 'in', trx.selectFrom('team_members').select('user_id').where('team_id', '=', owner.teamId)).execute();
   else if (owner.deploymentIds.length > 0) {
-    await bump.where('id', 'in', trx.selectFrom('deployments').select('user_id').where('id', 'in', [...owner.deploymentIds])).execute();
+    const ids = [...owner.deploymentIds];
+    // The creator's list, and every member's of the deployment's team (they list it too).
+    await bump
+      .where((eb) =>
+        eb.or([
+          eb('id', 'in', trx.selectFrom('deployments').select('user_id').where('id', 'in', ids)),
+          eb('id', 'in', trx.selectFrom('team_members').innerJoin('deployments', 'deployments.team_id', 'team_members.team_id').select('team_members.user_id').where('deployments.id', 'in', ids)),
+        ]),
+      )
+      .execute();
   }
 }
 

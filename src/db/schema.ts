@@ -14,6 +14,11 @@ export interface UsersTable {
    * transaction as the write, so a cached list page of an older version is never served.
    */
   deployments_version: Generated<number>;
+  /** The TOTP secret (AES-256-GCM ciphertext under the installation key), pending until `totp_enabled`. */
+  totp_secret: string | null;
+  totp_enabled: Generated<number>;
+  /** The last TOTP time step accepted: a code is usable once. */
+  totp_last_step: number | null;
 }
 
 export interface SessionsTable {
@@ -69,6 +74,8 @@ export interface DeploymentsTable {
   pr_head_repo: Generated<string | null>;
   /** 1: the head repository is the deployment's own (secrets reach the preview). */
   pr_same_repo: Generated<number>;
+  /** The team the deployment belongs to; null: its creator's alone. */
+  team_id: string | null;
   created_at: string;
   updated_at: string;
   seq: Generated<number>;
@@ -200,6 +207,38 @@ export interface InstancesTable {
   builds_running: Generated<number>;
 }
 
+export interface TeamsTable {
+  seq: Generated<number>;
+  id: string;
+  name: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TeamMembersTable {
+  team_id: string;
+  user_id: string;
+  role: 'viewer' | 'developer' | 'owner';
+  created_at: string;
+}
+
+/** One recorded action (decisions §18): append-only, never a variable's value, a key or a password. */
+export interface AuditLogTable {
+  seq: Generated<number>;
+  id: string;
+  at: string;
+  actor_id: string | null;
+  actor_email: string | null;
+  /** `session`, the API key's prefix, or `webhook`. */
+  via: string;
+  action: string;
+  target_type: string;
+  target_id: string | null;
+  team_id: string | null;
+  ip: string | null;
+  outcome: 'success' | 'failure';
+}
+
 export interface Database {
   instance: InstanceTable;
   instances: InstancesTable;
@@ -217,4 +256,7 @@ export interface Database {
   acme_accounts: AcmeAccountsTable;
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  teams: TeamsTable;
+  team_members: TeamMembersTable;
+  audit_log: AuditLogTable;
 }

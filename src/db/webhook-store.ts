@@ -17,13 +17,14 @@ export function databaseWebhookStore(db: Db, cipher: ValueCipher): WebhookStore 
       const row = await db
         .selectFrom('webhooks')
         .innerJoin('deployments', 'deployments.id', 'webhooks.deployment_id')
-        .select(['deployments.id', 'deployments.user_id', 'deployments.name', 'deployments.repo_url', 'deployments.branch', 'deployments.auto_deploy', 'deployments.previews', 'webhooks.secret'])
+        .select(['deployments.id', 'deployments.user_id', 'deployments.team_id', 'deployments.name', 'deployments.repo_url', 'deployments.branch', 'deployments.auto_deploy', 'deployments.previews', 'webhooks.secret'])
         .where('webhooks.deployment_id', '=', deploymentId)
         .executeTakeFirst();
       if (row === undefined) return undefined;
       return {
         deploymentId: row.id,
         userId: row.user_id,
+        teamId: row.team_id,
         name: row.name,
         repoUrl: row.repo_url,
         branch: row.branch,

@@ -9,7 +9,7 @@ import { assertUuid, type DeploymentRow } from '../domain/deployments.js';
 import { DomainError } from '../core/errors.js';
 import type { DeployOptions, DeploymentMetrics, DeploymentOperations } from '../domain/operations.js';
 import type { Principal } from '../core/principal.js';
-import { authorizeOwned } from '../domain/policy.js';
+import { authorizeDeployment, type DeploymentAction } from '../domain/policy.js';
 import type { Upstream } from '../core/upstream.js';
 import type { DataPlane } from '../proxy/data-plane.js';
 import type { BuildSandbox, ContainerEngine } from '../runtime/engine.js';
@@ -144,7 +144,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
   }
 
   async deploy(principal: Principal, deploymentId: string, options: DeployOptions): Promise<BuildRow> {
-    const initial = await this.#owned(principal, deploymentId);
+    const initial = await this.#owned(principal, deploymentId, 'change');
     let commitSha: string;
     let sourceRef: string;
     /** Why the source cannot be read (an unreachable repository): the build is recorded, then fails. */
@@ -169,7 +169,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
 
     const build = await this.#locks.run(deploymentId, async () => {
       await this.#cancelInflight(deploymentId, 'superseded by a newer deploy');
-      const current = await this.#owned(principal, deploymentId);
+      const current = await this.#owned(principal, deploymentId, 'change');
       if (current.source_type === 'archive' && current.upload_id !== null && current.upload_id !== sourceRef) {
         // A newer upload landed while we waited: build what is there now.
         sourceRef = current.upload_id;
@@ -208,7 +208,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
   async stop(principal: Principal, deploymentId: string): Promise<{ message: string }> {
     this.#interruptRecovery(deploymentId);
     return this.#locks.run(deploymentId, async () => {
-      const dep = await this.#owned(principal, deploymentId);
+      const dep = await this.#owned(principal, deploymentId, 'change');
       const live = await this.#liveBuild(dep);
       const serving = this.#inflight.has(deploymentId) || (live !== undefined && this.#isServing(dep));
       const next = transition(dep.status, 'stop', { serving, restartable: false });
@@ -228,7 +228,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
 
   async cancel(principal: Principal, deploymentId: string): Promise<{ message: string }> {
     return this.#locks.run(deploymentId, async () => {
-      const dep = await this.#owned(principal, deploymentId);
+      const dep = await this.#owned(principal, deploymentId, 'change');
       const inflight = this.#inflight.get(deploymentId);
       if (inflight === undefined) throw new DomainError('invalid_state', `no build of ${dep.name} is in progress`);
       await this.#cancelInflight(deploymentId, 'cancelled by the user');
@@ -245,7 +245,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
   async restart(principal: Principal, deploymentId: string): Promise<{ message: string }> {
     this.#interruptRecovery(deploymentId);
     return this.#locks.run(deploymentId, async () => {
-      const dep = await this.#owned(principal, deploymentId);
+      const dep = await this.#owned(principal, deploymentId, 'change');
       const live = dep.status === 'pending' || dep.status === 'building' ? undefined : await this.#liveBuild(dep);
       const restartable = live !== undefined && live.image_id !== null && (await this.#deps.engine.imageExists(live.image_id));
       const next = transition(dep.status, 'restart', { serving: false, restartable });
@@ -262,7 +262,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
   async rollback(principal: Principal, deploymentId: string, buildId: string): Promise<{ message: string }> {
     this.#interruptRecovery(deploymentId);
     return this.#locks.run(deploymentId, async () => {
-      const dep = await this.#owned(principal, deploymentId);
+      const dep = await this.#owned(principal, deploymentId, 'change');
       // The state table first: a deployment that was never deployed has no build to roll back to, whatever id is named.
       const next = this.#next(dep, 'rollback');
       assertUuid(buildId, 'build');
@@ -283,19 +283,20 @@ export class DeploymentLifecycle implements DeploymentOperations {
     });
   }
 
-  async remove(principal: Principal, deploymentId: string): Promise<void> {
+  async remove(principal: Principal, deploymentId: string, options?: { action?: DeploymentAction }): Promise<void> {
     // A deployment's previews (decisions §17) go first, each removed as the deployment it is.
     const { store } = this.#deps;
-    const dep = await this.#owned(principal, deploymentId);
-    for (const previewId of await store.previewIds(dep.id)) await this.#removeOne(principal, previewId);
-    await this.#removeOne(principal, deploymentId);
+    const action = options?.action ?? 'manage';
+    const dep = await this.#owned(principal, deploymentId, action);
+    for (const previewId of await store.previewIds(dep.id)) await this.#removeOne(principal, previewId, action);
+    await this.#removeOne(principal, deploymentId, action);
   }
 
-  async #removeOne(principal: Principal, deploymentId: string): Promise<void> {
+  async #removeOne(principal: Principal, deploymentId: string, action: DeploymentAction): Promise<void> {
     const { store, sources, buildLogs, dataPlane } = this.#deps;
     this.#interruptRecovery(deploymentId);
     await this.#locks.run(deploymentId, async () => {
-      const dep = await this.#owned(principal, deploymentId);
+      const dep = await this.#owned(principal, deploymentId, action);
       await this.#cancelInflight(deploymentId, 'cancelled: the deployment was deleted');
       this.#recovering.delete(deploymentId);
       await store.remove(dep.id);
@@ -311,7 +312,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
   }
 
   async metrics(principal: Principal, deploymentId: string, signal?: AbortSignal): Promise<DeploymentMetrics> {
-    const dep = await this.#owned(principal, deploymentId);
+    const dep = await this.#owned(principal, deploymentId, 'read');
     const live = await this.#liveBuild(dep);
     const stats = live?.container_id == null ? null : await this.#deps.engine.containerStats(live.container_id, signal);
     if (stats === null) throw new DomainError('invalid_state', `${dep.subdomain} has no running container`);
@@ -331,7 +332,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
     deploymentId: string,
     options: { tail: number | undefined; follow: boolean; signal: AbortSignal },
   ): Promise<AsyncIterable<string>> {
-    const dep = await this.#owned(principal, deploymentId);
+    const dep = await this.#owned(principal, deploymentId, 'read');
     const live = await this.#liveBuild(dep);
     if (live?.container_id == null) throw new DomainError('invalid_state', 'no container has run for this deployment yet');
     const lines = this.#deps.engine.containerLogs(live.container_id, {
@@ -551,10 +552,10 @@ export class DeploymentLifecycle implements DeploymentOperations {
     };
   }
 
-  /** One of the principal's deployments; anything else (missing, not a UUID, another user's) is 404. */
-  async #owned(principal: Principal, deploymentId: string): Promise<DeploymentRow> {
+  /** A deployment the principal may `action` (the policy): missing, not a UUID, another's → 404; a role too low → 403. */
+  async #owned(principal: Principal, deploymentId: string, action: DeploymentAction): Promise<DeploymentRow> {
     assertUuid(deploymentId, 'deployment');
-    return authorizeOwned(principal, await this.#deps.store.deployment(deploymentId), 'deployment');
+    return authorizeDeployment(principal, await this.#deps.store.deployment(deploymentId), action);
   }
 
   /** The state table's answer for an event whose cells need no facts. */

@@ -6,7 +6,7 @@ import { preparedQuery, type PreparedQuery } from '../db/prepared-query.js';
 import type { Selectable } from 'kysely';
 import type { UsersTable } from '../db/schema.js';
 import { DomainError } from '../core/errors.js';
-import type { Principal } from '../core/principal.js';
+import type { Principal, TeamRole } from '../core/principal.js';
 import { authorizeAdmin } from './policy.js';
 import type { KeyUsage } from './key-usage.js';
 import { loginSucceeded, reserveLogin } from './login-throttle.js';
@@ -57,6 +57,9 @@ async function insertUser(db: Db, email: string, password: string, isAdmin: bool
     created_at: now,
     updated_at: now,
     deployments_version: 0,
+    totp_secret: null,
+    totp_enabled: 0,
+    totp_last_step: null,
   };
   try {
     await db.insertInto('users').values(row).execute();
@@ -180,7 +183,8 @@ export async function authenticateBearer(db: Db, keyUsage: KeyUsage, token: stri
     const key = (await lookups.apiKey(digest))[0];
     if (key === undefined || !digestsEqual(key.key_hash, digest)) throw unauthorized();
     keyUsage.record(key.id);
-    return { userId: key.user_id, isAdmin: key.is_admin === 1, via: 'api_key', sessionId: undefined, apiKeyId: key.id };
+    const teams = await teamRoles(lookups, key.user_id);
+    return { userId: key.user_id, isAdmin: key.is_admin === 1, via: 'api_key', sessionId: undefined, apiKeyId: key.id, keyPrefix: key.key_prefix, teams };
   }
   if (SESSION_TOKEN_PATTERN.test(token)) {
     const session = (await lookups.session(digest))[0];
@@ -189,9 +193,16 @@ export async function authenticateBearer(db: Db, keyUsage: KeyUsage, token: stri
       await db.deleteFrom('sessions').where('id', '=', session.id).execute();
       throw unauthorized();
     }
-    return { userId: session.user_id, isAdmin: session.is_admin === 1, via: 'session', sessionId: session.id, apiKeyId: undefined };
+    const teams = await teamRoles(lookups, session.user_id);
+    return { userId: session.user_id, isAdmin: session.is_admin === 1, via: 'session', sessionId: session.id, apiKeyId: undefined, teams };
   }
   throw unauthorized();
+}
+
+/** The user's role in each of their teams, read with every request (a removed member loses access at once). */
+async function teamRoles(lookups: CredentialLookups, userId: string): Promise<ReadonlyMap<string, TeamRole>> {
+  const rows = await lookups.teams(userId);
+  return new Map(rows.map((r) => [r.team_id, r.role]));
 }
 
 /**
@@ -209,7 +220,7 @@ function credentialLookups(db: Db): CredentialLookups {
         db
           .selectFrom('api_keys')
           .innerJoin('users', 'users.id', 'api_keys.user_id')
-          .select(['api_keys.id', 'api_keys.user_id', 'api_keys.key_hash', 'users.is_admin'])
+          .select(['api_keys.id', 'api_keys.user_id', 'api_keys.key_hash', 'api_keys.key_prefix', 'users.is_admin'])
           .where('api_keys.key_hash', '=', ''),
       ),
       session: preparedQuery(
@@ -220,6 +231,7 @@ function credentialLookups(db: Db): CredentialLookups {
           .select(['sessions.id', 'sessions.user_id', 'sessions.token_hash', 'sessions.expires_at', 'users.is_admin'])
           .where('sessions.token_hash', '=', ''),
       ),
+      teams: preparedQuery(db, db.selectFrom('team_members').select(['team_id', 'role']).where('user_id', '=', '')),
     };
     CREDENTIAL_LOOKUPS.set(db, lookups);
   }
@@ -227,7 +239,8 @@ function credentialLookups(db: Db): CredentialLookups {
 }
 
 interface CredentialLookups {
-  apiKey: PreparedQuery<{ id: string; user_id: string; key_hash: string; is_admin: number }>;
+  apiKey: PreparedQuery<{ id: string; user_id: string; key_hash: string; key_prefix: string; is_admin: number }>;
+  teams: PreparedQuery<{ team_id: string; role: TeamRole }>;
   session: PreparedQuery<{ id: string; user_id: string; token_hash: string; expires_at: string; is_admin: number }>;
 }
 

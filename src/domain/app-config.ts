@@ -139,7 +139,7 @@ export interface AppConfigDeps {
 
 /** The caller's deployment's variables (another user's deployment is not_found). */
 export async function getEnv(deps: AppConfigDeps, principal: Principal, deploymentId: string): Promise<{ vars: EnvVarView[] }> {
-  const dep = await getDeploymentRow(deps.deployments, principal, deploymentId);
+  const dep = await getDeploymentRow(deps.deployments, principal, deploymentId, 'read');
   return presentEnv(await deps.configs.current(dep.id));
 }
 
@@ -150,7 +150,7 @@ export async function patchEnv(
   deploymentId: string,
   input: PatchEnvInput,
 ): Promise<{ vars: EnvVarView[] }> {
-  const dep = await getDeploymentRow(deps.deployments, principal, deploymentId);
+  const dep = await getDeploymentRow(deps.deployments, principal, deploymentId, 'change');
   const change = parseEnvChange(input);
   const result = await deps.configs.change(dep.id, change, (vars) => checkEnvTotals(vars, [...change.set.keys()]));
   return presentEnv(result);

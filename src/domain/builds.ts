@@ -40,7 +40,7 @@ export async function listBuilds(
   deploymentId: string,
   page: PageRequest<BuildPosition>,
 ): Promise<Page<ShownBuild, BuildPosition>> {
-  const deployment = await getOwnedDeploymentId(catalog, principal, deploymentId);
+  const deployment = await getOwnedDeploymentId(catalog, principal, deploymentId, 'read');
   const rows = await catalog.builds(deployment, page.after?.[0], page.limit + 1);
   return pageFromRows(rows, page.limit, (row) => [row.seq] as const);
 }
@@ -52,7 +52,7 @@ export async function getBuildRow(
   deploymentId: string,
   buildId: string,
 ): Promise<{ deployment: DeploymentRow; build: BuildRow }> {
-  const deployment = await getDeploymentRow(catalog, principal, deploymentId);
+  const deployment = await getDeploymentRow(catalog, principal, deploymentId, 'read');
   assertUuid(buildId, 'build');
   const build = await catalog.build(deployment.id, buildId);
   if (build === undefined) throw new DomainError('not_found', 'build not found');

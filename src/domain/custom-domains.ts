@@ -62,7 +62,7 @@ const domainTaken = (hostname: string): DomainError => new DomainError('domain_t
 
 /** Adds a hostname to the caller's deployment; it is routed at once and gets a certificate in the background. */
 export async function addDomain(deps: CustomDomainDeps, principal: Principal, deploymentId: string, input: { hostname: string }): Promise<DomainView> {
-  const dep = await getDeploymentRow(deps.deployments, principal, deploymentId);
+  const dep = await getDeploymentRow(deps.deployments, principal, deploymentId, 'change');
   const normalized = normalizeHostname(input.hostname, deps.appDomain);
   if ('problem' in normalized) throw new DomainError('validation_error', normalized.problem);
   const { hostname } = normalized;
@@ -91,7 +91,7 @@ export async function addDomain(deps: CustomDomainDeps, principal: Principal, de
 
 /** The caller's deployment's custom domains, oldest first. */
 export async function listDomains(deps: CustomDomainDeps, principal: Principal, deploymentId: string): Promise<DomainView[]> {
-  const dep = await getDeploymentRow(deps.deployments, principal, deploymentId);
+  const dep = await getDeploymentRow(deps.deployments, principal, deploymentId, 'read');
   const rows = await deps.db
     .selectFrom('custom_domains')
     .select(['id', 'deployment_id', 'hostname', 'created_at'])
@@ -105,7 +105,7 @@ export async function listDomains(deps: CustomDomainDeps, principal: Principal, 
 
 /** Removes one of the deployment's domains: it is no longer routed, and its certificate is dropped. */
 export async function removeDomain(deps: CustomDomainDeps, principal: Principal, deploymentId: string, domainId: string): Promise<void> {
-  const dep = await getDeploymentRow(deps.deployments, principal, deploymentId);
+  const dep = await getDeploymentRow(deps.deployments, principal, deploymentId, 'change');
   assertUuid(domainId, 'domain');
   const row = await deps.db.selectFrom('custom_domains').select(['id', 'hostname']).where('id', '=', domainId).where('deployment_id', '=', dep.id).executeTakeFirst();
   if (row === undefined) throw new DomainError('not_found', 'domain not found');

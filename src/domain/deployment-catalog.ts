@@ -21,6 +21,7 @@ export const SHOWN_DEPLOYMENT_COLUMNS = [
   'volumes',
   'auto_deploy',
   'previews',
+  'team_id',
 ] as const;
 
 /** What `presentDeployment` shows of a deployment. */
@@ -50,9 +51,9 @@ export interface DeploymentCatalog {
   /** One deployment, whoever owns it. */
   deployment(id: string): Promise<DeploymentRow | undefined>;
   /** Who owns a deployment (reads only that). */
-  owner(id: string): Promise<{ id: string; user_id: string } | undefined>;
-  /** A user's deployments, newest first (previews are listed under their deployment, not here). */
-  deployments(userId: string, before: number | undefined, limit: number): Promise<Array<ShownDeployment & { seq: number }>>;
+  owner(id: string): Promise<{ id: string; user_id: string; team_id: string | null } | undefined>;
+  /** A user's own deployments and those of the teams given (theirs), newest first (previews are listed under their deployment, not here). */
+  deployments(userId: string, teamIds: readonly string[], before: number | undefined, limit: number): Promise<Array<ShownDeployment & { seq: number }>>;
   /**
    * The version of a user's deployment list: it changes, in the same transaction, with every write
    * that changes what the list shows (create, edit, upload, status, live build, delete), whichever

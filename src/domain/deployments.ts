@@ -7,7 +7,7 @@ import { validateBranchName, validateRepoUrl } from '../source/git-url.js';
 import { normalizeSubdomain } from '../core/dns-label.js';
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
-import { authorizeOwned } from './policy.js';
+import { authorizeDeployment, authorizeTeam, type DeploymentAction } from './policy.js';
 import { type DeploymentCatalog, type DeploymentChanges, type ShownDeployment } from './deployment-catalog.js';
 import { pageFromRows, type Page, type PageRequest } from '../core/page.js';
 import { normalizeVolumes, parseStoredVolumes, type VolumeSpec } from './volumes.js';
@@ -52,6 +52,8 @@ export interface CreateDeploymentInput {
   volumes?: Array<{ name: string; mount_path: string }> | undefined;
   auto_deploy?: boolean | undefined;
   previews?: boolean | undefined;
+  /** The team the deployment belongs to (the caller must be its owner); absent: the caller's own. */
+  team_id?: string | undefined;
 }
 
 export interface DeploymentDeps {
@@ -105,7 +107,7 @@ function checkNanoCpus(cpus: number, limits: ResourceCeilings): number {
   return Math.round(cpus * 1e9);
 }
 
-function validateCreate(input: CreateDeploymentInput, allowFile: boolean, limits: ResourceCeilings): Omit<DeploymentRow, 'id' | 'user_id' | 'created_at' | 'updated_at' | 'seq'> {
+function validateCreate(input: CreateDeploymentInput, allowFile: boolean, limits: ResourceCeilings): Omit<DeploymentRow, 'id' | 'user_id' | 'team_id' | 'created_at' | 'updated_at' | 'seq'> {
   const name = checkName(input.name);
   const subdomain = normalizeSubdomain(input.subdomain);
   const sourceType = input.source_type ?? 'git';
@@ -179,7 +181,7 @@ export async function updateDeployment(
   id: string,
   input: UpdateDeploymentInput,
 ): Promise<DeploymentRow> {
-  const row = await getDeploymentRow(deps.deployments, principal, id);
+  const row = await getDeploymentRow(deps.deployments, principal, id, 'change');
   if (Object.values(input).every((v) => v === undefined)) throw validationError('nothing to change: send at least one field');
   const changes: DeploymentChanges = {};
   if (input.name !== undefined) changes.name = checkName(input.name);
@@ -207,7 +209,7 @@ export async function updateDeployment(
     if (input.branch !== undefined) changes.branch = input.branch === null ? null : checkBranch(input.branch);
   }
   await deps.deployments.update(row.id, changes);
-  return getDeploymentRow(deps.deployments, principal, id);
+  return getDeploymentRow(deps.deployments, principal, id, 'read');
 }
 
 /**
@@ -215,13 +217,16 @@ export async function updateDeployment(
  * tunnels alike): the claim's primary key decides, so two concurrent creates cannot both win.
  */
 export async function createDeployment(deps: DeploymentDeps, principal: Principal, input: CreateDeploymentInput): Promise<DeploymentRow> {
+  // A team's deployment is created by its owners (an outsider: the team is not found).
+  const teamId = input.team_id ?? null;
+  if (teamId !== null) authorizeTeam(principal, teamId, 'owner');
   const fields = validateCreate(input, deps.allowPrivateGit, deps.limits);
   if (fields.repo_url !== null) await deps.checkRepoHost(fields.repo_url);
   const now = nowIso();
   const id = crypto.randomUUID();
-  const created = await deps.deployments.create({ ...fields, id, user_id: principal.userId, created_at: now, updated_at: now });
+  const created = await deps.deployments.create({ ...fields, id, user_id: principal.userId, team_id: teamId, created_at: now, updated_at: now });
   if (created === 'subdomain_taken') throw subdomainTaken(fields.subdomain);
-  return getDeploymentRow(deps.deployments, principal, id);
+  return getDeploymentRow(deps.deployments, principal, id, 'read');
 }
 
 const subdomainTaken = (subdomain: string): DomainError =>
@@ -240,23 +245,26 @@ export async function listDeployments(
   principal: Principal,
   page: PageRequest<DeploymentPosition>,
 ): Promise<Page<ShownDeployment & { seq: number }, DeploymentPosition>> {
-  const rows = await catalog.deployments(principal.userId, page.after?.[0], page.limit + 1);
+  const rows = await catalog.deployments(principal.userId, [...(principal.teams?.keys() ?? [])], page.after?.[0], page.limit + 1);
   return pageFromRows(rows, page.limit, (row) => [row.seq] as const);
 }
 
-/** One of the caller's deployments; anything else (missing, not a UUID, another user's) is 404. */
-export async function getDeploymentRow(catalog: DeploymentCatalog, principal: Principal, id: string): Promise<DeploymentRow> {
+/**
+ * A deployment the caller may `action` (the policy, src/domain/policy.ts): missing, not a UUID,
+ * another user's or a team's the caller is not in → 404; a member without the role → 403.
+ */
+export async function getDeploymentRow(catalog: DeploymentCatalog, principal: Principal, id: string, action: DeploymentAction): Promise<DeploymentRow> {
   assertUuid(id, 'deployment');
   const row = await catalog.deployment(id);
   // A preview is a deployment row underneath, but the API shows it only under its deployment (decisions §17).
-  return authorizeOwned(principal, row?.parent_id == null ? row : undefined, 'deployment');
+  return authorizeDeployment(principal, row?.parent_id == null ? row : undefined, action);
 }
 
-/** The id of one of the caller's deployments (404 as `getDeploymentRow`), reading only what that needs. */
-export async function getOwnedDeploymentId(catalog: DeploymentCatalog, principal: Principal, id: string): Promise<string> {
+/** The id of a deployment the caller may `action` (as `getDeploymentRow`), reading only what that needs. */
+export async function getOwnedDeploymentId(catalog: DeploymentCatalog, principal: Principal, id: string, action: DeploymentAction): Promise<string> {
   assertUuid(id, 'deployment');
   const row = await catalog.owner(id);
-  return authorizeOwned(principal, row, 'deployment').id;
+  return authorizeDeployment(principal, row, action).id;
 }
 
 /** Fields a deployment shows; the archive creation response has exactly the first seven. */
@@ -279,6 +287,7 @@ export interface DeploymentView {
   volumes?: VolumeSpec[];
   auto_deploy?: boolean;
   previews?: boolean;
+  team_id?: string | null;
 }
 
 /** The archive creation response: exactly these keys (decisions §4). */
@@ -320,6 +329,7 @@ export function presentDeployment(row: ShownDeployment, urlFor: (subdomain: stri
       volumes: parseStoredVolumes(row.volumes),
       auto_deploy: row.auto_deploy === 1,
       previews: row.previews === 1,
+      team_id: row.team_id,
     };
   }
   return {
@@ -337,5 +347,6 @@ export function presentDeployment(row: ShownDeployment, urlFor: (subdomain: stri
     memory_mb,
     cpus,
     volumes: parseStoredVolumes(row.volumes),
+    team_id: row.team_id,
   };
 }

@@ -1,6 +1,7 @@
 // The deployment lifecycle the API drives: deploy, stop, restart, rollback, delete, runtime logs.
 import type { BuildRow } from './builds.js';
 import type { Principal } from '../core/principal.js';
+import type { DeploymentAction } from './policy.js';
 
 export interface DeployOptions {
   readonly wait: boolean;
@@ -37,7 +38,8 @@ export interface DeploymentOperations {
   restart(principal: Principal, deploymentId: string): Promise<{ message: string }>;
   rollback(principal: Principal, deploymentId: string, buildId: string): Promise<{ message: string }>;
   /** Removes the deployment with its containers, images, sources and logs; frees the subdomain. */
-  remove(principal: Principal, deploymentId: string): Promise<void>;
+  /** `action`: what the policy checks (default `manage`; a preview is removed by whoever may `change` its deployment). */
+  remove(principal: Principal, deploymentId: string, options?: { action?: DeploymentAction }): Promise<void>;
   /** A deployment was created: it gets a route (not served until its first release). */
   registered(deployment: { id: string; subdomain: string }): void;
   /** The live container's resource use (decisions §12); invalid_state when nothing runs. */

@@ -77,7 +77,9 @@ export async function receivePullRequest(deps: PreviewEventDeps, target: HookTar
     await deps.webhooks.settle(delivery.id, { outcome, reason, buildId, releaseKey: false });
   };
   // The webhook acts for the deployment's owner: its secret is the owner's credential for these actions.
-  const owner: Principal = { userId: target.userId, isAdmin: false, via: 'webhook', sessionId: undefined, apiKeyId: undefined };
+  // On a team's deployment the webhook acts as a developer of that team (its previews are the team's too).
+  const teams = target.teamId === undefined || target.teamId === null ? undefined : new Map([[target.teamId, 'developer' as const]]);
+  const owner: Principal = { userId: target.userId, isAdmin: false, via: 'webhook', sessionId: undefined, apiKeyId: undefined, teams };
   try {
     if (event.action === 'close') return await closePreview(deps, target, event, owner, settle);
     return await buildPreview(deps, target, event, owner, settle);
@@ -142,6 +144,7 @@ function newPreviewRow(parent: DeploymentRow, event: Event, subdomain: string): 
   return {
     id: crypto.randomUUID(),
     user_id: parent.user_id,
+    team_id: parent.team_id,
     name: `${parent.name.slice(0, 100 - suffix.length)}${suffix}`,
     subdomain,
     source_type: 'git',

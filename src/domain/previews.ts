@@ -4,6 +4,7 @@ import { DNS_LABEL } from '../core/dns-label.js';
 import type { Principal } from '../core/principal.js';
 import type { DeploymentCatalog, NewDeployment } from './deployment-catalog.js';
 import { getDeploymentRow, type DeploymentRow } from './deployments.js';
+import type { DeploymentAction } from './policy.js';
 import type { DeploymentOperations } from './operations.js';
 
 /** Live previews a deployment may have at once. */
@@ -79,13 +80,13 @@ export interface PreviewDeps {
 
 /** The previews of one of the caller's deployments, newest first. */
 export async function listPreviews(deps: PreviewDeps, principal: Principal, deploymentId: string): Promise<DeploymentRow[]> {
-  const parent = await getDeploymentRow(deps.deployments, principal, deploymentId);
+  const parent = await getDeploymentRow(deps.deployments, principal, deploymentId, 'read');
   return deps.previews.list(parent.id);
 }
 
 /** One preview of one of the caller's deployments, by its pull request number (404 for anything else). */
-export async function getPreview(deps: PreviewDeps, principal: Principal, deploymentId: string, number: string): Promise<DeploymentRow> {
-  const parent = await getDeploymentRow(deps.deployments, principal, deploymentId);
+export async function getPreview(deps: PreviewDeps, principal: Principal, deploymentId: string, number: string, action: DeploymentAction = 'read'): Promise<DeploymentRow> {
+  const parent = await getDeploymentRow(deps.deployments, principal, deploymentId, action);
   const n = /^[1-9][0-9]{0,8}$/.test(number) ? Number(number) : undefined;
   const preview = n === undefined ? undefined : await deps.previews.find(parent.id, n);
   if (preview === undefined) throw new DomainError('not_found', 'preview not found');
@@ -99,6 +100,7 @@ export async function deletePreview(
   deploymentId: string,
   number: string,
 ): Promise<void> {
-  const preview = await getPreview(deps, principal, deploymentId, number);
-  await deps.operations.remove(principal, preview.id);
+  // Previews are a developer's to remove (decisions §18), not only an owner's.
+  const preview = await getPreview(deps, principal, deploymentId, number, 'change');
+  await deps.operations.remove(principal, preview.id, { action: 'change' });
 }

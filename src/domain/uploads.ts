@@ -30,7 +30,7 @@ export const MAX_DOCKERFILE_BYTES = 1024 * 1024;
  * and an archive deployment.
  */
 export async function authorizeUpload(catalog: DeploymentCatalog, principal: Principal, id: string): Promise<void> {
-  const row = await getDeploymentRow(catalog, principal, id);
+  const row = await getDeploymentRow(catalog, principal, id, 'change');
   if (row.source_type !== 'archive') {
     throw new DomainError('validation_error', 'this is a git deployment; uploads are for archive deployments');
   }
@@ -76,7 +76,7 @@ export async function uploadSource(
     await extractArchive(path.join(staged, 'archive.tar.gz'), path.join(staged, 'src'), deps.archiveLimits, signal);
     signal?.throwIfAborted();
     // The deployment may have changed (or gone) while the archive streamed in.
-    const row = await getDeploymentRow(deps.deployments, principal, id);
+    const row = await getDeploymentRow(deps.deployments, principal, id, 'change');
     if (dockerfile !== undefined) await writeFileInside(path.join(staged, 'src'), row.dockerfile_path, dockerfile);
 
     const uploadId = crypto.randomUUID();

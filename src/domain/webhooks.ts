@@ -5,6 +5,7 @@ import type { Principal } from '../core/principal.js';
 import type { DeploymentCatalog } from './deployment-catalog.js';
 import type { BuildRow } from './builds.js';
 import { assertUuid, getDeploymentRow } from './deployments.js';
+import type { DeploymentAction } from './policy.js';
 import type { DeploymentOperations } from './operations.js';
 import { receivePullRequest, type PreviewEventDeps } from './preview-events.js';
 import { readPullRequest } from './pull-request-event.js';
@@ -31,6 +32,8 @@ export type DeliveryOutcome = 'deployed' | 'removed' | 'ignored' | 'rejected';
 export interface HookTarget {
   readonly deploymentId: string;
   readonly userId: string;
+  /** The deployment's team (null or absent: its creator's own). */
+  readonly teamId?: string | null;
   readonly name: string;
   readonly repoUrl: string | null;
   readonly branch: string | null;
@@ -88,8 +91,8 @@ export interface WebhookAdminDeps {
   readonly publicUrl: URL;
 }
 
-async function ownedGitDeployment(deps: WebhookAdminDeps, principal: Principal, id: string): Promise<{ id: string; auto_deploy: number }> {
-  const row = await getDeploymentRow(deps.deployments, principal, id);
+async function ownedGitDeployment(deps: WebhookAdminDeps, principal: Principal, id: string, action: DeploymentAction): Promise<{ id: string; auto_deploy: number }> {
+  const row = await getDeploymentRow(deps.deployments, principal, id, action);
   if (row.source_type !== 'git') {
     throw new DomainError('validation_error', 'webhooks are for git deployments; an archive deployment is deployed by uploading');
   }
@@ -101,7 +104,7 @@ const newSecret = (): string => `slw_wh_${crypto.randomBytes(32).toString('hex')
 
 /** Creates or rotates a git deployment's webhook secret; the secret is in this answer only. */
 export async function setWebhook(deps: WebhookAdminDeps, principal: Principal, id: string): Promise<{ url: string; secret: string }> {
-  const dep = await ownedGitDeployment(deps, principal, id);
+  const dep = await ownedGitDeployment(deps, principal, id, 'change');
   const secret = newSecret();
   await deps.webhooks.setSecret(dep.id, secret);
   return { url: hookUrl(deps.publicUrl, dep.id), secret };
@@ -113,14 +116,14 @@ export async function getWebhook(
   principal: Principal,
   id: string,
 ): Promise<{ url: string; configured: boolean; created_at: string | null; auto_deploy: boolean }> {
-  const dep = await ownedGitDeployment(deps, principal, id);
+  const dep = await ownedGitDeployment(deps, principal, id, 'read');
   const createdAt = await deps.webhooks.createdAt(dep.id);
   return { url: hookUrl(deps.publicUrl, dep.id), configured: createdAt !== undefined, created_at: createdAt ?? null, auto_deploy: dep.auto_deploy === 1 };
 }
 
 /** The deployment's newest deliveries, newest first (any kind of deployment: an archive one has none). */
 export async function listDeliveries(deps: WebhookAdminDeps, principal: Principal, id: string): Promise<DeliveryRecord[]> {
-  const dep = await getDeploymentRow(deps.deployments, principal, id);
+  const dep = await getDeploymentRow(deps.deployments, principal, id, 'read');
   return deps.webhooks.deliveries(dep.id);
 }
 
@@ -293,7 +296,9 @@ async function deployPush(
     return { status: 200, message: `${reason}; not deployed again` };
   }
   // The webhook acts for the deployment's owner: its secret is the owner's credential for this one action.
-  const owner: Principal = { userId: target.userId, isAdmin: false, via: 'webhook', sessionId: undefined, apiKeyId: undefined };
+  // On a team's deployment it acts as a developer of that team (deploy is all it does).
+  const teams = target.teamId === undefined || target.teamId === null ? undefined : new Map([[target.teamId, 'developer' as const]]);
+  const owner: Principal = { userId: target.userId, isAdmin: false, via: 'webhook', sessionId: undefined, apiKeyId: undefined, teams };
   let build: BuildRow;
   try {
     build = await deps.operations.deploy(owner, target.deploymentId, { wait: false, commit: { sha, branch } });

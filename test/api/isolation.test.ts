@@ -209,3 +209,143 @@ describe('isolation between users', () => {
   });
 });
 
+
+describe('roles in a team: every deployment route × viewer, developer, owner and outsider (sessions and API keys)', () => {
+  let s: TestServer;
+  let owner: User;
+  let dev: User;
+  let viewer: User;
+  let outsider: User;
+  let teamId: string;
+  let d: string;
+  let buildId: string;
+  let domainId: string;
+  let git: string;
+
+  before(async () => {
+    s = await startTestServer();
+    [owner, dev, viewer, outsider] = [await s.newUser('t-owner'), await s.newUser('t-dev'), await s.newUser('t-viewer'), await s.newUser('t-out')];
+    teamId = (await s.request('POST', '/api/v1/teams', { token: owner.token, body: { name: 'Matrix' } })).json.id;
+    for (const [user, role] of [[dev, 'developer'], [viewer, 'viewer']] as const) {
+      const added = await s.request('POST', `/api/v1/teams/${teamId}/members`, { token: owner.token, body: { email: user.email, role } });
+      assert.equal(added.status, 201, added.text);
+    }
+    const dep = await s.request('POST', '/api/v1/deployments', {
+      token: owner.token,
+      body: { name: 'team app', subdomain: `team-${process.pid}`, source_type: 'archive', team_id: teamId },
+    });
+    assert.equal(dep.status, 201, dep.text);
+    const id: string = dep.json.id;
+    d = `/api/v1/deployments/${id}`;
+    const body = uploadBody(FAILING_SOURCE);
+    assert.equal((await s.request('POST', `${d}/upload`, { token: owner.token, raw: body.body, headers: { 'content-type': body.contentType } })).status, 200);
+    assertError(await s.request('POST', `${d}/deploy?wait=true`, { token: owner.token }), 500, 'build_failed');
+    buildId = (await s.request('GET', `${d}/builds`, { token: owner.token })).json[0].id;
+    assert.equal((await s.request('PATCH', `${d}/env`, { token: owner.token, body: { vars: { TEAM_SECRET: 'team-only' }, secret: true } })).status, 200);
+    const domain = await s.request('POST', `${d}/domains`, { token: owner.token, body: { hostname: `team-${process.pid}.example.com` } });
+    domainId = domain.json.id;
+    const gitDep = await s.request('POST', '/api/v1/deployments', {
+      token: owner.token,
+      body: { name: 'team git', subdomain: `team-git-${process.pid}`, repo_url: 'http://127.0.0.1:9/team.git', team_id: teamId },
+    });
+    git = `/api/v1/deployments/${gitDep.json.id}`;
+    assert.equal((await s.request('POST', `${git}/webhook`, { token: owner.token })).status, 201);
+  });
+  after(async () => {
+    await s.close();
+  });
+
+  type Case = [method: string, path: () => string, options: () => Parameters<TestServer['request']>[2]];
+  const upload = (): Parameters<TestServer['request']>[2] => {
+    const b = uploadBody(makeTarGz([{ path: 'Dockerfile', content: 'FROM scratch\n' }]));
+    return { raw: b.body, headers: { 'content-type': b.contentType } };
+  };
+  const READ: Case[] = [
+    ['GET', () => d, () => ({})],
+    ['GET', () => `${d}/env`, () => ({})],
+    ['GET', () => `${d}/builds`, () => ({})],
+    ['GET', () => `${d}/builds/${buildId}`, () => ({})],
+    ['GET', () => `${d}/builds/${buildId}/logs`, () => ({})],
+    ['GET', () => `${d}/logs`, () => ({})],
+    ['GET', () => `${d}/metrics`, () => ({})],
+    ['GET', () => `${d}/domains`, () => ({})],
+    ['GET', () => `${git}/webhook`, () => ({})],
+    ['GET', () => `${git}/webhook/deliveries`, () => ({})],
+  ];
+  const CHANGE: Case[] = [
+    ['PATCH', () => d, () => ({ body: { name: 'changed' } })],
+    ['PATCH', () => `${d}/env`, () => ({ body: { vars: { CHANGED: 'yes' } } })],
+    ['POST', () => `${d}/upload`, upload],
+    ['POST', () => `${d}/deploy`, () => ({})],
+    ['POST', () => `${d}/stop`, () => ({})],
+    ['POST', () => `${d}/restart`, () => ({})],
+    ['POST', () => `${d}/cancel`, () => ({})],
+    ['POST', () => `${d}/rollback`, () => ({ body: { build_id: buildId } })],
+    ['POST', () => `${d}/domains`, () => ({ body: { hostname: `other-${process.pid}.example.com` } })],
+    ['DELETE', () => `${d}/domains/${domainId}`, () => ({})],
+    ['POST', () => `${git}/webhook`, () => ({})],
+  ];
+  const MANAGE: Case[] = [['DELETE', () => d, () => ({})]];
+
+  async function snapshot(): Promise<unknown> {
+    const get = async (p: string): Promise<unknown> => (await s.request('GET', p, { token: owner.token })).json;
+    return [await get(d), await get(`${d}/env`), await get(`${d}/builds`), await get(`${d}/domains`), await get(`${git}/webhook`)];
+  }
+
+  test('an outsider gets 404 on every route, exactly as for a missing deployment', async () => {
+    const before = await snapshot();
+    for (const [method, path, options] of [...READ, ...CHANGE, ...MANAGE]) {
+      for (const token of [outsider.token, outsider.apiKey, s.adminToken]) {
+        const res = await s.request(method, path(), { ...options(), token });
+        assertError(res, 404, 'not_found', `${method} ${path()}`);
+        assert.ok(!res.text.includes('team'), `${method} ${path()} reveals the object`);
+      }
+    }
+    assert.deepEqual(await snapshot(), before);
+    assert.ok(!(await s.request('GET', '/api/v1/deployments', { token: outsider.token })).json.some((x: { id: string }) => d.endsWith(x.id)));
+  });
+
+  test('a viewer reads (secrets stay null) and gets 403 forbidden for every change', async () => {
+    for (const [method, path, options] of READ) {
+      for (const token of [viewer.token, viewer.apiKey]) {
+        const res = await s.request(method, path(), { ...options(), token });
+        assert.ok(res.status === 200 || (res.status === 409 && res.json.error === 'invalid_state'), `${method} ${path()}: ${res.status} ${res.text.slice(0, 200)}`);
+      }
+    }
+    const env = await s.request('GET', `${d}/env`, { token: viewer.token });
+    assert.deepEqual(env.json.vars.map((v: { key: string; value: unknown }) => [v.key, v.value]), [['TEAM_SECRET', null]]);
+    const before = await snapshot();
+    for (const [method, path, options] of [...CHANGE, ...MANAGE]) {
+      for (const token of [viewer.token, viewer.apiKey]) {
+        assertError(await s.request(method, path(), { ...options(), token }), 403, 'forbidden', `${method} ${path()}`);
+      }
+    }
+    assert.deepEqual(await snapshot(), before, 'a refused change changed something');
+    assert.ok((await s.request('GET', '/api/v1/deployments', { token: viewer.apiKey })).json.some((x: { id: string }) => d.endsWith(x.id)));
+  });
+
+  test('a developer changes (settings, variables, domains, webhook, deploy) but cannot delete', async () => {
+    for (const [method, path, options] of MANAGE) {
+      for (const token of [dev.token, dev.apiKey]) assertError(await s.request(method, path(), { ...options(), token }), 403, 'forbidden', `${method} ${path()}`);
+    }
+    assertError(
+      await s.request('POST', '/api/v1/deployments', { token: dev.token, body: { name: 'x', subdomain: `devx-${process.pid}`, source_type: 'archive', team_id: teamId } }),
+      403,
+      'forbidden',
+    );
+    assert.equal((await s.request('PATCH', d, { token: dev.token, body: { name: 'renamed by dev' } })).json.name, 'renamed by dev');
+    assert.equal((await s.request('PATCH', `${d}/env`, { token: dev.apiKey, body: { vars: { FROM_DEV: '1' } } })).status, 200);
+    assert.equal((await s.request('POST', `${git}/webhook`, { token: dev.token })).status, 201);
+    const domain = await s.request('POST', `${d}/domains`, { token: dev.apiKey, body: { hostname: `dev-${process.pid}.example.com` } });
+    assert.equal(domain.status, 201, domain.text);
+    assert.equal((await s.request('DELETE', `${d}/domains/${domain.json.id}`, { token: dev.token })).status, 204);
+    assertError(await s.request('POST', `${d}/deploy?wait=true`, { token: dev.apiKey }), 500, 'build_failed');
+    assertError(await s.request('POST', `${d}/rollback`, { token: dev.token, body: { build_id: buildId } }), 409, 'invalid_state');
+  });
+
+  test('the owner deletes the team deployment', async () => {
+    for (const path of [d, git]) assert.equal((await s.request('DELETE', path, { token: owner.apiKey })).status, 204);
+    assertError(await s.request('GET', d, { token: viewer.token }), 404, 'not_found');
+    assert.equal((await s.request('DELETE', `/api/v1/teams/${teamId}`, { token: owner.token })).status, 204);
+  });
+});

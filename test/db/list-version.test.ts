@@ -72,7 +72,7 @@ test('every write that changes what the list shows bumps its owner\'s version, a
   await assertBumps('start-up recovery failing an interrupted build', () => store.failInterruptedBuilds('interrupted'));
   assert.equal((await catalog.deployment(id))?.status, 'failed');
   await assertBumps('delete', () => store.remove(id));
-  assert.deepEqual(await catalog.deployments(alice.userId, undefined, 10), []);
+  assert.deepEqual(await catalog.deployments(alice.userId, [], undefined, 10), []);
 });
 
 test('versions only grow, so a version never names two different lists', async () => {

@@ -121,7 +121,7 @@ export const deploymentRoutes =
     app.get<IdRequest>(
       '/deployments/:id',
       { schema: { tags: ['deployments'], summary: 'One deployment', params: IdParams, response: { 200: Type.Ref('Deployment'), ...errorResponses(401, 404) } } },
-      async (request) => presentDeployment(await getDeploymentRow(deps.deployments, principalOf(request), request.params.id), urlFor),
+      async (request) => presentDeployment(await getDeploymentRow(deps.deployments, principalOf(request), request.params.id, 'read'), urlFor),
     );
 
     app.patch<IdRequest & { Body: UpdateDeploymentBody }>(
