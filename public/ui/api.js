@@ -35,11 +35,17 @@ export async function send(method, url, body, options = {}) {
   if (token) headers.authorization = `Bearer ${token}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
   let res;
-  try {
-    res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: options.signal });
-  } catch (err) {
-    if (err.name === 'AbortError') throw err;
-    throw new ApiError(0, 'network', 'the server cannot be reached; check your connection');
+  // A read is tried again after a dropped connection (a network change, a server restart); a
+  // change is not, as it may have been applied.
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: options.signal });
+      break;
+    } catch (err) {
+      if (err.name === 'AbortError') throw err;
+      if (method !== 'GET' || attempt >= 3) throw new ApiError(0, 'network', 'the server cannot be reached; check your connection');
+      await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+    }
   }
   if (res.status === 401 && token && !options.noLogout) {
     const err = await failure(res);

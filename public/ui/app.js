@@ -42,7 +42,7 @@ export function poll(signal, ms, fn) {
 const ROUTES = [
   [/^#\/?$/, 'apps', (view, m, ctx) => renderList(view, ctx)],
   [/^#\/new$/, 'new', (view, m, ctx) => renderNew(view, ctx)],
-  [/^#\/d\/([0-9a-f-]{36})$/, 'apps', (view, m, ctx) => renderDeployment(view, m[1], ctx)],
+  [/^#\/d\/([0-9a-f-]{36})(?:\/([a-z-]+))?$/, 'apps', (view, m, ctx) => renderDeployment(view, m[1], m[2], ctx)],
   [/^#\/keys$/, 'keys', (view, m, ctx) => renderKeys(view, ctx)],
   [/^#\/account$/, 'account', (view, m, ctx) => renderAccount(view, ctx)],
 ];
@@ -131,4 +131,5 @@ window.addEventListener('hashchange', () => {
   document.querySelector('#view h1')?.focus({ preventScroll: false });
 });
 window.addEventListener('pagehide', forgetNewKey);
-run(start);
+// Marks the page as started (tests wait for it instead of for time).
+run(start).then(() => { document.documentElement.dataset.ready = ''; });

@@ -130,13 +130,14 @@ export function renderNew(view, ctx) {
             await uploadChosen(picker.chosen(), created.id, status, bar, ctx.signal);
           } catch (err) {
             // The deployment exists: its page can take another upload.
-            status.replaceChildren('The app was created; ', h('a', { href: `#/d/${created.id}`, text: 'open its page' }), ' to upload again.');
+            status.replaceChildren('The app was created; ', h('a', { href: `#/d/${created.id}/builds`, text: 'open its page' }), ' to upload again.');
             throw err;
           }
         }
         status.textContent = 'Starting the first build…';
         await call('POST', `/deployments/${created.id}/deploy`);
-        location.hash = `#/d/${created.id}`;
+        // The first build's log is what a new app's owner wants to watch.
+        location.hash = `#/d/${created.id}/builds`;
       } finally {
         submit.disabled = false;
       }

@@ -1,4 +1,4 @@
-// A deployment's configuration panels: environment (secrets masked, edit in place), domains with TLS, volumes, webhook, source upload.
+// An app's configuration panels: environment (secrets masked, edit in place), domains with TLS, volumes, webhook, source upload.
 import { call } from './api.js';
 import { badge, confirmAction, h, replaceKeepingFocus, when } from './dom.js';
 import { sourcePicker, uploadChosen } from './apps.js';
@@ -25,10 +25,13 @@ function envPanel(id, ctx) {
     h('div', { class: 'grid' }, h('label', {}, 'Name', key), h('label', {}, 'Value', value)),
     h('div', { class: 'row' }, h('label', { class: 'inline' }, secret, 'Secret (write-only: never shown again)'), h('button', { class: 'primary', text: 'Add variable' })));
   const p = panel('env', 'Environment',
-    h('p', { class: 'hint', text: 'Changes apply at the next deploy, restart or rollback.' }),
+    h('p', { class: 'hint', text: 'A running app gets changes when it restarts (the bar at the top offers it); otherwise at the next deploy.' }),
     h('table', { class: 'stack' }, h('thead', {}, h('tr', {}, ['Name', 'Value', ''].map((t) => h('th', { scope: 'col', text: t })))), rows), form);
 
-  const patch = async (body) => show(await call('PATCH', `/deployments/${id}/env`, body));
+  const patch = async (body) => {
+    show(await call('PATCH', `/deployments/${id}/env`, body));
+    ctx.configChanged();
+  };
   function show(env) {
     rows.replaceChildren(...env.vars.map((v) => {
       const tr = h('tr', { dataset: { key: v.key } });
@@ -106,7 +109,7 @@ function domainsPanel(id, ctx) {
   return p.node;
 }
 
-function volumesPanel(id, getDep, onChange) {
+function volumesPanel(id, getDep, onChange, configChanged) {
   const rows = h('tbody', { id: 'volume-rows' });
   const name = h('input', { name: 'name', required: true, maxlength: '63', placeholder: 'data', autocomplete: 'off', spellcheck: 'false' });
   const mount = h('input', { name: 'mount_path', required: true, placeholder: '/var/lib/app', autocomplete: 'off', spellcheck: 'false' });
@@ -114,7 +117,10 @@ function volumesPanel(id, getDep, onChange) {
   const p = panel('volumes', 'Volumes',
     h('p', { class: 'hint', text: 'Data in a volume survives deploys, restarts and rollbacks; it is removed with the app. Changes apply at the next deploy or restart.' }),
     h('table', { class: 'stack' }, h('thead', {}, h('tr', {}, ['Name', 'Mounted at', ''].map((t) => h('th', { scope: 'col', text: t })))), rows), form);
-  const save = async (volumes) => onChange(await call('PATCH', `/deployments/${id}`, { volumes }));
+  const save = async (volumes) => {
+    onChange(await call('PATCH', `/deployments/${id}`, { volumes }));
+    configChanged();
+  };
   function show(dep) {
     const volumes = dep.volumes || [];
     rows.replaceChildren(...volumes.map((v) => h('tr', {},
@@ -204,16 +210,15 @@ function sourcePanel(id, ctx) {
   return p.node;
 }
 
-/** Renders the panels into `container`; `update(dep)` refreshes what comes from the deployment. */
-export function renderSettings(container, initial, ctx) {
-  let dep = initial;
+/** The Settings tab: environment, source upload (uploaded apps), volumes, deploy on push (git apps). */
+export function renderSettingsTab(container, page) {
+  const { ctx } = page;
+  let dep = page.dep();
   const onChange = (next) => { dep = next; volumes.show(dep); webhook?.show(dep); };
-  const volumes = volumesPanel(dep.id, () => dep, onChange);
+  const volumes = volumesPanel(dep.id, () => dep, onChange, page.configChanged);
   const webhook = dep.source_type === 'git' ? webhookPanel(dep.id, () => dep, onChange, ctx) : null;
   container.append(
-    envPanel(dep.id, ctx),
-    ...(dep.source_type === 'archive' ? [sourcePanel(dep.id, ctx)] : []),
-    domainsPanel(dep.id, ctx),
+    envPanel(dep.id, { ...ctx, configChanged: page.configChanged }),
     volumes.node,
     ...(webhook ? [webhook.node] : []),
   );
@@ -224,4 +229,14 @@ export function renderSettings(container, initial, ctx) {
       else dep = next;
     },
   };
+}
+
+/** The Domains tab: custom domains with their TLS status. */
+export function renderDomainsTab(container, page) {
+  container.append(domainsPanel(page.id, page.ctx));
+}
+
+/** An uploaded app's source panel (Builds tab): upload a folder or .tar.gz and deploy it. */
+export function renderSourcePanel(container, page) {
+  container.append(sourcePanel(page.id, page.ctx));
 }

@@ -141,6 +141,7 @@ test('a build in flight can be cancelled from the dashboard after a confirmation
   await page.getByRole('dialog').getByRole('button', { name: 'Cancel build' }).click();
   await page.locator('#action-note', { hasText: `build ${String(started.json.id).slice(0, 8)} of ${app.subdomain} cancelled` }).waitFor();
   await page.locator('#status .badge', { hasText: 'stopped' }).waitFor();
+  await page.getByRole('tab', { name: 'Builds' }).click();
   await page.locator('#build-rows tr').first().locator('.badge', { hasText: 'cancelled' }).waitFor();
   assert.equal(await cancel.isDisabled(), true, 'no cancel once nothing builds');
   // The engine removes the cancelled RUN step's container on its own time; the network can only be

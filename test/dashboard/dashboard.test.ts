@@ -63,8 +63,8 @@ async function statusOf(id: string): Promise<string> {
 
 /** The deployment id of the page on screen (`#/d/<id>`). */
 async function pageDeploymentId(page: Page): Promise<string> {
-  await page.waitForURL(/#\/d\/[0-9a-f-]{36}$/);
-  return /#\/d\/([0-9a-f-]{36})$/.exec(page.url())![1]!;
+  await page.waitForURL(/#\/d\/[0-9a-f-]{36}(\/[a-z-]+)?$/);
+  return /#\/d\/([0-9a-f-]{36})/.exec(page.url())![1]!;
 }
 
 async function waitForBadge(page: Page, status: string, timeout = 90_000): Promise<void> {
@@ -160,6 +160,7 @@ describe('dashboard', () => {
     await waitForBadge(page, 'running');
     assert.equal(await statusOf(folderAppId), 'running');
     // The live metrics appear once it runs.
+    await page.getByRole('tab', { name: 'Metrics' }).click();
     await page.locator('#metric-memory', { hasText: ' of ' }).waitFor({ timeout: 30_000 });
     await shot(page, 'deployment-running');
     await page.close();
@@ -168,7 +169,7 @@ describe('dashboard', () => {
   test('the build log sticks to the bottom like a terminal unless scrolled up', async () => {
     const page = await browser.newPage();
     await logIn(page);
-    await page.goto(`${ts.url}/#/d/${folderAppId}`);
+    await page.goto(`${ts.url}/#/d/${folderAppId}/builds`);
     const log = page.locator('#build-log');
     await log.filter({ hasText: 'step-two' }).waitFor();
     const atBottom = () => log.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight < 24);
@@ -214,6 +215,8 @@ describe('dashboard', () => {
     await row.locator('.badge', { hasText: 'running' }).waitFor({ timeout: 15_000 });
     await row.getByRole('link', { name: 'Folder App' }).click();
     await waitForBadge(page, 'running');
+    await page.getByRole('tab', { name: 'Builds' }).click();
+    await page.locator('#build-rows tr').first().waitFor();
     const count = await page.locator('#build-rows tr').count();
     // A deploy started elsewhere (the CLI): the new build appears and its log streams here.
     const started = await ts.request('POST', `/api/v1/deployments/${folderAppId}/deploy`, { token: user.token });
@@ -230,7 +233,7 @@ describe('dashboard', () => {
   test('roll back to the first build, confirmed in the dialog', async () => {
     const page = await browser.newPage();
     await logIn(page);
-    await page.goto(`${ts.url}/#/d/${folderAppId}`);
+    await page.goto(`${ts.url}/#/d/${folderAppId}/builds`);
     await waitForBadge(page, 'running');
     const builds = (await ts.request('GET', `/api/v1/deployments/${folderAppId}/builds`, { token: user.token })).json;
     const first = builds.at(-1);
@@ -247,7 +250,7 @@ describe('dashboard', () => {
   test('environment: add a variable and a secret (masked afterwards), edit in place', async () => {
     const page = await browser.newPage();
     await logIn(page);
-    await page.goto(`${ts.url}/#/d/${folderAppId}`);
+    await page.goto(`${ts.url}/#/d/${folderAppId}/settings`);
     const form = page.locator('#env-form');
     await form.locator('input[name=key]').fill('GREETING');
     await form.locator('input[name=value]').fill('hello');
@@ -276,7 +279,7 @@ describe('dashboard', () => {
   test('domains: add one, shown with its TLS status; volumes: add one', async () => {
     const page = await browser.newPage();
     await logIn(page);
-    await page.goto(`${ts.url}/#/d/${folderAppId}`);
+    await page.goto(`${ts.url}/#/d/${folderAppId}/domains`);
     const hostname = `shop-${process.pid}.example.com`;
     await page.locator('#domain-form input[name=hostname]').fill(hostname);
     await page.locator('#domain-form').getByRole('button', { name: 'Add domain' }).click();
@@ -285,6 +288,7 @@ describe('dashboard', () => {
     const domains = (await ts.request('GET', `/api/v1/deployments/${folderAppId}/domains`, { token: user.token })).json;
     assert.equal(domains[0].hostname, hostname);
     assert.equal(await row.locator('.badge').innerText(), domains[0].tls_status === 'none' ? 'no HTTPS' : domains[0].tls_status);
+    await page.getByRole('tab', { name: 'Settings' }).click();
     await page.locator('#volume-form input[name=name]').fill('data');
     await page.locator('#volume-form input[name=mount_path]').fill('/data');
     await page.locator('#volume-form').getByRole('button', { name: 'Add volume' }).click();
@@ -328,6 +332,7 @@ describe('dashboard', () => {
     const builds = (await ts.request('GET', `/api/v1/deployments/${id}/builds`, { token: user.token })).json;
     assert.equal(builds[0].commit_sha, repo.sha);
     // Deploy on push, set up from the page: auto-deploy on, a webhook secret shown once.
+    await page.getByRole('tab', { name: 'Settings' }).click();
     await page.locator('#auto-deploy').check();
     await eventually(async () => ((await ts.request('GET', `/api/v1/deployments/${id}`, { token: user.token })).json.auto_deploy === true ? true : undefined), 10_000, 'auto_deploy on');
     await page.locator('#webhook').getByRole('button', { name: 'Create webhook' }).click();
@@ -344,6 +349,7 @@ describe('dashboard', () => {
     });
     assert.equal(delivered.status, 202, await delivered.text());
     await page.locator('#delivery-rows tr', { hasText: 'deployed' }).waitFor({ timeout: 15_000 });
+    await page.getByRole('tab', { name: 'Builds' }).click();
     await page.locator('#build-rows tr', { hasText: pushed.slice(0, 12) }).waitFor({ timeout: 15_000 });
     await waitForBadge(page, 'running');
     await shot(page, 'deployment-git');
@@ -391,7 +397,7 @@ describe('dashboard', () => {
     for (const [name, hash, ready] of [
       ['list', '#/', '#app-rows tr'],
       ['new', '#/new', '#new-form'],
-      ['deployment', `#/d/${folderAppId}`, '#env-rows tr'],
+      ['deployment', `#/d/${folderAppId}/settings`, '#env-rows tr'],
       ['keys', '#/keys', '#key-rows tr'],
       ['account', '#/account', '#password-form'],
     ] as const) {

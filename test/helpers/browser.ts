@@ -56,3 +56,31 @@ export async function launchBrowser(): Promise<TestBrowser> {
     },
   };
 }
+
+/** Chromium's errors for a request lost to a network change (the engine adds and removes interfaces while tests run). */
+const DROPPED = /ERR_NETWORK_CHANGED|ERR_NETWORK_IO_SUSPENDED|ERR_CONNECTION_RESET/;
+
+/**
+ * Opens `url` in `page`, loading it again when Chromium dropped one of the page's own requests
+ * (the document, a script or stylesheet) to a network change: a read, safe to repeat. Resolves once
+ * the dashboard's script has run (`<html data-ready>`), so callers never wait on timing.
+ */
+export async function openPage(page: Page, url: string): Promise<void> {
+  for (let attempt = 1; ; attempt += 1) {
+    const dropped: string[] = [];
+    const onFailed = (req: { url(): string; failure(): { errorText: string } | null }): void => {
+      if (DROPPED.test(req.failure()?.errorText ?? '')) dropped.push(req.url());
+    };
+    page.on('requestfailed', onFailed);
+    try {
+      await page.goto(url);
+      await page.locator('html[data-ready]').waitFor({ state: 'attached', timeout: 30_000 });
+      if (dropped.length === 0) return;
+    } catch (err) {
+      if (attempt >= 4 || (dropped.length === 0 && !DROPPED.test(String(err)))) throw err;
+    } finally {
+      page.off('requestfailed', onFailed);
+    }
+    if (attempt >= 4) throw new Error(`${url}: requests kept failing: ${dropped.join(', ')}`);
+  }
+}
