@@ -109,6 +109,17 @@ export class ApiClient {
     }
   }
 
+  /** Resolves when the server answers at all (any status); throws the transport error otherwise. */
+  async reachable(): Promise<void> {
+    const signal = AbortSignal.any([this.#signal, AbortSignal.timeout(this.#timeoutMs)]);
+    try {
+      const res = await fetch(`${this.url}/healthz`, { signal });
+      await res.body?.cancel();
+    } catch (err) {
+      throw this.#transportError(err, this.#timeoutMs);
+    }
+  }
+
   /**
    * GETs a whole list (decisions §14): page after page, following the `Link: <…>; rel="next"` the
    * server sends while more items follow; newest first, as the server orders them. `max` cuts the

@@ -24,6 +24,12 @@ export interface CliIo {
 
 /** The real process: its streams, its environment (parsed in config.ts), its SIGINT. */
 export function processIo(): CliIo {
+  // `slipway --help | head`: the reader went away, so nothing more can be shown; end quietly, as
+  // other Unix tools do, rather than with a stack trace.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
   return {
     stdout: process.stdout,
     stderr: process.stderr,

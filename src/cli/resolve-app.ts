@@ -1,7 +1,10 @@
 // APP arguments: a deployment named by its id, name or subdomain.
 import type { ApiClient } from './api-client.js';
 import type { Build, Deployment } from './api-types.js';
-import { CliError } from './cli-error.js';
+import { CliError, usageError } from './cli-error.js';
+import type { CliIo } from './cli-io.js';
+import { LINK_FILE } from './pack.js';
+import { readProjectLink } from './project-link.js';
 
 /**
  * Finds the caller's deployment whose id, subdomain or name is `ref` (ids and subdomains are
@@ -32,4 +35,14 @@ export async function resolveBuild(client: ApiClient, app: Deployment, ref: stri
   if (first === undefined) throw new CliError(`${app.name} has no build "${ref}" (see \`slipway builds ${app.subdomain}\`)`);
   if (second !== undefined) throw new CliError(`build "${ref}" is ambiguous: give more of the id`);
   return first;
+}
+
+/** The app named by `ref`, else the one ./slipway.json links to on this server. */
+export async function appFor(client: ApiClient, io: CliIo, ref: string | undefined): Promise<Deployment> {
+  if (ref !== undefined) return resolveApp(client, ref);
+  const link = await readProjectLink(io.cwd);
+  if (link === undefined || link.server !== client.url) {
+    throw usageError(`name the app (--app APP), or run this in a folder deployed with \`slipway deploy\` (it has ${LINK_FILE})`);
+  }
+  return client.request<Deployment>('GET', `/api/v1/deployments/${link.deployment_id}`);
 }

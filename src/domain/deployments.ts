@@ -80,13 +80,14 @@ function checkName(value: string): string {
 
 function checkRepoUrl(value: string, allowFile: boolean): string {
   const problem = validateRepoUrl(value, { allowFile });
-  if (problem !== null) throw validationError(`repo_url: ${problem}`);
+  // The validator's messages name the field already ("repo_url must not…").
+  if (problem !== null) throw validationError(problem.startsWith('repo_url') ? problem : `repo_url: ${problem}`);
   return value;
 }
 
 function checkBranch(value: string): string {
   const problem = validateBranchName(value);
-  if (problem !== null) throw validationError(`branch: ${problem}`);
+  if (problem !== null) throw validationError(problem.startsWith('branch') ? problem : `branch: ${problem}`);
   return value;
 }
 

@@ -45,7 +45,7 @@ export function validateRepoUrl(value: string, options: { allowFile?: boolean } 
   const scheme = SCHEME.exec(value)?.[1]?.toLowerCase();
   if (scheme === undefined) return validateScpLike(value);
   if (scheme === 'file') {
-    if (options.allowFile !== true) return 'repo_url must not be a file:// URL';
+    if (options.allowFile !== true) return 'repo_url must not be a file:// URL (a server that should reach such repositories is started with SLIPWAY_ALLOW_PRIVATE_GIT=true)';
     return value.length > 'file://'.length ? null : 'repo_url file:// URL has no path';
   }
   if (scheme !== 'https' && scheme !== 'http' && scheme !== 'ssh') {

@@ -54,6 +54,9 @@ function validationError(message: string): DomainError {
   return new DomainError('validation_error', message);
 }
 
+/** What the operator can do about a refused private repository (decisions §1). */
+const PRIVATE_GIT_HINT = ' (a server that should reach such repositories is started with SLIPWAY_ALLOW_PRIVATE_GIT=true)';
+
 /**
  * Checks the URL's syntax and where it points; returns the addresses its host resolved to (empty when
  * allowPrivate skipped the lookup) so callers can pin git to them.
@@ -67,7 +70,7 @@ async function checkRepo(
   if (problem !== null) throw validationError(problem);
   const target = parseTarget(repoUrl);
   if (allowPrivate) return { target, addresses: [] };
-  if (target.scheme === 'file') throw validationError('repo_url must not be a file:// URL');
+  if (target.scheme === 'file') throw validationError(`repo_url must not be a file:// URL${PRIVATE_GIT_HINT}`);
   let results: string[];
   try {
     results = await withLimits((limits?.resolve ?? systemResolve)(target.host), `resolving "${target.host}"`, limits);
@@ -77,7 +80,7 @@ async function checkRepo(
   }
   if (results.length === 0) throw validationError(`repo_url host "${target.host}" could not be resolved`);
   if (results.some((address) => isPrivateAddress(address))) {
-    throw validationError(`repo_url host "${target.host}" is on a loopback, private or reserved network`);
+    throw validationError(`repo_url host "${target.host}" is on a loopback, private or reserved network${PRIVATE_GIT_HINT}`);
   }
   return { target, addresses: results };
 }

@@ -25,6 +25,8 @@ export interface TunnelClientOptions {
   /** Where the local app listens (default 127.0.0.1). */
   host?: string;
   subdomain?: string;
+  /** Take `subdomain` over from the same user's other live tunnel (otherwise that is refused). */
+  force?: boolean;
   signal: AbortSignal;
   onEvent(event: TunnelClientEvent): void;
   /** The WebSocket class (tests may wrap ws's); default ws. */
@@ -65,10 +67,15 @@ interface Outcome {
 export async function runTunnelClient(options: TunnelClientOptions): Promise<void> {
   let subdomain = options.subdomain;
   let attempt = 0;
+  // A reconnect takes its own name back from the connection the server may still think live.
+  let takeover = options.force === true;
   while (!options.signal.aborted) {
-    const outcome = await connectOnce(options, subdomain, (name) => (subdomain = name));
+    const outcome = await connectOnce(options, subdomain, takeover, (name) => (subdomain = name));
     if (options.signal.aborted) return;
-    if (outcome.wasReady) attempt = 0;
+    if (outcome.wasReady) {
+      attempt = 0;
+      takeover = true;
+    }
     const cap = Math.min(options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** attempt);
     const delay = Math.round(cap / 2 + Math.random() * (cap / 2));
     attempt = Math.min(attempt + 1, 16);
@@ -85,6 +92,7 @@ export async function runTunnelClient(options: TunnelClientOptions): Promise<voi
 function connectOnce(
   options: TunnelClientOptions,
   subdomain: string | undefined,
+  takeover: boolean,
   onName: (subdomain: string) => void,
 ): Promise<Outcome> {
   const WebSocketImpl = options.WebSocketImpl ?? WebSocket;
@@ -95,7 +103,7 @@ function connectOnce(
     let heartbeat: NodeJS.Timeout | undefined;
     let alive = true;
 
-    const ws = new WebSocketImpl(connectUrl(options.serverUrl, subdomain), {
+    const ws = new WebSocketImpl(connectUrl(options.serverUrl, subdomain, takeover), {
       headers: { authorization: `Bearer ${options.apiKey}` },
       perMessageDeflate: false,
       maxPayload: MAX_MESSAGE_BYTES,
@@ -216,13 +224,14 @@ function appConnection(host: string, port: number): { socket: Socket; options: B
 
 
 /** `http(s)://host[:port][/prefix]` → `ws(s)://host[:port][/prefix]/api/v1/tunnels/connect?subdomain=…`. */
-function connectUrl(serverUrl: string, subdomain: string | undefined): string {
+function connectUrl(serverUrl: string, subdomain: string | undefined, takeover: boolean): string {
   const url = new URL(serverUrl);
   if (url.protocol === 'https:') url.protocol = 'wss:';
   else if (url.protocol === 'http:') url.protocol = 'ws:';
   url.pathname = `${url.pathname.replace(/\/+$/, '')}${CONNECT_PATH}`;
   url.search = '';
   if (subdomain !== undefined) url.searchParams.set('subdomain', subdomain);
+  if (subdomain !== undefined && takeover) url.searchParams.set('takeover', '1');
   return url.toString();
 }
 

@@ -201,7 +201,10 @@ export class TunnelServer {
     if (key === undefined || !key.startsWith(API_KEY_PREFIX)) {
       return refuse(socket, { status: 401, error: 'unauthorized', message: 'A tunnel needs an API key (slw_k1_…); create one with `slipway keys create`.' });
     }
-    const query = new URL(req.url ?? '/', 'http://tunnel.invalid').searchParams.get('subdomain');
+    const params = new URL(req.url ?? '/', 'http://tunnel.invalid').searchParams;
+    const query = params.get('subdomain');
+    // The same user's live tunnel on the name is replaced only when asked (a reconnect, or --force).
+    const takeover = params.get('takeover') === '1';
     const requested = query === null || query === '' ? undefined : query.toLowerCase();
     if (requested !== undefined && !DNS_LABEL.test(requested)) {
       return refuse(socket, { status: 400, error: 'validation_error', message: `"${requested.slice(0, 80)}" is not a valid subdomain (a-z, 0-9 and -, at most 63).` });
@@ -211,6 +214,14 @@ export class TunnelServer {
     const owner = await this.#authority.authenticateKey(key);
     if (owner === null) {
       return refuse(socket, { status: 401, error: 'unauthorized', message: 'The API key is invalid or has been deleted.' });
+    }
+    const held = requested === undefined ? undefined : this.#byName.get(requested);
+    if (held !== undefined && !held.retired && held.state === 'connected' && held.owner.userId === owner.userId && !takeover) {
+      return refuse(socket, {
+        status: 400,
+        error: 'subdomain_taken',
+        message: `You already have a live tunnel on "${requested}" (connected ${held.connectedAt}); run again with --force to take the name over from it.`,
+      });
     }
     if (this.#liveTunnels(owner.apiKeyId, requested) >= this.#limits.tunnelsPerKey) {
       return refuse(socket, { status: 429, error: 'rate_limited', message: `This API key already has ${this.#limits.tunnelsPerKey} live tunnel(s); close one first.` });

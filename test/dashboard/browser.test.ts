@@ -7,7 +7,7 @@ import type { Page } from 'playwright-core';
 import Dockerode from 'dockerode';
 import { buildNetworkName } from '../../src/runtime/engine.js';
 import { busyboxArchive, createArchiveApp, eventually } from '../helpers/apps.js';
-import { launchBrowser, type TestBrowser } from '../helpers/browser.js';
+import { launchBrowser, openPage, type TestBrowser } from '../helpers/browser.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 let ts: TestServer;
@@ -59,7 +59,7 @@ async function assertSecretGone(page: Page, secret: string): Promise<void> {
 
 test('the new key secret is cleared when the key is revoked', async () => {
   const page = await browser.newPage();
-  await page.goto(ts.url + '/');
+  await openPage(page, ts.url + '/');
   await logIn(page, alice.email, alice.password);
   const secret = await createKey(page, 'revoked-at-once');
   await page.locator('#key-rows tr', { hasText: 'revoked-at-once' }).getByRole('button', { name: 'Revoke' }).click();
@@ -72,7 +72,7 @@ test('the new key secret is cleared when the key is revoked', async () => {
 
 test('after logout the next person on the same tab sees neither the secret nor the previous user\'s data', async () => {
   const page = await browser.newPage();
-  await page.goto(ts.url + '/');
+  await openPage(page, ts.url + '/');
   await logIn(page, alice.email, alice.password);
   const secret = await createKey(page, 'left-behind');
   await page.getByRole('button', { name: 'Log out' }).click();
@@ -93,7 +93,7 @@ test('after logout the next person on the same tab sees neither the secret nor t
 
 test('leaving the page and coming back with Back does not bring the secret back', async () => {
   const page = await browser.newPage();
-  await page.goto(ts.url + '/');
+  await openPage(page, ts.url + '/');
   await logIn(page, alice.email, alice.password);
   const secret = await createKey(page, 'navigated-away');
   await page.evaluate("addEventListener('pageshow', (event) => { document.body.dataset.restored = String(event.persisted); })");
@@ -114,7 +114,7 @@ test('opening an app\'s page clears the secret', async () => {
   });
   assert.equal(created.status, 201, created.text);
   const page = await browser.newPage();
-  await page.goto(ts.url + '/');
+  await openPage(page, ts.url + '/');
   await logIn(page, alice.email, alice.password);
   const secret = await createKey(page, 'then-builds');
   await page.getByRole('link', { name: 'Apps', exact: true }).click();
@@ -130,7 +130,7 @@ test('a build in flight can be cancelled from the dashboard after a confirmation
   const started = await ts.request('POST', `/api/v1/deployments/${app.id}/deploy`, { token: alice.token });
   assert.equal(started.status, 202, started.text);
   const page = await browser.newPage();
-  await page.goto(ts.url + '/');
+  await openPage(page, ts.url + '/');
   await logIn(page, alice.email, alice.password);
   await page.locator('#app-rows tr', { hasText: app.subdomain }).getByRole('link').first().click();
   const cancel = page.locator('#actions').getByRole('button', { name: 'Cancel build' });

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { busyboxArchive, eventually, tempDir } from '../helpers/apps.js';
-import { launchBrowser, type TestBrowser } from '../helpers/browser.js';
+import { launchBrowser, openPage, type TestBrowser } from '../helpers/browser.js';
 import { ensureBusyboxImage, writeBusyboxApp } from '../helpers/busybox-image.js';
 import { startGitServer, type GitServer } from '../helpers/git-server.js';
 import { testEngine } from '../helpers/apps.js';
@@ -50,7 +50,7 @@ async function shot(page: Page, name: string): Promise<void> {
 }
 
 async function logIn(page: Page): Promise<void> {
-  await page.goto(ts.url + '/');
+  await openPage(page, ts.url + '/');
   await page.locator('#login-form input[name=email]').fill(user.email);
   await page.locator('#login-form input[name=password]').fill(user.password);
   await page.getByRole('button', { name: 'Log in' }).click();
@@ -76,7 +76,7 @@ describe('dashboard', () => {
 
   test('log in and move between pages with the keyboard alone; focus is visible', async () => {
     const page = await browser.newPage();
-    await page.goto(ts.url + '/');
+    await openPage(page, ts.url + '/');
     await page.locator('#login-form input[name=email]').waitFor();
     // Tab from the top of the page: the skip link first, then the login form.
     await page.keyboard.press('Tab');
@@ -108,7 +108,7 @@ describe('dashboard', () => {
   test('an API error is shown with the API message', async () => {
     const page = await browser.newPage();
     await logIn(page);
-    await page.goto(ts.url + '/#/new');
+    await openPage(page, ts.url + '/#/new');
     await page.locator('#new-form input[name=name]').fill('Reserved');
     await page.locator('#new-form input[name=subdomain]').fill('admin');
     await page.locator('#new-form input[name=repo_url]').fill(`${git.url}/none.git`);
@@ -169,7 +169,7 @@ describe('dashboard', () => {
   test('the build log sticks to the bottom like a terminal unless scrolled up', async () => {
     const page = await browser.newPage();
     await logIn(page);
-    await page.goto(`${ts.url}/#/d/${folderAppId}/builds`);
+    await openPage(page, `${ts.url}/#/d/${folderAppId}/builds`);
     const log = page.locator('#build-log');
     await log.filter({ hasText: 'step-two' }).waitFor();
     const atBottom = () => log.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight < 24);
@@ -181,7 +181,7 @@ describe('dashboard', () => {
   test('lifecycle: buttons follow the state table; Stop needs a confirmation (Escape cancels, Enter confirms)', async () => {
     const page = await browser.newPage();
     await logIn(page);
-    await page.goto(`${ts.url}/#/d/${folderAppId}`);
+    await openPage(page, `${ts.url}/#/d/${folderAppId}`);
     await waitForBadge(page, 'running');
     const button = (name: string) => page.locator('#actions').getByRole('button', { name, exact: true });
     assert.equal(await button('Stop').isEnabled(), true);
@@ -233,7 +233,7 @@ describe('dashboard', () => {
   test('roll back to the first build, confirmed in the dialog', async () => {
     const page = await browser.newPage();
     await logIn(page);
-    await page.goto(`${ts.url}/#/d/${folderAppId}/builds`);
+    await openPage(page, `${ts.url}/#/d/${folderAppId}/builds`);
     await waitForBadge(page, 'running');
     const builds = (await ts.request('GET', `/api/v1/deployments/${folderAppId}/builds`, { token: user.token })).json;
     const first = builds.at(-1);
@@ -250,7 +250,7 @@ describe('dashboard', () => {
   test('environment: add a variable and a secret (masked afterwards), edit in place', async () => {
     const page = await browser.newPage();
     await logIn(page);
-    await page.goto(`${ts.url}/#/d/${folderAppId}/settings`);
+    await openPage(page, `${ts.url}/#/d/${folderAppId}/settings`);
     const form = page.locator('#env-form');
     await form.locator('input[name=key]').fill('GREETING');
     await form.locator('input[name=value]').fill('hello');
@@ -279,7 +279,7 @@ describe('dashboard', () => {
   test('domains: add one, shown with its TLS status; volumes: add one', async () => {
     const page = await browser.newPage();
     await logIn(page);
-    await page.goto(`${ts.url}/#/d/${folderAppId}/domains`);
+    await openPage(page, `${ts.url}/#/d/${folderAppId}/domains`);
     const hostname = `shop-${process.pid}.example.com`;
     await page.locator('#domain-form input[name=hostname]').fill(hostname);
     await page.locator('#domain-form').getByRole('button', { name: 'Add domain' }).click();
@@ -304,7 +304,7 @@ describe('dashboard', () => {
     fs.writeFileSync(file, archive);
     const page = await browser.newPage();
     await logIn(page);
-    await page.goto(ts.url + '/#/new');
+    await openPage(page, ts.url + '/#/new');
     await page.locator('#new-form input[name=name]').fill(`tgz-${process.pid}`);
     await page.locator('#new-form select[name=source_type]').selectOption('archive');
     await page.locator('#new-form input[name=archive]').setInputFiles(file);
@@ -323,7 +323,7 @@ describe('dashboard', () => {
     const repo = await git.createRepo(`dash-${process.pid}`, files);
     const page = await browser.newPage();
     await logIn(page);
-    await page.goto(ts.url + '/#/new');
+    await openPage(page, ts.url + '/#/new');
     await page.locator('#new-form input[name=name]').fill(`git-${process.pid}`);
     await page.locator('#new-form input[name=repo_url]').fill(repo.url);
     await page.getByRole('button', { name: 'Create and deploy' }).click();
@@ -359,7 +359,7 @@ describe('dashboard', () => {
   test('API keys: create (shown once, copy button), revoke; password change; log out', async () => {
     const page = await browser.newPage();
     await logIn(page);
-    await page.goto(ts.url + '/#/keys');
+    await openPage(page, ts.url + '/#/keys');
     await page.locator('#key-form input[name=name]').fill('dash-key');
     await page.getByRole('button', { name: 'Create key' }).click();
     const secret = await page.locator('#new-key-value').innerText();
@@ -401,7 +401,7 @@ describe('dashboard', () => {
       ['keys', '#/keys', '#key-rows tr'],
       ['account', '#/account', '#password-form'],
     ] as const) {
-      await page.goto(`${ts.url}/${hash}`);
+      await openPage(page, `${ts.url}/${hash}`);
       await page.locator(ready).first().waitFor();
       await page.waitForTimeout(300); // let the first poll render
       const width = await page.evaluate<number>('document.scrollingElement.scrollWidth');
@@ -437,7 +437,7 @@ describe('dashboard', () => {
       return bad;
     })()`;
     for (const hash of ['#/', '#/new', `#/d/${folderAppId}`, '#/keys', '#/account']) {
-      await page.goto(`${ts.url}/${hash}`);
+      await openPage(page, `${ts.url}/${hash}`);
       await page.locator('#view h1').waitFor();
       await page.waitForTimeout(500);
       assert.deepEqual(await page.evaluate<string[]>(audit), [], hash);

@@ -1,7 +1,7 @@
 // The dashboard in a real browser follows the API's `next` links: a list longer than one page is shown whole.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { launchBrowser, type TestBrowser } from '../helpers/browser.js';
+import { launchBrowser, openPage, type TestBrowser } from '../helpers/browser.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 let ts: TestServer;
@@ -28,7 +28,7 @@ test('apps and keys past the first page (100) are all listed, once each', async 
     assert.equal(res.status, 201, res.text);
   }
   const page = await browser.newPage();
-  await page.goto(ts.url + '/');
+  await openPage(page, ts.url + '/');
   await page.locator('#login-form input[name=email]').fill(user.email);
   await page.locator('#login-form input[name=password]').fill(user.password);
   await page.getByRole('button', { name: 'Log in' }).click();

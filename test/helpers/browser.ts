@@ -61,26 +61,31 @@ export async function launchBrowser(): Promise<TestBrowser> {
 const DROPPED = /ERR_NETWORK_CHANGED|ERR_NETWORK_IO_SUSPENDED|ERR_CONNECTION_RESET/;
 
 /**
- * Opens `url` in `page`, loading it again when Chromium dropped one of the page's own requests
- * (the document, a script or stylesheet) to a network change: a read, safe to repeat. Resolves once
- * the dashboard's script has run (`<html data-ready>`), so callers never wait on timing.
+ * Opens `url` in `page` and resolves once the dashboard's script has run (`<html data-ready>`), so
+ * callers never wait on timing. The page is loaded again (a read, safe to repeat) when Chromium
+ * dropped one of its requests to a network change, or when the script did not start: a module
+ * request lost without an error event leaves the page inert.
  */
 export async function openPage(page: Page, url: string): Promise<void> {
-  for (let attempt = 1; ; attempt += 1) {
+  const problems: string[] = [];
+  for (let attempt = 1; attempt <= 4; attempt += 1) {
     const dropped: string[] = [];
     const onFailed = (req: { url(): string; failure(): { errorText: string } | null }): void => {
       if (DROPPED.test(req.failure()?.errorText ?? '')) dropped.push(req.url());
     };
     page.on('requestfailed', onFailed);
     try {
-      await page.goto(url);
-      await page.locator('html[data-ready]').waitFor({ state: 'attached', timeout: 30_000 });
+      if (attempt === 1 || page.url() !== url) await page.goto(url, { timeout: 90_000 });
+      else await page.reload({ timeout: 90_000 });
+      await page.locator('html[data-ready]').waitFor({ state: 'attached', timeout: 60_000 });
       if (dropped.length === 0) return;
+      problems.push(`dropped: ${dropped.join(', ')}`);
     } catch (err) {
-      if (attempt >= 4 || (dropped.length === 0 && !DROPPED.test(String(err)))) throw err;
+      if (!DROPPED.test(String(err)) && !/Timeout/.test(String(err))) throw err;
+      problems.push(String(err).split('\n')[0] ?? '');
     } finally {
       page.off('requestfailed', onFailed);
     }
-    if (attempt >= 4) throw new Error(`${url}: requests kept failing: ${dropped.join(', ')}`);
   }
+  throw new Error(`${url} did not load: ${problems.join('; ')}`);
 }

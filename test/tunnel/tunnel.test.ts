@@ -277,7 +277,7 @@ interface Client {
 
 function startClient(
   stack: { url: string },
-  options: { apiKey: string; port: number; subdomain?: string; maxBackoffMs?: number; serverUrl?: string },
+  options: { apiKey: string; port: number; subdomain?: string; maxBackoffMs?: number; serverUrl?: string; force?: boolean },
 ): Client {
   const controller = new AbortController();
   const events: TunnelClientEvent[] = [];
@@ -286,6 +286,7 @@ function startClient(
     apiKey: options.apiKey,
     port: options.port,
     ...(options.subdomain === undefined ? {} : { subdomain: options.subdomain }),
+    ...(options.force === undefined ? {} : { force: options.force }),
     maxBackoffMs: options.maxBackoffMs ?? 300,
     signal: controller.signal,
     onEvent: (event) => events.push(event),
@@ -850,8 +851,12 @@ describe('tunnel: refusals and ownership', () => {
     const second = startClient(stack, { apiKey: a1.key, port: app.port, subdomain: 'mine' });
     await second.connected();
     assert.equal((await visit(stack.port, 'mine', '/hello')).status, 200);
-    // A newer connection of the same user (another key) replaces the live one, which stops for good.
-    const third = startClient(stack, { apiKey: a2.key, port: app.port, subdomain: 'mine' });
+    // A second tunnel of the same user is refused while the first is live, naming --force ...
+    const refused = (await startClient(stack, { apiKey: a2.key, port: app.port, subdomain: 'mine' }).result).error;
+    assert.equal(refused?.code, 'subdomain_taken');
+    assert.match(refused?.message ?? '', /already have a live tunnel on "mine".*--force/);
+    // ... and with it replaces the live one, which stops for good.
+    const third = startClient(stack, { apiKey: a2.key, port: app.port, subdomain: 'mine', force: true });
     await third.connected();
     assert.equal((await second.result).error?.code, 'tunnel_replaced');
     assert.equal((await visit(stack.port, 'mine', '/hello')).status, 200);

@@ -7,10 +7,12 @@ import type { CliIo } from '../cli-io.js';
 import { connect, limitOption, withInterrupt, withJson, type JsonOption, type ListOptions } from '../command-context.js';
 import { ago, copyStream, printFields, printJson, printTable, shortId } from '../output.js';
 import { createPrompter } from '../prompt.js';
-import { resolveApp, resolveBuild } from '../resolve-app.js';
+import { appFor, resolveApp, resolveBuild } from '../resolve-app.js';
 import { APP_OUTPUT_MARKER } from '../../deploy/release.js';
 
 const APP_HELP = 'APP is the app\'s name, subdomain or id.';
+/** For commands whose APP may be left out: the app of ./slipway.json, as `env` does. */
+const LINKED_APP_HELP = "APP is the app's name, subdomain or id; left out, the app the folder's slipway.json links to.";
 
 /** Parses a non-negative whole number option. */
 function wholeNumber(raw: string): number {
@@ -41,11 +43,11 @@ export function registerAppCommands(program: Command, io: CliIo): void {
       }),
     );
 
-  withJson(program.command('status').argument('<app>').description("show an app's state, URL and latest build"))
-    .addHelpText('after', `\n${APP_HELP}\n\nExamples:\n  slipway status hello\n  slipway status hello --json`)
-    .action((ref: string, options: JsonOption) =>
+  withJson(program.command('status').argument('[app]').description("show an app's state, URL and latest build"))
+    .addHelpText('after', `\n${LINKED_APP_HELP}\n\nExamples:\n  slipway status hello\n  slipway status hello --json`)
+    .action((ref: string | undefined, options: JsonOption) =>
       run(async (client) => {
-        const app = await resolveApp(client, ref);
+        const app = await appFor(client, io, ref);
         const full = await client.request<Deployment>('GET', `/api/v1/deployments/${app.id}`);
         const [latest] = await client.request<Build[]>('GET', `/api/v1/deployments/${app.id}/builds?limit=1`);
         if (options.json === true) return printJson(io.stdout, full);
@@ -89,7 +91,7 @@ export function registerAppCommands(program: Command, io: CliIo): void {
   withJson(
     program
       .command('logs')
-      .argument('<app>')
+      .argument('[app]')
       .description("print an app's output (or a build's log with --build)")
       .option('-f, --follow', 'keep printing new output until Ctrl-C (or until the build ends)')
       .option('--build <id>', 'print the log of this build (id or a unique prefix) instead')
@@ -97,11 +99,11 @@ export function registerAppCommands(program: Command, io: CliIo): void {
   )
     .addHelpText(
       'after',
-      `\n${APP_HELP} With --json, each line is printed as a JSON object {"line": "..."}.\n\nExamples:\n  slipway logs hello\n  slipway logs hello -f --tail 100\n  slipway logs hello --build 3f2a9c1e`,
+      `\n${LINKED_APP_HELP} With --json, each line is printed as a JSON object {"line": "..."}.\n\nExamples:\n  slipway logs hello\n  slipway logs hello -f --tail 100\n  slipway logs hello --build 3f2a9c1e`,
     )
-    .action((ref: string, options: JsonOption & { follow?: boolean; build?: string; tail?: number }) =>
+    .action((ref: string | undefined, options: JsonOption & { follow?: boolean; build?: string; tail?: number }) =>
       run(async (client) => {
-        const app = await resolveApp(client, ref);
+        const app = await appFor(client, io, ref);
         const query = new URLSearchParams();
         if (options.follow === true) query.set('follow', 'true');
         let path: string;

@@ -92,6 +92,8 @@ async function login(io: CliIo, options: LoginOptions, signal: AbortSignal): Pro
     await writeSavedLogin(io.env.configDir, { url, api_key: options.apiKey, email: user.email });
     return reportLogin(io, options, url, user);
   }
+  // Say that the server is down before asking for a password that cannot be used.
+  await new ApiClient({ url, bearer: undefined, signal, timeoutMs: 15_000 }).reachable();
   const prompter = createPrompter(io, signal);
   let email: string;
   let password: string;

@@ -13,6 +13,7 @@ import { copyStream, printJson, shortId } from '../output.js';
 import { LINK_FILE, packFolder } from '../pack.js';
 import { Progress, formatBytes } from '../progress.js';
 import { readProjectFile, sameVolumes, writeProjectLink } from '../project-link.js';
+import { resolveApp } from '../resolve-app.js';
 
 interface DeployOptions extends JsonOption {
   name?: string;
@@ -27,8 +28,8 @@ export function registerDeployCommand(program: Command, io: CliIo): void {
   withJson(
     program
       .command('deploy')
-      .argument('[dir]', 'the folder to deploy', '.')
-      .description('deploy a folder: upload it, build its Dockerfile and serve it')
+      .argument('[dir]', 'the folder to deploy, or the name of a git app to deploy again', '.')
+      .description("deploy a folder (upload it, build its Dockerfile and serve it), or a git app's latest commit")
       .option('--name <name>', 'app name when creating it (default: the folder name)')
       .option('--subdomain <label>', 'subdomain when creating it (default: a slug of the name)')
       .option('--dockerfile <path>', 'Dockerfile path inside the folder (default: Dockerfile)')
@@ -49,9 +50,13 @@ there is no .dockerignore), minus .git and ${LINK_FILE}. Symbolic links are uplo
 only when they stay inside the folder; links pointing outside are skipped with a warning and
 never followed.
 
+When DIR is not a folder but the name, subdomain or id of a git app, that app is deployed again
+from the latest commit of its branch (as the dashboard's "Deploy latest commit" does).
+
 Examples:
   slipway deploy
   slipway deploy ./my-app --subdomain my-app
+  slipway deploy my-git-app
   slipway deploy . --dockerfile docker/Dockerfile.prod
   slipway deploy --no-follow --json`,
     )
@@ -80,7 +85,7 @@ function relativeDockerfile(raw: string): string {
 
 async function deploy(io: CliIo, dirArg: string, options: DeployOptions, signal: AbortSignal): Promise<void> {
   const dir = path.resolve(io.cwd, dirArg);
-  if (!(await stat(dir).then((s) => s.isDirectory(), () => false))) throw usageError(`${dir} is not a folder`);
+  if (!(await stat(dir).then((s) => s.isDirectory(), () => false))) return redeployByName(io, dirArg, dir, options, signal);
   const dockerfileOption = options.dockerfile === undefined ? undefined : relativeDockerfile(options.dockerfile);
   const client = await connect(io, signal);
   const note = (text: string): void => void io.stderr.write(`${text}\n`);
@@ -126,6 +131,31 @@ async function deploy(io: CliIo, dirArg: string, options: DeployOptions, signal:
     return;
   }
   await followBuild(io, client, app, started, { json: options.json === true, upload }, signal);
+}
+
+/**
+ * `slipway deploy APP`: DIR is no folder, so it may name a git app: deploy its branch's latest
+ * commit (the server resolves it) and follow the build. An uploaded app needs its folder.
+ */
+async function redeployByName(io: CliIo, ref: string, dir: string, options: DeployOptions, signal: AbortSignal): Promise<void> {
+  // Only something that could be an app's name: a path-looking argument is a missing folder.
+  if (ref.includes('/') || ref.includes(path.sep) || ref.startsWith('.')) throw usageError(`${dir} is not a folder`);
+  const client = await connect(io, signal);
+  const app = await resolveApp(client, ref).catch((err: unknown) => {
+    if (err instanceof CliError && err.message.startsWith('no app named')) throw usageError(`${dir} is not a folder, and you have no app named "${ref}" (see \`slipway apps\`)`);
+    throw err;
+  });
+  if (app.source_type !== 'git') {
+    throw usageError(`${app.name} is deployed from uploads: run \`slipway deploy DIR\` in its folder (the one with ${LINK_FILE}) to upload and deploy it`);
+  }
+  const started = await client.request<Build>('POST', `/api/v1/deployments/${app.id}/deploy`);
+  io.stderr.write(`Deploying the latest commit of ${app.repo_url ?? 'the repository'}${app.branch ? ` (${app.branch})` : ''}: ${started.commit_sha.slice(0, 12)}\n`);
+  if (!options.follow) {
+    if (options.json === true) return printJson(io.stdout, { deployment: app, build: started });
+    io.stdout.write(`${started.id}\n`);
+    return;
+  }
+  await followBuild(io, client, app, started, { json: options.json === true }, signal);
 }
 
 /**

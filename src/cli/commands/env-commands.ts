@@ -3,15 +3,14 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
 import type { ApiClient } from '../api-client.js';
-import type { Deployment, EnvAnswer, MessageAnswer } from '../api-types.js';
+import type { EnvAnswer, MessageAnswer } from '../api-types.js';
 import { CliError, usageError } from '../cli-error.js';
 import type { CliIo } from '../cli-io.js';
 import { connect, withInterrupt, withJson, type JsonOption } from '../command-context.js';
 import { DotenvError, parseDotenv } from '../dotenv.js';
 import { ago, printJson, printTable } from '../output.js';
 import { LINK_FILE } from '../pack.js';
-import { readProjectLink } from '../project-link.js';
-import { resolveApp } from '../resolve-app.js';
+import { appFor } from '../resolve-app.js';
 
 interface AppOption extends JsonOption {
   app?: string;
@@ -78,17 +77,25 @@ Examples:
     );
 
   changeCommand('set', 'set variables (KEY=VALUE …) and restart the app')
-    .argument('<assignments...>', 'KEY=VALUE pairs (quote a value with spaces for your shell)')
+    .argument('<assignments...>', '[APP] then KEY=VALUE pairs (quote a value with spaces for your shell)')
     .option('--secret', 'store them as secrets: write-only, never shown again, never passed to a build')
-    .addHelpText('after', '\nExamples:\n  slipway env set --app hello LOG_LEVEL=debug FEATURE_X=on\n  slipway env set --app hello --secret STRIPE_KEY=sk_live_123 --no-restart')
+    .addHelpText('after', '\nExamples:\n  slipway env set hello LOG_LEVEL=debug\n  slipway env set --app hello LOG_LEVEL=debug FEATURE_X=on\n  slipway env set --app hello --secret STRIPE_KEY=sk_live_123 --no-restart')
     .action((assignments: string[], _options: ChangeOptions, command: Command) =>
       run(async (client) => {
         const options = command.optsWithGlobals<ChangeOptions>();
+        // `env set hello KEY=VALUE`: a first word without "=" names the app, as `slipway env hello` does.
+        if (options.app === undefined && assignments.length > 1 && !assignments[0]!.includes('=')) {
+          options.app = assignments[0]!;
+          assignments = assignments.slice(1);
+        }
         const pairs = assignments.map((assignment) => {
           const eq = assignment.indexOf('=');
           // Never echo what follows "=": it may be a secret.
           if (eq === 0) throw usageError('expected KEY=VALUE, got a value without a name ("=…")');
-          if (eq < 0) throw usageError(`expected KEY=VALUE, got "${assignment.slice(0, 60)}"`);
+          if (eq < 0) {
+            const hint = options.app === undefined && /^[a-z0-9-]{1,63}$/.test(assignment) ? ` (to name the app, use \`slipway env set ${assignment} KEY=VALUE\` or --app ${assignment})` : '';
+            throw usageError(`expected KEY=VALUE, got "${assignment.slice(0, 60)}"${hint}`);
+          }
           return [assignment.slice(0, eq), assignment.slice(eq + 1)] as const;
         });
         // fromEntries: every name becomes a key of the body, even one like "__proto__" (the server then refuses it).
@@ -160,16 +167,6 @@ async function change(client: ApiClient, io: CliIo, options: ChangeOptions, vars
   if (options.json === true) return printJson(io.stdout, { ...answer, restarted: restart !== undefined });
   if (restart === undefined) io.stdout.write(`${done} on ${app.name}.\n`);
   io.stdout.write(`${note}\n`);
-}
-
-/** The app named by `ref`, else the one ./slipway.json links to on this server. */
-export async function appFor(client: ApiClient, io: CliIo, ref: string | undefined): Promise<Deployment> {
-  if (ref !== undefined) return resolveApp(client, ref);
-  const link = await readProjectLink(io.cwd);
-  if (link === undefined || link.server !== client.url) {
-    throw usageError(`name the app (--app APP), or run this in a folder deployed with \`slipway deploy\` (it has ${LINK_FILE})`);
-  }
-  return client.request<Deployment>('GET', `/api/v1/deployments/${link.deployment_id}`);
 }
 
 async function readStdin(io: CliIo): Promise<string> {

@@ -8,6 +8,7 @@ import { runTunnelClient, TunnelRefusedError, type TunnelClientEvent } from '../
 
 interface TunnelOptions extends JsonOption {
   subdomain?: string;
+  force?: boolean;
   host: string;
 }
 
@@ -18,6 +19,7 @@ export function registerTunnelCommand(program: Command, io: CliIo): void {
       .command('tunnel')
       .argument('<port>', 'the local port to expose')
       .option('--subdomain <name>', 'the name to serve at (default: a random one)')
+      .option('--force', 'take the subdomain over from your other live tunnel on it (which stops)')
       .option('--host <address>', 'where the local app listens', '127.0.0.1')
       .description('expose a local port at <subdomain>.<domain> for as long as this runs (needs an API key)'),
   )
@@ -69,6 +71,7 @@ Examples:
           port,
           host: options.host,
           ...(options.subdomain === undefined ? {} : { subdomain: options.subdomain }),
+          force: options.force === true,
           signal: controller.signal,
           onEvent: print,
         });

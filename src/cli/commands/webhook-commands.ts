@@ -7,7 +7,7 @@ import type { CliIo } from '../cli-io.js';
 import { connect, withInterrupt, withJson, type JsonOption } from '../command-context.js';
 import { ago, printJson, printTable } from '../output.js';
 import { LINK_FILE } from '../pack.js';
-import { appFor } from './env-commands.js';
+import { appFor } from '../resolve-app.js';
 
 interface WebhookOptions extends JsonOption {
   app?: string;

@@ -17,7 +17,7 @@ import type {
   VolumeInfo,
   VolumeOptions,
 } from '../engine.js';
-import { dockerfileFetches, dockerfileProblem, triggersProblem } from '../dockerfile-policy.js';
+import { dockerfileFetches, dockerfileProblem, registryHost, triggersProblem } from '../dockerfile-policy.js';
 import { buildContext } from './build-context.js';
 import { readDockerfile } from '../read-dockerfile.js';
 import { buildBridgeName, createBuildCgroup, ensureAppFirewall, ensureBuildFirewall, removeAppFirewall, sweepBuildCgroups } from './build-sandbox.js';
@@ -186,7 +186,7 @@ export class DockerEngine implements ContainerEngine {
   /**
    * The ONBUILD triggers of the base images run in this build as if the Dockerfile held them, so
    * they are checked too: each FROM image (pulled first when the engine lacks it) is inspected.
-   * A pull that fails is left for the build itself to report.
+   * A base image that can be neither found nor pulled ends the build here, with one clear message.
    */
   async #baseImageProblem(
     text: string,
@@ -198,11 +198,16 @@ export class DockerEngine implements ContainerEngine {
       if (fetch.kind !== 'image' || fetch.instruction !== 'FROM') continue;
       let image = await this.#inspectImage(fetch.ref);
       if (image === null) {
-        await this.#pull(fetch.ref, signal).catch((err: unknown) => {
-          if (signal.aborted) throw abortError('build', signal);
-          return err;
-        });
+        const failure = await this.#pull(fetch.ref, signal).then(
+          () => null,
+          (err: unknown) => {
+            if (signal.aborted) throw abortError('build', signal);
+            return err;
+          },
+        );
         image = await this.#inspectImage(fetch.ref);
+        // Said once, here, rather than as the builder's raw error at each step that reports it.
+        if (image === null && failure !== null) throw pullFailure(fetch.ref, failure);
       }
       const triggers = image?.Config?.OnBuild ?? [];
       if (triggers.length === 0) continue;
@@ -757,3 +762,22 @@ function fromInspect(info: Dockerode.ContainerInspectInfo): ContainerInfo {
 function bridgeOf(info: Dockerode.NetworkInspectInfo): string {
   return info.Options?.['com.docker.network.bridge.name'] ?? `br-${info.Id.slice(0, 12)}`;
 }
+
+/** The engine's words for a registry it could not reach (DNS, connection, TLS, timeout). */
+const UNREACHABLE_REGISTRY = /lookup |no such host|dial tcp|i\/o timeout|connection refused|network is unreachable|TLS handshake timeout|Client\.Timeout|server misbehaving/i;
+
+/**
+ * A base image that is neither on the engine nor pullable: which image, why, and what the operator
+ * can do, as one message (the build log and the build's error carry it once).
+ */
+export function pullFailure(ref: string, err: unknown): EngineBuildError {
+  const detail = (err instanceof Error ? err.message : String(err)).split('\n')[0]!.slice(0, 300);
+  const host = registryHost(ref) ?? 'Docker Hub (registry-1.docker.io)';
+  const message = UNREACHABLE_REGISTRY.test(detail)
+    ? `the base image ${ref} is not on this server's Docker engine and its registry, ${host}, could not be reached. ` +
+      `To build without that registry: give the engine a registry mirror it can reach ("registry-mirrors" in /etc/docker/daemon.json), ` +
+      `or put the image on the engine yourself (docker load, or docker build -t ${ref} on the server), then deploy again.`
+    : `the base image ${ref} could not be pulled from ${host}: ${detail}`;
+  return new EngineBuildError(message, message, { cause: err });
+}
+
