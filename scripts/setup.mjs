@@ -4,6 +4,7 @@ import { spawnSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -29,19 +30,82 @@ function mtime(file) {
   }
 }
 
-/** `npm install` when node_modules is missing or older than package.json / package-lock.json. */
-export function ensureDependencies() {
+/**
+ * `npm install` when node_modules is missing or older than package.json / package-lock.json. The
+ * first install is the slow part of a first start (better-sqlite3 compiles SQLite from source when
+ * no prebuilt binary fits): say so, and show that it is still going.
+ */
+export async function ensureDependencies() {
   const stamp = path.join(root, 'node_modules', '.package-lock.json');
   const newest = Math.max(mtime(path.join(root, 'package.json')), mtime(path.join(root, 'package-lock.json')));
   if (mtime(stamp) >= newest && mtime(stamp) > 0) return;
-  log('installing dependencies (npm install)…');
-  run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error']);
+  const first = !fs.existsSync(path.join(root, 'node_modules'));
+  log(first
+    ? 'installing dependencies (npm install). The first time takes 1 to 4 minutes, most of it compiling better-sqlite3 (SQLite) from source; later starts skip this.'
+    : 'package.json changed: updating dependencies (npm install)…');
+  const started = Date.now();
+  const child = spawn('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], { stdio: 'inherit', cwd: root });
+  const ticker = setInterval(() => log(`still installing dependencies (${elapsed(started)} so far)…`), 30_000);
+  const code = await new Promise((resolve) => {
+    child.once('error', (err) => { log(`cannot run npm: ${err.message}`); resolve(1); });
+    child.once('close', (status, signal) => resolve(status ?? signal));
+  });
+  clearInterval(ticker);
+  if (code !== 0) {
+    log(`npm install failed (exit ${code}); fix the error above and start again`);
+    process.exit(typeof code === 'number' ? code : 1);
+  }
+  log(`dependencies installed in ${elapsed(started)}`);
 }
 
-/** Compiles the TypeScript sources into dist/ (incremental). */
-export function compile() {
+function elapsed(since) {
+  const s = Math.round((Date.now() - since) / 1000);
+  return s < 60 ? `${s} s` : `${Math.floor(s / 60)} min ${s % 60} s`;
+}
+
+/**
+ * A fingerprint of what the compiler reads: every file under the folders tsconfig.json includes
+ * (path, size, modification time), tsconfig.json itself and package-lock.json (type packages).
+ */
+export function sourcesStamp(projectRoot = root) {
+  const config = JSON.parse(fs.readFileSync(path.join(projectRoot, 'tsconfig.json'), 'utf8'));
+  const dirs = [...new Set((config.include ?? []).map((pattern) => pattern.split('/')[0]).filter((d) => d && !d.includes('*')))];
+  const entries = [];
+  const visit = (rel) => {
+    const full = path.join(projectRoot, rel);
+    let stat;
+    try { stat = fs.statSync(full); } catch { return; }
+    if (stat.isDirectory()) {
+      for (const name of fs.readdirSync(full).sort()) visit(path.join(rel, name));
+    } else {
+      entries.push(`${rel}\0${stat.size}\0${stat.mtimeMs}`);
+    }
+  };
+  for (const rel of ['tsconfig.json', 'package-lock.json', ...dirs]) visit(rel);
+  return createHash('sha256').update(entries.join('\n')).digest('hex');
+}
+
+/**
+ * Compiles the TypeScript sources into dist/ when they changed since the last compile (a stamp of
+ * their names, sizes and times in dist/.sources-stamp); a start with nothing changed skips tsc.
+ * @returns 'compiled' or 'up to date'.
+ */
+export function compile(projectRoot = root) {
+  const stampFile = path.join(projectRoot, 'dist', '.sources-stamp');
+  const stamp = sourcesStamp(projectRoot);
+  let previous = '';
+  try { previous = fs.readFileSync(stampFile, 'utf8'); } catch { /* never compiled */ }
+  if (previous === stamp) {
+    log('compiled output is up to date (no source changed since the last compile)');
+    return 'up to date';
+  }
   log('compiling TypeScript…');
-  run(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(root, 'tsconfig.json')]);
+  const started = Date.now();
+  run(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(projectRoot, 'tsconfig.json')], { cwd: projectRoot });
+  fs.mkdirSync(path.dirname(stampFile), { recursive: true });
+  fs.writeFileSync(stampFile, stamp);
+  log(`compiled in ${elapsed(started)}`);
+  return 'compiled';
 }
 
 function socketPath() {

@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { root, ensureDependencies, compile, ensureDocker, ensureHaproxy } from './setup.mjs';
 import { ensureExampleBase } from './example-base.mjs';
 
-ensureDependencies();
+await ensureDependencies();
 compile();
 ensureHaproxy();
 if (await ensureDocker({ required: false })) await ensureExampleBase().catch((err) => process.stderr.write(`[setup] examples base image: ${err.message}\n`));

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { root, run, ensureDependencies, compile, ensureDocker, ensureHaproxy, ensurePostgres, aptInstall } from './setup.mjs';
 
-ensureDependencies();
+await ensureDependencies();
 compile();
 await ensureDocker();
 // The routing suites run against HAProxy as well as the Node plane.
