@@ -12,6 +12,9 @@ import { ago, printJson, printTable } from '../output.js';
 import { LINK_FILE } from '../pack.js';
 import { appFor } from '../resolve-app.js';
 
+/** Kept here too: other commands import it from this module. */
+export { appFor };
+
 interface AppOption extends JsonOption {
   app?: string;
 }
