@@ -33,13 +33,18 @@ const live = files.filter((file) => {
   const rel = path.relative(path.join(root, 'dist'), file).replace(/\.js$/, '.ts');
   return fs.existsSync(path.join(root, rel));
 });
-run(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=300000', ...live], {
-  env: { ...process.env, SLIPWAY_ALLOW_PRIVATE_GIT: 'true' },
-});
+// test/ha (several instances, decisions §15) needs PostgreSQL: it runs in the PostgreSQL pass only.
+const onlyPostgres = (file) => path.relative(path.join(root, 'dist', 'test'), file).startsWith(`ha${path.sep}`);
+const sqliteFiles = live.filter((file) => !onlyPostgres(file));
+if (sqliteFiles.length > 0) {
+  run(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=300000', ...sqliteFiles], {
+    env: { ...process.env, SLIPWAY_ALLOW_PRIVATE_GIT: 'true' },
+  });
+}
 
 // The same dialect-neutral suites once more on PostgreSQL (the tests above run on SQLite).
 const DIALECT_NEUTRAL = ['api/teams', 'db/subdomain-claims', 'db/instance-registry', 'deploy/coordination', 'api/instances', 'db/webhook-store', 'db/list-version', 'api/list-cache', 'api/deployments', 'api/api-keys', 'api/pagination', 'api/env', 'api/domains', 'api/isolation', 'api/webhooks', 'api/webhook-replays', 'api/previews', 'api/dashboard', 'e2e/archive-lifecycle', 'e2e/router', 'cli/reset-password'];
-const neutral = live.filter((file) => DIALECT_NEUTRAL.some((name) => file.endsWith(`${name}.test.js`)));
+const neutral = live.filter((file) => onlyPostgres(file) || DIALECT_NEUTRAL.some((name) => file.endsWith(`${name}.test.js`)));
 if (neutral.length > 0) {
   const databaseUrl = await ensurePostgres();
   if (databaseUrl !== null) {

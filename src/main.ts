@@ -254,6 +254,10 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     void heartbeat().catch((err: unknown) => log('warn', 'the instance heartbeat failed', { error: err }));
   }, HEARTBEAT_MS);
   heartbeatTimer.unref();
+  // A change of leader shows in the registry at once, not at the next beat.
+  const stopLeadershipBeat = coordination.onLeadership(() => {
+    void heartbeat().catch((err: unknown) => log('warn', 'the instance heartbeat failed', { error: err }));
+  });
   const stopRouteSync =
     config.databaseUrl === undefined
       ? () => undefined
@@ -473,6 +477,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     proxy.close();
     stopWatching();
     clearInterval(heartbeatTimer);
+    stopLeadershipBeat();
     stopRouteSync();
     await lifecycle.close();
     await app.close();

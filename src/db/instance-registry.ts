@@ -20,6 +20,8 @@ export function databaseInstanceRegistry(db: Db): InstanceRegistry {
         .values({ id: beat.id, ...values })
         .onConflict((oc) => oc.column('id').doUpdateSet(values))
         .execute();
+      // One leader at a time holds the leadership lock: a flag another instance left (it died leading) is stale.
+      if (beat.leader) await db.updateTable('instances').set({ leader: 0 }).where('id', '<>', beat.id).where('leader', '=', 1).execute();
     },
     async list(now: Date): Promise<InstanceView[]> {
       const rows = await db

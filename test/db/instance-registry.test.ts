@@ -32,6 +32,10 @@ describe('instance registry', () => {
     assert.deepEqual(Object.keys(listed[0] ?? {}).sort(), ['builds_running', 'id', 'last_seen_at', 'leader', 'started_at', 'state', 'url', 'version']);
     assert.deepEqual([...(await registry.liveUrls(now))], [['a', 'http://10.0.0.1:8080']]);
 
+    // Leadership moves: the new leader's beat clears the flag the old one left.
+    await registry.heartbeat({ id: 'b', url: null, leader: true, buildsRunning: 0, ...beat });
+    assert.deepEqual((await registry.list(now)).map((i) => [i.id, i.leader]), [['a', false], ['b', true]]);
+
     // 31 s later without a heartbeat: lost, and no longer the leader.
     const later = new Date(now.getTime() + 31_000);
     const lost = await registry.list(later);

@@ -45,7 +45,7 @@ export async function busyboxArchive(options: BusyboxAppOptions & { extraDockerf
 }
 
 /** Uploads an archive (and optional Dockerfile text) to a deployment. */
-export async function upload(ts: TestServer, token: string, id: string, archive: Buffer, dockerfile?: string): Promise<HttpResult> {
+export async function upload(ts: Pick<TestServer, 'request'>, token: string, id: string, archive: Buffer, dockerfile?: string): Promise<HttpResult> {
   const form = new FormData();
   form.append('archive', new Blob([archive], { type: 'application/gzip' }), 'source.tar.gz');
   if (dockerfile !== undefined) form.append('dockerfile', dockerfile);
@@ -60,7 +60,7 @@ export function uniqueSubdomain(label = 'app'): string {
 }
 
 /** Creates an archive deployment and uploads `archive`; resolves with the deployment id and subdomain. */
-export async function createArchiveApp(ts: TestServer, token: string, archive: Buffer, extra: Record<string, unknown> = {}): Promise<{ id: string; subdomain: string }> {
+export async function createArchiveApp(ts: Pick<TestServer, 'request'>, token: string, archive: Buffer, extra: Record<string, unknown> = {}): Promise<{ id: string; subdomain: string }> {
   const subdomain = uniqueSubdomain();
   const created = await ts.request('POST', '/api/v1/deployments', {
     token,
@@ -74,7 +74,7 @@ export async function createArchiveApp(ts: TestServer, token: string, archive: B
 }
 
 /** Triggers a deploy and waits for its end (`?wait=true`). */
-export function deployAndWait(ts: TestServer, token: string, id: string): Promise<HttpResult> {
+export function deployAndWait(ts: Pick<TestServer, 'request'>, token: string, id: string): Promise<HttpResult> {
   return ts.request('POST', `/api/v1/deployments/${id}/deploy?wait=true`, { token });
 }
 

@@ -1,0 +1,131 @@
+// Three real instances on one PostgreSQL and one engine (decisions §15): shared state, routes on every edge, a leader killed.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { appRequest, busyboxArchive, createArchiveApp, deployAndWait, eventually } from '../helpers/apps.js';
+import { startCluster, type Cluster, type Instance } from '../helpers/instances.js';
+import { removeInstanceObjects, testDatabase } from '../helpers/server.js';
+
+interface Listed {
+  id: string;
+  url: string | null;
+  state: string;
+  leader: boolean;
+}
+
+describe('several instances on one PostgreSQL', async () => {
+  const database = await testDatabase();
+  // The SQLite pass has no PostgreSQL: scripts/test.mjs runs test/ha in its PostgreSQL pass only.
+  if (database === undefined) return;
+  let cluster: Cluster;
+  let token: string;
+  let app: { id: string; subdomain: string };
+  const edges = (): Instance[] => cluster.instances.filter((i) => i.process !== undefined);
+  const listInstances = async (via: Instance): Promise<Listed[]> => {
+    const res = await via.request('GET', '/api/v1/instances', { token: cluster.adminToken });
+    assert.equal(res.status, 200, res.text);
+    return res.json as Listed[];
+  };
+  /** Waits until every running instance's edge answers the app with `status`. */
+  const everyEdgeAnswers = async (status: number, what: string): Promise<void> => {
+    for (const instance of edges()) {
+      await eventually(async () => ((await appRequest(instance.port, app.subdomain)).status === status ? true : undefined), 60_000, `${what} on ${instance.name}`);
+    }
+  };
+
+  before(async () => {
+    cluster = await startCluster(database.url, 3);
+  });
+  after(async () => {
+    await cluster?.close();
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    const installation = (await client.query<{ id: string }>('select id from instance')).rows[0]?.id;
+    await client.end();
+    if (installation !== undefined) await removeInstanceObjects(installation);
+    await database.drop();
+  });
+
+  test('every instance is listed live with its URL, one of them the leader', async () => {
+    const [a, b] = cluster.instances as [Instance, Instance, Instance];
+    const listed = await listInstances(b);
+    assert.equal(listed.length, 3);
+    assert.deepEqual(listed.map((i) => i.state), ['live', 'live', 'live']);
+    assert.deepEqual(listed.map((i) => i.url).sort(), cluster.instances.map((i) => i.url).sort());
+    assert.equal(listed.filter((i) => i.leader).length, 1);
+    assert.equal(listed.find((i) => i.leader)?.url, a.url, 'the first started leads');
+  });
+
+  test('sessions, API keys and users are shared: made on one instance, accepted by the others', async () => {
+    const [a, b, c] = cluster.instances as [Instance, Instance, Instance];
+    const email = `ha-${process.pid}@example.test`;
+    const created = await a.request('POST', '/api/v1/users', { token: cluster.adminToken, body: { email, password: 'ha-password-1' } });
+    assert.equal(created.status, 201, created.text);
+    const login = await b.request('POST', '/api/v1/auth/login', { body: { email, password: 'ha-password-1' } });
+    assert.equal(login.status, 200, login.text);
+    token = login.json.token as string;
+    assert.equal((await c.request('GET', '/api/v1/deployments', { token })).status, 200);
+    const key = await c.request('POST', '/api/v1/api-keys', { token, body: { name: 'ha' } });
+    assert.equal(key.status, 201, key.text);
+    assert.equal((await a.request('GET', '/api/v1/deployments', { token: key.json.key as string })).status, 200);
+    // A logout on one instance ends the session on every instance.
+    const other = (await a.request('POST', '/api/v1/auth/login', { body: { email, password: 'ha-password-1' } })).json.token as string;
+    assert.equal((await b.request('POST', '/api/v1/auth/logout', { token: other })).status, 204);
+    assert.equal((await c.request('GET', '/api/v1/deployments', { token: other })).status, 401);
+  });
+
+  test('a deploy on one instance is served by every edge; a stop on another reaches every edge', async () => {
+    const [a, b] = cluster.instances as [Instance, Instance, Instance];
+    const built = await busyboxArchive({ body: 'served everywhere\n' });
+    app = await createArchiveApp(a, token, built.archive);
+    const deployed = await deployAndWait(a, token, app.id);
+    assert.equal(deployed.status, 200, deployed.text);
+    await everyEdgeAnswers(200, 'the new app');
+    for (const instance of edges()) assert.equal((await appRequest(instance.port, app.subdomain)).body, 'served everywhere\n');
+    assert.equal((await b.request('POST', `/api/v1/deployments/${app.id}/stop`, { token })).status, 200);
+    await everyEdgeAnswers(503, 'the stopped app');
+    assert.equal((await b.request('POST', `/api/v1/deployments/${app.id}/restart`, { token })).status, 200);
+    await everyEdgeAnswers(200, 'the restarted app');
+  });
+
+  test('kill -9 of the leader: another instance leads, apps keep answering; started again, it catches up on routes it missed', async () => {
+    const [a, b, c] = cluster.instances as [Instance, Instance, Instance];
+    await cluster.kill(a);
+    // Apps are served by the other edges meanwhile.
+    for (const instance of [b, c]) assert.equal((await appRequest(instance.port, app.subdomain)).status, 200);
+    const leader = await eventually(async () => {
+      const listed = await listInstances(b);
+      const leaders = listed.filter((i) => i.leader);
+      return leaders.length === 1 && leaders[0]?.url !== a.url ? leaders[0] : undefined;
+    }, 60_000, 'another leader');
+    assert.ok(leader.url === b.url || leader.url === c.url);
+    // A change while the killed instance is down …
+    assert.equal((await c.request('POST', `/api/v1/deployments/${app.id}/stop`, { token })).status, 200);
+    await everyEdgeAnswers(503, 'the app stopped while one instance is down');
+    // … is what it serves once started again.
+    await cluster.start(a);
+    assert.equal((await appRequest(a.port, app.subdomain)).status, 503);
+    const listed = await listInstances(a);
+    assert.deepEqual(listed.map((i) => i.state), ['live', 'live', 'live']);
+    assert.equal(listed.filter((i) => i.leader).length, 1);
+  });
+
+  test('8 concurrent operations on one deployment, split across instances, end in one consistent state', async () => {
+    const ops = ['restart', 'stop', 'restart', 'deploy', 'stop', 'restart', 'deploy', 'restart'];
+    const answers = await Promise.all(
+      ops.map((op, i) => {
+        const via = cluster.instances[i % 3] as Instance;
+        return via.request('POST', `/api/v1/deployments/${app.id}/${op}${op === 'deploy' ? '?wait=true' : ''}`, { token });
+      }),
+    );
+    for (const [i, res] of answers.entries()) assert.ok([200, 202, 409].includes(res.status), `${ops[i]}: ${res.status} ${res.text}`);
+    // Settled: no build in flight any more.
+    const [a] = cluster.instances as [Instance];
+    const settled = await eventually(async () => {
+      const dep = await a.request('GET', `/api/v1/deployments/${app.id}`, { token });
+      return dep.json.status === 'building' ? undefined : dep.json;
+    }, 120_000, 'the deployment to settle');
+    const expected = settled.status === 'running' ? 200 : 503;
+    await everyEdgeAnswers(expected, `the settled state (${String(settled.status)})`);
+  });
+});
