@@ -1,6 +1,7 @@
 // Configuration: the environment parsed once, field by field; a bad value stops the start.
 import path from 'node:path';
 import os from 'node:os';
+import type { Quotas } from './domain/quotas.js';
 
 /** Server settings (decisions §1 plus the operational knobs documented in docs/configuration.md). */
 export interface Config {
@@ -33,6 +34,8 @@ export interface Config {
   readonly sessionTtlMs: number;
   /** SLIPWAY_MAX_CONCURRENT_BUILDS: builds running at once across all deployments. */
   readonly maxConcurrentBuilds: number;
+  /** SLIPWAY_QUOTA_*: each user's quotas unless an administrator sets the user's own (administrators have none). */
+  readonly quotas: Quotas;
   /** Live releases started again at once by recovery (after a restart, or containers found stopped). */
   readonly recoveryConcurrency: number;
   /** SLIPWAY_BUILD_TIMEOUT_SECONDS: time limit of one image build (source fetch included). */
@@ -239,6 +242,12 @@ export function loadConfig(env: Env = process.env): Config {
     dockerHost: text(env, 'DOCKER_HOST'),
     sessionTtlMs: integer(env, 'SLIPWAY_SESSION_TTL_HOURS', 24 * 7, 1, 24 * 365) * 3_600_000,
     maxConcurrentBuilds: integer(env, 'SLIPWAY_MAX_CONCURRENT_BUILDS', 2, 1, 64),
+    quotas: {
+      deployments: integer(env, 'SLIPWAY_QUOTA_DEPLOYMENTS', 1000, 0, 1_000_000_000),
+      concurrent_builds: integer(env, 'SLIPWAY_QUOTA_CONCURRENT_BUILDS', 20, 0, 1_000_000),
+      upload_bytes: integer(env, 'SLIPWAY_QUOTA_UPLOAD_BYTES', 10 * 1024 ** 3, 0, Number.MAX_SAFE_INTEGER),
+      api_keys: integer(env, 'SLIPWAY_QUOTA_API_KEYS', 1000, 0, 1_000_000_000),
+    },
     recoveryConcurrency: integer(env, 'SLIPWAY_RECOVERY_CONCURRENCY', 8, 1, 64),
     buildTimeoutMs: integer(env, 'SLIPWAY_BUILD_TIMEOUT_SECONDS', 900, 1, 86_400) * 1000,
     startupTimeoutMs: integer(env, 'SLIPWAY_STARTUP_TIMEOUT_SECONDS', 60, 1, 3600) * 1000,

@@ -27,6 +27,8 @@ import { databaseWebhookStore } from './db/webhook-store.js';
 import { branchTip } from './source/git.js';
 import type { BuildSlots } from './deploy/fair-build-slots.js';
 import { databasePreviewCatalog } from './db/preview-catalog.js';
+import { QuotaGuard } from './domain/quotas.js';
+import { databaseQuotaStore } from './db/quota-store.js';
 import { unlockInstallation } from './secrets/unlock.js';
 import { securePrivateDataDir } from './secrets/private-data-dir.js';
 import { bootstrapAdmin } from './domain/accounts.js';
@@ -209,7 +211,9 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
   for (const d of await customDomainRoutes(db)) dataPlane.publishHost(d.hostname, { subdomain: d.subdomain, deploymentId: d.deploymentId });
 
   const lifecycleGitEnv = options.gitEnv ?? { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: config.dataDir };
+  const quotas = new QuotaGuard(databaseQuotaStore(db), config.quotas);
   const lifecycle = new DeploymentLifecycle({
+    quotas,
     store: deployments,
     configs,
     engine,
@@ -333,6 +337,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     operations: lifecycle,
     configs,
     webhooks: databaseWebhookStore(db, unlocked.cipher),
+    quotas,
     // 60 badly signed deliveries a minute per webhook, then 429; correctly signed ones are never limited (§10).
     previews: databasePreviewCatalog(db),
     hookLimiter: new FailureLimiter({ maxFailures: 60, windowMs: 60_000 }),

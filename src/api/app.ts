@@ -22,6 +22,8 @@ import { registerAuthentication } from './authenticate.js';
 import { SHARED_SCHEMAS } from './schemas.js';
 import { authRoutes, logoutRoutes } from './routes/auth-routes.js';
 import { userRoutes } from './routes/user-routes.js';
+import { quotaRoutes } from './routes/quota-routes.js';
+import type { QuotaGuard } from '../domain/quotas.js';
 import { apiKeyRoutes } from './routes/api-key-routes.js';
 import { deploymentRoutes } from './routes/deployment-routes.js';
 import { buildRoutes } from './routes/build-routes.js';
@@ -59,6 +61,8 @@ export interface ApiDeps {
   readonly previews: PreviewCatalog;
   /** Deliveries failing the signature check, per deployment's webhook (sliding window); signed ones never count. */
   readonly hookLimiter: FailureLimiter;
+  /** Per-user quotas (deployments, builds in progress, stored upload bytes, API keys). */
+  readonly quotas: QuotaGuard;
   /** The tip of a branch (or of the default branch) in a repository (git ls-remote), checked for every push. */
   readonly branchTip: BranchTip;
   readonly tunnels: TunnelDirectory;
@@ -137,6 +141,7 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
     registerAuthentication(scope, deps.db, deps.keyUsage);
     await scope.register(logoutRoutes(deps));
     await scope.register(userRoutes(deps));
+    await scope.register(quotaRoutes(deps));
     await scope.register(apiKeyRoutes(deps));
     await scope.register(deploymentRoutes(deps));
     await scope.register(buildRoutes(deps));

@@ -17,6 +17,7 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,
+  quota_exceeded: 429,
   build_failed: 500,
   internal_error: 500,
   unavailable: 503,

@@ -15,6 +15,7 @@ export type ErrorCode =
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'rate_limited'
+  | 'quota_exceeded'
   | 'build_failed'
   /** A part the server depends on (the database) does not answer now. */
   | 'unavailable'

@@ -12,6 +12,7 @@ import * as subdomainClaims from './migrations/2026-11-22-002-subdomain-claims.j
 import * as customDomains from './migrations/2026-11-22-003-custom-domains.js';
 import * as webhooks from './migrations/2026-11-22-004-webhooks.js';
 import * as deploymentListVersion from './migrations/2026-11-23-001-deployment-list-version.js';
+import * as userQuotas from './migrations/2026-11-27-020-user-quotas.js';
 import * as previews from './migrations/2026-11-27-040-previews.js';
 import * as teams from './migrations/2026-11-27-030-teams.js';
 import * as instances from './migrations/2026-11-27-060-instances.js';
@@ -29,6 +30,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-22-003-custom-domains': customDomains,
   '2026-11-22-004-webhooks': webhooks,
   '2026-11-23-001-deployment-list-version': deploymentListVersion,
+  '2026-11-27-020-user-quotas': userQuotas,
   '2026-11-27-040-previews': previews,
   '2026-11-27-030-teams': teams,
   '2026-11-27-060-instances': instances,

@@ -239,6 +239,16 @@ export interface AuditLogTable {
   outcome: 'success' | 'failure';
 }
 
+/** A user's quota overrides (decisions, issue 23); a null column is the installation's default. */
+export interface UserQuotasTable {
+  user_id: string;
+  deployments: number | null;
+  concurrent_builds: number | null;
+  upload_bytes: number | null;
+  api_keys: number | null;
+  updated_at: string;
+}
+
 export interface Database {
   instance: InstanceTable;
   instances: InstancesTable;
@@ -259,4 +269,5 @@ export interface Database {
   teams: TeamsTable;
   team_members: TeamMembersTable;
   audit_log: AuditLogTable;
+  user_quotas: UserQuotasTable;
 }

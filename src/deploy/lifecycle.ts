@@ -21,6 +21,7 @@ import { Semaphore, type Release } from './concurrency.js';
 import { FairBuildSlots, type BuildSlots } from './fair-build-slots.js';
 import { withDeploymentLock, type Coordination } from './coordination.js';
 import { memoryCoordination } from './memory-coordination.js';
+import type { QuotaGuard } from '../domain/quotas.js';
 import { describeFailure, isExpectedFailure, summarizeFailure } from './failures.js';
 import { imageTag, pruneImages, removeDeploymentObjects } from './images.js';
 import { refreshLivePorts } from './live-ports.js';
@@ -67,6 +68,8 @@ export interface LifecycleDeps {
   readonly log: (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
   /** Told when a build ends, with its outcome and how long it took (the build metrics). */
   readonly onBuildEnd?: (outcome: 'succeeded' | 'failed' | 'cancelled', seconds: number) => void;
+  /** Per-user quotas: a deploy beyond the owner's `concurrent_builds` → 429 (none: no limit). */
+  readonly quotas?: Pick<QuotaGuard, 'assertRoom'>;
   /** Where builds wait for a slot (default: {@link FairBuildSlots} of `settings.maxConcurrentBuilds`). */
   readonly buildSlots?: BuildSlots;
   /** Per-deployment locks across instances (default: in memory, one instance). */
@@ -145,6 +148,8 @@ export class DeploymentLifecycle implements DeploymentOperations {
 
   async deploy(principal: Principal, deploymentId: string, options: DeployOptions): Promise<BuildRow> {
     const initial = await this.#owned(principal, deploymentId, 'change');
+    // Builds in progress of the owner's other deployments (this one's is cancelled by the deploy).
+    await this.#deps.quotas?.assertRoom({ ...principal, userId: initial.user_id }, 'concurrent_builds', deploymentId);
     let commitSha: string;
     let sourceRef: string;
     /** Why the source cannot be read (an unreachable repository): the build is recorded, then fails. */

@@ -13,6 +13,8 @@ import { openDatabase, type Db } from '../../src/db/database.js';
 import { databaseWebhookStore } from '../../src/db/webhook-store.js';
 import { databasePreviewCatalog } from '../../src/db/preview-catalog.js';
 import { databaseInstanceRegistry } from '../../src/db/instance-registry.js';
+import { databaseQuotaStore } from '../../src/db/quota-store.js';
+import { QuotaGuard } from '../../src/domain/quotas.js';
 import { databaseDeploymentCatalog } from '../../src/db/deployment-catalog.js';
 import { DbAppConfigStore } from '../../src/db/app-config-store.js';
 import { ValueCipher } from '../../src/secrets/value-cipher.js';
@@ -299,6 +301,7 @@ describe('the Fastify app in-process (inject)', () => {
       configs: new DbAppConfigStore(db, new ValueCipher(crypto.randomBytes(32))),
       webhooks: databaseWebhookStore(db, new ValueCipher(crypto.randomBytes(32))),
       hookLimiter: new FailureLimiter({ maxFailures: 60, windowMs: 60_000 }),
+      quotas: new QuotaGuard(databaseQuotaStore(db), config.quotas),
       branchTip: async (_url: string, branch: string | undefined) => ({ sha: null, branch: branch ?? 'main' }),
       tunnels: { list: () => [], closeForKey: () => undefined },
       instances: databaseInstanceRegistry(db),

@@ -1,4 +1,4 @@
-// End to end on the real engine (issue 23 item 5, as the attack): one user floods the two build slots with slow builds; another user's short build starts and finishes while they still run.
+// End to end on the real engine (issue 23 item 5, as the attack): one user floods the two build slots with slow builds; another user's short build starts and finishes while they still run. And the concurrent_builds quota.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { busyboxArchive, createArchiveApp, deployAndWait, eventually } from '../helpers/apps.js';
@@ -60,5 +60,43 @@ describe('fair build slots', () => {
         );
       }
     }
+  });
+
+  test('concurrent_builds quota: a deploy beyond the builds in progress an admin allows → 429 naming it; a redeploy of the same deployment replaces its build', async () => {
+    const user = await ts.newUser('one-build');
+    assert.equal((await ts.request('PATCH', `/api/v1/users/${user.userId}/quotas`, { token: ts.adminToken, body: { concurrent_builds: 1 } })).status, 200);
+    const slow = await busyboxArchive({ body: 'slow\n', extraDockerfile: 'RUN sleep 600' });
+    const first = await createArchiveApp(ts, user.token, slow.archive);
+    const second = await createArchiveApp(ts, user.token, slow.archive);
+    const building = await ts.request('POST', `/api/v1/deployments/${first.id}/deploy`, { token: user.token });
+    assert.equal(building.status, 202, building.text);
+    try {
+      const over = await ts.request('POST', `/api/v1/deployments/${second.id}/deploy`, { token: user.token });
+      assert.equal(over.status, 429, over.text);
+      assert.equal(over.json.error, 'quota_exceeded');
+      assert.match(over.json.message, /concurrent_builds \(1 of 1/);
+      assert.deepEqual((await ts.request('GET', `/api/v1/deployments/${second.id}/builds`, { token: user.token })).json, [], 'no build recorded');
+      const again = await ts.request('POST', `/api/v1/deployments/${first.id}/deploy`, { token: user.token });
+      assert.equal(again.status, 202, again.text);
+    } finally {
+      assert.equal((await ts.request('POST', `/api/v1/deployments/${first.id}/stop`, { token: user.token })).status, 200);
+    }
+    await eventually(
+      async () => {
+        const builds = (await ts.request('GET', `/api/v1/deployments/${first.id}/builds`, { token: user.token })).json as Array<{ status: string }>;
+        return builds.every((b) => b.status !== 'building') ? true : undefined;
+      },
+      120_000,
+      'the builds to be cancelled',
+    );
+    // Nothing in progress any more: the other deployment may build.
+    const now = await ts.request('POST', `/api/v1/deployments/${second.id}/deploy`, { token: user.token });
+    assert.equal(now.status, 202, now.text);
+    await ts.request('POST', `/api/v1/deployments/${second.id}/stop`, { token: user.token });
+    await eventually(
+      async () => ((await ts.request('GET', `/api/v1/deployments/${second.id}/builds/${now.json.id}`, { token: user.token })).json.status !== 'building' ? true : undefined),
+      120_000,
+      'the last build to be cancelled',
+    );
   });
 });

@@ -39,10 +39,13 @@ export const apiKeyRoutes =
           tags: ['api-keys'],
           summary: 'Create an API key; the full key is returned only here',
           body: CreateApiKeyBody,
-          response: { 201: CreateApiKeyResponse, ...errorResponses(400, 401) },
+          response: { 201: CreateApiKeyResponse, ...errorResponses(400, 401, 429) },
         },
       },
-      async (request, reply) => noStore(reply).code(201).send(await createApiKey(deps.db, principalOf(request), request.body)),
+      async (request, reply) => {
+        await deps.quotas.assertRoom(principalOf(request), 'api_keys');
+        return noStore(reply).code(201).send(await createApiKey(deps.db, principalOf(request), request.body));
+      },
     );
 
     app.delete<{ Params: { id: string } }>(

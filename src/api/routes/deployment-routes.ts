@@ -17,6 +17,7 @@ import {
 } from '../../domain/deployments.js';
 import { DomainError } from '../../core/errors.js';
 import { authorizeUpload, uploadSource } from '../../domain/uploads.js';
+import { quotaExceeded } from '../../domain/quotas.js';
 import { assertRepoHostAllowed } from '../../source/git.js';
 import type { ApiDeps } from '../app.js';
 import { principalOf } from '../authenticate.js';
@@ -62,6 +63,8 @@ export const deploymentRoutes =
   (deps: ApiDeps): FastifyPluginAsync =>
   async (app) => {
     const urlFor = (subdomain: string): string => appUrl(deps.config, subdomain);
+    /** Each upload's room under its user's upload quota, found before the body is read. */
+    const uploadQuota = new WeakMap<object, { room: number; used: number; limit: number }>();
     const deploymentDeps = {
       deployments: deps.deployments,
       allowPrivateGit: deps.config.allowPrivateGit,
@@ -107,10 +110,11 @@ export const deploymentRoutes =
           tags: ['deployments'],
           summary: 'Create a deployment from a git repository or (source_type archive) an upload',
           body: CreateDeploymentBody,
-          response: { 201: Type.Ref('Deployment'), ...errorResponses(400, 401) },
+          response: { 201: Type.Ref('Deployment'), ...errorResponses(400, 401, 429) },
         },
       },
       async (request, reply) => {
+        await deps.quotas.assertRoom(principalOf(request), 'deployments');
         const row = await createDeployment(deploymentDeps, principalOf(request), request.body);
         deps.operations.registered(row);
         const view = row.source_type === 'archive' ? presentCreatedArchive(row) : presentDeployment(row, urlFor);
@@ -163,7 +167,7 @@ export const deploymentRoutes =
           consumes: ['multipart/form-data'],
           params: IdParams,
           body: UploadBody,
-          response: { 200: UploadResponse, ...errorResponses(400, 401, 404, 413, 415) },
+          response: { 200: UploadResponse, ...errorResponses(400, 401, 404, 413, 415, 429) },
         },
         // The body is a stream of parts that the handler checks one by one (it is never buffered into
         // request.body), so the body schema documents it and is not run; the id is checked by the use-case.
@@ -171,7 +175,10 @@ export const deploymentRoutes =
         // Authorize before a single byte of the body is read.
         preValidation: async (request) => {
           await authorizeUpload(deps.deployments, principalOf(request), request.params.id);
+          const quota = await deps.quotas.uploadRoom(principalOf(request), request.params.id);
+          uploadQuota.set(request, quota);
           const length = Number(request.headers['content-length'] ?? 0);
+          if (length > quota.room + 1024 * 1024) throw quotaExceeded('upload_bytes', quota.used, quota.limit);
           if (length > deps.config.maxUploadBytes + 1024 * 1024) {
             throw new DomainError('payload_too_large', `archive is larger than the limit of ${deps.config.maxUploadBytes} bytes`);
           }
@@ -183,22 +190,31 @@ export const deploymentRoutes =
           }
         },
       },
-      async (request, reply) =>
-        uploadSource(
+      async (request, reply) => {
+        const quota = uploadQuota.get(request) ?? { room: Infinity, used: 0, limit: Infinity };
+        // The archive may be as large as the limit, or as the user's room under the upload quota.
+        const maxBytes = Math.min(deps.config.maxUploadBytes, quota.room);
+        return uploadSource(
           {
             deployments: deps.deployments,
             store: deps.store,
-            maxUploadBytes: deps.config.maxUploadBytes,
+            maxUploadBytes: maxBytes,
             archiveLimits: { maxExpandedBytes: deps.config.maxExpandedBytes, maxEntries: deps.config.maxArchiveEntries },
           },
           principalOf(request),
           request.params.id,
           // The body is read here, not by @fastify/multipart's parts(): that iterator reports a body cut
           // before its closing boundary as a normal end, and can leave a part's reader waiting forever.
-          multipartParts(request.raw, { maxFileBytes: deps.config.maxUploadBytes }),
+          multipartParts(request.raw, { maxFileBytes: maxBytes }),
           // The client gone (or its socket destroyed by a server timeout): stop extracting too.
           clientGone(reply),
-        ),
+        ).catch((err: unknown) => {
+          if (err instanceof DomainError && err.code === 'payload_too_large' && quota.room < deps.config.maxUploadBytes) {
+            throw quotaExceeded('upload_bytes', quota.used, quota.limit);
+          }
+          throw err;
+        });
+      },
     );
 
     app.post<IdRequest & { Querystring: DeployQuery }>(
@@ -209,7 +225,7 @@ export const deploymentRoutes =
           summary: 'Build and release; 202 with the build record (200 with the finished one when wait=true)',
           params: IdParams,
           querystring: DeployQuery,
-          response: { 200: Type.Ref('Build'), 202: Type.Ref('Build'), ...errorResponses(401, 404, 409, 500) },
+          response: { 200: Type.Ref('Build'), 202: Type.Ref('Build'), ...errorResponses(401, 404, 409, 429, 500) },
         },
       },
       async (request, reply) => {

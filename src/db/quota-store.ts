@@ -1,0 +1,60 @@
+// The quota store on the database: overrides in `user_quotas`, usage counted from the tables it limits.
+import type { QuotaName, QuotaStore } from '../domain/quotas.js';
+import { nowIso, type Db } from './database.js';
+
+/** QuotaStore over `user_quotas`, `deployments`, `builds` and `api_keys`. */
+export function databaseQuotaStore(db: Db): QuotaStore {
+  return {
+    async userExists(userId) {
+      return (await db.selectFrom('users').select('id').where('id', '=', userId).executeTakeFirst()) !== undefined;
+    },
+
+    async overrides(userId) {
+      const row = await db.selectFrom('user_quotas').selectAll().where('user_id', '=', userId).executeTakeFirst();
+      const overrides: Partial<Record<QuotaName, number>> = {};
+      if (row === undefined) return overrides;
+      if (row.deployments !== null) overrides.deployments = row.deployments;
+      if (row.concurrent_builds !== null) overrides.concurrent_builds = row.concurrent_builds;
+      if (row.upload_bytes !== null) overrides.upload_bytes = Number(row.upload_bytes);
+      if (row.api_keys !== null) overrides.api_keys = row.api_keys;
+      return overrides;
+    },
+
+    async setOverrides(userId, change) {
+      const values = { ...change, updated_at: nowIso() };
+      await db
+        .insertInto('user_quotas')
+        .values({ user_id: userId, ...values })
+        .onConflict((oc) => oc.column('user_id').doUpdateSet(values))
+        .execute();
+    },
+
+    async usage(userId, exceptDeploymentId) {
+      const except = exceptDeploymentId ?? '';
+      const [deployments, uploads, builds, keys] = await Promise.all([
+        db.selectFrom('deployments').select((eb) => eb.fn.countAll<number>().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow(),
+        db
+          .selectFrom('deployments')
+          .select((eb) => eb.fn.sum<number | null>('upload_size').as('n'))
+          .where('user_id', '=', userId)
+          .where('id', '!=', except)
+          .executeTakeFirstOrThrow(),
+        db
+          .selectFrom('builds')
+          .innerJoin('deployments', 'deployments.id', 'builds.deployment_id')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('deployments.user_id', '=', userId)
+          .where('builds.status', '=', 'building')
+          .where('deployments.id', '!=', except)
+          .executeTakeFirstOrThrow(),
+        db.selectFrom('api_keys').select((eb) => eb.fn.countAll<number>().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow(),
+      ]);
+      return {
+        deployments: Number(deployments.n),
+        upload_bytes: Number(uploads.n ?? 0),
+        concurrent_builds: Number(builds.n),
+        api_keys: Number(keys.n),
+      };
+    },
+  };
+}
