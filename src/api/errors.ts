@@ -123,6 +123,9 @@ export type ErrorLog = (level: 'error', msg: string, detail?: object) => void;
 /** Sends an error as `{error, message}` with the right status and headers. */
 export function sendError(reply: FastifyReply, err: unknown, request?: FastifyRequest, log?: ErrorLog): FastifyReply {
   const response = toErrorResponse(err);
+  // A client that went away aborts the work its request started (engine calls, a stats sample):
+  // that abort is the client's doing, not Slipway's, and nobody is left to answer.
+  if (response.internal && isAbort(err) && clientGone(reply)) return reply.code(499 as number).send();
   if (response.internal) {
     const where = request === undefined ? '' : ` on ${request.method} ${request.url.split('?')[0] ?? ''}`;
     if (log !== undefined) log('error', `internal error${where}`, { error: err });
@@ -131,6 +134,16 @@ export function sendError(reply: FastifyReply, err: unknown, request?: FastifyRe
   if (response.status === 401) void reply.header('WWW-Authenticate', 'Bearer');
   if (response.retryAfter !== undefined) void reply.header('Retry-After', String(response.retryAfter));
   return reply.code(response.status).type('application/json; charset=utf-8').send(response.body);
+}
+
+function isAbort(err: unknown): boolean {
+  return err instanceof Error && (err.name === 'AbortError' || (err as NodeJS.ErrnoException).code === 'ABORT_ERR');
+}
+
+/** Whether the request's connection has closed before its answer was written. */
+function clientGone(reply: FastifyReply): boolean {
+  const socket = reply.raw.socket;
+  return reply.raw.destroyed || socket === null || socket.destroyed;
 }
 
 /** Installs the error and not-found handlers: every failure becomes `{error, message}`, never a stack. */

@@ -160,12 +160,12 @@ export async function openTestDatabase(label: string, userIds: readonly string[]
 }
 
 /** Starts a server in this process. */
-export async function startTestServer(overrides: Record<string, string> = {}, dataDir?: string, options: Pick<StartOptions, 'buildSlots'> = {}): Promise<TestServer> {
+export async function startTestServer(overrides: Record<string, string> = {}, dataDir?: string, options: Pick<StartOptions, 'buildSlots' | 'log'> = {}): Promise<TestServer> {
   const dir = dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-test-'));
   const database = overrides['SLIPWAY_DATABASE_URL'] === undefined ? await testDatabase() : undefined;
   if (database !== undefined) overrides = { ...overrides, SLIPWAY_DATABASE_URL: database.url };
   const config = loadConfig(testEnv(dir, overrides));
-  const server = await startServer(config, { ...options, log: () => undefined, gitEnv: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: dir } });
+  const server = await startServer(config, { ...options, log: options.log ?? (() => undefined), gitEnv: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: dir } });
   const adminToken = await loginAs(server.url, ADMIN_EMAIL, ADMIN_PASSWORD);
   const req = (method: string, urlPath: string, options?: RequestOptions): Promise<HttpResult> => request(server.url, method, urlPath, options);
   return {
