@@ -31,6 +31,7 @@ import { QuotaGuard } from './domain/quotas.js';
 import { databaseQuotaStore } from './db/quota-store.js';
 import { unlockInstallation } from './secrets/unlock.js';
 import { securePrivateDataDir } from './secrets/private-data-dir.js';
+import { removeIdleNetworks } from './deploy/host-cleanup.js';
 import { bootstrapAdmin } from './domain/accounts.js';
 import { KeyUsage } from './domain/key-usage.js';
 import { NO_CERTIFICATES } from './domain/custom-domains.js';
@@ -477,6 +478,21 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
       door(socket);
     };
   };
+  /**
+   * A clean stop leaves no network (nor its firewall chains) that nothing uses: the build network,
+   * and the app network when no app container is left. Bounded: an engine that does not answer
+   * does not hold the stop (`slipway server cleanup` does it later).
+   */
+  const releaseNetworks = async (): Promise<void> => {
+    const timeout = AbortSignal.timeout(10_000);
+    const done = removeIdleNetworks(engine, instanceId).then(
+      (result) => {
+        for (const { name, reason } of result.kept) log('info', `kept network ${name}: ${reason}`);
+      },
+      (err: unknown) => log('warn', 'could not remove the installation\'s networks on stop (slipway server cleanup removes them)', { err }),
+    );
+    await Promise.race([done, new Promise<void>((resolve) => timeout.addEventListener('abort', () => resolve(), { once: true }))]);
+  };
   /** The last steps of every shutdown (a refused start too): data plane, lifecycle, API, database. */
   const closeControlPlane = async (): Promise<void> => {
     proxy.close();
@@ -485,6 +501,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     stopLeadershipBeat();
     stopRouteSync();
     await lifecycle.close();
+    await releaseNetworks();
     await app.close();
     await keyUsage.close();
     await coordination.close();

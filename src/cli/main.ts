@@ -67,6 +67,18 @@ Environment: SLIPWAY_URL and SLIPWAY_API_KEY override the saved login. See docs/
     )
     // Loaded when used: the database and secrets modules would slow every other command's start.
     .action(async () => (await import('./server-command.js')).rotateKey());
+  server
+    .command('cleanup')
+    .description("remove the installation's networks and firewall chains that nothing uses (stop the server first)")
+    .option('--remove-containers', "remove the installation's app containers first, so their network goes too (apps stop; the next start runs them again)")
+    .option('--host-firewall', "also remove Slipway's host-wide firewall chains when no installation on this host uses them (run it only when no other Slipway runs here)")
+    .addHelpText(
+      'after',
+      '\nA clean stop (Ctrl-C) already removes what no app uses; this removes what a killed server or a\n' +
+        'stopped engine left. Firewall chains shared by installations go only when none uses them.\n\n' +
+        'Examples:\n  slipway server cleanup\n  slipway server cleanup --remove-containers',
+    )
+    .action(async (options: { removeContainers?: boolean; hostFirewall?: boolean }) => (await import('./server-command.js')).runCleanup(io, options));
   registerAuthCommands(program, io);
   registerDeployCommand(program, io);
   registerCreateCommand(program, io);

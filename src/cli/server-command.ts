@@ -1,4 +1,4 @@
-// `slipway server rotate-key` and `slipway server reset-password` (`slipway server` itself is server-run.ts).
+// `slipway server rotate-key`, `reset-password` and `cleanup` (`slipway server` itself is server-run.ts).
 import { loadServerConfigOrExit } from './load-server-config.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { randomBase62 } from '../core/credentials.js';
@@ -10,7 +10,11 @@ import { instanceId, openDatabase } from '../db/database.js';
 import { readKeyCheck, reencryptAll, writeKeyCheck } from '../db/app-config-store.js';
 import { rotateInstallationKey } from '../secrets/rotate-key.js';
 import { unlockInstallation } from '../secrets/unlock.js';
+import fs from 'node:fs';
 import path from 'node:path';
+import { removeIdleNetworks } from '../deploy/host-cleanup.js';
+import { removeIdleHostFirewall } from '../runtime/docker/build-sandbox.js';
+import { createDockerEngine } from '../runtime/docker/docker-engine.js';
 
 /**
  * `slipway server rotate-key`: re-encrypts the app configuration under a new installation key.
@@ -80,4 +84,47 @@ async function firstLine(io: CliIo): Promise<string> {
     if (text.includes('\n') || text.length > 4096) break;
   }
   return (text.split(/\r?\n/)[0] ?? '').slice(0, 4096);
+}
+
+/**
+ * `slipway server cleanup [--remove-containers]`, on the server host with the server stopped:
+ * removes the installation's networks that nothing uses (with their firewall chains); with
+ * `--host-firewall`, Slipway's host-wide chains too when no installation on the host uses them.
+ * The app network stays while app containers exist, unless `--remove-containers` removes them first.
+ */
+export async function runCleanup(io: CliIo, options: { removeContainers?: boolean; hostFirewall?: boolean }): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) throw new CliError(`configuration error: ${err.message}`, { exitCode: EXIT_USAGE });
+    throw err;
+  }
+  const file = path.join(config.dataDir, 'slipway.db');
+  if (config.databaseUrl === undefined && !fs.existsSync(file)) {
+    io.stdout.write(`Nothing to clean up: no installation in ${config.dataDir}.\n`);
+    return;
+  }
+  const db = await openDatabase({ file, url: config.databaseUrl });
+  let id: string;
+  try {
+    id = await instanceId(db);
+  } finally {
+    await db.destroy();
+  }
+  const engine = createDockerEngine(config.dockerHost);
+  const result = await removeIdleNetworks(engine, id, { removeContainers: options.removeContainers === true });
+  if (result.removedContainers > 0) io.stdout.write(`Removed ${result.removedContainers} container(s) (images, volumes and records are kept: the next start runs the apps again).\n`);
+  for (const name of result.removed) io.stdout.write(`Removed network ${name} and its firewall rules.\n`);
+  // Host-wide chains serve every installation on the host: removed only when asked (another one may be starting a build).
+  const chains = options.hostFirewall !== true ? [] : await removeIdleHostFirewall().catch((err: unknown) => {
+    io.stderr.write(`Could not clean the firewall (${err instanceof Error ? err.message : String(err)}): run as root with iptables.\n`);
+    return [];
+  });
+  if (chains.length > 0) io.stdout.write(`Removed firewall chains no installation uses: ${chains.join(', ')}.\n`);
+  for (const { name, reason } of result.kept) io.stderr.write(`Kept network ${name}: ${reason}.\n`);
+  if (result.kept.length > 0) {
+    throw new CliError('some networks are still in use (stop the server, or pass --remove-containers to stop the apps too)', { code: 'in_use' });
+  }
+  if (result.removed.length === 0 && chains.length === 0) io.stdout.write('Nothing to clean up.\n');
 }

@@ -317,3 +317,35 @@ export async function sweepBuildCgroups(cgroupVersion: '1' | '2'): Promise<void>
     }
   }
 }
+
+/**
+ * Removes Slipway's host-wide chains when nothing on this host uses them any more: the app
+ * dispatch chains (SLIPWAY-APPS, SLIPWAY-APPS-IN) once no app bridge has chains of its own, the
+ * build chains (SLIPWAY-BUILD, SLIPWAY-BUILD-IN) once no build bridge (`slpb*`) exists. Chains of
+ * app bridges that are gone are removed first. Resolves with the chains removed. Used by
+ * `slipway server cleanup`, never by a running server: another installation on the host may be
+ * about to use them.
+ */
+export async function removeIdleHostFirewall(): Promise<string[]> {
+  await pruneAppFirewalls();
+  const removed: string[] = [];
+  const all = await new Promise<string>((resolve) => execFile('iptables', ['-w', '5', '-S'], { timeout: IPTABLES_TIMEOUT_MS }, (_err, stdout) => resolve(String(stdout))));
+  const exists = (chain: string): boolean => new RegExp(`^-N ${chain}$`, 'm').test(all);
+  const drop = async (pairs: readonly (readonly [string, string, string])[]): Promise<void> => {
+    for (const [parent, match, chain] of pairs) {
+      if (!exists(chain)) continue;
+      // Every copy of the jump (a rule inserted twice by racing starts included).
+      while ((await iptables(['-D', parent, '-i', match, '-j', chain])).ok);
+      await iptables(['-F', chain]);
+      if ((await iptables(['-X', chain])).ok) removed.push(chain);
+    }
+  };
+  if (!/^-N SLIPWAY-APP-[0-9a-f]{10}/m.test(all)) {
+    await drop([['DOCKER-USER', APP_BRIDGES, APPS_FORWARD_CHAIN], ['INPUT', APP_BRIDGES, APPS_INPUT_CHAIN]]);
+  }
+  const buildBridges = (await readdirSafe('/sys/class/net')).filter((name) => name.startsWith(BUILD_BRIDGE_PREFIX));
+  if (buildBridges.length === 0) {
+    await drop([['DOCKER-USER', `${BUILD_BRIDGE_PREFIX}+`, FORWARD_CHAIN], ['INPUT', `${BUILD_BRIDGE_PREFIX}+`, INPUT_CHAIN]]);
+  }
+  return removed;
+}
