@@ -61,8 +61,9 @@ describe('configuration at rest', () => {
     const print = [
       'B64=$(printf %s "$TOKEN" | base64)',
       'URL=$(printf %s "$TOKEN" | sed "s/ /%20/g; s|/|%2F|g; s/&/%26/g")',
-      'echo "$TOKEN"; echo "$B64"; echo "$URL"',
-      'echo "token=$TOKEN b64=$B64 url=$URL" >&2',
+      'echo "$TOKEN" >&2; echo "$B64" >&2; echo "$URL" >&2',
+      // The last line (reported in the failure) holds all three; stdout alone, so its place is certain.
+      'sleep 1; echo "token=$TOKEN b64=$B64 url=$URL"',
     ].join('; ');
     const app = async (serve: boolean): Promise<Buffer> => {
       const ctx = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-print-app-'));
