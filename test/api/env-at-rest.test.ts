@@ -67,7 +67,9 @@ describe('configuration at rest', () => {
     ].join('; ');
     const app = async (serve: boolean): Promise<Buffer> => {
       const ctx = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-print-app-'));
-      const run = serve ? `${print}; exec httpd -f -p "$PORT" -h /www` : `${print}; exit 3`;
+      // The failing app's last line comes a second after the rest: stdout and stderr are separate pipes,
+      // and lines written within the same instant on both have no order the engine can keep.
+      const run = serve ? `${print}; exec httpd -f -p "$PORT" -h /www` : `${print}; sleep 1; echo "token=$TOKEN b64=$B64 url=$URL"; exit 3`;
       fs.writeFileSync(path.join(ctx, 'Dockerfile'), `FROM ${BUSYBOX_IMAGE}\nCOPY index.html /www/index.html\nCMD ${JSON.stringify(['/bin/sh', '-c', run])}\n`);
       fs.writeFileSync(path.join(ctx, 'index.html'), 'ok\n');
       try {
