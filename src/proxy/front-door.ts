@@ -51,7 +51,6 @@ export function frontDoor(options: FrontDoorOptions): (socket: Socket) => void {
       const end = buffered.indexOf(HEAD_END);
       if (end === -1 && buffered.length < MAX_SNIFF_BYTES) return;
       stop();
-      socket.pause();
       const bytes = buffered;
       const host = end === -1 ? undefined : HOST_LINE.exec(bytes.toString('latin1', 0, end + 2))?.[1]?.trim();
       let target: ConnectionTarget | undefined;
@@ -61,13 +60,18 @@ export function frontDoor(options: FrontDoorOptions): (socket: Socket) => void {
         target = undefined;
       }
       if (target !== undefined) {
+        socket.pause();
         // As Node's HTTP server does for its sockets: no Nagle delay on the last segment of an answer.
         socket.setNoDelay(true);
         target.handleConnection(socket, bytes);
       } else {
+        // Never paused on the way: Node's HTTP server reads the socket's handle itself and stops it
+        // only on a 'pause' event, which a socket already paused does not emit again; a pause and
+        // resume around the hand-over left every body read at full speed whatever its reader did
+        // (a 500 MiB upload held in memory). With our listener gone and none yet, the bytes put back
+        // wait in the socket's buffer until the server's own listener (added right here) reads them.
         socket.unshift(bytes);
         options.http.emit('connection', socket);
-        socket.resume();
       }
     };
     socket.on('data', onData);

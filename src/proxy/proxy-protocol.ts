@@ -72,16 +72,16 @@ export function proxyProtocolListener(
         socket.destroy();
         return;
       }
-      socket.pause();
       if (parsed.source !== undefined) {
         Object.defineProperty(socket, 'remoteAddress', { value: parsed.source.address, configurable: true });
         Object.defineProperty(socket, 'remotePort', { value: parsed.source.port, configurable: true });
         Object.defineProperty(socket, 'remoteFamily', { value: parsed.source.address.includes(':') ? 'IPv6' : 'IPv4', configurable: true });
       }
+      // Not paused around the hand-over (see front-door.ts: a paused socket given to Node's HTTP
+      // server loses its back-pressure): `deliver` adds its own 'data' listener at once.
       const rest = buffered.subarray(parsed.length);
       if (rest.length > 0) socket.unshift(rest);
       deliver(socket);
-      socket.resume();
     };
     socket.on('data', onData);
     socket.on('error', onError);
