@@ -77,6 +77,8 @@ interface LocalApp {
   aborted: number;
   /** TCP connections accepted so far. */
   connections: number;
+  /** /slow requests received so far. */
+  slowSeen: number;
   /** Releases every waiting /slow request. */
   releaseSlow(): void;
   close(): Promise<void>;
@@ -90,6 +92,7 @@ async function startLocalApp(): Promise<LocalApp> {
     written: 0,
     aborted: 0,
     connections: 0,
+    slowSeen: 0,
     releaseSlow() {
       for (const release of slowWaiters) release();
       slowWaiters = [];
@@ -126,6 +129,7 @@ async function startLocalApp(): Promise<LocalApp> {
       source.pipe(res);
       res.once('close', () => source.destroy());
     } else if (url.pathname === '/slow') {
+      app.slowSeen++;
       slowWaiters.push(() => res.end('slow done'));
     } else {
       res.statusCode = 404;
@@ -556,14 +560,16 @@ for (const [path, httpOnly] of [['raw pipe', false], ['HTTP server', true]] as c
       }
       // Aborted before any answer, too.
       for (let i = 0; i < 5; i++) {
+        const seen = app.slowSeen;
         const req = request({ host: '127.0.0.1', port: stack.port, path: '/slow', headers: { host: `${name}.${DOMAIN}` } });
         req.on('error', () => {});
         req.end();
-        await sleep(30);
+        // Once the app has it (a fixed pause lost the race on a loaded machine: the app never saw it).
+        await waitFor(() => app.slowSeen > seen, 10_000, 'the app to receive /slow');
         req.destroy();
       }
-      await waitFor(() => stack.server.list('user-a')[0]?.streams === 0, 2000, 'aborted streams freed');
-      await waitFor(() => app.aborted - abortedBefore >= 25, 2000, 'local requests cancelled').catch((err: Error) => {
+      await waitFor(() => stack.server.list('user-a')[0]?.streams === 0, 10_000, 'aborted streams freed');
+      await waitFor(() => app.aborted - abortedBefore >= 25, 10_000, 'local requests cancelled').catch((err: Error) => {
         throw new Error(`${err.message}: ${app.aborted - abortedBefore} of 25`);
       });
       const results = await Promise.all(Array.from({ length: 10 }, () => visit(stack.port, name, '/hello')));
