@@ -1,4 +1,4 @@
-// One app's page: a header with status, actions (as the state table allows) and pending changes, over tabs (Overview, Builds, Logs, Metrics, Settings, Domains).
+// One app's page: a header with status, actions (as the state table allows) and pending changes, over tabs (Overview, Builds, Logs, Metrics, Settings, Domains, Previews).
 import { call } from './api.js';
 import { badge, confirmAction, h } from './dom.js';
 import { pendingChanges } from './pending-changes.js';
@@ -8,6 +8,7 @@ import { renderLogsTab } from './logs-tab.js';
 import { renderMetricsTab } from './metrics-tab.js';
 import { renderOverviewTab } from './overview-tab.js';
 import { renderDomainsTab, renderSettingsTab, renderSourcePanel } from './settings.js';
+import { renderPreviewsTab } from './previews-tab.js';
 
 /**
  * The tabs of an app's page, in order. A tab is `{id, label, render(panel, page), shown?(dep)}`:
@@ -24,6 +25,8 @@ export const APP_TABS = [
   { id: 'metrics', label: 'Metrics', render: renderMetricsTab },
   { id: 'settings', label: 'Settings', render: renderSettingsTab },
   { id: 'domains', label: 'Domains', render: renderDomainsTab },
+  // Pull request previews (decisions §17): git apps only.
+  { id: 'previews', label: 'Previews', render: renderPreviewsTab, shown: (dep) => dep.source_type === 'git' },
 ];
 
 /**
