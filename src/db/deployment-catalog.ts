@@ -26,7 +26,9 @@ export function databaseDeploymentCatalog(db: Db): DeploymentCatalog {
       let query = db
         .selectFrom('deployments')
         .select([...SHOWN_DEPLOYMENT_COLUMNS, 'seq'])
-        .where((eb) => eb.or([eb.and([eb('user_id', '=', userId), eb('team_id', 'is', null)]), eb('team_id', 'in', [...teamIds])]));
+        .where((eb) => eb.or([eb.and([eb('user_id', '=', userId), eb('team_id', 'is', null)]), eb('team_id', 'in', [...teamIds])]))
+        // Previews are listed under their deployment (decisions §17), never here.
+        .where('parent_id', 'is', null);
       if (before !== undefined) query = query.where('seq', '<', before);
       return query.orderBy('seq', 'desc').limit(limit).execute();
     },

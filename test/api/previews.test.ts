@@ -257,6 +257,44 @@ describe('preview deployments: API', () => {
     );
   });
 
+  test("a team's deployment: its previews follow the team's roles (viewer reads, developer deletes) and stay out of every deployment list", async () => {
+    const owner = await s.newUser('pv-owner');
+    const developer = await s.newUser('pv-dev');
+    const viewer = await s.newUser('pv-viewer');
+    const team = await s.request('POST', '/api/v1/teams', { token: owner.token, body: { name: `previews ${process.pid}` } });
+    assert.equal(team.status, 201, team.text);
+    for (const [member, role] of [[developer, 'developer'], [viewer, 'viewer']] as const) {
+      const added = await s.request('POST', `/api/v1/teams/${team.json.id}/members`, { token: owner.token, body: { email: member.email, role } });
+      assert.equal(added.status, 201, added.text);
+    }
+    counter += 1;
+    const repo = `pv-${process.pid}-${counter}`;
+    const { url } = await git.createRepo(repo, { 'README.md': 'x\n' });
+    const subdomain = `pv-${process.pid}-${counter}`;
+    const created = await s.request('POST', '/api/v1/deployments', {
+      token: owner.token,
+      body: { name: repo, subdomain, repo_url: url, branch: 'main', previews: true, team_id: team.json.id },
+    });
+    assert.equal(created.status, 201, created.text);
+    const hook = await s.request('POST', `/api/v1/deployments/${created.json.id}/webhook`, { token: developer.token });
+    assert.equal(hook.status, 201, hook.text);
+    const app: App = { id: created.json.id, subdomain, secret: hook.json.secret, repo };
+    const opened = await deliver(app, 'github', { action: 'opened', number: 8, headSha: crypto.randomBytes(20).toString('hex') });
+    assert.equal(opened.status, 202, opened.text);
+
+    for (const member of [owner, developer, viewer]) {
+      const list = await s.request('GET', '/api/v1/deployments?limit=500', { token: member.token });
+      assert.ok(list.json.some((d: { id: string }) => d.id === app.id));
+      assert.ok(!list.json.some((d: { id: string }) => d.id === opened.json.deployment_id), 'the preview is not listed as a deployment');
+      const previewsSeen = await s.request('GET', `/api/v1/deployments/${app.id}/previews`, { token: member.token });
+      assert.equal(previewsSeen.status, 200, previewsSeen.text);
+      assert.equal(previewsSeen.json.length, 1);
+    }
+    assertError(await s.request('DELETE', `/api/v1/deployments/${app.id}/previews/8`, { token: viewer.token }), 403, 'forbidden');
+    assertError(await s.request('GET', `/api/v1/deployments/${app.id}/previews/8`, { token: user.token }), 404, 'not_found');
+    assert.equal((await s.request('DELETE', `/api/v1/deployments/${app.id}/previews/8`, { token: developer.token })).status, 204);
+  });
+
   test('a taken subdomain and the 11th preview answer 200 and build nothing; delete frees room; deleting the deployment deletes its previews', async () => {
     const app = await previewApp();
     const squatter = await s.request('POST', '/api/v1/deployments', {
