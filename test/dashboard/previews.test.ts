@@ -4,7 +4,7 @@ import crypto from 'node:crypto';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { eventually } from '../helpers/apps.js';
-import { launchBrowser, type TestBrowser } from '../helpers/browser.js';
+import { launchBrowser, openPage, type TestBrowser } from '../helpers/browser.js';
 import { pullRequestBody, pullRequestHeaders } from '../helpers/pull-requests.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -46,12 +46,10 @@ test('an app page lists its previews with links and statuses; the switch, a buil
   }
 
   const page = await browser.newPage();
-  await page.goto(ts.url + '/');
+  await openPage(page, ts.url + '/');
   await logIn(page);
   await page.evaluate(`location.hash = ${JSON.stringify(`#/d/${id}`)}`);
-  // With the app page in tabs, the section is the Previews tab's.
-  const tab = page.getByRole('tab', { name: 'Previews' });
-  if ((await tab.count()) > 0) await tab.click();
+  await page.getByRole('tab', { name: 'Previews' }).click();
   const row = page.locator('#preview-rows tr', { hasText: '#3' });
   await row.waitFor();
   assert.equal(await row.getByRole('link').getAttribute('href'), `http://${sub}-pr-3.localhost:${ts.port}/`);
