@@ -32,7 +32,8 @@ export function databaseQuotaStore(db: Db): QuotaStore {
     async usage(userId, exceptDeploymentId) {
       const except = exceptDeploymentId ?? '';
       const [deployments, uploads, builds, keys] = await Promise.all([
-        db.selectFrom('deployments').select((eb) => eb.fn.countAll<number>().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow(),
+        // Previews (decisions §17) are not deployments the user created: at most 10 per deployment, counted apart.
+        db.selectFrom('deployments').select((eb) => eb.fn.countAll<number>().as('n')).where('user_id', '=', userId).where('parent_id', 'is', null).executeTakeFirstOrThrow(),
         db
           .selectFrom('deployments')
           .select((eb) => eb.fn.sum<number | null>('upload_size').as('n'))
