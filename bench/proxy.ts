@@ -218,7 +218,7 @@ async function runUpstream(): Promise<void> {
 
 async function runProxy(upstream: Upstream): Promise<void> {
   const table = new RoutingTable(DOMAIN);
-  table.set('app', { kind: 'app', deploymentId: 'bench', state: 'live', upstream });
+  table.set('app', { kind: 'app', deploymentId: 'bench', state: 'live', upstreams: [upstream] });
   const proxy = new AppProxy({ table, publicProtocol: 'http' });
   const server = createServer((req, res) => {
     if (!proxy.handleRequest(req, res)) res.end('api');

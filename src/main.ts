@@ -10,6 +10,7 @@ import { answerClientError, answerUnmetExpectation, endSocketWithError } from '.
 import { BuildLogStore } from './deploy/build-logs.js';
 import { DeploymentLifecycle } from './deploy/lifecycle.js';
 import { planRecovery } from './deploy/reconcile.js';
+import { DockerRuntime } from './runtime/docker/docker-runtime.js';
 import { appUrl, ConfigError, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
 import { databaseDeploymentStore } from './db/deployment-store.js';
@@ -199,7 +200,8 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
   // Serve first (docs/decisions.md, "Recovery that serves first"): routes come from one look at the
   // engine; releases whose containers stopped answer 503 `starting` and are started again behind the listener.
   // Start-up routes are this instance's own (the others have theirs): the local plane, not announced.
-  const planned = await planRecovery({ store: deployments, engine, dataPlane: localPlane, dataDir: config.dataDir, instanceId, log }, engineUp);
+  const runtime = new DockerRuntime(engine);
+  const planned = await planRecovery({ store: deployments, engine, runtime, dataPlane: localPlane, dataDir: config.dataDir, instanceId, log }, engineUp);
   // Strays are removed only by a leader alone: with other instances live, a container not yet
   // recorded may be another instance's build in flight.
   const othersLive = config.databaseUrl === undefined ? false : [...(await registry.liveUrls(new Date())).keys()].some((id) => id !== runner);
@@ -218,6 +220,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     store: deployments,
     configs,
     engine,
+    runtime,
     dataPlane,
     sources,
     buildLogs,
@@ -273,7 +276,6 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
           appRoutes: () => table.entries(),
           publishedHosts: () => table.hosts(),
           storedHosts: () => customDomainRoutes(db),
-          upstreamOf: (hostPort) => ({ host: '127.0.0.1', port: hostPort }),
           isLocal: (deploymentId) => lifecycle.isRecovering(deploymentId),
           localChanges: dataPlane,
           self: runner,

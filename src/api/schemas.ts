@@ -68,6 +68,10 @@ const VolumesField = Type.Array(VolumeSchema, {
   description: 'named volumes (at most 10) mounted into every release; their data survives deploy, restart, stop and rollback, and is removed with the deployment',
 });
 
+const ReplicasField = Type.Integer({
+  description: 'copies of the app that serve it, 1 to 20 (default 1); more than 1 with volumes is a validation_error; applies at the next deploy, restart or rollback',
+});
+
 const AutoDeployField = Type.Boolean({
   description: 'git deployments: a signed push to the tracked branch deploys the pushed commit (default false; true on an archive deployment is a validation_error)',
 });
@@ -91,6 +95,7 @@ export const CreateDeploymentBody = Type.Object(
     ),
     cpus: Type.Optional(Type.Number({ description: 'CPU limit: 0.01 to SLIPWAY_MAX_CPUS (default ceiling 2); default SLIPWAY_DEFAULT_CPUS (1)' })),
     volumes: Type.Optional(VolumesField),
+    replicas: Type.Optional(ReplicasField),
     auto_deploy: Type.Optional(AutoDeployField),
     previews: Type.Optional(PreviewsField),
     team_id: Type.Optional(Type.String({ maxLength: 100, description: 'the team the deployment belongs to (you must be its owner); absent: yours alone' })),
@@ -111,6 +116,7 @@ export const UpdateDeploymentBody = Type.Object(
     ),
     cpus: Type.Optional(Type.Union([Type.Number(), Type.Null()], { description: '0.01 to SLIPWAY_MAX_CPUS (default ceiling 2); null: the default' })),
     volumes: Type.Optional(VolumesField),
+    replicas: Type.Optional(ReplicasField),
     auto_deploy: Type.Optional(AutoDeployField),
     previews: Type.Optional(PreviewsField),
   },
@@ -136,6 +142,7 @@ export const DeploymentSchema = Type.Object(
     memory_mb: Type.Optional(Nullable(Type.Number())),
     cpus: Type.Optional(Nullable(Type.Number())),
     volumes: Type.Optional(Type.Array(VolumeSchema)),
+    replicas: Type.Optional(Type.Integer({ minimum: 1, maximum: 20 })),
     auto_deploy: Type.Optional(Type.Boolean({ description: 'git deployments: whether a signed push to the tracked branch deploys' })),
     previews: Type.Optional(Type.Boolean({ description: 'git deployments: whether pull requests against the tracked branch get previews' })),
     team_id: Type.Optional(Nullable(Uuid)),

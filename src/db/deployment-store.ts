@@ -1,4 +1,5 @@
 // The deployment store over the database (SQLite or PostgreSQL): the only writer of deployments' lifecycle and of builds.
+import { parseUpstreams, storeUpstreams } from '../core/upstream.js';
 import type { DeploymentStore, LiveContainer, NewBuild, RetiredContainer, RouteFact } from '../deploy/deployment-store.js';
 import type { DeploymentStatus } from '../deploy/state-table.js';
 import type { Kysely, Transaction } from 'kysely';
@@ -83,19 +84,19 @@ export function databaseDeploymentStore(db: Db, runner: string): DeploymentStore
         .execute();
     },
 
-    async switchLive({ deploymentId, buildId, containerId, hostPort, status }): Promise<RetiredContainer[]> {
+    async switchLive({ deploymentId, buildId, containerId, upstreams, status }): Promise<RetiredContainer[]> {
       const now = nowIso();
       return db.transaction().execute(async (trx) => {
         await bumpListVersion(trx, { deploymentIds: [deploymentId] });
         const previous = await trx
           .selectFrom('builds')
-          .select(['id', 'container_id', 'host_port'])
+          .select(['id', 'container_id', 'upstreams'])
           .where('deployment_id', '=', deploymentId)
           .where('container_id', 'is not', null)
           .where('container_id', '!=', containerId)
           .execute();
-        await trx.updateTable('builds').set({ container_id: null, host_port: null }).where('deployment_id', '=', deploymentId).execute();
-        await trx.updateTable('builds').set({ container_id: containerId, host_port: hostPort }).where('id', '=', buildId).execute();
+        await trx.updateTable('builds').set({ container_id: null, upstreams: null }).where('deployment_id', '=', deploymentId).execute();
+        await trx.updateTable('builds').set({ container_id: containerId, upstreams: storeUpstreams(upstreams) }).where('id', '=', buildId).execute();
         await trx
           .updateTable('builds')
           .set({ status: 'succeeded', finished_at: now, error: null })
@@ -103,18 +104,18 @@ export function databaseDeploymentStore(db: Db, runner: string): DeploymentStore
           .where('status', '=', 'building')
           .execute();
         await trx.updateTable('deployments').set({ status, live_build_id: buildId, updated_at: now }).where('id', '=', deploymentId).execute();
-        return previous.flatMap((b) => (b.container_id === null ? [] : [{ buildId: b.id, containerId: b.container_id, hostPort: b.host_port }]));
+        return previous.flatMap((b) => (b.container_id === null ? [] : [{ buildId: b.id, containerId: b.container_id, upstreams: parseUpstreams(b.upstreams) }]));
       });
     },
 
-    async setContainer(buildId, containerId, hostPort) {
-      await db.updateTable('builds').set({ container_id: containerId, host_port: hostPort }).where('id', '=', buildId).execute();
+    async setContainer(buildId, containerId, upstreams) {
+      await db.updateTable('builds').set({ container_id: containerId, upstreams: storeUpstreams(upstreams) }).where('id', '=', buildId).execute();
     },
 
-    async moveHostPort(buildId, containerId, hostPort) {
+    async moveUpstreams(buildId, containerId, upstreams) {
       const result = await db
         .updateTable('builds')
-        .set({ host_port: hostPort })
+        .set({ upstreams: storeUpstreams(upstreams) })
         .where('id', '=', buildId)
         .where('container_id', '=', containerId)
         .executeTakeFirst();
@@ -163,14 +164,14 @@ export function databaseDeploymentStore(db: Db, runner: string): DeploymentStore
       let query = db
         .selectFrom('deployments')
         .leftJoin('builds', 'builds.id', 'deployments.live_build_id')
-        .select(['deployments.id', 'deployments.subdomain', 'deployments.status', 'builds.container_id', 'builds.host_port']);
+        .select(['deployments.id', 'deployments.subdomain', 'deployments.status', 'builds.container_id', 'builds.upstreams']);
       if (deploymentId !== undefined) query = query.where('deployments.id', '=', deploymentId);
       const rows = await query.execute();
       return rows.map((r) => ({
         deploymentId: r.id,
         subdomain: r.subdomain,
         status: r.status,
-        hostPort: r.container_id === null ? null : r.host_port,
+        upstreams: r.container_id === null ? [] : parseUpstreams(r.upstreams),
       }));
     },
 

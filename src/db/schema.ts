@@ -60,6 +60,8 @@ export interface DeploymentsTable {
   nano_cpus: number | null;
   /** JSON `[{name, mount_path}]`: the deployment's named volumes. */
   volumes: Generated<string>;
+  /** Containers (docker) or tasks (swarm) a release runs, 1–20. */
+  replicas: Generated<number>;
   /** 1: a verified push to the tracked branch deploys (git deployments only). */
   auto_deploy: Generated<number>;
   /** 1: pull requests against the tracked branch get preview deployments (git deployments only). */
@@ -90,8 +92,10 @@ export interface BuildsTable {
   source_ref: string;
   error: string | null;
   image_id: string | null;
+  /** The release the build runs as now (the runtime's id for it), null when none. */
   container_id: string | null;
-  host_port: number | null;
+  /** JSON `[{host, port}]`: where the release's replicas serve HTTP (null with no release). */
+  upstreams: string | null;
   started_at: string;
   finished_at: string | null;
   /** The control-plane instance that runs (ran) the build; null before instances were recorded. */

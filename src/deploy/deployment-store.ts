@@ -1,4 +1,5 @@
 // The deployment store: the port through which the lifecycle reads and writes deployments and builds.
+import type { Upstream } from '../core/upstream.js';
 import type { BuildRow } from '../domain/builds.js';
 import type { DeploymentRow } from '../domain/deployments.js';
 import type { DeploymentStatus } from './state-table.js';
@@ -6,11 +7,13 @@ import type { DeploymentStatus } from './state-table.js';
 /** A build about to start (the store assigns its order). */
 export type NewBuild = Omit<BuildRow, 'seq'>;
 
-/** A container that served a deployment before a switch, to be drained and removed. */
+/** A release that served a deployment before a switch, to be drained and removed. */
 export interface RetiredContainer {
   readonly buildId: string;
+  /** The runtime's release id. */
   readonly containerId: string;
-  readonly hostPort: number | null;
+  /** Where its replicas served (as recorded). */
+  readonly upstreams: readonly Upstream[];
 }
 
 /** A deployment whose live build has a container (what the port watcher follows). */
@@ -21,13 +24,13 @@ export interface LiveContainer {
   readonly containerId: string;
 }
 
-/** What decides a deployment's route on every instance: its status and its live build's host port. */
+/** What decides a deployment's route on every instance: its status and its live release's upstreams. */
 export interface RouteFact {
   readonly deploymentId: string;
   readonly subdomain: string;
   readonly status: DeploymentStatus;
-  /** The live build's published port while it has a container, else null. */
-  readonly hostPort: number | null;
+  /** Where the live build's release serves while it has one, else empty. */
+  readonly upstreams: readonly Upstream[];
 }
 
 /**
@@ -52,11 +55,11 @@ export interface DeploymentStore {
    * deployment keeps a container, the build succeeds if it was building, and the deployment takes
    * `status` with this live build. Returns the containers it replaced.
    */
-  switchLive(switchTo: { deploymentId: string; buildId: string; containerId: string; hostPort: number; status: DeploymentStatus }): Promise<RetiredContainer[]>;
-  /** The container (and host port) a build's release runs in now. */
-  setContainer(buildId: string, containerId: string, hostPort: number): Promise<void>;
-  /** Moves a live container's host port, if the build still has that container. Returns whether it did. */
-  moveHostPort(buildId: string, containerId: string, hostPort: number): Promise<boolean>;
+  switchLive(switchTo: { deploymentId: string; buildId: string; containerId: string; upstreams: readonly Upstream[]; status: DeploymentStatus }): Promise<RetiredContainer[]>;
+  /** The release (the runtime's id, and its upstreams) a build runs as now. */
+  setContainer(buildId: string, containerId: string, upstreams: readonly Upstream[]): Promise<void>;
+  /** Moves a live release's upstreams, if the build still has that release. Returns whether it did. */
+  moveUpstreams(buildId: string, containerId: string, upstreams: readonly Upstream[]): Promise<boolean>;
   remove(deploymentId: string): Promise<void>;
   /** The ids of a deployment's previews (decisions §17: they are removed with it). */
   previewIds(deploymentId: string): Promise<string[]>;

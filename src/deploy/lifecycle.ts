@@ -13,6 +13,8 @@ import { authorizeDeployment, type DeploymentAction } from '../domain/policy.js'
 import type { Upstream } from '../core/upstream.js';
 import type { DataPlane } from '../proxy/data-plane.js';
 import type { BuildSandbox, ContainerEngine } from '../runtime/engine.js';
+import type { AppRuntime, ReplicaStats } from '../runtime/app-runtime.js';
+import { DockerRuntime } from '../runtime/docker/docker-runtime.js';
 import { EngineBuildError, LABEL_INSTANCE, LABEL_MANAGED, buildNetworkName } from '../runtime/engine.js';
 import { fetchCommit, redactCredentials, resolveCommit } from '../source/git.js';
 import type { SourceStore } from '../source/source-store.js';
@@ -28,7 +30,7 @@ import { refreshLivePorts } from './live-ports.js';
 import type { PendingRelease, RecoveryPlan } from './reconcile.js';
 import { recoverRelease } from './recover-release.js';
 import type { DeploymentStore } from './deployment-store.js';
-import { ReleaseError, releaseTarget, startRelease, type EngineTurn } from './release.js';
+import { ReleaseError, releaseTarget, type EngineTurn } from './release.js';
 import { transition, type DeploymentEvent, type DeploymentStatus } from './state-table.js';
 import { buildArgsFor } from './build-args.js';
 import { readDockerfile } from '../runtime/read-dockerfile.js';
@@ -60,7 +62,10 @@ export interface LifecycleDeps {
   readonly store: DeploymentStore;
   /** Deployments' variables; each build records the configuration it is released with. */
   readonly configs: AppConfigStore;
+  /** Builds images (and holds them): the engine Slipway runs beside. */
   readonly engine: ContainerEngine;
+  /** Runs releases; the docker runtime over `engine` when not given. */
+  readonly runtime?: AppRuntime;
   readonly dataPlane: DataPlane;
   readonly sources: SourceStore;
   readonly buildLogs: BuildLogStore;
@@ -114,6 +119,7 @@ class Superseded extends Error {
  */
 export class DeploymentLifecycle implements DeploymentOperations {
   readonly #deps: LifecycleDeps;
+  readonly #runtime: AppRuntime;
   /** Per-deployment locks, held across every instance sharing the database. */
   readonly #locks: {
     run<T>(deploymentId: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T>;
@@ -136,6 +142,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
 
   constructor(deps: LifecycleDeps) {
     this.#deps = deps;
+    this.#runtime = deps.runtime ?? new DockerRuntime(deps.engine);
     const coordination = deps.coordination ?? memoryCoordination();
     this.#locks = {
       run: (deploymentId, fn, signal) => withDeploymentLock(coordination, deploymentId, fn, signal),
@@ -189,7 +196,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
         error: null,
         image_id: null,
         container_id: null,
-        host_port: null,
+        upstreams: null,
         started_at: new Date().toISOString(),
         finished_at: null,
         seq: 0,
@@ -221,9 +228,8 @@ export class DeploymentLifecycle implements DeploymentOperations {
       this.#recovering.delete(deploymentId);
       await this.#cancelInflight(deploymentId, 'cancelled by stop');
       if (live?.container_id != null) {
-        const upstream = this.#liveUpstream(dep);
-        if (upstream !== undefined) await this.#deps.dataPlane.drain(upstream, 5_000);
-        await this.#deps.engine.stopContainer(live.container_id, STOP_SECONDS);
+        await Promise.all(this.#liveUpstreams(dep).map((upstream) => this.#deps.dataPlane.drain(upstream, 5_000)));
+        await this.#runtime.stopRelease(live.container_id, STOP_SECONDS);
       }
       await this.#deps.store.setStatus(deploymentId, next.to);
       this.#route(dep.subdomain, deploymentId, 'stopped');
@@ -319,17 +325,9 @@ export class DeploymentLifecycle implements DeploymentOperations {
   async metrics(principal: Principal, deploymentId: string, signal?: AbortSignal): Promise<DeploymentMetrics> {
     const dep = await this.#owned(principal, deploymentId, 'read');
     const live = await this.#liveBuild(dep);
-    const stats = live?.container_id == null ? null : await this.#deps.engine.containerStats(live.container_id, signal);
-    if (stats === null) throw new DomainError('invalid_state', `${dep.subdomain} has no running container`);
-    return {
-      cpu_percent: stats.cpuPercent,
-      memory_bytes: stats.memoryBytes,
-      memory_limit_bytes: stats.memoryLimitBytes,
-      network_rx_bytes: stats.networkRxBytes,
-      network_tx_bytes: stats.networkTxBytes,
-      restarts: stats.restarts,
-      started_at: stats.startedAt,
-    };
+    const stats = live?.container_id == null ? [] : await this.#runtime.releaseStats(live.container_id, signal);
+    if (stats.length === 0) throw new DomainError('invalid_state', `${dep.subdomain} has no running container`);
+    return summedMetrics(stats);
   }
 
   async runtimeLogs(
@@ -340,11 +338,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
     const dep = await this.#owned(principal, deploymentId, 'read');
     const live = await this.#liveBuild(dep);
     if (live?.container_id == null) throw new DomainError('invalid_state', 'no container has run for this deployment yet');
-    const lines = this.#deps.engine.containerLogs(live.container_id, {
-      ...(options.tail === undefined ? {} : { tail: options.tail }),
-      follow: options.follow,
-      signal: options.signal,
-    });
+    const lines = this.#runtime.releaseLogs(live.container_id, { tail: options.tail, follow: options.follow, signal: options.signal });
     // Secret values are write-only: the app printing one does not make it readable here.
     const released = (await this.#deps.configs.buildConfig(live.id)) ?? [];
     const current = await this.#deps.configs.current(dep.id);
@@ -361,7 +355,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
       // Several instances: only the leader watches (`when`).
       if (running || !when()) return;
       running = true;
-      void refreshLivePorts(this.#deps, {
+      void refreshLivePorts({ ...this.#deps, runtime: this.#runtime }, {
         runLocked: (id, fn) => this.#locks.run(id, fn, AbortSignal.timeout(1000)),
         isRecovering: (id) => this.#recovering.has(id),
         recover: (stopped) => this.#track(this.recoverReleases(stopped)),
@@ -510,7 +504,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
     if (route?.kind !== 'app' || route.state !== 'starting') this.#route(dep.subdomain, dep.id, 'starting');
     let started;
     try {
-      started = await recoverRelease({ engine, configs: this.#deps.configs, settings: this.#deps.settings, log }, dep, live, signal, engineTurn);
+      started = await recoverRelease({ runtime: this.#runtime, engine, configs: this.#deps.configs, settings: this.#deps.settings, log }, dep, live, signal, engineTurn);
     } catch (err) {
       signal.throwIfAborted();
       const engineUp = await engine.ping(AbortSignal.timeout(3000)).then(() => true, () => false);
@@ -526,8 +520,8 @@ export class DeploymentLifecycle implements DeploymentOperations {
       this.#route(dep.subdomain, dep.id, 'failed');
       return 'failed';
     }
-    await store.setContainer(live.id, started.id, started.upstream.port);
-    dataPlane.publish(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'live', upstream: started.upstream });
+    await store.setContainer(live.id, started.id, started.upstreams);
+    dataPlane.publish(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'live', upstreams: started.upstreams });
     log('info', `${dep.subdomain} is serving again (build ${live.id.slice(0, 8)})`);
     return 'started';
   }
@@ -577,15 +571,15 @@ export class DeploymentLifecycle implements DeploymentOperations {
     return this.#deps.store.build(dep.id, dep.live_build_id);
   }
 
-  /** Whether the routing table sends this deployment's traffic to a container now. */
+  /** Whether the routing table sends this deployment's traffic to a release now. */
   #isServing(dep: DeploymentRow): boolean {
-    return this.#liveUpstream(dep) !== undefined;
+    return this.#liveUpstreams(dep).length > 0;
   }
 
-  /** Where the data plane sends this deployment's traffic now, if it is served. */
-  #liveUpstream(dep: DeploymentRow): Upstream | undefined {
+  /** Where the data plane sends this deployment's traffic now (empty when it is not served). */
+  #liveUpstreams(dep: DeploymentRow): readonly Upstream[] {
     const route = this.#deps.dataPlane.route(dep.subdomain);
-    return route?.kind === 'app' && route.state === 'live' ? route.upstream : undefined;
+    return route?.kind === 'app' && route.state === 'live' ? route.upstreams : [];
   }
 
   /** Aborts the deployment's build in flight (if any) and waits until it has wound down. */
@@ -677,7 +671,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
         await fsp.rm(workDir, { recursive: true, force: true });
       }
 
-      const container = await startRelease(engine, releaseTarget(dep, { id: build.id, image, vars }, settings), {
+      const container = await this.#runtime.startRelease(releaseTarget(dep, { id: build.id, image, vars }, settings), {
         timeoutMs: settings.startupTimeoutMs,
         signal: cancel,
         onOutput: log,
@@ -689,16 +683,16 @@ export class DeploymentLifecycle implements DeploymentOperations {
       try {
         releaseLock = await this.#locks.acquire(dep.id, cancel);
       } catch (err) {
-        await engine.removeContainer(container.id).catch(() => undefined);
+        await this.#runtime.removeRelease(container.id).catch(() => undefined);
         throw err;
       }
       try {
         const current = await store.deployment(dep.id);
         if (current === undefined || cancel.aborted) {
-          await engine.removeContainer(container.id).catch(() => undefined);
+          await this.#runtime.removeRelease(container.id).catch(() => undefined);
           throw cancel.reason ?? new Cancelled('the deployment was deleted');
         }
-        await this.#switchTo(current, build.id, container.id, container.upstream, this.#next(current, 'build_succeeded').to);
+        await this.#switchTo(current, build.id, container.id, container.upstreams, this.#next(current, 'build_succeeded').to);
       } finally {
         releaseLock();
       }
@@ -763,7 +757,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
     if (build.image_id === null) throw new DomainError('invalid_state', 'the build has no image');
     let container;
     try {
-      container = await startRelease(this.#deps.engine, releaseTarget(dep, { id: build.id, image: build.image_id, vars }, this.#deps.settings), {
+      container = await this.#runtime.startRelease(releaseTarget(dep, { id: build.id, image: build.image_id, vars }, this.#deps.settings), {
         timeoutMs: this.#deps.settings.startupTimeoutMs,
         signal,
       });
@@ -771,32 +765,37 @@ export class DeploymentLifecycle implements DeploymentOperations {
       if (err instanceof ReleaseError) throw new DomainError('invalid_state', redactorFor(vars).redact(`the release did not start: ${err.message}`));
       throw err;
     }
-    await this.#switchTo(dep, build.id, container.id, container.upstream, status);
+    await this.#switchTo(dep, build.id, container.id, container.upstreams, status);
   }
 
   /**
    * Makes `buildId`'s new container live: database first (so a crash after this point recovers
    * to it), then the routing table, then the old container is drained and stopped in the background.
    */
-  async #switchTo(dep: DeploymentRow, buildId: string, containerId: string, upstream: Upstream, status: DeploymentStatus): Promise<void> {
+  async #switchTo(dep: DeploymentRow, buildId: string, containerId: string, upstreams: readonly Upstream[], status: DeploymentStatus): Promise<void> {
     const { store, dataPlane } = this.#deps;
     this.#recovering.delete(dep.id);
-    const previous = await store.switchLive({ deploymentId: dep.id, buildId, containerId, hostPort: upstream.port, status });
+    const previous = await store.switchLive({ deploymentId: dep.id, buildId, containerId, upstreams, status });
     // The old release is drained where the data plane was sending its traffic.
-    const oldUpstream = this.#liveUpstream(dep);
-    dataPlane.publish(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'live', upstream });
-    for (const old of previous) this.#retire(old.containerId, old.hostPort === oldUpstream?.port ? oldUpstream : undefined);
+    const oldUpstreams = this.#liveUpstreams(dep);
+    dataPlane.publish(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'live', upstreams });
+    for (const old of previous) {
+      this.#retire(
+        old.containerId,
+        oldUpstreams.filter((u) => old.upstreams.some((o) => o.host === u.host && o.port === u.port)),
+      );
+    }
     this.#track(pruneImages(store, this.#deps.engine, dep.id, this.#deps.settings.keepImages));
   }
 
-  /** Drains and stops an old container in the background. */
-  #retire(containerId: string, upstream: Upstream | undefined): void {
-    const { engine, dataPlane } = this.#deps;
+  /** Drains and stops an old release in the background. */
+  #retire(releaseId: string, upstreams: readonly Upstream[]): void {
+    const { dataPlane } = this.#deps;
     this.#track(
       (async () => {
-        if (upstream !== undefined) await dataPlane.drain(upstream, DRAIN_MS);
-        await engine.stopContainer(containerId, STOP_SECONDS);
-        await engine.removeContainer(containerId);
+        await Promise.all(upstreams.map((upstream) => dataPlane.drain(upstream, DRAIN_MS)));
+        await this.#runtime.stopRelease(releaseId, STOP_SECONDS);
+        await this.#runtime.removeRelease(releaseId);
       })(),
     );
   }
@@ -806,4 +805,29 @@ export class DeploymentLifecycle implements DeploymentOperations {
     this.#background.add(tracked);
     void tracked.finally(() => this.#background.delete(tracked));
   }
+}
+
+/** A release's metrics: each replica's figures, and their sums (started_at: the earliest start). */
+function summedMetrics(stats: readonly ReplicaStats[]): DeploymentMetrics {
+  const replicas = stats.map((r) => ({
+    replica: r.replica,
+    cpu_percent: r.cpuPercent,
+    memory_bytes: r.memoryBytes,
+    memory_limit_bytes: r.memoryLimitBytes,
+    network_rx_bytes: r.networkRxBytes,
+    network_tx_bytes: r.networkTxBytes,
+    restarts: r.restarts,
+    started_at: r.startedAt,
+  }));
+  const sum = (pick: (r: (typeof replicas)[number]) => number): number => replicas.reduce((total, r) => total + pick(r), 0);
+  return {
+    cpu_percent: sum((r) => r.cpu_percent),
+    memory_bytes: sum((r) => r.memory_bytes),
+    memory_limit_bytes: sum((r) => r.memory_limit_bytes),
+    network_rx_bytes: sum((r) => r.network_rx_bytes),
+    network_tx_bytes: sum((r) => r.network_tx_bytes),
+    restarts: sum((r) => r.restarts),
+    started_at: replicas.map((r) => r.started_at).sort()[0] ?? new Date(0).toISOString(),
+    replicas,
+  };
 }

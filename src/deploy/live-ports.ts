@@ -1,13 +1,13 @@
-// Keeps routes right when live containers move or stop: a new host port is re-routed, a stopped container is recovered.
+// Keeps routes right when live replicas move or stop: new upstreams are re-routed, a lost replica's release is recovered.
+import { sameUpstreams } from '../core/upstream.js';
 import type { DataPlane } from '../proxy/data-plane.js';
-import type { ContainerEngine } from '../runtime/engine.js';
-import { LABEL_INSTANCE, LABEL_MANAGED } from '../runtime/engine.js';
+import type { AppRuntime } from '../runtime/app-runtime.js';
 import type { DeploymentStore } from './deployment-store.js';
 import type { PendingRelease } from './reconcile.js';
 
 export interface LivePortDeps {
   readonly store: DeploymentStore;
-  readonly engine: ContainerEngine;
+  readonly runtime: AppRuntime;
   readonly dataPlane: DataPlane;
   readonly settings: { readonly instanceId: string };
   readonly log: (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
@@ -23,34 +23,34 @@ export interface LivePortActions {
 }
 
 /**
- * One look at this installation's containers (a single engine call, whatever the number of apps):
- * a live container that came back on another host port (the restart policy after a crash) is
- * re-routed; one that is gone or stopped without the engine restarting it (the engine was
- * restarted, someone ran `docker stop`) is handed to recovery, which starts it again.
+ * One look at this installation's releases (a single runtime call, whatever the number of apps):
+ * a release whose running replicas serve elsewhere now (the restart policy brought a crashed one
+ * back on another port) or fewer of them (one is being restarted: it leaves the edge meanwhile) is
+ * re-routed; one with a replica gone or stopped for good (the engine was restarted, someone ran
+ * `docker stop`) is handed to recovery, which starts it again.
  */
 export async function refreshLivePorts(deps: LivePortDeps, actions: LivePortActions): Promise<void> {
-  const { store, engine, dataPlane } = deps;
+  const { store, runtime, dataPlane } = deps;
   const rows = await store.liveContainers();
   if (rows.length === 0) return;
-  const containers = await engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: deps.settings.instanceId });
-  const byId = new Map(containers.map((c) => [c.id, c]));
+  const states = await runtime.inspectReleases(deps.settings.instanceId, rows.map((row) => row.containerId));
   const stopped: PendingRelease[] = [];
   for (const row of rows) {
     const route = dataPlane.route(row.subdomain);
     if (route?.kind !== 'app' || route.state !== 'live' || actions.isRecovering(row.deploymentId)) continue;
-    const info = byId.get(row.containerId);
-    // `restarting`: the engine's restart policy is bringing a crashed app back; leave it to the engine.
-    if (info === undefined || (!info.running && info.state !== 'restarting')) {
+    const state = states.get(row.containerId);
+    if (state === undefined || state.lost > 0) {
       stopped.push({ deploymentId: row.deploymentId, subdomain: row.subdomain, buildId: row.buildId, containerId: row.containerId });
       continue;
     }
-    const upstream = info.running ? info.upstream : null;
-    if (upstream === null || (upstream.host === route.upstream.host && upstream.port === route.upstream.port)) continue;
+    const upstreams = state.upstreams;
+    // Every replica restarting at once: the route stays as it is until one is back.
+    if (upstreams.length === 0 || sameUpstreams(upstreams, route.upstreams)) continue;
     await actions
       .runLocked(row.deploymentId, async () => {
-        if (!(await store.moveHostPort(row.buildId, row.containerId, upstream.port))) return;
-        dataPlane.publish(row.subdomain, { kind: 'app', deploymentId: row.deploymentId, state: 'live', upstream });
-        deps.log('info', `container of ${row.subdomain} restarted on port ${upstream.port}; route updated`);
+        if (!(await store.moveUpstreams(row.buildId, row.containerId, upstreams))) return;
+        dataPlane.publish(row.subdomain, { kind: 'app', deploymentId: row.deploymentId, state: 'live', upstreams });
+        deps.log('info', `${row.subdomain} now serves from ${upstreams.map((u) => `${u.host}:${u.port}`).join(', ')}; route updated`);
       })
       .catch(() => undefined);
   }

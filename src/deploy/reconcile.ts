@@ -1,7 +1,10 @@
 // Start-up reconciliation, serving first: routes from one look at the engine, releases started again behind the listener.
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { parseUpstreams, sameUpstreams } from '../core/upstream.js';
 import type { DataPlane } from '../proxy/data-plane.js';
+import type { AppRuntime, ReleaseState } from '../runtime/app-runtime.js';
+import { containerIdsOf, DockerRuntime } from '../runtime/docker/docker-runtime.js';
 import type { ContainerEngine, ContainerInfo } from '../runtime/engine.js';
 import { LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED, appNetworkName, buildNetworkName } from '../runtime/engine.js';
 import { imageRepositoryPrefix } from './images.js';
@@ -10,6 +13,8 @@ import type { DeploymentStore } from './deployment-store.js';
 export interface ReconcileDeps {
   readonly store: DeploymentStore;
   readonly engine: ContainerEngine;
+  /** Runs releases; the docker runtime over `engine` when not given. */
+  readonly runtime?: AppRuntime;
   readonly dataPlane: DataPlane;
   readonly dataDir: string;
   /** This installation's id: only engine objects carrying it are ours to remove. */
@@ -52,13 +57,20 @@ export async function planRecovery(deps: ReconcileDeps, engineUp: boolean): Prom
   const buildById = new Map(builds.map((b) => [b.id, b]));
   const mine = { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: deps.instanceId };
   let containers: ContainerInfo[] | undefined;
+  let releases = new Map<string, ReleaseState>();
   if (engineUp) {
-    containers = await engine.listContainers(mine).catch((err: unknown) => {
-      log('warn', 'could not list containers at start; every release is started again', { err });
-      return undefined;
+    const liveIds = deployments.flatMap((d) => {
+      const id = d.live_build_id === null ? null : (buildById.get(d.live_build_id)?.container_id ?? null);
+      return id === null ? [] : [id];
     });
+    try {
+      containers = await engine.listContainers(mine);
+      releases = await (deps.runtime ?? new DockerRuntime(engine)).inspectReleases(deps.instanceId, liveIds);
+    } catch (err) {
+      log('warn', 'could not list containers at start; every release is started again', { err });
+      containers = undefined;
+    }
   }
-  const containerById = new Map((containers ?? []).map((c) => [c.id, c]));
 
   const pending: PendingRelease[] = [];
   for (const dep of deployments) {
@@ -69,10 +81,10 @@ export async function planRecovery(deps: ReconcileDeps, engineUp: boolean): Prom
       dataPlane.publish(dep.subdomain, { kind: 'app', deploymentId: dep.id, state });
       continue;
     }
-    const running = live.container_id === null ? undefined : containerById.get(live.container_id);
-    if (running?.running === true && running.upstream !== null) {
-      if (running.upstream.port !== live.host_port) await store.setContainer(live.id, running.id, running.upstream.port);
-      dataPlane.publish(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'live', upstream: running.upstream });
+    const running = live.container_id === null ? undefined : releases.get(live.container_id);
+    if (running !== undefined && running.lost === 0 && running.upstreams.length === running.replicas) {
+      if (!sameUpstreams(running.upstreams, parseUpstreams(live.upstreams))) await store.setContainer(live.id, running.id, running.upstreams);
+      dataPlane.publish(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'live', upstreams: running.upstreams });
       continue;
     }
     dataPlane.publish(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'starting' });
@@ -81,7 +93,7 @@ export async function planRecovery(deps: ReconcileDeps, engineUp: boolean): Prom
   if (containers === undefined) return { pending, sweep: undefined };
 
   // Engine objects labelled by this installation that no record accounts for, as they are now.
-  const knownContainers = new Set(builds.map((b) => b.container_id).filter((id): id is string => id !== null));
+  const knownContainers = new Set(builds.flatMap((b) => (b.container_id === null ? [] : containerIdsOf(b.container_id))));
   const strayContainers = containers.filter((c) => !knownContainers.has(c.id));
   // Networks are shared by the installation's containers; any other network carrying its label is a leftover.
   const networks = new Set([appNetworkName(deps.instanceId), buildNetworkName(deps.instanceId)]);

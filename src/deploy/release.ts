@@ -1,12 +1,12 @@
-// Starting a release: run a build's image beside the old one and wait until it is healthy.
+// Starting one replica of a release on an engine: run a build's image beside the old one and wait until it is healthy.
 import crypto from 'node:crypto';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Upstream } from '../core/upstream.js';
 import type { EnvVar } from '../domain/app-config.js';
-import type { VolumeSpec } from '../domain/volumes.js';
 import { parseStoredVolumes } from '../domain/volumes.js';
 import type { ContainerEngine, ContainerInfo } from '../runtime/engine.js';
+import { immediateTurn, type EngineTurn, type ReleaseTarget } from '../runtime/app-runtime.js';
 import { LABEL_BUILD, LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED, appNetworkName, containerName } from '../runtime/engine.js';
 import { prepareVolumes } from './volumes.js';
 
@@ -30,22 +30,6 @@ export class ReleaseError extends Error {
   }
 }
 
-export interface ReleaseTarget {
-  /** The installation's id, labelled on the container. */
-  readonly instanceId: string;
-  readonly deploymentId: string;
-  readonly buildId: string;
-  readonly image: string;
-  readonly healthCheckPath: string | null;
-  readonly memoryBytes: number;
-  readonly nanoCpus: number;
-  readonly pidsLimit: number;
-  /** The variables the release runs with (PORT is added, and always wins). */
-  readonly vars: readonly EnvVar[];
-  /** The deployment's volumes, created if needed and mounted. */
-  readonly volumes: readonly VolumeSpec[];
-}
-
 /** A container's environment: the variables, then PORT (reserved: no variable can be named PORT). */
 export function releaseEnv(vars: readonly EnvVar[], port: number): Record<string, string> {
   // fromEntries defines own properties: a variable named like an Object.prototype member stays a variable.
@@ -65,7 +49,7 @@ export interface ReleaseSettings {
  * is released with, its volumes and its limits resolved.
  */
 export function releaseTarget(
-  dep: { id: string; health_check_path: string | null; memory_bytes: number | null; nano_cpus: number | null; volumes: string },
+  dep: { id: string; health_check_path: string | null; memory_bytes: number | null; nano_cpus: number | null; volumes: string; replicas: number },
   build: { id: string; image: string; vars: readonly EnvVar[] },
   settings: ReleaseSettings,
 ): ReleaseTarget {
@@ -80,30 +64,23 @@ export function releaseTarget(
     pidsLimit: settings.appPidsLimit,
     vars: build.vars,
     volumes: parseStoredVolumes(dep.volumes),
+    replicas: dep.replicas,
   };
 }
 
 /** The marker line before the app's own output in a build log (the CLI finds it there). */
 export const APP_OUTPUT_MARKER = '==> app output:';
 
-/**
- * Runs `fn`, the engine's part of starting a container (create, start, inspect), in whatever turn
- * the caller allots: recovery passes one that holds one of its bounded engine slots for exactly
- * that long, so a health check that waits holds none.
- */
-export type EngineTurn = <T>(fn: () => Promise<T>) => Promise<T>;
-
-/** No bound: the engine's part runs at once (deploys are already bounded by their build slots). */
-export const immediateTurn: EngineTurn = (fn) => fn();
+export { immediateTurn, type EngineTurn, type ReleaseTarget };
 
 /**
- * Runs `target.image` as a new container and waits until it answers, at the upstream the engine
+ * Runs `target.image` as a new container (one replica, whatever `target.replicas`) and waits until it answers, at the upstream the engine
  * gives, HTTP (2xx/3xx on the health-check path when one is set) within `timeoutMs`. The container's
  * output goes to `onOutput` as it comes, once, in order, with a progress line every 10 s of
  * waiting. On failure or abort the container is removed; failures throw ReleaseError ending with
  * the app's last output line. The engine calls up to the start run in `engineTurn`; the wait does not.
  */
-export async function startRelease(
+export async function startReplica(
   engine: ContainerEngine,
   target: ReleaseTarget,
   options: { timeoutMs: number; signal: AbortSignal; onOutput?: (text: string) => void; engineTurn?: EngineTurn },

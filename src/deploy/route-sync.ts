@@ -1,7 +1,7 @@
 // Routes on every instance: changes announced by id (the route itself is read from the store), plus a periodic resync.
 import type { DataPlane } from '../proxy/data-plane.js';
 import type { HostAlias, Route } from '../proxy/routing-table.js';
-import type { Upstream } from '../core/upstream.js';
+import { sameUpstreams } from '../core/upstream.js';
 import type { Coordination } from './coordination.js';
 import type { DeploymentStore, RouteFact } from './deployment-store.js';
 
@@ -63,8 +63,6 @@ export interface RouteSyncDeps {
   /** Custom domains now published, and as the database has them. */
   readonly publishedHosts: () => Iterable<readonly [string, HostAlias]>;
   readonly storedHosts: () => Promise<Array<{ hostname: string; deploymentId: string; subdomain: string }>>;
-  /** Where a live build's published port is reached (the runtime's publish host). */
-  readonly upstreamOf: (hostPort: number) => Upstream;
   /** Deployments whose route this instance is deciding itself now (its recovery): left alone. */
   readonly isLocal: (deploymentId: string) => boolean;
   /** This instance's own route changes (announced, so skipped by the feed). */
@@ -74,17 +72,17 @@ export interface RouteSyncDeps {
   readonly log: (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
 }
 
-/** The route a deployment's facts give (what start-up recovery publishes, for a running container). */
-export function routeOf(fact: RouteFact, upstreamOf: (hostPort: number) => Upstream): Route {
-  const serving = fact.hostPort !== null && (fact.status === 'running' || fact.status === 'failed' || fact.status === 'building');
-  if (serving && fact.hostPort !== null) return { kind: 'app', deploymentId: fact.deploymentId, state: 'live', upstream: upstreamOf(fact.hostPort) };
+/** The route a deployment's facts give (what start-up recovery publishes, for a running release). */
+export function routeOf(fact: RouteFact): Route {
+  const serving = fact.upstreams.length > 0 && (fact.status === 'running' || fact.status === 'failed' || fact.status === 'building');
+  if (serving) return { kind: 'app', deploymentId: fact.deploymentId, state: 'live', upstreams: fact.upstreams };
   const state = fact.status === 'stopped' ? 'stopped' : fact.status === 'failed' ? 'failed' : 'starting';
   return { kind: 'app', deploymentId: fact.deploymentId, state };
 }
 
 function sameRoute(a: Route | undefined, b: Route): boolean {
   if (a === undefined || a.kind !== 'app' || b.kind !== 'app' || a.deploymentId !== b.deploymentId || a.state !== b.state) return false;
-  if (a.state === 'live' && b.state === 'live') return a.upstream.host === b.upstream.host && a.upstream.port === b.upstream.port;
+  if (a.state === 'live' && b.state === 'live') return sameUpstreams(a.upstreams, b.upstreams);
   return true;
 }
 
@@ -97,7 +95,7 @@ export function syncRoutes(deps: RouteSyncDeps): () => void {
   const apply = (fact: RouteFact, mark: number): void => {
     // Changed here since the facts were read: this instance's own write is newer than what was read.
     if (deps.isLocal(fact.deploymentId) || deps.localChanges.changedAfter(fact.deploymentId, mark)) return;
-    const route = routeOf(fact, deps.upstreamOf);
+    const route = routeOf(fact);
     if (!sameRoute(dataPlane.route(fact.subdomain), route)) dataPlane.publish(fact.subdomain, route);
   };
   const syncDeployment = async (deploymentId: string): Promise<void> => {

@@ -19,6 +19,7 @@ export const SHOWN_DEPLOYMENT_COLUMNS = [
   'memory_bytes',
   'nano_cpus',
   'volumes',
+  'replicas',
   'auto_deploy',
   'previews',
   'team_id',
@@ -38,7 +39,7 @@ export type NewDeployment = Omit<DeploymentRow, 'seq'>;
 
 /** Settings of a deployment a use-case may change. */
 export type DeploymentChanges = Partial<
-  Pick<DeploymentRow, 'name' | 'repo_url' | 'branch' | 'dockerfile_path' | 'health_check_path' | 'memory_bytes' | 'nano_cpus' | 'volumes' | 'auto_deploy' | 'previews'>
+  Pick<DeploymentRow, 'name' | 'repo_url' | 'branch' | 'dockerfile_path' | 'health_check_path' | 'memory_bytes' | 'nano_cpus' | 'volumes' | 'replicas' | 'auto_deploy' | 'previews'>
 >;
 
 /**

@@ -50,6 +50,7 @@ export interface CreateDeploymentInput {
   memory_mb?: number | undefined;
   cpus?: number | undefined;
   volumes?: Array<{ name: string; mount_path: string }> | undefined;
+  replicas?: number | undefined;
   auto_deploy?: boolean | undefined;
   previews?: boolean | undefined;
   /** The team the deployment belongs to (the caller must be its owner); absent: the caller's own. */
@@ -108,6 +109,21 @@ function checkNanoCpus(cpus: number, limits: ResourceCeilings): number {
   return Math.round(cpus * 1e9);
 }
 
+/** Most replicas a deployment may ask for (decisions §16). */
+export const MAX_REPLICAS = 20;
+
+function checkReplicas(replicas: number): number {
+  if (!Number.isInteger(replicas) || replicas < 1 || replicas > MAX_REPLICAS) throw validationError(`replicas must be a whole number from 1 to ${MAX_REPLICAS}`);
+  return replicas;
+}
+
+/** Volumes are local to one engine (one node): a deployment with volumes runs one replica (decisions §16). */
+function checkReplicasWithVolumes(replicas: number, volumes: string): void {
+  if (replicas > 1 && parseStoredVolumes(volumes).length > 0) {
+    throw validationError('replicas must be 1 for a deployment with volumes (a volume lives on one node and is not shared between replicas)');
+  }
+}
+
 function validateCreate(input: CreateDeploymentInput, allowFile: boolean, limits: ResourceCeilings): Omit<DeploymentRow, 'id' | 'user_id' | 'team_id' | 'created_at' | 'updated_at' | 'seq'> {
   const name = checkName(input.name);
   const subdomain = normalizeSubdomain(input.subdomain);
@@ -142,6 +158,7 @@ function validateCreate(input: CreateDeploymentInput, allowFile: boolean, limits
     memory_bytes: input.memory_mb === undefined ? null : checkMemoryBytes(input.memory_mb, limits),
     nano_cpus: input.cpus === undefined ? null : checkNanoCpus(input.cpus, limits),
     volumes: JSON.stringify(normalizeVolumes(input.volumes ?? [])),
+    replicas: input.replicas === undefined ? 1 : checkReplicas(input.replicas),
     auto_deploy: input.auto_deploy === true ? 1 : 0,
     previews: input.previews === true ? 1 : 0,
     // Not a preview (those are created by pull request events: domain/preview-events.ts).
@@ -169,6 +186,8 @@ export interface UpdateDeploymentInput {
   cpus?: number | null | undefined;
   /** The whole list (replaces the old one); a volume left out keeps its data until the deployment is deleted. */
   volumes?: Array<{ name: string; mount_path: string }> | undefined;
+  /** Copies that serve the app (1–20); applies at the next deploy, restart or rollback. */
+  replicas?: number | undefined;
   /** git deployments: a verified push to the tracked branch deploys the pushed commit. */
   auto_deploy?: boolean | undefined;
   /** git deployments: pull requests against the tracked branch get previews. */
@@ -193,6 +212,8 @@ export async function updateDeployment(
   if (input.memory_mb !== undefined) changes.memory_bytes = input.memory_mb === null ? null : checkMemoryBytes(input.memory_mb, deps.limits);
   if (input.cpus !== undefined) changes.nano_cpus = input.cpus === null ? null : checkNanoCpus(input.cpus, deps.limits);
   if (input.volumes !== undefined) changes.volumes = JSON.stringify(normalizeVolumes(input.volumes));
+  if (input.replicas !== undefined) changes.replicas = checkReplicas(input.replicas);
+  checkReplicasWithVolumes(changes.replicas ?? row.replicas, changes.volumes ?? row.volumes);
   if (input.auto_deploy !== undefined) {
     if (input.auto_deploy && row.source_type !== 'git') throw autoDeployNeedsGit();
     changes.auto_deploy = input.auto_deploy ? 1 : 0;
@@ -222,6 +243,7 @@ export async function createDeployment(deps: DeploymentDeps, principal: Principa
   const teamId = input.team_id ?? null;
   if (teamId !== null) authorizeTeam(principal, teamId, 'owner');
   const fields = validateCreate(input, deps.allowPrivateGit, deps.limits);
+  checkReplicasWithVolumes(fields.replicas, fields.volumes);
   if (fields.repo_url !== null) await deps.checkRepoHost(fields.repo_url);
   const now = nowIso();
   const id = crypto.randomUUID();
@@ -286,6 +308,7 @@ export interface DeploymentView {
   memory_mb?: number | null;
   cpus?: number | null;
   volumes?: VolumeSpec[];
+  replicas?: number;
   auto_deploy?: boolean;
   previews?: boolean;
   team_id?: string | null;
@@ -328,6 +351,7 @@ export function presentDeployment(row: ShownDeployment, urlFor: (subdomain: stri
       memory_mb,
       cpus,
       volumes: parseStoredVolumes(row.volumes),
+      replicas: row.replicas,
       auto_deploy: row.auto_deploy === 1,
       previews: row.previews === 1,
       team_id: row.team_id,
@@ -349,5 +373,6 @@ export function presentDeployment(row: ShownDeployment, urlFor: (subdomain: stri
     cpus,
     volumes: parseStoredVolumes(row.volumes),
     team_id: row.team_id,
+    replicas: row.replicas,
   };
 }

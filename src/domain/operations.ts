@@ -11,7 +11,7 @@ export interface DeployOptions {
 }
 
 /** GET /deployments/{id}/metrics: the live container's figures from the engine's stats. */
-export interface DeploymentMetrics {
+export interface ReplicaMetrics {
   cpu_percent: number;
   memory_bytes: number;
   memory_limit_bytes: number;
@@ -19,6 +19,11 @@ export interface DeploymentMetrics {
   network_tx_bytes: number;
   restarts: number;
   started_at: string;
+}
+
+/** A live release's figures: each replica's, and their sums (started_at: the earliest). */
+export interface DeploymentMetrics extends ReplicaMetrics {
+  replicas: Array<ReplicaMetrics & { replica: number }>;
 }
 
 /**

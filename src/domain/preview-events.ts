@@ -160,6 +160,7 @@ function newPreviewRow(parent: DeploymentRow, event: Event, subdomain: string): 
     memory_bytes: parent.memory_bytes,
     nano_cpus: parent.nano_cpus,
     volumes: '[]',
+    replicas: 1,
     auto_deploy: 0,
     previews: 0,
     parent_id: parent.id,

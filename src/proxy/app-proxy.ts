@@ -54,6 +54,8 @@ export class AppProxy {
   readonly #inFlight = new Map<string, number>();
   readonly #idleWaiters = new Map<string, Set<() => void>>();
   readonly #upgraded = new Set<Duplex>();
+  /** Where the next pick among equally loaded replicas starts. */
+  #turn = 0;
 
   constructor(options: AppProxyOptions) {
     this.#table = options.table;
@@ -76,7 +78,7 @@ export class AppProxy {
       res.once('close', () => onEnd(app, res.headersSent ? res.statusCode : 0, Number(process.hrtime.bigint() - started) / 1e9));
     }
     if (route?.kind === 'app' && route.state === 'live') {
-      this.#proxyRequest(req, res, route.upstream, false);
+      this.#proxyRequest(req, res, this.#pick(route.upstreams), false);
     } else if (route?.kind === 'tunnel' && route.state === 'connected') {
       try {
         route.target.handleRequest(req, res);
@@ -97,7 +99,7 @@ export class AppProxy {
     const host = displayHost(req);
     const route = resolution.route;
     if (route?.kind === 'app' && route.state === 'live') {
-      this.#proxyUpgrade(req, socket, head, route.upstream);
+      this.#proxyUpgrade(req, socket, head, this.#pick(route.upstreams));
     } else if (route?.kind === 'tunnel' && route.state === 'connected') {
       try {
         route.target.handleUpgrade(req, socket, head);
@@ -109,6 +111,28 @@ export class AppProxy {
       writeRawPage(socket, refusalPage(host, route));
     }
     return true;
+  }
+
+  /**
+   * The replica a request goes to: the one with the fewest requests in flight, ties taken in turn
+   * (a rotating start), so idle replicas share the load round-robin.
+   */
+  #pick(upstreams: readonly Upstream[], avoid?: Upstream): Upstream {
+    const count = upstreams.length;
+    const start = count > 1 ? this.#turn++ % count : 0;
+    if (this.#turn >= Number.MAX_SAFE_INTEGER) this.#turn = 0;
+    let best: Upstream | undefined;
+    let bestLoad = Infinity;
+    for (let i = 0; i < count; i++) {
+      const candidate = upstreams[(start + i) % count] as Upstream;
+      if (avoid !== undefined && sameUpstream(candidate, avoid)) continue;
+      const load = this.inFlight(candidate);
+      if (load < bestLoad) {
+        best = candidate;
+        bestLoad = load;
+      }
+    }
+    return best ?? (upstreams[0] as Upstream);
   }
 
   /** Number of requests/upgraded sockets in flight to an upstream "host:port". */
@@ -212,8 +236,8 @@ export class AppProxy {
   }
 
   /**
-   * Where to send a failed request once more, if it is safe: a refused connect whose route has meanwhile
-   * moved to another upstream (a release switch), or a reused keep-alive socket the upstream had just
+   * Where to send a failed request once more, if it is safe: a refused connect when the route has
+   * another upstream (another replica, or a release switched to meanwhile), or a reused keep-alive socket the upstream had just
    * closed (the classic keep-alive race) for an idempotent request whose body was not consumed.
    */
   #retryTarget(
@@ -226,10 +250,13 @@ export class AppProxy {
     const replayable = !bodyStarted || hasNoRequestBody(req);
     if (!replayable) return undefined;
     const route = this.#table.resolveHost(req.headers.host)?.route;
-    const current = route?.kind === 'app' && route.state === 'live' ? route.upstream : undefined;
-    if (current === undefined) return undefined;
-    if (CONNECT_FAILURES.has(err.code ?? '') && upstreamKey(current) !== upstreamKey(upstream)) return current;
-    if (err.code === 'ECONNRESET' && proxyReq.reusedSocket && IDEMPOTENT.has(req.method ?? '')) return current;
+    if (route?.kind !== 'app' || route.state !== 'live') return undefined;
+    // A refused connect: another replica (or the release switched to meanwhile) takes it.
+    if (CONNECT_FAILURES.has(err.code ?? '')) {
+      const other = this.#pick(route.upstreams, upstream);
+      return sameUpstream(other, upstream) ? undefined : other;
+    }
+    if (err.code === 'ECONNRESET' && proxyReq.reusedSocket && IDEMPOTENT.has(req.method ?? '')) return this.#pick(route.upstreams);
     return undefined;
   }
 
@@ -334,6 +361,10 @@ export class AppProxy {
 
 function upstreamKey(upstream: Upstream): string {
   return `${upstream.host}:${upstream.port}`;
+}
+
+function sameUpstream(a: Upstream, b: Upstream): boolean {
+  return a.host === b.host && a.port === b.port;
 }
 
 /** The page for a host that resolved but cannot be served: unknown (404) or not running (503). */

@@ -30,11 +30,12 @@ export interface StreamTarget {
 }
 
 /**
- * What a host resolves to. `live` apps have an upstream; an app in any other state answers 503.
+ * What a host resolves to. `live` apps have their upstreams (one per replica, at least one); an app
+ * in any other state answers 503.
  * A tunnel is `connected` (with a target) or `disconnected` (held for a reconnecting client: 503).
  */
 export type Route =
-  | { readonly kind: 'app'; readonly deploymentId: string; readonly state: 'live'; readonly upstream: Upstream }
+  | { readonly kind: 'app'; readonly deploymentId: string; readonly state: 'live'; readonly upstreams: readonly Upstream[] }
   | { readonly kind: 'app'; readonly deploymentId: string; readonly state: 'stopped' | 'failed' | 'starting' }
   | { readonly kind: 'tunnel'; readonly tunnelId: string; readonly state: 'connected'; readonly target: StreamTarget }
   | { readonly kind: 'tunnel'; readonly tunnelId: string; readonly state: 'disconnected' };

@@ -172,8 +172,9 @@ export interface ContainerEngine {
   /**
    * Demultiplexed stdout+stderr as text chunks. `follow` keeps streaming until the container
    * stops or signal aborts (then the iteration just ends). tail: last N lines (undefined = all).
+   * timestamps: each line starts with the engine's RFC 3339 time of it and a space.
    */
-  containerLogs(id: string, options: { tail?: number; follow: boolean; signal?: AbortSignal }): AsyncIterable<string>;
+  containerLogs(id: string, options: { tail?: number; follow: boolean; signal?: AbortSignal; timestamps?: boolean }): AsyncIterable<string>;
   /** Resource use of a running container; null when it does not exist or is not running. */
   containerStats(id: string, signal?: AbortSignal): Promise<ContainerStats | null>;
   /** All containers (stopped ones too) carrying every one of these labels. */

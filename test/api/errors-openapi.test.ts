@@ -232,7 +232,7 @@ class StubOperations implements DeploymentOperations {
       error: null,
       image_id: 'sha256:internal',
       container_id: 'internal-container',
-      host_port: 49152,
+      upstreams: '[{"host":"127.0.0.1","port":49152}]',
       started_at: new Date().toISOString(),
       finished_at: options.wait ? new Date().toISOString() : null,
       seq: 1,
@@ -262,7 +262,7 @@ class StubOperations implements DeploymentOperations {
   }
   async metrics(): Promise<DeploymentMetrics> {
     this.#check('metrics');
-    return { cpu_percent: 0, memory_bytes: 0, memory_limit_bytes: 0, network_rx_bytes: 0, network_tx_bytes: 0, restarts: 0, started_at: new Date(0).toISOString() };
+    return { cpu_percent: 0, memory_bytes: 0, memory_limit_bytes: 0, network_rx_bytes: 0, network_tx_bytes: 0, restarts: 0, started_at: new Date(0).toISOString(), replicas: [] };
   }
   async runtimeLogs(): Promise<AsyncIterable<string>> {
     this.#check('logs');

@@ -39,7 +39,7 @@ describe('metrics', () => {
     const res = await s.request('GET', `/api/v1/deployments/${app.id}/metrics`, { token: alice.token });
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(Object.keys(res.json).sort(), [
-      'cpu_percent', 'memory_bytes', 'memory_limit_bytes', 'network_rx_bytes', 'network_tx_bytes', 'restarts', 'started_at',
+      'cpu_percent', 'memory_bytes', 'memory_limit_bytes', 'network_rx_bytes', 'network_tx_bytes', 'replicas', 'restarts', 'started_at',
     ]);
     const m = res.json;
     assert.equal(m.memory_limit_bytes, 64 * 1024 * 1024, 'the limit is the deployment memory_mb');

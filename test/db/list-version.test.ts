@@ -43,7 +43,7 @@ const newBuild = (deploymentId: string) => ({
   error: null,
   image_id: null,
   container_id: null,
-  host_port: null,
+  upstreams: null,
   started_at: new Date().toISOString(),
   finished_at: null,
   runner: null,
@@ -66,7 +66,7 @@ test('every write that changes what the list shows bumps its owner\'s version, a
   const build = newBuild(id);
   await assertBumps('a build start', () => store.startBuild(build, 'building'));
   await assertBumps('a status change', () => store.setStatus(id, 'failed'));
-  await assertBumps('a switch of the live build', () => store.switchLive({ deploymentId: id, buildId: build.id, containerId: 'c1', hostPort: 40000, status: 'running' }));
+  await assertBumps('a switch of the live build', () => store.switchLive({ deploymentId: id, buildId: build.id, containerId: 'c1', upstreams: [{ host: '127.0.0.1', port: 40000 }], status: 'running' }));
   const interrupted = newBuild(id);
   await store.startBuild(interrupted, 'building');
   await assertBumps('start-up recovery failing an interrupted build', () => store.failInterruptedBuilds('interrupted'));

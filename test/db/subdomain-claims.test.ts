@@ -76,7 +76,7 @@ test("start-up recovery touches only its own instance's tunnels and builds", asy
     error: null,
     image_id: null,
     container_id: null,
-    host_port: null,
+    upstreams: null,
     started_at: new Date().toISOString(),
     finished_at: null,
   });

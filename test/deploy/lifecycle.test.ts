@@ -297,7 +297,7 @@ describe('lifecycle on a fake runtime and data plane', () => {
     const interrupted = crypto.randomUUID();
     await db
       .insertInto('builds')
-      .values({ id: interrupted, deployment_id: dep.id, status: 'building', commit_sha: 'x', source_ref: 'x', error: null, image_id: null, container_id: null, host_port: null, started_at: new Date().toISOString(), finished_at: null })
+      .values({ id: interrupted, deployment_id: dep.id, status: 'building', commit_sha: 'x', source_ref: 'x', error: null, image_id: null, container_id: null, upstreams: null, started_at: new Date().toISOString(), finished_at: null })
       .execute();
     await db.updateTable('deployments').set({ status: 'building' }).where('id', '=', dep.id).execute();
     const liveContainer = (await build(live.id)).container_id;
@@ -376,7 +376,7 @@ describe('lifecycle on a fake runtime and data plane', () => {
     assert.equal((await (await fetch(`http://${answer.host}:${answer.port}/`)).text()).trim(), down.buildId);
     assert.ok(runtime.calls.includes(`startContainer ${down.containerId}`), 'the same container was started again (no duplicate)');
     assert.equal((await build(down.buildId)).container_id, down.containerId);
-    assert.equal((await build(down.buildId)).host_port, answer.port);
+    assert.deepEqual(JSON.parse((await build(down.buildId)).upstreams ?? 'null'), [{ host: answer.host, port: answer.port }]);
     assert.equal((await deployment(down.id)).status, 'running');
     await recovering.close();
   });

@@ -101,7 +101,7 @@ contract('database (SQLite, encrypted)', async () => {
       const id = crypto.randomUUID();
       await db
         .insertInto('builds')
-        .values({ id, deployment_id: deploymentId, status: 'building', commit_sha: 'x', source_ref: 'x', error: null, image_id: null, container_id: null, host_port: null, started_at: now, finished_at: null })
+        .values({ id, deployment_id: deploymentId, status: 'building', commit_sha: 'x', source_ref: 'x', error: null, image_id: null, container_id: null, upstreams: null, started_at: now, finished_at: null })
         .execute();
       return id;
     },

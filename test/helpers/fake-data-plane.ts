@@ -35,11 +35,17 @@ export class FakeDataPlane implements DataPlane {
     this.calls.push(`drain ${upstream.host}:${upstream.port}`);
   }
 
-  /** What a visitor of `subdomain` would get: 404, 503, or the upstream it is sent to. */
+  /** What a visitor of `subdomain` would get: 404, 503, or the (first replica's) upstream it is sent to. */
   answer(subdomain: string): '404' | '503' | Upstream {
     const route = this.routes.get(subdomain);
     if (route === undefined) return '404';
-    if (route.kind === 'app' && route.state === 'live') return route.upstream;
+    if (route.kind === 'app' && route.state === 'live') return route.upstreams[0] ?? '503';
     return '503';
+  }
+
+  /** Every upstream a live subdomain is served by (one per replica); empty when it is not live. */
+  upstreams(subdomain: string): readonly Upstream[] {
+    const route = this.routes.get(subdomain);
+    return route?.kind === 'app' && route.state === 'live' ? route.upstreams : [];
   }
 }

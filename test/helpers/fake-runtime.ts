@@ -192,10 +192,10 @@ export class FakeRuntime implements ContainerEngine {
     return { cpuPercent: 0, memoryBytes: 1 << 20, memoryLimitBytes: 256 << 20, networkRxBytes: 0, networkTxBytes: 0, restarts: 0, startedAt: new Date(0).toISOString() };
   }
 
-  async *containerLogs(id: string): AsyncIterable<string> {
+  async *containerLogs(id: string, options?: { timestamps?: boolean }): AsyncIterable<string> {
     const container = this.containers.get(id);
     if (container === undefined) throw new Error(`no such container: ${id}`);
-    yield `log of ${container.name}\n`;
+    yield `${options?.timestamps === true ? `${new Date().toISOString()} ` : ''}log of ${container.name}\n`;
   }
 
   async listContainers(labels: Record<string, string>): Promise<ContainerInfo[]> {

@@ -90,8 +90,8 @@ async function setup(): Promise<{ table: RoutingTable; proxy: AppProxy; port: nu
   return { table, proxy, port };
 }
 
-function live(upstream: Upstream): { kind: 'app'; deploymentId: string; state: 'live'; upstream: Upstream } {
-  return { kind: 'app', deploymentId: `dep-${upstream.port}`, state: 'live', upstream };
+function live(upstream: Upstream): { kind: 'app'; deploymentId: string; state: 'live'; upstreams: Upstream[] } {
+  return { kind: 'app', deploymentId: `dep-${upstream.port}`, state: 'live', upstreams: [upstream] };
 }
 
 function send(port: number, options: RequestOptions): Promise<Response> {

@@ -19,7 +19,7 @@ const implementations: Array<[string, () => { plane: DataPlane; close: () => voi
   ['fake', () => ({ plane: new FakeDataPlane(), close: () => undefined })],
 ];
 
-const live = (port: number): Route => ({ kind: 'app', deploymentId: 'd1', state: 'live', upstream: { host: '127.0.0.1', port } });
+const live = (port: number): Route => ({ kind: 'app', deploymentId: 'd1', state: 'live', upstreams: [{ host: '127.0.0.1', port }] });
 
 for (const [name, make] of implementations) {
   describe(`data plane contract: ${name}`, () => {

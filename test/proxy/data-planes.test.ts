@@ -70,7 +70,7 @@ for (const kind of PLANES) {
       return { server, upstream: { host: '127.0.0.1', port: (server.address() as AddressInfo).port } };
     }
     function live(subdomain: string, to: Upstream): void {
-      plane.table.set(subdomain, { kind: 'app', deploymentId: `dep-${subdomain}`, state: 'live', upstream: to });
+      plane.table.set(subdomain, { kind: 'app', deploymentId: `dep-${subdomain}`, state: 'live', upstreams: [to] });
     }
     /** The route change reaches HAProxy through its runtime API a moment after the table changes. */
     async function settled(): Promise<void> {
@@ -121,6 +121,26 @@ for (const kind of PLANES) {
       live('waking', to);
       await settled();
       assert.equal((await send(plane.port, `waking.${DOMAIN}`)).body.toString(), 'awake');
+    });
+
+    it('a host with several replicas spreads requests over all of them; a replica taken off the route gets none', async () => {
+      const replicas = await Promise.all(['r0', 'r1', 'r2'].map((name) => upstream((_req, res) => res.end(name))));
+      const route = (n: number) => ({ kind: 'app' as const, deploymentId: 'dep-many', state: 'live' as const, upstreams: replicas.slice(0, n).map((r) => r.upstream) });
+      plane.table.set('many', route(3));
+      await settled();
+      const seen = new Map<string, number>();
+      for (let i = 0; i < 60; i++) {
+        const body = (await send(plane.port, `many.${DOMAIN}`)).body.toString();
+        seen.set(body, (seen.get(body) ?? 0) + 1);
+      }
+      assert.deepEqual([...seen.keys()].sort(), ['r0', 'r1', 'r2'], `every replica served: ${JSON.stringify([...seen])}`);
+      plane.table.set('many', route(2));
+      await settled();
+      for (let i = 0; i < 30; i++) assert.notEqual((await send(plane.port, `many.${DOMAIN}`)).body.toString(), 'r2');
+      // Back to one replica: every request goes to it.
+      plane.table.set('many', route(1));
+      await settled();
+      for (let i = 0; i < 10; i++) assert.equal((await send(plane.port, `many.${DOMAIN}`)).body.toString(), 'r0');
     });
 
     it('proxies method, path, query, headers and a 1 MiB body both ways, keeping Host', async () => {

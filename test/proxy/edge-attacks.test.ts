@@ -74,8 +74,8 @@ async function front(): Promise<{ table: RoutingTable; port: number; crashes: Er
   return { table, port, crashes };
 }
 
-function live(upstream: Upstream): { kind: 'app'; deploymentId: string; state: 'live'; upstream: Upstream } {
-  return { kind: 'app', deploymentId: `dep-${upstream.port}`, state: 'live', upstream };
+function live(upstream: Upstream): { kind: 'app'; deploymentId: string; state: 'live'; upstreams: Upstream[] } {
+  return { kind: 'app', deploymentId: `dep-${upstream.port}`, state: 'live', upstreams: [upstream] };
 }
 
 interface Answer {

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
-import { errorPageFiles, renderHaproxyConfig, renderHostMap } from '../../src/proxy/haproxy/haproxy-config.js';
+import { errorPageFiles, renderCountMap, renderHaproxyConfig, renderHostMap } from '../../src/proxy/haproxy/haproxy-config.js';
 import { haproxyFiles, listenForHaproxy } from '../../src/proxy/haproxy/haproxy-data-plane.js';
 import { processEnded } from '../../src/proxy/haproxy/haproxy-process.js';
 import { eventually } from '../helpers/apps.js';
@@ -95,8 +95,10 @@ describe('HAProxy files', () => {
     }
   });
 
-  it('the host map has one "host server" line per host', () => {
-    assert.equal(renderHostMap(new Map([['a.apps.test', 'u1_1'], ['b.apps.test', 'u2_2']])), 'a.apps.test u1_1\nb.apps.test u2_2\n');
+  it('the host map has one "host/i server" line per replica, the count map one "host n" line per host', () => {
+    const hosts = new Map([['a.apps.test', ['u1_1']], ['b.apps.test', ['u2_2', 'u3_3']]]);
+    assert.equal(renderHostMap(hosts), 'a.apps.test/0 u1_1\nb.apps.test/0 u2_2\nb.apps.test/1 u3_3\n');
+    assert.equal(renderCountMap(hosts), 'a.apps.test 1\nb.apps.test 2\n');
   });
 
   it('with HTTPS, a TLS bind on an empty crt-list (strict SNI), the fast path for TLS requests only, and TLS requests to Node on their own port', () => {

@@ -37,7 +37,7 @@ test('HEAD to an app that answers with a body: the visitor gets the status and h
   });
   const appPort = await listen(app);
   const table = new RoutingTable('apps.test');
-  table.set('head', { kind: 'app', deploymentId: 'dep-head', state: 'live', upstream: { host: '127.0.0.1', port: appPort } });
+  table.set('head', { kind: 'app', deploymentId: 'dep-head', state: 'live', upstreams: [{ host: '127.0.0.1', port: appPort }] });
   const proxy = new AppProxy({ table, publicProtocol: 'http' });
   const front = createServer((req, res) => {
     if (!proxy.handleRequest(req, res)) res.end('api');

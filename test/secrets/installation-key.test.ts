@@ -131,7 +131,7 @@ describe('key rotation', () => {
       })
       .execute();
     const buildId = crypto.randomUUID();
-    await db.insertInto('builds').values({ id: buildId, deployment_id: depId, status: 'succeeded', commit_sha: 'x', source_ref: 'x', error: null, image_id: null, container_id: null, host_port: null, started_at: now, finished_at: now }).execute();
+    await db.insertInto('builds').values({ id: buildId, deployment_id: depId, status: 'succeeded', commit_sha: 'x', source_ref: 'x', error: null, image_id: null, container_id: null, upstreams: null, started_at: now, finished_at: now }).execute();
     const store = new DbAppConfigStore(db, unlocked.cipher);
     await store.change(depId, { set: new Map([['TOKEN', 'rotate-me-123'], ['PLAIN', 'p']]), unset: [], secret: true }, () => undefined);
     await store.recordForBuild(depId, buildId);

@@ -7,7 +7,7 @@ import { authorizeAdmin } from '../../domain/policy.js';
 import { IdParams, errorResponses } from '../schemas.js';
 import { clientGone } from './deployment-routes.js';
 
-export const DeploymentMetricsResponse = Type.Object({
+const ReplicaFigures = {
   cpu_percent: Type.Number({ description: 'CPU use over the last second, in percent of one CPU' }),
   memory_bytes: Type.Integer({ description: 'memory in use, page cache excluded' }),
   memory_limit_bytes: Type.Integer(),
@@ -15,6 +15,13 @@ export const DeploymentMetricsResponse = Type.Object({
   network_tx_bytes: Type.Integer(),
   restarts: Type.Integer({ description: 'restarts by the engine (the app crashed)' }),
   started_at: Type.String({ format: 'date-time' }),
+};
+
+export const DeploymentMetricsResponse = Type.Object({
+  ...ReplicaFigures,
+  replicas: Type.Array(Type.Object({ replica: Type.Integer({ minimum: 1 }), ...ReplicaFigures }), {
+    description: "each running replica's own figures; the fields above are their sums (started_at: the earliest)",
+  }),
 });
 
 /** GET /deployments/{id}/metrics, inside the authenticated /api/v1 scope. */
@@ -26,7 +33,7 @@ export const deploymentMetricsRoutes =
       {
         schema: {
           tags: ['deployments'],
-          summary: "The live container's CPU, memory, network and restarts (409 when nothing runs)",
+          summary: "The live release's CPU, memory, network and restarts, summed over its replicas (409 when nothing runs)",
           params: IdParams,
           response: { 200: DeploymentMetricsResponse, ...errorResponses(401, 404, 409) },
         },

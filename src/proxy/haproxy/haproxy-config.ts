@@ -9,7 +9,10 @@ export const APPS_BACKEND = 'apps';
 export interface HaproxyFiles {
   readonly dir: string;
   readonly config: string;
+  /** `<host>/<i> <server>`: the server of each replica of a live host. */
   readonly hostMap: string;
+  /** `<host> <n>`: how many replicas (servers) a live host has. */
+  readonly countMap: string;
   readonly socket: string;
   /** The crt-list of the TLS bind: empty on disk; certificates are added in memory over the runtime API. */
   readonly crtList: string;
@@ -101,7 +104,11 @@ ${tls === undefined ? '' : `  bind ${tlsBind} ssl crt-list ${files.crtList} stri
   # else goes to the Node process, which refuses it exactly as the Node plane does. ACME HTTP-01
   # challenges are Node's whatever the host.
   http-request set-var(txn.host) req.hdr(host),field(1,:),lower if ${fastCondition}{ req.hdr_cnt(host) eq 1 } { url -m beg / } !{ path_beg /.well-known/acme-challenge/ }
-  http-request set-var(txn.server) var(txn.host),map(${files.hostMap}) if { var(txn.host) -m found }
+  # A live host has n servers (one per replica): the replica map names each as "<host>/<i>"; one is
+  # picked at random per request.
+  http-request set-var(txn.replicas) var(txn.host),map_str_int(${files.countMap}) if { var(txn.host) -m found }
+  http-request set-var(txn.replica) rand,mod(txn.replicas) if { var(txn.replicas) -m found }
+  http-request set-var(txn.server) var(txn.host),concat(/,txn.replica),map(${files.hostMap}) if { var(txn.replica) -m found }
   use_backend ${APPS_BACKEND} if { var(txn.server) -m found }
 ${tls === undefined ? '' : `  # Requests that came over TLS reach Node on its own port: it must not redirect them to https again.
   use_backend node_tls if { ssl_fc }
@@ -174,7 +181,12 @@ export function errorPageFiles(): Record<string, string> {
   };
 }
 
-/** The host map file: one `host server` line per live host. */
-export function renderHostMap(hosts: ReadonlyMap<string, string>): string {
-  return [...hosts].map(([host, server]) => `${host} ${server}\n`).join('');
+/** The host map file: one `<host>/<i> <server>` line per replica of a live host. */
+export function renderHostMap(hosts: ReadonlyMap<string, readonly string[]>): string {
+  return [...hosts].flatMap(([host, servers]) => servers.map((server, i) => `${host}/${i} ${server}\n`)).join('');
+}
+
+/** The count map file: one `<host> <n>` line per live host. */
+export function renderCountMap(hosts: ReadonlyMap<string, readonly string[]>): string {
+  return [...hosts].map(([host, servers]) => `${host} ${servers.length}\n`).join('');
 }

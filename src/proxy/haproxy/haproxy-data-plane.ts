@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { EdgeLimits } from '../../config.js';
 import type { RoutingTable, Upstream } from '../routing-table.js';
 import type { CertificateSource, TlsCertificate } from '../../tls/certificates.js';
-import { APPS_BACKEND, errorPageFiles, renderHaproxyConfig, renderHostMap, type AppServer, type HaproxyFiles } from './haproxy-config.js';
+import { APPS_BACKEND, errorPageFiles, renderCountMap, renderHaproxyConfig, renderHostMap, type AppServer, type HaproxyFiles } from './haproxy-config.js';
 import { HaproxyProcess } from './haproxy-process.js';
 import { isSafeWord, RuntimeApi } from './runtime-api.js';
 
@@ -85,8 +85,8 @@ export class HaproxyDataPlane {
   readonly #process: HaproxyProcess;
   /** upstream "host:port" → its server */
   readonly #servers = new Map<string, ServerEntry>();
-  /** public host → server name (the host map) */
-  readonly #hosts = new Map<string, string>();
+  /** public host → its servers' names, one per replica (the host and count maps) */
+  readonly #hosts = new Map<string, readonly string[]>();
   /** Responses of removed servers, by the subdomain they served: read just before each removal. */
   readonly #retired = new Map<string, StatusCounts>();
   #queue: Promise<unknown> = Promise.resolve();
@@ -202,46 +202,60 @@ export class HaproxyDataPlane {
    * Updates the model of one public host from the routing table as it is now (so queued changes
    * converge on the latest state); returns what the runtime must be told.
    */
-  #model(host: string): { server: ServerEntry | undefined; created: boolean; previous: string | undefined } {
-    const previous = this.#hosts.get(host);
+  #model(host: string): { servers: readonly ServerEntry[]; created: readonly ServerEntry[]; previous: readonly string[] } {
+    const previous = this.#hosts.get(host) ?? [];
     const route = this.#options.table.resolveHost(host)?.route;
-    if (route?.kind !== 'app' || route.state !== 'live' || !isSafeWord(host)) {
+    if (route?.kind !== 'app' || route.state !== 'live' || route.upstreams.length === 0 || !isSafeWord(host)) {
       this.#hosts.delete(host);
-      return { server: undefined, created: false, previous };
+      return { servers: [], created: [], previous };
     }
-    const key = upstreamKey(route.upstream);
-    let server = this.#servers.get(key);
-    let created = false;
-    if (server === undefined) {
-      this.#serial += 1;
-      server = { key, name: `u${route.upstream.port}_${this.#serial}`, host: route.upstream.host, port: route.upstream.port };
-      this.#servers.set(key, server);
-      created = true;
+    const servers: ServerEntry[] = [];
+    const created: ServerEntry[] = [];
+    for (const upstream of route.upstreams) {
+      const key = upstreamKey(upstream);
+      let server = this.#servers.get(key);
+      if (server === undefined) {
+        this.#serial += 1;
+        server = { key, name: `u${upstream.port}_${this.#serial}`, host: upstream.host, port: upstream.port };
+        this.#servers.set(key, server);
+        created.push(server);
+      }
+      server.app = this.#options.table.resolveHost(host)?.subdomain ?? server.app;
+      servers.push(server);
     }
-    this.#hosts.set(host, server.name);
-    server.app = this.#options.table.resolveHost(host)?.subdomain ?? server.app;
-    return { server, created, previous };
+    this.#hosts.set(host, servers.map((s) => s.name));
+    return { servers, created, previous };
   }
 
+  /**
+   * Tells HAProxy one host's servers: new servers added, then each replica's map entry, then the
+   * count (a request never picks a replica index without a server), then surplus entries removed.
+   */
   async #apply(hosts: readonly string[]): Promise<void> {
     for (const host of hosts) {
       if (this.#closed) return;
-      const change = this.#model(host);
-      const { server, previous } = change;
+      const { servers, created, previous } = this.#model(host);
       await this.#writeMap();
       if (this.#process.pid === undefined) continue; // down: its restart loads the files just written
-      if (server !== undefined) {
-        if (change.created) {
-          await this.#api.expect(['add', 'server', `${APPS_BACKEND}/${server.name}`, `${server.host}:${server.port}`, ...DYNAMIC_SERVER_SETTINGS], ['New server registered']);
-          await this.#api.expect(['enable', 'server', `${APPS_BACKEND}/${server.name}`]);
-        }
-        if (previous !== server.name) await this.#api.expect([previous === undefined ? 'add' : 'set', 'map', this.#files.hostMap, host, server.name]);
-      } else if (previous !== undefined) {
-        await this.#api.expect(['del', 'map', this.#files.hostMap, host]);
+      for (const server of created) {
+        await this.#api.expect(['add', 'server', `${APPS_BACKEND}/${server.name}`, `${server.host}:${server.port}`, ...DYNAMIC_SERVER_SETTINGS], ['New server registered']);
+        await this.#api.expect(['enable', 'server', `${APPS_BACKEND}/${server.name}`]);
       }
-      // The server the host used before goes once its sessions have ended (drain() waits for that).
-      const old = [...this.#servers.values()].find((s) => s.name === previous);
-      if (old !== undefined && old.name !== server?.name) void this.#removeWhenUnused(old.key);
+      const names = servers.map((s) => s.name);
+      for (const [i, name] of names.entries()) {
+        if (previous[i] !== name) await this.#api.expect([previous[i] === undefined ? 'add' : 'set', 'map', this.#files.hostMap, `${host}/${i}`, name]);
+      }
+      if (names.length !== previous.length) {
+        if (names.length === 0) await this.#api.expect(['del', 'map', this.#files.countMap, host]);
+        else await this.#api.expect([previous.length === 0 ? 'add' : 'set', 'map', this.#files.countMap, host, String(names.length)]);
+      }
+      for (let i = names.length; i < previous.length; i++) await this.#api.expect(['del', 'map', this.#files.hostMap, `${host}/${i}`]);
+      // The servers the host used before go once their sessions have ended (drain() waits for that).
+      for (const name of previous) {
+        if (names.includes(name)) continue;
+        const old = [...this.#servers.values()].find((s) => s.name === name);
+        if (old !== undefined) void this.#removeWhenUnused(old.key);
+      }
     }
   }
 
@@ -257,7 +271,7 @@ export class HaproxyDataPlane {
       const out: AppServerStats[] = [...this.#retired].map(([app, responses]) => ({ server: `retired:${app}`, app, serving: false, responses: { ...responses }, averageSeconds: Number.NaN }));
       if (this.#process.pid === undefined) return out;
       const rows = await this.#serverStats(signal);
-      const inUse = new Set(this.#hosts.values());
+      const inUse = new Set([...this.#hosts.values()].flat());
       const appOf = new Map([...this.#servers.values()].map((s) => [s.name, s.app]));
       for (const row of rows) out.push({ ...row, app: appOf.get(row.server), serving: inUse.has(row.server) });
       return out;
@@ -347,7 +361,7 @@ export class HaproxyDataPlane {
       const done = await this.#exclusive(async () => {
         const server = this.#servers.get(key);
         if (server === undefined) return true;
-        if ([...this.#hosts.values()].includes(server.name)) return true; // in use again
+        if ([...this.#hosts.values()].some((names) => names.includes(server.name))) return true; // in use again
         if (this.#process.pid === undefined) {
           this.#servers.delete(key);
           return true;
@@ -381,7 +395,7 @@ export class HaproxyDataPlane {
     for (const [name, body] of Object.entries(errorPageFiles())) await writeAtomically(path.join(this.#files.dir, name), body);
     await this.#writeMap();
     // Servers no host uses are not declared again: their sessions ended with the old process.
-    const used = new Set(this.#hosts.values());
+    const used = new Set([...this.#hosts.values()].flat());
     for (const [key, server] of this.#servers) if (!used.has(server.name)) this.#servers.delete(key);
     await writeAtomically(
       this.#files.config,
@@ -404,6 +418,7 @@ export class HaproxyDataPlane {
 
   async #writeMap(): Promise<void> {
     await writeAtomically(this.#files.hostMap, renderHostMap(this.#hosts));
+    await writeAtomically(this.#files.countMap, renderCountMap(this.#hosts));
   }
 }
 
@@ -421,6 +436,7 @@ export function haproxyFiles(dataDir: string): HaproxyFiles {
     dir,
     config: path.join(dir, 'haproxy.cfg'),
     hostMap: path.join(dir, 'hosts.map'),
+    countMap: path.join(dir, 'replicas.map'),
     socket: path.join(dir, 'admin.sock'),
     crtList: path.join(dir, 'certs.list'),
     nodeSocket: path.join(dir, 'node.sock'),

@@ -433,11 +433,11 @@ export class DockerEngine implements ContainerEngine {
 
   async *containerLogs(
     id: string,
-    options: { tail?: number; follow: boolean; signal?: AbortSignal },
+    options: { tail?: number; follow: boolean; signal?: AbortSignal; timestamps?: boolean },
   ): AsyncIterable<string> {
     const { signal } = options;
     if (signal?.aborted) return;
-    const query = { stdout: true, stderr: true, timestamps: false } as const;
+    const query = { stdout: true, stderr: true, timestamps: options.timestamps === true };
     const tail = options.tail === undefined ? {} : { tail: Math.max(0, Math.floor(options.tail)) };
     const demux = new LogDemuxer();
     const container = this.#docker.getContainer(id);

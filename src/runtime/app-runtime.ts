@@ -1,0 +1,95 @@
+// The app runtime port: what a release needs from whatever runs apps (one engine's containers, or a swarm's tasks).
+import type { Upstream } from '../core/upstream.js';
+import type { EnvVar } from '../domain/app-config.js';
+import type { VolumeSpec } from '../domain/volumes.js';
+import type { ContainerStats } from './engine.js';
+
+/** Everything a runtime needs to run one build of a deployment. */
+export interface ReleaseTarget {
+  /** The installation's id, labelled on what the runtime creates. */
+  readonly instanceId: string;
+  readonly deploymentId: string;
+  readonly buildId: string;
+  readonly image: string;
+  readonly healthCheckPath: string | null;
+  readonly memoryBytes: number;
+  readonly nanoCpus: number;
+  readonly pidsLimit: number;
+  /** The variables the release runs with (PORT is added, and always wins). */
+  readonly vars: readonly EnvVar[];
+  /** The deployment's volumes, created if needed and mounted. */
+  readonly volumes: readonly VolumeSpec[];
+  /** How many copies serve it (1–20), each its own upstream. */
+  readonly replicas: number;
+}
+
+/**
+ * Runs `fn`, the engine's part of starting a replica (create, start, inspect), in whatever turn
+ * the caller allots: recovery passes one that holds one of its bounded engine slots for exactly
+ * that long, so a health check that waits holds none.
+ */
+export type EngineTurn = <T>(fn: () => Promise<T>) => Promise<T>;
+
+/** No bound: the engine's part runs at once (deploys are already bounded by their build slots). */
+export const immediateTurn: EngineTurn = (fn) => fn();
+
+export interface StartReleaseOptions {
+  readonly timeoutMs: number;
+  readonly signal: AbortSignal;
+  /** The app's output and progress lines while it starts (the build log). */
+  readonly onOutput?: ((text: string) => void) | undefined;
+  readonly engineTurn?: EngineTurn | undefined;
+}
+
+/** A release that runs and passed its health check: the runtime's id for it and where each replica serves. */
+export interface StartedRelease {
+  readonly id: string;
+  readonly upstreams: readonly Upstream[];
+}
+
+/** A release as the runtime sees it now (one look for many releases). */
+export interface ReleaseState {
+  readonly id: string;
+  /** Replicas the release was started with. */
+  readonly replicas: number;
+  /** Where its running replicas serve now (a replica being restarted by the runtime is left out). */
+  readonly upstreams: readonly Upstream[];
+  /** Replicas gone or stopped that the runtime will not bring back itself: the release must be recovered. */
+  readonly lost: number;
+}
+
+/** One replica's resource use (see ContainerStats), with its number (1-based). */
+export interface ReplicaStats extends ContainerStats {
+  readonly replica: number;
+}
+
+/**
+ * The runtime of apps at the level of a release. `docker` (src/runtime/docker/) runs a release as
+ * containers on one engine; other runtimes sit beside it. Ids are the runtime's own and opaque.
+ */
+export interface AppRuntime {
+  /**
+   * Starts `target` and waits until every replica answers HTTP (2xx/3xx on the health-check path
+   * when one is set) within `timeoutMs`. On failure or abort nothing of it is left; a failed
+   * health check throws ReleaseError ending with the app's last output line.
+   */
+  startRelease(target: ReleaseTarget, options: StartReleaseOptions): Promise<StartedRelease>;
+  /**
+   * Starts a recorded release's stopped replicas again (keeping their state) and health-checks all
+   * of them; throws when one is gone or does not become healthy (recovery then starts a fresh one).
+   */
+  resumeRelease(id: string, check: { readonly image: string | null; readonly healthCheckPath: string | null }, options: StartReleaseOptions): Promise<StartedRelease>;
+  /** The state of each release named that still exists (one look at the runtime, whatever their number). */
+  inspectReleases(instanceId: string, ids: readonly string[]): Promise<Map<string, ReleaseState>>;
+  /** Graceful stop of every replica (SIGTERM, then kill after timeoutSeconds); ignores what is gone. */
+  stopRelease(id: string, timeoutSeconds: number): Promise<void>;
+  /** Removes every replica, ignoring what is gone. */
+  removeRelease(id: string): Promise<void>;
+  /**
+   * The release's output as text: with one replica as the app wrote it; with more, every line
+   * prefixed `[n] ` (its replica number) and the lines already written merged in time order.
+   */
+  releaseLogs(id: string, options: { tail?: number | undefined; follow: boolean; signal: AbortSignal }): AsyncIterable<string>;
+  /** Each running replica's resource use; empty when none runs. */
+  releaseStats(id: string, signal?: AbortSignal): Promise<ReplicaStats[]>;
+}
