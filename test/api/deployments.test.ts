@@ -203,9 +203,9 @@ describe('deployments', () => {
   });
 
   test('unknown fields are 400 validation_error naming them; wrong types are refused', async () => {
-    const res = await assertRefused({ name: 'u', subdomain: fresh('unk'), source_type: 'archive', colour: 'red', replicas: 3 }, 'validation_error', 'unknown fields');
+    const res = await assertRefused({ name: 'u', subdomain: fresh('unk'), source_type: 'archive', colour: 'red', flavour: 3 }, 'validation_error', 'unknown fields');
     assert.match(res.json.message, /colour/);
-    assert.match(res.json.message, /replicas/);
+    assert.match(res.json.message, /flavour/);
     const one = await assertRefused({ name: 'u', subdomain: fresh('unk'), repo_url: 'https://example.com/r', user_id: 'x' }, 'validation_error', 'user_id');
     assert.match(one.json.message, /user_id/);
     for (const [what, body] of [
