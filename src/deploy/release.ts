@@ -9,6 +9,7 @@ import type { ContainerEngine, ContainerInfo } from '../runtime/engine.js';
 import { immediateTurn, type EngineTurn, type ReleaseTarget } from '../runtime/app-runtime.js';
 import { LABEL_BUILD, LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED, appNetworkName, containerName } from '../runtime/engine.js';
 import { prepareVolumes } from './volumes.js';
+import { lastWords } from './last-words.js';
 
 /** The port an app listens on: the image's single EXPOSEd port, else 8080 (decisions §5). */
 export async function appPort(engine: ContainerEngine, image: string): Promise<number> {
@@ -86,10 +87,14 @@ export async function startReplica(
   options: { timeoutMs: number; signal: AbortSignal; onOutput?: (text: string) => void; engineTurn?: EngineTurn },
 ): Promise<ContainerInfo & { upstream: Upstream }> {
   const say = options.onOutput ?? ((): void => undefined);
-  const { port, container } = await (options.engineTurn ?? immediateTurn)(() => runTarget(engine, target, say));
+  // On trial, the engine does not restart the app: a crash is reported from the first run's output alone.
+  const onTrial = engine.keepRestarting !== undefined;
+  const { port, container } = await (options.engineTurn ?? immediateTurn)(() => runTarget(engine, target, say, onTrial));
   const output = new OutputCopy(engine, container.id, say, options.signal);
   try {
     const healthy = await waitHealthy(engine, container, { port, healthPath: target.healthCheckPath, timeoutMs: options.timeoutMs, signal: options.signal, say });
+    // Healthy: from now on a crash is the engine's to restart (the live-container watcher follows it).
+    if (onTrial) await engine.keepRestarting?.(container.id);
     output.stop();
     say(`==> the app answers on port ${port} (${healthy.upstream.host}:${healthy.upstream.port})\n`);
     return healthy;
@@ -102,6 +107,11 @@ export async function startReplica(
       if (kept !== '') say(`${APP_OUTPUT_MARKER}\n${kept}\n`);
       last = lastLine(kept);
     }
+    // On trial the container ran once: its stamped lines give the last one with stdout and stderr in order.
+    if (onTrial && engine.containerOutput !== undefined) {
+      const lines = await engine.containerOutput(container.id, AbortSignal.timeout(5000)).catch(() => []);
+      if (lines.length > 0) last = lastWords(lines);
+    }
     await engine.removeContainer(container.id).catch(() => undefined);
     if (err instanceof ReleaseError) throw new ReleaseError(err.reason, last);
     throw err;
@@ -109,7 +119,12 @@ export async function startReplica(
 }
 
 /** The engine's part of a release: the app's port, the network and volumes, the container created and started. */
-async function runTarget(engine: ContainerEngine, target: ReleaseTarget, say: (text: string) => void): Promise<{ port: number; container: ContainerInfo }> {
+async function runTarget(
+  engine: ContainerEngine,
+  target: ReleaseTarget,
+  say: (text: string) => void,
+  onTrial: boolean,
+): Promise<{ port: number; container: ContainerInfo }> {
   const port = await appPort(engine, target.image);
   say(`==> starting the app: it must answer HTTP on port ${port} (the PORT environment variable)\n`);
   const network = appNetworkName(target.instanceId);
@@ -137,6 +152,7 @@ async function runTarget(engine: ContainerEngine, target: ReleaseTarget, say: (t
     pidsLimit: target.pidsLimit,
     network,
     volumes,
+    restartOnCrash: !onTrial,
   });
   return { port, container };
 }

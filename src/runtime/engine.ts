@@ -65,6 +65,14 @@ export function buildNetworkName(instanceId: string): string {
   return `slipway-${instanceId}-build`;
 }
 
+/** One line a container printed, as the engine logged it. */
+export interface OutputLine {
+  readonly stream: 'stdout' | 'stderr';
+  /** When the engine read it, in nanoseconds since the epoch. */
+  readonly atNs: bigint;
+  readonly text: string;
+}
+
 export interface RunContainerOptions {
   image: string;
   /** Container name; see `containerName`. */
@@ -81,6 +89,12 @@ export interface RunContainerOptions {
   network: string;
   /** Named volumes to mount (see ensureVolume); they must exist. */
   volumes?: readonly VolumeMount[];
+  /**
+   * False: the engine does not restart the container when it exits (a release on trial, whose
+   * first run's output is its crash report); {@link ContainerEngine.keepRestarting} turns the
+   * restart policy on once it is healthy. Default true (restart policy unless-stopped).
+   */
+  restartOnCrash?: boolean;
 }
 
 export interface NetworkOptions {
@@ -161,6 +175,10 @@ export interface ContainerEngine {
    * no-new-privileges and rotated logs.
    */
   runContainer(options: RunContainerOptions): Promise<ContainerInfo>;
+  /** Everything a container printed, line by line with its stream and time (for crash reports). Optional. */
+  containerOutput?(id: string, signal?: AbortSignal): Promise<OutputLine[]>;
+  /** Sets a container's restart policy to unless-stopped (one started with `restartOnCrash: false`). Optional: an engine without it restarts from the start. */
+  keepRestarting?(id: string): Promise<void>;
   /** Null when the container does not exist. */
   inspectContainer(id: string): Promise<ContainerInfo | null>;
   /** Starts a stopped container (no-op if running); returns fresh info, host port included. */

@@ -13,6 +13,7 @@ import type {
   ImageInfo,
   NetworkInfo,
   NetworkOptions,
+  OutputLine,
   RunContainerOptions,
   VolumeInfo,
   VolumeOptions,
@@ -23,6 +24,7 @@ import { readDockerfile } from '../read-dockerfile.js';
 import { buildBridgeName, createBuildCgroup, ensureAppFirewall, ensureBuildFirewall, removeAppFirewall, sweepBuildCgroups } from './build-sandbox.js';
 import { OutputTail, eventText, parseEvent } from './build-output.js';
 import { LogDemuxer } from './log-demuxer.js';
+import { parseStampedLogs } from './stamped-logs.js';
 import { statsFigures, type EngineStatsSample } from './container-stats.js';
 
 /** Time limit of one short engine call (inspect, create, list, remove...). */
@@ -347,7 +349,7 @@ export class DockerEngine implements ContainerEngine {
         HostConfig: {
           // HostPort '' lets the engine choose a free port; bound on loopback only (decisions §5).
           PortBindings: { [port]: [{ HostIp: PUBLISH_HOST, HostPort: '' }] },
-          RestartPolicy: { Name: 'unless-stopped' },
+          RestartPolicy: { Name: options.restartOnCrash === false ? 'no' : 'unless-stopped' },
           Memory: options.memoryBytes,
           MemorySwap: options.memoryBytes, // no swap beyond the memory limit
           NanoCpus: options.nanoCpus,
@@ -375,6 +377,22 @@ export class DockerEngine implements ContainerEngine {
     const info = await this.inspectContainer(container.id);
     if (info === null) throw new Error(`container ${options.name} vanished right after it started`);
     return info;
+  }
+
+  async containerOutput(id: string, signal?: AbortSignal): Promise<OutputLine[]> {
+    const buffer = await withTimeout(
+      `logs of container ${id}`,
+      CALL_TIMEOUT_MS,
+      (s) => this.#docker.getContainer(id).logs({ stdout: true, stderr: true, timestamps: true, follow: false, abortSignal: s }),
+      signal,
+    );
+    return parseStampedLogs(Buffer.isBuffer(buffer) ? buffer : Buffer.from(String(buffer)));
+  }
+
+  async keepRestarting(id: string): Promise<void> {
+    await withTimeout(`update container ${id}`, CALL_TIMEOUT_MS, (s) =>
+      this.#docker.getContainer(id).update({ RestartPolicy: { Name: 'unless-stopped' }, abortSignal: s }),
+    );
   }
 
   async inspectContainer(id: string): Promise<ContainerInfo | null> {
