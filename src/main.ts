@@ -43,7 +43,7 @@ import { hostOf, redirectToHttps } from './tls/https-redirect.js';
 import { connectedTunnel, frontDoor } from './proxy/front-door.js';
 import { loadOperatorCertificate } from './tls/operator-certificate.js';
 import { ListCursors } from './api/list-pages.js';
-import { FailureLimiter } from './domain/rate-limiter.js';
+import { sharedFailureLimiter } from './deploy/shared-limiter.js';
 import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelsOf, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
 import { AppProxy } from './proxy/app-proxy.js';
 import { createServerMetrics } from './api/server-metrics.js';
@@ -336,14 +336,15 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     keyUsage,
     // Cursors are sealed with the installation key: they survive restarts, not a key rotation.
     cursors: new ListCursors(unlocked.cipher),
-    loginLimiter: new FailureLimiter({ maxFailures: 10, maxFailuresByKind: { ip: 100 }, windowMs: 15 * 60_000 }),
+    // Counted across every instance (decisions §15): each change is announced on the coordination feed.
+    loginLimiter: sharedFailureLimiter('login', { maxFailures: 10, maxFailuresByKind: { ip: 100 }, windowMs: 15 * 60_000 }, coordination, runner),
     operations: lifecycle,
     configs,
     webhooks: databaseWebhookStore(db, unlocked.cipher),
     quotas,
     // 60 badly signed deliveries a minute per webhook, then 429; correctly signed ones are never limited (§10).
     previews: databasePreviewCatalog(db),
-    hookLimiter: new FailureLimiter({ maxFailures: 60, windowMs: 60_000 }),
+    hookLimiter: sharedFailureLimiter('hook', { maxFailures: 60, windowMs: 60_000 }, coordination, runner),
     branchTip: (repoUrl, branch) =>
       branchTip(repoUrl, branch, { allowPrivate: config.allowPrivateGit, timeoutMs: 60_000, signal: AbortSignal.timeout(60_000), gitEnv: lifecycleGitEnv }),
     tunnels: {

@@ -7,6 +7,9 @@ export interface ReservedAttempt {
   refund(): void;
 }
 
+/** One change of a limiter's counts, as another instance applies it (decisions §15: limits count across instances). */
+export type LimiterEvent = { readonly op: 'add' | 'remove'; readonly key: string; readonly at: number } | { readonly op: 'reset'; readonly key: string };
+
 /**
  * Counts failures per key within a window. An attempt is reserved BEFORE the work it guards
  * ({@link FailureLimiter.reserve}), so parallel attempts all count against the limit: at most
@@ -18,12 +21,21 @@ export class FailureLimiter {
   readonly #windowMs: number;
   readonly #now: () => number;
   readonly #failures = new Map<string, number[]>();
+  readonly #onChange: ((event: LimiterEvent) => void) | undefined;
 
   /**
    * `maxFailures` applies to every key; `maxFailuresByKind` overrides it for keys of one kind
    * (the text before the first `:`, e.g. `ip` in `ip:127.0.0.1`).
    */
-  constructor(options: { maxFailures: number; maxFailuresByKind?: Record<string, number>; windowMs: number; now?: () => number }) {
+  constructor(options: {
+    maxFailures: number;
+    maxFailuresByKind?: Record<string, number>;
+    windowMs: number;
+    now?: () => number;
+    /** Told each change made here (not those given to `apply`): other instances apply it. */
+    onChange?: (event: LimiterEvent) => void;
+  }) {
+    this.#onChange = options.onChange;
     this.#max = options.maxFailures;
     this.#maxByKind = options.maxFailuresByKind ?? {};
     this.#windowMs = options.windowMs;
@@ -73,22 +85,34 @@ export class FailureLimiter {
 
   reset(key: string): void {
     this.#failures.delete(key);
+    this.#onChange?.({ op: 'reset', key });
+  }
+
+  /** Applies a change another instance made (not told to `onChange` again). */
+  apply(event: LimiterEvent): void {
+    if (event.op === 'reset') this.#failures.delete(event.key);
+    else if (event.op === 'add') this.#record(event.key, event.at, false);
+    else this.#remove(event.key, event.at, false);
   }
 
   #maxFor(key: string): number {
     return this.#maxByKind[key.split(':', 1)[0] ?? ''] ?? this.#max;
   }
 
-  #record(key: string, at: number): void {
+  #record(key: string, at: number, tell = true): void {
     const recent = this.#recent(key);
     recent.push(at);
+    // Another instance's attempt may arrive after a later one of this instance: kept in time order.
+    if (recent.length > 1 && (recent[recent.length - 2] ?? 0) > at) recent.sort((x, y) => x - y);
+    if (tell) this.#onChange?.({ op: 'add', key, at });
     this.#failures.set(key, recent);
     // Keep memory bounded under a flood of distinct keys.
     if (this.#failures.size > 100_000) this.#prune();
   }
 
   /** Takes back one failure recorded at `at` (gone already when the key was reset or expired). */
-  #remove(key: string, at: number): void {
+  #remove(key: string, at: number, tell = true): void {
+    if (tell) this.#onChange?.({ op: 'remove', key, at });
     const list = this.#failures.get(key);
     if (list === undefined) return;
     const index = list.lastIndexOf(at);

@@ -74,6 +74,26 @@ describe('several instances on one PostgreSQL', async () => {
     assert.equal((await c.request('GET', '/api/v1/deployments', { token: other })).status, 401);
   });
 
+  test('wrong logins count across instances: 10 in total, then every instance answers 429', async () => {
+    const [a] = cluster.instances as [Instance];
+    const email = `ha-limit-${process.pid}@example.test`;
+    assert.equal((await a.request('POST', '/api/v1/users', { token: cluster.adminToken, body: { email, password: 'ha-password-1' } })).status, 201);
+    for (let i = 0; i < 10; i++) {
+      const via = cluster.instances[i % 3] as Instance;
+      const res = await via.request('POST', '/api/v1/auth/login', { body: { email, password: `wrong-${i}` } });
+      assert.equal(res.status, 401, `attempt ${i} on ${via.name}: ${res.text}`);
+    }
+    // (A wrong password while polling: a right one let through early would end the count.)
+    for (const instance of cluster.instances) {
+      await eventually(async () => {
+        const res = await instance.request('POST', '/api/v1/auth/login', { body: { email, password: 'still-wrong' } });
+        return res.status === 429 ? true : undefined;
+      }, 30_000, `429 on ${instance.name}`);
+      const right = await instance.request('POST', '/api/v1/auth/login', { body: { email, password: 'ha-password-1' } });
+      assert.equal(right.status, 429, `the right password on ${instance.name} while limited: ${right.text}`);
+    }
+  });
+
   test('a deploy on one instance is served by every edge; a stop on another reaches every edge', async () => {
     const [a, b] = cluster.instances as [Instance, Instance, Instance];
     const built = await busyboxArchive({ body: 'served everywhere\n' });
