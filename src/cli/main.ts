@@ -75,8 +75,8 @@ Environment: SLIPWAY_URL and SLIPWAY_API_KEY override the saved login. See docs/
     .addHelpText(
       'after',
       '\nA clean stop (Ctrl-C) already removes what no app uses; this removes what a killed server or a\n' +
-        'stopped engine left. Firewall chains shared by installations go only when none uses them.\n\n' +
-        'Examples:\n  slipway server cleanup\n  slipway server cleanup --remove-containers',
+        'stopped engine left. Chains shared by installations go only with --host-firewall, when none uses them.\n\n' +
+        'Examples:\n  slipway server cleanup\n  slipway server cleanup --remove-containers --host-firewall',
     )
     .action(async (options: { removeContainers?: boolean; hostFirewall?: boolean }) => (await import('./server-command.js')).runCleanup(io, options));
   registerAuthCommands(program, io);
