@@ -99,7 +99,8 @@ async function closePreview(deps: PreviewEventDeps, target: HookTarget, event: E
     await settle('ignored', `pull request #${event.number} ${how}; it had no preview`);
     return { status: 200, message: `pull request #${event.number} ${how}; it had no preview to remove` };
   }
-  await deps.operations.remove(owner, preview.id);
+  // Removing a preview is a developer's change (decisions §18), as the webhook acts on a team's deployment.
+  await deps.operations.remove(owner, preview.id, { action: 'change' });
   await settle('removed', `pull request #${event.number} ${how}: preview ${preview.subdomain} removed`);
   return { status: 200, message: `pull request #${event.number} ${how}: its preview was removed` };
 }

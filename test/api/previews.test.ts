@@ -293,6 +293,13 @@ describe('preview deployments: API', () => {
     assertError(await s.request('DELETE', `/api/v1/deployments/${app.id}/previews/8`, { token: viewer.token }), 403, 'forbidden');
     assertError(await s.request('GET', `/api/v1/deployments/${app.id}/previews/8`, { token: user.token }), 404, 'not_found');
     assert.equal((await s.request('DELETE', `/api/v1/deployments/${app.id}/previews/8`, { token: developer.token })).status, 204);
+    // The webhook builds and removes a team's previews as its developer would.
+    const sha = crypto.randomBytes(20).toString('hex');
+    assert.equal((await deliver(app, 'github', { action: 'opened', number: 9, headSha: sha })).status, 202);
+    const closed = await deliver(app, 'github', { action: 'closed', number: 9, headSha: sha });
+    assert.equal(closed.status, 200, closed.text);
+    assert.match(closed.json.message, /removed/);
+    assert.deepEqual((await s.request('GET', `/api/v1/deployments/${app.id}/previews`, { token: viewer.token })).json, []);
   });
 
   test('a taken subdomain and the 11th preview answer 200 and build nothing; delete frees room; deleting the deployment deletes its previews', async () => {
