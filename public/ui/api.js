@@ -1,8 +1,8 @@
-// The public API from the browser (same origin): bearer session in sessionStorage, errors carrying the API's message.
+// The public API from the browser (same origin): the session is an HttpOnly cookie shared by every tab (the script never sees it); changes carry the session's CSRF token; errors carry the API's message.
 const BASE = '/api/v1';
-const KEY = 'slipway-token';
 
-let token = sessionStorage.getItem(KEY);
+/** The CSRF token of the cookie's session (GET /auth/session gives it to a new tab); null when signed out. */
+let csrf = null;
 let onUnauthorized = () => {};
 
 /** An API failure: `message` is the API's own message. */
@@ -15,12 +15,15 @@ export class ApiError extends Error {
 }
 
 export const session = {
-  get token() { return token; },
-  set(value) { token = value; sessionStorage.setItem(KEY, value); },
-  clear() { token = null; sessionStorage.removeItem(KEY); },
-  /** Called when the API answers 401: the session ended elsewhere (logout, password change). */
+  /** Whether this tab holds a session (the cookie may still have ended elsewhere: a 401 says so). */
+  get active() { return csrf !== null; },
+  set(csrfToken) { csrf = csrfToken; },
+  clear() { csrf = null; },
+  /** Called when the API answers 401: the session ended elsewhere (logout in another tab, password change). */
   onUnauthorized(fn) { onUnauthorized = fn; },
 };
+
+const unsafe = (method) => !['GET', 'HEAD', 'OPTIONS'].includes(method);
 
 async function failure(res) {
   let body;
@@ -32,7 +35,7 @@ async function failure(res) {
 /** A request to a full URL of this origin; resolves with `{data, res}` or throws ApiError. */
 export async function send(method, url, body, options = {}) {
   const headers = {};
-  if (token) headers.authorization = `Bearer ${token}`;
+  if (csrf && unsafe(method)) headers['x-csrf-token'] = csrf;
   if (body !== undefined) headers['content-type'] = 'application/json';
   let res;
   // A read is tried again after a dropped connection (a network change, a server restart); a
@@ -47,7 +50,7 @@ export async function send(method, url, body, options = {}) {
       await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
     }
   }
-  if (res.status === 401 && token && !options.noLogout) {
+  if (res.status === 401 && csrf && !options.noLogout) {
     const err = await failure(res);
     onUnauthorized(err.message);
     throw err;
@@ -81,7 +84,7 @@ export async function callAll(path, options) {
  * arrives. Resolves when the server ends the response; rejects with ApiError on an error status.
  */
 export async function streamText(path, onText, signal) {
-  const res = await fetch(BASE + path, { headers: { authorization: `Bearer ${token}` }, signal });
+  const res = await fetch(BASE + path, { signal });
   if (res.status === 401) { const err = await failure(res); onUnauthorized(err.message); throw err; }
   if (!res.ok) throw await failure(res);
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -100,7 +103,7 @@ export function uploadArchive(deploymentId, blob, onProgress, signal) {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     xhr.open('POST', `${BASE}/deployments/${encodeURIComponent(deploymentId)}/upload`);
-    xhr.setRequestHeader('authorization', `Bearer ${token}`);
+    if (csrf) xhr.setRequestHeader('x-csrf-token', csrf);
     xhr.responseType = 'json';
     xhr.upload.addEventListener('progress', (e) => { if (e.lengthComputable) onProgress(e.loaded, e.total); });
     xhr.addEventListener('load', () => {

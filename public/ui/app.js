@@ -1,5 +1,5 @@
 // Slipway dashboard: hash routes over the public API, a view per page; every view stops its polls and streams when left.
-import { call, session } from './api.js';
+import { ApiError, call, session } from './api.js';
 import { closeDialogs, h } from './dom.js';
 import { renderList, renderNew } from './apps.js';
 import { renderDeployment } from './deployment.js';
@@ -53,7 +53,7 @@ function route() {
   closeDialogs();
   const view = $('view');
   view.replaceChildren();
-  if (!session.token) return;
+  if (!session.active) return;
   const hash = location.hash || '#/';
   const controller = new AbortController();
   current = { controller };
@@ -91,10 +91,20 @@ function signOut(message, focus = true) {
   if (focus) $('login-form').querySelector('input[name=email]').focus();
 }
 
+/** Tells the other tabs of this browser (same origin) that the session began or ended. */
+const tabs = 'BroadcastChannel' in window ? new BroadcastChannel('slipway-session') : null;
+
+/** Picks up the session the browser's cookie holds (another tab may have logged in). */
 async function start() {
-  if (!session.token) return signOut(undefined, false);
-  const me = await call('GET', '/users/me');
-  $('who').textContent = me.email;
+  let me;
+  try {
+    me = await call('GET', '/auth/session', undefined, { noLogout: true });
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) return signOut(undefined, false);
+    throw err;
+  }
+  session.set(me.csrf_token);
+  $('who').textContent = me.user.email;
   showSignedIn(true);
   route();
 }
@@ -105,23 +115,28 @@ $('login-form').addEventListener('submit', (event) => {
   event.preventDefault();
   const form = new FormData(event.target);
   run(async () => {
-    const res = await fetch('/api/v1/auth/login', {
+    const res = await fetch('/api/v1/auth/session', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ email: form.get('email'), password: form.get('password') }),
     });
     const data = await res.json().catch(() => ({}));
     if (!res.ok) throw new Error(data.message || `the server answered HTTP ${res.status}`);
-    session.set(data.token);
     event.target.reset();
     await start();
+    tabs?.postMessage('login');
     $('main').focus();
   });
 });
 $('logout').addEventListener('click', () => run(async () => {
   await call('POST', '/auth/logout').catch(() => null);
   signOut();
+  tabs?.postMessage('logout');
 }));
+tabs?.addEventListener('message', (event) => {
+  if (event.data === 'logout' && session.active) signOut('you logged out in another tab', false);
+  if (event.data === 'login' && !session.active) run(start);
+});
 window.addEventListener('hashchange', () => {
   forgetNewKey();
   report(null);

@@ -28,6 +28,13 @@ export const UserSchema = Type.Object({ id: Uuid, email: Type.String(), created_
 
 export const LoginResponse = Type.Object({ token: Type.String(), expires_at: Timestamp, user: Type.Ref('User') });
 
+/** The dashboard's login: the session token goes into an HttpOnly cookie, never to the page's script. */
+export const DashboardSessionResponse = Type.Object({
+  user: Type.Ref('User'),
+  expires_at: Type.Optional(Timestamp),
+  csrf_token: Nullable(Type.String({ description: 'send as X-CSRF-Token with every change made with the cookie; null for a bearer caller' })),
+});
+
 export const CreateUserBody = Type.Object(
   { email: Type.String({ maxLength: 254 }), password: Type.String({ maxLength: 1024 }) },
   { additionalProperties: false },

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { appRequest, createArchiveApp, deployAndWait, eventually, tarGzOf, tempDir, testEngine } from '../helpers/apps.js';
-import { launchBrowser, openPage, type TestBrowser } from '../helpers/browser.js';
+import { launchBrowser, openPage, signIn, type TestBrowser } from '../helpers/browser.js';
 import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../helpers/busybox-image.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -47,10 +47,7 @@ after(async () => {
 
 async function logIn(page: Page, hash = ''): Promise<void> {
   await openPage(page, `${ts.url}/${hash}`);
-  await page.locator('#login-form input[name=email]').fill(user.email);
-  await page.locator('#login-form input[name=password]').fill(user.password);
-  await page.getByRole('button', { name: 'Log in' }).click();
-  await page.locator('#who', { hasText: user.email }).waitFor();
+  await signIn(page, user.email, user.password);
 }
 
 const containerEnv = async (): Promise<string> => {

@@ -7,7 +7,7 @@ import type { Page } from 'playwright-core';
 import Dockerode from 'dockerode';
 import { buildNetworkName } from '../../src/runtime/engine.js';
 import { busyboxArchive, createArchiveApp, eventually } from '../helpers/apps.js';
-import { launchBrowser, openPage, type TestBrowser } from '../helpers/browser.js';
+import { launchBrowser, openPage, signIn, type TestBrowser } from '../helpers/browser.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 let ts: TestServer;
@@ -27,10 +27,7 @@ after(async () => {
 });
 
 async function logIn(page: Page, email: string, password: string): Promise<void> {
-  await page.locator('#login-form input[name=email]').fill(email);
-  await page.locator('#login-form input[name=password]').fill(password);
-  await page.getByRole('button', { name: 'Log in' }).click();
-  await page.locator('#who', { hasText: email }).waitFor();
+  await signIn(page, email, password);
 }
 
 /** Creates a key named `name` on the keys page; returns the secret the page shows. */

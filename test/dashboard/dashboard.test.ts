@@ -11,7 +11,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { busyboxArchive, eventually, tempDir } from '../helpers/apps.js';
-import { launchBrowser, openPage, type TestBrowser } from '../helpers/browser.js';
+import { launchBrowser, openPage, signIn, type TestBrowser } from '../helpers/browser.js';
 import { ensureBusyboxImage, writeBusyboxApp } from '../helpers/busybox-image.js';
 import { startGitServer, type GitServer } from '../helpers/git-server.js';
 import { testEngine } from '../helpers/apps.js';
@@ -51,10 +51,7 @@ async function shot(page: Page, name: string): Promise<void> {
 
 async function logIn(page: Page): Promise<void> {
   await openPage(page, ts.url + '/');
-  await page.locator('#login-form input[name=email]').fill(user.email);
-  await page.locator('#login-form input[name=password]').fill(user.password);
-  await page.getByRole('button', { name: 'Log in' }).click();
-  await page.locator('#who', { hasText: user.email }).waitFor();
+  await signIn(page, user.email, user.password);
 }
 
 async function statusOf(id: string): Promise<string> {

@@ -89,3 +89,21 @@ export async function openPage(page: Page, url: string): Promise<void> {
   }
   throw new Error(`${url} did not load: ${problems.join('; ')}`);
 }
+
+/**
+ * Signs the page in as `email` on the page already open. The session is a cookie shared by the
+ * browser's tabs, so the page may already be signed in (as `email`: nothing to do; as someone else:
+ * log out first).
+ */
+export async function signIn(page: Page, email: string, password: string): Promise<void> {
+  await page.locator('html[data-ready]').waitFor({ state: 'attached', timeout: 60_000 });
+  if (((await page.locator('#who').textContent()) ?? '') === email) return;
+  if (await page.locator('#logout').isVisible()) {
+    await page.locator('#logout').click();
+    await page.locator('#login').waitFor({ state: 'visible' });
+  }
+  await page.locator('#login-form input[name=email]').fill(email);
+  await page.locator('#login-form input[name=password]').fill(password);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.locator('#who', { hasText: email }).waitFor();
+}

@@ -1,10 +1,11 @@
-// Routes: log in (public) and log out.
+// Routes: log in (public; a bearer token, or the dashboard's session cookie), the dashboard's session, and log out.
 import type { FastifyPluginAsync } from 'fastify';
-import { loginUser, logoutUser } from '../../domain/accounts.js';
+import { getCurrentUser, loginUser, logoutUser } from '../../domain/accounts.js';
 import type { ApiDeps } from '../app.js';
 import { principalOf } from '../authenticate.js';
 import { noStore } from '../no-store.js';
-import { LoginBody, LoginResponse, errorResponses } from '../schemas.js';
+import { DashboardSessionResponse, LoginBody, LoginResponse, errorResponses } from '../schemas.js';
+import { clearedSessionCookies, csrfTokenFor, readSessionCookie, secureCookies, sessionCookie } from '../session-cookie.js';
 
 export const authRoutes =
   (deps: ApiDeps): FastifyPluginAsync =>
@@ -29,6 +30,28 @@ export const authRoutes =
         );
       },
     );
+
+    app.post<{ Body: LoginBody }>(
+      '/auth/session',
+      {
+        schema: {
+          tags: ['auth'],
+          summary: "The dashboard's login: the session is kept in an HttpOnly, SameSite=Strict cookie shared by the browser's tabs",
+          security: [],
+          body: LoginBody,
+          response: { 200: DashboardSessionResponse, ...errorResponses(400, 401, 429) },
+        },
+      },
+      async (request, reply) => {
+        noStore(reply);
+        const login = await loginUser(
+          { db: deps.db, sessionTtlMs: deps.config.sessionTtlMs, loginLimiter: deps.loginLimiter },
+          { email: request.body.email, password: request.body.password, clientIp: request.ip },
+        );
+        void reply.header('Set-Cookie', sessionCookie(login.token, login.expires_at, secureCookies(request, deps.config.publicUrl)));
+        return { user: login.user, expires_at: login.expires_at, csrf_token: csrfTokenFor(login.token) };
+      },
+    );
   };
 
 /** Log out: inside the authenticated scope. */
@@ -40,7 +63,25 @@ export const logoutRoutes =
       { schema: { tags: ['auth'], summary: 'End the current session', response: { 204: { type: 'null' }, ...errorResponses(401) } } },
       async (request, reply) => {
         await logoutUser(deps.db, principalOf(request));
+        if (readSessionCookie(request) !== undefined) void reply.header('Set-Cookie', clearedSessionCookies(secureCookies(request, deps.config.publicUrl)));
         return reply.code(204).send();
+      },
+    );
+
+    app.get(
+      '/auth/session',
+      {
+        schema: {
+          tags: ['auth'],
+          summary: "The signed-in user and, for the dashboard's cookie, its CSRF token (a new tab asks here)",
+          response: { 200: DashboardSessionResponse, ...errorResponses(401) },
+        },
+      },
+      async (request, reply) => {
+        const principal = principalOf(request);
+        const cookie = request.headers.authorization === undefined ? readSessionCookie(request) : undefined;
+        noStore(reply);
+        return { user: await getCurrentUser(deps.db, principal), csrf_token: cookie === undefined ? null : csrfTokenFor(cookie) };
       },
     );
   };
