@@ -11,6 +11,7 @@ import { BuildLogStore } from './deploy/build-logs.js';
 import { DeploymentLifecycle } from './deploy/lifecycle.js';
 import { planRecovery } from './deploy/reconcile.js';
 import { DockerRuntime } from './runtime/docker/docker-runtime.js';
+import { dockerNodes } from './runtime/docker/docker-nodes.js';
 import { appUrl, ConfigError, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
 import { databaseDeploymentStore } from './db/deployment-store.js';
@@ -366,6 +367,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     },
     certificates: certificates ?? NO_CERTIFICATES,
     instances: registry,
+    nodes: dockerNodes(engine, instanceId),
     health: async () => {
       const checks: Record<string, { ok: boolean; detail?: string }> = {};
       try {

@@ -14,6 +14,7 @@ import type { PreviewCatalog } from '../domain/previews.js';
 import type { AppConfigStore } from '../domain/app-config.js';
 import type { DeploymentOperations } from '../domain/operations.js';
 import type { InstanceRegistry } from '../domain/instances.js';
+import type { NodeDirectory } from '../domain/nodes.js';
 import type { DomainCertificates, HostRoutes } from '../domain/custom-domains.js';
 import type { SourceStore } from '../source/source-store.js';
 import { installErrorHandlers, sendError, type ErrorLog } from './errors.js';
@@ -36,6 +37,7 @@ import { tunnelRoutes, type TunnelDirectory } from './routes/tunnel-routes.js';
 import { healthRoutes, type HealthCheck } from './routes/health-routes.js';
 import { dashboardRoutes } from './routes/dashboard-routes.js';
 import { instanceRoutes } from './routes/instance-routes.js';
+import { nodeRoutes } from './routes/node-routes.js';
 import { teamRoutes } from './routes/team-routes.js';
 import { deploymentMetricsRoutes, serverMetricsRoutes } from './routes/metrics-routes.js';
 
@@ -73,6 +75,8 @@ export interface ApiDeps {
   readonly health: HealthCheck;
   /** The control-plane instances sharing the database (GET /api/v1/instances). */
   readonly instances: InstanceRegistry;
+  /** The nodes apps run on (GET /api/v1/nodes, drain, activate). */
+  readonly nodes: NodeDirectory;
   /** The server's Prometheus text (GET /metrics). */
   readonly metrics: { render(): string | Promise<string> };
   /** Where internal errors are logged with their detail; default: Fastify's logger (off unless enabled). */
@@ -152,6 +156,7 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
     await scope.register(tunnelRoutes(deps));
     await scope.register(deploymentMetricsRoutes(deps));
     await scope.register(instanceRoutes(deps));
+    await scope.register(nodeRoutes(deps));
     await scope.register(teamRoutes(deps));
   }, { prefix: '/api/v1' });
   // GET /metrics sits beside the API (where scrapers look), behind the same bearer check.

@@ -39,3 +39,6 @@ export interface LoginAnswer {
   expires_at: string;
   user: User;
 }
+
+/** `GET /api/v1/nodes` items. */
+export type Node = Static<typeof import('../api/routes/node-routes.js').NodeSchema>;

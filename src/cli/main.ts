@@ -10,6 +10,7 @@ import { registerDomainCommands } from './commands/domain-commands.js';
 import { registerWebhookCommands } from './commands/webhook-commands.js';
 import { registerPreviewCommands } from './commands/preview-commands.js';
 import { registerKeyCommands } from './commands/key-commands.js';
+import { registerNodeCommands } from './commands/node-commands.js';
 import { registerTunnelCommand } from './commands/tunnel-command.js';
 import { runServer } from './server-run.js';
 import { registerCreateCommand } from './commands/create-command.js';
@@ -83,6 +84,7 @@ Environment: SLIPWAY_URL and SLIPWAY_API_KEY override the saved login. See docs/
   registerDeployCommand(program, io);
   registerCreateCommand(program, io);
   registerAppCommands(program, io);
+  registerNodeCommands(program, io);
   registerEnvCommands(program, io);
   registerDomainCommands(program, io);
   registerWebhookCommands(program, io);

@@ -305,6 +305,7 @@ describe('the Fastify app in-process (inject)', () => {
       branchTip: async (_url: string, branch: string | undefined) => ({ sha: null, branch: branch ?? 'main' }),
       tunnels: { list: () => [], closeForKey: () => undefined },
       instances: databaseInstanceRegistry(db),
+      nodes: { list: async () => [], setAvailability: async () => undefined },
       metrics: { render: () => '' },
       hosts: { addHost: () => undefined, removeHost: () => undefined },
       certificates: NO_CERTIFICATES,
