@@ -259,8 +259,15 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     if (leader && beats++ % 720 === 0) await registry.prune(new Date());
   };
   await heartbeat();
+  // The leader takes over builds of instances gone silent (lost after 30 s): built again from the start here.
+  const takeOverBuilds = async (): Promise<void> => {
+    if (config.databaseUrl === undefined || !coordination.isLeader()) return;
+    const orphans = await deployments.orphanedBuilds(await registry.liveIds(new Date()));
+    for (const orphan of orphans) await lifecycle.takeOver(orphan.deploymentId, orphan.buildId, orphan.runner, runner);
+  };
   const heartbeatTimer = setInterval(() => {
     void heartbeat().catch((err: unknown) => log('warn', 'the instance heartbeat failed', { error: err }));
+    void takeOverBuilds().catch((err: unknown) => log('warn', 'taking over the builds of a lost instance failed', { error: err }));
   }, HEARTBEAT_MS);
   heartbeatTimer.unref();
   // A change of leader shows in the registry at once, not at the next beat.

@@ -160,6 +160,18 @@ export function databaseDeploymentStore(db: Db, runner: string): DeploymentStore
       );
     },
 
+    async orphanedBuilds(live) {
+      let query = db.selectFrom('builds').select(['id', 'deployment_id', 'runner']).where('status', '=', 'building').where('runner', 'is not', null);
+      if (live.length > 0) query = query.where('runner', 'not in', [...live]);
+      const rows = await query.orderBy('started_at').execute();
+      return rows.flatMap((r) => (r.runner === null ? [] : [{ buildId: r.id, deploymentId: r.deployment_id, runner: r.runner }]));
+    },
+
+    async claimBuild(buildId, from) {
+      const result = await db.updateTable('builds').set({ runner }).where('id', '=', buildId).where('runner', '=', from).where('status', '=', 'building').executeTakeFirst();
+      return Number(result.numUpdatedRows) === 1;
+    },
+
     async routeFacts(deploymentId?: string): Promise<RouteFact[]> {
       let query = db
         .selectFrom('deployments')

@@ -51,6 +51,10 @@ export function databaseInstanceRegistry(db: Db): InstanceRegistry {
       const rows = await db.selectFrom('instances').select(['id', 'url']).where('last_seen_at', '>=', since(now, LOST_AFTER_MS)).execute();
       return new Map(rows.flatMap((row) => (row.url === null ? [] : [[row.id, row.url] as const])));
     },
+    async liveIds(now: Date): Promise<string[]> {
+      const rows = await db.selectFrom('instances').select('id').where('last_seen_at', '>=', since(now, LOST_AFTER_MS)).execute();
+      return rows.map((row) => row.id);
+    },
     async prune(now: Date): Promise<number> {
       const result = await db.deleteFrom('instances').where('last_seen_at', '<', since(now, DROPPED_AFTER_MS)).executeTakeFirst();
       return Number(result.numDeletedRows);

@@ -67,6 +67,10 @@ export interface DeploymentStore {
   buildsWithImages(deploymentId: string): Promise<Array<{ id: string; image_id: string }>>;
   /** Live builds with a container, of deployments that should be serving. */
   liveContainers(): Promise<LiveContainer[]>;
+  /** Builds still `building` whose runner is none of `live` (an instance that stopped heartbeating), oldest first. */
+  orphanedBuilds(live: readonly string[]): Promise<Array<{ buildId: string; deploymentId: string; runner: string }>>;
+  /** Takes a `building` build over from instance `from`: it becomes this instance's. False if it ended or another took it first. */
+  claimBuild(buildId: string, from: string): Promise<boolean>;
   /** The route facts of one deployment (none if it is gone), or of every deployment. */
   routeFacts(deploymentId?: string): Promise<RouteFact[]>;
   /** Start-up recovery: every deployment and build (reconciliation with the engine). */

@@ -460,6 +460,26 @@ export class DeploymentLifecycle implements DeploymentOperations {
     this.#recoveryAttempts.get(deploymentId)?.abort(new Superseded('an operation on the deployment came first'));
   }
 
+  /**
+   * Takes over a build whose instance (`from`) was lost (decisions §15): the same build record, now
+   * this instance's (`by`), built again from the start; its log says so. False when it ended or
+   * another instance took it first.
+   */
+  async takeOver(deploymentId: string, buildId: string, from: string, by: string): Promise<boolean> {
+    const { store, configs, buildLogs } = this.#deps;
+    return this.#locks.run(deploymentId, async () => {
+      if (this.#inflight.has(deploymentId) || !(await store.claimBuild(buildId, from))) return false;
+      const dep = await store.deployment(deploymentId);
+      const build = await store.build(deploymentId, buildId);
+      if (dep === undefined || build === undefined || build.status !== 'building') return false;
+      const vars = (await configs.buildConfig(buildId)) ?? (await configs.current(deploymentId));
+      buildLogs.append(dep.id, build.id, `==> the instance running this build (${from}) was lost; instance ${by} builds it again from the start\n`);
+      this.#deps.log('warn', `took over build ${build.id.slice(0, 8)} of ${dep.name} from the lost instance ${from}`);
+      this.#startPipeline(dep, build, undefined, vars);
+      return true;
+    });
+  }
+
   /** Builds this instance runs now (the instance registry's `builds_running`). */
   get buildsRunning(): number {
     return this.#inflight.size;

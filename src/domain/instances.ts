@@ -36,6 +36,8 @@ export interface InstanceRegistry {
   list(now: Date): Promise<InstanceView[]>;
   /** The live instances' URLs by id (inter-instance calls). */
   liveUrls(now: Date): Promise<Map<string, string>>;
+  /** The ids of the live instances. */
+  liveIds(now: Date): Promise<string[]>;
   /** Drops instances silent for more than a day (the leader's chore). */
   prune(now: Date): Promise<number>;
 }

@@ -2,7 +2,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { appRequest, busyboxArchive, createArchiveApp, deployAndWait, eventually } from '../helpers/apps.js';
+import { appRequest, busyboxArchive, createArchiveApp, deployAndWait, eventually, testEngine } from '../helpers/apps.js';
+import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../helpers/busybox-image.js';
+import { startGitServer, type GitServer } from '../helpers/git-server.js';
 import { startCluster, type Cluster, type Instance } from '../helpers/instances.js';
 import { removeInstanceObjects, testDatabase } from '../helpers/server.js';
 
@@ -33,11 +35,15 @@ describe('several instances on one PostgreSQL', async () => {
     }
   };
 
+  let git: GitServer;
   before(async () => {
+    await ensureBusyboxImage(testEngine());
+    git = await startGitServer();
     cluster = await startCluster(database.url, 3);
   });
   after(async () => {
     await cluster?.close();
+    await git?.close();
     const client = new pg.Client({ connectionString: database.url });
     await client.connect();
     const installation = (await client.query<{ id: string }>('select id from instance')).rows[0]?.id;
@@ -106,6 +112,40 @@ describe('several instances on one PostgreSQL', async () => {
     await everyEdgeAnswers(503, 'the stopped app');
     assert.equal((await b.request('POST', `/api/v1/deployments/${app.id}/restart`, { token })).status, 200);
     await everyEdgeAnswers(200, 'the restarted app');
+  });
+
+  test('kill -9 of the instance running a build: the leader builds it again from the start (same build, its log says so), apps keep answering', async () => {
+    const [a, b, c] = cluster.instances as [Instance, Instance, Instance];
+    const dockerfile = [`FROM ${BUSYBOX_IMAGE}`, 'RUN echo slow step && sleep 8', 'COPY site/index.html /www/index.html', 'EXPOSE 8080', 'CMD ["/bin/sh", "-c", "exec httpd -f -p $PORT -h /www"]', ''].join('\n');
+    const repo = await git.createRepo(`ha-${process.pid}`, { Dockerfile: dockerfile, 'site/index.html': 'taken over\n' });
+    const subdomain = `ha-takeover-${process.pid}`;
+    const created = await c.request('POST', '/api/v1/deployments', { token, body: { name: subdomain, subdomain, repo_url: repo.url, branch: 'main' } });
+    assert.equal(created.status, 201, created.text);
+    const id = created.json.id as string;
+    const started = await c.request('POST', `/api/v1/deployments/${id}/deploy`, { token });
+    assert.equal(started.status, 202, started.text);
+    const buildId = started.json.id as string;
+    await eventually(async () => {
+      const log = await c.request('GET', `/api/v1/deployments/${id}/builds/${buildId}/logs`, { token });
+      return /slow step/.test(log.text) ? true : undefined;
+    }, 120_000, 'the build to reach its slow step on instance 2');
+    await cluster.kill(c);
+    // The first app keeps answering on the other edges meanwhile.
+    for (const instance of [a, b]) assert.equal((await appRequest(instance.port, app.subdomain)).status, 200);
+    const build = await eventually(async () => {
+      const res = await a.request('GET', `/api/v1/deployments/${id}/builds/${buildId}`, { token });
+      return res.json?.status === 'succeeded' || res.json?.status === 'failed' ? res.json : undefined;
+    }, 180_000, 'the build taken over to end');
+    assert.equal(build.status, 'succeeded', JSON.stringify(build));
+    const builds = await a.request('GET', `/api/v1/deployments/${id}/builds`, { token });
+    const listed = (builds.json.items ?? builds.json) as Array<{ id: string }>;
+    assert.deepEqual(listed.map((x) => x.id), [buildId], 'the same build record, no new one');
+    const log = await a.request('GET', `/api/v1/deployments/${id}/builds/${buildId}/logs`, { token });
+    assert.match(log.text, /was lost; instance \S+ builds it again from the start/);
+    for (const instance of [a, b]) {
+      await eventually(async () => ((await appRequest(instance.port, subdomain)).body === 'taken over\n' ? true : undefined), 60_000, `the app on ${instance.name}`);
+    }
+    await cluster.start(c);
   });
 
   test('kill -9 of the leader: another instance leads, apps keep answering; started again, it catches up on routes it missed', async () => {
