@@ -1,7 +1,7 @@
 // Tunnels through each data plane's public port: a visitor's keep-alive requests reach the local app, and a tunnel that goes away is answered by Slipway.
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import net, { type AddressInfo, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { eventually } from '../helpers/apps.js';
 import { PLANES } from '../helpers/planes.js';
@@ -37,6 +37,21 @@ for (const plane of PLANES) describe(`tunnels through the public port (${plane} 
     s = await startTestServer({ SLIPWAY_DOMAIN: DOMAIN, SLIPWAY_DATA_PLANE: plane });
     assert.equal(s.server.dataPlane, plane);
     local = http.createServer((req, res) => {
+      if (req.url === '/download') {
+        // 32 MiB, written as fast as the visitor takes it.
+        const block = Buffer.alloc(64 * 1024, 0x62);
+        let left = 512;
+        res.setHeader('content-length', String(left * block.length));
+        const pump = (): void => {
+          while (left > 0) {
+            left--;
+            if (!res.write(block)) return void res.once('drain', pump);
+          }
+          res.end();
+        };
+        pump();
+        return;
+      }
       seen.push({ rawHeaders: req.rawHeaders, socket: req.socket });
       res.end('from the laptop\n');
     });
@@ -87,6 +102,40 @@ for (const plane of PLANES) describe(`tunnels through the public port (${plane} 
       const at = request.rawHeaders.findIndex((name) => name.toLowerCase() === 'x-mixed-case');
       assert.notEqual(at, -1, `the header arrived as ${JSON.stringify(request.rawHeaders)}`);
       assert.equal(request.rawHeaders[at + 1], `yes-${i}`);
+    }
+  });
+
+  test('visitors who abort downloads after the first chunk leave the tunnel serving: the next requests get 200', async () => {
+    const host = `${subdomain}.${DOMAIN}`;
+    await eventually(async () => ((await get(s.port, host, false)).status === 200 ? true : undefined), 10_000, 'the tunnel’s host to answer');
+    // Twenty visitors at once, each gone after its first chunk (some with a reset, some with a FIN).
+    const aborted = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        new Promise<string>((resolve, reject) => {
+          const visitor = net.connect(s.port, '127.0.0.1');
+          visitor.setTimeout(20_000, () => reject(new Error('no first chunk within 20 s')));
+          visitor.on('error', () => undefined);
+          visitor.write(`GET /download HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
+          visitor.once('data', (chunk: Buffer) => {
+            if (i % 2 === 0) visitor.resetAndDestroy();
+            else visitor.end();
+            resolve(chunk.subarray(0, 12).toString('latin1'));
+          });
+        }),
+      ),
+    );
+    for (const head of aborted) assert.equal(head, 'HTTP/1.1 200');
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+    try {
+      const answers = [];
+      for (let i = 0; i < 5; i++) answers.push(await get(s.port, host, false));
+      answers.push(...(await Promise.all(Array.from({ length: 5 }, () => get(s.port, host, agent)))));
+      for (const answer of answers) {
+        assert.equal(answer.status, 200, answer.body);
+        assert.equal(answer.body, 'from the laptop\n');
+      }
+    } finally {
+      agent.destroy();
     }
   });
 
