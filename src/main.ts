@@ -15,7 +15,8 @@ import { dockerNodes } from './runtime/docker/docker-nodes.js';
 import { appUrl, ConfigError, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
 import { databaseDeploymentStore } from './db/deployment-store.js';
-import { customDomainRoutes, databaseDeploymentCatalog } from './db/deployment-catalog.js';
+import { databaseDeploymentCatalog } from './db/deployment-catalog.js';
+import { customDomainRoutes, databaseCustomDomainStore } from './db/custom-domain-store.js';
 import { runnerId } from './runner-id.js';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
 import type { Coordination } from './deploy/coordination.js';
@@ -368,6 +369,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
         })),
       closeForKey: (apiKeyId) => tunnels.closeForKey(apiKeyId),
     },
+    domains: databaseCustomDomainStore(db),
     hosts: {
       addHost: (hostname, deployment) => dataPlane.publishHost(hostname, { subdomain: deployment.subdomain, deploymentId: deployment.id }),
       removeHost: (hostname) => dataPlane.withdrawHost(hostname),

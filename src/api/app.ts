@@ -15,7 +15,7 @@ import type { AppConfigStore } from '../domain/app-config.js';
 import type { DeploymentOperations } from '../domain/operations.js';
 import type { InstanceRegistry } from '../domain/instances.js';
 import type { NodeDirectory } from '../domain/nodes.js';
-import type { DomainCertificates, HostRoutes } from '../domain/custom-domains.js';
+import type { CustomDomainStore, DomainCertificates, HostRoutes } from '../domain/custom-domains.js';
 import type { SourceStore } from '../source/source-store.js';
 import { installErrorHandlers, sendError, type ErrorLog } from './errors.js';
 import { DomainError } from '../core/errors.js';
@@ -68,6 +68,8 @@ export interface ApiDeps {
   /** The tip of a branch (or of the default branch) in a repository (git ls-remote), checked for every push. */
   readonly branchTip: BranchTip;
   readonly tunnels: TunnelDirectory;
+  /** Deployments' custom domains. */
+  readonly domains: CustomDomainStore;
   /** Where custom domains are routed (the routing table). */
   readonly hosts: HostRoutes;
   /** Custom domains' certificates (NO_CERTIFICATES while HTTPS is off). */

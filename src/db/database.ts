@@ -5,6 +5,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Dialect, type Migration, type MigrationProvider } from 'kysely';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, ensurePrivateFile } from '../secrets/private-data-dir.js';
 import type { Database } from './schema.js';
+import { nowIso } from '../core/now.js';
 import * as initial from './migrations/2026-11-21-001-initial.js';
 import * as instance from './migrations/2026-11-21-002-instance.js';
 import * as appConfig from './migrations/2026-11-22-001-app-config.js';
@@ -91,8 +92,8 @@ export function isUniqueViolation(err: unknown): boolean {
   return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === '23505';
 }
 
-/** The current time as the ISO 8601 UTC string every timestamp column holds. */
-export const nowIso = (): string => new Date().toISOString();
+/** The current time as every timestamp column holds it (src/core/now.ts). */
+export { nowIso };
 
 /**
  * This installation's id, created on first use. Engine objects carry it as a label, so two

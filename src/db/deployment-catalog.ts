@@ -95,13 +95,3 @@ export function databaseDeploymentCatalog(db: Db): DeploymentCatalog {
     },
   };
 }
-
-/** Every custom domain with its deployment's subdomain (start-up: the routing table is rebuilt from these). */
-export async function customDomainRoutes(db: Db): Promise<Array<{ hostname: string; deploymentId: string; subdomain: string }>> {
-  const rows = await db
-    .selectFrom('custom_domains')
-    .innerJoin('deployments', 'deployments.id', 'custom_domains.deployment_id')
-    .select(['custom_domains.hostname', 'deployments.id', 'deployments.subdomain'])
-    .execute();
-  return rows.map((r) => ({ hostname: r.hostname, deploymentId: r.id, subdomain: r.subdomain }));
-}

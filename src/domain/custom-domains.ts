@@ -3,8 +3,7 @@ import crypto from 'node:crypto';
 import { DomainError } from '../core/errors.js';
 import { normalizeHostname } from '../core/hostname.js';
 import type { Principal } from '../core/principal.js';
-import { isUniqueViolation, nowIso, type Db } from '../db/database.js';
-import { lockDeployment } from '../db/deployment-store.js';
+import { nowIso } from '../core/now.js';
 import type { DeploymentCatalog } from './deployment-catalog.js';
 import { assertUuid, getDeploymentRow } from './deployments.js';
 
@@ -42,8 +41,30 @@ export interface DomainCertificates {
   hostRemoved(hostname: string): Promise<void>;
 }
 
+/** A hostname a deployment is also served at (lower case A-label, unique across all users). */
+export interface CustomDomainRow {
+  id: string;
+  deployment_id: string;
+  hostname: string;
+  created_at: string;
+}
+
+/** The custom domains' records; implemented over the database in src/db/custom-domain-store.ts. */
+export interface CustomDomainStore {
+  /**
+   * Records `row`, checked under its deployment's lock (two concurrent adds cannot both see room):
+   * `taken` if another deployment or this one holds the hostname, `full` if the deployment has
+   * `max` domains already, `gone` if the deployment no longer exists.
+   */
+  add(row: CustomDomainRow, max: number): Promise<'added' | 'taken' | 'full' | 'gone'>;
+  /** A deployment's domains, oldest first (ties by hostname). */
+  list(deploymentId: string): Promise<CustomDomainRow[]>;
+  /** Removes the deployment's domain `id` and returns it; undefined when the deployment has no such domain. */
+  remove(deploymentId: string, id: string): Promise<CustomDomainRow | undefined>;
+}
+
 export interface CustomDomainDeps {
-  readonly db: Db;
+  readonly domains: CustomDomainStore;
   readonly deployments: DeploymentCatalog;
   /** SLIPWAY_DOMAIN: neither it nor a name under it can be a custom domain. */
   readonly appDomain: string;
@@ -67,23 +88,10 @@ export async function addDomain(deps: CustomDomainDeps, principal: Principal, de
   if ('problem' in normalized) throw new DomainError('validation_error', normalized.problem);
   const { hostname } = normalized;
   const row = { id: crypto.randomUUID(), deployment_id: dep.id, hostname, created_at: nowIso() };
-  try {
-    await deps.db.transaction().execute(async (trx) => {
-      // Writing the deployment row (to itself) first takes its lock (a row lock in PostgreSQL, the write
-      // lock in SQLite), so two concurrent adds cannot both see 19 domains; it also fails if the deployment is gone.
-      if (!(await lockDeployment(trx, dep.id))) throw new DomainError('not_found', 'deployment not found');
-      const held = await trx.selectFrom('custom_domains').select(['deployment_id']).where('hostname', '=', hostname).executeTakeFirst();
-      if (held !== undefined) throw domainTaken(hostname);
-      const count = await trx.selectFrom('custom_domains').select((eb) => eb.fn.countAll<number>().as('n')).where('deployment_id', '=', dep.id).executeTakeFirstOrThrow();
-      if (Number(count.n) >= MAX_DOMAINS_PER_DEPLOYMENT) {
-        throw new DomainError('validation_error', `a deployment has at most ${MAX_DOMAINS_PER_DEPLOYMENT} custom domains`);
-      }
-      await trx.insertInto('custom_domains').values(row).execute();
-    });
-  } catch (err) {
-    if (isUniqueViolation(err)) throw domainTaken(hostname);
-    throw err;
-  }
+  const added = await deps.domains.add(row, MAX_DOMAINS_PER_DEPLOYMENT);
+  if (added === 'gone') throw new DomainError('not_found', 'deployment not found');
+  if (added === 'taken') throw domainTaken(hostname);
+  if (added === 'full') throw new DomainError('validation_error', `a deployment has at most ${MAX_DOMAINS_PER_DEPLOYMENT} custom domains`);
   deps.routes.addHost(hostname, { id: dep.id, subdomain: dep.subdomain });
   deps.certificates.hostAdded(hostname);
   return present(row, (await deps.certificates.statuses([hostname])).get(hostname));
@@ -92,13 +100,7 @@ export async function addDomain(deps: CustomDomainDeps, principal: Principal, de
 /** The caller's deployment's custom domains, oldest first. */
 export async function listDomains(deps: CustomDomainDeps, principal: Principal, deploymentId: string): Promise<DomainView[]> {
   const dep = await getDeploymentRow(deps.deployments, principal, deploymentId, 'read');
-  const rows = await deps.db
-    .selectFrom('custom_domains')
-    .select(['id', 'deployment_id', 'hostname', 'created_at'])
-    .where('deployment_id', '=', dep.id)
-    .orderBy('created_at')
-    .orderBy('hostname')
-    .execute();
+  const rows = await deps.domains.list(dep.id);
   const tls = await deps.certificates.statuses(rows.map((r) => r.hostname));
   return rows.map((r) => present(r, tls.get(r.hostname)));
 }
@@ -107,14 +109,13 @@ export async function listDomains(deps: CustomDomainDeps, principal: Principal, 
 export async function removeDomain(deps: CustomDomainDeps, principal: Principal, deploymentId: string, domainId: string): Promise<void> {
   const dep = await getDeploymentRow(deps.deployments, principal, deploymentId, 'change');
   assertUuid(domainId, 'domain');
-  const row = await deps.db.selectFrom('custom_domains').select(['id', 'hostname']).where('id', '=', domainId).where('deployment_id', '=', dep.id).executeTakeFirst();
+  const row = await deps.domains.remove(dep.id, domainId);
   if (row === undefined) throw new DomainError('not_found', 'domain not found');
-  await deps.db.deleteFrom('custom_domains').where('id', '=', row.id).execute();
   deps.routes.removeHost(row.hostname);
   await deps.certificates.hostRemoved(row.hostname);
 }
 
-function present(row: { id: string; deployment_id: string; hostname: string; created_at: string }, tls: TlsView | undefined): DomainView {
+function present(row: CustomDomainRow, tls: TlsView | undefined): DomainView {
   return {
     id: row.id,
     deployment_id: row.deployment_id,

@@ -31,6 +31,7 @@ import { assertError, assertNoLeak } from '../helpers/api-assert.js';
 import { buildMultipart } from '../helpers/multipart.js';
 import { ADMIN_PASSWORD, startTestServer, testEnv, type HttpResult, type TestServer } from '../helpers/server.js';
 import { NO_CERTIFICATES } from '../../src/domain/custom-domains.js';
+import { databaseCustomDomainStore } from '../../src/db/custom-domain-store.js';
 
 /** Every route of the API, as the OpenAPI document names it. */
 const ROUTES: ReadonlyArray<readonly [string, string]> = [
@@ -307,6 +308,7 @@ describe('the Fastify app in-process (inject)', () => {
       instances: databaseInstanceRegistry(db),
       nodes: { list: async () => [], setAvailability: async () => undefined },
       metrics: { render: () => '' },
+      domains: databaseCustomDomainStore(db),
       hosts: { addHost: () => undefined, removeHost: () => undefined },
       certificates: NO_CERTIFICATES,
       health: async () => ({ ok: healthy, checks: { database: { ok: true }, docker: healthy ? { ok: true } : { ok: false, detail: 'the Docker engine does not answer' } } }),

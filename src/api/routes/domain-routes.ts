@@ -11,7 +11,7 @@ type IdRequest = { Params: { id: string } };
 export const domainRoutes =
   (deps: ApiDeps): FastifyPluginAsync =>
   async (app) => {
-    const domainDeps: CustomDomainDeps = { db: deps.db, deployments: deps.deployments, appDomain: deps.config.domain, routes: deps.hosts, certificates: deps.certificates };
+    const domainDeps: CustomDomainDeps = { domains: deps.domains, deployments: deps.deployments, appDomain: deps.config.domain, routes: deps.hosts, certificates: deps.certificates };
 
     app.post<IdRequest & { Body: AddDomainBody }>(
       '/deployments/:id/domains',
