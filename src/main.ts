@@ -35,7 +35,7 @@ import { databaseQuotaStore } from './db/quota-store.js';
 import { unlockInstallation } from './secrets/unlock.js';
 import { securePrivateDataDir } from './secrets/private-data-dir.js';
 import { removeIdleNetworks } from './deploy/host-cleanup.js';
-import { bootstrapAdmin } from './domain/accounts.js';
+import { authenticateBearer, bootstrapAdmin } from './domain/accounts.js';
 import { KeyUsage } from './domain/key-usage.js';
 import { NO_CERTIFICATES } from './domain/custom-domains.js';
 import { DbCertificateStore } from './db/certificate-store.js';
@@ -47,6 +47,7 @@ import { loadOperatorCertificate } from './tls/operator-certificate.js';
 import { ListCursors } from './api/list-pages.js';
 import { sharedFailureLimiter } from './deploy/shared-limiter.js';
 import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelsOf, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
+import { databaseTunnelClaimStore } from './db/tunnel-claim-store.js';
 import { AppProxy } from './proxy/app-proxy.js';
 import { createServerMetrics } from './api/server-metrics.js';
 import { nodeDataPlane } from './proxy/node-data-plane.js';
@@ -210,7 +211,8 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
   const recovery = coordination.isLeader() && !othersLive ? planned : { ...planned, sweep: undefined };
   // Every route change is announced to the other instances (ids only); they read the route from the database.
   const dataPlane = announcingDataPlane(localPlane, coordination, runner);
-  await releaseTunnelsOf(db, runner); // no tunnel survives a restart; clients reconnect
+  const tunnelClaims = databaseTunnelClaimStore(db);
+  await releaseTunnelsOf(tunnelClaims, runner); // no tunnel survives a restart; clients reconnect
 
   // Custom domains follow their deployment's route (the table resolves them to its subdomain).
   for (const d of await customDomainRoutes(db)) dataPlane.publishHost(d.hostname, { subdomain: d.subdomain, deploymentId: d.deploymentId });
@@ -294,9 +296,9 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
   const tunnels = new TunnelServer({
     dataPlane,
     authority: {
-      authenticateKey: (key) => authenticateTunnelKey(db, keyUsage, key),
-      claimSubdomain: (subdomain, owner, tunnelId) => claimTunnelSubdomain(db, runner, subdomain, owner, tunnelId),
-      releaseSubdomain: (subdomain, tunnelId) => releaseTunnelSubdomain(db, subdomain, tunnelId),
+      authenticateKey: (key) => authenticateTunnelKey((bearer) => authenticateBearer(db, keyUsage, bearer), key),
+      claimSubdomain: (subdomain, owner, tunnelId) => claimTunnelSubdomain(tunnelClaims, runner, subdomain, owner, tunnelId),
+      releaseSubdomain: (subdomain, tunnelId) => releaseTunnelSubdomain(tunnelClaims, subdomain, tunnelId),
     },
     publicUrlFor: urlFor,
     limits: { tunnelsPerKey: config.tunnelsPerKey, streamsPerTunnel: config.streamsPerTunnel },

@@ -1,8 +1,5 @@
-// Tunnel authority backed by the database: API-key authentication and subdomain claims.
-import type { Db } from '../db/database.js';
-import { isUniqueViolation, nowIso } from '../db/database.js';
-import { authenticateBearer } from './accounts.js';
-import type { KeyUsage } from './key-usage.js';
+// Tunnel authority: API-key authentication and subdomain claims, over a claim store.
+import type { Principal } from '../core/principal.js';
 import { normalizeSubdomain } from '../core/dns-label.js';
 import { DomainError } from '../core/errors.js';
 import { API_KEY_PATTERN } from '../core/credentials.js';
@@ -12,11 +9,37 @@ export interface TunnelOwner {
   apiKeyId: string;
 }
 
+/** A live tunnel's claim on a subdomain. */
+export interface TunnelClaim {
+  /** The subdomain, a valid lower-case label. */
+  subdomain: string;
+  tunnelId: string;
+  owner: TunnelOwner;
+  /** The control-plane instance the tunnel is connected to. */
+  runner: string;
+}
+
+/**
+ * Tunnels and the subdomains they hold; implemented over the database in src/db/tunnel-claim-store.ts.
+ * Deployments and tunnels share one set of subdomain claims, so a subdomain has one holder.
+ */
+export interface TunnelClaimStore {
+  /**
+   * Records the claim in one transaction: `taken` if a deployment or another user's tunnel holds the
+   * subdomain (or wins a race for it); the same user's earlier tunnel of that name is replaced (reconnect).
+   */
+  claim(claim: TunnelClaim): Promise<'ok' | 'taken'>;
+  /** Drops the tunnel's claim on `subdomain` (lower case), if it still holds it. */
+  release(subdomain: string, tunnelId: string): Promise<void>;
+  /** Drops every tunnel connected to `runner` (and any whose instance was never recorded). */
+  releaseRunner(runner: string): Promise<void>;
+}
+
 /** Authenticates a tunnel client: API keys only (session tokens are refused). Sets last_used_at. */
-export async function authenticateTunnelKey(db: Db, keyUsage: KeyUsage, key: string): Promise<TunnelOwner | null> {
+export async function authenticateTunnelKey(authenticate: (bearer: string) => Promise<Principal>, key: string): Promise<TunnelOwner | null> {
   if (!API_KEY_PATTERN.test(key)) return null;
   try {
-    const principal = await authenticateBearer(db, keyUsage, key);
+    const principal = await authenticate(key);
     return principal.apiKeyId === undefined ? null : { userId: principal.userId, apiKeyId: principal.apiKeyId };
   } catch (err) {
     if (err instanceof DomainError && err.code === 'unauthorized') return null;
@@ -29,7 +52,7 @@ export async function authenticateTunnelKey(db: Db, keyUsage: KeyUsage, key: str
  * it 'taken'; the same user's earlier tunnel of that name is replaced (reconnect).
  */
 export async function claimTunnelSubdomain(
-  db: Db,
+  claims: TunnelClaimStore,
   runner: string,
   subdomain: string,
   owner: TunnelOwner,
@@ -41,51 +64,18 @@ export async function claimTunnelSubdomain(
   } catch {
     return 'invalid';
   }
-  try {
-    return await db.transaction().execute(async (trx) => {
-      // One table of claims holds deployments and tunnels; its primary key settles races.
-      const held = await trx.selectFrom('subdomain_claims').select(['kind', 'owner_id', 'user_id']).where('subdomain', '=', label).executeTakeFirst();
-      if (held !== undefined && (held.kind !== 'tunnel' || held.user_id !== owner.userId)) return 'taken' as const;
-      if (held !== undefined) {
-        await trx.deleteFrom('subdomain_claims').where('subdomain', '=', label).execute();
-        await trx.deleteFrom('tunnels').where('id', '=', held.owner_id).execute();
-      }
-      const now = nowIso();
-      await trx
-        .insertInto('subdomain_claims')
-        .values({ subdomain: label, kind: 'tunnel', owner_id: tunnelId, user_id: owner.userId, created_at: now })
-        .execute();
-      await trx
-        .insertInto('tunnels')
-        .values({ id: tunnelId, user_id: owner.userId, api_key_id: owner.apiKeyId, subdomain: label, connected_at: now, runner })
-        .execute();
-      return 'ok' as const;
-    });
-  } catch (err) {
-    if (isUniqueViolation(err)) return 'taken';
-    throw err;
-  }
+  return claims.claim({ subdomain: label, tunnelId, owner, runner });
 }
 
 /** Releases a tunnel's claim, if it still holds it. */
-export async function releaseTunnelSubdomain(db: Db, subdomain: string, tunnelId: string): Promise<void> {
-  await db.transaction().execute(async (trx) => {
-    await trx.deleteFrom('subdomain_claims').where('subdomain', '=', subdomain.toLowerCase()).where('kind', '=', 'tunnel').where('owner_id', '=', tunnelId).execute();
-    await trx.deleteFrom('tunnels').where('subdomain', '=', subdomain.toLowerCase()).where('id', '=', tunnelId).execute();
-  });
+export async function releaseTunnelSubdomain(claims: TunnelClaimStore, subdomain: string, tunnelId: string): Promise<void> {
+  await claims.release(subdomain.toLowerCase(), tunnelId);
 }
 
 /**
  * Start-up: the tunnels this instance held before it stopped are released (a tunnel never outlives
  * its connection); another instance's live tunnels are not touched.
  */
-export async function releaseTunnelsOf(db: Db, runner: string): Promise<void> {
-  await db.transaction().execute(async (trx) => {
-    const mine = trx
-      .selectFrom('tunnels')
-      .select('id')
-      .where((eb) => eb.or([eb('runner', '=', runner), eb('runner', 'is', null)]));
-    await trx.deleteFrom('subdomain_claims').where('kind', '=', 'tunnel').where('owner_id', 'in', mine).execute();
-    await trx.deleteFrom('tunnels').where((eb) => eb.or([eb('runner', '=', runner), eb('runner', 'is', null)])).execute();
-  });
+export async function releaseTunnelsOf(claims: TunnelClaimStore, runner: string): Promise<void> {
+  await claims.releaseRunner(runner);
 }

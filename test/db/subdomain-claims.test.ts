@@ -9,6 +9,7 @@ import { databaseDeploymentStore } from '../../src/db/deployment-store.js';
 import { createDeployment } from '../../src/domain/deployments.js';
 import { databaseDeploymentCatalog } from '../../src/db/deployment-catalog.js';
 import { claimTunnelSubdomain, releaseTunnelSubdomain, releaseTunnelsOf } from '../../src/domain/tunnel-claims.js';
+import { databaseTunnelClaimStore } from '../../src/db/tunnel-claim-store.js';
 import { openTestDatabase } from '../helpers/server.js';
 
 let db: Db;
@@ -17,6 +18,7 @@ const bob: Principal = { ...alice, userId: crypto.randomUUID() };
 const RUNNER_A = 'aaaaaaaa-0000-4000-8000-000000000000';
 const RUNNER_B = 'bbbbbbbb-0000-4000-8000-000000000000';
 const deps = () => ({ deployments: databaseDeploymentCatalog(db), allowPrivateGit: false, checkRepoHost: async () => undefined, limits: { maxMemoryMb: 1024, maxCpus: 2 } });
+const claims = () => databaseTunnelClaimStore(db);
 const owner = (p: Principal) => ({ userId: p.userId, apiKeyId: 'key' });
 
 let closeDatabase: () => Promise<void>;
@@ -33,14 +35,14 @@ async function taken(promise: Promise<unknown>): Promise<void> {
 
 test('a deployment and a tunnel never hold one subdomain, whichever claims first', async () => {
   await create(alice, 'claim-dep');
-  assert.equal(await claimTunnelSubdomain(db, RUNNER_A, 'claim-dep', owner(alice), crypto.randomUUID()), 'taken');
-  assert.equal(await claimTunnelSubdomain(db, RUNNER_A, 'claim-tun', owner(alice), crypto.randomUUID()), 'ok');
+  assert.equal(await claimTunnelSubdomain(claims(), RUNNER_A, 'claim-dep', owner(alice), crypto.randomUUID()), 'taken');
+  assert.equal(await claimTunnelSubdomain(claims(), RUNNER_A, 'claim-tun', owner(alice), crypto.randomUUID()), 'ok');
   await taken(create(alice, 'claim-tun'));
   await taken(create(bob, 'claim-dep'));
-  assert.equal(await claimTunnelSubdomain(db, RUNNER_B, 'claim-tun', owner(bob), crypto.randomUUID()), 'taken', "another user's live tunnel");
+  assert.equal(await claimTunnelSubdomain(claims(), RUNNER_B, 'claim-tun', owner(bob), crypto.randomUUID()), 'taken', "another user's live tunnel");
   const again = crypto.randomUUID();
-  assert.equal(await claimTunnelSubdomain(db, RUNNER_B, 'claim-tun', owner(alice), again), 'ok', 'the same user reconnects');
-  await releaseTunnelSubdomain(db, 'claim-tun', again);
+  assert.equal(await claimTunnelSubdomain(claims(), RUNNER_B, 'claim-tun', owner(alice), again), 'ok', 'the same user reconnects');
+  await releaseTunnelSubdomain(claims(), 'claim-tun', again);
   await create(bob, 'claim-tun');
 });
 
@@ -53,13 +55,13 @@ test('concurrent creates of one subdomain: exactly one wins', async () => {
 test('deleting a deployment frees its subdomain', async () => {
   const row = await create(alice, 'claim-free');
   await databaseDeploymentStore(db, RUNNER_A).remove(row.id);
-  assert.equal(await claimTunnelSubdomain(db, RUNNER_A, 'claim-free', owner(bob), crypto.randomUUID()), 'ok');
+  assert.equal(await claimTunnelSubdomain(claims(), RUNNER_A, 'claim-free', owner(bob), crypto.randomUUID()), 'ok');
 });
 
 test("start-up recovery touches only its own instance's tunnels and builds", async () => {
-  assert.equal(await claimTunnelSubdomain(db, RUNNER_A, 'claim-a', owner(alice), crypto.randomUUID()), 'ok');
-  assert.equal(await claimTunnelSubdomain(db, RUNNER_B, 'claim-b', owner(alice), crypto.randomUUID()), 'ok');
-  await releaseTunnelsOf(db, RUNNER_A);
+  assert.equal(await claimTunnelSubdomain(claims(), RUNNER_A, 'claim-a', owner(alice), crypto.randomUUID()), 'ok');
+  assert.equal(await claimTunnelSubdomain(claims(), RUNNER_B, 'claim-b', owner(alice), crypto.randomUUID()), 'ok');
+  await releaseTunnelsOf(claims(), RUNNER_A);
   const left = await db.selectFrom('tunnels').select('subdomain').where('subdomain', 'in', ['claim-a', 'claim-b']).execute();
   assert.deepEqual(left.map((t) => t.subdomain), ['claim-b']);
   await taken(create(bob, 'claim-b'));

@@ -12,6 +12,8 @@ const STORES: Record<string, readonly string[]> = {
   deployments: ['deployment-store.ts', 'deployment-catalog.ts'],
   builds: ['deployment-store.ts', 'deployment-catalog.ts'],
   custom_domains: ['custom-domain-store.ts'],
+  tunnels: ['tunnel-claim-store.ts'],
+  subdomain_claims: ['tunnel-claim-store.ts', 'deployment-catalog.ts', 'preview-catalog.ts', 'deployment-store.ts'],
 };
 const OWNED = Object.keys(STORES);
 const TABLE = `(?:${OWNED.join('|')})`;

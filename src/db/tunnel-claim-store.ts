@@ -1,0 +1,50 @@
+// The tunnel claim store on the database: the only place that queries `tunnels` (claims share `subdomain_claims` with deployments).
+import type { TunnelClaimStore } from '../domain/tunnel-claims.js';
+import { isUniqueViolation, nowIso, type Db } from './database.js';
+
+/** TunnelClaimStore over the `tunnels` and `subdomain_claims` tables. */
+export function databaseTunnelClaimStore(db: Db): TunnelClaimStore {
+  return {
+    async claim({ subdomain, tunnelId, owner, runner }) {
+      try {
+        return await db.transaction().execute(async (trx) => {
+          // One table of claims holds deployments and tunnels; its primary key settles races.
+          const held = await trx.selectFrom('subdomain_claims').select(['kind', 'owner_id', 'user_id']).where('subdomain', '=', subdomain).executeTakeFirst();
+          if (held !== undefined && (held.kind !== 'tunnel' || held.user_id !== owner.userId)) return 'taken' as const;
+          if (held !== undefined) {
+            await trx.deleteFrom('subdomain_claims').where('subdomain', '=', subdomain).execute();
+            await trx.deleteFrom('tunnels').where('id', '=', held.owner_id).execute();
+          }
+          const now = nowIso();
+          await trx.insertInto('subdomain_claims').values({ subdomain, kind: 'tunnel', owner_id: tunnelId, user_id: owner.userId, created_at: now }).execute();
+          await trx
+            .insertInto('tunnels')
+            .values({ id: tunnelId, user_id: owner.userId, api_key_id: owner.apiKeyId, subdomain, connected_at: now, runner })
+            .execute();
+          return 'ok' as const;
+        });
+      } catch (err) {
+        if (isUniqueViolation(err)) return 'taken';
+        throw err;
+      }
+    },
+
+    async release(subdomain, tunnelId) {
+      await db.transaction().execute(async (trx) => {
+        await trx.deleteFrom('subdomain_claims').where('subdomain', '=', subdomain).where('kind', '=', 'tunnel').where('owner_id', '=', tunnelId).execute();
+        await trx.deleteFrom('tunnels').where('subdomain', '=', subdomain).where('id', '=', tunnelId).execute();
+      });
+    },
+
+    async releaseRunner(runner) {
+      await db.transaction().execute(async (trx) => {
+        const mine = trx
+          .selectFrom('tunnels')
+          .select('id')
+          .where((eb) => eb.or([eb('runner', '=', runner), eb('runner', 'is', null)]));
+        await trx.deleteFrom('subdomain_claims').where('kind', '=', 'tunnel').where('owner_id', 'in', mine).execute();
+        await trx.deleteFrom('tunnels').where((eb) => eb.or([eb('runner', '=', runner), eb('runner', 'is', null)])).execute();
+      });
+    },
+  };
+}
