@@ -13,6 +13,9 @@ if (!fs.existsSync('/bin/busybox')) aptInstall(['busybox-static']);
 if (!fs.existsSync('/usr/bin/chromium')) aptInstall(['chromium']);
 // The HTTPS suite runs a real ACME CA on loopback: Debian's pebble (it ships pebble-challtestsrv too).
 if (!fs.existsSync('/usr/bin/pebble') || !fs.existsSync('/usr/bin/pebble-challtestsrv')) aptInstall(['pebble']);
+// The swarm suite (test/swarm) runs three engines in network namespaces (scripts/swarm-cluster.mjs)
+// with Debian's registry; containerd, dockerd and iproute2 come with the Docker setup above.
+if (!fs.existsSync('/usr/bin/docker-registry')) aptInstall(['docker-registry']);
 
 function findTests(dir) {
   const found = [];

@@ -1,0 +1,115 @@
+// The swarm test cluster itself (scripts/swarm-cluster.mjs): three engines in namespaces joined into one swarm, images through its registry, tasks reached directly on their nodes, nothing left after.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+import { eventually } from '../helpers/apps.js';
+import { PROJECT_ROOT } from '../helpers/server.js';
+
+interface ClusterNode {
+  readonly name: string;
+  readonly netns: string;
+  readonly address: string;
+  readonly socket: string;
+}
+interface ClusterLayout {
+  readonly id: number;
+  readonly bridge: string;
+  readonly nodes: readonly ClusterNode[];
+  readonly registry: string;
+  readonly forwardRule: readonly string[];
+}
+interface ClusterScript {
+  up(ownerPid?: number): Promise<ClusterLayout>;
+  down(layout: ClusterLayout): Promise<void>;
+}
+
+const script = (): Promise<ClusterScript> => import(pathToFileURL(path.join(PROJECT_ROOT, 'scripts', 'swarm-cluster.mjs')).href) as Promise<ClusterScript>;
+
+function docker(node: ClusterNode, args: string[]): string {
+  return execFileSync('docker', ['-H', `unix://${node.socket}`, ...args], { encoding: 'utf8', timeout: 120_000, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** GET http://address:port/path (a namespace address on the test bridge); the body, or undefined on any failure. */
+function get(address: string, port: number, urlPath: string): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const req = http.get({ host: address, port, path: urlPath, agent: false, timeout: 5000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve(res.statusCode === 200 ? body : undefined));
+      res.on('error', () => resolve(undefined));
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(undefined));
+  });
+}
+
+describe('swarm test cluster', () => {
+  let cluster: ClusterScript;
+  let layout: ClusterLayout | undefined;
+
+  before(async () => {
+    cluster = await script();
+    layout = await cluster.up(process.pid);
+  });
+  after(async () => {
+    if (layout !== undefined) await cluster.down(layout);
+  });
+
+  test('three ready nodes; an image pushed to its registry runs on every node as host-mode tasks the host reaches directly', async () => {
+    assert.ok(layout !== undefined);
+    const [manager] = layout.nodes;
+    assert.ok(manager !== undefined);
+    const nodes = docker(manager, ['node', 'ls', '--format', '{{.Status}} {{.Availability}}']).trim().split('\n');
+    assert.deepEqual(nodes, ['Ready Active', 'Ready Active', 'Ready Active']);
+
+    const context = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-swarm-image-'));
+    try {
+      fs.copyFileSync('/bin/busybox', path.join(context, 'busybox'));
+      fs.writeFileSync(
+        path.join(context, 'Dockerfile'),
+        ['FROM scratch', 'COPY busybox /bin/busybox', 'RUN ["/bin/busybox","--install","-s","/bin"]', `CMD ["/bin/sh","-c","mkdir -p /www && hostname > /www/who.txt && exec httpd -f -p 8080 -h /www"]`, ''].join('\n'),
+      );
+      const image = `${layout.registry}/slipway-test/who:1`;
+      docker(manager, ['build', '-q', '-t', image, context]);
+      docker(manager, ['push', '-q', image]);
+      docker(manager, ['service', 'create', '-d', '--name', 'who', '--replicas', '3', '--replicas-max-per-node', '1', '--endpoint-mode', 'dnsrr', '--publish', 'mode=host,target=8080', image]);
+    } finally {
+      fs.rmSync(context, { recursive: true, force: true });
+    }
+    // Each task's node address and the port the node published for it (no routing mesh).
+    const addressOf = new Map(
+      docker(manager, ['node', 'ls', '-q']).trim().split('\n').map((id) => [id, docker(manager, ['node', 'inspect', id, '--format', '{{.Status.Addr}}']).trim()] as const),
+    );
+    const targets = await eventually(async () => {
+      const tasks = docker(manager, ['service', 'ps', '-q', '--filter', 'desired-state=running', 'who']).trim().split('\n').filter((t) => t !== '');
+      const found = tasks.flatMap((task) => {
+        const [state, nodeId, port] = docker(manager, ['inspect', task, '--format', '{{.Status.State}} {{.NodeID}} {{with index .Status.PortStatus.Ports 0}}{{.PublishedPort}}{{end}}']).trim().split(' ');
+        return state === 'running' && port !== undefined && port !== '' ? [{ address: addressOf.get(nodeId ?? '') ?? '', port: Number(port) }] : [];
+      });
+      return found.length === 3 ? found : undefined;
+    }, 120_000, 'three running tasks');
+    assert.deepEqual(new Set(targets.map((t) => t.address)), new Set(layout.nodes.map((n) => n.address)), 'one task per node');
+    const hostnames = await eventually(async () => {
+      const answers = await Promise.all(targets.map((t) => get(t.address, t.port, '/who.txt')));
+      return answers.every((a) => a !== undefined) ? new Set(answers.map((a) => a?.trim())) : undefined;
+    }, 60_000, 'every task to answer on its node');
+    assert.equal(hostnames.size, 3);
+    docker(manager, ['service', 'rm', 'who']);
+  });
+
+  test('down removes the namespaces, the bridge and the FORWARD rule; up again after a crash starts clean', async () => {
+    assert.ok(layout !== undefined);
+    const gone = layout;
+    await cluster.down(gone);
+    layout = undefined;
+    assert.ok(!execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' }).includes(gone.nodes[0]?.netns ?? '?'));
+    assert.throws(() => execFileSync('ip', ['link', 'show', gone.bridge], { stdio: 'ignore' }));
+    assert.throws(() => execFileSync('iptables', ['-C', ...gone.forwardRule], { stdio: 'ignore' }));
+  });
+});
