@@ -167,6 +167,18 @@ export function databaseDeploymentStore(db: Db, runner: string): DeploymentStore
       return rows.flatMap((r) => (r.runner === null ? [] : [{ buildId: r.id, deploymentId: r.deployment_id, runner: r.runner }]));
     },
 
+    async buildElsewhere(deploymentId) {
+      const row = await db
+        .selectFrom('builds')
+        .select(['id', 'runner'])
+        .where('deployment_id', '=', deploymentId)
+        .where('status', '=', 'building')
+        .where('runner', 'is not', null)
+        .where('runner', '<>', runner)
+        .executeTakeFirst();
+      return row === undefined || row.runner === null ? undefined : { id: row.id, runner: row.runner };
+    },
+
     async claimBuild(buildId, from) {
       const result = await db.updateTable('builds').set({ runner }).where('id', '=', buildId).where('runner', '=', from).where('status', '=', 'building').executeTakeFirst();
       return Number(result.numUpdatedRows) === 1;

@@ -120,6 +120,7 @@ class Superseded extends Error {
 export class DeploymentLifecycle implements DeploymentOperations {
   readonly #deps: LifecycleDeps;
   readonly #runtime: AppRuntime;
+  readonly #coordination: Coordination;
   /** Per-deployment locks, held across every instance sharing the database. */
   readonly #locks: {
     run<T>(deploymentId: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T>;
@@ -144,6 +145,13 @@ export class DeploymentLifecycle implements DeploymentOperations {
     this.#deps = deps;
     this.#runtime = deps.runtime ?? new DockerRuntime(deps.engine);
     const coordination = deps.coordination ?? memoryCoordination();
+    this.#coordination = coordination;
+    // A cancel asked on another instance of a build running here (`c:<build id> <reason>`).
+    coordination.onAnnounce((message) => {
+      const match = message === null ? null : /^\S+ c:(\S+) (.*)$/s.exec(message);
+      if (match === null) return;
+      for (const inflight of this.#inflight.values()) if (inflight.buildId === match[1]) inflight.controller.abort(new Cancelled(match[2] ?? 'cancelled'));
+    });
     this.#locks = {
       run: (deploymentId, fn, signal) => withDeploymentLock(coordination, deploymentId, fn, signal),
       acquire: (deploymentId, signal) => coordination.lockDeployment(deploymentId, signal),
@@ -240,15 +248,16 @@ export class DeploymentLifecycle implements DeploymentOperations {
   async cancel(principal: Principal, deploymentId: string): Promise<{ message: string }> {
     return this.#locks.run(deploymentId, async () => {
       const dep = await this.#owned(principal, deploymentId, 'change');
-      const inflight = this.#inflight.get(deploymentId);
-      if (inflight === undefined) throw new DomainError('invalid_state', `no build of ${dep.name} is in progress`);
+      // The build may run on another instance (decisions §15: cancel works from any instance).
+      const buildId = this.#inflight.get(deploymentId)?.buildId ?? (await this.#deps.store.buildElsewhere(deploymentId))?.id;
+      if (buildId === undefined) throw new DomainError('invalid_state', `no build of ${dep.name} is in progress`);
       await this.#cancelInflight(deploymentId, 'cancelled by the user');
       // What served before the build serves on; with nothing serving, the app is stopped.
       const serving = this.#isServing(dep);
       await this.#deps.store.setStatus(deploymentId, transition(dep.status, 'cancel', { serving, restartable: false }).to);
       if (!serving) this.#route(dep.subdomain, deploymentId, 'stopped');
       return {
-        message: `build ${inflight.buildId.slice(0, 8)} of ${dep.name} cancelled${serving ? '; the live release keeps serving' : ''}`,
+        message: `build ${buildId.slice(0, 8)} of ${dep.name} cancelled${serving ? '; the live release keeps serving' : ''}`,
       };
     });
   }
@@ -605,9 +614,27 @@ export class DeploymentLifecycle implements DeploymentOperations {
   /** Aborts the deployment's build in flight (if any) and waits until it has wound down. */
   async #cancelInflight(deploymentId: string, reason: string): Promise<void> {
     const inflight = this.#inflight.get(deploymentId);
-    if (inflight === undefined) return;
+    if (inflight === undefined) return this.#cancelElsewhere(deploymentId, reason);
     inflight.controller.abort(new Cancelled(reason));
     await inflight.done;
+  }
+
+  /**
+   * Cancels the deployment's build running on another instance: asked over the coordination feed,
+   * then waited for (the caller holds the deployment's lock, which that build's switch waits for,
+   * abortably). An instance that does not answer within 30 s (lost) has its build ended here.
+   */
+  async #cancelElsewhere(deploymentId: string, reason: string): Promise<void> {
+    const { store } = this.#deps;
+    const remote = await store.buildElsewhere(deploymentId);
+    if (remote === undefined) return;
+    this.#coordination.announce(`- c:${remote.id} ${reason}`);
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline) {
+      await sleep(100);
+      if ((await store.build(deploymentId, remote.id))?.status !== 'building') return;
+    }
+    await store.finishBuild(remote.id, 'cancelled', `${reason} (its instance did not answer)`);
   }
 
   async #waitForBuild(deploymentId: string, buildId: string, signal?: AbortSignal): Promise<void> {

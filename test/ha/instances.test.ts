@@ -114,6 +114,31 @@ describe('several instances on one PostgreSQL', async () => {
     await everyEdgeAnswers(200, 'the restarted app');
   });
 
+  test('a build running on one instance is cancelled from another', async () => {
+    const [a, b] = cluster.instances as [Instance, Instance, Instance];
+    const dockerfile = [`FROM ${BUSYBOX_IMAGE}`, 'RUN echo slow step && sleep 60', 'CMD ["/bin/sh", "-c", "exec httpd -f -p $PORT -h /"]', ''].join('\n');
+    const repo = await git.createRepo(`ha-cancel-${process.pid}`, { Dockerfile: dockerfile });
+    const subdomain = `ha-cancel-${process.pid}`;
+    const created = await b.request('POST', '/api/v1/deployments', { token, body: { name: subdomain, subdomain, repo_url: repo.url, branch: 'main' } });
+    assert.equal(created.status, 201, created.text);
+    const id = created.json.id as string;
+    const started = await b.request('POST', `/api/v1/deployments/${id}/deploy`, { token });
+    assert.equal(started.status, 202, started.text);
+    const buildId = started.json.id as string;
+    await eventually(async () => {
+      const log = await b.request('GET', `/api/v1/deployments/${id}/builds/${buildId}/logs`, { token });
+      return /slow step/.test(log.text) ? true : undefined;
+    }, 120_000, 'the build to reach its slow step on instance 1');
+    const cancelled = await a.request('POST', `/api/v1/deployments/${id}/cancel`, { token });
+    assert.equal(cancelled.status, 200, cancelled.text);
+    const build = await a.request('GET', `/api/v1/deployments/${id}/builds/${buildId}`, { token });
+    assert.equal(build.json.status, 'cancelled', build.text);
+    const log = await b.request('GET', `/api/v1/deployments/${id}/builds/${buildId}/logs`, { token });
+    assert.match(log.text, /cancelled: .*cancelled by the user/);
+    // Nothing left to cancel, on any instance.
+    assert.equal((await b.request('POST', `/api/v1/deployments/${id}/cancel`, { token })).status, 409);
+  });
+
   test('kill -9 of the instance running a build: the leader builds it again from the start (same build, its log says so), apps keep answering', async () => {
     const [a, b, c] = cluster.instances as [Instance, Instance, Instance];
     const dockerfile = [`FROM ${BUSYBOX_IMAGE}`, 'RUN echo slow step && sleep 8', 'COPY site/index.html /www/index.html', 'EXPOSE 8080', 'CMD ["/bin/sh", "-c", "exec httpd -f -p $PORT -h /www"]', ''].join('\n');
