@@ -48,6 +48,7 @@ import { ListCursors } from './api/list-pages.js';
 import { sharedFailureLimiter } from './deploy/shared-limiter.js';
 import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelsOf, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
 import { databaseTunnelClaimStore } from './db/tunnel-claim-store.js';
+import { databaseApiKeyStore } from './db/api-key-store.js';
 import { AppProxy } from './proxy/app-proxy.js';
 import { createServerMetrics } from './api/server-metrics.js';
 import { nodeDataPlane } from './proxy/node-data-plane.js';
@@ -163,7 +164,8 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
   const buildLogs = new BuildLogStore(config.dataDir, config.buildLogMaxBytes);
   const table = new RoutingTable(config.domain);
   const urlFor = (subdomain: string): string => appUrl(config, subdomain);
-  const keyUsage = new KeyUsage(db, { log: (msg, detail) => log('warn', msg, detail) });
+  const apiKeys = databaseApiKeyStore(db);
+  const keyUsage = new KeyUsage(apiKeys, { log: (msg, detail) => log('warn', msg, detail) });
 
   const admin = await bootstrapAdmin(
     db,
@@ -372,6 +374,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
       closeForKey: (apiKeyId) => tunnels.closeForKey(apiKeyId),
     },
     domains: databaseCustomDomainStore(db),
+    apiKeys,
     hosts: {
       addHost: (hostname, deployment) => dataPlane.publishHost(hostname, { subdomain: deployment.subdomain, deploymentId: deployment.id }),
       removeHost: (hostname) => dataPlane.withdrawHost(hostname),

@@ -7,6 +7,7 @@ import type { Db } from '../db/database.js';
 import type { DeploymentCatalog } from '../domain/deployment-catalog.js';
 import type { BuildLogStore } from '../deploy/build-logs.js';
 import type { KeyUsage } from '../domain/key-usage.js';
+import type { ApiKeyStore } from '../domain/api-keys.js';
 import type { ListCursors } from './list-pages.js';
 import type { FailureLimiter } from '../domain/rate-limiter.js';
 import type { BranchTip, WebhookStore } from '../domain/webhooks.js';
@@ -50,6 +51,8 @@ export interface ApiDeps {
   readonly store: SourceStore;
   readonly buildLogs: BuildLogStore;
   readonly loginLimiter: FailureLimiter;
+  /** API keys' records (create, list, revoke). */
+  readonly apiKeys: ApiKeyStore;
   /** API key use (`last_used_at`), coalesced. */
   readonly keyUsage: KeyUsage;
   /** Seals and opens the cursors of paged lists. */

@@ -1,5 +1,10 @@
 // API key use, recorded in memory and written at most once a second per key (not on every request).
-import type { Db } from '../db/database.js';
+
+/** Where uses are written: `last_used_at` of each key (src/db/api-key-store.ts). */
+export interface KeyUseWriter {
+  /** Sets `last_used_at` of each key in `uses` (key id → ISO time) in one transaction. */
+  recordUses(uses: ReadonlyMap<string, string>): Promise<void>;
+}
 
 /** How long a use may wait in memory before it is written. */
 const FLUSH_INTERVAL_MS = 1000;
@@ -11,7 +16,7 @@ const FLUSH_INTERVAL_MS = 1000;
  * second instead of one per request.
  */
 export class KeyUsage {
-  readonly #db: Db;
+  readonly #writer: KeyUseWriter;
   readonly #intervalMs: number;
   /** Key id → ISO time of its latest use not yet written. */
   #pending = new Map<string, string>();
@@ -19,8 +24,8 @@ export class KeyUsage {
   #flushing: Promise<void> = Promise.resolve();
   #log: (msg: string, detail: object) => void;
 
-  constructor(db: Db, options: { intervalMs?: number; log?: (msg: string, detail: object) => void } = {}) {
-    this.#db = db;
+  constructor(writer: KeyUseWriter, options: { intervalMs?: number; log?: (msg: string, detail: object) => void } = {}) {
+    this.#writer = writer;
     this.#intervalMs = options.intervalMs ?? FLUSH_INTERVAL_MS;
     this.#log = options.log ?? (() => undefined);
   }
@@ -49,9 +54,7 @@ export class KeyUsage {
       const batch = this.#pending;
       this.#pending = new Map();
       try {
-        await this.#db.transaction().execute(async (trx) => {
-          for (const [id, at] of batch) await trx.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute();
-        });
+        await this.#writer.recordUses(batch);
       } catch (err) {
         this.#log('recording API key use failed', { err });
         // Keep what was not written, unless a newer use replaced it meanwhile.

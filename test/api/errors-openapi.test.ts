@@ -32,6 +32,7 @@ import { buildMultipart } from '../helpers/multipart.js';
 import { ADMIN_PASSWORD, startTestServer, testEnv, type HttpResult, type TestServer } from '../helpers/server.js';
 import { NO_CERTIFICATES } from '../../src/domain/custom-domains.js';
 import { databaseCustomDomainStore } from '../../src/db/custom-domain-store.js';
+import { databaseApiKeyStore } from '../../src/db/api-key-store.js';
 
 /** Every route of the API, as the OpenAPI document names it. */
 const ROUTES: ReadonlyArray<readonly [string, string]> = [
@@ -295,7 +296,8 @@ describe('the Fastify app in-process (inject)', () => {
       previews: databasePreviewCatalog(db),
       store: new SourceStore(dir),
       buildLogs: new BuildLogStore(dir),
-      keyUsage: new KeyUsage(db),
+      keyUsage: new KeyUsage(databaseApiKeyStore(db)),
+      apiKeys: databaseApiKeyStore(db),
       cursors: new ListCursors(new ValueCipher(crypto.randomBytes(32))),
       loginLimiter: new FailureLimiter({ maxFailures: 10, windowMs: 60_000 }),
       operations: ops,

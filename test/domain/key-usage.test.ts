@@ -6,6 +6,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { KeyUsage } from '../../src/domain/key-usage.js';
+import { databaseApiKeyStore } from '../../src/db/api-key-store.js';
 
 let db: Db;
 let dir: string;
@@ -31,7 +32,7 @@ const stored = async (id: string): Promise<string | null> =>
   (await db.selectFrom('api_keys').select('last_used_at').where('id', '=', id).executeTakeFirstOrThrow()).last_used_at;
 
 test('uses are visible at once, written together after the interval, and only the latest one per key', async () => {
-  const usage = new KeyUsage(db, { intervalMs: 50 });
+  const usage = new KeyUsage(databaseApiKeyStore(db), { intervalMs: 50 });
   usage.record('k1', '2026-01-01T00:00:00.000Z');
   usage.record('k1', '2026-01-01T00:00:00.500Z');
   usage.record('k2', '2026-01-01T00:00:00.700Z');
@@ -45,7 +46,7 @@ test('uses are visible at once, written together after the interval, and only th
 });
 
 test('close writes what is pending without waiting for the interval', async () => {
-  const usage = new KeyUsage(db, { intervalMs: 60_000 });
+  const usage = new KeyUsage(databaseApiKeyStore(db), { intervalMs: 60_000 });
   usage.record('k2', '2026-01-02T00:00:00.000Z');
   await usage.close();
   assert.equal(await stored('k2'), '2026-01-02T00:00:00.000Z');
@@ -60,7 +61,7 @@ test('a busy key costs one write per interval, not one per use', async () => {
     },
     transformResult: async (args) => args.result,
   });
-  const usage = new KeyUsage(counting, { intervalMs: 100 });
+  const usage = new KeyUsage(databaseApiKeyStore(counting), { intervalMs: 100 });
   for (let i = 0; i < 500; i += 1) usage.record('k1');
   await usage.flush();
   for (let i = 0; i < 500; i += 1) usage.record('k1');

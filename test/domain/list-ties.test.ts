@@ -7,6 +7,7 @@ import { after, before, test } from 'node:test';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { listApiKeys, type ApiKeyPosition } from '../../src/domain/api-keys.js';
 import { KeyUsage } from '../../src/domain/key-usage.js';
+import { databaseApiKeyStore } from '../../src/db/api-key-store.js';
 import type { Principal } from '../../src/core/principal.js';
 
 let db: Db;
@@ -35,13 +36,13 @@ after(async () => {
 });
 
 test('keys created in the same millisecond are each listed once, in id order, whatever the page size', async () => {
-  const usage = new KeyUsage(db);
+  const usage = new KeyUsage(databaseApiKeyStore(db));
   const expected = ['k-new', 'k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'k7', 'k-old'];
   for (const limit of [1, 2, 3, 4, 8, 9, 100]) {
     const seen: string[] = [];
     let after: ApiKeyPosition | undefined;
     do {
-      const page = await listApiKeys(db, usage, principal, { limit, after });
+      const page = await listApiKeys(databaseApiKeyStore(db), usage, principal, { limit, after });
       assert.ok(page.items.length <= limit);
       seen.push(...page.items.map((k) => k.id));
       after = page.next;
@@ -52,11 +53,11 @@ test('keys created in the same millisecond are each listed once, in id order, wh
 });
 
 test('a key deleted at the page boundary (tied with the ones after it) skips none of them', async () => {
-  const usage = new KeyUsage(db);
-  const first = await listApiKeys(db, usage, principal, { limit: 3, after: undefined });
+  const usage = new KeyUsage(databaseApiKeyStore(db));
+  const first = await listApiKeys(databaseApiKeyStore(db), usage, principal, { limit: 3, after: undefined });
   assert.deepEqual(first.items.map((k) => k.id), ['k-new', 'k1', 'k2']);
   await db.deleteFrom('api_keys').where('id', '=', 'k2').execute();
-  const second = await listApiKeys(db, usage, principal, { limit: 100, after: first.next });
+  const second = await listApiKeys(databaseApiKeyStore(db), usage, principal, { limit: 100, after: first.next });
   assert.deepEqual(second.items.map((k) => k.id), ['k3', 'k4', 'k5', 'k6', 'k7', 'k-old']);
   await usage.close();
 });

@@ -27,7 +27,7 @@ export const apiKeyRoutes =
         const principal = principalOf(request);
         const ref: ListRef<ApiKeyPosition> = { cursors: deps.cursors, path: '/api/v1/api-keys', list: 'api-keys', scope: principal.userId, valid: isTimeIdPosition };
         const page = pageRequest(ref, request.query);
-        const keys = await listApiKeys(deps.db, deps.keyUsage, principal, page);
+        const keys = await listApiKeys(deps.apiKeys, deps.keyUsage, principal, page);
         return sendPage(request, reply, ref, page, keys.items, keys.next);
       },
     );
@@ -44,7 +44,7 @@ export const apiKeyRoutes =
       },
       async (request, reply) => {
         await deps.quotas.assertRoom(principalOf(request), 'api_keys');
-        return noStore(reply).code(201).send(await createApiKey(deps.db, principalOf(request), request.body));
+        return noStore(reply).code(201).send(await createApiKey(deps.apiKeys, principalOf(request), request.body));
       },
     );
 
@@ -60,7 +60,7 @@ export const apiKeyRoutes =
       },
       async (request, reply) => {
         assertUuid(request.params.id, 'API key');
-        await deleteApiKey(deps.db, principalOf(request), request.params.id, (keyId) => deps.tunnels.closeForKey(keyId));
+        await deleteApiKey(deps.apiKeys, principalOf(request), request.params.id, (keyId) => deps.tunnels.closeForKey(keyId));
         return reply.code(204).send();
       },
     );
