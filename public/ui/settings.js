@@ -151,7 +151,7 @@ function webhookPanel(id, getDep, onChange, ctx) {
   let configured = false;
   const p = panel('webhook', 'Deploy on push',
     h('label', { class: 'inline' }, auto, 'Deploy automatically when the tracked branch is pushed'),
-    h('p', { class: 'hint', text: 'Give the payload URL and secret to GitHub, Gitea/Forgejo or GitLab (content type JSON). The secret is shown once; rotating replaces it.' }),
+    h('p', { class: 'hint', text: 'Give the payload URL and secret to GitHub, Gitea/Forgejo or GitLab (content type JSON; push events, and pull request events for previews). The secret is shown once; rotating replaces it.' }),
     state, h('div', { class: 'row' }, rotate), shown,
     h('h3', { text: 'Recent deliveries' }),
     h('table', { class: 'stack' }, h('thead', {}, h('tr', {}, ['Received', 'Push', 'Result'].map((t) => h('th', { scope: 'col', text: t })))), rows));
