@@ -1,5 +1,11 @@
 // Database schema: the row types of every table, as Kysely sees them.
 import type { Generated } from 'kysely';
+import type { ApiKeyRow } from '../domain/api-keys.js';
+import type { CustomDomainRow } from '../domain/custom-domains.js';
+import type { BuildRow, DeploymentRow } from '../domain/deployment-rows.js';
+
+/** A domain row as a table: the columns `K` have defaults (or are assigned) in the database. */
+type Stored<Row, K extends keyof Row> = Omit<Row, K> & { [P in K]: Generated<Row[P]> };
 
 export interface UsersTable {
   id: string;
@@ -29,79 +35,16 @@ export interface SessionsTable {
   expires_at: string;
 }
 
-export interface ApiKeysTable {
-  id: string;
-  user_id: string;
-  name: string;
-  key_prefix: string;
-  key_hash: string;
-  created_at: string;
-  last_used_at: string | null;
-}
+export type ApiKeysTable = ApiKeyRow;
 
-export interface DeploymentsTable {
-  id: string;
-  user_id: string;
-  name: string;
-  subdomain: string;
-  source_type: 'git' | 'archive';
-  repo_url: string | null;
-  branch: string | null;
-  dockerfile_path: string;
-  status: 'pending' | 'building' | 'running' | 'stopped' | 'failed';
-  /** Directory name (under uploads/<deployment>) of the current validated upload, if any. */
-  upload_id: string | null;
-  upload_size: number | null;
-  upload_sha256: string | null;
-  /** The build whose container serves traffic (or served it last, when stopped). */
-  live_build_id: string | null;
-  health_check_path: string | null;
-  memory_bytes: number | null;
-  nano_cpus: number | null;
-  /** JSON `[{name, mount_path}]`: the deployment's named volumes. */
-  volumes: Generated<string>;
-  /** Containers (docker) or tasks (swarm) a release runs, 1–20. */
-  replicas: Generated<number>;
-  /** 1: a verified push to the tracked branch deploys (git deployments only). */
-  auto_deploy: Generated<number>;
-  /** 1: pull requests against the tracked branch get preview deployments (git deployments only). */
-  previews: Generated<number>;
-  /** A preview's deployment (null for a deployment of its own); see migration 2026-11-27-040. */
-  parent_id: Generated<string | null>;
-  /** A preview's pull request number. */
-  pr_number: Generated<number | null>;
-  /** The head commit a preview shows (its newest pull request event's). */
-  pr_head_sha: Generated<string | null>;
-  /** The pull request's head repository as the forge names it. */
-  pr_head_repo: Generated<string | null>;
-  /** 1: the head repository is the deployment's own (secrets reach the preview). */
-  pr_same_repo: Generated<number>;
-  /** The team the deployment belongs to; null: its creator's alone. */
-  team_id: string | null;
-  created_at: string;
-  updated_at: string;
-  seq: Generated<number>;
-}
+/** A deployment as stored: its row (src/domain/deployment-rows.ts), with the columns the database fills in. */
+export type DeploymentsTable = Stored<
+  DeploymentRow,
+  'volumes' | 'replicas' | 'auto_deploy' | 'previews' | 'parent_id' | 'pr_number' | 'pr_head_sha' | 'pr_head_repo' | 'pr_same_repo' | 'seq'
+>;
 
-export interface BuildsTable {
-  id: string;
-  deployment_id: string;
-  status: 'building' | 'succeeded' | 'failed' | 'cancelled';
-  commit_sha: string;
-  /** git: the branch resolved; archive: the upload id snapshotted at trigger time. */
-  source_ref: string;
-  error: string | null;
-  image_id: string | null;
-  /** The release the build runs as now (the runtime's id for it), null when none. */
-  container_id: string | null;
-  /** JSON `[{host, port}]`: where the release's replicas serve HTTP (null with no release). */
-  upstreams: string | null;
-  started_at: string;
-  finished_at: string | null;
-  /** The control-plane instance that runs (ran) the build; null before instances were recorded. */
-  runner: string | null;
-  seq: Generated<number>;
-}
+/** A build as stored: its row, with the control-plane instance that runs (ran) it (null before instances were recorded). */
+export type BuildsTable = Stored<BuildRow & { runner: string | null }, 'seq'>;
 
 export interface TunnelsTable {
   id: string;
@@ -147,13 +90,7 @@ export interface BuildConfigsTable {
   updated_at: string;
 }
 
-/** A hostname a deployment is also served at (lower case A-label, unique across all users). */
-export interface CustomDomainsTable {
-  id: string;
-  deployment_id: string;
-  hostname: string;
-  created_at: string;
-}
+export type CustomDomainsTable = CustomDomainRow;
 
 /** A certificate obtained by ACME for one served host; `key_pem` is AES-256-GCM ciphertext. */
 export interface CertificatesTable {

@@ -1,14 +1,12 @@
 // Build records, read side: list, get, and how a build is shown.
-import type { Selectable } from 'kysely';
-import type { BuildsTable } from '../db/schema.js';
-import { assertUuid, getDeploymentRow, getOwnedDeploymentId, type DeploymentRow } from './deployments.js';
+import { assertUuid, getDeploymentRow, getOwnedDeploymentId } from './deployments.js';
+import type { BuildRow, DeploymentRow } from './deployment-rows.js';
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import { pageFromRows, type Page, type PageRequest } from '../core/page.js';
 import type { DeploymentCatalog, ShownBuild } from './deployment-catalog.js';
 
-/** A build as the lifecycle and the API see it (which instance runs it is the store's business). */
-export type BuildRow = Omit<Selectable<BuildsTable>, 'runner'>;
+export type { BuildRow };
 
 export interface BuildView {
   id: string;

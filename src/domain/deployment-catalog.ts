@@ -1,6 +1,5 @@
 // The deployment catalog: the port through which the API's use-cases read deployments and builds and create or edit deployments.
-import type { BuildRow } from './builds.js';
-import type { DeploymentRow } from './deployments.js';
+import type { BuildRow, DeploymentRow } from './deployment-rows.js';
 
 /** The columns a deployment's view is made of (a list reads only these). */
 export const SHOWN_DEPLOYMENT_COLUMNS = [

@@ -1,8 +1,7 @@
 // Deployment use-cases on the control plane: create, list, get, delete, and how a deployment is shown.
 import crypto from 'node:crypto';
-import type { Selectable } from 'kysely';
-import type { DeploymentsTable } from '../db/schema.js';
-import { nowIso } from '../db/database.js';
+import { nowIso } from '../core/now.js';
+import type { DeploymentRow } from './deployment-rows.js';
 import { validateBranchName, validateRepoUrl } from '../source/git-url.js';
 import { normalizeSubdomain } from '../core/dns-label.js';
 import { DomainError } from '../core/errors.js';
@@ -12,7 +11,7 @@ import { type DeploymentCatalog, type DeploymentChanges, type ShownDeployment } 
 import { pageFromRows, type Page, type PageRequest } from '../core/page.js';
 import { normalizeVolumes, parseStoredVolumes, type VolumeSpec } from './volumes.js';
 
-export type DeploymentRow = Selectable<DeploymentsTable>;
+export type { DeploymentRow };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
