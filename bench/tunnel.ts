@@ -9,7 +9,7 @@
 import { nodeDataPlane } from '../src/proxy/node-data-plane.js';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile, chmod, copyFile, mkdir } from 'node:fs/promises';
 import { Agent, createServer, request } from 'node:http';
 import { connect, createServer as createTcpServer, type AddressInfo } from 'node:net';
@@ -189,6 +189,8 @@ async function roleClient(serverPort: number, appPort: number): Promise<void> {
 // ---- orchestration -------------------------------------------------------------------------------
 
 const children: ChildProcess[] = [];
+/** OpenSSH's server (Debian: openssh-server), for the `ssh -R` comparison. */
+const SSHD = '/usr/sbin/sshd';
 
 /** Starts this file in another role; resolves with its first JSON line and the process. */
 async function startRole(args: string[], nodeArgs: string[] = []): Promise<{ info: Record<string, unknown>; child: ChildProcess }> {
@@ -307,6 +309,8 @@ function treeCpuUs(roots: readonly number[]): number {
 
 /** An OpenSSH reverse tunnel (`ssh -R`) through a throwaway sshd on loopback; the forwarded port. */
 async function startSshTunnel(appPort: number, dir: string): Promise<number> {
+  // Named up front: spawning a missing program emits an 'error' event that would end the whole run (ENOENT).
+  if (!existsSync(SSHD)) throw new Error(`${SSHD} not found: install Debian's openssh-server (apt-get install openssh-server) to compare with ssh -R`);
   const hostKey = join(dir, 'host_key');
   const userKey = join(dir, 'user_key');
   const authorized = join(dir, 'authorized_keys');
@@ -318,10 +322,11 @@ async function startSshTunnel(appPort: number, dir: string): Promise<number> {
   await writeFile(config, ['PidFile none', 'UsePAM no', 'StrictModes no', 'PasswordAuthentication no', 'KbdInteractiveAuthentication no', 'PermitRootLogin prohibit-password', 'AllowTcpForwarding yes', 'LogLevel ERROR', ''].join('\n'));
   await mkdir('/run/sshd', { recursive: true }).catch(() => {}); // sshd's privilege-separation directory
   const sshPort = await freePort();
-  const sshd = spawn('/usr/sbin/sshd', ['-D', '-e', '-f', config, '-p', String(sshPort), '-o', 'ListenAddress=127.0.0.1', '-h', hostKey, '-o', `AuthorizedKeysFile=${authorized}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const sshd = spawn(SSHD, ['-D', '-e', '-f', config, '-p', String(sshPort), '-o', 'ListenAddress=127.0.0.1', '-h', hostKey, '-o', `AuthorizedKeysFile=${authorized}`], { stdio: ['ignore', 'ignore', 'pipe'] });
   children.push(sshd);
   sshPids.push(sshd.pid ?? 0);
   let sshdErr = '';
+  sshd.on('error', (err) => (sshdErr += `${err.message}\n`));
   sshd.stderr?.on('data', (chunk: Buffer) => (sshdErr += chunk.toString()));
   await waitForPort(sshPort, 5000).catch((err: Error) => {
     throw new Error(`${err.message}; sshd said: ${sshdErr.trim() || '(nothing)'}`);
@@ -335,6 +340,7 @@ async function startSshTunnel(appPort: number, dir: string): Promise<number> {
   children.push(ssh);
   sshPids.push(ssh.pid ?? 0);
   let sshErr = '';
+  ssh.on('error', (err) => (sshErr += `${err.message}\n`));
   ssh.stderr?.on('data', (chunk: Buffer) => (sshErr += chunk.toString()));
   await waitForPort(remotePort, 10_000).catch((err: Error) => {
     throw new Error(`${err.message}; ssh said: ${sshErr.trim() || '(nothing)'}; sshd said: ${sshdErr.trim() || '(nothing)'}`);
@@ -494,21 +500,39 @@ async function main(): Promise<void> {
   await rm(dir, { recursive: true, force: true });
 }
 
+/** Ends every child this run started (synchronous: usable from an 'exit' handler). */
+function endChildren(): void {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill();
+}
+
 async function entry(): Promise<void> {
   const [role, ...args] = process.argv.slice(2);
+  if (role !== undefined) {
+    // A role whose parent is gone (killed, crashed) stops too, through its own clean SIGTERM path.
+    process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'));
+  } else {
+    // However the run ends (an error, Ctrl-C, a kill), its children end with it.
+    process.once('exit', endChildren);
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+      process.once(signal, () => {
+        endChildren();
+        process.exit(130);
+      });
+    }
+  }
   if (role === 'app') return roleApp();
   if (role === 'server') return roleServer(args[0] ?? 'node');
   if (role === 'client') return roleClient(Number(args[0]), Number(args[1]));
   try {
     await main();
   } finally {
-    for (const child of children) child.kill();
+    endChildren();
   }
 }
 
 entry().catch((err: unknown) => {
   console.error(err);
-  for (const child of children) child.kill();
+  endChildren();
   process.exitCode = 1;
 });
 

@@ -90,9 +90,24 @@ describe('PROXY protocol v2', () => {
 describe('HAProxy files', () => {
   it('error bodies are the Node plane pages with the host as a log-format expression, and no stray %', () => {
     for (const [name, body] of Object.entries(errorPageFiles())) {
+      if (!name.endsWith('.html')) continue;
+      if (name.startsWith('node-')) {
+        assert.match(body, /%\[var\(txn\.apphost\)\]/, name);
+        continue;
+      }
       assert.match(body, /%\[var\(txn\.host\)\]/, name);
       assert.equal(body.replaceAll('%[var(txn.host)]', '').replaceAll('%%', '').includes('%'), false, name);
     }
+  });
+
+  it('HAProxy\'s answers for Node: JSON for the API host, pages for hosts under the domain (their Host cut to DNS-name characters)', () => {
+    const base = { files: haproxyFiles('/var/lib/slipway'), bindHost: '0.0.0.0', bindPort: 80, limits: loadConfig({}).edge, publicProtocol: 'http', servers: [] };
+    const config = renderHaproxyConfig({ ...base, fastPath: true, domain: 'apps.example.com' });
+    assert.match(config, /set-var\(txn\.apphost\) req\.hdr\(host\),field\(1,:\),lower,regsub\("\[\^a-z0-9\.-\]","",g\) if \{ req\.hdr\(host\),field\(1,:\),lower -m end \.apps\.example\.com \}/);
+    assert.match(config, /use_backend node_apps if \{ var\(txn\.apphost\) -m found \}\n  default_backend node/);
+    assert.match(config, /backend node\n(?:  .*\n|\n)*?  http-error status 502 content-type "application\/json; charset=utf-8" file \/var\/lib\/slipway\/haproxy\/node-502\.json/);
+    assert.match(config, /backend node_apps\n(?:  .*\n)*?  http-error status 502 content-type "text\/html; charset=utf-8" lf-file \/var\/lib\/slipway\/haproxy\/node-502\.html/);
+    for (const status of [502, 503, 504]) assert.deepEqual(Object.keys(JSON.parse(errorPageFiles()[`node-${status}.json`] ?? '')), ['error', 'message']);
   });
 
   it('the host map has one "host/i server" line per replica, the count map one "host n" line per host', () => {

@@ -1,6 +1,6 @@
 // HAProxy's configuration, error bodies and host map, rendered from Slipway's settings and the routes of the moment.
 import type { EdgeLimits } from '../../config.js';
-import { badGatewayPage, gatewayTimeoutPage, renderPage, type Page } from '../pages.js';
+import { badGatewayPage, gatewayTimeoutPage, renderPage, unavailablePage, type Page } from '../pages.js';
 
 /** The backend that holds one (dynamic) server per live upstream, chosen per request by the host map. */
 export const APPS_BACKEND = 'apps';
@@ -45,6 +45,12 @@ export interface HaproxyConfigInput {
   readonly tls?: { readonly bindPort: number } | undefined;
   /** Servers to declare at start (the live upstreams of the moment); more are added at run time. */
   readonly servers: readonly AppServer[];
+  /**
+   * SLIPWAY_DOMAIN (a checked DNS name): requests for hosts under it that HAProxy hands to Node
+   * (tunnels, apps not live) get Slipway's pages when HAProxy itself must answer; the API host gets
+   * JSON. Undefined: every host handed to Node gets JSON.
+   */
+  readonly domain?: string | undefined;
 }
 
 /** Longest wait for an app to send its response head, as the Node plane's upstream timeout. */
@@ -63,6 +69,7 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): string {
   // Plain requests take the fast path unless Node must see them (HTTPS on: challenges and 308s); TLS ones always may.
   const fastCondition = input.fastPath ? '' : tls !== undefined ? '{ ssl_fc } ' : 'FALSE ';
   const page = (name: string): string => `${files.dir}/${name}`;
+  const domain = input.domain;
   return `# Written by Slipway at every start of HAProxy; routes and servers change through the runtime API.
 global
   stats socket ${files.socket} mode 600 level admin
@@ -87,6 +94,11 @@ defaults
   option splice-response
   # A visitor who goes away takes their request with them (as the Node plane destroys the upstream request).
   option abortonclose
+  # HAProxy's own refusals of what is not yet a request (a malformed one, a head or body start that
+  # did not arrive in time) answer as Node's parser refusals do on the Node plane, whatever the host:
+  # {error, message} JSON.
+  errorfile 400 ${page('400.http')}
+  errorfile 408 ${page('408.http')}
 
 frontend public
   bind ${bind}
@@ -100,7 +112,13 @@ ${tls === undefined ? '' : `  bind ${tlsBind} ssl crt-list ${files.crtList} stri
   http-request del-header x-forwarded-host
   http-request del-header forwarded
   http-request del-header x-real-ip
-  # Only an unambiguous request (one Host, an origin-form target) may take the fast path; anything
+  # The body idle bound: once a request has gone to its server HAProxy 2.6 no longer applies
+  # "timeout client" to it (only "timeout server", 60 s, would end it), so a body must arrive whole,
+  # or fill a buffer, within SLIPWAY_BODY_IDLE_TIMEOUT_SECONDS before the request is passed on (408).
+  http-request wait-for-body time ${ms(limits.bodyIdleTimeoutMs)}
+${domain === undefined ? '' : `  # Hosts under the domain (apps not live, tunnels) get Slipway's pages if HAProxy must answer for Node.
+  http-request set-var(txn.apphost) req.hdr(host),field(1,:),lower,regsub("[^a-z0-9.-]","",g) if { req.hdr(host),field(1,:),lower -m end .${domain} }
+`}  # Only an unambiguous request (one Host, an origin-form target) may take the fast path; anything
   # else goes to the Node process, which refuses it exactly as the Node plane does. ACME HTTP-01
   # challenges are Node's whatever the host.
   http-request set-var(txn.host) req.hdr(host),field(1,:),lower if ${fastCondition}{ req.hdr_cnt(host) eq 1 } { url -m beg / } !{ path_beg /.well-known/acme-challenge/ }
@@ -111,7 +129,9 @@ ${tls === undefined ? '' : `  bind ${tlsBind} ssl crt-list ${files.crtList} stri
   http-request set-var(txn.server) var(txn.host),concat(/,txn.replica),map(${files.hostMap}) if { var(txn.replica) -m found }
   use_backend ${APPS_BACKEND} if { var(txn.server) -m found }
 ${tls === undefined ? '' : `  # Requests that came over TLS reach Node on its own port: it must not redirect them to https again.
-  use_backend node_tls if { ssl_fc }
+${domain === undefined ? '' : `  use_backend node_tls_apps if { ssl_fc } { var(txn.apphost) -m found }
+`}  use_backend node_tls if { ssl_fc }
+`}${domain === undefined ? '' : `  use_backend node_apps if { var(txn.apphost) -m found }
 `}  default_backend node
 
 backend per_address
@@ -146,38 +166,68 @@ backend node
   # visitor's connection and is kept alive with it. With "http-reuse safe", HAProxy 2.6 opened a new
   # connection to Node for every request after the first visitor connection had closed.
   http-reuse never
+${nodeErrors(page, false)}
   # A Unix socket in HAProxy's private directory: cheaper per request than a loopback TCP hop (the
   # tunnel's raw pipe crosses it twice per request), and no other local user can reach it to forge
   # a PROXY header.
   server node unix@${files.nodeSocket} send-proxy-v2
-${
-  tls === undefined
-    ? ''
-    : `
-backend node_tls
+${domain === undefined ? '' : nodeBackend('node_apps', files.nodeSocket, page)}${tls === undefined ? '' : nodeBackend('node_tls', files.nodeTlsSocket, page, false)}${
+  tls === undefined || domain === undefined ? '' : nodeBackend('node_tls_apps', files.nodeTlsSocket, page)
+}`;
+}
+
+/** Another backend to one of Node's sockets, as `node`; `apps`: its errors are Slipway's pages. */
+function nodeBackend(name: string, socket: string, page: (name: string) => string, apps = true): string {
+  return `
+backend ${name}
   timeout server ${TUNNEL_TIMEOUT}
   http-reuse never
-  server node_tls unix@${files.nodeTlsSocket} send-proxy-v2
-`
-}`;
+${nodeErrors(page, apps)}
+  server ${name} unix@${socket} send-proxy-v2
+`;
+}
+
+/** HAProxy's answers when Node cannot answer (restarting, gone): JSON for the API host, pages for app hosts. */
+function nodeErrors(page: (name: string) => string, apps: boolean): string {
+  return [502, 503, 504]
+    .map((status) =>
+      apps
+        ? `  http-error status ${status} content-type "text/html; charset=utf-8" lf-file ${page(`node-${status}.html`)} hdr cache-control no-store`
+        : `  http-error status ${status} content-type "application/json; charset=utf-8" file ${page(`node-${status}.json`)} hdr cache-control no-store`,
+    )
+    .join('\n');
 }
 
 /** Marker replaced by the log-format expression of the requested host in error bodies. */
 const HOST_MARK = '\u0000host\u0000';
 
 /**
- * The bodies of HAProxy's own answers for app hosts, as log-format files: the Node plane's pages
- * (src/proxy/pages.ts) with the host filled in per request (a map key, so a DNS name). Requests
- * HAProxy's parser refuses (two Host headers, broken framing) get its built-in 400 page: in 2.6 the
- * HTTP/1 parser answers those before any rule or errorfile applies.
+ * The bodies of HAProxy's own answers: for app hosts, as log-format files, the Node plane's pages
+ * (src/proxy/pages.ts) with the host filled in per request (a map key, or a Host header cut down
+ * to DNS-name characters); for what is not yet a request (400, 408) and for the API host when Node
+ * cannot answer, {error, message} JSON.
  */
 export function errorPageFiles(): Record<string, string> {
-  const asLogFormat = (page: Page): string => renderPage(page).replaceAll('%', '%%').replaceAll(HOST_MARK, '%[var(txn.host)]');
+  const asLogFormat = (page: Page, variable = 'txn.host'): string => renderPage(page).replaceAll('%', '%%').replaceAll(HOST_MARK, `%[var(${variable})]`);
+  const json = (error: string, message: string): string => JSON.stringify({ error, message });
+  // An errorfile is a whole HTTP response.
+  const response = (status: number, reason: string, body: string): string =>
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`;
   return {
     '502.html': asLogFormat(badGatewayPage(HOST_MARK)),
     // HAProxy calls a refused connection 503; it leaves as the Node plane's 502 (see the apps backend).
     '503.html': asLogFormat(badGatewayPage(HOST_MARK)),
     '504.html': asLogFormat(gatewayTimeoutPage(HOST_MARK)),
+    // The same bodies as Node's parser refusals (src/api/socket-errors.ts).
+    '400.http': response(400, 'Bad Request', json('validation_error', 'malformed HTTP request')),
+    '408.http': response(408, 'Request Timeout', json('validation_error', 'the request did not arrive in time')),
+    // Node itself cannot answer (restarting): the API host's JSON, an app host's page (its host sanitised to a DNS name).
+    'node-502.json': json('internal_error', 'The server could not answer; try again shortly.'),
+    'node-503.json': json('unavailable', 'The server is restarting; try again shortly.'),
+    'node-504.json': json('internal_error', 'The server did not answer in time.'),
+    'node-502.html': asLogFormat(badGatewayPage(HOST_MARK), 'txn.apphost'),
+    'node-503.html': asLogFormat(unavailablePage(HOST_MARK, 'Slipway is restarting; try again shortly'), 'txn.apphost'),
+    'node-504.html': asLogFormat(gatewayTimeoutPage(HOST_MARK), 'txn.apphost'),
   };
 }
 

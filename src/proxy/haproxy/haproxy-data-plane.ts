@@ -409,6 +409,7 @@ export class HaproxyDataPlane {
         threads: options.threads,
         tls: options.tls === undefined ? undefined : { bindPort: options.tls.port },
         servers: [...this.#servers.values()],
+        domain: options.domain,
       }),
     );
     // Empty on disk: keys exist only in HAProxy's memory (loaded after the start).
