@@ -1,38 +1,10 @@
 // The swarm test cluster itself (scripts/swarm-cluster.mjs): three engines in namespaces joined into one swarm, images through its registry, tasks reached directly on their nodes, nothing left after.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { eventually } from '../helpers/apps.js';
-import { PROJECT_ROOT } from '../helpers/server.js';
-
-interface ClusterNode {
-  readonly name: string;
-  readonly netns: string;
-  readonly address: string;
-  readonly socket: string;
-}
-interface ClusterLayout {
-  readonly id: number;
-  readonly bridge: string;
-  readonly nodes: readonly ClusterNode[];
-  readonly registry: string;
-  readonly forwardRule: readonly string[];
-}
-interface ClusterScript {
-  up(ownerPid?: number): Promise<ClusterLayout>;
-  down(layout: ClusterLayout): Promise<void>;
-}
-
-const script = (): Promise<ClusterScript> => import(pathToFileURL(path.join(PROJECT_ROOT, 'scripts', 'swarm-cluster.mjs')).href) as Promise<ClusterScript>;
-
-function docker(node: ClusterNode, args: string[]): string {
-  return execFileSync('docker', ['-H', `unix://${node.socket}`, ...args], { encoding: 'utf8', timeout: 120_000, stdio: ['ignore', 'pipe', 'pipe'] });
-}
+import { clusterScript, nodeDocker as docker, pushWhoImage, type ClusterLayout, type ClusterScript } from '../helpers/swarm-cluster.js';
 
 /** GET http://address:port/path (a namespace address on the test bridge); the body, or undefined on any failure. */
 function get(address: string, port: number, urlPath: string): Promise<string | undefined> {
@@ -54,7 +26,7 @@ describe('swarm test cluster', () => {
   let layout: ClusterLayout | undefined;
 
   before(async () => {
-    cluster = await script();
+    cluster = await clusterScript();
     layout = await cluster.up(process.pid);
   });
   after(async () => {
@@ -68,20 +40,8 @@ describe('swarm test cluster', () => {
     const nodes = docker(manager, ['node', 'ls', '--format', '{{.Status}} {{.Availability}}']).trim().split('\n');
     assert.deepEqual(nodes, ['Ready Active', 'Ready Active', 'Ready Active']);
 
-    const context = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-swarm-image-'));
-    try {
-      fs.copyFileSync('/bin/busybox', path.join(context, 'busybox'));
-      fs.writeFileSync(
-        path.join(context, 'Dockerfile'),
-        ['FROM scratch', 'COPY busybox /bin/busybox', 'RUN ["/bin/busybox","--install","-s","/bin"]', `CMD ["/bin/sh","-c","mkdir -p /www && hostname > /www/who.txt && exec httpd -f -p 8080 -h /www"]`, ''].join('\n'),
-      );
-      const image = `${layout.registry}/slipway-test/who:1`;
-      docker(manager, ['build', '-q', '-t', image, context]);
-      docker(manager, ['push', '-q', image]);
-      docker(manager, ['service', 'create', '-d', '--name', 'who', '--replicas', '3', '--replicas-max-per-node', '1', '--endpoint-mode', 'dnsrr', '--publish', 'mode=host,target=8080', image]);
-    } finally {
-      fs.rmSync(context, { recursive: true, force: true });
-    }
+    const image = pushWhoImage(layout);
+    docker(manager, ['service', 'create', '-d', '--name', 'who', '--replicas', '3', '--replicas-max-per-node', '1', '--endpoint-mode', 'dnsrr', '--publish', 'mode=host,target=8080', image]);
     // Each task's node address and the port the node published for it (no routing mesh).
     const addressOf = new Map(
       docker(manager, ['node', 'ls', '-q']).trim().split('\n').map((id) => [id, docker(manager, ['node', 'inspect', id, '--format', '{{.Status.Addr}}']).trim()] as const),

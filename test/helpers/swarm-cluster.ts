@@ -1,0 +1,56 @@
+// Test factory for the swarm test cluster (scripts/swarm-cluster.mjs): its layout, the docker CLI on a node, a busybox app image in its registry.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { PROJECT_ROOT } from './server.js';
+
+export interface ClusterNode {
+  readonly name: string;
+  readonly netns: string;
+  readonly address: string;
+  readonly socket: string;
+}
+
+export interface ClusterLayout {
+  readonly id: number;
+  readonly bridge: string;
+  readonly nodes: readonly ClusterNode[];
+  readonly registry: string;
+  readonly forwardRule: readonly string[];
+}
+
+export interface ClusterScript {
+  /** A new cluster owned by `ownerPid` (swept by a later run once that process has ended). */
+  up(ownerPid?: number): Promise<ClusterLayout>;
+  down(layout: ClusterLayout): Promise<void>;
+}
+
+export const clusterScript = (): Promise<ClusterScript> =>
+  import(pathToFileURL(path.join(PROJECT_ROOT, 'scripts', 'swarm-cluster.mjs')).href) as Promise<ClusterScript>;
+
+/** The docker CLI against one node's engine (argv, no shell). */
+export function nodeDocker(node: ClusterNode, args: string[]): string {
+  return execFileSync('docker', ['-H', `unix://${node.socket}`, ...args], { encoding: 'utf8', timeout: 120_000, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** Builds a busybox httpd image serving its hostname at /who.txt on the manager and pushes it to the cluster's registry; resolves with its name. */
+export function pushWhoImage(layout: ClusterLayout, tag = '1'): string {
+  const manager = layout.nodes[0];
+  if (manager === undefined) throw new Error('the cluster has no manager');
+  const context = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-swarm-image-'));
+  try {
+    fs.copyFileSync('/bin/busybox', path.join(context, 'busybox'));
+    fs.writeFileSync(
+      path.join(context, 'Dockerfile'),
+      ['FROM scratch', 'COPY busybox /bin/busybox', 'RUN ["/bin/busybox","--install","-s","/bin"]', `CMD ["/bin/sh","-c","mkdir -p /www && hostname > /www/who.txt && exec httpd -f -p 8080 -h /www"]`, ''].join('\n'),
+    );
+    const image = `${layout.registry}/slipway-test/who:${tag}`;
+    nodeDocker(manager, ['build', '-q', '-t', image, context]);
+    nodeDocker(manager, ['push', '-q', image]);
+    return image;
+  } finally {
+    fs.rmSync(context, { recursive: true, force: true });
+  }
+}
