@@ -32,6 +32,8 @@ export interface Config {
   readonly dockerHost: string | undefined;
   /** SLIPWAY_SESSION_TTL_HOURS: lifetime of a login session. */
   readonly sessionTtlMs: number;
+  /** SLIPWAY_AUDIT_RETENTION_DAYS: audit entries older than this are dropped. */
+  readonly auditRetentionDays: number;
   /** SLIPWAY_MAX_CONCURRENT_BUILDS: builds running at once across all deployments. */
   readonly maxConcurrentBuilds: number;
   /** SLIPWAY_QUOTA_*: each user's quotas unless an administrator sets the user's own (administrators have none). */
@@ -241,6 +243,7 @@ export function loadConfig(env: Env = process.env): Config {
     allowPrivateGit: bool(env, 'SLIPWAY_ALLOW_PRIVATE_GIT', false),
     dockerHost: text(env, 'DOCKER_HOST'),
     sessionTtlMs: integer(env, 'SLIPWAY_SESSION_TTL_HOURS', 24 * 7, 1, 24 * 365) * 3_600_000,
+    auditRetentionDays: integer(env, 'SLIPWAY_AUDIT_RETENTION_DAYS', 365, 1, 36_500),
     maxConcurrentBuilds: integer(env, 'SLIPWAY_MAX_CONCURRENT_BUILDS', 2, 1, 64),
     quotas: {
       deployments: integer(env, 'SLIPWAY_QUOTA_DEPLOYMENTS', 1000, 0, 1_000_000_000),

@@ -1,4 +1,5 @@
 // Composition root: wires configuration, database, engine, data plane, tunnels and API; listens.
+import { pruneAudit } from './domain/audit.js';
 import http from 'node:http';
 import https from 'node:https';
 import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
@@ -349,6 +350,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     keyUsage,
     // Cursors are sealed with the installation key: they survive restarts, not a key rotation.
     cursors: new ListCursors(unlocked.cipher),
+    seal: unlocked.cipher,
     // Counted across every instance (decisions §15): each change is announced on the coordination feed.
     loginLimiter: sharedFailureLimiter('login', { maxFailures: 10, maxFailuresByKind: { ip: 100 }, windowMs: 15 * 60_000 }, coordination, runner),
     operations: lifecycle,
@@ -512,8 +514,16 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     );
     await Promise.race([done, new Promise<void>((resolve) => timeout.addEventListener('abort', () => resolve(), { once: true }))]);
   };
+  // Audit entries older than SLIPWAY_AUDIT_RETENTION_DAYS are dropped at start and every hour.
+  const pruneAuditLog = (): void => {
+    pruneAudit(db, config.auditRetentionDays).catch((err: unknown) => log('error', 'pruning the audit log failed', { error: err }));
+  };
+  pruneAuditLog();
+  const auditPruning = setInterval(pruneAuditLog, 3_600_000);
+  auditPruning.unref();
   /** The last steps of every shutdown (a refused start too): data plane, lifecycle, API, database. */
   const closeControlPlane = async (): Promise<void> => {
+    clearInterval(auditPruning);
     proxy.close();
     stopWatching();
     clearInterval(heartbeatTimer);

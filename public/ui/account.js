@@ -1,6 +1,7 @@
 // API keys (a new key shown once, with a copy button) and the password change.
 import { call, callAll } from './api.js';
 import { h, when } from './dom.js';
+import { renderTwoFactor } from './two-factor.js';
 
 /**
  * A new key's secret is shown once, until the next action: revoking any key, logging out, going to
@@ -84,5 +85,7 @@ export function renderAccount(view, ctx) {
       done.textContent = `${message[0].toUpperCase()}${message.slice(1)}. Your other sessions were logged out.`;
     });
   });
-  view.append(h('section', { class: 'card narrow' }, h('h1', { text: 'Account' }), h('h2', { text: 'Change password' }), form));
+  const section = h('section', { class: 'card narrow' }, h('h1', { text: 'Account' }), h('h2', { text: 'Change password' }), form);
+  view.append(section);
+  renderTwoFactor(section, ctx);
 }

@@ -4,6 +4,8 @@ import { closeDialogs, h } from './dom.js';
 import { renderList, renderNew } from './apps.js';
 import { renderDeployment } from './deployment.js';
 import { forgetNewKey, renderAccount, renderKeys } from './account.js';
+import { loadSwitcher, renderTeam, renderTeams } from './teams.js';
+import { renderAudit } from './audit.js';
 
 const $ = (id) => document.getElementById(id);
 let current = null; // { controller } of the view on screen
@@ -45,6 +47,9 @@ const ROUTES = [
   [/^#\/d\/([0-9a-f-]{36})(?:\/([a-z-]+))?$/, 'apps', (view, m, ctx) => renderDeployment(view, m[1], m[2], ctx)],
   [/^#\/keys$/, 'keys', (view, m, ctx) => renderKeys(view, ctx)],
   [/^#\/account$/, 'account', (view, m, ctx) => renderAccount(view, ctx)],
+  [/^#\/teams$/, 'teams', (view, m, ctx) => renderTeams(view, ctx)],
+  [/^#\/teams\/([0-9a-f-]{36})$/, 'teams', (view, m, ctx) => renderTeam(view, m[1], ctx)],
+  [/^#\/audit(?:\?(.*))?$/, 'audit', (view, m, ctx) => renderAudit(view, ctx, new URLSearchParams(m[1] || ''))],
 ];
 
 function route() {
@@ -57,7 +62,7 @@ function route() {
   const hash = location.hash || '#/';
   const controller = new AbortController();
   current = { controller };
-  const ctx = { signal: controller.signal, report, run, poll: (ms, fn) => poll(controller.signal, ms, fn) };
+  const ctx = { signal: controller.signal, report, run, poll: (ms, fn) => poll(controller.signal, ms, fn), teamsChanged: () => loadSwitcher(route) };
   for (const [pattern, nav, render] of ROUTES) {
     const m = pattern.exec(hash);
     if (!m) continue;
@@ -85,6 +90,9 @@ function signOut(message, focus = true) {
   closeDialogs();
   forgetNewKey();
   $('who').textContent = '';
+  $('team-switch-label').hidden = true;
+  $('team-switch').replaceChildren();
+  $('otp-label').hidden = true;
   $('view').replaceChildren();
   showSignedIn(false);
   report(message ? { message } : null);
@@ -106,6 +114,7 @@ async function start() {
   session.set(me.csrf_token);
   $('who').textContent = me.user.email;
   showSignedIn(true);
+  await loadSwitcher(route);
   route();
 }
 
@@ -118,11 +127,19 @@ $('login-form').addEventListener('submit', (event) => {
     const res = await fetch('/api/v1/auth/session', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: form.get('email'), password: form.get('password') }),
+      body: JSON.stringify({ email: form.get('email'), password: form.get('password'), ...(form.get('otp') ? { otp: form.get('otp') } : {}) }),
     });
     const data = await res.json().catch(() => ({}));
+    if (!res.ok && /two-factor code is required/.test(data.message || '')) {
+      // Two-factor login is on for this account: ask for the code and log in again with it.
+      $('otp-label').hidden = false;
+      $('otp-label').querySelector('input').required = true;
+      $('otp-label').querySelector('input').focus();
+    }
     if (!res.ok) throw new Error(data.message || `the server answered HTTP ${res.status}`);
     event.target.reset();
+    $('otp-label').hidden = true;
+    $('otp-label').querySelector('input').required = false;
     await start();
     tabs?.postMessage('login');
     $('main').focus();

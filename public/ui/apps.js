@@ -2,6 +2,7 @@
 import { call, callAll, uploadArchive } from './api.js';
 import { badge, bytes, h, replaceKeepingFocus, when } from './dom.js';
 import { packFolder } from './tar.js';
+import { inCurrentTeam, teamForNewApp } from './teams.js';
 
 /** The list of the user's deployments, polled so statuses change without a reload. */
 export function renderList(view, ctx) {
@@ -17,7 +18,8 @@ export function renderList(view, ctx) {
   );
   let last = '';
   ctx.poll(3000, async (signal) => {
-    const apps = await callAll('/deployments', { signal });
+    // The team switcher narrows the list (all apps, personal ones, or one team's).
+    const apps = (await callAll('/deployments', { signal })).filter(inCurrentTeam);
     // The minute is part of it so "3 min ago" moves on even when nothing else changed.
     const signature = JSON.stringify(apps) + Math.floor(Date.now() / 60000);
     if (signature === last) return;
@@ -124,7 +126,7 @@ export function renderNew(view, ctx) {
           const chosen = picker.chosen();
           if (!(chosen.folder && chosen.folder.length) && !chosen.archive) throw new Error('choose a folder or a .tar.gz archive to upload');
         }
-        const created = await call('POST', '/deployments', body);
+        const created = await call('POST', '/deployments', teamForNewApp() ? { ...body, team_id: teamForNewApp() } : body);
         if (kind.value === 'archive') {
           try {
             await uploadChosen(picker.chosen(), created.id, status, bar, ctx.signal);

@@ -9,6 +9,7 @@ import type { BuildLogStore } from '../deploy/build-logs.js';
 import type { KeyUsage } from '../domain/key-usage.js';
 import type { ApiKeyStore } from '../domain/api-keys.js';
 import type { ListCursors } from './list-pages.js';
+import type { SecretSeal } from '../domain/two-factor.js';
 import type { FailureLimiter } from '../domain/rate-limiter.js';
 import type { BranchTip, WebhookStore } from '../domain/webhooks.js';
 import type { PreviewCatalog } from '../domain/previews.js';
@@ -40,6 +41,7 @@ import { dashboardRoutes } from './routes/dashboard-routes.js';
 import { instanceRoutes } from './routes/instance-routes.js';
 import { nodeRoutes } from './routes/node-routes.js';
 import { teamRoutes } from './routes/team-routes.js';
+import { twoFactorRoutes } from './routes/two-factor-routes.js';
 import { deploymentMetricsRoutes, serverMetricsRoutes } from './routes/metrics-routes.js';
 
 /** Everything the API needs, wired once in main.ts. */
@@ -57,6 +59,8 @@ export interface ApiDeps {
   readonly keyUsage: KeyUsage;
   /** Seals and opens the cursors of paged lists. */
   readonly cursors: ListCursors;
+  /** The installation key's cipher: seals two-factor secrets at rest. */
+  readonly seal: SecretSeal;
   readonly operations: DeploymentOperations;
   /** Deployments' environment variables (encrypted at rest by the store). */
   readonly configs: AppConfigStore;
@@ -163,6 +167,7 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
     await scope.register(instanceRoutes(deps));
     await scope.register(nodeRoutes(deps));
     await scope.register(teamRoutes(deps));
+    await scope.register(twoFactorRoutes(deps));
   }, { prefix: '/api/v1' });
   // GET /metrics sits beside the API (where scrapers look), behind the same bearer check.
   await app.register(async (scope) => {

@@ -19,7 +19,11 @@ export const IdParams = Type.Object({ id: Type.String() });
 export const BuildParams = Type.Object({ id: Type.String(), build_id: Type.String() });
 
 export const LoginBody = Type.Object(
-  { email: Type.String({ maxLength: 254 }), password: Type.String({ maxLength: 1024 }) },
+  {
+    email: Type.String({ maxLength: 254 }),
+    password: Type.String({ maxLength: 1024 }),
+    otp: Type.Optional(Type.String({ maxLength: 32, description: 'the current two-factor code, when two-factor login is on' })),
+  },
   { additionalProperties: false },
 );
 export type LoginBody = Static<typeof LoginBody>;

@@ -11,6 +11,7 @@ import { registerWebhookCommands } from './commands/webhook-commands.js';
 import { registerPreviewCommands } from './commands/preview-commands.js';
 import { registerKeyCommands } from './commands/key-commands.js';
 import { registerNodeCommands } from './commands/node-commands.js';
+import { registerTeamCommands } from './commands/team-commands.js';
 import { registerTunnelCommand } from './commands/tunnel-command.js';
 import { runServer } from './server-run.js';
 import { registerCreateCommand } from './commands/create-command.js';
@@ -90,6 +91,7 @@ Environment: SLIPWAY_URL and SLIPWAY_API_KEY override the saved login. See docs/
   registerWebhookCommands(program, io);
   registerPreviewCommands(program, io);
   registerKeyCommands(program, io);
+  registerTeamCommands(program, io);
   registerTunnelCommand(program, io);
   return program;
 }

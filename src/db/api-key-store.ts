@@ -1,12 +1,16 @@
 // The API key store on the database: keys' records and their last use (authentication reads them in the account store).
+import { appendRecord } from '../domain/audit.js';
 import type { ApiKeyStore } from '../domain/api-keys.js';
 import type { Db } from './database.js';
 
 /** ApiKeyStore over the `api_keys` table. */
 export function databaseApiKeyStore(db: Db): ApiKeyStore {
   return {
-    async create(row) {
-      await db.insertInto('api_keys').values(row).execute();
+    async create(row, audit) {
+      await db.transaction().execute(async (trx) => {
+        await trx.insertInto('api_keys').values(row).execute();
+        await appendRecord(trx, audit);
+      });
     },
 
     async page(userId, after, limit) {
@@ -20,8 +24,11 @@ export function databaseApiKeyStore(db: Db): ApiKeyStore {
 
     owner: (id) => db.selectFrom('api_keys').select('user_id').where('id', '=', id).executeTakeFirst(),
 
-    async remove(id) {
-      await db.deleteFrom('api_keys').where('id', '=', id).execute();
+    async remove(id, audit) {
+      await db.transaction().execute(async (trx) => {
+        await trx.deleteFrom('api_keys').where('id', '=', id).execute();
+        await appendRecord(trx, audit);
+      });
     },
 
     async recordUses(uses) {

@@ -1,4 +1,5 @@
 // The configuration store on the database: every value AES-256-GCM encrypted, bound to its row.
+import { appendRecord, type AuditRecord } from '../domain/audit.js';
 import type { Transaction } from 'kysely';
 import type { AppConfigStore, EnvChange, EnvVar } from '../domain/app-config.js';
 import type { ValueCipher } from '../secrets/value-cipher.js';
@@ -32,7 +33,7 @@ export class DbAppConfigStore implements AppConfigStore {
     return this.#read(this.#db, deploymentId);
   }
 
-  async change(deploymentId: string, change: EnvChange, check: (result: readonly EnvVar[]) => void): Promise<EnvVar[]> {
+  async change(deploymentId: string, change: EnvChange, check: (result: readonly EnvVar[]) => void, audit?: AuditRecord): Promise<EnvVar[]> {
     return this.#db.transaction().execute(async (trx) => {
       // A no-op write on the deployment's row: on PostgreSQL it locks the row, so two changes of
       // one deployment's variables are checked against the limits one after the other.
@@ -54,6 +55,7 @@ export class DbAppConfigStore implements AppConfigStore {
           .onConflict((oc) => oc.columns(['deployment_id', 'key']).doUpdateSet(row))
           .execute();
       }
+      await appendRecord(trx, audit);
       return result;
     });
   }
@@ -64,13 +66,16 @@ export class DbAppConfigStore implements AppConfigStore {
     return vars;
   }
 
-  async setBuildConfig(buildId: string, vars: readonly EnvVar[]): Promise<void> {
+  async setBuildConfig(buildId: string, vars: readonly EnvVar[], audit?: AuditRecord): Promise<void> {
     const row = { config: this.#cipher.encrypt(JSON.stringify(vars), buildContext(buildId)), updated_at: nowIso() };
-    await this.#db
-      .insertInto('build_configs')
-      .values({ build_id: buildId, ...row })
-      .onConflict((oc) => oc.column('build_id').doUpdateSet(row))
-      .execute();
+    await this.#db.transaction().execute(async (trx) => {
+      await trx
+        .insertInto('build_configs')
+        .values({ build_id: buildId, ...row })
+        .onConflict((oc) => oc.column('build_id').doUpdateSet(row))
+        .execute();
+      await appendRecord(trx, audit);
+    });
   }
 
   async buildConfig(buildId: string): Promise<EnvVar[] | undefined> {
@@ -79,7 +84,7 @@ export class DbAppConfigStore implements AppConfigStore {
     return parseConfig(this.#cipher.decrypt(row.config, buildContext(buildId)));
   }
 
-  async replace(deploymentId: string, vars: readonly EnvVar[]): Promise<void> {
+  async replace(deploymentId: string, vars: readonly EnvVar[], audit?: AuditRecord): Promise<void> {
     await this.#db.transaction().execute(async (trx) => {
       await trx.deleteFrom('env_vars').where('deployment_id', '=', deploymentId).execute();
       for (const v of vars) {
@@ -94,6 +99,7 @@ export class DbAppConfigStore implements AppConfigStore {
           })
           .execute();
       }
+      await appendRecord(trx, audit);
     });
   }
 

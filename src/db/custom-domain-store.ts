@@ -2,13 +2,14 @@
 import type { CustomDomainRow, CustomDomainStore } from '../domain/custom-domains.js';
 import { isUniqueViolation, type Db } from './database.js';
 import { lockDeployment } from './deployment-store.js';
+import { appendRecord } from '../domain/audit.js';
 
 const COLUMNS = ['id', 'deployment_id', 'hostname', 'created_at'] as const;
 
 /** CustomDomainStore over the `custom_domains` table. */
 export function databaseCustomDomainStore(db: Db): CustomDomainStore {
   return {
-    async add(row, max) {
+    async add(row, max, audit) {
       try {
         return await db.transaction().execute(async (trx) => {
           // Writing the deployment row (to itself) first takes its lock (a row lock in PostgreSQL, the write
@@ -23,6 +24,7 @@ export function databaseCustomDomainStore(db: Db): CustomDomainStore {
             .executeTakeFirstOrThrow();
           if (Number(count.n) >= max) return 'full' as const;
           await trx.insertInto('custom_domains').values(row).execute();
+          await appendRecord(trx, audit);
           return 'added' as const;
         });
       } catch (err) {
@@ -34,10 +36,13 @@ export function databaseCustomDomainStore(db: Db): CustomDomainStore {
     list: (deploymentId) =>
       db.selectFrom('custom_domains').select(COLUMNS).where('deployment_id', '=', deploymentId).orderBy('created_at').orderBy('hostname').execute(),
 
-    async remove(deploymentId, id): Promise<CustomDomainRow | undefined> {
+    async remove(deploymentId, id, audit): Promise<CustomDomainRow | undefined> {
       const row = await db.selectFrom('custom_domains').select(COLUMNS).where('id', '=', id).where('deployment_id', '=', deploymentId).executeTakeFirst();
       if (row === undefined) return undefined;
-      await db.deleteFrom('custom_domains').where('id', '=', row.id).execute();
+      await db.transaction().execute(async (trx) => {
+        await trx.deleteFrom('custom_domains').where('id', '=', row.id).execute();
+        await appendRecord(trx, audit?.(row));
+      });
       return row;
     },
   };

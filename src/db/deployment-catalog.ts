@@ -1,4 +1,5 @@
 // The deployment catalog over the database (SQLite or PostgreSQL): the API's reads of deployments and builds, and deployments' create and edit.
+import { appendRecord } from '../domain/audit.js';
 import { SHOWN_BUILD_COLUMNS, SHOWN_DEPLOYMENT_COLUMNS, type DeploymentCatalog } from '../domain/deployment-catalog.js';
 import { isUniqueViolation, nowIso, type Db } from './database.js';
 import { bumpListVersion } from './deployment-store.js';
@@ -38,7 +39,7 @@ export function databaseDeploymentCatalog(db: Db): DeploymentCatalog {
       return rows[0]?.deployments_version ?? 0;
     },
 
-    async create(deployment) {
+    async create(deployment, audit) {
       try {
         await db.transaction().execute(async (trx) => {
           await trx
@@ -47,6 +48,7 @@ export function databaseDeploymentCatalog(db: Db): DeploymentCatalog {
             .execute();
           await bumpListVersion(trx, deployment.team_id === null ? { userId: deployment.user_id } : { teamId: deployment.team_id });
           await trx.insertInto('deployments').values(deployment).execute();
+          await appendRecord(trx, audit);
         });
       } catch (err) {
         if (isUniqueViolation(err)) return 'subdomain_taken';
@@ -55,14 +57,15 @@ export function databaseDeploymentCatalog(db: Db): DeploymentCatalog {
       return 'created';
     },
 
-    async update(id, changes) {
+    async update(id, changes, audit) {
       await db.transaction().execute(async (trx) => {
         await bumpListVersion(trx, { deploymentIds: [id] });
         await trx.updateTable('deployments').set({ ...changes, updated_at: nowIso() }).where('id', '=', id).execute();
+        await appendRecord(trx, audit);
       });
     },
 
-    async setUpload(id, upload) {
+    async setUpload(id, upload, audit) {
       return db.transaction().execute(async (trx) => {
         await bumpListVersion(trx, { deploymentIds: [id] });
         const updated = await trx
@@ -70,7 +73,9 @@ export function databaseDeploymentCatalog(db: Db): DeploymentCatalog {
           .set({ upload_id: upload.id, upload_size: upload.size, upload_sha256: upload.sha256, updated_at: nowIso() })
           .where('id', '=', id)
           .executeTakeFirst();
-        return updated.numUpdatedRows > 0n;
+        if (updated.numUpdatedRows === 0n) return false;
+        await appendRecord(trx, audit);
+        return true;
       });
     },
 

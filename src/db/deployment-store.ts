@@ -5,6 +5,7 @@ import type { DeploymentStatus } from '../deploy/state-table.js';
 import type { Kysely, Transaction } from 'kysely';
 import { nowIso, type Db } from './database.js';
 import type { Database } from './schema.js';
+import { appendRecord, type AuditRecord } from '../domain/audit.js';
 
 /**
  * Takes a deployment's row lock for the rest of `trx` with a no-op write (a row lock in PostgreSQL,
@@ -44,6 +45,12 @@ export async function bumpListVersion(
   }
 }
 
+/** How many deployments (previews included) a team holds, read inside `trx` (a team holding any cannot be deleted). */
+export async function teamDeploymentCount(trx: Kysely<Database>, teamId: string): Promise<number> {
+  const row = await trx.selectFrom('deployments').select((eb) => eb.fn.countAll<number>().as('n')).where('team_id', '=', teamId).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 /**
  * The deployment store of the lifecycle, on `db`, for the control-plane instance `runner`: builds
  * it starts are recorded as its own, and start-up recovery only touches those (and rows from
@@ -56,18 +63,20 @@ export function databaseDeploymentStore(db: Db, runner: string): DeploymentStore
     build: (deploymentId, buildId) =>
       db.selectFrom('builds').selectAll().where('id', '=', buildId).where('deployment_id', '=', deploymentId).executeTakeFirst(),
 
-    async startBuild(build: NewBuild, status: DeploymentStatus) {
+    async startBuild(build: NewBuild, status: DeploymentStatus, audit?: AuditRecord) {
       await db.transaction().execute(async (trx) => {
         await bumpListVersion(trx, { deploymentIds: [build.deployment_id] });
         await trx.insertInto('builds').values({ ...build, runner }).execute();
         await trx.updateTable('deployments').set({ status, updated_at: nowIso() }).where('id', '=', build.deployment_id).execute();
+        await appendRecord(trx, audit);
       });
     },
 
-    async setStatus(deploymentId, status) {
+    async setStatus(deploymentId, status, audit?: AuditRecord) {
       await db.transaction().execute(async (trx) => {
         await bumpListVersion(trx, { deploymentIds: [deploymentId] });
         await trx.updateTable('deployments').set({ status, updated_at: nowIso() }).where('id', '=', deploymentId).execute();
+        await appendRecord(trx, audit);
       });
     },
 
@@ -122,11 +131,12 @@ export function databaseDeploymentStore(db: Db, runner: string): DeploymentStore
       return result.numUpdatedRows > 0n;
     },
 
-    async remove(deploymentId) {
+    async remove(deploymentId, audit?: AuditRecord) {
       await db.transaction().execute(async (trx) => {
         await bumpListVersion(trx, { deploymentIds: [deploymentId] });
         await trx.deleteFrom('subdomain_claims').where('kind', '=', 'deployment').where('owner_id', '=', deploymentId).execute();
         await trx.deleteFrom('deployments').where('id', '=', deploymentId).execute();
+        await appendRecord(trx, audit);
       });
     },
 

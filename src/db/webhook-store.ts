@@ -1,4 +1,5 @@
 // The webhook store on the database: secrets AES-256-GCM encrypted and bound to their deployment; deliveries bounded.
+import { appendRecord } from '../domain/audit.js';
 import type { Transaction } from 'kysely';
 import { DEDUP_WINDOW_MS, KEEP_DELIVERIES, KEEP_REJECTED, type DeliveryRecord, type HookTarget, type WebhookStore } from '../domain/webhooks.js';
 import type { ValueCipher } from '../secrets/value-cipher.js';
@@ -34,13 +35,16 @@ export function databaseWebhookStore(db: Db, cipher: ValueCipher): WebhookStore 
       };
     },
 
-    async setSecret(deploymentId, secret) {
+    async setSecret(deploymentId, secret, audit) {
       const row = { secret: cipher.encrypt(secret, webhookContext(deploymentId)), created_at: nowIso() };
-      await db
-        .insertInto('webhooks')
-        .values({ deployment_id: deploymentId, ...row })
-        .onConflict((oc) => oc.column('deployment_id').doUpdateSet(row))
-        .execute();
+      await db.transaction().execute(async (trx) => {
+        await trx
+          .insertInto('webhooks')
+          .values({ deployment_id: deploymentId, ...row })
+          .onConflict((oc) => oc.column('deployment_id').doUpdateSet(row))
+          .execute();
+        await appendRecord(trx, audit);
+      });
       return row.created_at;
     },
 

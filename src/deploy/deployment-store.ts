@@ -1,5 +1,6 @@
 // The deployment store: the port through which the lifecycle reads and writes deployments and builds.
 import type { Upstream } from '../core/upstream.js';
+import type { AuditRecord } from '../domain/audit.js';
 import type { BuildRow } from '../domain/builds.js';
 import type { DeploymentRow } from '../domain/deployments.js';
 import type { DeploymentStatus } from './state-table.js';
@@ -44,8 +45,9 @@ export interface DeploymentStore {
   /** A build of this deployment (undefined for another deployment's build). */
   build(deploymentId: string, buildId: string): Promise<BuildRow | undefined>;
   /** Records a `building` build and the deployment's new status, together. */
-  startBuild(build: NewBuild, status: DeploymentStatus): Promise<void>;
-  setStatus(deploymentId: string, status: DeploymentStatus): Promise<void>;
+  startBuild(build: NewBuild, status: DeploymentStatus, audit?: AuditRecord): Promise<void>;
+  /** With `audit`: the entry is appended in the same transaction. */
+  setStatus(deploymentId: string, status: DeploymentStatus, audit?: AuditRecord): Promise<void>;
   /** The image a build produced (null: removed). */
   setImage(buildId: string, image: string | null): Promise<void>;
   /** Ends a build that is still `building` as failed or cancelled; a build already ended is left as it is. */
@@ -60,7 +62,7 @@ export interface DeploymentStore {
   setContainer(buildId: string, containerId: string, upstreams: readonly Upstream[]): Promise<void>;
   /** Moves a live release's upstreams, if the build still has that release. Returns whether it did. */
   moveUpstreams(buildId: string, containerId: string, upstreams: readonly Upstream[]): Promise<boolean>;
-  remove(deploymentId: string): Promise<void>;
+  remove(deploymentId: string, audit?: AuditRecord): Promise<void>;
   /** The ids of a deployment's previews (decisions §17: they are removed with it). */
   previewIds(deploymentId: string): Promise<string[]>;
   /** Succeeded builds that still have an image, newest first (image retention). */

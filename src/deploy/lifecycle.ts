@@ -10,6 +10,7 @@ import { DomainError } from '../core/errors.js';
 import type { DeployOptions, DeploymentMetrics, DeploymentOperations } from '../domain/operations.js';
 import type { Principal } from '../core/principal.js';
 import { authorizeDeployment, type DeploymentAction } from '../domain/policy.js';
+import { deploymentRecord } from '../domain/audit.js';
 import type { Upstream } from '../core/upstream.js';
 import type { DataPlane } from '../proxy/data-plane.js';
 import type { BuildSandbox, ContainerEngine } from '../runtime/engine.js';
@@ -210,7 +211,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
         seq: 0,
       };
       const { seq: _seq, ...values } = row;
-      await this.#deps.store.startBuild(values, this.#next(current, 'deploy').to);
+      await this.#deps.store.startBuild(values, this.#next(current, 'deploy').to, deploymentRecord(principal, current, 'deployment.deploy', 'build', row.id));
       // The configuration of this build is fixed now: later changes wait for the next deploy or restart.
       const vars = await this.#deps.configs.recordForBuild(deploymentId, row.id);
       if (!this.#isServing(current)) this.#route(current.subdomain, deploymentId, 'starting');
@@ -239,7 +240,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
         await Promise.all(this.#liveUpstreams(dep).map((upstream) => this.#deps.dataPlane.drain(upstream, 5_000)));
         await this.#runtime.stopRelease(live.container_id, STOP_SECONDS);
       }
-      await this.#deps.store.setStatus(deploymentId, next.to);
+      await this.#deps.store.setStatus(deploymentId, next.to, deploymentRecord(principal, dep, 'deployment.stop'));
       this.#route(dep.subdomain, deploymentId, 'stopped');
       return { message: `deployment ${dep.name} stopped` };
     });
@@ -254,7 +255,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
       await this.#cancelInflight(deploymentId, 'cancelled by the user');
       // What served before the build serves on; with nothing serving, the app is stopped.
       const serving = this.#isServing(dep);
-      await this.#deps.store.setStatus(deploymentId, transition(dep.status, 'cancel', { serving, restartable: false }).to);
+      await this.#deps.store.setStatus(deploymentId, transition(dep.status, 'cancel', { serving, restartable: false }).to, deploymentRecord(principal, dep, 'deployment.cancel', 'build', buildId));
       if (!serving) this.#route(dep.subdomain, deploymentId, 'stopped');
       return {
         message: `build ${buildId.slice(0, 8)} of ${dep.name} cancelled${serving ? '; the live release keeps serving' : ''}`,
@@ -274,7 +275,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
       const vars = await this.#deps.configs.current(dep.id);
       this.#recovering.delete(deploymentId);
       await this.#release(dep, live, vars, next.to, AbortSignal.timeout(this.#deps.settings.startupTimeoutMs + 30_000));
-      await this.#deps.configs.setBuildConfig(live.id, vars);
+      await this.#deps.configs.setBuildConfig(live.id, vars, deploymentRecord(principal, dep, 'deployment.restart'));
       return { message: `deployment ${dep.name} restarted (build ${live.id})` };
     });
   }
@@ -298,7 +299,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
       // (a build from before configuration existed keeps the current one).
       const vars = (await this.#deps.configs.buildConfig(target.id)) ?? (await this.#deps.configs.current(dep.id));
       await this.#release(dep, target, vars, next.to, AbortSignal.timeout(this.#deps.settings.startupTimeoutMs + 30_000));
-      await this.#deps.configs.replace(dep.id, vars);
+      await this.#deps.configs.replace(dep.id, vars, deploymentRecord(principal, dep, 'deployment.rollback', 'build', target.id));
       return { message: `rolled back to build ${target.id}` };
     });
   }
@@ -319,7 +320,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
       const dep = await this.#owned(principal, deploymentId, action);
       await this.#cancelInflight(deploymentId, 'cancelled: the deployment was deleted');
       this.#recovering.delete(deploymentId);
-      await store.remove(dep.id);
+      await store.remove(dep.id, deploymentRecord(principal, dep, dep.parent_id == null ? 'deployment.delete' : 'preview.delete'));
       dataPlane.withdraw(dep.subdomain);
       await removeDeploymentObjects(this.#deps.engine, this.#deps.settings.instanceId, dep.id);
       await sources.removeDeployment(dep.id);

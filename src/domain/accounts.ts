@@ -8,6 +8,7 @@ import type { UsersTable } from '../db/schema.js';
 import { DomainError } from '../core/errors.js';
 import type { Principal, TeamRole } from '../core/principal.js';
 import { authorizeAdmin } from './policy.js';
+import { actorOf, appendAudit, audited, type AuditActor, type AuditEvent } from './audit.js';
 import type { KeyUsage } from './key-usage.js';
 import { loginSucceeded, reserveLogin } from './login-throttle.js';
 import { WorkLimit, WorkLimitFullError, type FailureLimiter } from './rate-limiter.js';
@@ -42,7 +43,7 @@ function checkNewPassword(password: string): void {
   }
 }
 
-async function insertUser(db: Db, email: string, password: string, isAdmin: boolean): Promise<UserRow> {
+async function insertUser(db: Db, email: string, password: string, isAdmin: boolean, actor?: AuditActor): Promise<UserRow> {
   const normalized = normalizeEmail(email);
   if (!/^[^\s@]+@[^\s@]+$/.test(normalized) || normalized.length > 254) {
     throw new DomainError('validation_error', 'email must be an e-mail address');
@@ -62,7 +63,10 @@ async function insertUser(db: Db, email: string, password: string, isAdmin: bool
     totp_last_step: null,
   };
   try {
-    await db.insertInto('users').values(row).execute();
+    await db.transaction().execute(async (trx) => {
+      await trx.insertInto('users').values(row).execute();
+      if (actor !== undefined) await appendAudit(trx, actor, { action: 'user.create', targetType: 'user', targetId: row.id, teamId: null });
+    });
   } catch (err) {
     if (isUniqueViolation(err)) throw new DomainError('email_taken', 'a user with this email already exists');
     throw err;
@@ -119,12 +123,14 @@ export interface AccountDeps {
   readonly db: Db;
   readonly sessionTtlMs: number;
   readonly loginLimiter: FailureLimiter;
+  /** The second factor of a login whose password was right (src/domain/two-factor.ts): true, or why not. */
+  readonly secondFactor?: (user: UserRow, otp: string | undefined) => Promise<true | string>;
 }
 
 /** Logs in with e-mail and password; one answer for a wrong e-mail and a wrong password. */
 export async function loginUser(
   deps: AccountDeps,
-  input: { email: string; password: string; clientIp: string },
+  input: { email: string; password: string; clientIp: string; otp?: string | undefined },
 ): Promise<{ token: string; expires_at: string; user: UserView }> {
   const email = normalizeEmail(input.email);
   // The attempt counts as a failure BEFORE the password is checked, for the e-mail and the address
@@ -144,22 +150,32 @@ export async function loginUser(
     throw err;
   }
   if (user === undefined || !ok) throw new DomainError('invalid_credentials', 'wrong email or password');
+  // Beside the password, the second factor: a missing or wrong code fails the login like a wrong password.
+  const second = deps.secondFactor === undefined ? true : await deps.secondFactor(user, input.otp);
+  if (second !== true) throw new DomainError('invalid_credentials', second);
   attempt.refund();
   loginSucceeded(deps.loginLimiter, email, input.clientIp);
   const token = newSessionToken();
   const now = Date.now();
   const expiresAt = new Date(now + deps.sessionTtlMs).toISOString();
-  await deps.db
-    .insertInto('sessions')
-    .values({
-      id: crypto.randomUUID(),
-      user_id: user.id,
-      token_hash: sha256Hex(token),
-      created_at: new Date(now).toISOString(),
-      expires_at: expiresAt,
-    })
-    .execute();
+  const session = { id: crypto.randomUUID(), user_id: user.id, token_hash: sha256Hex(token), created_at: new Date(now).toISOString(), expires_at: expiresAt };
+  const actor = { userId: user.id, email: user.email, via: 'session', ip: input.clientIp };
+  await audited(deps.db, actor, loginEvent(user.id, 'success'), (trx) => trx.insertInto('sessions').values(session).execute());
   return { token, expires_at: expiresAt, user: presentUser(user) };
+}
+
+const loginEvent = (userId: string | null, outcome: 'success' | 'failure'): AuditEvent => ({ action: 'auth.login', targetType: 'user', targetId: userId, teamId: null, outcome });
+
+/**
+ * Records a failed login (wrong e-mail, password or code, or refused for rate): the account it
+ * named, if any, sees it in its audit log. The e-mail is kept only when it looks like one.
+ */
+export async function recordFailedLogin(db: Db, input: { email: string; clientIp: string }): Promise<void> {
+  const email = normalizeEmail(input.email);
+  const plausible = /^[^\s@]+@[^\s@]+$/.test(email) && email.length <= 254;
+  const user = plausible ? await db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst() : undefined;
+  const actor = { userId: user?.id ?? null, email: plausible ? email : null, via: 'session', ip: input.clientIp };
+  await audited(db, actor, loginEvent(user?.id ?? null, 'failure'), async () => undefined);
 }
 
 /** Ends the session the principal authenticated with (API keys have no session to end). */
@@ -249,7 +265,7 @@ const CREDENTIAL_LOOKUPS = new WeakMap<Db, CredentialLookups>();
 /** Creates a user (administrators only). */
 export async function createUser(db: Db, principal: Principal, input: { email: string; password: string }): Promise<UserView> {
   authorizeAdmin(principal);
-  return presentUser(await insertUser(db, input.email, input.password, false));
+  return presentUser(await insertUser(db, input.email, input.password, false, actorOf(principal)));
 }
 
 export async function getCurrentUser(db: Db, principal: Principal): Promise<UserView> {
@@ -303,6 +319,7 @@ export async function changePassword(
     let revoke = trx.deleteFrom('sessions').where('user_id', '=', user.id);
     if (principal.sessionId !== undefined) revoke = revoke.where('id', '!=', principal.sessionId);
     await revoke.execute();
+    await appendAudit(trx, actorOf(principal), { action: 'user.password', targetType: 'user', targetId: user.id, teamId: null });
   });
 }
 
@@ -317,8 +334,10 @@ export async function resetPassword(db: Db, email: string, password: string): Pr
   if (user === undefined) throw new DomainError('not_found', `no user has the e-mail ${normalizeEmail(email)}`);
   const hash = await hashPassword(password);
   await db.transaction().execute(async (trx) => {
-    await trx.updateTable('users').set({ password_hash: hash, updated_at: nowIso() }).where('id', '=', user.id).execute();
+    // Recovery on the server host: two-factor login is turned off too (the user sets it up again).
+    await trx.updateTable('users').set({ password_hash: hash, totp_secret: null, totp_enabled: 0, totp_last_step: null, updated_at: nowIso() }).where('id', '=', user.id).execute();
     await trx.deleteFrom('sessions').where('user_id', '=', user.id).execute();
+    await appendAudit(trx, { userId: null, email: null, via: 'server', ip: null }, { action: 'user.password.reset', targetType: 'user', targetId: user.id, teamId: null });
   });
   return presentUser(user);
 }

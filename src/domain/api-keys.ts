@@ -1,4 +1,5 @@
 // API key use-cases: create (shown once), list, revoke.
+import { actorOf, type AuditEvent, type AuditRecord } from './audit.js';
 import crypto from 'node:crypto';
 import { nowIso } from '../core/now.js';
 import { DomainError } from '../core/errors.js';
@@ -24,12 +25,13 @@ export type ApiKeyPosition = readonly [createdAt: string, id: string];
 
 /** The API keys' records; implemented over the database in src/db/api-key-store.ts. */
 export interface ApiKeyStore extends KeyUseWriter {
-  create(row: ApiKeyRow): Promise<void>;
+  /** With `audit`, its entry is appended in the same transaction (as for `remove`). */
+  create(row: ApiKeyRow, audit?: AuditRecord): Promise<void>;
   /** Up to `limit` of the user's keys after `after`, newest first (ties in `created_at` by id). */
   page(userId: string, after: ApiKeyPosition | undefined, limit: number): Promise<Array<Omit<ApiKeyRow, 'user_id' | 'key_hash'>>>;
   /** Who owns key `id`, if it exists. */
   owner(id: string): Promise<{ user_id: string } | undefined>;
-  remove(id: string): Promise<void>;
+  remove(id: string, audit?: AuditRecord): Promise<void>;
 }
 
 export interface ApiKeyView {
@@ -67,9 +69,12 @@ export async function createApiKey(keys: ApiKeyStore, principal: Principal, inpu
     created_at: nowIso(),
     last_used_at: null,
   };
-  await keys.create(row);
+  await keys.create(row, { actor: actorOf(principal), event: keyEvent('key.create', row.id) });
   return { api_key: presentKey(row), key };
 }
+
+/** The entry of a key's creation or revocation: the key's id, never the key. */
+const keyEvent = (action: string, id: string): AuditEvent => ({ action, targetType: 'api_key', targetId: id, teamId: null });
 
 /**
  * A page of the caller's keys, newest first (ties in `created_at` by id); `last_used_at` includes
@@ -89,6 +94,6 @@ export async function deleteApiKey(
   onRevoked: (apiKeyId: string) => void,
 ): Promise<void> {
   authorizeOwned(principal, await keys.owner(id), 'API key');
-  await keys.remove(id);
+  await keys.remove(id, { actor: actorOf(principal), event: keyEvent('key.delete', id) });
   onRevoked(id);
 }

@@ -1,4 +1,5 @@
 // App configuration use-cases: a deployment's environment variables (validated, secrets write-only).
+import { deploymentRecord, type AuditRecord } from './audit.js';
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import type { DeploymentCatalog } from './deployment-catalog.js';
@@ -33,15 +34,15 @@ export interface AppConfigStore {
    * Applies `change` in one transaction. `check` sees the resulting variables before the commit and
    * throws to abort it (limits that depend on what is already stored).
    */
-  change(deploymentId: string, change: EnvChange, check: (result: readonly EnvVar[]) => void): Promise<EnvVar[]>;
+  change(deploymentId: string, change: EnvChange, check: (result: readonly EnvVar[]) => void, audit?: AuditRecord): Promise<EnvVar[]>;
   /** Records the deployment's current variables as the configuration `buildId` is released with. */
   recordForBuild(deploymentId: string, buildId: string): Promise<EnvVar[]>;
   /** Records `vars` as the configuration `buildId` was (re-)released with. */
-  setBuildConfig(buildId: string, vars: readonly EnvVar[]): Promise<void>;
+  setBuildConfig(buildId: string, vars: readonly EnvVar[], audit?: AuditRecord): Promise<void>;
   /** The configuration `buildId` was released with; undefined for a build made before configuration existed. */
   buildConfig(buildId: string): Promise<EnvVar[] | undefined>;
   /** Makes `vars` the deployment's current variables (rollback). */
-  replace(deploymentId: string, vars: readonly EnvVar[]): Promise<void>;
+  replace(deploymentId: string, vars: readonly EnvVar[], audit?: AuditRecord): Promise<void>;
 }
 
 /** Limits of decisions §9. */
@@ -152,6 +153,7 @@ export async function patchEnv(
 ): Promise<{ vars: EnvVarView[] }> {
   const dep = await getDeploymentRow(deps.deployments, principal, deploymentId, 'change');
   const change = parseEnvChange(input);
-  const result = await deps.configs.change(dep.id, change, (vars) => checkEnvTotals(vars, [...change.set.keys()]));
+  // The entry names the deployment only: never a value (nor, in the log's fixed fields, a key).
+  const result = await deps.configs.change(dep.id, change, (vars) => checkEnvTotals(vars, [...change.set.keys()]), deploymentRecord(principal, dep, 'env.update'));
   return presentEnv(result);
 }

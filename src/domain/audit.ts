@@ -128,3 +128,19 @@ export async function pruneAudit(db: Db, days: number, now = Date.now()): Promis
   const result = await db.deleteFrom('audit_log').where('at', '<', cutoff).executeTakeFirst();
   return Number(result.numDeletedRows);
 }
+
+/** An entry a store appends in the transaction of the write it is handed with. */
+export interface AuditRecord {
+  readonly actor: AuditActor;
+  readonly event: AuditEvent;
+}
+
+/** Appends `record` (when given) inside `trx`. */
+export async function appendRecord(trx: Kysely<Database>, record: AuditRecord | undefined): Promise<void> {
+  if (record !== undefined) await appendAudit(trx, record.actor, record.event);
+}
+
+/** The record of `action` on a deployment by the principal (named by id; never a value, key or password). */
+export function deploymentRecord(principal: Principal, deployment: { id: string; team_id: string | null }, action: string, targetType = 'deployment', targetId?: string): AuditRecord {
+  return { actor: actorOf(principal), event: { action, targetType, targetId: targetId ?? deployment.id, teamId: deployment.team_id } };
+}

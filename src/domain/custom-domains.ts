@@ -1,4 +1,5 @@
 // Custom domains use-cases: a deployment also served at hostnames its owner names (decisions §8).
+import { deploymentRecord, type AuditRecord } from './audit.js';
 import crypto from 'node:crypto';
 import { DomainError } from '../core/errors.js';
 import { normalizeHostname } from '../core/hostname.js';
@@ -56,11 +57,11 @@ export interface CustomDomainStore {
    * `taken` if another deployment or this one holds the hostname, `full` if the deployment has
    * `max` domains already, `gone` if the deployment no longer exists.
    */
-  add(row: CustomDomainRow, max: number): Promise<'added' | 'taken' | 'full' | 'gone'>;
+  add(row: CustomDomainRow, max: number, audit?: AuditRecord): Promise<'added' | 'taken' | 'full' | 'gone'>;
   /** A deployment's domains, oldest first (ties by hostname). */
   list(deploymentId: string): Promise<CustomDomainRow[]>;
   /** Removes the deployment's domain `id` and returns it; undefined when the deployment has no such domain. */
-  remove(deploymentId: string, id: string): Promise<CustomDomainRow | undefined>;
+  remove(deploymentId: string, id: string, audit?: (removed: CustomDomainRow) => AuditRecord): Promise<CustomDomainRow | undefined>;
 }
 
 export interface CustomDomainDeps {
@@ -88,7 +89,7 @@ export async function addDomain(deps: CustomDomainDeps, principal: Principal, de
   if ('problem' in normalized) throw new DomainError('validation_error', normalized.problem);
   const { hostname } = normalized;
   const row = { id: crypto.randomUUID(), deployment_id: dep.id, hostname, created_at: nowIso() };
-  const added = await deps.domains.add(row, MAX_DOMAINS_PER_DEPLOYMENT);
+  const added = await deps.domains.add(row, MAX_DOMAINS_PER_DEPLOYMENT, deploymentRecord(principal, dep, 'domain.add', 'domain', row.id));
   if (added === 'gone') throw new DomainError('not_found', 'deployment not found');
   if (added === 'taken') throw domainTaken(hostname);
   if (added === 'full') throw new DomainError('validation_error', `a deployment has at most ${MAX_DOMAINS_PER_DEPLOYMENT} custom domains`);
@@ -109,7 +110,7 @@ export async function listDomains(deps: CustomDomainDeps, principal: Principal, 
 export async function removeDomain(deps: CustomDomainDeps, principal: Principal, deploymentId: string, domainId: string): Promise<void> {
   const dep = await getDeploymentRow(deps.deployments, principal, deploymentId, 'change');
   assertUuid(domainId, 'domain');
-  const row = await deps.domains.remove(dep.id, domainId);
+  const row = await deps.domains.remove(dep.id, domainId, (removed) => deploymentRecord(principal, dep, 'domain.remove', 'domain', removed.id));
   if (row === undefined) throw new DomainError('not_found', 'domain not found');
   deps.routes.removeHost(row.hostname);
   await deps.certificates.hostRemoved(row.hostname);

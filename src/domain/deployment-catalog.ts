@@ -1,4 +1,5 @@
 // The deployment catalog: the port through which the API's use-cases read deployments and builds and create or edit deployments.
+import type { AuditRecord } from './audit.js';
 import type { BuildRow, DeploymentRow } from './deployment-rows.js';
 
 /** The columns a deployment's view is made of (a list reads only these). */
@@ -64,10 +65,11 @@ export interface DeploymentCatalog {
    * Creates a deployment and its subdomain claim in one transaction (the claim's primary key
    * decides between concurrent creates). Returns `subdomain_taken` when the subdomain is claimed.
    */
-  create(deployment: NewDeployment): Promise<'created' | 'subdomain_taken'>;
-  update(id: string, changes: DeploymentChanges): Promise<void>;
+  create(deployment: NewDeployment, audit?: AuditRecord): Promise<'created' | 'subdomain_taken'>;
+  /** With `audit`, the entry is appended in the write's transaction (as for `create` and `setUpload`). */
+  update(id: string, changes: DeploymentChanges, audit?: AuditRecord): Promise<void>;
   /** Makes an upload the deployment's source. Returns false if the deployment is gone. */
-  setUpload(id: string, upload: { id: string; size: number; sha256: string }): Promise<boolean>;
+  setUpload(id: string, upload: { id: string; size: number; sha256: string }, audit?: AuditRecord): Promise<boolean>;
   /** The uploads a deployment still needs: its current one and those of its builds in flight. */
   uploadsInUse(id: string): Promise<Set<string | null>>;
   /** A deployment's builds, newest first. */

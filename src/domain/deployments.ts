@@ -1,4 +1,5 @@
 // Deployment use-cases on the control plane: create, list, get, delete, and how a deployment is shown.
+import { deploymentRecord } from './audit.js';
 import crypto from 'node:crypto';
 import { nowIso } from '../core/now.js';
 import type { DeploymentRow } from './deployment-rows.js';
@@ -229,7 +230,7 @@ export async function updateDeployment(
     }
     if (input.branch !== undefined) changes.branch = input.branch === null ? null : checkBranch(input.branch);
   }
-  await deps.deployments.update(row.id, changes);
+  await deps.deployments.update(row.id, changes, deploymentRecord(principal, row, 'deployment.update'));
   return getDeploymentRow(deps.deployments, principal, id, 'read');
 }
 
@@ -246,7 +247,10 @@ export async function createDeployment(deps: DeploymentDeps, principal: Principa
   if (fields.repo_url !== null) await deps.checkRepoHost(fields.repo_url);
   const now = nowIso();
   const id = crypto.randomUUID();
-  const created = await deps.deployments.create({ ...fields, id, user_id: principal.userId, team_id: teamId, created_at: now, updated_at: now });
+  const created = await deps.deployments.create(
+    { ...fields, id, user_id: principal.userId, team_id: teamId, created_at: now, updated_at: now },
+    deploymentRecord(principal, { id, team_id: teamId }, 'deployment.create'),
+  );
   if (created === 'subdomain_taken') throw subdomainTaken(fields.subdomain);
   return getDeploymentRow(deps.deployments, principal, id, 'read');
 }

@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 import type { Db } from '../db/database.js';
 import { isUniqueViolation, nowIso } from '../db/database.js';
 import type { Database } from '../db/schema.js';
-import { bumpListVersion } from '../db/deployment-store.js';
+import { bumpListVersion, teamDeploymentCount } from '../db/deployment-store.js';
 import { DomainError } from '../core/errors.js';
 import { TEAM_ROLES, type Principal, type TeamRole } from '../core/principal.js';
 import { authorizeTeam } from './policy.js';
@@ -103,10 +103,8 @@ export async function deleteTeam(db: Db, principal: Principal, id: string): Prom
   await teamFor(db, principal, id, 'owner');
   await db.transaction().execute(async (trx) => {
     await lockTeam(trx, id);
-    const held = await trx.selectFrom('deployments').select((eb) => eb.fn.countAll<number>().as('n')).where('team_id', '=', id).executeTakeFirstOrThrow();
-    if (Number(held.n) > 0) {
-      throw invalid(`the team still holds ${Number(held.n)} deployment${Number(held.n) === 1 ? '' : 's'}: delete them before deleting the team`);
-    }
+    const held = await teamDeploymentCount(trx, id);
+    if (held > 0) throw invalid(`the team still holds ${held} deployment${held === 1 ? '' : 's'}: delete them before deleting the team`);
     await trx.deleteFrom('team_members').where('team_id', '=', id).execute();
     await trx.deleteFrom('teams').where('id', '=', id).execute();
     await appendAudit(trx, actorOf(principal), teamEvent('team.delete', id));

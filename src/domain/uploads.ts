@@ -1,4 +1,5 @@
 // Upload use-case: receive an archive (streamed to disk), check it strictly, then swap it in atomically.
+import { deploymentRecord } from './audit.js';
 import crypto from 'node:crypto';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -82,7 +83,7 @@ export async function uploadSource(
     const uploadId = crypto.randomUUID();
     await deps.store.commitUpload(staged, id, uploadId);
     const previous = row.upload_id;
-    const updated = await deps.deployments.setUpload(id, { id: uploadId, size: received.size, sha256: received.sha256 });
+    const updated = await deps.deployments.setUpload(id, { id: uploadId, size: received.size, sha256: received.sha256 }, deploymentRecord(principal, row, 'deployment.upload'));
     if (!updated) {
       await deps.store.removeUpload(id, uploadId);
       throw new DomainError('not_found', 'deployment not found');

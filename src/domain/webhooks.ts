@@ -1,4 +1,5 @@
 // Deploy on push: a deployment's webhook secret, the deliveries it receives, and the decision each one gets.
+import { deploymentRecord, type AuditRecord } from './audit.js';
 import crypto from 'node:crypto';
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
@@ -62,7 +63,7 @@ export interface WebhookStore {
   /** The deployment and its secret; undefined when there is no such deployment or it has no webhook. */
   target(deploymentId: string): Promise<HookTarget | undefined>;
   /** Sets (creates or replaces) the deployment's secret; returns when. */
-  setSecret(deploymentId: string, secret: string): Promise<string>;
+  setSecret(deploymentId: string, secret: string, audit?: AuditRecord): Promise<string>;
   /** When the deployment's webhook was (last) set, or undefined when it has none. */
   createdAt(deploymentId: string): Promise<string | undefined>;
   /**
@@ -91,7 +92,7 @@ export interface WebhookAdminDeps {
   readonly publicUrl: URL;
 }
 
-async function ownedGitDeployment(deps: WebhookAdminDeps, principal: Principal, id: string, action: DeploymentAction): Promise<{ id: string; auto_deploy: number }> {
+async function ownedGitDeployment(deps: WebhookAdminDeps, principal: Principal, id: string, action: DeploymentAction): Promise<{ id: string; auto_deploy: number; team_id: string | null }> {
   const row = await getDeploymentRow(deps.deployments, principal, id, action);
   if (row.source_type !== 'git') {
     throw new DomainError('validation_error', 'webhooks are for git deployments; an archive deployment is deployed by uploading');
@@ -106,7 +107,7 @@ const newSecret = (): string => `slw_wh_${crypto.randomBytes(32).toString('hex')
 export async function setWebhook(deps: WebhookAdminDeps, principal: Principal, id: string): Promise<{ url: string; secret: string }> {
   const dep = await ownedGitDeployment(deps, principal, id, 'change');
   const secret = newSecret();
-  await deps.webhooks.setSecret(dep.id, secret);
+  await deps.webhooks.setSecret(dep.id, secret, deploymentRecord(principal, dep, 'webhook.rotate'));
   return { url: hookUrl(deps.publicUrl, dep.id), secret };
 }
 

@@ -299,6 +299,7 @@ describe('the Fastify app in-process (inject)', () => {
       keyUsage: new KeyUsage(databaseApiKeyStore(db)),
       apiKeys: databaseApiKeyStore(db),
       cursors: new ListCursors(new ValueCipher(crypto.randomBytes(32))),
+      seal: new ValueCipher(crypto.randomBytes(32)),
       loginLimiter: new FailureLimiter({ maxFailures: 10, windowMs: 60_000 }),
       operations: ops,
       configs: new DbAppConfigStore(db, new ValueCipher(crypto.randomBytes(32))),

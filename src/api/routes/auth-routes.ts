@@ -1,6 +1,9 @@
 // Routes: log in (public; a bearer token, or the dashboard's session cookie), the dashboard's session, and log out.
-import type { FastifyPluginAsync } from 'fastify';
-import { getCurrentUser, loginUser, logoutUser } from '../../domain/accounts.js';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { getCurrentUser, loginUser, logoutUser, recordFailedLogin } from '../../domain/accounts.js';
+import { checkLoginOtp } from '../../domain/two-factor.js';
+import { DomainError } from '../../core/errors.js';
+import { twoFactorDeps } from './two-factor-routes.js';
 import type { ApiDeps } from '../app.js';
 import { principalOf } from '../authenticate.js';
 import { noStore } from '../no-store.js';
@@ -10,6 +13,22 @@ import { clearedSessionCookies, csrfTokenFor, readSessionCookie, secureCookies, 
 export const authRoutes =
   (deps: ApiDeps): FastifyPluginAsync =>
   async (app) => {
+    const twoFactor = twoFactorDeps(deps);
+    /** A login of either kind: the password, then the second factor (decisions §18); every failure is in the audit log. */
+    const logIn = async (request: FastifyRequest<{ Body: LoginBody }>): ReturnType<typeof loginUser> => {
+      const input = { email: request.body.email, password: request.body.password, otp: request.body.otp, clientIp: request.ip };
+      try {
+        return await loginUser(
+          { db: deps.db, sessionTtlMs: deps.config.sessionTtlMs, loginLimiter: deps.loginLimiter, secondFactor: (user, otp) => checkLoginOtp(twoFactor, user, otp) },
+          input,
+        );
+      } catch (err) {
+        // Refused for rate too; never its password or code.
+        if (err instanceof DomainError && (err.code === 'invalid_credentials' || err.code === 'rate_limited')) await recordFailedLogin(deps.db, input);
+        throw err;
+      }
+    };
+
     app.post<{ Body: LoginBody }>(
       '/auth/login',
       {
@@ -24,10 +43,7 @@ export const authRoutes =
       async (request, reply) => {
         // Failed logins too: nothing about a login attempt is worth keeping.
         noStore(reply);
-        return loginUser(
-          { db: deps.db, sessionTtlMs: deps.config.sessionTtlMs, loginLimiter: deps.loginLimiter },
-          { email: request.body.email, password: request.body.password, clientIp: request.ip },
-        );
+        return logIn(request);
       },
     );
 
@@ -44,10 +60,7 @@ export const authRoutes =
       },
       async (request, reply) => {
         noStore(reply);
-        const login = await loginUser(
-          { db: deps.db, sessionTtlMs: deps.config.sessionTtlMs, loginLimiter: deps.loginLimiter },
-          { email: request.body.email, password: request.body.password, clientIp: request.ip },
-        );
+        const login = await logIn(request);
         void reply.header('Set-Cookie', sessionCookie(login.token, login.expires_at, secureCookies(request, deps.config.publicUrl)));
         return { user: login.user, expires_at: login.expires_at, csrf_token: csrfTokenFor(login.token) };
       },

@@ -16,6 +16,7 @@ interface LoginOptions extends JsonOption {
   url?: string;
   email?: string;
   apiKey?: string;
+  otp?: string;
 }
 
 /** Registers login, logout, whoami and password on `program`. */
@@ -26,7 +27,8 @@ export function registerAuthCommands(program: Command, io: CliIo): void {
       .description('log in to a Slipway server (e-mail and password, or an API key) and remember it')
       .option('--url <url>', `server URL (default: SLIPWAY_URL, the saved one, or ${DEFAULT_SERVER_URL})`)
       .option('--email <email>', 'e-mail address (asked when not given)')
-      .option('--api-key <key>', 'log in with an API key instead of a password (checked with the server)'),
+      .option('--api-key <key>', 'log in with an API key instead of a password (checked with the server)')
+      .option('--otp <code>', 'the two-factor code (asked when the account needs one and it is not given)'),
   )
     .addHelpText(
       'after',
@@ -95,19 +97,27 @@ async function login(io: CliIo, options: LoginOptions, signal: AbortSignal): Pro
   // Say that the server is down before asking for a password that cannot be used.
   await new ApiClient({ url, bearer: undefined, signal, timeoutMs: 15_000 }).reachable();
   const prompter = createPrompter(io, signal);
-  let email: string;
-  let password: string;
+  let answer: LoginAnswer;
   try {
     if (io.stdin.isTTY === true) io.stderr.write(`Logging in to ${url}\n`);
-    email = (options.email ?? (await prompter.ask('Email: '))).trim();
-    password = await prompter.ask('Password: ', { secret: true });
+    const email = (options.email ?? (await prompter.ask('Email: '))).trim();
+    const password = await prompter.ask('Password: ', { secret: true });
+    if (email === '' || password === '') throw usageError('e-mail and password are both needed');
+    const client = new ApiClient({ url, bearer: undefined, signal });
+    const attempt = (otp: string | undefined): Promise<LoginAnswer> =>
+      client.request<LoginAnswer>('POST', '/api/v1/auth/login', { body: { email, password, ...(otp === undefined ? {} : { otp }) } });
+    try {
+      answer = await attempt(options.otp);
+    } catch (err) {
+      // Two-factor login on and no code given: ask for it (a third line on stdin when it is not a terminal).
+      if (!(err instanceof CliError) || options.otp !== undefined || !/two-factor code is required/.test(err.message)) throw err;
+      const code = (await prompter.ask('Two-factor code: ')).trim();
+      if (code === '') throw usageError('a two-factor code is needed for this account (--otp CODE)');
+      answer = await attempt(code);
+    }
   } finally {
     prompter.close();
   }
-  if (email === '' || password === '') throw usageError('e-mail and password are both needed');
-  const answer = await new ApiClient({ url, bearer: undefined, signal }).request<LoginAnswer>('POST', '/api/v1/auth/login', {
-    body: { email, password },
-  });
   await writeSavedLogin(io.env.configDir, { url, token: answer.token, email: answer.user.email, expires_at: answer.expires_at });
   reportLogin(io, options, url, answer.user, answer.expires_at);
 }

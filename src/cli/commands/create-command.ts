@@ -1,4 +1,5 @@
 // Command: create — a deployment built from a git repository, deployed at once (unless --no-deploy).
+import { findTeam } from './team-commands.js';
 import path from 'node:path';
 import type { Command } from 'commander';
 import type { Build, Deployment } from '../api-types.js';
@@ -14,6 +15,7 @@ interface CreateOptions extends JsonOption {
   name?: string;
   subdomain?: string;
   dockerfile?: string;
+  team?: string;
   /** False with --no-deploy. */
   deploy: boolean;
 }
@@ -29,6 +31,7 @@ export function registerCreateCommand(program: Command, io: CliIo): void {
       .option('--name <name>', 'app name (default: the repository name)')
       .option('--subdomain <label>', 'subdomain (default: a slug of the name)')
       .option('--dockerfile <path>', 'Dockerfile path inside the repository (default: Dockerfile)')
+      .option('--team <team>', "create it as a team's app (team id or name; you must be its owner)")
       .option('--no-deploy', 'only create the app (deploy it later from the dashboard or with POST /api/v1/deployments/{id}/deploy)'),
   )
     .addHelpText(
@@ -57,6 +60,7 @@ async function create(io: CliIo, options: CreateOptions, signal: AbortSignal): P
   const client = await connect(io, signal);
   const name = options.name ?? repositoryName(url);
   const subdomain = options.subdomain ?? slugify(name);
+  const teamId = options.team === undefined ? undefined : (await findTeam(client, options.team)).id;
   let created: Deployment;
   try {
     created = await client.request<Deployment>('POST', '/api/v1/deployments', {
@@ -67,6 +71,7 @@ async function create(io: CliIo, options: CreateOptions, signal: AbortSignal): P
         repo_url: url,
         ...(options.branch === undefined ? {} : { branch: options.branch }),
         ...(options.dockerfile === undefined ? {} : { dockerfile_path: options.dockerfile }),
+        ...(teamId === undefined ? {} : { team_id: teamId }),
       },
     });
   } catch (err) {
