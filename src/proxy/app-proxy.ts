@@ -77,7 +77,7 @@ export class AppProxy {
       const app = route === undefined ? '' : resolution.subdomain;
       res.once('close', () => onEnd(app, res.headersSent ? res.statusCode : 0, Number(process.hrtime.bigint() - started) / 1e9));
     }
-    if (route?.kind === 'app' && route.state === 'live') {
+    if (route?.kind === 'app' && route.state === 'live' && route.upstreams.length > 0) {
       this.#proxyRequest(req, res, this.#pick(route.upstreams), false);
     } else if (route?.kind === 'tunnel' && route.state === 'connected') {
       try {
@@ -98,7 +98,7 @@ export class AppProxy {
     if (resolution === null) return false;
     const host = displayHost(req);
     const route = resolution.route;
-    if (route?.kind === 'app' && route.state === 'live') {
+    if (route?.kind === 'app' && route.state === 'live' && route.upstreams.length > 0) {
       this.#proxyUpgrade(req, socket, head, this.#pick(route.upstreams));
     } else if (route?.kind === 'tunnel' && route.state === 'connected') {
       try {
@@ -250,7 +250,7 @@ export class AppProxy {
     const replayable = !bodyStarted || hasNoRequestBody(req);
     if (!replayable) return undefined;
     const route = this.#table.resolveHost(req.headers.host)?.route;
-    if (route?.kind !== 'app' || route.state !== 'live') return undefined;
+    if (route?.kind !== 'app' || route.state !== 'live' || route.upstreams.length === 0) return undefined;
     // A refused connect: another replica (or the release switched to meanwhile) takes it.
     if (CONNECT_FAILURES.has(err.code ?? '')) {
       const other = this.#pick(route.upstreams, upstream);

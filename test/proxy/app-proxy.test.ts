@@ -414,6 +414,35 @@ describe('AppProxy WebSocket upgrades', () => {
 });
 
 describe('AppProxy release switches', () => {
+  it('replicas: a busy replica is passed over for an idle one, and a refused replica is retried on another', async () => {
+    const { table, port } = await setup();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let arrived!: () => void;
+    const slowArrived = new Promise<void>((resolve) => (arrived = resolve));
+    const { upstream: slow } = await startUpstream((_req, res) => {
+      arrived();
+      void held.then(() => res.end('slow'));
+    });
+    const { upstream: fast } = await startUpstream((_req, res) => res.end('fast'));
+    table.set('web', { kind: 'app', deploymentId: 'dep-many', state: 'live', upstreams: [slow, fast] });
+    // All idle: the first request takes the first replica (a fresh proxy's turn starts there); while
+    // it is held there, every other request goes to the idle one.
+    const first = send(port, { host: `web.${DOMAIN}` });
+    await slowArrived;
+    for (let i = 0; i < 5; i++) assert.equal((await send(port, { host: `web.${DOMAIN}` })).body.toString(), 'fast');
+    release();
+    assert.equal((await first).body.toString(), 'slow');
+
+    const refused = { host: '127.0.0.1', port: await refusedPort() };
+    table.set('web', { kind: 'app', deploymentId: 'dep-many', state: 'live', upstreams: [refused, fast] });
+    for (let i = 0; i < 6; i++) assert.equal((await send(port, { host: `web.${DOMAIN}` })).body.toString(), 'fast');
+
+    // A live route with no upstream at all (never published so) answers 503 rather than failing.
+    table.set('web', { kind: 'app', deploymentId: 'dep-many', state: 'live', upstreams: [] });
+    assert.equal((await send(port, { host: `web.${DOMAIN}` })).status, 503);
+  });
+
   it('drain() waits for an in-flight slow request, then resolves', async () => {
     const { table, proxy, port } = await setup();
     let received!: () => void;
