@@ -1,4 +1,5 @@
 // The preview catalog over the database: previews are deployment rows with a parent, created with their subdomain claim under the parent's row lock.
+import { appendRecord } from '../domain/audit.js';
 import type { PreviewCatalog } from '../domain/previews.js';
 import { isUniqueViolation, nowIso, type Db } from './database.js';
 import { bumpListVersion, lockDeployment } from './deployment-store.js';
@@ -10,7 +11,7 @@ export function databasePreviewCatalog(db: Db): PreviewCatalog {
     find: (parentId, number) =>
       db.selectFrom('deployments').selectAll().where('parent_id', '=', parentId).where('pr_number', '=', number).executeTakeFirst(),
 
-    async create(preview, max) {
+    async create(preview, max, audit) {
       const parentId = preview.parent_id;
       if (parentId === null || parentId === undefined) throw new Error('a preview needs its deployment');
       try {
@@ -29,6 +30,7 @@ export function databasePreviewCatalog(db: Db): PreviewCatalog {
             .values({ subdomain: preview.subdomain, kind: 'deployment', owner_id: preview.id, user_id: preview.user_id, created_at: preview.created_at })
             .execute();
           await trx.insertInto('deployments').values(preview).execute();
+          await appendRecord(trx, audit);
           return 'created' as const;
         });
       } catch (err) {

@@ -1,4 +1,5 @@
 // Pull request deliveries (decisions §17): a verified event creates, rebuilds or removes a deployment's preview, and the delivery log says what it did.
+import { deploymentRecord } from './audit.js';
 import crypto from 'node:crypto';
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
@@ -119,7 +120,9 @@ async function buildPreview(deps: PreviewEventDeps, target: HookTarget, event: E
   if (preview === undefined) {
     const name = previewSubdomain(parent.subdomain, event.number);
     if ('problem' in name) return refuse(name.problem);
-    const created = await deps.previews.create(newPreviewRow(parent, event, name.subdomain), MAX_PREVIEWS);
+    const row = newPreviewRow(parent, event, name.subdomain);
+    // Recorded as the webhook's action for the deployment's owner, in the preview's own transaction.
+    const created = await deps.previews.create(row, MAX_PREVIEWS, deploymentRecord(owner, row, 'preview.create'));
     if (created === 'limit') return refuse(`${parent.name} already has ${MAX_PREVIEWS} previews, the most it may have; pull request #${event.number} gets none until one closes`);
     if (created === 'subdomain_taken') return refuse(`the subdomain ${name.subdomain} is already in use, so pull request #${event.number} gets no preview`);
     if (created === 'gone') throw new DomainError('not_found', 'the deployment is gone');

@@ -1,4 +1,5 @@
 // Preview deployments (decisions §17): the catalog port, their subdomain, how one is shown, and the API's use-cases.
+import type { AuditRecord } from './audit.js';
 import { DomainError } from '../core/errors.js';
 import { DNS_LABEL } from '../core/dns-label.js';
 import type { Principal } from '../core/principal.js';
@@ -35,7 +36,7 @@ export interface PreviewCatalog {
    * (so the limit holds between concurrent events, on any instance). `limit`: the parent already has
    * `max` previews; `exists`: that number has one; `gone`: the parent was deleted.
    */
-  create(preview: NewDeployment, max: number): Promise<'created' | 'limit' | 'subdomain_taken' | 'exists' | 'gone'>;
+  create(preview: NewDeployment, max: number, audit?: AuditRecord): Promise<'created' | 'limit' | 'subdomain_taken' | 'exists' | 'gone'>;
   /** Records the head a preview is about to show, with its deployment's current settings. */
   update(previewId: string, head: PreviewHead, settings: PreviewSettings): Promise<void>;
 }

@@ -73,6 +73,10 @@ describe('two-factor login', () => {
     assertError(missing, 401, 'invalid_credentials');
     assert.match(missing.json.message, /two-factor code/);
     assertError(await login({ otp: '000000' }), 401, 'invalid_credentials');
+    // The dashboard's cookie login asks for the same second factor.
+    const cookieLogin = await s.request('POST', '/api/v1/auth/session', { body: { email: user.email, password: user.password } });
+    assertError(cookieLogin, 401, 'invalid_credentials');
+    assert.equal(cookieLogin.headers.get('set-cookie'), null);
     const code = await next();
     const ok = await login({ otp: code });
     assert.equal(ok.status, 200, ok.text);
