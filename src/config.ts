@@ -40,6 +40,8 @@ export interface Config {
   readonly quotas: Quotas;
   /** Live releases started again at once by recovery (after a restart, or containers found stopped). */
   readonly recoveryConcurrency: number;
+  /** Between two samples of each running app's metrics history (SLIPWAY_METRICS_INTERVAL_SECONDS, 1 to 60, default 10; an hour of samples is kept). */
+  readonly metricsIntervalMs: number;
   /** SLIPWAY_BUILD_TIMEOUT_SECONDS: time limit of one image build (source fetch included). */
   readonly buildTimeoutMs: number;
   /** SLIPWAY_STARTUP_TIMEOUT_SECONDS: time a new container has to pass its health check. */
@@ -252,6 +254,7 @@ export function loadConfig(env: Env = process.env): Config {
       api_keys: integer(env, 'SLIPWAY_QUOTA_API_KEYS', 1000, 0, 1_000_000_000),
     },
     recoveryConcurrency: integer(env, 'SLIPWAY_RECOVERY_CONCURRENCY', 8, 1, 64),
+    metricsIntervalMs: integer(env, 'SLIPWAY_METRICS_INTERVAL_SECONDS', 10, 1, 60) * 1000,
     buildTimeoutMs: integer(env, 'SLIPWAY_BUILD_TIMEOUT_SECONDS', 900, 1, 86_400) * 1000,
     startupTimeoutMs: integer(env, 'SLIPWAY_STARTUP_TIMEOUT_SECONDS', 60, 1, 3600) * 1000,
     keepImages: integer(env, 'SLIPWAY_KEEP_IMAGES', 5, 1, 100),

@@ -10,6 +10,8 @@ import { ApiTurns } from './api/api-turns.js';
 import { answerClientError, answerUnmetExpectation, endSocketWithError } from './api/socket-errors.js';
 import { BuildLogStore } from './deploy/build-logs.js';
 import { DeploymentLifecycle } from './deploy/lifecycle.js';
+import { startMetricsSampler } from './deploy/metrics-sampler.js';
+import { MetricsHistory } from './domain/metrics-history.js';
 import { planRecovery } from './deploy/reconcile.js';
 import { DockerRuntime } from './runtime/docker/docker-runtime.js';
 import { dockerNodes } from './runtime/docker/docker-nodes.js';
@@ -222,8 +224,11 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
 
   const lifecycleGitEnv = options.gitEnv ?? { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: config.dataDir };
   const quotas = new QuotaGuard(databaseQuotaStore(db), config.quotas);
+  // An hour of samples whatever the interval.
+  const metricsHistory = new MetricsHistory({ capacity: Math.ceil(3_600_000 / config.metricsIntervalMs) });
   const lifecycle = new DeploymentLifecycle({
     quotas,
+    metricsHistory,
     store: deployments,
     configs,
     engine,
@@ -257,6 +262,12 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     },
   });
   const stopWatching = lifecycle.watchLiveContainers(5_000, () => coordination.isLeader());
+  const stopSampling = startMetricsSampler({
+    history: metricsHistory,
+    liveContainers: () => deployments.liveContainers(),
+    containerStats: (id, signal) => engine.containerStats(id, signal),
+    log: (level, message, fields) => log(level, message, fields),
+  }, config.metricsIntervalMs);
   // The registry: this instance's heartbeat (GET /api/v1/instances); the leader drops instances gone for a day.
   let beats = 0;
   const heartbeat = async (): Promise<void> => {
@@ -354,6 +365,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     // Counted across every instance (decisions §15): each change is announced on the coordination feed.
     loginLimiter: sharedFailureLimiter('login', { maxFailures: 10, maxFailuresByKind: { ip: 100 }, windowMs: 15 * 60_000 }, coordination, runner),
     operations: lifecycle,
+    metricsIntervalSeconds: config.metricsIntervalMs / 1000,
     configs,
     webhooks: databaseWebhookStore(db, unlocked.cipher),
     quotas,
@@ -526,6 +538,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     clearInterval(auditPruning);
     proxy.close();
     stopWatching();
+    stopSampling();
     clearInterval(heartbeatTimer);
     stopLeadershipBeat();
     stopRouteSync();

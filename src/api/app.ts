@@ -86,6 +86,8 @@ export interface ApiDeps {
   readonly instances: InstanceRegistry;
   /** The nodes apps run on (GET /api/v1/nodes, drain, activate). */
   readonly nodes: NodeDirectory;
+  /** Seconds between two samples of the apps' metrics history (default 10). */
+  readonly metricsIntervalSeconds?: number;
   /** The server's Prometheus text (GET /metrics). */
   readonly metrics: { render(): string | Promise<string> };
   /** Where internal errors are logged with their detail; default: Fastify's logger (off unless enabled). */

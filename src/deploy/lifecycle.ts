@@ -8,6 +8,7 @@ import type { BuildRow } from '../domain/builds.js';
 import { assertUuid, type DeploymentRow } from '../domain/deployments.js';
 import { DomainError } from '../core/errors.js';
 import type { DeployOptions, DeploymentMetrics, DeploymentOperations } from '../domain/operations.js';
+import type { MetricsHistory, MetricsPoint } from '../domain/metrics-history.js';
 import type { Principal } from '../core/principal.js';
 import { authorizeDeployment, type DeploymentAction } from '../domain/policy.js';
 import { deploymentRecord } from '../domain/audit.js';
@@ -80,6 +81,8 @@ export interface LifecycleDeps {
   readonly buildSlots?: BuildSlots;
   /** Per-deployment locks across instances (default: in memory, one instance). */
   readonly coordination?: Coordination;
+  /** The sampled resource use of the last hour (default: none kept). */
+  readonly metricsHistory?: MetricsHistory;
 }
 
 interface InflightBuild {
@@ -338,6 +341,11 @@ export class DeploymentLifecycle implements DeploymentOperations {
     const stats = live?.container_id == null ? [] : await this.#runtime.releaseStats(live.container_id, signal);
     if (stats.length === 0) throw new DomainError('invalid_state', `${dep.subdomain} has no running container`);
     return summedMetrics(stats);
+  }
+
+  async metricsHistory(principal: Principal, deploymentId: string): Promise<MetricsPoint[]> {
+    const dep = await this.#owned(principal, deploymentId, 'read');
+    return this.#deps.metricsHistory?.points(dep.id) ?? [];
   }
 
   async runtimeLogs(

@@ -10,6 +10,8 @@ export interface DeployOptions {
   readonly commit?: { readonly sha: string; readonly branch: string };
 }
 
+import type { MetricsPoint } from './metrics-history.js';
+
 /** GET /deployments/{id}/metrics: the live container's figures from the engine's stats. */
 export interface ReplicaMetrics {
   cpu_percent: number;
@@ -49,6 +51,8 @@ export interface DeploymentOperations {
   registered(deployment: { id: string; subdomain: string }): void;
   /** The live container's resource use (decisions §12); invalid_state when nothing runs. */
   metrics(principal: Principal, deploymentId: string, signal?: AbortSignal): Promise<DeploymentMetrics>;
+  /** The sampled resource use of the last hour, oldest first (empty when none was sampled). */
+  metricsHistory(principal: Principal, deploymentId: string): Promise<MetricsPoint[]>;
   /** The live container's output. */
   runtimeLogs(
     principal: Principal,

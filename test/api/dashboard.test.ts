@@ -29,7 +29,7 @@ test('GET / serves the dashboard page and every module and style of public/ui, w
   assert.doesNotMatch(page.text, /<script(?![^>]*\ssrc=)[^>]*>/);
   assert.doesNotMatch(page.text, /\sstyle=|<style/);
   assert.doesNotMatch(page.text, /(src|href)="(https?:)?\/\//);
-  const files = fs.readdirSync(path.join(PROJECT_ROOT, 'public', 'ui'));
+  const files = fs.readdirSync(path.join(PROJECT_ROOT, 'public', 'ui'), { withFileTypes: true }).filter((f) => f.isFile()).map((f) => f.name);
   assert.ok(files.includes('app.js') && files.includes('dashboard.css'));
   for (const file of files) {
     const res = await ts.request('GET', `/ui/${file}`);
@@ -41,6 +41,15 @@ test('GET / serves the dashboard page and every module and style of public/ui, w
     assert.doesNotMatch(res.text, /https?:\/\/(?!www\.w3\.org\/2000\/svg|github\.com\/you)/, `${file} names no other origin`);
   }
   assert.equal((await ts.request('GET', '/ui/nope.js')).status, 404);
+  // Vendored libraries (public/ui/vendor) are served from here too, with their licence; their
+  // comments name other sites, but the CSP lets the page load nothing from them.
+  for (const [file, type] of [['uplot.esm.js', /^text\/javascript/], ['uplot.min.css', /^text\/css/], ['uplot.LICENSE.txt', /^text\/plain/]] as const) {
+    const res = await ts.request('GET', `/ui/vendor/${file}`);
+    assert.equal(res.status, 200, file);
+    assert.match(res.headers.get('content-type') ?? '', type, file);
+    assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
+    assert.doesNotMatch(res.text, /innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/, file);
+  }
 });
 
 test('an app host never serves the dashboard', async () => {

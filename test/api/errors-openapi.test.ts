@@ -266,6 +266,11 @@ class StubOperations implements DeploymentOperations {
     this.#check('metrics');
     return { cpu_percent: 0, memory_bytes: 0, memory_limit_bytes: 0, network_rx_bytes: 0, network_tx_bytes: 0, restarts: 0, started_at: new Date(0).toISOString(), replicas: [] };
   }
+
+  async metricsHistory(): Promise<[]> {
+    this.#check('metricsHistory');
+    return [];
+  }
   async runtimeLogs(): Promise<AsyncIterable<string>> {
     this.#check('logs');
     return (async function* () {

@@ -12,6 +12,7 @@ const TYPES: Record<string, string> = {
   '.js': 'text/javascript; charset=utf-8',
   '.css': 'text/css; charset=utf-8',
   '.svg': 'image/svg+xml',
+  '.txt': 'text/plain; charset=utf-8',
 };
 
 /** No script, style, font, image or connection from anywhere but this origin; no framing. */
@@ -22,9 +23,12 @@ export const DASHBOARD_CSP =
 function assets(): Map<string, { body: Buffer; type: string }> {
   const out = new Map<string, { body: Buffer; type: string }>();
   out.set('/', { body: fs.readFileSync(path.join(PUBLIC_DIR, 'dashboard.html')), type: TYPES['.html']! });
-  for (const name of fs.readdirSync(path.join(PUBLIC_DIR, 'ui'))) {
-    const type = TYPES[path.extname(name)];
-    if (type !== undefined) out.set(`/ui/${name}`, { body: fs.readFileSync(path.join(PUBLIC_DIR, 'ui', name)), type });
+  // public/ui/ and the libraries vendored in public/ui/vendor/ (served from here: the CSP allows no other host).
+  for (const dir of ['ui', 'ui/vendor']) {
+    for (const name of fs.readdirSync(path.join(PUBLIC_DIR, dir))) {
+      const type = TYPES[path.extname(name)];
+      if (type !== undefined) out.set(`/${dir}/${name}`, { body: fs.readFileSync(path.join(PUBLIC_DIR, dir, name)), type });
+    }
   }
   return out;
 }

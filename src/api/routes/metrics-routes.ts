@@ -24,7 +24,24 @@ export const DeploymentMetricsResponse = Type.Object({
   }),
 });
 
-/** GET /deployments/{id}/metrics, inside the authenticated /api/v1 scope. */
+const Rate = Type.Union([Type.Integer(), Type.Null()], { description: 'bytes per second since the previous sample; null for a container\'s first sample' });
+
+export const MetricsHistoryResponse = Type.Object({
+  interval_seconds: Type.Integer({ description: 'time between samples' }),
+  points: Type.Array(
+    Type.Object({
+      at: Type.String({ format: 'date-time' }),
+      cpu_percent: Type.Number(),
+      memory_bytes: Type.Integer(),
+      memory_limit_bytes: Type.Integer(),
+      network_rx_bytes_per_second: Rate,
+      network_tx_bytes_per_second: Rate,
+    }),
+    { description: 'oldest first; at most the last hour, kept in memory by the server that answers' },
+  ),
+});
+
+/** GET /deployments/{id}/metrics and …/metrics/history, inside the authenticated /api/v1 scope. */
 export const deploymentMetricsRoutes =
   (deps: ApiDeps): FastifyPluginAsync =>
   async (app) => {
@@ -41,6 +58,22 @@ export const deploymentMetricsRoutes =
       async (request, reply) => {
         const metrics = await deps.operations.metrics(principalOf(request), request.params.id, clientGone(reply));
         return reply.header('Cache-Control', 'no-store').send(metrics);
+      },
+    );
+
+    app.get<{ Params: { id: string } }>(
+      '/deployments/:id/metrics/history',
+      {
+        schema: {
+          tags: ['deployments'],
+          summary: "The app's CPU, memory and network over the last hour, sampled every 10 s while it runs",
+          params: IdParams,
+          response: { 200: MetricsHistoryResponse, ...errorResponses(401, 404) },
+        },
+      },
+      async (request, reply) => {
+        const points = await deps.operations.metricsHistory(principalOf(request), request.params.id);
+        return reply.header('Cache-Control', 'no-store').send({ interval_seconds: deps.metricsIntervalSeconds ?? 10, points });
       },
     );
   };
