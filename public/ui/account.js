@@ -38,6 +38,11 @@ export function renderKeys(view, ctx) {
         await load();
       }) })),
     )));
+    if (keys.length === 0) {
+      rows.replaceChildren(h('tr', { class: 'empty-row' }, h('td', { colspan: '5', class: 'empty' },
+        h('p', {}, 'No API keys yet. A key lets the CLI, CI jobs and scripts act as you, and opens tunnels. Create one above, then:'),
+        h('pre', { class: 'snippet', text: 'slipway login --url ' + location.origin + ' --api-key slw_k1_…\n# or, in CI: SLIPWAY_URL=' + location.origin + ' SLIPWAY_API_KEY=slw_k1_… slipway deploy' }))));
+    }
   }
   form.addEventListener('submit', (event) => {
     event.preventDefault();

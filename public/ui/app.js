@@ -6,6 +6,7 @@ import { renderDeployment } from './deployment.js';
 import { forgetNewKey, renderAccount, renderKeys } from './account.js';
 import { loadSwitcher, renderTeam, renderTeams } from './teams.js';
 import { renderAudit } from './audit.js';
+import { renderTunnels } from './tunnels.js';
 
 const $ = (id) => document.getElementById(id);
 let current = null; // { controller } of the view on screen
@@ -50,6 +51,7 @@ const ROUTES = [
   [/^#\/teams$/, 'teams', (view, m, ctx) => renderTeams(view, ctx)],
   [/^#\/teams\/([0-9a-f-]{36})$/, 'teams', (view, m, ctx) => renderTeam(view, m[1], ctx)],
   [/^#\/audit(?:\?(.*))?$/, 'audit', (view, m, ctx) => renderAudit(view, ctx, new URLSearchParams(m[1] || ''))],
+  [/^#\/tunnels$/, 'tunnels', (view, m, ctx) => renderTunnels(view, ctx)],
 ];
 
 function route() {

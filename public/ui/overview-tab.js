@@ -19,13 +19,13 @@ export function renderOverviewTab(panel, page) {
       if (sig === last) return;
       last = sig;
       const fact = (term, value) => [h('dt', { text: term }), h('dd', {}, value)];
-      facts.replaceChildren(
+      facts.replaceChildren(...[
         fact('Status', badge(dep.status)),
         fact('URL', dep.url ? h('a', { href: dep.url, text: dep.url, rel: 'noopener noreferrer', target: '_blank' }) : '—'),
         fact('Source', SOURCE(dep)),
         fact('Live build', dep.live_build_id ? h('code', { text: dep.live_build_id.slice(0, 8) }) : 'none yet'),
         fact('Updated', h('time', { datetime: dep.updated_at, title: new Date(dep.updated_at).toLocaleString(), text: when(dep.updated_at) })),
-      );
+      ].flat());
       const b = builds[0];
       latest.replaceChildren(b
         ? h('p', {}, h('code', { text: b.id.slice(0, 8) }), ' ', badge(b.status), ` started ${when(b.started_at)}${b.finished_at ? `, took ${duration(b.started_at, b.finished_at)}` : ''} · `, go('builds', 'Builds and logs'))

@@ -23,6 +23,8 @@ export const DASHBOARD_CSP =
 function assets(): Map<string, { body: Buffer; type: string }> {
   const out = new Map<string, { body: Buffer; type: string }>();
   out.set('/', { body: fs.readFileSync(path.join(PUBLIC_DIR, 'dashboard.html')), type: TYPES['.html']! });
+  // The API reference, drawn from GET /api/v1/openapi.json (no login needed, as the document itself).
+  out.set('/reference', { body: fs.readFileSync(path.join(PUBLIC_DIR, 'reference.html')), type: TYPES['.html']! });
   // public/ui/ and the libraries vendored in public/ui/vendor/ (served from here: the CSP allows no other host).
   for (const dir of ['ui', 'ui/vendor']) {
     for (const name of fs.readdirSync(path.join(PUBLIC_DIR, dir))) {
