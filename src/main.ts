@@ -27,6 +27,8 @@ import { memoryCoordination } from './deploy/memory-coordination.js';
 import { pgCoordination } from './db/pg-coordination.js';
 import { announcingDataPlane, syncRoutes } from './deploy/route-sync.js';
 import { databaseInstanceRegistry } from './db/instance-registry.js';
+import { databaseSharedUploads } from './db/upload-archives.js';
+import { restoreUpload } from './domain/uploads.js';
 import { VERSION } from './version.js';
 import { DbAppConfigStore, readKeyCheck, writeKeyCheck } from './db/app-config-store.js';
 import { databaseWebhookStore } from './db/webhook-store.js';
@@ -159,6 +161,9 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     throw err;
   }
   const registry = databaseInstanceRegistry(db);
+  // On PostgreSQL uploads are kept in the database too: any instance can build one (decisions §15).
+  const sharedUploads = config.databaseUrl === undefined ? undefined : databaseSharedUploads(db);
+  const archiveLimits = { maxExpandedBytes: config.maxExpandedBytes, maxEntries: config.maxArchiveEntries };
   const startedAt = new Date().toISOString();
   const configs = new DbAppConfigStore(db, installationCipher);
   const sources = new SourceStore(config.dataDir);
@@ -240,6 +245,9 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     onBuildEnd: (outcome, seconds) => metrics.buildEnded(outcome, seconds),
     ...(options.buildSlots === undefined ? {} : { buildSlots: options.buildSlots }),
     coordination,
+    ...(sharedUploads === undefined
+      ? {}
+      : { restoreUpload: (deploymentId: string, uploadId: string, dockerfilePath: string, signal: AbortSignal) => restoreUpload({ store: sources, shared: sharedUploads, archiveLimits }, deploymentId, uploadId, dockerfilePath, signal) }),
     settings: {
       instanceId,
       dataDir: config.dataDir,
@@ -395,6 +403,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     },
     certificates: certificates ?? NO_CERTIFICATES,
     instances: registry,
+    sharedUploads,
     nodes: dockerNodes(engine, instanceId),
     health: async () => {
       const checks: Record<string, { ok: boolean; detail?: string }> = {};

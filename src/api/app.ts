@@ -16,6 +16,7 @@ import type { PreviewCatalog } from '../domain/previews.js';
 import type { AppConfigStore } from '../domain/app-config.js';
 import type { DeploymentOperations } from '../domain/operations.js';
 import type { InstanceRegistry } from '../domain/instances.js';
+import type { SharedUploads } from '../domain/uploads.js';
 import type { NodeDirectory } from '../domain/nodes.js';
 import type { CustomDomainStore, DomainCertificates, HostRoutes } from '../domain/custom-domains.js';
 import type { SourceStore } from '../source/source-store.js';
@@ -82,6 +83,8 @@ export interface ApiDeps {
   /** Custom domains' certificates (NO_CERTIFICATES while HTTPS is off). */
   readonly certificates: DomainCertificates;
   readonly health: HealthCheck;
+  /** Uploads kept in the database for every instance (set with several instances on PostgreSQL). */
+  readonly sharedUploads?: SharedUploads | undefined;
   /** The control-plane instances sharing the database (GET /api/v1/instances). */
   readonly instances: InstanceRegistry;
   /** The nodes apps run on (GET /api/v1/nodes, drain, activate). */

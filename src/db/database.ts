@@ -17,6 +17,7 @@ import * as userQuotas from './migrations/2026-11-27-020-user-quotas.js';
 import * as previews from './migrations/2026-11-27-040-previews.js';
 import * as teams from './migrations/2026-11-27-030-teams.js';
 import * as instances from './migrations/2026-11-27-060-instances.js';
+import * as uploadArchives from './migrations/2026-11-27-061-upload-archives.js';
 import * as replicas from './migrations/2026-11-27-070-replicas.js';
 import { withStatementCache } from './statement-cache.js';
 import crypto from 'node:crypto';
@@ -36,6 +37,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-27-040-previews': previews,
   '2026-11-27-030-teams': teams,
   '2026-11-27-060-instances': instances,
+  '2026-11-27-061-upload-archives': uploadArchives,
   '2026-11-27-070-replicas': replicas,
 };
 

@@ -190,9 +190,25 @@ export interface UserQuotasTable {
   updated_at: string;
 }
 
+/** An uploaded archive kept for every instance (several instances, decisions §15); its bytes are in `upload_chunks`. */
+export interface UploadArchivesTable {
+  upload_id: string;
+  deployment_id: string;
+  dockerfile: string | null;
+  size: number;
+}
+
+export interface UploadChunksTable {
+  upload_id: string;
+  seq: number;
+  data: Buffer;
+}
+
 export interface Database {
   instance: InstanceTable;
   instances: InstancesTable;
+  upload_archives: UploadArchivesTable;
+  upload_chunks: UploadChunksTable;
   users: UsersTable;
   sessions: SessionsTable;
   api_keys: ApiKeysTable;

@@ -79,6 +79,8 @@ export interface LifecycleDeps {
   readonly quotas?: Pick<QuotaGuard, 'assertRoom'>;
   /** Where builds wait for a slot (default: {@link FairBuildSlots} of `settings.maxConcurrentBuilds`). */
   readonly buildSlots?: BuildSlots;
+  /** Brings an upload another instance received onto this one's disk (several instances); false when not kept. */
+  readonly restoreUpload?: (deploymentId: string, uploadId: string, dockerfilePath: string, signal: AbortSignal) => Promise<boolean>;
   /** Per-deployment locks across instances (default: in memory, one instance). */
   readonly coordination?: Coordination;
   /** The sampled resource use of the last hour (default: none kept). */
@@ -700,6 +702,11 @@ export class DeploymentLifecycle implements DeploymentOperations {
           contextDir = workDir;
         } else {
           contextDir = this.#deps.sources.sourceDir(dep.id, build.source_ref);
+          // Received by another instance (decisions §15): read back from the database.
+          if (!fs.existsSync(contextDir) && this.#deps.restoreUpload !== undefined) {
+            log('==> reading the upload from the database (another instance received it)\n');
+            await this.#deps.restoreUpload(dep.id, build.source_ref, dep.dockerfile_path, buildSignal);
+          }
         }
         if (!fs.existsSync(path.join(contextDir, dep.dockerfile_path))) {
           throw new EngineBuildError('no Dockerfile', `Dockerfile not found at "${dep.dockerfile_path}" in the source`);

@@ -1,6 +1,8 @@
 // Upload use-case: receive an archive (streamed to disk), check it strictly, then swap it in atomically.
 import { deploymentRecord } from './audit.js';
 import crypto from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { ArchiveLimits } from '../source/archive.js';
@@ -16,9 +18,23 @@ export type UploadPart =
   | { readonly kind: 'file'; readonly field: string; readonly stream: Readable }
   | { readonly kind: 'field'; readonly field: string; readonly value: string };
 
+/**
+ * Uploads kept where every instance can read them (several instances on one database, decisions
+ * §15): the archive as received and the Dockerfile text sent with it. Implemented in src/db/.
+ */
+export interface SharedUploads {
+  save(deploymentId: string, uploadId: string, archiveFile: string, dockerfile: string | undefined): Promise<void>;
+  /** Writes the upload's archive to `file`; undefined when it is not kept. */
+  load(uploadId: string, file: string, signal?: AbortSignal): Promise<{ dockerfile: string | null } | undefined>;
+  /** Drops the deployment's uploads not in `keep`. */
+  prune(deploymentId: string, keep: ReadonlySet<string | null>): Promise<void>;
+}
+
 export interface UploadDeps {
   readonly deployments: DeploymentCatalog;
   readonly store: SourceStore;
+  /** Set when several instances may share the database: uploads are kept there too. */
+  readonly shared?: SharedUploads | undefined;
   readonly maxUploadBytes: number;
   readonly archiveLimits: ArchiveLimits;
 }
@@ -82,6 +98,8 @@ export async function uploadSource(
 
     const uploadId = crypto.randomUUID();
     await deps.store.commitUpload(staged, id, uploadId);
+    // Before the deployment names it: any instance may build it from then on.
+    await deps.shared?.save(id, uploadId, path.join(deps.store.uploadDir(id, uploadId), 'archive.tar.gz'), dockerfile);
     const previous = row.upload_id;
     const updated = await deps.deployments.setUpload(id, { id: uploadId, size: received.size, sha256: received.sha256 }, deploymentRecord(principal, row, 'deployment.upload'));
     if (!updated) {
@@ -96,10 +114,42 @@ export async function uploadSource(
 }
 
 /** Removes uploads no longer referenced by the deployment or by a build in flight. */
-export async function pruneUploads(deps: Pick<UploadDeps, 'deployments' | 'store'>, deploymentId: string): Promise<void> {
+export async function pruneUploads(deps: Pick<UploadDeps, 'deployments' | 'store' | 'shared'>, deploymentId: string): Promise<void> {
   const keep = await deps.deployments.uploadsInUse(deploymentId);
   for (const uploadId of await deps.store.listUploads(deploymentId)) {
     if (!keep.has(uploadId)) await deps.store.removeUpload(deploymentId, uploadId);
+  }
+  await deps.shared?.prune(deploymentId, keep);
+}
+
+/**
+ * Brings an upload another instance received onto this instance's disk (a build here needs it):
+ * the archive read back from the database, extracted under the same limits, the Dockerfile text
+ * written where the deployment reads it. False when the database does not keep it.
+ */
+export async function restoreUpload(
+  deps: { readonly store: SourceStore; readonly shared: SharedUploads; readonly archiveLimits: ArchiveLimits },
+  deploymentId: string,
+  uploadId: string,
+  dockerfilePath: string,
+  signal?: AbortSignal,
+): Promise<boolean> {
+  const staged = deps.store.stagingPath('restore');
+  try {
+    await mkdir(staged, { recursive: true, mode: 0o700 });
+    const loaded = await deps.shared.load(uploadId, path.join(staged, 'archive.tar.gz'), signal);
+    if (loaded === undefined) return false;
+    await extractArchive(path.join(staged, 'archive.tar.gz'), path.join(staged, 'src'), deps.archiveLimits, signal);
+    if (loaded.dockerfile !== null) await writeFileInside(path.join(staged, 'src'), dockerfilePath, loaded.dockerfile);
+    try {
+      await deps.store.commitUpload(staged, deploymentId, uploadId);
+    } catch (err) {
+      // Restored meanwhile by another build here: that copy serves.
+      if (!existsSync(deps.store.sourceDir(deploymentId, uploadId))) throw err;
+    }
+    return true;
+  } finally {
+    await deps.store.remove(staged);
   }
 }
 

@@ -100,11 +100,12 @@ describe('several instances on one PostgreSQL', async () => {
     }
   });
 
-  test('a deploy on one instance is served by every edge; a stop on another reaches every edge', async () => {
-    const [a, b] = cluster.instances as [Instance, Instance, Instance];
+  test('an upload to one instance is deployed from another and served by every edge; a stop on another reaches every edge', async () => {
+    const [a, b, c] = cluster.instances as [Instance, Instance, Instance];
     const built = await busyboxArchive({ body: 'served everywhere\n' });
     app = await createArchiveApp(a, token, built.archive);
-    const deployed = await deployAndWait(a, token, app.id);
+    // Received by A, built by C: no shared filesystem, the upload is read back from the database.
+    const deployed = await deployAndWait(c, token, app.id);
     assert.equal(deployed.status, 200, deployed.text);
     await everyEdgeAnswers(200, 'the new app');
     for (const instance of edges()) assert.equal((await appRequest(instance.port, app.subdomain)).body, 'served everywhere\n');

@@ -198,6 +198,7 @@ export const deploymentRoutes =
           {
             deployments: deps.deployments,
             store: deps.store,
+            shared: deps.sharedUploads,
             maxUploadBytes: maxBytes,
             archiveLimits: { maxExpandedBytes: deps.config.maxExpandedBytes, maxEntries: deps.config.maxArchiveEntries },
           },
