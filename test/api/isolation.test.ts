@@ -271,6 +271,7 @@ describe('roles in a team: every deployment route × viewer, developer, owner an
     ['GET', () => `${d}/domains`, () => ({})],
     ['GET', () => `${git}/webhook`, () => ({})],
     ['GET', () => `${git}/webhook/deliveries`, () => ({})],
+    ['GET', () => `${git}/previews`, () => ({})],
   ];
   const CHANGE: Case[] = [
     ['PATCH', () => d, () => ({ body: { name: 'changed' } })],
@@ -284,6 +285,7 @@ describe('roles in a team: every deployment route × viewer, developer, owner an
     ['POST', () => `${d}/domains`, () => ({ body: { hostname: `other-${process.pid}.example.com` } })],
     ['DELETE', () => `${d}/domains/${domainId}`, () => ({})],
     ['POST', () => `${git}/webhook`, () => ({})],
+    ['DELETE', () => `${git}/previews/1`, () => ({})],
   ];
   const MANAGE: Case[] = [['DELETE', () => d, () => ({})]];
 
@@ -341,6 +343,9 @@ describe('roles in a team: every deployment route × viewer, developer, owner an
     assert.equal((await s.request('DELETE', `${d}/domains/${domain.json.id}`, { token: dev.token })).status, 204);
     assertError(await s.request('POST', `${d}/deploy?wait=true`, { token: dev.apiKey }), 500, 'build_failed');
     assertError(await s.request('POST', `${d}/rollback`, { token: dev.token, body: { build_id: buildId } }), 409, 'invalid_state');
+    // Previews are a developer's to remove: past the policy, this one is simply missing.
+    assertError(await s.request('DELETE', `${git}/previews/1`, { token: dev.apiKey }), 404, 'not_found');
+    assert.equal((await s.request('GET', `${git}/previews`, { token: dev.token })).status, 200);
   });
 
   test('the owner deletes the team deployment', async () => {

@@ -23,8 +23,8 @@ export const authRoutes =
           input,
         );
       } catch (err) {
-        // Refused for rate too; never its password or code.
-        if (err instanceof DomainError && (err.code === 'invalid_credentials' || err.code === 'rate_limited')) await recordFailedLogin(deps.db, input);
+        // Attempts that were checked (the limiter bounds them, so a flood of refused ones writes nothing); never the password or code.
+        if (err instanceof DomainError && err.code === 'invalid_credentials') await recordFailedLogin(deps.db, input);
         throw err;
       }
     };
