@@ -85,6 +85,8 @@ export interface Config {
   readonly haproxyBinary: string | undefined;
   /** SLIPWAY_HAPROXY_THREADS: HAProxy's threads; by default half the CPUs (at least 1), the rest left to Node and the apps. */
   readonly haproxyThreads: number;
+  /** SLIPWAY_RUNTIME: where apps run; `docker` (one engine) only, for now (`swarm` is refused with a reason). */
+  readonly runtime: 'docker';
 }
 
 /** HTTPS settings (SLIPWAY_HTTPS_PORT and the ACME/operator certificate settings). */
@@ -154,6 +156,14 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+/** SLIPWAY_RUNTIME (decisions §16): `docker`; `swarm` is named in the contract but not built yet, and says so. */
+function appRuntime(env: Env): 'docker' {
+  const raw = text(env, 'SLIPWAY_RUNTIME')?.toLowerCase();
+  if (raw === undefined || raw === 'docker') return 'docker';
+  if (raw === 'swarm') throw new ConfigError('SLIPWAY_RUNTIME=swarm is not available in this version: apps run on one engine (SLIPWAY_RUNTIME=docker); see docs/swarm.md');
+  throw new ConfigError(`SLIPWAY_RUNTIME must be docker or swarm, got "${raw}"`);
 }
 
 function oneOf<T extends string>(env: Env, name: string, values: readonly T[], fallback: T): T {
@@ -277,6 +287,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataPlane: text(env, 'SLIPWAY_DATA_PLANE') === undefined ? undefined : oneOf(env, 'SLIPWAY_DATA_PLANE', ['haproxy', 'node'] as const, 'node'),
     haproxyBinary: absolutePath(env, 'SLIPWAY_HAPROXY_BIN'),
     haproxyThreads: integer(env, 'SLIPWAY_HAPROXY_THREADS', Math.max(1, Math.floor(os.availableParallelism() / 2)), 1, 64),
+    runtime: appRuntime(env),
     secretKey: secretKey(env, 'SLIPWAY_SECRET_KEY'),
     newSecretKey: secretKey(env, 'SLIPWAY_NEW_SECRET_KEY'),
   };

@@ -29,6 +29,13 @@ describe('loadConfig', () => {
     assert.equal(config.dockerHost, undefined);
   });
 
+  test('SLIPWAY_RUNTIME: docker by default and when named; swarm is refused with the reason; anything else is refused', () => {
+    assert.equal(loadConfig({}).runtime, 'docker');
+    assert.equal(loadConfig({ SLIPWAY_RUNTIME: 'docker' }).runtime, 'docker');
+    refuses({ SLIPWAY_RUNTIME: 'swarm' }, /swarm is not available in this version/);
+    refuses({ SLIPWAY_RUNTIME: 'kubernetes' }, /must be docker or swarm/);
+  });
+
   test('values are parsed', () => {
     const config = loadConfig({
       SLIPWAY_PORT: '9090',
