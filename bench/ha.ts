@@ -132,6 +132,31 @@ async function main(): Promise<void> {
       await sleep(20);
     }
     console.log(`leader takeover (kill -9 → another instance listed as leader): ${((performance.now() - killed) / 1000).toFixed(2)} s`);
+
+    // 4. Build takeover: kill -9 of the instance running a build until the new leader's log says it builds it again.
+    await cluster.start(leaderInstance);
+    const newLeaderUrl = await leaderUrl(witness, token);
+    const newLeader = cluster.instances.find((i) => i.url === newLeaderUrl) as Instance;
+    const builder = cluster.instances.find((i) => i !== newLeader) as Instance;
+    const slow = await busyboxArchive({ body: 'slow\n', extraDockerfile: 'RUN echo slow step && sleep 120' });
+    const slowApp = await createArchiveApp(builder, token, slow.archive);
+    const started = await builder.request('POST', `/api/v1/deployments/${slowApp.id}/deploy`, { token });
+    const buildId = started.json.id as string;
+    for (;;) {
+      const log = await builder.request('GET', `/api/v1/deployments/${slowApp.id}/builds/${buildId}/logs`, { token });
+      if (/slow step/.test(log.text)) break;
+      await sleep(200);
+    }
+    const builderKilled = performance.now();
+    await cluster.kill(builder);
+    for (;;) {
+      const log = await newLeader.request('GET', `/api/v1/deployments/${slowApp.id}/builds/${buildId}/logs`, { token }).catch(() => undefined);
+      if (log !== undefined && /was lost/.test(log.text)) break;
+      if (performance.now() - builderKilled > 120_000) throw new Error('no build takeover within 120 s');
+      await sleep(100);
+    }
+    console.log(`build takeover (kill -9 of the building instance → its build started again on the leader): ${((performance.now() - builderKilled) / 1000).toFixed(2)} s`);
+    await newLeader.request('POST', `/api/v1/deployments/${slowApp.id}/cancel`, { token });
   } finally {
     await cluster?.close();
     const client = new pg.Client({ connectionString: database.url });
