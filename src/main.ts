@@ -54,6 +54,7 @@ import { sharedFailureLimiter } from './deploy/shared-limiter.js';
 import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelsOf, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
 import { databaseTunnelClaimStore } from './db/tunnel-claim-store.js';
 import { databaseApiKeyStore } from './db/api-key-store.js';
+import { databaseAccountStore } from './db/account-store.js';
 import { AppProxy } from './proxy/app-proxy.js';
 import { createServerMetrics } from './api/server-metrics.js';
 import { nodeDataPlane } from './proxy/node-data-plane.js';
@@ -175,8 +176,9 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
   const apiKeys = databaseApiKeyStore(db);
   const keyUsage = new KeyUsage(apiKeys, { log: (msg, detail) => log('warn', msg, detail) });
 
+  const accounts = databaseAccountStore(db);
   const admin = await bootstrapAdmin(
-    db,
+    accounts,
     config.adminEmail !== undefined && config.adminPassword !== undefined ? { email: config.adminEmail, password: config.adminPassword } : undefined,
   );
 
@@ -318,7 +320,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
   const tunnels = new TunnelServer({
     dataPlane,
     authority: {
-      authenticateKey: (key) => authenticateTunnelKey((bearer) => authenticateBearer(db, keyUsage, bearer), key),
+      authenticateKey: (key) => authenticateTunnelKey((bearer) => authenticateBearer(accounts, keyUsage, bearer), key),
       claimSubdomain: (subdomain, owner, tunnelId) => claimTunnelSubdomain(tunnelClaims, runner, subdomain, owner, tunnelId),
       releaseSubdomain: (subdomain, tunnelId) => releaseTunnelSubdomain(tunnelClaims, subdomain, tunnelId),
     },
@@ -397,6 +399,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     },
     domains: databaseCustomDomainStore(db),
     apiKeys,
+    accounts,
     hosts: {
       addHost: (hostname, deployment) => dataPlane.publishHost(hostname, { subdomain: deployment.subdomain, deploymentId: deployment.id }),
       removeHost: (hostname) => dataPlane.withdrawHost(hostname),

@@ -8,6 +8,7 @@ import type { DeploymentCatalog } from '../domain/deployment-catalog.js';
 import type { BuildLogStore } from '../deploy/build-logs.js';
 import type { KeyUsage } from '../domain/key-usage.js';
 import type { ApiKeyStore } from '../domain/api-keys.js';
+import type { AccountStore } from '../domain/account-store.js';
 import type { ListCursors } from './list-pages.js';
 import type { SecretSeal } from '../domain/two-factor.js';
 import type { FailureLimiter } from '../domain/rate-limiter.js';
@@ -54,6 +55,8 @@ export interface ApiDeps {
   readonly store: SourceStore;
   readonly buildLogs: BuildLogStore;
   readonly loginLimiter: FailureLimiter;
+  /** Users and sessions, and the credential reads of authentication. */
+  readonly accounts: AccountStore;
   /** API keys' records (create, list, revoke). */
   readonly apiKeys: ApiKeyStore;
   /** API key use (`last_used_at`), coalesced. */
@@ -156,7 +159,7 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
 
   // Everything below requires a bearer credential, checked by one hook.
   await app.register(async (scope) => {
-    registerAuthentication(scope, deps.db, deps.keyUsage);
+    registerAuthentication(scope, deps.accounts, deps.keyUsage);
     await scope.register(logoutRoutes(deps));
     await scope.register(userRoutes(deps));
     await scope.register(quotaRoutes(deps));
@@ -176,7 +179,7 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
   }, { prefix: '/api/v1' });
   // GET /metrics sits beside the API (where scrapers look), behind the same bearer check.
   await app.register(async (scope) => {
-    registerAuthentication(scope, deps.db, deps.keyUsage);
+    registerAuthentication(scope, deps.accounts, deps.keyUsage);
     await scope.register(serverMetricsRoutes(deps));
   });
 

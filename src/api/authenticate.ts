@@ -1,7 +1,7 @@
 // The one authentication hook of the API: a bearer session token or API key (or the dashboard's session cookie, with its CSRF token for changes) becomes `request.principal`.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Db } from '../db/database.js';
 import { authenticateBearer } from '../domain/accounts.js';
+import type { AccountStore } from '../domain/account-store.js';
 import type { KeyUsage } from '../domain/key-usage.js';
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
@@ -15,17 +15,17 @@ declare module 'fastify' {
 }
 
 /** Adds the authentication hook to a scope: every route in it needs a valid credential. */
-export function registerAuthentication(scope: FastifyInstance, db: Db, keyUsage: KeyUsage): void {
+export function registerAuthentication(scope: FastifyInstance, accounts: AccountStore, keyUsage: KeyUsage): void {
   scope.decorateRequest('principal', null);
   scope.addHook('onRequest', async (request) => {
     // A bearer credential, when given, decides alone (the API as before); the cookie is the dashboard's.
     const cookie = request.headers.authorization === undefined ? readSessionCookie(request) : undefined;
     if (cookie === undefined) {
-      const principal = await authenticateBearer(db, keyUsage, bearerToken(request.headers.authorization));
+      const principal = await authenticateBearer(accounts, keyUsage, bearerToken(request.headers.authorization));
       request.principal = { ...principal, ip: request.ip };
       return;
     }
-    const principal = await authenticateBearer(db, keyUsage, cookie);
+    const principal = await authenticateBearer(accounts, keyUsage, cookie);
     // Only a session lives in the cookie; an API key placed there is refused like any bad credential.
     if (principal.via !== 'session') throw new DomainError('unauthorized', 'missing or invalid credentials');
     // Another site (an app on a sibling subdomain is "same site") can make the browser send the

@@ -4,6 +4,7 @@ import { ConfigError, loadConfig } from '../config.js';
 import { randomBase62 } from '../core/credentials.js';
 import { DomainError } from '../core/errors.js';
 import { resetPassword } from '../domain/accounts.js';
+import { databaseAccountStore } from '../db/account-store.js';
 import { CliError, EXIT_USAGE } from './cli-error.js';
 import type { CliIo } from './cli-io.js';
 import { instanceId, openDatabase } from '../db/database.js';
@@ -64,7 +65,7 @@ export async function runResetPassword(io: CliIo, email: string, options: { pass
   }
   const db = await openDatabase({ file: path.join(config.dataDir, 'slipway.db'), url: config.databaseUrl });
   try {
-    const user = await resetPassword(db, email, password);
+    const user = await resetPassword(databaseAccountStore(db), email, password);
     const where = config.databaseUrl === undefined ? config.dataDir : 'the PostgreSQL database';
     io.stderr.write(`The password of ${user.email} (in ${where}) was reset; its sessions are logged out (API keys keep working).\n`);
     if (options.passwordStdin !== true) io.stdout.write(`New password (shown only once): ${password}\n`);

@@ -1,5 +1,6 @@
 // Database schema: the row types of every table, as Kysely sees them.
 import type { Generated } from 'kysely';
+import type { SessionRow, UserRow } from '../domain/account-store.js';
 import type { ApiKeyRow } from '../domain/api-keys.js';
 import type { CustomDomainRow } from '../domain/custom-domains.js';
 import type { BuildRow, DeploymentRow } from '../domain/deployment-rows.js';
@@ -7,33 +8,20 @@ import type { BuildRow, DeploymentRow } from '../domain/deployment-rows.js';
 /** A domain row as a table: the columns `K` have defaults (or are assigned) in the database. */
 type Stored<Row, K extends keyof Row> = Omit<Row, K> & { [P in K]: Generated<Row[P]> };
 
-export interface UsersTable {
-  id: string;
-  email: string;
-  password_hash: string;
-  is_admin: number;
-  created_at: string;
-  updated_at: string;
-  /**
-   * Changes whenever the user's deployment list may show something else (a deployment created,
-   * deleted, or its row written): bumped by the deployment store and catalog in the same
-   * transaction as the write, so a cached list page of an older version is never served.
-   */
-  deployments_version: Generated<number>;
-  /** The TOTP secret (AES-256-GCM ciphertext under the installation key), pending until `totp_enabled`. */
-  totp_secret: string | null;
-  totp_enabled: Generated<number>;
-  /** The last TOTP time step accepted: a code is usable once. */
-  totp_last_step: number | null;
-}
+/** A user as stored: its row (src/domain/account-store.ts) and the deployment-list version. */
+export type UsersTable = Stored<
+  UserRow & {
+    /**
+     * Changes whenever the user's deployment list may show something else (a deployment created,
+     * deleted, or its row written): bumped by the deployment store and catalog in the same
+     * transaction as the write, so a cached list page of an older version is never served.
+     */
+    deployments_version: number;
+  },
+  'deployments_version' | 'totp_enabled'
+>;
 
-export interface SessionsTable {
-  id: string;
-  user_id: string;
-  token_hash: string;
-  created_at: string;
-  expires_at: string;
-}
+export type SessionsTable = SessionRow;
 
 export type ApiKeysTable = ApiKeyRow;
 

@@ -1,21 +1,16 @@
 // Account use-cases: admin bootstrap, login/logout, bearer authentication, users and passwords.
 import crypto from 'node:crypto';
-import type { Db } from '../db/database.js';
-import { isUniqueViolation, nowIso } from '../db/database.js';
-import { preparedQuery, type PreparedQuery } from '../db/prepared-query.js';
-import type { Selectable } from 'kysely';
-import type { UsersTable } from '../db/schema.js';
+import { nowIso } from '../core/now.js';
 import { DomainError } from '../core/errors.js';
-import type { Principal, TeamRole } from '../core/principal.js';
+import type { Principal } from '../core/principal.js';
+import type { AccountStore, UserRow } from './account-store.js';
 import { authorizeAdmin } from './policy.js';
-import { actorOf, appendAudit, audited, type AuditActor, type AuditEvent } from './audit.js';
+import { actorOf, type AuditActor, type AuditEvent } from './audit.js';
 import type { KeyUsage } from './key-usage.js';
 import { loginSucceeded, reserveLogin } from './login-throttle.js';
 import { WorkLimit, WorkLimitFullError, type FailureLimiter } from './rate-limiter.js';
 import { API_KEY_PATTERN, SESSION_TOKEN_PATTERN, digestsEqual, newSessionToken, randomBase62, sha256Hex } from '../core/credentials.js';
 import { dummyPasswordHash, hashPassword, verifyPassword } from './password-hashing.js';
-
-type UserRow = Selectable<UsersTable>;
 
 export const MIN_PASSWORD_LENGTH = 8;
 const MAX_PASSWORD_LENGTH = 1024;
@@ -26,7 +21,7 @@ export interface UserView {
   created_at: string;
 }
 
-export const presentUser = (row: Pick<UsersTable, 'id' | 'email' | 'created_at'>): UserView => ({
+export const presentUser = (row: Pick<UserRow, 'id' | 'email' | 'created_at'>): UserView => ({
   id: row.id,
   email: row.email,
   created_at: row.created_at,
@@ -43,7 +38,7 @@ function checkNewPassword(password: string): void {
   }
 }
 
-async function insertUser(db: Db, email: string, password: string, isAdmin: boolean, actor?: AuditActor): Promise<UserRow> {
+async function insertUser(accounts: AccountStore, email: string, password: string, isAdmin: boolean, actor?: AuditActor): Promise<UserRow> {
   const normalized = normalizeEmail(email);
   if (!/^[^\s@]+@[^\s@]+$/.test(normalized) || normalized.length > 254) {
     throw new DomainError('validation_error', 'email must be an e-mail address');
@@ -57,20 +52,12 @@ async function insertUser(db: Db, email: string, password: string, isAdmin: bool
     is_admin: isAdmin ? 1 : 0,
     created_at: now,
     updated_at: now,
-    deployments_version: 0,
     totp_secret: null,
     totp_enabled: 0,
     totp_last_step: null,
   };
-  try {
-    await db.transaction().execute(async (trx) => {
-      await trx.insertInto('users').values(row).execute();
-      if (actor !== undefined) await appendAudit(trx, actor, { action: 'user.create', targetType: 'user', targetId: row.id, teamId: null });
-    });
-  } catch (err) {
-    if (isUniqueViolation(err)) throw new DomainError('email_taken', 'a user with this email already exists');
-    throw err;
-  }
+  const audit = actor === undefined ? undefined : { actor, event: { action: 'user.create', targetType: 'user', targetId: row.id, teamId: null } };
+  if ((await accounts.createUser(row, audit)) === 'email_taken') throw new DomainError('email_taken', 'a user with this email already exists');
   return row;
 }
 
@@ -79,14 +66,13 @@ async function insertUser(db: Db, email: string, password: string, isAdmin: bool
  * `admin@localhost` with a random password, which is returned so the caller can print it once.
  */
 export async function bootstrapAdmin(
-  db: Db,
+  accounts: AccountStore,
   credentials: { email: string; password: string } | undefined,
 ): Promise<{ email: string; generatedPassword: string | undefined } | undefined> {
-  const existing = await db.selectFrom('users').select('id').limit(1).executeTakeFirst();
-  if (existing !== undefined) return undefined;
+  if (await accounts.hasUsers()) return undefined;
   const generatedPassword = credentials === undefined ? randomBase62(20) : undefined;
   const email = credentials?.email ?? 'admin@localhost';
-  await insertUser(db, email, credentials?.password ?? (generatedPassword as string), true);
+  await insertUser(accounts, email, credentials?.password ?? (generatedPassword as string), true);
   return { email: normalizeEmail(email), generatedPassword };
 }
 
@@ -120,7 +106,7 @@ export const passwordCheckLoad = (): { running: number; waiting: number } => ({
 });
 
 export interface AccountDeps {
-  readonly db: Db;
+  readonly accounts: AccountStore;
   readonly sessionTtlMs: number;
   readonly loginLimiter: FailureLimiter;
   /** The second factor of a login whose password was right (src/domain/two-factor.ts): true, or why not. */
@@ -143,7 +129,7 @@ export async function loginUser(
   let user: UserRow | undefined;
   let ok: boolean;
   try {
-    user = await deps.db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
+    user = await deps.accounts.userByEmail(email);
     ok = await checkPassword(input.password, user?.password_hash ?? (await dummyPasswordHash()));
   } catch (err) {
     attempt.refund();
@@ -160,7 +146,7 @@ export async function loginUser(
   const expiresAt = new Date(now + deps.sessionTtlMs).toISOString();
   const session = { id: crypto.randomUUID(), user_id: user.id, token_hash: sha256Hex(token), created_at: new Date(now).toISOString(), expires_at: expiresAt };
   const actor = { userId: user.id, email: user.email, via: 'session', ip: input.clientIp };
-  await audited(deps.db, actor, loginEvent(user.id, 'success'), (trx) => trx.insertInto('sessions').values(session).execute());
+  await deps.accounts.createSession(session, { actor, event: loginEvent(user.id, 'success') });
   return { token, expires_at: expiresAt, user: presentUser(user) };
 }
 
@@ -170,19 +156,17 @@ const loginEvent = (userId: string | null, outcome: 'success' | 'failure'): Audi
  * Records a failed login (wrong e-mail, password or code): the account it
  * named, if any, sees it in its audit log. The e-mail is kept only when it looks like one.
  */
-export async function recordFailedLogin(db: Db, input: { email: string; clientIp: string }): Promise<void> {
+export async function recordFailedLogin(accounts: AccountStore, input: { email: string; clientIp: string }): Promise<void> {
   const email = normalizeEmail(input.email);
   const plausible = /^[^\s@]+@[^\s@]+$/.test(email) && email.length <= 254;
-  const user = plausible ? await db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst() : undefined;
+  const user = plausible ? await accounts.userByEmail(email) : undefined;
   const actor = { userId: user?.id ?? null, email: plausible ? email : null, via: 'session', ip: input.clientIp };
-  await audited(db, actor, loginEvent(user?.id ?? null, 'failure'), async () => undefined);
+  await accounts.audit({ actor, event: loginEvent(user?.id ?? null, 'failure') });
 }
 
 /** Ends the session the principal authenticated with (API keys have no session to end). */
-export async function logoutUser(db: Db, principal: Principal): Promise<void> {
-  if (principal.sessionId !== undefined) {
-    await db.deleteFrom('sessions').where('id', '=', principal.sessionId).execute();
-  }
+export async function logoutUser(accounts: AccountStore, principal: Principal): Promise<void> {
+  if (principal.sessionId !== undefined) await accounts.endSession(principal.sessionId);
 }
 
 const unauthorized = (): DomainError => new DomainError('unauthorized', 'missing or invalid credentials');
@@ -191,85 +175,37 @@ const unauthorized = (): DomainError => new DomainError('unauthorized', 'missing
  * Resolves a bearer value (session token or API key) to a principal. Every kind of bad
  * credential gives the same `unauthorized` error. Using an API key records its use (`last_used_at`).
  */
-export async function authenticateBearer(db: Db, keyUsage: KeyUsage, token: string | undefined): Promise<Principal> {
+export async function authenticateBearer(accounts: AccountStore, keyUsage: KeyUsage, token: string | undefined): Promise<Principal> {
   if (token === undefined) throw unauthorized();
   const digest = sha256Hex(token);
-  const lookups = credentialLookups(db);
   if (API_KEY_PATTERN.test(token)) {
-    const key = (await lookups.apiKey(digest))[0];
+    const key = await accounts.keyByDigest(digest);
     if (key === undefined || !digestsEqual(key.key_hash, digest)) throw unauthorized();
     keyUsage.record(key.id);
-    const teams = await teamRoles(lookups, key.user_id);
+    const teams = await accounts.teamRoles(key.user_id);
     return { userId: key.user_id, isAdmin: key.is_admin === 1, via: 'api_key', sessionId: undefined, apiKeyId: key.id, keyPrefix: key.key_prefix, teams };
   }
   if (SESSION_TOKEN_PATTERN.test(token)) {
-    const session = (await lookups.session(digest))[0];
+    const session = await accounts.sessionByDigest(digest);
     if (session === undefined || !digestsEqual(session.token_hash, digest)) throw unauthorized();
     if (Date.parse(session.expires_at) <= Date.now()) {
-      await db.deleteFrom('sessions').where('id', '=', session.id).execute();
+      await accounts.endSession(session.id);
       throw unauthorized();
     }
-    const teams = await teamRoles(lookups, session.user_id);
+    const teams = await accounts.teamRoles(session.user_id);
     return { userId: session.user_id, isAdmin: session.is_admin === 1, via: 'session', sessionId: session.id, apiKeyId: undefined, teams };
   }
   throw unauthorized();
 }
 
-/** The user's role in each of their teams, read with every request (a removed member loses access at once). */
-async function teamRoles(lookups: CredentialLookups, userId: string): Promise<ReadonlyMap<string, TeamRole>> {
-  const rows = await lookups.teams(userId);
-  return new Map(rows.map((r) => [r.team_id, r.role]));
-}
-
-/**
- * The two reads of `authenticateBearer`, compiled once per database: every authenticated request
- * makes one of them, and building a Kysely query per request cost more than the read. Each is one
- * indexed lookup by the credential's digest (unique index), joined to its user; nothing is cached,
- * so a revoked key or ended session fails on the very next request, in every process.
- */
-function credentialLookups(db: Db): CredentialLookups {
-  let lookups = CREDENTIAL_LOOKUPS.get(db);
-  if (lookups === undefined) {
-    lookups = {
-      apiKey: preparedQuery(
-        db,
-        db
-          .selectFrom('api_keys')
-          .innerJoin('users', 'users.id', 'api_keys.user_id')
-          .select(['api_keys.id', 'api_keys.user_id', 'api_keys.key_hash', 'api_keys.key_prefix', 'users.is_admin'])
-          .where('api_keys.key_hash', '=', ''),
-      ),
-      session: preparedQuery(
-        db,
-        db
-          .selectFrom('sessions')
-          .innerJoin('users', 'users.id', 'sessions.user_id')
-          .select(['sessions.id', 'sessions.user_id', 'sessions.token_hash', 'sessions.expires_at', 'users.is_admin'])
-          .where('sessions.token_hash', '=', ''),
-      ),
-      teams: preparedQuery(db, db.selectFrom('team_members').select(['team_id', 'role']).where('user_id', '=', '')),
-    };
-    CREDENTIAL_LOOKUPS.set(db, lookups);
-  }
-  return lookups;
-}
-
-interface CredentialLookups {
-  apiKey: PreparedQuery<{ id: string; user_id: string; key_hash: string; key_prefix: string; is_admin: number }>;
-  teams: PreparedQuery<{ team_id: string; role: TeamRole }>;
-  session: PreparedQuery<{ id: string; user_id: string; token_hash: string; expires_at: string; is_admin: number }>;
-}
-
-const CREDENTIAL_LOOKUPS = new WeakMap<Db, CredentialLookups>();
-
 /** Creates a user (administrators only). */
-export async function createUser(db: Db, principal: Principal, input: { email: string; password: string }): Promise<UserView> {
+export async function createUser(accounts: AccountStore, principal: Principal, input: { email: string; password: string }): Promise<UserView> {
   authorizeAdmin(principal);
-  return presentUser(await insertUser(db, input.email, input.password, false, actorOf(principal)));
+  return presentUser(await insertUser(accounts, input.email, input.password, false, actorOf(principal)));
 }
 
-export async function getCurrentUser(db: Db, principal: Principal): Promise<UserView> {
-  const user = await db.selectFrom('users').selectAll().where('id', '=', principal.userId).executeTakeFirst();
+export async function getCurrentUser(accounts: AccountStore, principal: Principal): Promise<UserView> {
+  const user = await accounts.userById(principal.userId);
   if (user === undefined) throw unauthorized();
   return presentUser(user);
 }
@@ -280,7 +216,7 @@ export async function getCurrentUser(db: Db, principal: Principal): Promise<User
  * Repeated wrong current passwords are `rate_limited` (when a limiter is given).
  */
 export async function changePassword(
-  db: Db,
+  accounts: AccountStore,
   principal: Principal,
   input: { current_password: string; new_password: string },
   limiter?: FailureLimiter,
@@ -295,7 +231,7 @@ export async function changePassword(
   let user: UserRow | undefined;
   let ok: boolean;
   try {
-    user = await db.selectFrom('users').selectAll().where('id', '=', principal.userId).executeTakeFirst();
+    user = await accounts.userById(principal.userId);
     ok = user !== undefined && (await checkPassword(input.current_password, user.password_hash));
   } catch (err) {
     attempt?.refund();
@@ -314,13 +250,8 @@ export async function changePassword(
   }
   // A caller who knows the password could otherwise make the server hash without limit.
   const hash = await withPasswordSlot(() => hashPassword(input.new_password));
-  await db.transaction().execute(async (trx) => {
-    await trx.updateTable('users').set({ password_hash: hash, updated_at: nowIso() }).where('id', '=', user.id).execute();
-    let revoke = trx.deleteFrom('sessions').where('user_id', '=', user.id);
-    if (principal.sessionId !== undefined) revoke = revoke.where('id', '!=', principal.sessionId);
-    await revoke.execute();
-    await appendAudit(trx, actorOf(principal), { action: 'user.password', targetType: 'user', targetId: user.id, teamId: null });
-  });
+  const audit = { actor: actorOf(principal), event: { action: 'user.password', targetType: 'user', targetId: user.id, teamId: null } };
+  await accounts.setPassword(user.id, hash, { keepSession: principal.sessionId }, audit);
 }
 
 /**
@@ -328,16 +259,13 @@ export async function changePassword(
  * password is asked; every session of the user is revoked (API keys keep working).
  * Unknown e-mail is `not_found`; a short password is `validation_error`.
  */
-export async function resetPassword(db: Db, email: string, password: string): Promise<UserView> {
+export async function resetPassword(accounts: AccountStore, email: string, password: string): Promise<UserView> {
   checkNewPassword(password);
-  const user = await db.selectFrom('users').selectAll().where('email', '=', normalizeEmail(email)).executeTakeFirst();
+  const user = await accounts.userByEmail(normalizeEmail(email));
   if (user === undefined) throw new DomainError('not_found', `no user has the e-mail ${normalizeEmail(email)}`);
   const hash = await hashPassword(password);
-  await db.transaction().execute(async (trx) => {
-    // Recovery on the server host: two-factor login is turned off too (the user sets it up again).
-    await trx.updateTable('users').set({ password_hash: hash, totp_secret: null, totp_enabled: 0, totp_last_step: null, updated_at: nowIso() }).where('id', '=', user.id).execute();
-    await trx.deleteFrom('sessions').where('user_id', '=', user.id).execute();
-    await appendAudit(trx, { userId: null, email: null, via: 'server', ip: null }, { action: 'user.password.reset', targetType: 'user', targetId: user.id, teamId: null });
-  });
+  // Recovery on the server host: two-factor login is turned off too (the user sets it up again).
+  const audit = { actor: { userId: null, email: null, via: 'server', ip: null }, event: { action: 'user.password.reset', targetType: 'user', targetId: user.id, teamId: null } };
+  await accounts.setPassword(user.id, hash, { keepSession: undefined, clearTwoFactor: true }, audit);
   return presentUser(user);
 }

@@ -33,6 +33,7 @@ import { ADMIN_PASSWORD, startTestServer, testEnv, type HttpResult, type TestSer
 import { NO_CERTIFICATES } from '../../src/domain/custom-domains.js';
 import { databaseCustomDomainStore } from '../../src/db/custom-domain-store.js';
 import { databaseApiKeyStore } from '../../src/db/api-key-store.js';
+import { databaseAccountStore } from '../../src/db/account-store.js';
 
 /** Every route of the API, as the OpenAPI document names it. */
 const ROUTES: ReadonlyArray<readonly [string, string]> = [
@@ -293,7 +294,7 @@ describe('the Fastify app in-process (inject)', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-inject-'));
     const config = loadConfig(testEnv(dir));
     db = await openDatabase({ file: path.join(dir, 'slipway.db') });
-    await bootstrapAdmin(db, { email: 'root@inject.local', password: 'inject-password-1' });
+    await bootstrapAdmin(databaseAccountStore(db), { email: 'root@inject.local', password: 'inject-password-1' });
     app = await buildApp({
       config,
       db,
@@ -303,6 +304,7 @@ describe('the Fastify app in-process (inject)', () => {
       buildLogs: new BuildLogStore(dir),
       keyUsage: new KeyUsage(databaseApiKeyStore(db)),
       apiKeys: databaseApiKeyStore(db),
+      accounts: databaseAccountStore(db),
       cursors: new ListCursors(new ValueCipher(crypto.randomBytes(32))),
       seal: new ValueCipher(crypto.randomBytes(32)),
       loginLimiter: new FailureLimiter({ maxFailures: 10, windowMs: 60_000 }),

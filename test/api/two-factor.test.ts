@@ -5,6 +5,7 @@ import { assertError, assertNoLeak } from '../helpers/api-assert.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { base32Decode, hotp, stepAt } from '../../src/domain/totp.js';
 import { resetPassword } from '../../src/domain/accounts.js';
+import { databaseAccountStore } from '../../src/db/account-store.js';
 import { openDatabase } from '../../src/db/database.js';
 import path from 'node:path';
 
@@ -103,7 +104,7 @@ describe('two-factor login', () => {
     // What `slipway server reset-password` does on the server host: its own connection to the database.
     const db = await openDatabase({ file: path.join(s.config.dataDir, 'slipway.db'), url: s.config.databaseUrl });
     try {
-      await resetPassword(db, user.email, 'reset-password-1');
+      await resetPassword(databaseAccountStore(db), user.email, 'reset-password-1');
     } finally {
       await db.destroy();
     }

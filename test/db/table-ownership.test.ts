@@ -13,6 +13,8 @@ const STORES: Record<string, readonly string[]> = {
   builds: ['deployment-store.ts', 'deployment-catalog.ts'],
   custom_domains: ['custom-domain-store.ts'],
   tunnels: ['tunnel-claim-store.ts'],
+  sessions: ['account-store.ts'],
+  api_keys: ['api-key-store.ts', 'account-store.ts', 'quota-store.ts'],
   subdomain_claims: ['tunnel-claim-store.ts', 'deployment-catalog.ts', 'preview-catalog.ts', 'deployment-store.ts'],
 };
 const OWNED = Object.keys(STORES);

@@ -19,12 +19,12 @@ export const authRoutes =
       const input = { email: request.body.email, password: request.body.password, otp: request.body.otp, clientIp: request.ip };
       try {
         return await loginUser(
-          { db: deps.db, sessionTtlMs: deps.config.sessionTtlMs, loginLimiter: deps.loginLimiter, secondFactor: (user, otp) => checkLoginOtp(twoFactor, user, otp) },
+          { accounts: deps.accounts, sessionTtlMs: deps.config.sessionTtlMs, loginLimiter: deps.loginLimiter, secondFactor: (user, otp) => checkLoginOtp(twoFactor, user, otp) },
           input,
         );
       } catch (err) {
         // Attempts that were checked (the limiter bounds them, so a flood of refused ones writes nothing); never the password or code.
-        if (err instanceof DomainError && err.code === 'invalid_credentials') await recordFailedLogin(deps.db, input);
+        if (err instanceof DomainError && err.code === 'invalid_credentials') await recordFailedLogin(deps.accounts, input);
         throw err;
       }
     };
@@ -75,7 +75,7 @@ export const logoutRoutes =
       '/auth/logout',
       { schema: { tags: ['auth'], summary: 'End the current session', response: { 204: { type: 'null' }, ...errorResponses(401) } } },
       async (request, reply) => {
-        await logoutUser(deps.db, principalOf(request));
+        await logoutUser(deps.accounts, principalOf(request));
         if (readSessionCookie(request) !== undefined) void reply.header('Set-Cookie', clearedSessionCookies(secureCookies(request, deps.config.publicUrl)));
         return reply.code(204).send();
       },
@@ -94,7 +94,7 @@ export const logoutRoutes =
         const principal = principalOf(request);
         const cookie = request.headers.authorization === undefined ? readSessionCookie(request) : undefined;
         noStore(reply);
-        return { user: await getCurrentUser(deps.db, principal), csrf_token: cookie === undefined ? null : csrfTokenFor(cookie) };
+        return { user: await getCurrentUser(deps.accounts, principal), csrf_token: cookie === undefined ? null : csrfTokenFor(cookie) };
       },
     );
   };

@@ -12,7 +12,7 @@ export const userRoutes =
     app.get(
       '/users/me',
       { schema: { tags: ['users'], summary: 'The current user', response: { 200: Type.Ref('User'), ...errorResponses(401) } } },
-      async (request) => getCurrentUser(deps.db, principalOf(request)),
+      async (request) => getCurrentUser(deps.accounts, principalOf(request)),
     );
 
     app.put<{ Body: ChangePasswordBody }>(
@@ -26,7 +26,7 @@ export const userRoutes =
         },
       },
       async (request) => {
-        await changePassword(deps.db, principalOf(request), request.body, deps.loginLimiter);
+        await changePassword(deps.accounts, principalOf(request), request.body, deps.loginLimiter);
         return { message: 'password updated' };
       },
     );
@@ -41,6 +41,6 @@ export const userRoutes =
           response: { 201: Type.Ref('User'), ...errorResponses(400, 401, 403) },
         },
       },
-      async (request, reply) => reply.code(201).send(await createUser(deps.db, principalOf(request), request.body)),
+      async (request, reply) => reply.code(201).send(await createUser(deps.accounts, principalOf(request), request.body)),
     );
   };
