@@ -55,7 +55,7 @@ Environment: SLIPWAY_URL and SLIPWAY_API_KEY override the saved login. See docs/
     .option('--password-stdin', 'read the new password from the first line of stdin instead of generating one')
     .addHelpText(
       'after',
-      '\nPrints a new random password once (or takes one from stdin) and logs the user out everywhere.\nAPI keys keep working. Works while the server runs.\n\nExamples:\n  slipway server reset-password admin@localhost\n  printf \'%s\\n\' "$NEW_PASSWORD" | slipway server reset-password ops@example.com --password-stdin',
+      '\nPrints a new random password once (or takes one from stdin) and logs the user out everywhere;\ntwo-factor login is turned off too (a lost authenticator is recovered this way).\nAPI keys keep working. Works while the server runs.\n\nExamples:\n  slipway server reset-password admin@localhost\n  printf \'%s\\n\' "$NEW_PASSWORD" | slipway server reset-password ops@example.com --password-stdin',
     )
     .action(async (email: string, options: { passwordStdin?: boolean }) => (await import('./server-command.js')).runResetPassword(io, email, options));
   server
