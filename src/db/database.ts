@@ -66,9 +66,14 @@ async function postgresDialect(url: string): Promise<Dialect> {
     getTypeParser: (oid: number, format?: 'text' | 'binary') =>
       oid === PG_INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format),
   };
-  return new PostgresDialect({
-    pool: new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 10_000, idleTimeoutMillis: 30_000, types }),
-  });
+  const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 10_000, idleTimeoutMillis: 30_000, types });
+  // An idle connection the server drops (a restart, a network cut) is an 'error' on the pool: without
+  // a listener that would end the process. The pool discards it; the next query opens a new one.
+  pool.on('error', () => undefined);
+  // The same for a connection lost while checked out between two statements: its query (or the next
+  // one) fails instead, and the pool drops the connection when it comes back.
+  pool.on('connect', (client) => client.on('error', () => undefined));
+  return new PostgresDialect({ pool });
 }
 
 /**
