@@ -1,5 +1,5 @@
 // Composition root: wires configuration, database, engine, data plane, tunnels and API; listens.
-import { pruneAudit } from './domain/audit.js';
+import { databaseAuditLog, pruneAudit } from './db/audit-log.js';
 import http from 'node:http';
 import https from 'node:https';
 import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
@@ -400,6 +400,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     domains: databaseCustomDomainStore(db),
     apiKeys,
     accounts,
+    audit: databaseAuditLog(db),
     hosts: {
       addHost: (hostname, deployment) => dataPlane.publishHost(hostname, { subdomain: deployment.subdomain, deploymentId: deployment.id }),
       removeHost: (hostname) => dataPlane.withdrawHost(hostname),

@@ -9,6 +9,7 @@ import type { BuildLogStore } from '../deploy/build-logs.js';
 import type { KeyUsage } from '../domain/key-usage.js';
 import type { ApiKeyStore } from '../domain/api-keys.js';
 import type { AccountStore } from '../domain/account-store.js';
+import type { AuditLog } from '../domain/audit.js';
 import type { ListCursors } from './list-pages.js';
 import type { SecretSeal } from '../domain/two-factor.js';
 import type { FailureLimiter } from '../domain/rate-limiter.js';
@@ -55,6 +56,8 @@ export interface ApiDeps {
   readonly store: SourceStore;
   readonly buildLogs: BuildLogStore;
   readonly loginLimiter: FailureLimiter;
+  /** The audit log's reads (entries are appended by the stores). */
+  readonly audit: AuditLog;
   /** Users and sessions, and the credential reads of authentication. */
   readonly accounts: AccountStore;
   /** API keys' records (create, list, revoke). */

@@ -3,7 +3,7 @@ import type { AccountStore, KeyCredential, SessionCredential } from '../domain/a
 import type { TeamRole } from '../core/principal.js';
 import { isUniqueViolation, nowIso, type Db } from './database.js';
 import { preparedQuery } from './prepared-query.js';
-import { appendRecord } from '../domain/audit.js';
+import { appendRecord } from './audit-log.js';
 import type { Database } from './schema.js';
 
 /**

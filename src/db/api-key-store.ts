@@ -1,5 +1,5 @@
 // The API key store on the database: keys' records and their last use (authentication reads them in the account store).
-import { appendRecord } from '../domain/audit.js';
+import { appendRecord } from './audit-log.js';
 import type { ApiKeyStore } from '../domain/api-keys.js';
 import type { Db } from './database.js';
 

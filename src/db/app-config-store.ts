@@ -1,5 +1,6 @@
 // The configuration store on the database: every value AES-256-GCM encrypted, bound to its row.
-import { appendRecord, type AuditRecord } from '../domain/audit.js';
+import type { AuditRecord } from '../domain/audit.js';
+import { appendRecord } from './audit-log.js';
 import type { Transaction } from 'kysely';
 import type { AppConfigStore, EnvChange, EnvVar } from '../domain/app-config.js';
 import type { ValueCipher } from '../secrets/value-cipher.js';

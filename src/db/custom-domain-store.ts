@@ -2,7 +2,7 @@
 import type { CustomDomainRow, CustomDomainStore } from '../domain/custom-domains.js';
 import { isUniqueViolation, type Db } from './database.js';
 import { lockDeployment } from './deployment-store.js';
-import { appendRecord } from '../domain/audit.js';
+import { appendRecord } from './audit-log.js';
 
 const COLUMNS = ['id', 'deployment_id', 'hostname', 'created_at'] as const;
 

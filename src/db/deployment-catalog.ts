@@ -1,5 +1,5 @@
 // The deployment catalog over the database (SQLite or PostgreSQL): the API's reads of deployments and builds, and deployments' create and edit.
-import { appendRecord } from '../domain/audit.js';
+import { appendRecord } from './audit-log.js';
 import { SHOWN_BUILD_COLUMNS, SHOWN_DEPLOYMENT_COLUMNS, type DeploymentCatalog } from '../domain/deployment-catalog.js';
 import { isUniqueViolation, nowIso, type Db } from './database.js';
 import { bumpListVersion } from './deployment-store.js';

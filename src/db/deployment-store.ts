@@ -5,7 +5,8 @@ import type { DeploymentStatus } from '../deploy/state-table.js';
 import type { Kysely, Transaction } from 'kysely';
 import { nowIso, type Db } from './database.js';
 import type { Database } from './schema.js';
-import { appendRecord, type AuditRecord } from '../domain/audit.js';
+import type { AuditRecord } from '../domain/audit.js';
+import { appendRecord } from './audit-log.js';
 
 /**
  * Takes a deployment's row lock for the rest of `trx` with a no-op write (a row lock in PostgreSQL,

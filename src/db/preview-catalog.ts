@@ -1,5 +1,5 @@
 // The preview catalog over the database: previews are deployment rows with a parent, created with their subdomain claim under the parent's row lock.
-import { appendRecord } from '../domain/audit.js';
+import { appendRecord } from './audit-log.js';
 import type { PreviewCatalog } from '../domain/previews.js';
 import { isUniqueViolation, nowIso, type Db } from './database.js';
 import { bumpListVersion, lockDeployment } from './deployment-store.js';

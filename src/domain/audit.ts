@@ -1,8 +1,4 @@
 // The audit log (decisions §18): what an entry records, who may read it, and the use-case that lists them.
-import crypto from 'node:crypto';
-import type { Kysely, Selectable } from 'kysely';
-import type { Db } from '../db/database.js';
-import type { AuditLogTable, Database } from '../db/schema.js';
 import type { Principal } from '../core/principal.js';
 import { pageFromRows, type Page, type PageRequest } from '../core/page.js';
 
@@ -32,42 +28,6 @@ export function actorOf(principal: Principal): AuditActor {
   return { userId: principal.userId, via, ip: principal.ip ?? null };
 }
 
-/**
- * Appends one entry inside `trx`, the transaction of the change it records: the change and its
- * entry commit together or not at all. The table is only ever appended to (and pruned by age).
- */
-export async function appendAudit(trx: Kysely<Database>, actor: AuditActor, event: AuditEvent): Promise<void> {
-  let email = actor.email ?? null;
-  if (actor.email === undefined && actor.userId !== null) {
-    email = (await trx.selectFrom('users').select('email').where('id', '=', actor.userId).executeTakeFirst())?.email ?? null;
-  }
-  await trx
-    .insertInto('audit_log')
-    .values({
-      id: crypto.randomUUID(),
-      at: new Date().toISOString(),
-      actor_id: actor.userId,
-      actor_email: email,
-      via: actor.via,
-      action: event.action,
-      target_type: event.targetType,
-      target_id: event.targetId,
-      team_id: event.teamId,
-      ip: actor.ip,
-      outcome: event.outcome ?? 'success',
-    })
-    .execute();
-}
-
-/** Runs `change` and appends its entry in one transaction. */
-export async function audited<T>(db: Db, actor: AuditActor, event: AuditEvent | ((result: T) => AuditEvent), change: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
-  return db.transaction().execute(async (trx) => {
-    const result = await change(trx);
-    await appendAudit(trx, actor, typeof event === 'function' ? event(result) : event);
-    return result;
-  });
-}
-
 export interface AuditEntryView {
   id: string;
   at: string;
@@ -85,30 +45,50 @@ export interface AuditEntryView {
 /** A position in the audit log: the entry's sequence number. */
 export type AuditPosition = readonly [seq: number];
 
+/** The audit log's reads; its entries are appended by the stores, in the transaction of the write (src/db/audit-log.ts). */
+export interface AuditLog {
+  /**
+   * Up to `limit` entries before position `before` (all when undefined), newest first: those whose
+   * actor is `readableBy.actorId` or whose team is in `readableBy.teamIds` (every entry when
+   * `readableBy` is undefined), narrowed by `teamId` and `targetId` when given.
+   */
+  page(
+    readableBy: { actorId: string; teamIds: readonly string[] } | undefined,
+    filter: { teamId?: string | undefined; targetId?: string | undefined },
+    before: number | undefined,
+    limit: number,
+  ): Promise<Array<AuditEntryView & { seq: number }>>;
+}
+
 /**
  * A page of the entries the caller may read, newest first: their own, those of the teams they own,
  * or (an administrator) all; narrowed by `teamId` and `targetId` when given.
  */
 export async function listAudit(
-  db: Db,
+  log: AuditLog,
   principal: Principal,
   filter: { teamId?: string | undefined; targetId?: string | undefined },
   page: PageRequest<AuditPosition>,
 ): Promise<Page<AuditEntryView, AuditPosition>> {
-  let query = db.selectFrom('audit_log').selectAll();
-  if (!principal.isAdmin) {
-    const owned = [...(principal.teams ?? new Map<string, string>())].filter(([, role]) => role === 'owner').map(([id]) => id);
-    query = query.where((eb) => (owned.length === 0 ? eb('actor_id', '=', principal.userId) : eb.or([eb('actor_id', '=', principal.userId), eb('team_id', 'in', owned)])));
-  }
-  if (filter.teamId !== undefined) query = query.where('team_id', '=', filter.teamId);
-  if (filter.targetId !== undefined) query = query.where('target_id', '=', filter.targetId);
-  if (page.after !== undefined) query = query.where('seq', '<', page.after[0]);
-  const rows = await query.orderBy('seq', 'desc').limit(page.limit + 1).execute();
+  const owned = [...(principal.teams ?? new Map<string, string>())].filter(([, role]) => role === 'owner').map(([id]) => id);
+  const readableBy = principal.isAdmin ? undefined : { actorId: principal.userId, teamIds: owned };
+  const rows = await log.page(readableBy, filter, page.after?.[0], page.limit + 1);
   const result = pageFromRows(rows, page.limit, (row) => [row.seq] as const);
   return { items: result.items.map(presentEntry), next: result.next };
 }
 
-const presentEntry = (row: Selectable<AuditLogTable>): AuditEntryView => ({
+/** An entry a store appends in the transaction of the write it is handed with. */
+export interface AuditRecord {
+  readonly actor: AuditActor;
+  readonly event: AuditEvent;
+}
+
+/** The record of `action` on a deployment by the principal (named by id; never a value, key or password). */
+export function deploymentRecord(principal: Principal, deployment: { id: string; team_id: string | null }, action: string, targetType = 'deployment', targetId?: string): AuditRecord {
+  return { actor: actorOf(principal), event: { action, targetType, targetId: targetId ?? deployment.id, teamId: deployment.team_id } };
+}
+
+const presentEntry = (row: AuditEntryView): AuditEntryView => ({
   id: row.id,
   at: row.at,
   actor_id: row.actor_id,
@@ -121,26 +101,3 @@ const presentEntry = (row: Selectable<AuditLogTable>): AuditEntryView => ({
   ip: row.ip,
   outcome: row.outcome,
 });
-
-/** Drops entries older than `days` (SLIPWAY_AUDIT_RETENTION_DAYS); returns how many. */
-export async function pruneAudit(db: Db, days: number, now = Date.now()): Promise<number> {
-  const cutoff = new Date(now - days * 86_400_000).toISOString();
-  const result = await db.deleteFrom('audit_log').where('at', '<', cutoff).executeTakeFirst();
-  return Number(result.numDeletedRows);
-}
-
-/** An entry a store appends in the transaction of the write it is handed with. */
-export interface AuditRecord {
-  readonly actor: AuditActor;
-  readonly event: AuditEvent;
-}
-
-/** Appends `record` (when given) inside `trx`. */
-export async function appendRecord(trx: Kysely<Database>, record: AuditRecord | undefined): Promise<void> {
-  if (record !== undefined) await appendAudit(trx, record.actor, record.event);
-}
-
-/** The record of `action` on a deployment by the principal (named by id; never a value, key or password). */
-export function deploymentRecord(principal: Principal, deployment: { id: string; team_id: string | null }, action: string, targetType = 'deployment', targetId?: string): AuditRecord {
-  return { actor: actorOf(principal), event: { action, targetType, targetId: targetId ?? deployment.id, teamId: deployment.team_id } };
-}

@@ -8,7 +8,8 @@ import { bumpListVersion, teamDeploymentCount } from '../db/deployment-store.js'
 import { DomainError } from '../core/errors.js';
 import { TEAM_ROLES, type Principal, type TeamRole } from '../core/principal.js';
 import { authorizeTeam } from './policy.js';
-import { actorOf, appendAudit, type AuditEvent } from './audit.js';
+import { actorOf, type AuditEvent } from './audit.js';
+import { appendAudit } from '../db/audit-log.js';
 import { assertUuid } from './deployments.js';
 
 export interface TeamView {

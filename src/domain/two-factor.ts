@@ -6,7 +6,8 @@ import type { Database } from '../db/schema.js';
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import type { FailureLimiter } from './rate-limiter.js';
-import { actorOf, appendAudit, type AuditEvent } from './audit.js';
+import { actorOf, type AuditEvent } from './audit.js';
+import { appendAudit } from '../db/audit-log.js';
 import { base32Decode, base32Encode, newTotpSecret, otpauthUrl, verifyTotp } from './totp.js';
 
 /** Seals the TOTP secret at rest (the installation key's AES-256-GCM cipher, src/secrets). */

@@ -34,6 +34,7 @@ import { NO_CERTIFICATES } from '../../src/domain/custom-domains.js';
 import { databaseCustomDomainStore } from '../../src/db/custom-domain-store.js';
 import { databaseApiKeyStore } from '../../src/db/api-key-store.js';
 import { databaseAccountStore } from '../../src/db/account-store.js';
+import { databaseAuditLog } from '../../src/db/audit-log.js';
 
 /** Every route of the API, as the OpenAPI document names it. */
 const ROUTES: ReadonlyArray<readonly [string, string]> = [
@@ -305,6 +306,7 @@ describe('the Fastify app in-process (inject)', () => {
       keyUsage: new KeyUsage(databaseApiKeyStore(db)),
       apiKeys: databaseApiKeyStore(db),
       accounts: databaseAccountStore(db),
+      audit: databaseAuditLog(db),
       cursors: new ListCursors(new ValueCipher(crypto.randomBytes(32))),
       seal: new ValueCipher(crypto.randomBytes(32)),
       loginLimiter: new FailureLimiter({ maxFailures: 10, windowMs: 60_000 }),

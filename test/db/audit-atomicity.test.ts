@@ -9,7 +9,8 @@ import { databaseDeploymentCatalog } from '../../src/db/deployment-catalog.js';
 import { addMember, createTeam } from '../../src/domain/teams.js';
 import { createApiKey } from '../../src/domain/api-keys.js';
 import { databaseApiKeyStore } from '../../src/db/api-key-store.js';
-import { deploymentRecord, pruneAudit } from '../../src/domain/audit.js';
+import { deploymentRecord } from '../../src/domain/audit.js';
+import { pruneAudit } from '../../src/db/audit-log.js';
 import { openTestDatabase } from '../helpers/server.js';
 
 const ann = crypto.randomUUID();

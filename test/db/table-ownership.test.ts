@@ -14,6 +14,7 @@ const STORES: Record<string, readonly string[]> = {
   custom_domains: ['custom-domain-store.ts'],
   tunnels: ['tunnel-claim-store.ts'],
   sessions: ['account-store.ts'],
+  audit_log: ['audit-log.ts'],
   api_keys: ['api-key-store.ts', 'account-store.ts', 'quota-store.ts'],
   subdomain_claims: ['tunnel-claim-store.ts', 'deployment-catalog.ts', 'preview-catalog.ts', 'deployment-store.ts'],
 };

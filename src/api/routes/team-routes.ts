@@ -116,7 +116,7 @@ export const teamRoutes =
         const principal = principalOf(request);
         const ref: ListRef<AuditPosition> = { cursors: deps.cursors, path: '/api/v1/audit', list: 'audit', scope: principal.userId, valid: isSeqPosition };
         const page = pageRequest(ref, request.query);
-        const entries = await listAudit(deps.db, principal, { teamId: request.query.team_id, targetId: request.query.target_id }, page);
+        const entries = await listAudit(deps.audit, principal, { teamId: request.query.team_id, targetId: request.query.target_id }, page);
         return sendPage(request, reply, ref, page, entries.items, entries.next);
       },
     );
