@@ -110,7 +110,7 @@ export const deploymentRoutes =
           tags: ['deployments'],
           summary: 'Create a deployment from a git repository or (source_type archive) an upload',
           body: CreateDeploymentBody,
-          response: { 201: Type.Ref('Deployment'), ...errorResponses(400, 401, 429) },
+          response: { 201: Type.Ref('Deployment'), ...errorResponses(400, 401, 403, 404, 429) },
         },
       },
       async (request, reply) => {
@@ -136,7 +136,7 @@ export const deploymentRoutes =
           summary: 'Change settings (name, repo_url, branch, dockerfile_path, health_check_path, memory_mb, cpus, volumes, replicas, auto_deploy); they apply at the next deploy, restart or rollback',
           params: IdParams,
           body: UpdateDeploymentBody,
-          response: { 200: Type.Ref('Deployment'), ...errorResponses(400, 401, 404) },
+          response: { 200: Type.Ref('Deployment'), ...errorResponses(400, 401, 403, 404) },
         },
       },
       async (request) => presentDeployment(await updateDeployment(deploymentDeps, principalOf(request), request.params.id, request.body), urlFor),
@@ -149,7 +149,7 @@ export const deploymentRoutes =
           tags: ['deployments'],
           summary: 'Delete a deployment with its containers, images, sources and logs',
           params: IdParams,
-          response: { 204: { type: 'null' }, ...errorResponses(401, 404) },
+          response: { 204: { type: 'null' }, ...errorResponses(401, 403, 404) },
         },
       },
       async (request, reply) => {
@@ -167,7 +167,7 @@ export const deploymentRoutes =
           consumes: ['multipart/form-data'],
           params: IdParams,
           body: UploadBody,
-          response: { 200: UploadResponse, ...errorResponses(400, 401, 404, 413, 415, 429) },
+          response: { 200: UploadResponse, ...errorResponses(400, 401, 403, 404, 413, 415, 429) },
         },
         // The body is a stream of parts that the handler checks one by one (it is never buffered into
         // request.body), so the body schema documents it and is not run; the id is checked by the use-case.
@@ -226,7 +226,7 @@ export const deploymentRoutes =
           summary: 'Build and release; 202 with the build record (200 with the finished one when wait=true)',
           params: IdParams,
           querystring: DeployQuery,
-          response: { 200: Type.Ref('Build'), 202: Type.Ref('Build'), ...errorResponses(401, 404, 409, 429, 500) },
+          response: { 200: Type.Ref('Build'), 202: Type.Ref('Build'), ...errorResponses(401, 403, 404, 409, 429, 500) },
         },
       },
       async (request, reply) => {
@@ -252,7 +252,7 @@ export const deploymentRoutes =
             tags: ['deployments'],
             summary: SUMMARIES[action],
             params: IdParams,
-            response: { 200: MessageSchema, ...errorResponses(401, 404, 409) },
+            response: { 200: MessageSchema, ...errorResponses(401, 403, 404, 409) },
           },
         },
         async (request) => deps.operations[action](principalOf(request), request.params.id),
@@ -267,7 +267,7 @@ export const deploymentRoutes =
           summary: 'Serve an earlier succeeded build again',
           params: IdParams,
           body: RollbackBody,
-          response: { 200: MessageSchema, ...errorResponses(400, 401, 404, 409) },
+          response: { 200: MessageSchema, ...errorResponses(400, 401, 403, 404, 409) },
         },
       },
       async (request) => deps.operations.rollback(principalOf(request), request.params.id, request.body.build_id),

@@ -21,7 +21,7 @@ export const domainRoutes =
           summary: 'Serve the deployment at a hostname of yours too (point its DNS at this server); with HTTPS on, a certificate follows',
           params: IdParams,
           body: AddDomainBody,
-          response: { 201: Type.Ref('Domain'), ...errorResponses(400, 401, 404, 415) },
+          response: { 201: Type.Ref('Domain'), ...errorResponses(400, 401, 403, 404, 415) },
         },
       },
       async (request, reply) => reply.code(201).send(await addDomain(domainDeps, principalOf(request), request.params.id, request.body)),
@@ -47,7 +47,7 @@ export const domainRoutes =
           tags: ['domains'],
           summary: 'Stop serving the deployment at this hostname (its certificate is dropped)',
           params: DomainParams,
-          response: { 204: { type: 'null' }, ...errorResponses(401, 404) },
+          response: { 204: { type: 'null' }, ...errorResponses(401, 403, 404) },
         },
       },
       async (request, reply) => {

@@ -33,7 +33,7 @@ export const envRoutes =
           summary: 'Set (string) and remove (null) variables at once; they apply at the next deploy, restart or rollback',
           params: IdParams,
           body: PatchEnvBody,
-          response: { 200: EnvResponse, ...errorResponses(400, 401, 404, 413, 415) },
+          response: { 200: EnvResponse, ...errorResponses(400, 401, 403, 404, 413, 415) },
         },
       },
       async (request) => patchEnv(configDeps, principalOf(request), request.params.id, request.body),

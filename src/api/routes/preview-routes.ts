@@ -59,7 +59,7 @@ export const previewRoutes =
           tags,
           summary: 'Remove a preview now (containers, image, route, certificate, builds and logs); the next event of its pull request builds it again',
           params: PreviewParams,
-          response: { 204: { type: 'null' }, ...errorResponses(401, 404) },
+          response: { 204: { type: 'null' }, ...errorResponses(401, 403, 404) },
         },
       },
       async (request, reply) => {

@@ -21,7 +21,7 @@ export const webhookRoutes =
           tags: ['webhooks'],
           summary: 'Create or rotate the webhook secret of a git deployment; the secret is shown in this answer only',
           params: IdParams,
-          response: { 201: WebhookSecretResponse, ...errorResponses(400, 401, 404) },
+          response: { 201: WebhookSecretResponse, ...errorResponses(400, 401, 403, 404) },
         },
       },
       async (request, reply) => noStore(reply).code(201).send(await setWebhook(hookDeps, principalOf(request), request.params.id)),
