@@ -73,6 +73,23 @@ export function databaseAccountStore(db: Db): AccountStore {
       });
     },
 
+    async setTwoFactor(userId, change, audit) {
+      await db.transaction().execute(async (trx) => {
+        await trx.updateTable('users').set({ ...change, updated_at: nowIso() }).where('id', '=', userId).execute();
+        await appendRecord(trx, audit);
+      });
+    },
+
+    async takeTotpStep(userId, step) {
+      const taken = await db
+        .updateTable('users')
+        .set({ totp_last_step: step })
+        .where('id', '=', userId)
+        .where((eb) => eb.or([eb('totp_last_step', 'is', null), eb('totp_last_step', '<', step)]))
+        .executeTakeFirst();
+      return taken.numUpdatedRows > 0n;
+    },
+
     async audit(record) {
       await db.transaction().execute((trx) => appendRecord(trx, record));
     },

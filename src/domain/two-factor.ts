@@ -1,13 +1,9 @@
 // Two-factor login (decisions §18): TOTP setup, confirmation, turning it off, and the check a login makes.
-import type { Kysely } from 'kysely';
-import type { Db } from '../db/database.js';
-import { nowIso } from '../db/database.js';
-import type { Database } from '../db/schema.js';
+import type { AccountStore } from './account-store.js';
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import type { FailureLimiter } from './rate-limiter.js';
 import { actorOf, type AuditEvent } from './audit.js';
-import { appendAudit } from '../db/audit-log.js';
 import { base32Decode, base32Encode, newTotpSecret, otpauthUrl, verifyTotp } from './totp.js';
 
 /** Seals the TOTP secret at rest (the installation key's AES-256-GCM cipher, src/secrets). */
@@ -17,7 +13,7 @@ export interface SecretSeal {
 }
 
 export interface TwoFactorDeps {
-  readonly db: Db;
+  readonly accounts: AccountStore;
   readonly seal: SecretSeal;
   /** Wrong codes are limited like wrong passwords (the login limiter). */
   readonly limiter: FailureLimiter;
@@ -30,22 +26,19 @@ export interface TwoFactorDeps {
 const context = (userId: string): string => `totp:${userId}`;
 const event = (action: string, userId: string): AuditEvent => ({ action, targetType: 'user', targetId: userId, teamId: null });
 
-async function userRow(db: Kysely<Database>, userId: string): Promise<{ id: string; email: string; totp_secret: string | null; totp_enabled: number; totp_last_step: number | null }> {
-  const user = await db.selectFrom('users').select(['id', 'email', 'totp_secret', 'totp_enabled', 'totp_last_step']).where('id', '=', userId).executeTakeFirst();
+async function userRow(accounts: AccountStore, userId: string): Promise<{ id: string; email: string; totp_secret: string | null; totp_enabled: number; totp_last_step: number | null }> {
+  const user = await accounts.userById(userId);
   if (user === undefined) throw new DomainError('unauthorized', 'missing or invalid credentials');
   return user;
 }
 
 /** Starts (or restarts) setup: a new secret, pending until a code from it is confirmed. */
 export async function beginTwoFactor(deps: TwoFactorDeps, principal: Principal): Promise<{ secret: string; otpauth_url: string }> {
-  const user = await userRow(deps.db, principal.userId);
+  const user = await userRow(deps.accounts, principal.userId);
   if (user.totp_enabled === 1) throw new DomainError('invalid_state', 'two-factor login is already on; turn it off first (DELETE /api/v1/users/me/2fa with a code)');
   const secret = newTotpSecret();
   const sealed = deps.seal.encrypt(base32Encode(secret), context(user.id));
-  await deps.db.transaction().execute(async (trx) => {
-    await trx.updateTable('users').set({ totp_secret: sealed, totp_enabled: 0, totp_last_step: null, updated_at: nowIso() }).where('id', '=', user.id).execute();
-    await appendAudit(trx, actorOf(principal), event('user.2fa.setup', user.id));
-  });
+  await deps.accounts.setTwoFactor(user.id, { totp_secret: sealed, totp_enabled: 0, totp_last_step: null }, { actor: actorOf(principal), event: event('user.2fa.setup', user.id) });
   return { secret: base32Encode(secret), otpauth_url: otpauthUrl(deps.issuer, user.email, secret) };
 }
 
@@ -72,31 +65,25 @@ function codeStep(deps: TwoFactorDeps, userId: string, sealed: string, code: str
 
 /** Confirms setup with a code of the new secret: from now on, logging in needs a code too. */
 export async function confirmTwoFactor(deps: TwoFactorDeps, principal: Principal, input: { code: string }): Promise<{ enabled: true }> {
-  const user = await userRow(deps.db, principal.userId);
+  const user = await userRow(deps.accounts, principal.userId);
   if (user.totp_enabled === 1) throw new DomainError('invalid_state', 'two-factor login is already on');
   if (user.totp_secret === null) throw new DomainError('invalid_state', 'start two-factor setup first (POST /api/v1/users/me/2fa)');
   const step = await checkCode(deps, user, input.code);
-  await deps.db.transaction().execute(async (trx) => {
-    await trx.updateTable('users').set({ totp_enabled: 1, totp_last_step: step, updated_at: nowIso() }).where('id', '=', user.id).execute();
-    await appendAudit(trx, actorOf(principal), event('user.2fa.enable', user.id));
-  });
+  await deps.accounts.setTwoFactor(user.id, { totp_enabled: 1, totp_last_step: step }, { actor: actorOf(principal), event: event('user.2fa.enable', user.id) });
   return { enabled: true };
 }
 
 /** Turns two-factor login off, with a current code. */
 export async function disableTwoFactor(deps: TwoFactorDeps, principal: Principal, input: { code: string }): Promise<void> {
-  const user = await userRow(deps.db, principal.userId);
+  const user = await userRow(deps.accounts, principal.userId);
   if (user.totp_enabled !== 1) throw new DomainError('invalid_state', 'two-factor login is not on');
   const step = await checkCode(deps, user, input.code);
-  await deps.db.transaction().execute(async (trx) => {
-    await trx.updateTable('users').set({ totp_secret: null, totp_enabled: 0, totp_last_step: step, updated_at: nowIso() }).where('id', '=', user.id).execute();
-    await appendAudit(trx, actorOf(principal), event('user.2fa.disable', user.id));
-  });
+  await deps.accounts.setTwoFactor(user.id, { totp_secret: null, totp_enabled: 0, totp_last_step: step }, { actor: actorOf(principal), event: event('user.2fa.disable', user.id) });
 }
 
 /** Whether the user has two-factor login on. */
-export async function twoFactorEnabled(db: Db, userId: string): Promise<boolean> {
-  return (await userRow(db, userId)).totp_enabled === 1;
+export async function twoFactorEnabled(accounts: AccountStore, userId: string): Promise<boolean> {
+  return (await userRow(accounts, userId)).totp_enabled === 1;
 }
 
 /**
@@ -109,11 +96,5 @@ export async function checkLoginOtp(deps: TwoFactorDeps, user: { id: string; tot
   if (otp === undefined || otp.trim() === '') return 'a two-factor code is required: send otp with the code from your authenticator app';
   const step = codeStep(deps, user.id, user.totp_secret, otp, user.totp_last_step);
   if (step === null) return 'wrong email, password or two-factor code';
-  const taken = await deps.db
-    .updateTable('users')
-    .set({ totp_last_step: step })
-    .where('id', '=', user.id)
-    .where((eb) => eb.or([eb('totp_last_step', 'is', null), eb('totp_last_step', '<', step)]))
-    .executeTakeFirst();
-  return taken.numUpdatedRows > 0n ? true : 'wrong email, password or two-factor code';
+  return (await deps.accounts.takeTotpStep(user.id, step)) ? true : 'wrong email, password or two-factor code';
 }

@@ -10,7 +10,7 @@ const CodeBody = Type.Object({ code: Type.String({ maxLength: 32, description: '
 
 /** What the two-factor use-cases need, from the API's dependencies. */
 export function twoFactorDeps(deps: ApiDeps): TwoFactorDeps {
-  return { db: deps.db, seal: deps.seal, limiter: deps.loginLimiter, issuer: `Slipway (${deps.config.domain})` };
+  return { accounts: deps.accounts, seal: deps.seal, limiter: deps.loginLimiter, issuer: `Slipway (${deps.config.domain})` };
 }
 
 export const twoFactorRoutes =
@@ -21,7 +21,7 @@ export const twoFactorRoutes =
     app.get(
       '/users/me/2fa',
       { schema: { tags, summary: 'Whether two-factor login is on', response: { 200: Type.Object({ enabled: Type.Boolean() }), ...errorResponses(401) } } },
-      async (request) => ({ enabled: await twoFactorEnabled(deps.db, principalOf(request).userId) }),
+      async (request) => ({ enabled: await twoFactorEnabled(deps.accounts, principalOf(request).userId) }),
     );
     app.post(
       '/users/me/2fa',
