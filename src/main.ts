@@ -55,6 +55,7 @@ import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelsOf, releaseT
 import { databaseTunnelClaimStore } from './db/tunnel-claim-store.js';
 import { databaseApiKeyStore } from './db/api-key-store.js';
 import { databaseAccountStore } from './db/account-store.js';
+import { databaseTeamStore } from './db/team-store.js';
 import { AppProxy } from './proxy/app-proxy.js';
 import { createServerMetrics } from './api/server-metrics.js';
 import { nodeDataPlane } from './proxy/node-data-plane.js';
@@ -363,7 +364,6 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     metrics,
     config,
     log,
-    db,
     deployments: databaseDeploymentCatalog(db),
     store: sources,
     buildLogs,
@@ -401,6 +401,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     apiKeys,
     accounts,
     audit: databaseAuditLog(db),
+    teams: databaseTeamStore(db),
     hosts: {
       addHost: (hostname, deployment) => dataPlane.publishHost(hostname, { subdomain: deployment.subdomain, deploymentId: deployment.id }),
       removeHost: (hostname) => dataPlane.withdrawHost(hostname),

@@ -3,13 +3,13 @@ import fastify, { type FastifyInstance } from 'fastify';
 import multipart from '@fastify/multipart';
 import swagger from '@fastify/swagger';
 import type { Config } from '../config.js';
-import type { Db } from '../db/database.js';
 import type { DeploymentCatalog } from '../domain/deployment-catalog.js';
 import type { BuildLogStore } from '../deploy/build-logs.js';
 import type { KeyUsage } from '../domain/key-usage.js';
 import type { ApiKeyStore } from '../domain/api-keys.js';
 import type { AccountStore } from '../domain/account-store.js';
 import type { AuditLog } from '../domain/audit.js';
+import type { TeamStore } from '../domain/teams.js';
 import type { ListCursors } from './list-pages.js';
 import type { SecretSeal } from '../domain/two-factor.js';
 import type { FailureLimiter } from '../domain/rate-limiter.js';
@@ -50,12 +50,13 @@ import { deploymentMetricsRoutes, serverMetricsRoutes } from './routes/metrics-r
 /** Everything the API needs, wired once in main.ts. */
 export interface ApiDeps {
   readonly config: Config;
-  readonly db: Db;
   /** Deployments and builds as the API reads them; deployments' create and edit. */
   readonly deployments: DeploymentCatalog;
   readonly store: SourceStore;
   readonly buildLogs: BuildLogStore;
   readonly loginLimiter: FailureLimiter;
+  /** Teams and their members. */
+  readonly teams: TeamStore;
   /** The audit log's reads (entries are appended by the stores). */
   readonly audit: AuditLog;
   /** Users and sessions, and the credential reads of authentication. */

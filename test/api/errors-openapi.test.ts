@@ -35,6 +35,7 @@ import { databaseCustomDomainStore } from '../../src/db/custom-domain-store.js';
 import { databaseApiKeyStore } from '../../src/db/api-key-store.js';
 import { databaseAccountStore } from '../../src/db/account-store.js';
 import { databaseAuditLog } from '../../src/db/audit-log.js';
+import { databaseTeamStore } from '../../src/db/team-store.js';
 
 /** Every route of the API, as the OpenAPI document names it. */
 const ROUTES: ReadonlyArray<readonly [string, string]> = [
@@ -298,7 +299,6 @@ describe('the Fastify app in-process (inject)', () => {
     await bootstrapAdmin(databaseAccountStore(db), { email: 'root@inject.local', password: 'inject-password-1' });
     app = await buildApp({
       config,
-      db,
       deployments: databaseDeploymentCatalog(db),
       previews: databasePreviewCatalog(db),
       store: new SourceStore(dir),
@@ -307,6 +307,7 @@ describe('the Fastify app in-process (inject)', () => {
       apiKeys: databaseApiKeyStore(db),
       accounts: databaseAccountStore(db),
       audit: databaseAuditLog(db),
+      teams: databaseTeamStore(db),
       cursors: new ListCursors(new ValueCipher(crypto.randomBytes(32))),
       seal: new ValueCipher(crypto.randomBytes(32)),
       loginLimiter: new FailureLimiter({ maxFailures: 10, windowMs: 60_000 }),

@@ -11,6 +11,7 @@ import { createApiKey } from '../../src/domain/api-keys.js';
 import { databaseApiKeyStore } from '../../src/db/api-key-store.js';
 import { deploymentRecord } from '../../src/domain/audit.js';
 import { pruneAudit } from '../../src/db/audit-log.js';
+import { databaseTeamStore } from '../../src/db/team-store.js';
 import { openTestDatabase } from '../helpers/server.js';
 
 const ann = crypto.randomUUID();
@@ -71,7 +72,7 @@ test('an entry that cannot be written takes its change with it', async () => {
   const catalog = databaseDeploymentCatalog(db);
   const repair = await breakAuditLog();
   try {
-    await assert.rejects(createTeam(db, principal, { name: 'Never' }), /audit log unavailable/);
+    await assert.rejects(createTeam(databaseTeamStore(db), principal, { name: 'Never' }), /audit log unavailable/);
     await assert.rejects(createApiKey(databaseApiKeyStore(db), principal, { name: 'never' }), /audit log unavailable/);
     const dep = newDeployment(`never-${process.pid}`);
     await assert.rejects(catalog.create(dep, deploymentRecord(principal, dep, 'deployment.create')), /audit log unavailable/);
@@ -83,7 +84,7 @@ test('an entry that cannot be written takes its change with it', async () => {
   assert.equal(await count('deployments'), 0);
   assert.equal(await count('audit_log'), 0);
   // With the log back, the same changes are made and recorded, one entry each.
-  await createTeam(db, principal, { name: 'Now' });
+  await createTeam(databaseTeamStore(db), principal, { name: 'Now' });
   const dep = newDeployment(`now-${process.pid}`);
   assert.equal(await catalog.create(dep, deploymentRecord(principal, dep, 'deployment.create')), 'created');
   assert.equal(await count('teams'), 1);
@@ -96,10 +97,10 @@ test('a change that fails leaves no entry', async () => {
   const before = await count('audit_log');
   const taken = newDeployment(`now-${process.pid}`);
   assert.equal(await catalog.create(taken, deploymentRecord(principal, taken, 'deployment.create')), 'subdomain_taken');
-  const team = await createTeam(db, principal, { name: 'Twice' });
+  const team = await createTeam(databaseTeamStore(db), principal, { name: 'Twice' });
   await db.updateTable('users').set({ email: 'ben@example.test' }).where('id', '=', ben).execute();
-  await addMember(db, { ...principal, teams: new Map([[team.id, 'owner']]) }, team.id, { email: 'ben@example.test', role: 'viewer' });
-  await assert.rejects(addMember(db, { ...principal, teams: new Map([[team.id, 'owner']]) }, team.id, { email: 'ben@example.test', role: 'viewer' }), /already a member/);
+  await addMember(databaseTeamStore(db), { ...principal, teams: new Map([[team.id, 'owner']]) }, team.id, { email: 'ben@example.test', role: 'viewer' });
+  await assert.rejects(addMember(databaseTeamStore(db), { ...principal, teams: new Map([[team.id, 'owner']]) }, team.id, { email: 'ben@example.test', role: 'viewer' }), /already a member/);
   const actions = (await db.selectFrom('audit_log').select('action').orderBy('seq').execute()).map((r) => r.action).slice(before);
   assert.deepEqual(actions, ['team.create', 'team.member.add']);
 });

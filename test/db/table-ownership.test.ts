@@ -13,8 +13,11 @@ const STORES: Record<string, readonly string[]> = {
   builds: ['deployment-store.ts', 'deployment-catalog.ts'],
   custom_domains: ['custom-domain-store.ts'],
   tunnels: ['tunnel-claim-store.ts'],
+  users: ['account-store.ts'],
   sessions: ['account-store.ts'],
   audit_log: ['audit-log.ts'],
+  teams: ['team-store.ts'],
+  team_members: ['team-store.ts', 'account-store.ts'],
   api_keys: ['api-key-store.ts', 'account-store.ts', 'quota-store.ts'],
   subdomain_claims: ['tunnel-claim-store.ts', 'deployment-catalog.ts', 'preview-catalog.ts', 'deployment-store.ts'],
 };

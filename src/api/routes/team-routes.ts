@@ -47,49 +47,49 @@ export const teamRoutes =
     app.post<{ Body: Static<typeof TeamBody> }>(
       '/teams',
       { schema: { tags, summary: 'Create a team; you are its owner', body: TeamBody, response: { 201: TeamSchema, ...errorResponses(400, 401) } } },
-      async (request, reply) => reply.code(201).send(await createTeam(deps.db, principalOf(request), request.body)),
+      async (request, reply) => reply.code(201).send(await createTeam(deps.teams, principalOf(request), request.body)),
     );
     app.get(
       '/teams',
       { schema: { tags, summary: 'The teams you belong to, with your role', response: { 200: Type.Array(TeamSchema), ...errorResponses(401) } } },
-      async (request) => listTeams(deps.db, principalOf(request)),
+      async (request) => listTeams(deps.teams, principalOf(request)),
     );
     app.get<IdRequest>(
       '/teams/:id',
       { schema: { tags, summary: 'One team', params: IdParams, response: { 200: TeamSchema, ...errorResponses(401, 404) } } },
-      async (request) => getTeam(deps.db, principalOf(request), request.params.id),
+      async (request) => getTeam(deps.teams, principalOf(request), request.params.id),
     );
     app.patch<IdRequest & { Body: Static<typeof TeamPatchBody> }>(
       '/teams/:id',
       { schema: { tags, summary: 'Rename a team (owners)', params: IdParams, body: TeamPatchBody, response: { 200: TeamSchema, ...errorResponses(400, 401, 403, 404) } } },
-      async (request) => updateTeam(deps.db, principalOf(request), request.params.id, request.body),
+      async (request) => updateTeam(deps.teams, principalOf(request), request.params.id, request.body),
     );
     app.delete<IdRequest>(
       '/teams/:id',
       { schema: { tags, summary: 'Delete a team that holds no deployment (owners)', params: IdParams, response: { 204: { type: 'null' }, ...errorResponses(400, 401, 403, 404) } } },
       async (request, reply) => {
-        await deleteTeam(deps.db, principalOf(request), request.params.id);
+        await deleteTeam(deps.teams, principalOf(request), request.params.id);
         return reply.code(204).send();
       },
     );
     app.get<IdRequest>(
       '/teams/:id/members',
       { schema: { tags, summary: "The team's members and their roles", params: IdParams, response: { 200: Type.Array(MemberSchema), ...errorResponses(401, 404) } } },
-      async (request) => listMembers(deps.db, principalOf(request), request.params.id),
+      async (request) => listMembers(deps.teams, principalOf(request), request.params.id),
     );
     app.post<IdRequest & { Body: Static<typeof MemberBody> }>(
       '/teams/:id/members',
       {
         schema: { tags, summary: 'Add a user (by e-mail) with a role (owners)', params: IdParams, body: MemberBody, response: { 201: MemberSchema, ...errorResponses(400, 401, 403, 404) } },
       },
-      async (request, reply) => reply.code(201).send(await addMember(deps.db, principalOf(request), request.params.id, request.body)),
+      async (request, reply) => reply.code(201).send(await addMember(deps.teams, principalOf(request), request.params.id, request.body)),
     );
     app.patch<MemberRequest & { Body: Static<typeof RoleBody> }>(
       '/teams/:id/members/:user_id',
       {
         schema: { tags, summary: "Change a member's role (owners); the team keeps an owner", params: MemberParams, body: RoleBody, response: { 200: MemberSchema, ...errorResponses(400, 401, 403, 404) } },
       },
-      async (request) => changeMemberRole(deps.db, principalOf(request), request.params.id, request.params.user_id, request.body),
+      async (request) => changeMemberRole(deps.teams, principalOf(request), request.params.id, request.params.user_id, request.body),
     );
     app.delete<MemberRequest>(
       '/teams/:id/members/:user_id',
@@ -97,7 +97,7 @@ export const teamRoutes =
         schema: { tags, summary: 'Remove a member (owners; anyone may leave); the team keeps an owner', params: MemberParams, response: { 204: { type: 'null' }, ...errorResponses(400, 401, 403, 404) } },
       },
       async (request, reply) => {
-        await removeMember(deps.db, principalOf(request), request.params.id, request.params.user_id);
+        await removeMember(deps.teams, principalOf(request), request.params.id, request.params.user_id);
         return reply.code(204).send();
       },
     );
