@@ -394,6 +394,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
           connected_at: t.connectedAt,
           state: t.state,
           streams: t.streams,
+          ...(userId === undefined ? { user_id: t.userId } : {}),
         })),
       closeForKey: (apiKeyId) => tunnels.closeForKey(apiKeyId),
     },

@@ -45,6 +45,18 @@ export const CreateUserBody = Type.Object(
 );
 export type CreateUserBody = Static<typeof CreateUserBody>;
 
+/** A user as an administrator's user list shows it. */
+export const AdminUserSchema = Type.Object(
+  { id: Uuid, email: Type.String(), created_at: Timestamp, is_admin: Type.Boolean(), disabled: Type.Boolean(), two_factor: Type.Boolean() },
+  { $id: 'AdminUser' },
+);
+
+export const UpdateUserBody = Type.Object(
+  { password: Type.Optional(Type.String({ maxLength: 1024 })), disabled: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false },
+);
+export type UpdateUserBody = Static<typeof UpdateUserBody>;
+
 export const ChangePasswordBody = Type.Object(
   { current_password: Type.String({ maxLength: 1024 }), new_password: Type.String({ maxLength: 1024 }) },
   { additionalProperties: false },
@@ -246,6 +258,9 @@ export const TunnelSchema = Type.Object(
     connected_at: Timestamp,
     state: Type.String(),
     streams: Type.Integer(),
+    /** With `?all=true` (administrators): whose tunnel it is. */
+    user_id: Type.Optional(Type.String()),
+    owner_email: Type.Optional(Type.String()),
   },
   { $id: 'Tunnel' },
 );
@@ -340,7 +355,7 @@ export const DomainSchema = Type.Object(
 );
 
 /** Shared schemas registered once, referenced by `$ref`. */
-export const SHARED_SCHEMAS = [ErrorSchema, UserSchema, ApiKeySchema, DeploymentSchema, PreviewSchema, BuildSchema, TunnelSchema, EnvVarSchema, DomainSchema, DeliverySchema];
+export const SHARED_SCHEMAS = [ErrorSchema, UserSchema, ApiKeySchema, DeploymentSchema, PreviewSchema, BuildSchema, TunnelSchema, EnvVarSchema, DomainSchema, DeliverySchema, AdminUserSchema];
 
 /** Standard error responses for the OpenAPI document. */
 export function errorResponses(...statuses: number[]): Record<number, unknown> {

@@ -18,7 +18,7 @@ export function databaseAccountStore(db: Db): AccountStore {
     db
       .selectFrom('api_keys')
       .innerJoin('users', 'users.id', 'api_keys.user_id')
-      .select(['api_keys.id', 'api_keys.user_id', 'api_keys.key_hash', 'api_keys.key_prefix', 'users.is_admin'])
+      .select(['api_keys.id', 'api_keys.user_id', 'api_keys.key_hash', 'api_keys.key_prefix', 'users.is_admin', 'users.disabled'])
       .where('api_keys.key_hash', '=', ''),
   );
   const session = preparedQuery<Database, SessionCredential>(
@@ -26,11 +26,11 @@ export function databaseAccountStore(db: Db): AccountStore {
     db
       .selectFrom('sessions')
       .innerJoin('users', 'users.id', 'sessions.user_id')
-      .select(['sessions.id', 'sessions.user_id', 'sessions.token_hash', 'sessions.expires_at', 'users.is_admin'])
+      .select(['sessions.id', 'sessions.user_id', 'sessions.token_hash', 'sessions.expires_at', 'users.is_admin', 'users.disabled'])
       .where('sessions.token_hash', '=', ''),
   );
   const teams = preparedQuery<Database, { team_id: string; role: TeamRole }>(db, db.selectFrom('team_members').select(['team_id', 'role']).where('user_id', '=', ''));
-  const USER_COLUMNS = ['id', 'email', 'password_hash', 'is_admin', 'created_at', 'updated_at', 'totp_secret', 'totp_enabled', 'totp_last_step'] as const;
+  const USER_COLUMNS = ['id', 'email', 'password_hash', 'is_admin', 'created_at', 'updated_at', 'totp_secret', 'totp_enabled', 'totp_last_step', 'disabled'] as const;
 
   return {
     hasUsers: async () => (await db.selectFrom('users').select('id').limit(1).executeTakeFirst()) !== undefined,
@@ -92,6 +92,22 @@ export function databaseAccountStore(db: Db): AccountStore {
 
     async audit(record) {
       await db.transaction().execute((trx) => appendRecord(trx, record));
+    },
+
+    async pageUsers(after, limit) {
+      let query = db.selectFrom('users').select(USER_COLUMNS).orderBy('email').orderBy('id').limit(limit);
+      if (after !== undefined) query = query.where((eb) => eb.or([eb('email', '>', after[0]), eb.and([eb('email', '=', after[0]), eb('id', '>', after[1])])]));
+      return query.execute();
+    },
+
+    async setDisabled(userId, disabled, audit) {
+      return db.transaction().execute(async (trx) => {
+        const result = await trx.updateTable('users').set({ disabled: disabled ? 1 : 0, updated_at: nowIso() }).where('id', '=', userId).executeTakeFirst();
+        if (Number(result.numUpdatedRows) === 0) return false;
+        if (disabled) await trx.deleteFrom('sessions').where('user_id', '=', userId).execute();
+        await appendRecord(trx, audit);
+        return true;
+      });
     },
 
     keyByDigest: async (digest) => (await apiKey(digest))[0],

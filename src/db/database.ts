@@ -19,6 +19,7 @@ import * as teams from './migrations/2026-11-27-030-teams.js';
 import * as instances from './migrations/2026-11-27-060-instances.js';
 import * as uploadArchives from './migrations/2026-11-27-061-upload-archives.js';
 import * as replicas from './migrations/2026-11-27-070-replicas.js';
+import * as userDisabled from './migrations/2026-11-27-090-user-disabled.js';
 import { withStatementCache } from './statement-cache.js';
 import crypto from 'node:crypto';
 
@@ -39,6 +40,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-27-060-instances': instances,
   '2026-11-27-061-upload-archives': uploadArchives,
   '2026-11-27-070-replicas': replicas,
+  '2026-11-27-090-user-disabled': userDisabled,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -18,7 +18,7 @@ export type UsersTable = Stored<
      */
     deployments_version: number;
   },
-  'deployments_version' | 'totp_enabled'
+  'deployments_version' | 'totp_enabled' | 'disabled'
 >;
 
 export type SessionsTable = SessionRow;

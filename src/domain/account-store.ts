@@ -15,6 +15,8 @@ export interface UserRow {
   totp_enabled: number;
   /** The last TOTP time step accepted: a code is usable once. */
   totp_last_step: number | null;
+  /** 1 when an administrator disabled the user: logins, sessions and API keys answer 401. */
+  disabled: number;
 }
 
 /** A login's session: only the token's SHA-256 is kept. */
@@ -33,6 +35,7 @@ export interface KeyCredential {
   key_hash: string;
   key_prefix: string;
   is_admin: number;
+  disabled: number;
 }
 
 /** A session found by its token's digest, with its user's admin flag. */
@@ -42,6 +45,7 @@ export interface SessionCredential {
   token_hash: string;
   expires_at: string;
   is_admin: number;
+  disabled: number;
 }
 
 /**
@@ -74,6 +78,13 @@ export interface AccountStore {
   keyByDigest(digest: string): Promise<KeyCredential | undefined>;
   /** The session with this token digest (one indexed read). */
   sessionByDigest(digest: string): Promise<SessionCredential | undefined>;
+  /** Users by e-mail, a page at a time (after the position, `limit` rows). */
+  pageUsers(after: readonly [string, string] | undefined, limit: number): Promise<UserRow[]>;
+  /**
+   * Sets a user's `disabled` flag; disabling ends every session of the user in the same transaction.
+   * False when no such user.
+   */
+  setDisabled(userId: string, disabled: boolean, audit?: AuditRecord): Promise<boolean>;
   /** The user's role in each of their teams. */
   teamRoles(userId: string): Promise<ReadonlyMap<string, TeamRole>>;
 }

@@ -11,6 +11,8 @@ import { loginSucceeded, reserveLogin } from './login-throttle.js';
 import { WorkLimit, WorkLimitFullError, type FailureLimiter } from './rate-limiter.js';
 import { API_KEY_PATTERN, SESSION_TOKEN_PATTERN, digestsEqual, newSessionToken, randomBase62, sha256Hex } from '../core/credentials.js';
 import { dummyPasswordHash, hashPassword, verifyPassword } from './password-hashing.js';
+import { assertUuid } from './deployments.js';
+import { pageFromRows, type Page, type PageRequest } from '../core/page.js';
 
 export const MIN_PASSWORD_LENGTH = 8;
 const MAX_PASSWORD_LENGTH = 1024;
@@ -55,6 +57,7 @@ async function insertUser(accounts: AccountStore, email: string, password: strin
     totp_secret: null,
     totp_enabled: 0,
     totp_last_step: null,
+    disabled: 0,
   };
   const audit = actor === undefined ? undefined : { actor, event: { action: 'user.create', targetType: 'user', targetId: row.id, teamId: null } };
   if ((await accounts.createUser(row, audit)) === 'email_taken') throw new DomainError('email_taken', 'a user with this email already exists');
@@ -135,7 +138,8 @@ export async function loginUser(
     attempt.refund();
     throw err;
   }
-  if (user === undefined || !ok) throw new DomainError('invalid_credentials', 'wrong email or password');
+  // A disabled user's right password is answered like a wrong one (no oracle for which accounts exist or are disabled).
+  if (user === undefined || !ok || user.disabled === 1) throw new DomainError('invalid_credentials', 'wrong email or password');
   // Beside the password, the second factor: a missing or wrong code fails the login like a wrong password.
   const second = deps.secondFactor === undefined ? true : await deps.secondFactor(user, input.otp);
   if (second !== true) throw new DomainError('invalid_credentials', second);
@@ -180,14 +184,14 @@ export async function authenticateBearer(accounts: AccountStore, keyUsage: KeyUs
   const digest = sha256Hex(token);
   if (API_KEY_PATTERN.test(token)) {
     const key = await accounts.keyByDigest(digest);
-    if (key === undefined || !digestsEqual(key.key_hash, digest)) throw unauthorized();
+    if (key === undefined || !digestsEqual(key.key_hash, digest) || key.disabled === 1) throw unauthorized();
     keyUsage.record(key.id);
     const teams = await accounts.teamRoles(key.user_id);
     return { userId: key.user_id, isAdmin: key.is_admin === 1, via: 'api_key', sessionId: undefined, apiKeyId: key.id, keyPrefix: key.key_prefix, teams };
   }
   if (SESSION_TOKEN_PATTERN.test(token)) {
     const session = await accounts.sessionByDigest(digest);
-    if (session === undefined || !digestsEqual(session.token_hash, digest)) throw unauthorized();
+    if (session === undefined || !digestsEqual(session.token_hash, digest) || session.disabled === 1) throw unauthorized();
     if (Date.parse(session.expires_at) <= Date.now()) {
       await accounts.endSession(session.id);
       throw unauthorized();
@@ -268,4 +272,57 @@ export async function resetPassword(accounts: AccountStore, email: string, passw
   const audit = { actor: { userId: null, email: null, via: 'server', ip: null }, event: { action: 'user.password.reset', targetType: 'user', targetId: user.id, teamId: null } };
   await accounts.setPassword(user.id, hash, { keepSession: undefined, clearTwoFactor: true }, audit);
   return presentUser(user);
+}
+
+/** A user as an administrator's list shows it. */
+export interface AdminUserView extends UserView {
+  is_admin: boolean;
+  disabled: boolean;
+  two_factor: boolean;
+}
+
+const presentAdminUser = (row: UserRow): AdminUserView => ({
+  ...presentUser(row),
+  is_admin: row.is_admin === 1,
+  disabled: row.disabled === 1,
+  two_factor: row.totp_enabled === 1,
+});
+
+/** Every user, by e-mail, a page at a time (administrators only). */
+export async function listUsers(accounts: AccountStore, principal: Principal, page: PageRequest<readonly [string, string]>): Promise<Page<AdminUserView, readonly [string, string]>> {
+  authorizeAdmin(principal);
+  const rows = await accounts.pageUsers(page.after, page.limit + 1);
+  const found = pageFromRows(rows, page.limit, (row) => [row.email, row.id] as const);
+  return { items: found.items.map(presentAdminUser), next: found.next };
+}
+
+/**
+ * An administrator changes a user (administrators only): a new password (every session of the
+ * user ends; their API keys keep working), and/or disables or enables them. Disabling ends their
+ * sessions and makes their logins and API keys answer 401; an administrator cannot disable themselves.
+ */
+export async function updateUser(
+  accounts: AccountStore,
+  principal: Principal,
+  id: string,
+  input: { password?: string | undefined; disabled?: boolean | undefined },
+): Promise<AdminUserView> {
+  authorizeAdmin(principal);
+  assertUuid(id, 'user');
+  if (input.password === undefined && input.disabled === undefined) throw new DomainError('validation_error', 'give password and/or disabled');
+  if (input.password !== undefined) checkNewPassword(input.password);
+  if (input.disabled === true && id === principal.userId) throw new DomainError('validation_error', 'an administrator cannot disable themselves');
+  const user = await accounts.userById(id);
+  if (user === undefined) throw new DomainError('not_found', 'user not found');
+  const actor = actorOf(principal);
+  if (input.password !== undefined) {
+    const hash = await withPasswordSlot(() => hashPassword(input.password as string));
+    const audit = { actor, event: { action: 'user.password.reset', targetType: 'user', targetId: id, teamId: null } };
+    await accounts.setPassword(id, hash, { keepSession: undefined }, audit);
+  }
+  if (input.disabled !== undefined && (input.disabled ? 1 : 0) !== user.disabled) {
+    const audit = { actor, event: { action: input.disabled ? 'user.disable' : 'user.enable', targetType: 'user', targetId: id, teamId: null } };
+    if (!(await accounts.setDisabled(id, input.disabled, audit))) throw new DomainError('not_found', 'user not found');
+  }
+  return presentAdminUser((await accounts.userById(id)) ?? user);
 }

@@ -148,11 +148,11 @@ export class TunnelServer {
     });
   }
 
-  /** The user's tunnels, connected or waiting for their client to reconnect. */
-  list(userId: string): TunnelInfo[] {
+  /** The user's tunnels (every user's when undefined), connected or waiting for their client to reconnect. */
+  list(userId: string | undefined): TunnelInfo[] {
     const out: TunnelInfo[] = [];
     for (const conn of this.#byName.values()) {
-      if (conn.owner.userId !== userId) continue;
+      if (userId !== undefined && conn.owner.userId !== userId) continue;
       out.push({
         id: conn.id,
         subdomain: conn.subdomain,
