@@ -7,6 +7,7 @@ import { forgetNewKey, renderAccount, renderKeys } from './account.js';
 import { loadSwitcher, renderTeam, renderTeams } from './teams.js';
 import { renderAudit } from './audit.js';
 import { renderTunnels } from './tunnels.js';
+import { renderAllTunnels, renderUsers } from './admin.js';
 
 const $ = (id) => document.getElementById(id);
 let current = null; // { controller } of the view on screen
@@ -52,6 +53,8 @@ const ROUTES = [
   [/^#\/teams\/([0-9a-f-]{36})$/, 'teams', (view, m, ctx) => renderTeam(view, m[1], ctx)],
   [/^#\/audit(?:\?(.*))?$/, 'audit', (view, m, ctx) => renderAudit(view, ctx, new URLSearchParams(m[1] || ''))],
   [/^#\/tunnels$/, 'tunnels', (view, m, ctx) => renderTunnels(view, ctx)],
+  [/^#\/admin\/users$/, 'users', (view, m, ctx) => renderUsers(view, ctx)],
+  [/^#\/admin\/tunnels$/, 'all-tunnels', (view, m, ctx) => renderAllTunnels(view, ctx)],
 ];
 
 function route() {
@@ -116,6 +119,9 @@ async function start() {
   session.set(me.csrf_token);
   $('who').textContent = me.user.email;
   showSignedIn(true);
+  // Administrators' pages: shown when the user list answers (the API decides who is one).
+  const admin = await call('GET', '/users?limit=1', undefined, { noLogout: true }).then(() => true, () => false);
+  for (const a of document.querySelectorAll('[data-admin]')) a.hidden = !admin;
   await loadSwitcher(route);
   route();
 }
