@@ -74,7 +74,11 @@ function judge(plan: Plan, res: RawResponse, secrets: readonly string[]): string
     if (!type.startsWith('application/json') || keys !== 'error,message' || typeof record?.['error'] !== 'string' || typeof record['message'] !== 'string') {
       problems.push(`error ${res.status} is not {error, message} JSON (${type || 'no content-type'}: ${JSON.stringify(text.slice(0, 120))})`);
     }
-    if (res.status === 401 && !/^Bearer\b/.test(res.headers['www-authenticate']?.[0] ?? '')) problems.push('401 without WWW-Authenticate: Bearer');
+    // A webhook delivery's credential is its signature: its 401 must not ask for a bearer (hook-routes.ts).
+    const hook = plan.request.target.startsWith('/api/v1/hooks/');
+    const challenge = res.headers['www-authenticate']?.[0];
+    if (res.status === 401 && hook && challenge !== undefined) problems.push(`a webhook 401 asks for credentials (WWW-Authenticate: ${challenge})`);
+    if (res.status === 401 && !hook && !/^Bearer\b/.test(challenge ?? '')) problems.push('401 without WWW-Authenticate: Bearer');
   }
   return problems;
 }
