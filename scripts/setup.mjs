@@ -162,7 +162,7 @@ export function aptInstall(packages) {
 
 /**
  * Makes sure a Docker engine answers: when none does, installs docker.io (Debian, root) and starts
- * dockerd in the background, waiting up to 90 s for it. Without one, `required` stops the process;
+ * dockerd in the background (after clearing pid files a killed dockerd left), waiting up to 120 s for it. Without one, `required` stops the process;
  * otherwise it says what to do and returns false (the server starts and reports it in /healthz).
  */
 export async function ensureDocker({ required = true } = {}) {
@@ -186,19 +186,72 @@ export async function ensureDocker({ required = true } = {}) {
   if (dockerd === null || !isRoot) {
     return fail('no Docker engine is running. Start it (e.g. `sudo systemctl start docker`) and retry.');
   }
-  log('starting dockerd in the background (log: /var/log/slipway-dockerd.log)…');
-  const out = fs.openSync('/var/log/slipway-dockerd.log', 'a');
-  const child = spawn(dockerd, [], { detached: true, stdio: ['ignore', out, out] });
-  child.unref();
-  const deadline = Date.now() + 90_000;
+  const running = clearStalePidFiles();
+  const logFile = '/var/log/slipway-dockerd.log';
+  let exited = null;
+  if (running) {
+    log('a dockerd is already running but does not answer yet; waiting for it…');
+  } else {
+    log(`starting dockerd in the background (log: ${logFile})…`);
+    const out = fs.openSync(logFile, 'a');
+    const child = spawn(dockerd, [], { detached: true, stdio: ['ignore', out, out] });
+    child.once('exit', (code, signal) => { exited = code ?? signal; });
+    child.once('error', (err) => { exited = err.message; });
+    child.unref();
+  }
+  const deadline = Date.now() + 120_000;
   while (Date.now() < deadline) {
     if (await pingDocker()) {
       log('Docker engine is up.');
       return true;
     }
+    if (exited !== null) return fail(`dockerd exited (${exited}) before answering. The end of ${logFile}:\n${tail(logFile, 15)}`);
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
-  return fail('dockerd did not answer within 90 s; see /var/log/slipway-dockerd.log');
+  return fail(`dockerd did not answer within 120 s. The end of ${logFile}:\n${tail(logFile, 15)}`);
+}
+
+/** True when /proc says process `pid` is alive and its command name starts with `name`. */
+function processIs(pid, name) {
+  try {
+    return fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim().startsWith(name);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * dockerd refuses to start while /var/run/docker.pid exists, even when the process it names is long
+ * gone (a machine whose previous dockerd was killed, not stopped). Removes the pid files of dockerd
+ * and its containerd whose process is not running; answers whether the first one's process (dockerd) still runs. `pidFiles` pairs each file with its
+ * process name.
+ */
+export function clearStalePidFiles(pidFiles = [['/var/run/docker.pid', 'dockerd'], ['/var/run/docker/containerd/containerd.pid', 'containerd']]) {
+  let running = false;
+  for (const [index, [file, name]] of pidFiles.entries()) {
+    let pid;
+    try {
+      pid = Number.parseInt(fs.readFileSync(file, 'utf8').trim(), 10);
+    } catch {
+      continue;
+    }
+    if (Number.isInteger(pid) && pid > 0 && processIs(pid, name)) {
+      if (index === 0) running = true;
+      continue;
+    }
+    log(`removing the stale ${file} (process ${Number.isNaN(pid) ? '?' : pid} is not running)`);
+    fs.rmSync(file, { force: true });
+  }
+  return running;
+}
+
+/** The last `lines` lines of a log file, indented, or a note that it cannot be read. */
+function tail(file, lines) {
+  try {
+    return fs.readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).map((line) => `    ${line}`).join('\n');
+  } catch (err) {
+    return `    (cannot read it: ${err.message})`;
+  }
 }
 
 /**
