@@ -1,4 +1,4 @@
-// An app's Metrics tab: the last hour of CPU, memory and network from the server's history, drawn with uPlot (vendored), with the live figures above and a table for keyboard and screen-reader users.
+// An app's Metrics tab: the last hour of CPU, memory and network from the server's history, drawn with uPlot (an npm dependency served at /ui/vendor), with the live figures above and a table for keyboard and screen-reader users.
 import uPlot from './vendor/uplot.esm.js';
 import { ApiError, call } from './api.js';
 import { bytes, h } from './dom.js';

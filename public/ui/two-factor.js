@@ -1,7 +1,7 @@
 // Two-factor login on the account page (decisions §18): setup with a QR code drawn here (no request leaves the host), confirm, turn off.
 import { call } from './api.js';
 import { h } from './dom.js';
-import qrcode from './qrcode-generator.js';
+import qrcode from './vendor/qrcode.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 
