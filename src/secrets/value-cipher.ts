@@ -53,6 +53,14 @@ export class ValueCipher {
     }
   }
 
+  /**
+   * A key for another purpose, derived from the installation key (HKDF-SHA256, no salt, `info` naming
+   * the purpose): every instance holding the same installation key derives the same one.
+   */
+  deriveKey(info: string, bytes = KEY_BYTES): Buffer {
+    return Buffer.from(crypto.hkdfSync('sha256', this.#key, Buffer.alloc(0), Buffer.from(info, 'utf8'), bytes));
+  }
+
   /** A value stored beside the data that proves, at start, that this is the key that encrypted it. */
   keyCheck(): string {
     return this.encrypt(CHECK_PLAINTEXT, CHECK_CONTEXT);
