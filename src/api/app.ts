@@ -13,7 +13,7 @@ import type { TeamStore } from '../domain/teams.js';
 import type { ListCursors } from './list-pages.js';
 import type { SecretSeal } from '../domain/two-factor.js';
 import type { FailureLimiter } from '../domain/rate-limiter.js';
-import type { BranchTip, WebhookStore } from '../domain/webhooks.js';
+import type { BranchTip, WebhookStore } from '../domain/webhook-store.js';
 import type { PreviewCatalog } from '../domain/previews.js';
 import type { AppConfigStore } from '../domain/app-config.js';
 import type { DeploymentOperations } from '../domain/operations.js';

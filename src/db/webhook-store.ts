@@ -1,7 +1,7 @@
 // The webhook store on the database: secrets AES-256-GCM encrypted and bound to their deployment; deliveries bounded.
 import { appendRecord } from './audit-log.js';
 import type { Transaction } from 'kysely';
-import { DEDUP_WINDOW_MS, KEEP_DELIVERIES, KEEP_REJECTED, type DeliveryRecord, type HookTarget, type WebhookStore } from '../domain/webhooks.js';
+import { DEDUP_WINDOW_MS, KEEP_DELIVERIES, KEEP_REJECTED, type DeliveryRecord, type HookTarget, type WebhookStore } from '../domain/webhook-store.js';
 import type { ValueCipher } from '../secrets/value-cipher.js';
 import { isUniqueViolation, nowIso, type Db } from './database.js';
 import type { Database } from './schema.js';

@@ -10,7 +10,7 @@ import type { DeploymentRow } from './deployments.js';
 import type { DeploymentOperations } from './operations.js';
 import { MAX_PREVIEWS, previewSubdomain, type PreviewCatalog } from './previews.js';
 import type { PullRequestEvent } from './pull-request-event.js';
-import type { BranchTip, DeliveryAnswer, DeliveryOutcome, DeliveryRecord, HookTarget, WebhookStore } from './webhooks.js';
+import type { BranchTip, DeliveryAnswer, DeliveryOutcome, DeliveryRecord, HookTarget, WebhookStore } from './webhook-store.js';
 
 export interface PreviewEventDeps {
   readonly webhooks: WebhookStore;

@@ -8,7 +8,7 @@ import type { Db } from '../../src/db/database.js';
 import { databaseWebhookStore } from '../../src/db/webhook-store.js';
 import { createDeployment } from '../../src/domain/deployments.js';
 import { databaseDeploymentCatalog } from '../../src/db/deployment-catalog.js';
-import type { DeliveryRecord } from '../../src/domain/webhooks.js';
+import type { DeliveryRecord } from '../../src/domain/webhook-store.js';
 import { ValueCipher } from '../../src/secrets/value-cipher.js';
 import { openTestDatabase } from '../helpers/server.js';
 

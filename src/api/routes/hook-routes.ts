@@ -4,7 +4,8 @@ import { Type } from '@sinclair/typebox';
 import { presentBuild } from '../../domain/builds.js';
 import { DomainError } from '../../core/errors.js';
 import { MAX_DELIVERY_BYTES } from '../../domain/webhook-delivery.js';
-import { findHookTarget, receiveDelivery, type HookTarget } from '../../domain/webhooks.js';
+import { findHookTarget, receiveDelivery } from '../../domain/webhooks.js';
+import type { HookTarget } from '../../domain/webhook-store.js';
 import type { ApiDeps } from '../app.js';
 import { IdParams, MessageSchema, errorResponses } from '../schemas.js';
 
