@@ -100,6 +100,13 @@ export interface AcmeAccountsTable {
   created_at: string;
 }
 
+/** An ACME HTTP-01 answer while its order is open (decisions §15: every instance answers it). */
+export interface AcmeChallengesTable {
+  token: string;
+  key_authorization: string;
+  created_at: string;
+}
+
 /** A deployment's webhook: the shared secret, AES-256-GCM encrypted (it is read back to check HMACs). */
 export interface WebhooksTable {
   deployment_id: string;
@@ -209,6 +216,7 @@ export interface Database {
   custom_domains: CustomDomainsTable;
   certificates: CertificatesTable;
   acme_accounts: AcmeAccountsTable;
+  acme_challenges: AcmeChallengesTable;
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
   teams: TeamsTable;

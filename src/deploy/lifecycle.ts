@@ -29,6 +29,7 @@ import type { QuotaGuard } from '../domain/quotas.js';
 import { describeFailure, isExpectedFailure, summarizeFailure } from './failures.js';
 import { imageTag, pruneImages, removeDeploymentObjects } from './images.js';
 import { refreshLivePorts } from './live-ports.js';
+import { routeOf } from './route-sync.js';
 import type { PendingRelease, RecoveryPlan } from './reconcile.js';
 import { recoverRelease } from './recover-release.js';
 import type { DeploymentStore } from './deployment-store.js';
@@ -216,10 +217,11 @@ export class DeploymentLifecycle implements DeploymentOperations {
         seq: 0,
       };
       const { seq: _seq, ...values } = row;
+      const serving = await this.#isServing(current);
       await this.#deps.store.startBuild(values, this.#next(current, 'deploy').to, deploymentRecord(principal, current, 'deployment.deploy', 'build', row.id));
       // The configuration of this build is fixed now: later changes wait for the next deploy or restart.
       const vars = await this.#deps.configs.recordForBuild(deploymentId, row.id);
-      if (!this.#isServing(current)) this.#route(current.subdomain, deploymentId, 'starting');
+      if (!serving) this.#route(current.subdomain, deploymentId, 'starting');
       this.#startPipeline(current, row, unreadable, vars);
       return row;
     });
@@ -236,14 +238,17 @@ export class DeploymentLifecycle implements DeploymentOperations {
     return this.#locks.run(deploymentId, async () => {
       const dep = await this.#owned(principal, deploymentId, 'change');
       const live = await this.#liveBuild(dep);
-      const serving = this.#inflight.has(deploymentId) || (live !== undefined && this.#isServing(dep));
+      const upstreams = live === undefined ? [] : await this.#servingUpstreams(dep);
+      const serving = this.#inflight.has(deploymentId) || upstreams.length > 0;
       const next = transition(dep.status, 'stop', { serving, restartable: false });
       if (next.noop) return { message: `deployment ${dep.name} is already stopped` };
       this.#recovering.delete(deploymentId);
       await this.#cancelInflight(deploymentId, 'cancelled by stop');
       if (live?.container_id != null) {
-        await Promise.all(this.#liveUpstreams(dep).map((upstream) => this.#deps.dataPlane.drain(upstream, 5_000)));
+        await Promise.all(upstreams.map((upstream) => this.#deps.dataPlane.drain(upstream, 5_000)));
         await this.#runtime.stopRelease(live.container_id, STOP_SECONDS);
+        // The stopped release serves no more: every instance reads that from the store.
+        await this.#deps.store.moveUpstreams(live.id, live.container_id, []);
       }
       await this.#deps.store.setStatus(deploymentId, next.to, deploymentRecord(principal, dep, 'deployment.stop'));
       this.#route(dep.subdomain, deploymentId, 'stopped');
@@ -259,7 +264,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
       if (buildId === undefined) throw new DomainError('invalid_state', `no build of ${dep.name} is in progress`);
       await this.#cancelInflight(deploymentId, 'cancelled by the user');
       // What served before the build serves on; with nothing serving, the app is stopped.
-      const serving = this.#isServing(dep);
+      const serving = await this.#isServing(dep);
       await this.#deps.store.setStatus(deploymentId, transition(dep.status, 'cancel', { serving, restartable: false }).to, deploymentRecord(principal, dep, 'deployment.cancel', 'build', buildId));
       if (!serving) this.#route(dep.subdomain, deploymentId, 'stopped');
       return {
@@ -556,6 +561,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
     this.#recovering.delete(item.deploymentId);
     if (started === null) {
       // While a deploy is building, its outcome decides the status; the route says `failed` unless it serves.
+      if (live.container_id !== null) await store.moveUpstreams(live.id, live.container_id, []);
       if (dep.status !== 'building') await store.setStatus(dep.id, transition(dep.status, 'release_lost', { serving: false, restartable: false }).to);
       this.#route(dep.subdomain, dep.id, 'failed');
       return 'failed';
@@ -597,9 +603,9 @@ export class DeploymentLifecycle implements DeploymentOperations {
     return authorizeDeployment(principal, await this.#deps.store.deployment(deploymentId), action);
   }
 
-  /** The state table's answer for an event whose cells need no facts. */
+  /** The state table's answer for an event whose cells need no facts (deploy, rollback, a build's end). */
   #next(dep: DeploymentRow, event: DeploymentEvent): { to: DeploymentStatus; noop: boolean } {
-    return transition(dep.status, event, { serving: this.#isServing(dep), restartable: false });
+    return transition(dep.status, event, { serving: false, restartable: false });
   }
 
   #route(subdomain: string, deploymentId: string, state: 'stopped' | 'failed' | 'starting'): void {
@@ -611,15 +617,22 @@ export class DeploymentLifecycle implements DeploymentOperations {
     return this.#deps.store.build(dep.id, dep.live_build_id);
   }
 
-  /** Whether the routing table sends this deployment's traffic to a release now. */
-  #isServing(dep: DeploymentRow): boolean {
-    return this.#liveUpstreams(dep).length > 0;
+  /** Whether a release serves this deployment's traffic now (read from the store, so every instance answers the same). */
+  async #isServing(dep: DeploymentRow): Promise<boolean> {
+    return (await this.#servingUpstreams(dep)).length > 0;
   }
 
-  /** Where the data plane sends this deployment's traffic now (empty when it is not served). */
-  #liveUpstreams(dep: DeploymentRow): readonly Upstream[] {
-    const route = this.#deps.dataPlane.route(dep.subdomain);
-    return route?.kind === 'app' && route.state === 'live' ? route.upstreams : [];
+  /**
+   * Where every edge sends this deployment's traffic now, as the store has it (its status and its
+   * live release's upstreams: the route each instance publishes), empty when it is not served. A
+   * release this instance's recovery is starting again does not serve yet (its route is `starting`).
+   */
+  async #servingUpstreams(dep: DeploymentRow): Promise<readonly Upstream[]> {
+    if (this.#recovering.has(dep.id)) return [];
+    const [fact] = await this.#deps.store.routeFacts(dep.id);
+    if (fact === undefined) return [];
+    const route = routeOf(fact);
+    return route.kind === 'app' && route.state === 'live' ? route.upstreams : [];
   }
 
   /** Aborts the deployment's build in flight (if any) and waits until it has wound down. */
@@ -797,7 +810,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
       if (current !== undefined) {
         const next = this.#next(current, 'build_failed');
         if (!next.noop) await store.setStatus(dep.id, next.to);
-        if (!this.#isServing(current)) this.#route(current.subdomain, dep.id, 'failed');
+        if (!(await this.#isServing(current))) this.#route(current.subdomain, dep.id, 'failed');
       }
     }
   }
@@ -837,10 +850,10 @@ export class DeploymentLifecycle implements DeploymentOperations {
    */
   async #switchTo(dep: DeploymentRow, buildId: string, containerId: string, upstreams: readonly Upstream[], status: DeploymentStatus): Promise<void> {
     const { store, dataPlane } = this.#deps;
+    // The old release is drained where the edges were sending its traffic.
+    const oldUpstreams = await this.#servingUpstreams(dep);
     this.#recovering.delete(dep.id);
     const previous = await store.switchLive({ deploymentId: dep.id, buildId, containerId, upstreams, status });
-    // The old release is drained where the data plane was sending its traffic.
-    const oldUpstreams = this.#liveUpstreams(dep);
     dataPlane.publish(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'live', upstreams });
     for (const old of previous) {
       this.#retire(

@@ -211,6 +211,46 @@ describe('lifecycle on a fake runtime and data plane', () => {
     assert.equal((await runtime.listContainers({ 'dev.slipway.deployment': dep.id })).length, 1, 'the old container is removed');
   });
 
+  test('"is it serving" is read from the store: a lifecycle whose data plane never routed the app answers the same', async () => {
+    const dep = await newDeployment('elsewhere');
+    await upload(dep.id, 'FROM scratch');
+    const good = await lifecycle.deploy(principal, dep.id, { wait: true });
+    const upstream = dataPlane.answer(dep.subdomain);
+    assert.ok(typeof upstream === 'object');
+    // Another instance: same database, an edge of its own that has never seen this deployment.
+    const otherPlane = new FakeDataPlane();
+    const other = newLifecycle(otherPlane);
+    try {
+      // A build cancelled there: the release this instance started keeps serving.
+      await upload(dep.id, 'WAIT');
+      const waiting = await other.deploy(principal, dep.id, { wait: false });
+      await until('the build to start', () => runtime.heldBuilds === 1);
+      assert.ok(!otherPlane.calls.includes(`publish ${dep.subdomain} starting`), 'a served app is not marked starting');
+      assert.match((await other.cancel(principal, dep.id)).message, /the live release keeps serving/);
+      assert.equal((await build(waiting.id)).status, 'cancelled');
+      assert.equal((await deployment(dep.id)).status, 'running');
+
+      // Failed with the old release serving: a stop there is allowed, and drains where it serves.
+      await upload(dep.id, 'FAIL');
+      await rejectsWith(lifecycle.deploy(principal, dep.id, { wait: true }), 'build_failed');
+      assert.equal((await deployment(dep.id)).status, 'failed');
+      assert.equal(await served(dep.subdomain), good.id);
+      assert.deepEqual(await other.stop(principal, dep.id), { message: 'deployment elsewhere stopped' });
+      assert.ok(otherPlane.calls.includes(`drain ${upstream.host}:${upstream.port}`), 'the stopped release is drained');
+      assert.equal((await deployment(dep.id)).status, 'stopped');
+
+      // Stopped: nothing serves, so a build cancelled here leaves the deployment stopped.
+      await upload(dep.id, 'WAIT');
+      await lifecycle.deploy(principal, dep.id, { wait: false });
+      await until('the build to start', () => runtime.heldBuilds === 1);
+      assert.ok(dataPlane.calls.includes(`publish ${dep.subdomain} starting`));
+      assert.doesNotMatch((await lifecycle.cancel(principal, dep.id)).message, /keeps serving/);
+      assert.equal((await deployment(dep.id)).status, 'stopped');
+    } finally {
+      await other.close();
+    }
+  });
+
   test('rollback: to an earlier build; a failed or unknown build is refused', async () => {
     const dep = await newDeployment('rollback');
     await rejectsWith(lifecycle.rollback(principal, dep.id, crypto.randomUUID()), 'invalid_state', /no build to roll back to/);
