@@ -69,6 +69,10 @@ import { createDockerEngine } from './runtime/docker/docker-engine.js';
 import type { ContainerEngine } from './runtime/engine.js';
 import { SourceStore } from './source/source-store.js';
 import { TunnelServer } from './tunnel/tunnel-server.js';
+import { INSTANCE_CALL_KEY_INFO, InstanceCalls, isInstanceCall } from './tunnel/instance-calls.js';
+import { RemoteTunnel } from './tunnel/remote-tunnel.js';
+import { syncRemoteTunnels, type RemoteTunnelSync } from './tunnel/remote-tunnel-sync.js';
+import { serveForwardedRequest, serveForwardedUpgrade } from './tunnel/forwarded-calls.js';
 import { sql } from 'kysely';
 import { Registry } from 'prom-client';
 
@@ -105,6 +109,8 @@ export interface StartOptions {
 const HEARTBEAT_MS = 5_000;
 /** How often every route is read again from the database (several instances: repairs a missed notification). */
 const ROUTE_RESYNC_MS = 10_000;
+/** How long a dropped tunnel's name is held for its owner (the tunnel server's default grace). */
+const TUNNEL_GRACE_MS = 60_000;
 
 /** Starts Slipway: the data directory's lock, migrations, admin bootstrap, reconciliation, then the HTTP listener. */
 export async function startServer(startConfig: Config, options: StartOptions = {}): Promise<RunningServer> {
@@ -318,12 +324,22 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
           resyncMs: ROUTE_RESYNC_MS,
           log,
         });
+  // Tunnels across instances (decisions §15): calls to the instance holding a tunnel are signed with a key derived from the installation key.
+  const instanceCalls = new InstanceCalls(installationCipher.deriveKey(INSTANCE_CALL_KEY_INFO), runner);
+  let tunnelSync: RemoteTunnelSync | undefined;
   const tunnels = new TunnelServer({
     dataPlane,
     authority: {
       authenticateKey: (key) => authenticateTunnelKey((bearer) => authenticateBearer(accounts, keyUsage, bearer), key),
-      claimSubdomain: (subdomain, owner, tunnelId) => claimTunnelSubdomain(tunnelClaims, runner, subdomain, owner, tunnelId),
-      releaseSubdomain: (subdomain, tunnelId) => releaseTunnelSubdomain(tunnelClaims, subdomain, tunnelId),
+      claimSubdomain: async (subdomain, owner, tunnelId) => {
+        const result = await claimTunnelSubdomain(tunnelClaims, runner, subdomain, owner, tunnelId);
+        if (result === 'ok') tunnelSync?.changed(subdomain.toLowerCase());
+        return result;
+      },
+      releaseSubdomain: async (subdomain, tunnelId) => {
+        await releaseTunnelSubdomain(tunnelClaims, subdomain, tunnelId);
+        tunnelSync?.changed(subdomain.toLowerCase());
+      },
     },
     publicUrlFor: urlFor,
     limits: { tunnelsPerKey: config.tunnelsPerKey, streamsPerTunnel: config.streamsPerTunnel },
@@ -331,6 +347,41 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     log,
   });
   liveTunnels = () => tunnels.connectedCount();
+  const interInstanceAgents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
+  const remoteTunnelContext = { calls: instanceCalls, protocol: config.publicUrl.protocol.replace(':', ''), agents: interInstanceAgents, log };
+  if (config.databaseUrl !== undefined) {
+    if (config.instanceUrl === undefined) {
+      log('warn', 'SLIPWAY_INSTANCE_URL is not set: visitors of the tunnels held here cannot be forwarded from other instances (they get the offline tunnel page there)');
+    }
+    tunnelSync = syncRemoteTunnels({
+      coordination,
+      holders: (subdomain) => tunnelClaims.holders(subdomain),
+      liveInstances: async () => {
+        const now = new Date();
+        const [ids, urls] = await Promise.all([registry.liveIds(now), registry.liveUrls(now)]);
+        return new Map(ids.map((id) => [id, urls.get(id) ?? null]));
+      },
+      dataPlane: localPlane,
+      localTunnel: (subdomain) => tunnels.holding(subdomain),
+      dropLocal: (subdomain, tunnelId) => tunnels.relinquish(subdomain, tunnelId),
+      target: (holder, url) => new RemoteTunnel(holder, url, remoteTunnelContext),
+      self: runner,
+      resyncMs: ROUTE_RESYNC_MS,
+      log,
+    });
+  }
+  // The leader frees the names of tunnels whose instance is lost, once a dropped tunnel's grace has passed too
+  // (lost after 30 s, then 60 s): until then their visitors get the offline page and their clients take them back.
+  const releaseLostTunnels = async (): Promise<void> => {
+    if (tunnelSync === undefined || !coordination.isLeader()) return;
+    const live = await registry.liveIds(new Date(Date.now() - TUNNEL_GRACE_MS));
+    for (const subdomain of await tunnelClaims.releaseHeldOutside([...live, runner])) tunnelSync.changed(subdomain);
+  };
+  const lostTunnelTimer = setInterval(() => {
+    void releaseLostTunnels().catch((err: unknown) => log('warn', 'releasing the tunnels of a lost instance failed', { error: err }));
+  }, HEARTBEAT_MS);
+  lostTunnelTimer.unref();
+  const forwardedCalls = { calls: instanceCalls, table, log };
 
   // HTTPS (decisions §8): certificates for the hosts Slipway serves, answered by SNI on the TLS port.
   const challenges = new HttpChallenges();
@@ -447,6 +498,8 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     try {
       const problem = requestHeadProblem(req);
       if (problem !== undefined) return writeBadRequest(res, problem);
+      // Another instance forwarding a visitor of a tunnel held here: verified, or 401.
+      if (isInstanceCall(req.headers)) return serveForwardedRequest(req, res, forwardedCalls);
       if (!proxy.handleRequest(req, res)) {
         apiTurns.run(() => {
           try {
@@ -472,6 +525,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     try {
       const problem = requestHeadProblem(req);
       if (problem !== undefined) return writeRawBadRequest(socket, problem);
+      if (isInstanceCall(req.headers)) return serveForwardedUpgrade(req, socket, head, forwardedCalls);
       if (proxy.handleUpgrade(req, socket, head)) return;
       if ((req.url ?? '').split('?')[0] === '/api/v1/tunnels/connect') {
         tunnels.handleUpgrade(req, socket, head);
@@ -557,6 +611,10 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     clearInterval(heartbeatTimer);
     stopLeadershipBeat();
     stopRouteSync();
+    tunnelSync?.stop();
+    clearInterval(lostTunnelTimer);
+    interInstanceAgents.http.destroy();
+    interInstanceAgents.https.destroy();
     await lifecycle.close();
     await releaseNetworks();
     await app.close();

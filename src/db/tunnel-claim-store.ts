@@ -46,5 +46,25 @@ export function databaseTunnelClaimStore(db: Db): TunnelClaimStore {
         await trx.deleteFrom('tunnels').where((eb) => eb.or([eb('runner', '=', runner), eb('runner', 'is', null)])).execute();
       });
     },
+
+    async holders(subdomain) {
+      let query = db.selectFrom('tunnels').select(['subdomain', 'id', 'runner']);
+      if (subdomain !== undefined) query = query.where('subdomain', '=', subdomain);
+      const rows = await query.execute();
+      return rows.map((row) => ({ subdomain: row.subdomain, tunnelId: row.id, runner: row.runner }));
+    },
+
+    async releaseHeldOutside(live) {
+      return db.transaction().execute(async (trx) => {
+        let query = trx.selectFrom('tunnels').select(['id', 'subdomain']).where('runner', 'is not', null);
+        if (live.length > 0) query = query.where('runner', 'not in', [...live]);
+        const lost = await query.execute();
+        if (lost.length === 0) return [];
+        const ids = lost.map((row) => row.id);
+        await trx.deleteFrom('subdomain_claims').where('kind', '=', 'tunnel').where('owner_id', 'in', ids).execute();
+        await trx.deleteFrom('tunnels').where('id', 'in', ids).execute();
+        return lost.map((row) => row.subdomain);
+      });
+    },
   };
 }

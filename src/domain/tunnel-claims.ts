@@ -19,6 +19,13 @@ export interface TunnelClaim {
   runner: string;
 }
 
+/** Where a live tunnel is held: the instance its client is connected to (`runner`). */
+export interface TunnelHolder {
+  readonly subdomain: string;
+  readonly tunnelId: string;
+  readonly runner: string | null;
+}
+
 /**
  * Tunnels and the subdomains they hold; implemented over the database in src/db/tunnel-claim-store.ts.
  * Deployments and tunnels share one set of subdomain claims, so a subdomain has one holder.
@@ -33,6 +40,10 @@ export interface TunnelClaimStore {
   release(subdomain: string, tunnelId: string): Promise<void>;
   /** Drops every tunnel connected to `runner` (and any whose instance was never recorded). */
   releaseRunner(runner: string): Promise<void>;
+  /** Where each live tunnel is held (only `subdomain`'s when given). */
+  holders(subdomain?: string): Promise<TunnelHolder[]>;
+  /** Drops every tunnel held by an instance not in `live` (lost); returns their subdomains. */
+  releaseHeldOutside(live: readonly string[]): Promise<string[]>;
 }
 
 /** Authenticates a tunnel client: API keys only (session tokens are refused). Sets last_used_at. */

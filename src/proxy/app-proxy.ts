@@ -15,6 +15,7 @@ import {
 } from './pages.js';
 import { failResponse, openUpstreamRequest, readUpgradeAnswer, relayResponse, stripHopByHop } from './relay.js';
 import type { Route, RoutingTable, Upstream } from './routing-table.js';
+import { FORWARD_HEADER_NAMES } from '../tunnel/instance-calls.js';
 
 export interface AppProxyOptions {
   table: RoutingTable;
@@ -32,8 +33,22 @@ export interface AppProxyOptions {
 
 const DEFAULT_UPSTREAM_TIMEOUT_MS = 60_000;
 
-/** Client-address headers a visitor could spoof: dropped, and the X-Forwarded-* ones set by us. */
-const FORWARDED: ReadonlySet<string> = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'forwarded', 'x-real-ip']);
+/**
+ * Client-address headers a visitor could spoof: dropped, and the X-Forwarded-* ones set by us. The
+ * headers of a call from another instance (its visitor, signed) are dropped too: no app sees them.
+ */
+const FORWARDED: ReadonlySet<string> = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'forwarded', 'x-real-ip', ...FORWARD_HEADER_NAMES]);
+
+/** Requests forwarded by another instance (signature verified): the visitor that instance saw. */
+const forwardedVisitors = new WeakMap<IncomingMessage, { readonly for: string; readonly proto: string }>();
+
+/**
+ * Marks a request as forwarded by another instance whose signed call said who the visitor was:
+ * its X-Forwarded-For/-Proto are that visitor's, not the forwarding instance's.
+ */
+export function trustForwardedVisitor(req: IncomingMessage, visitor: { readonly for: string; readonly proto: string }): void {
+  forwardedVisitors.set(req, visitor);
+}
 
 /** Methods safe to send twice when a reused keep-alive socket turns out to be closed. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
@@ -440,7 +455,9 @@ export function displayHost(req: IncomingMessage): string {
  * The X-Forwarded-* values the edge sets. Never taken from the visitor: a client-sent
  * X-Forwarded-For would otherwise be the leftmost (and, to most apps, the "real") address.
  */
-function forwardedValues(req: IncomingMessage, protocol: string): { for: string; proto: string; host: string | undefined } {
+export function forwardedValues(req: IncomingMessage, protocol: string): { for: string; proto: string; host: string | undefined } {
+  const visitor = forwardedVisitors.get(req);
+  if (visitor !== undefined) return { for: visitor.for, proto: visitor.proto, host: req.headers.host };
   // A request that arrived over TLS (the HTTPS port) is https whatever the public URL says.
   const proto = (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : protocol;
   return { for: clientAddress(req), proto, host: req.headers.host };

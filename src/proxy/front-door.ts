@@ -25,6 +25,8 @@ export interface FrontDoorOptions {
 const MAX_SNIFF_BYTES = 16 * 1024;
 const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
 const HOST_LINE = /\r\nhost[ \t]*:[ \t]*([^\r\n]*)/i;
+/** A call from another instance (a visitor it forwards): the HTTP server verifies it, whatever its Host. */
+const FORWARD_LINE = /\r\nslipway-forward-/i;
 
 /**
  * Returns a connection handler that reads the first request head of each connection and hands the
@@ -52,7 +54,8 @@ export function frontDoor(options: FrontDoorOptions): (socket: Socket) => void {
       if (end === -1 && buffered.length < MAX_SNIFF_BYTES) return;
       stop();
       const bytes = buffered;
-      const host = end === -1 ? undefined : HOST_LINE.exec(bytes.toString('latin1', 0, end + 2))?.[1]?.trim();
+      const headText = end === -1 ? undefined : bytes.toString('latin1', 0, end + 2);
+      const host = headText === undefined || FORWARD_LINE.test(headText) ? undefined : HOST_LINE.exec(headText)?.[1]?.trim();
       let target: ConnectionTarget | undefined;
       try {
         target = host === undefined ? undefined : options.target(host, socket);
@@ -93,6 +96,8 @@ export function connectedTunnel(
   const resolution = table.resolveHost(host);
   const route = resolution?.route;
   if (resolution === null || route?.kind !== 'tunnel' || route.state !== 'connected') return undefined;
+  const serve = route.target.handleConnection?.bind(route.target);
+  if (serve === undefined) return undefined;
   const subdomain = resolution.subdomain;
-  return { handleConnection: (socket, head) => route.target.handleConnection(socket, head, host, hooks(subdomain)) };
+  return { handleConnection: (socket, head) => serve(socket, head, host, hooks(subdomain)) };
 }

@@ -24,9 +24,10 @@ export interface StreamTarget {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
   /**
    * Serves a whole visitor connection whose first request named `host` (see front-door.ts): `head`
-   * holds the bytes read so far; the socket is paused and resumed by the caller.
+   * holds the bytes read so far; the socket is paused and resumed by the caller. A target without
+   * it (a tunnel held by another instance) is served request by request through the HTTP server.
    */
-  handleConnection(socket: Socket, head: Buffer, host: string, hooks: ConnectionHooks): void;
+  handleConnection?(socket: Socket, head: Buffer, host: string, hooks: ConnectionHooks): void;
 }
 
 /**

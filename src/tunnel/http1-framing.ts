@@ -1,4 +1,5 @@
 // Streaming HTTP/1.1 framing for the tunnel's byte pipe: rewrites request heads, refuses ambiguous framing, watches responses.
+import { FORWARD_HEADER_NAMES } from './instance-calls.js';
 
 /** What the edge learns from one request head. */
 export interface RequestInfo {
@@ -58,7 +59,7 @@ export interface BrokenResponse extends ResponseChunk {
 export const MAX_RESPONSE_HEAD_BYTES = 64 * 1024;
 
 /** Request headers the edge sets itself (lowercase): the visitor's copies are dropped. */
-const EDGE_HEADER_NAMES = ['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'forwarded', 'x-real-ip'].map((name) => Buffer.from(name));
+const EDGE_HEADER_NAMES = ['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'forwarded', 'x-real-ip', ...FORWARD_HEADER_NAMES].map((name) => Buffer.from(name));
 
 const CR = 0x0d;
 const LF = 0x0a;

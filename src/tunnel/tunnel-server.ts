@@ -186,6 +186,22 @@ export class TunnelServer {
     }
   }
 
+  /** The id of the tunnel holding `subdomain` here (connected, or waiting for its client), if any. */
+  holding(subdomain: string): string | undefined {
+    const conn = this.#byName.get(subdomain);
+    return conn === undefined || conn.retired ? undefined : conn.id;
+  }
+
+  /**
+   * The tunnel `tunnelId` lost its name to a newer connection on another instance (its client
+   * reconnected there): it ends here, for good, and its route goes. The claim is already the other's.
+   */
+  relinquish(subdomain: string, tunnelId: string): void {
+    const conn = this.#byName.get(subdomain);
+    if (conn === undefined || conn.id !== tunnelId || conn.retired) return;
+    void this.#retire(conn, CLOSE_REPLACED, { error: 'tunnel_replaced', message: `A newer connection on another instance took over ${subdomain}.` });
+  }
+
   /** Closes every tunnel (clients will try to reconnect) and releases their names. */
   async close(): Promise<void> {
     this.#closed = true;

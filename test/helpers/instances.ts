@@ -20,6 +20,8 @@ export interface Instance {
 export interface Cluster {
   readonly instances: Instance[];
   readonly adminToken: string;
+  /** The installation key every instance shares (base64), for tests that sign inter-instance calls themselves. */
+  readonly secretKey: string;
   /** Starts (or starts again) an instance on its own data directory and port. */
   start(instance: Instance): Promise<void>;
   /** kill -9 of the instance: its supervisor and its server process, nothing shut down cleanly. */
@@ -84,6 +86,7 @@ export async function startCluster(databaseUrl: string, count: number, extraEnv:
   return {
     instances,
     adminToken,
+    secretKey,
     start,
     kill,
     close: async () => {

@@ -1,0 +1,276 @@
+// Tunnels across instances (decisions §15): a tunnel held by one instance is reached through every other edge; forged calls reach nothing.
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { ValueCipher } from '../../src/secrets/value-cipher.js';
+import { INSTANCE_CALL_KEY_INFO, InstanceCalls } from '../../src/tunnel/instance-calls.js';
+import { runTunnelClient } from '../../src/tunnel/tunnel-client.js';
+import { eventually } from '../helpers/apps.js';
+import { startCluster, type Cluster, type Instance } from '../helpers/instances.js';
+import { removeInstanceObjects, testDatabase } from '../helpers/server.js';
+
+const MiB = 1024 * 1024;
+/** The visitor's own address: not the one instances use to reach each other (127.0.0.1). */
+const VISITOR_ADDRESS = '127.0.0.2';
+
+interface Seen {
+  method: string;
+  url: string;
+  forwardedFor: string | undefined;
+  forwardHeaders: string[];
+}
+
+/** The app behind the tunnel: GET /bytes?n= streams n bytes; POST /echo streams its body back as it arrives. */
+async function startLocalApp(): Promise<{ port: number; seen: Seen[]; close(): Promise<void> }> {
+  const seen: Seen[] = [];
+  const server = http.createServer((req, res) => {
+    seen.push({
+      method: req.method ?? '',
+      url: req.url ?? '',
+      forwardedFor: req.headers['x-forwarded-for'] as string | undefined,
+      forwardHeaders: Object.keys(req.headers).filter((name) => name.startsWith('slipway-forward-')),
+    });
+    const url = new URL(req.url ?? '/', 'http://app.invalid');
+    if (req.method === 'POST' && url.pathname === '/echo') {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      req.pipe(res);
+      return;
+    }
+    if (url.pathname === '/bytes') {
+      const total = Number(url.searchParams.get('n'));
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': total });
+      let sent = 0;
+      const more = (): void => {
+        while (sent < total) {
+          const chunk = pattern(sent, Math.min(64 * 1024, total - sent));
+          sent += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', more);
+        }
+        res.end();
+      };
+      more();
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.end(`hello from the tunnel; you are ${String(req.headers['x-forwarded-for'])}\n`);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    seen,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** Deterministic bytes, so either end can check what it got. */
+function pattern(offset: number, length: number): Buffer {
+  const out = Buffer.alloc(length);
+  for (let i = 0; i < length; i++) out[i] = (offset + i) % 251;
+  return out;
+}
+
+interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/** A request to an instance's edge from the visitor's address, with the tunnel's Host. */
+function visit(instance: Instance, host: string, options: { method?: string; path?: string; headers?: Record<string, string>; body?: Buffer } = {}): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: '127.0.0.1', localAddress: VISITOR_ADDRESS, port: instance.port, method: options.method ?? 'GET', path: options.path ?? '/', headers: { host, ...options.headers }, agent: false, timeout: 60_000 },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+/**
+ * POSTs `total` bytes to /echo in 1 MiB pieces, sending each piece only once the previous one has
+ * come back: the body must stream both ways through both instances (neither buffers it whole).
+ */
+function echoInLockstep(instance: Instance, host: string, total: number): Promise<{ status: number; received: Buffer }> {
+  return new Promise((resolve, reject) => {
+    let sent = 0;
+    let received = 0;
+    const chunks: Buffer[] = [];
+    const req = http.request({ host: '127.0.0.1', localAddress: VISITOR_ADDRESS, port: instance.port, method: 'POST', path: '/echo', headers: { host, 'content-type': 'application/octet-stream' }, agent: false, timeout: 60_000 });
+    const sendNext = (): void => {
+      if (sent >= total) return void req.end();
+      const piece = pattern(sent, Math.min(MiB, total - sent));
+      sent += piece.length;
+      req.write(piece);
+    };
+    req.on('response', (res) => {
+      res.on('data', (chunk: Buffer) => {
+        chunks.push(chunk);
+        received += chunk.length;
+        if (received === sent) sendNext();
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, received: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout: the echo did not stream back')));
+    req.on('error', reject);
+    req.flushHeaders();
+    sendNext();
+  });
+}
+
+function startClient(serverUrl: string, apiKey: string, port: number, subdomain: string): { connected: Promise<string>; stop(): Promise<void> } {
+  const controller = new AbortController();
+  let connected!: (url: string) => void;
+  const ready = new Promise<string>((resolve) => (connected = resolve));
+  const done = runTunnelClient({
+    serverUrl,
+    apiKey,
+    port,
+    subdomain,
+    maxBackoffMs: 300,
+    signal: controller.signal,
+    onEvent: (event) => {
+      if (event.type === 'connected') connected(event.url);
+    },
+  }).catch(() => undefined);
+  return {
+    connected: ready,
+    stop: async () => {
+      controller.abort();
+      await done;
+    },
+  };
+}
+
+describe('tunnels across instances on one PostgreSQL', async () => {
+  const database = await testDatabase();
+  // The SQLite pass has no PostgreSQL: scripts/test.mjs runs test/ha in its PostgreSQL pass only.
+  if (database === undefined) return;
+  let cluster: Cluster;
+  let local: Awaited<ReturnType<typeof startLocalApp>>;
+  let apiKey: string;
+  const clients: Array<{ stop(): Promise<void> }> = [];
+  const subdomain = `xtun-${process.pid}`;
+  const host = `${subdomain}.localhost`;
+  /** Instance ids by URL, from the registry. */
+  const ids = new Map<string, string>();
+
+  before(async () => {
+    local = await startLocalApp();
+    cluster = await startCluster(database.url, 3);
+    const [a] = cluster.instances as [Instance];
+    const key = await a.request('POST', '/api/v1/api-keys', { token: cluster.adminToken, body: { name: 'xtun' } });
+    assert.equal(key.status, 201, key.text);
+    apiKey = key.json.key as string;
+    const listed = await a.request('GET', '/api/v1/instances', { token: cluster.adminToken });
+    for (const instance of listed.json as Array<{ id: string; url: string }>) ids.set(instance.url, instance.id);
+  });
+  after(async () => {
+    for (const client of clients) await client.stop();
+    await cluster?.close();
+    await local?.close();
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    const installation = (await client.query<{ id: string }>('select id from instance')).rows[0]?.id;
+    await client.end();
+    if (installation !== undefined) await removeInstanceObjects(installation);
+    await database.drop();
+  });
+
+  test('a tunnel held by one instance is reached through the others\' edges: a GET and a POST of a few MiB, streamed', async () => {
+    const [a, b, c] = cluster.instances as [Instance, Instance, Instance];
+    const client = startClient(a.url, apiKey, local.port, subdomain);
+    clients.push(client);
+    await client.connected;
+    for (const instance of [a, b, c]) {
+      await eventually(async () => ((await visit(instance, host)).status === 200 ? true : undefined), 30_000, `the tunnel through ${instance.name}`);
+    }
+    // The visitor's own address reaches the app, not the forwarding instance's; no call header does.
+    const hello = await visit(b, host);
+    assert.equal(hello.body.toString(), `hello from the tunnel; you are ${VISITOR_ADDRESS}\n`);
+    assert.ok(local.seen.every((s) => s.forwardHeaders.length === 0), JSON.stringify(local.seen));
+
+    const size = 4 * MiB;
+    const got = await visit(b, host, { path: `/bytes?n=${size}` });
+    assert.equal(got.status, 200);
+    assert.equal(got.body.length, size);
+    assert.ok(got.body.equals(pattern(0, size)), 'the GET body arrives intact');
+
+    const echoed = await echoInLockstep(c, host, size);
+    assert.equal(echoed.status, 200);
+    assert.equal(echoed.received.length, size);
+    assert.ok(echoed.received.equals(pattern(0, size)), 'the POST body streams there and back intact');
+  });
+
+  test('forged, replayed, expired or misdirected inter-instance calls are answered 401 and reach nothing', async () => {
+    const [a, b] = cluster.instances as [Instance, Instance, Instance];
+    const holder = ids.get(a.url);
+    assert.ok(holder !== undefined);
+    const key = new ValueCipher(Buffer.from(cluster.secretKey, 'base64')).deriveKey(INSTANCE_CALL_KEY_INFO);
+    const facts = { method: 'GET', host, path: '/', forwardedFor: '203.0.113.9', proto: 'http', target: holder };
+    const asHeaders = (raw: string[]): Record<string, string> => {
+      const out: Record<string, string> = {};
+      for (let i = 0; i + 1 < raw.length; i += 2) out[raw[i] as string] = raw[i + 1] as string;
+      return out;
+    };
+    // A good call first: it reaches the tunnel once, with the visitor it names.
+    const good = asHeaders(new InstanceCalls(key, 'test').sign(facts));
+    const before = local.seen.length;
+    const served = await visit(a, host, { headers: good });
+    assert.equal(served.status, 200, served.body.toString());
+    assert.equal(served.body.toString(), 'hello from the tunnel; you are 203.0.113.9\n');
+    assert.equal(local.seen.length, before + 1);
+
+    const refused: Array<[string, Record<string, string>, Instance]> = [
+      ['replayed', good, a],
+      ['forged (another key)', asHeaders(new InstanceCalls(crypto.randomBytes(32), 'test').sign(facts)), a],
+      ['signed with the installation key itself', asHeaders(new InstanceCalls(Buffer.from(cluster.secretKey, 'base64'), 'test').sign(facts)), a],
+      ['expired', asHeaders(new InstanceCalls(key, 'test', { now: () => Date.now() - 120_000 }).sign(facts)), a],
+      ['for another instance', asHeaders(new InstanceCalls(key, 'test').sign(facts)), b],
+      ['for another path', asHeaders(new InstanceCalls(key, 'test').sign({ ...facts, path: '/admin' })), a],
+    ];
+    for (const [what, headers, via] of refused) {
+      const res = await visit(via, host, { headers });
+      assert.equal(res.status, 401, `${what}: ${res.body.toString()}`);
+      const body = JSON.parse(res.body.toString()) as { error: string; message: string };
+      assert.equal(body.error, 'unauthorized', what);
+      assert.equal(typeof body.message, 'string');
+    }
+    // A forged upgrade too.
+    const upgrade = await visit(a, host, { headers: { ...asHeaders(new InstanceCalls(crypto.randomBytes(32), 'test').sign(facts)), connection: 'Upgrade', upgrade: 'websocket' } });
+    assert.equal(upgrade.status, 401);
+    assert.equal(local.seen.length, before + 1, 'nothing refused reached the tunnel');
+  });
+
+  test('its holder killed, the host answers as an offline tunnel; the client reconnecting to another instance takes the name back', async () => {
+    const [a, b, c] = cluster.instances as [Instance, Instance, Instance];
+    await cluster.kill(a);
+    await eventually(async () => {
+      const res = await visit(c, host);
+      return res.status === 503 && /no tunnel client is connected/.test(res.body.toString()) ? true : undefined;
+    }, 30_000, 'the offline page through instance 2');
+    for (const client of clients.splice(0)) await client.stop();
+    // The client comes back through another instance (a load balancer would send it anywhere).
+    const again = startClient(b.url, apiKey, local.port, subdomain);
+    clients.push(again);
+    await again.connected;
+    for (const instance of [b, c]) {
+      await eventually(async () => ((await visit(instance, host)).status === 200 ? true : undefined), 30_000, `the tunnel again through ${instance.name}`);
+    }
+    const got = await visit(c, host, { path: `/bytes?n=${MiB}` });
+    assert.ok(got.body.equals(pattern(0, MiB)));
+  });
+});
