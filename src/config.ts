@@ -85,8 +85,12 @@ export interface Config {
   readonly haproxyBinary: string | undefined;
   /** SLIPWAY_HAPROXY_THREADS: HAProxy's threads; by default half the CPUs (at least 1), the rest left to Node and the apps. */
   readonly haproxyThreads: number;
-  /** SLIPWAY_RUNTIME: where apps run; `docker` (one engine) only, for now (`swarm` is refused with a reason). */
-  readonly runtime: 'docker';
+  /** SLIPWAY_RUNTIME: where apps run; `docker` (one engine) or `swarm` (services on the swarm whose manager the engine is). */
+  readonly runtime: 'docker' | 'swarm';
+  /** SLIPWAY_REGISTRY (`host[:port][/prefix]`, with SLIPWAY_REGISTRY_USERNAME/_PASSWORD): where images go under `swarm`. */
+  readonly registry: { readonly address: string; readonly username?: string; readonly password?: string } | undefined;
+  /** SLIPWAY_SWARM_PROBE: a static busybox present on every node, mounted into each task for its health check. */
+  readonly swarmProbePath: string;
 }
 
 /** HTTPS settings (SLIPWAY_HTTPS_PORT and the ACME/operator certificate settings). */
@@ -158,12 +162,31 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   return value;
 }
 
-/** SLIPWAY_RUNTIME (decisions §16): `docker`; `swarm` is named in the contract but not built yet, and says so. */
-function appRuntime(env: Env): 'docker' {
+/** SLIPWAY_RUNTIME (decisions §16): `docker` (one engine) or `swarm` (which needs SLIPWAY_REGISTRY). */
+function appRuntime(env: Env): 'docker' | 'swarm' {
   const raw = text(env, 'SLIPWAY_RUNTIME')?.toLowerCase();
   if (raw === undefined || raw === 'docker') return 'docker';
-  if (raw === 'swarm') throw new ConfigError('SLIPWAY_RUNTIME=swarm is not available in this version: apps run on one engine (SLIPWAY_RUNTIME=docker); see docs/swarm.md');
+  if (raw === 'swarm') {
+    if (text(env, 'SLIPWAY_REGISTRY') === undefined) {
+      throw new ConfigError('SLIPWAY_RUNTIME=swarm needs SLIPWAY_REGISTRY (host[:port][/prefix] of a registry every node can pull from; see docs/swarm.md)');
+    }
+    return 'swarm';
+  }
   throw new ConfigError(`SLIPWAY_RUNTIME must be docker or swarm, got "${raw}"`);
+}
+
+/** SLIPWAY_REGISTRY and its credentials (both or neither). */
+function registrySettings(env: Env): Config['registry'] {
+  const address = text(env, 'SLIPWAY_REGISTRY');
+  if (address === undefined) return undefined;
+  // A registry host (a dot, a port or localhost makes it one, not a Docker Hub user), then an optional lowercase path.
+  if (!/^[A-Za-z0-9.-]+(?::\d{1,5})?(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*$/.test(address) || !/[.:]|^localhost(?:[:/]|$)/.test(address)) {
+    throw new ConfigError(`SLIPWAY_REGISTRY must be host[:port][/prefix] (a registry host with a dot or a port, a lowercase prefix), got "${address}"`);
+  }
+  const username = text(env, 'SLIPWAY_REGISTRY_USERNAME');
+  const password = text(env, 'SLIPWAY_REGISTRY_PASSWORD');
+  if ((username === undefined) !== (password === undefined)) throw new ConfigError('SLIPWAY_REGISTRY_USERNAME and SLIPWAY_REGISTRY_PASSWORD are set together or not at all');
+  return username === undefined || password === undefined ? { address } : { address, username, password };
 }
 
 function oneOf<T extends string>(env: Env, name: string, values: readonly T[], fallback: T): T {
@@ -288,6 +311,8 @@ export function loadConfig(env: Env = process.env): Config {
     haproxyBinary: absolutePath(env, 'SLIPWAY_HAPROXY_BIN'),
     haproxyThreads: integer(env, 'SLIPWAY_HAPROXY_THREADS', Math.max(1, Math.floor(os.availableParallelism() / 2)), 1, 64),
     runtime: appRuntime(env),
+    registry: registrySettings(env),
+    swarmProbePath: absolutePath(env, 'SLIPWAY_SWARM_PROBE') ?? '/bin/busybox',
     secretKey: secretKey(env, 'SLIPWAY_SECRET_KEY'),
     newSecretKey: secretKey(env, 'SLIPWAY_NEW_SECRET_KEY'),
   };

@@ -15,6 +15,10 @@ import { MetricsHistory } from './domain/metrics-history.js';
 import { planRecovery } from './deploy/reconcile.js';
 import { DockerRuntime } from './runtime/docker/docker-runtime.js';
 import { dockerNodes } from './runtime/docker/docker-nodes.js';
+import { SwarmRuntime } from './runtime/swarm/swarm-runtime.js';
+import { swarmNodes } from './runtime/swarm/swarm-nodes.js';
+import type { AppRuntime } from './runtime/app-runtime.js';
+import type { NodeDirectory } from './domain/nodes.js';
 import { appUrl, ConfigError, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
 import { databaseDeploymentStore } from './db/deployment-store.js';
@@ -65,7 +69,7 @@ import { RoutingTable, type Upstream } from './proxy/routing-table.js';
 import { findHaproxy } from './proxy/haproxy/haproxy-binary.js';
 import { HaproxyDataPlane, haproxyFiles, listenForHaproxy } from './proxy/haproxy/haproxy-data-plane.js';
 import { proxyProtocolListener } from './proxy/proxy-protocol.js';
-import { createDockerEngine } from './runtime/docker/docker-engine.js';
+import { createDockerClient, createDockerEngine } from './runtime/docker/docker-engine.js';
 import type { ContainerEngine } from './runtime/engine.js';
 import { SourceStore } from './source/source-store.js';
 import { TunnelServer } from './tunnel/tunnel-server.js';
@@ -222,7 +226,17 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
   // Serve first (docs/decisions.md, "Recovery that serves first"): routes come from one look at the
   // engine; releases whose containers stopped answer 503 `starting` and are started again behind the listener.
   // Start-up routes are this instance's own (the others have theirs): the local plane, not announced.
-  const runtime = new DockerRuntime(engine);
+  // SLIPWAY_RUNTIME (decisions §16): one engine's containers, or services on the swarm that engine manages.
+  let runtime: AppRuntime;
+  let nodeDirectory: NodeDirectory;
+  if (config.runtime === 'swarm' && config.registry !== undefined) {
+    const manager = createDockerClient(config.dockerHost);
+    runtime = new SwarmRuntime(manager, engine, { registry: config.registry, probePath: config.swarmProbePath });
+    nodeDirectory = swarmNodes(manager, instanceId);
+  } else {
+    runtime = new DockerRuntime(engine);
+    nodeDirectory = dockerNodes(engine, instanceId);
+  }
   const planned = await planRecovery({ store: deployments, engine, runtime, dataPlane: localPlane, dataDir: config.dataDir, instanceId, log }, engineUp);
   // Strays are removed only by a leader alone: with other instances live, a container not yet
   // recorded may be another instance's build in flight.
@@ -278,7 +292,8 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
       gitEnv: lifecycleGitEnv,
     },
   });
-  const stopWatching = lifecycle.watchLiveContainers(5_000, () => coordination.isLeader());
+  // Under swarm replicas move between nodes on their own: the edge follows them within a few seconds.
+  const stopWatching = lifecycle.watchLiveContainers(config.runtime === 'swarm' ? 2_000 : 5_000, () => coordination.isLeader());
   const stopSampling = startMetricsSampler({
     history: metricsHistory,
     liveContainers: () => deployments.liveContainers(),
@@ -461,7 +476,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     certificates: certificates ?? NO_CERTIFICATES,
     instances: registry,
     sharedUploads,
-    nodes: dockerNodes(engine, instanceId),
+    nodes: nodeDirectory,
     health: async () => {
       const checks: Record<string, { ok: boolean; detail?: string }> = {};
       try {

@@ -29,11 +29,24 @@ describe('loadConfig', () => {
     assert.equal(config.dockerHost, undefined);
   });
 
-  test('SLIPWAY_RUNTIME: docker by default and when named; swarm is refused with the reason; anything else is refused', () => {
+  test('SLIPWAY_RUNTIME: docker by default and when named; swarm needs SLIPWAY_REGISTRY; anything else is refused', () => {
     assert.equal(loadConfig({}).runtime, 'docker');
     assert.equal(loadConfig({ SLIPWAY_RUNTIME: 'docker' }).runtime, 'docker');
-    refuses({ SLIPWAY_RUNTIME: 'swarm' }, /swarm is not available in this version/);
+    refuses({ SLIPWAY_RUNTIME: 'swarm' }, /SLIPWAY_RUNTIME=swarm needs SLIPWAY_REGISTRY/);
     refuses({ SLIPWAY_RUNTIME: 'kubernetes' }, /must be docker or swarm/);
+    const swarm = loadConfig({ SLIPWAY_RUNTIME: 'swarm', SLIPWAY_REGISTRY: '10.0.0.5:5000/apps' });
+    assert.equal(swarm.runtime, 'swarm');
+    assert.deepEqual(swarm.registry, { address: '10.0.0.5:5000/apps' });
+    assert.equal(swarm.swarmProbePath, '/bin/busybox');
+    assert.deepEqual(loadConfig({ SLIPWAY_REGISTRY: 'registry.example.com', SLIPWAY_REGISTRY_USERNAME: 'u', SLIPWAY_REGISTRY_PASSWORD: 'p' }).registry, {
+      address: 'registry.example.com',
+      username: 'u',
+      password: 'p',
+    });
+    refuses({ SLIPWAY_REGISTRY: 'someuser' }, /SLIPWAY_REGISTRY must be host\[:port\]\[\/prefix\]/);
+    refuses({ SLIPWAY_REGISTRY: 'reg.example.com/Upper' }, /SLIPWAY_REGISTRY must be/);
+    refuses({ SLIPWAY_REGISTRY: 'reg.example.com', SLIPWAY_REGISTRY_USERNAME: 'u' }, /set together/);
+    refuses({ SLIPWAY_SWARM_PROBE: 'busybox' }, /absolute path/);
   });
 
   test('values are parsed', () => {

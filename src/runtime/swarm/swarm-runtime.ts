@@ -1,0 +1,342 @@
+// The swarm runtime: a deployment is one Swarm service whose tasks run on the swarm's nodes, reached directly at each task's node port.
+import crypto from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type Dockerode from 'dockerode';
+import type { Upstream } from '../../core/upstream.js';
+import { appPort, ReleaseError, releaseEnv } from '../../deploy/release.js';
+import { prepareVolumes } from '../../deploy/volumes.js';
+import type { AppRuntime, ReleaseState, ReleaseTarget, ReplicaStats, StartedRelease, StartReleaseOptions } from '../app-runtime.js';
+import type { ContainerEngine } from '../engine.js';
+import { LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED } from '../engine.js';
+import { mergeReplicaLogs } from '../replica-logs.js';
+import { pushImage, registryAuth, registryRef, type RegistrySettings } from './registry-push.js';
+import { LABEL_RELEASE, LABEL_REPLICAS, serviceSpec, servingTasks, taskRelease, type ServiceSpec, type SwarmNode, type SwarmService, type SwarmTask } from './swarm-service.js';
+import { serviceLogs, taskLogs } from './swarm-logs.js';
+
+export interface SwarmRuntimeOptions {
+  readonly registry: RegistrySettings;
+  /** A static busybox on every node, mounted read-only into each task for its health check. */
+  readonly probePath: string;
+}
+
+/** Attempts of a service update that meets "update out of sequence" (another update came first). */
+const UPDATE_ATTEMPTS = 5;
+/** How often a rollout is looked at. */
+const POLL_MS = 500;
+/** How long a task may wait with "no suitable node" before the release is given up. */
+const UNPLACEABLE_MS = 10_000;
+/** Beyond the start-up timeout: the pull and the rollout's steps. */
+const ROLLOUT_MARGIN_MS = 60_000;
+
+/** A release's id under `swarm`: `<service id>/<release>`. */
+export function parseReleaseId(id: string): { serviceId: string; release: string } {
+  const slash = id.indexOf('/');
+  return slash === -1 ? { serviceId: id, release: '' } : { serviceId: id.slice(0, slash), release: id.slice(slash + 1) };
+}
+
+function statusOf(err: unknown): number | undefined {
+  return typeof err === 'object' && err !== null && 'statusCode' in err ? Number((err as { statusCode: unknown }).statusCode) : undefined;
+}
+
+const outOfSequence = (err: unknown): boolean => err instanceof Error && err.message.includes('update out of sequence');
+
+/** Runs releases as Swarm services on the swarm whose manager `docker` is (decisions §16). */
+export class SwarmRuntime implements AppRuntime {
+  readonly #docker: Dockerode;
+  readonly #engine: ContainerEngine;
+  readonly #options: SwarmRuntimeOptions;
+
+  constructor(docker: Dockerode, engine: ContainerEngine, options: SwarmRuntimeOptions) {
+    this.#docker = docker;
+    this.#engine = engine;
+    this.#options = options;
+  }
+
+  async startRelease(target: ReleaseTarget, options: StartReleaseOptions): Promise<StartedRelease> {
+    const say = options.onOutput ?? ((): void => undefined);
+    const { signal } = options;
+    if (target.volumes.length > 0 && target.replicas > 1) throw new ReleaseError('a deployment with volumes runs one replica (its volumes are local to one node)');
+    const port = await appPort(this.#engine, target.image);
+    const image = registryRef(this.#options.registry, target.deploymentId, target.buildId);
+    say(`==> pushing the image to ${this.#options.registry.address} (${image})\n`);
+    await pushImage(this.#docker, target.image, image, this.#options.registry, signal).catch((err: unknown) => {
+      throw new ReleaseError(`the image could not be pushed to the registry ${this.#options.registry.address}: ${err instanceof Error ? err.message : String(err)}`);
+    });
+    signal.throwIfAborted();
+    const existing = await this.#serviceOf(target.instanceId, target.deploymentId);
+    const release = crypto.randomBytes(6).toString('hex');
+    let pinnedNode: string | null = null;
+    let volumes: Array<{ source: string; target: string }> = [];
+    if (target.volumes.length > 0) {
+      // Volumes live on one node: the one the service is pinned to already, else this manager's own.
+      const constraint = existing?.Spec?.TaskTemplate?.Placement?.Constraints?.find((c) => c.startsWith('node.id=='));
+      pinnedNode = constraint?.slice('node.id=='.length) ?? (await this.#localNodeId());
+      volumes = await prepareVolumes(this.#engine, target.instanceId, target.deploymentId, target.volumes);
+    }
+    const spec = serviceSpec({
+      target,
+      name: existing?.Spec?.Name ?? `slipway-${crypto.createHash('sha256').update(target.instanceId).digest('hex').slice(0, 8)}-${target.deploymentId}`,
+      release,
+      image,
+      port,
+      env: releaseEnv(target.vars, port),
+      startupTimeoutMs: options.timeoutMs,
+      probeSource: this.#options.probePath,
+      volumes,
+      pinnedNode,
+      forceUpdate: (existing?.Spec?.TaskTemplate?.ForceUpdate ?? 0) + 1,
+    });
+    const replicas = Math.max(1, target.replicas);
+    say(`==> rolling out ${replicas} replica${replicas === 1 ? '' : 's'} (start-first: each new one answers its health check before an old one stops)\n`);
+    let serviceId: string;
+    const since = Date.now();
+    if (existing === undefined) {
+      const created = (await this.#docker.createService({ ...spec, authconfig: registryAuth(this.#options.registry) } as unknown as Dockerode.CreateServiceOptions)) as { id?: string; ID?: string };
+      serviceId = created.id ?? created.ID ?? '';
+    } else {
+      serviceId = existing.ID;
+      await this.#update(serviceId, () => spec);
+    }
+    const id = `${serviceId}/${release}`;
+    try {
+      const upstreams = await this.#waitRollout(serviceId, release, replicas, existing !== undefined, say, {
+        deadline: Date.now() + options.timeoutMs + ROLLOUT_MARGIN_MS,
+        since,
+        signal,
+      });
+      say(`==> all ${replicas} replica${replicas === 1 ? '' : 's'} answer: ${upstreams.map((u) => `${u.host}:${u.port}`).join(', ')}\n`);
+      return { id, upstreams };
+    } catch (err) {
+      // Nothing of a failed release is left: a new service goes, an update is rolled back to what served.
+      if (existing === undefined) await this.#removeService(serviceId).catch(() => undefined);
+      else await this.#rollBack(serviceId, release).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  async resumeRelease(id: string, _check: { readonly image: string | null; readonly healthCheckPath: string | null }, options: StartReleaseOptions): Promise<StartedRelease> {
+    const { serviceId, release } = parseReleaseId(id);
+    const service = await this.#inspect(serviceId);
+    if (service === undefined || service.Spec?.Labels?.[LABEL_RELEASE] !== release) throw new ReleaseError('the release\'s service is gone');
+    const replicas = Number(service.Spec.Labels[LABEL_REPLICAS] ?? '1');
+    if ((service.Spec.Mode?.Replicated?.Replicas ?? 0) !== replicas) {
+      await this.#update(serviceId, (spec) => ({ ...spec, Mode: { Replicated: { Replicas: replicas } } }));
+    }
+    const upstreams = await this.#waitRollout(serviceId, release, replicas, false, options.onOutput ?? (() => undefined), {
+      deadline: Date.now() + options.timeoutMs + ROLLOUT_MARGIN_MS,
+      since: Date.now(),
+      signal: options.signal,
+    });
+    return { id, upstreams };
+  }
+
+  async inspectReleases(instanceId: string, ids: readonly string[]): Promise<Map<string, ReleaseState>> {
+    const out = new Map<string, ReleaseState>();
+    if (ids.length === 0) return out;
+    const [services, tasks, nodes] = await Promise.all([
+      this.#docker.listServices({ filters: { label: [`${LABEL_MANAGED}=true`, `${LABEL_INSTANCE}=${instanceId}`] } }) as Promise<SwarmService[]>,
+      this.#docker.listTasks({ filters: { 'desired-state': ['running'] } }) as Promise<SwarmTask[]>,
+      this.#nodes(),
+    ]);
+    const byId = new Map(services.map((s) => [s.ID, s]));
+    for (const id of ids) {
+      const service = byId.get(parseReleaseId(id).serviceId);
+      if (service === undefined) continue;
+      const replicas = Number(service.Spec?.Labels?.[LABEL_REPLICAS] ?? '1');
+      const scaled = service.Spec?.Mode?.Replicated?.Replicas ?? 0;
+      const own = tasks.filter((t) => t.ServiceID === service.ID);
+      out.set(id, {
+        id,
+        replicas,
+        upstreams: servingTasks(own, nodes, replicas).map((s) => s.upstream),
+        // Swarm replaces a task that dies or whose node is lost; only a service scaled down by hand needs recovery.
+        lost: Math.max(0, replicas - scaled),
+      });
+    }
+    return out;
+  }
+
+  async stopRelease(id: string, timeoutSeconds: number): Promise<void> {
+    const { serviceId, release } = parseReleaseId(id);
+    const service = await this.#inspect(serviceId);
+    // A later release took the service over: this one's tasks are already gone.
+    if (service === undefined || service.Spec?.Labels?.[LABEL_RELEASE] !== release) return;
+    await this.#update(serviceId, (spec) => ({ ...spec, Mode: { Replicated: { Replicas: 0 } } }));
+    const deadline = Date.now() + (timeoutSeconds + 30) * 1000;
+    while (Date.now() < deadline) {
+      const tasks = (await this.#docker.listTasks({ filters: { service: [serviceId] } })) as SwarmTask[];
+      if (!tasks.some((t) => t.Status?.State === 'running' || t.Status?.State === 'starting')) return;
+      await sleep(POLL_MS);
+    }
+  }
+
+  async removeRelease(id: string): Promise<void> {
+    const { serviceId, release } = parseReleaseId(id);
+    const service = await this.#inspect(serviceId);
+    if (service === undefined || service.Spec?.Labels?.[LABEL_RELEASE] !== release) return;
+    await this.#removeService(serviceId);
+  }
+
+  releaseLogs(id: string, options: { tail?: number | undefined; follow: boolean; signal: AbortSignal }): AsyncIterable<string> {
+    const { serviceId } = parseReleaseId(id);
+    const docker = this.#docker;
+    const nodes = (): Promise<Map<string, SwarmNode>> => this.#nodes();
+    return (async function* logs(): AsyncIterable<string> {
+      const service = (await docker.getService(serviceId).inspect()) as SwarmService;
+      const replicas = Number(service.Spec?.Labels?.[LABEL_REPLICAS] ?? '1');
+      if (replicas <= 1) {
+        yield* serviceLogs(docker, serviceId, options);
+        return;
+      }
+      // Several replicas: each running task's output (read through the manager, wherever it runs), merged.
+      const tasks = (await docker.listTasks({ filters: { service: [serviceId], 'desired-state': ['running'] } })) as SwarmTask[];
+      const serving = servingTasks(tasks, await nodes(), 1);
+      const sources = serving.map((s) => (o: { tail?: number | undefined; follow: boolean; signal: AbortSignal }) => taskLogs(docker, s.task.ID, { ...o, timestamps: true }));
+      yield* mergeReplicaLogs(sources, options);
+    })();
+  }
+
+  async releaseStats(id: string, signal?: AbortSignal): Promise<ReplicaStats[]> {
+    const { serviceId } = parseReleaseId(id);
+    const local = await this.#localNodeId();
+    const tasks = (await this.#docker.listTasks({ filters: { service: [serviceId], 'desired-state': ['running'] } })) as SwarmTask[];
+    // The manager's engine reads the figures of the replicas it runs itself; a worker's are out of its reach (docs/swarm.md).
+    const stats = await Promise.all(
+      tasks
+        .filter((t) => t.Status?.State === 'running' && t.NodeID === local && t.Status.ContainerStatus?.ContainerID !== undefined)
+        .map(async (t) => {
+          const s = await this.#engine.containerStats(t.Status?.ContainerStatus?.ContainerID ?? '', signal).catch(() => null);
+          return s === null ? [] : [{ ...s, replica: t.Slot ?? 0 }];
+        }),
+    );
+    return stats.flat().sort((a, b) => a.replica - b.replica);
+  }
+
+  // ---- internals ----
+
+  async #serviceOf(instanceId: string, deploymentId: string): Promise<SwarmService | undefined> {
+    const services = (await this.#docker.listServices({
+      filters: { label: [`${LABEL_MANAGED}=true`, `${LABEL_INSTANCE}=${instanceId}`, `${LABEL_DEPLOYMENT}=${deploymentId}`] },
+    })) as SwarmService[];
+    return services[0];
+  }
+
+  async #inspect(serviceId: string): Promise<SwarmService | undefined> {
+    try {
+      return (await this.#docker.getService(serviceId).inspect()) as SwarmService;
+    } catch (err) {
+      if (statusOf(err) === 404) return undefined;
+      throw err;
+    }
+  }
+
+  async #nodes(): Promise<Map<string, SwarmNode>> {
+    return new Map(((await this.#docker.listNodes()) as SwarmNode[]).map((n) => [n.ID, n]));
+  }
+
+  async #localNodeId(): Promise<string> {
+    const info = (await this.#docker.info()) as { Swarm?: { NodeID?: string } };
+    return info.Swarm?.NodeID ?? '';
+  }
+
+  async #removeService(serviceId: string): Promise<void> {
+    try {
+      await this.#docker.getService(serviceId).remove();
+    } catch (err) {
+      if (statusOf(err) !== 404) throw err;
+    }
+  }
+
+  /** Updates a service's spec with the version it was read at; "update out of sequence" reads it again and retries. */
+  async #update(serviceId: string, change: (spec: ServiceSpec) => ServiceSpec, query: Record<string, string> = {}): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const service = await this.#inspect(serviceId);
+      if (service === undefined) throw new ReleaseError('the service is gone');
+      try {
+        await this.#docker.getService(serviceId).update({
+          _query: { version: service.Version?.Index ?? 0, ...query },
+          _body: change(service.Spec ?? {}),
+          authconfig: registryAuth(this.#options.registry),
+        } as unknown as Dockerode.ServiceSpec & { version: number });
+        return;
+      } catch (err) {
+        if (outOfSequence(err) && attempt < UPDATE_ATTEMPTS) continue;
+        throw err;
+      }
+    }
+  }
+
+  /** A failed update: rolled back to the previous spec unless swarm already did (it serves the previous release). */
+  async #rollBack(serviceId: string, release: string): Promise<void> {
+    const service = await this.#inspect(serviceId);
+    if (service === undefined || service.Spec?.Labels?.[LABEL_RELEASE] !== release) return;
+    await this.#update(serviceId, () => ({}), { rollback: 'previous' });
+  }
+
+  /**
+   * Waits until `replicas` tasks of `release` run (healthy: a task with a health check runs only
+   * once it passes) and, for an update, swarm has finished it. Throws ReleaseError with the node's
+   * error when a task fails, cannot be placed, or swarm rolls the update back.
+   */
+  async #waitRollout(
+    serviceId: string,
+    release: string,
+    replicas: number,
+    update: boolean,
+    say: (text: string) => void,
+    bounds: { deadline: number; since: number; signal: AbortSignal },
+  ): Promise<Upstream[]> {
+    const seen = new Set<string>();
+    for (;;) {
+      bounds.signal.throwIfAborted();
+      const [service, tasks, nodes] = await Promise.all([
+        this.#inspect(serviceId),
+        this.#docker.listTasks({ filters: { service: [serviceId] } }) as Promise<SwarmTask[]>,
+        this.#nodes(),
+      ]);
+      if (service === undefined) throw new ReleaseError('the service was removed while it started');
+      const ours = tasks.filter((t) => taskRelease(t) === release);
+      // Tasks that failed before this wait (a resumed release's history) say nothing about it.
+      const recent = ours.filter((t) => Date.parse(t.CreatedAt ?? '') >= bounds.since - 2000);
+      const failure = await this.#failure(recent, nodes, service, update);
+      if (failure !== undefined) throw new ReleaseError(failure);
+      const running = servingTasks(ours, nodes, replicas);
+      for (const s of running) {
+        if (seen.has(s.task.ID)) continue;
+        seen.add(s.task.ID);
+        say(`==> replica ${s.slot} runs on ${nodes.get(s.task.NodeID ?? '')?.Description?.Hostname ?? s.task.NodeID ?? '?'} (${s.upstream.host}:${s.upstream.port})\n`);
+      }
+      const state = service.UpdateStatus?.State;
+      const settled = !update || state === undefined || state === 'completed';
+      if (running.length >= replicas && settled) return running.slice(0, replicas).map((s) => s.upstream);
+      if (Date.now() > bounds.deadline) throw new ReleaseError(`the release did not have ${replicas} healthy replica${replicas === 1 ? '' : 's'} in time (${running.length} answered)`);
+      await sleep(POLL_MS, undefined, { signal: bounds.signal }).catch(() => undefined);
+    }
+  }
+
+  /** Why a rollout failed, in the node's words, or undefined while it goes on. */
+  async #failure(ours: readonly SwarmTask[], nodes: ReadonlyMap<string, SwarmNode>, service: SwarmService, update: boolean): Promise<string | undefined> {
+    const where = (t: SwarmTask): string => nodes.get(t.NodeID ?? '')?.Description?.Hostname ?? 'no node';
+    const failed = [...ours].filter((t) => t.Status?.State === 'failed' || t.Status?.State === 'rejected').sort((a, b) => (a.Status?.Timestamp ?? '').localeCompare(b.Status?.Timestamp ?? '')).at(-1);
+    const rolledBack = update && (service.UpdateStatus?.State ?? '').startsWith('rollback');
+    if (failed !== undefined || rolledBack) {
+      const err = failed?.Status?.Err ?? failed?.Status?.Message ?? service.UpdateStatus?.Message ?? 'the update was rolled back';
+      const last = failed === undefined ? '' : await this.#lastLine(failed.ID);
+      return `a replica failed on ${failed === undefined ? 'its node' : where(failed)}: ${err}${last === '' ? '' : `; its last line: ${last}`}`;
+    }
+    const stuck = ours.find((t) => t.Status?.State === 'pending' && (t.Status.Err ?? '') !== '' && Date.now() - Date.parse(t.Status.Timestamp ?? '') > UNPLACEABLE_MS);
+    if (stuck !== undefined) return `a replica could not be placed: ${stuck.Status?.Err ?? ''}`;
+    return undefined;
+  }
+
+  /** The last line a failed task printed (read through the manager); empty when there is none. */
+  async #lastLine(taskId: string): Promise<string> {
+    let text = '';
+    try {
+      for await (const chunk of taskLogs(this.#docker, taskId, { tail: 5, follow: false, signal: AbortSignal.timeout(5000) })) text += chunk;
+    } catch {
+      return '';
+    }
+    return (text.split('\n').map((l) => l.trim()).filter((l) => l !== '').at(-1) ?? '').slice(0, 500);
+  }
+}

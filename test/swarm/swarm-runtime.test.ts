@@ -1,0 +1,184 @@
+// The swarm runtime end to end on the real test cluster (decisions §16): Slipway on the manager's engine deploys replicas over three nodes, redeploys and rolls back through the edge, and follows a drain.
+import assert from 'node:assert/strict';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { after, before, describe, test } from 'node:test';
+import { createDockerEngine } from '../../src/runtime/docker/docker-engine.js';
+import { appRequest, eventually, tarGzOf, tempDir, upload } from '../helpers/apps.js';
+import { ensureBusyboxImage, writeBusyboxApp } from '../helpers/busybox-image.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { clusterScript, nodeDocker, type ClusterLayout, type ClusterScript } from '../helpers/swarm-cluster.js';
+
+/** A busybox app that serves `body` at / and its container's hostname at /who.txt. */
+async function whoApp(body: string): Promise<Buffer> {
+  const dir = tempDir('swarm-app');
+  try {
+    await writeBusyboxApp(dir, { body });
+    const dockerfile = path.join(dir, 'Dockerfile');
+    const text = await fsp.readFile(dockerfile, 'utf8');
+    await fsp.writeFile(dockerfile, text.replace('exec httpd', 'hostname > /www/who.txt; exec httpd'));
+    return await tarGzOf(dir);
+  } finally {
+    await fsp.rm(dir, { recursive: true, force: true });
+  }
+}
+
+describe('swarm runtime', () => {
+  let cluster: ClusterScript;
+  let layout: ClusterLayout | undefined;
+  let ts: TestServer | undefined;
+  let token = '';
+  let id = '';
+  let subdomain = '';
+
+  /** The live build's upstreams as the edge was last given them (the database row the route follows). */
+  const liveUpstreams = (): Array<{ host: string; port: number }> => {
+    assert.ok(ts !== undefined);
+    const db = new Database(path.join(ts.dataDir, 'slipway.db'), { readonly: true });
+    try {
+      const row = db.prepare('select b.upstreams as upstreams from deployments d join builds b on b.id = d.live_build_id where d.id = ?').get(id) as { upstreams: string | null } | undefined;
+      return JSON.parse(row?.upstreams ?? '[]') as Array<{ host: string; port: number }>;
+    } finally {
+      db.close();
+    }
+  };
+  const nodes = async (): Promise<Array<{ id: string; address: string; availability: string; replicas: number }>> => {
+    assert.ok(ts !== undefined);
+    const res = await ts.request('GET', '/api/v1/nodes', { token: ts.adminToken });
+    assert.equal(res.status, 200, res.text);
+    return res.json as Array<{ id: string; address: string; availability: string; replicas: number }>;
+  };
+  /** Requests through the edge until stopped; every answer that is not 200 is a failure. */
+  const load = (): { stop: () => Promise<{ requests: number; failures: string[]; bodies: Set<string> }> } => {
+    let stopped = false;
+    const failures: string[] = [];
+    const bodies = new Set<string>();
+    let requests = 0;
+    const visitor = async (): Promise<void> => {
+      while (!stopped) {
+        const res = await appRequest(ts?.port ?? 0, subdomain, { timeoutMs: 30_000 }).catch((err: unknown) => ({ status: 0, body: String(err) }));
+        requests += 1;
+        if (res.status !== 200) failures.push(`${res.status} ${res.body.slice(0, 200)}`);
+        else bodies.add(res.body);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    const visitors = [visitor(), visitor()];
+    return {
+      stop: async () => {
+        stopped = true;
+        await Promise.all(visitors);
+        return { requests, failures, bodies };
+      },
+    };
+  };
+
+  before(async () => {
+    cluster = await clusterScript();
+    layout = await cluster.up(process.pid);
+    const manager = layout.nodes[0];
+    assert.ok(manager !== undefined);
+    await ensureBusyboxImage(createDockerEngine(`unix://${manager.socket}`));
+    ts = await startTestServer({
+      DOCKER_HOST: `unix://${manager.socket}`,
+      SLIPWAY_RUNTIME: 'swarm',
+      SLIPWAY_REGISTRY: layout.registry,
+      // Builds need no network; the build sandbox's firewall belongs to the manager's own namespace.
+      SLIPWAY_BUILD_NETWORK: 'none',
+      SLIPWAY_STARTUP_TIMEOUT_SECONDS: '15',
+    });
+    token = (await ts.newUser('swarm')).token;
+  });
+  after(async () => {
+    await ts?.close();
+    if (layout !== undefined) await cluster.down(layout);
+  });
+
+  test('3 replicas run one per node, pulled from the registry, and the edge serves each of them', async () => {
+    assert.ok(ts !== undefined && layout !== undefined);
+    subdomain = `swarm-${process.pid}`;
+    const created = await ts.request('POST', '/api/v1/deployments', { token, body: { name: subdomain, subdomain, source_type: 'archive', replicas: 3 } });
+    assert.equal(created.status, 201, created.text);
+    id = created.json.id as string;
+    assert.equal((await upload(ts, token, id, await whoApp('first\n'))).status, 200);
+    const deployed = await ts.request('POST', `/api/v1/deployments/${id}/deploy?wait=true`, { token });
+    assert.equal(deployed.status, 200, deployed.text);
+
+    const upstreams = liveUpstreams();
+    assert.equal(upstreams.length, 3);
+    assert.deepEqual(new Set(upstreams.map((u) => u.host)), new Set(layout.nodes.map((n) => n.address)), 'one replica on each node');
+    assert.deepEqual((await nodes()).map((n) => n.replicas), [1, 1, 1]);
+    // Workers ran the image: they pulled it from the registry (the build happened on the manager alone).
+    for (const worker of layout.nodes.slice(1)) {
+      const images = nodeDocker(worker, ['image', 'ls', '--format', '{{.Repository}}:{{.Tag}}']);
+      assert.match(images, new RegExp(`^${layout.registry.replace(/\./g, '\\.')}/slipway-${id}:`, 'm'));
+    }
+    // The edge reaches every replica directly on its node.
+    const hostnames = await eventually(async () => {
+      const seen = new Set<string>();
+      for (let i = 0; i < 12; i++) {
+        const res = await appRequest(ts?.port ?? 0, subdomain, { path: '/who.txt' });
+        assert.equal(res.status, 200, res.body);
+        seen.add(res.body.trim());
+      }
+      return seen.size === 3 ? seen : undefined;
+    }, 60_000, 'every replica to answer through the edge');
+    assert.equal(hostnames.size, 3);
+  });
+
+  test('a redeploy under load rolls out start-first and fails no request', async () => {
+    assert.ok(ts !== undefined);
+    assert.equal((await upload(ts, token, id, await whoApp('second\n'))).status, 200);
+    const traffic = load();
+    let result;
+    try {
+      await eventually(async () => ((await appRequest(ts?.port ?? 0, subdomain)).body === 'first\n' ? true : undefined), 30_000, 'load on the first release');
+      const deployed = await ts.request('POST', `/api/v1/deployments/${id}/deploy?wait=true`, { token });
+      assert.equal(deployed.status, 200, deployed.text);
+      await eventually(async () => ((await appRequest(ts?.port ?? 0, subdomain)).body === 'second\n' ? true : undefined), 30_000, 'the new release to serve');
+    } finally {
+      result = await traffic.stop();
+    }
+    assert.deepEqual(result.failures, [], `${result.failures.length} of ${result.requests} requests failed`);
+    assert.deepEqual([...result.bodies].sort(), ['first\n', 'second\n']);
+    assert.equal(liveUpstreams().length, 3);
+  });
+
+  test('a release whose health check fails is rolled back: the build fails with the reason and the previous one keeps serving', async () => {
+    assert.ok(ts !== undefined);
+    const patched = await ts.request('PATCH', `/api/v1/deployments/${id}`, { token, body: { health_check_path: '/healthz' } });
+    assert.equal(patched.status, 200, patched.text);
+    assert.equal((await upload(ts, token, id, await whoApp('third\n'))).status, 200);
+    const deployed = await ts.request('POST', `/api/v1/deployments/${id}/deploy?wait=true`, { token });
+    assert.notEqual(deployed.status, 200, 'the bad release is refused');
+    const builds = await ts.request('GET', `/api/v1/deployments/${id}/builds`, { token });
+    const failed = (builds.json.items ?? builds.json)[0] as { status: string; error: string | null };
+    assert.equal(failed.status, 'failed');
+    assert.match(failed.error ?? '', /a replica failed on|rolled back|healthy/);
+    // The previous release serves, with all its replicas, once swarm has rolled back.
+    await eventually(async () => (liveUpstreams().length === 3 ? true : undefined), 90_000, 'three replicas after the rollback');
+    for (let i = 0; i < 6; i++) assert.equal((await appRequest(ts.port, subdomain)).body, 'second\n');
+    const back = await ts.request('PATCH', `/api/v1/deployments/${id}`, { token, body: { health_check_path: null } });
+    assert.equal(back.status, 200, back.text);
+  });
+
+  test("a drained node's replicas move to the other nodes and leave the edge; activate takes it back", async () => {
+    assert.ok(ts !== undefined && layout !== undefined);
+    const worker = (await nodes()).find((n) => n.address === layout?.nodes[2]?.address);
+    assert.ok(worker !== undefined);
+    const drained = await ts.request('POST', `/api/v1/nodes/${worker.id}/drain`, { token: ts.adminToken });
+    assert.equal(drained.status, 200, drained.text);
+    assert.equal(drained.json.availability, 'drain');
+    const upstreams = await eventually(async () => {
+      const now = liveUpstreams();
+      return now.length === 3 && now.every((u) => u.host !== worker.address) ? now : undefined;
+    }, 90_000, "the drained node's replica to be replaced and to leave the edge");
+    assert.equal(upstreams.length, 3);
+    assert.equal((await nodes()).find((n) => n.id === worker.id)?.replicas, 0);
+    for (let i = 0; i < 6; i++) assert.equal((await appRequest(ts.port, subdomain)).status, 200);
+    const active = await ts.request('POST', `/api/v1/nodes/${worker.id}/activate`, { token: ts.adminToken });
+    assert.equal(active.status, 200, active.text);
+    assert.equal(active.json.availability, 'active');
+  });
+});
