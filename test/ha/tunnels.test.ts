@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { ValueCipher } from '../../src/secrets/value-cipher.js';
@@ -56,6 +57,14 @@ async function startLocalApp(): Promise<{ port: number; seen: Seen[]; close(): P
     }
     res.writeHead(200, { 'content-type': 'text/plain' });
     res.end(`hello from the tunnel; you are ${String(req.headers['x-forwarded-for'])}\n`);
+  });
+  // An upgrade: 101, then every byte echoed.
+  server.on('upgrade', (req: http.IncomingMessage, socket: Duplex) => {
+    seen.push({ method: req.method ?? '', url: req.url ?? '', forwardedFor: req.headers['x-forwarded-for'] as string | undefined, forwardHeaders: [] });
+    // (HAProxy checks the accept value of a WebSocket answer.)
+    const accept = crypto.createHash('sha1').update(`${String(req.headers['sec-websocket-key'])}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+    socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
+    socket.pipe(socket);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
@@ -131,6 +140,45 @@ function echoInLockstep(instance: Instance, host: string, total: number): Promis
   });
 }
 
+/** An upgrade through an instance's edge: the answer head, then `message` echoed back over the joined connection. */
+function upgradeAndEcho(instance: Instance, host: string, message: string): Promise<{ head: string; echoed: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host: '127.0.0.1', port: instance.port, localAddress: VISITOR_ADDRESS });
+    const timer = setTimeout(() => socket.destroy(new Error('timeout: no echo through the upgrade')), 30_000);
+    let text = '';
+    socket.setEncoding('latin1');
+    socket.on('connect', () => {
+      socket.write(`GET /ws HTTP/1.1\r\nHost: ${host}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${crypto.randomBytes(16).toString('base64')}\r\n\r\n`);
+    });
+    let sent = false;
+    socket.on('data', (chunk: string) => {
+      text += chunk;
+      const end = text.indexOf('\r\n\r\n');
+      if (end === -1) return;
+      const head = text.slice(0, end);
+      if (!head.startsWith('HTTP/1.1 101')) {
+        clearTimeout(timer);
+        socket.destroy();
+        return resolve({ head, echoed: '' });
+      }
+      if (!sent) {
+        sent = true;
+        socket.write(message);
+      }
+      const echoed = text.slice(end + 4);
+      if (echoed.length >= message.length) {
+        clearTimeout(timer);
+        socket.destroy();
+        resolve({ head, echoed });
+      }
+    });
+    socket.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+  });
+}
+
 function startClient(serverUrl: string, apiKey: string, port: number, subdomain: string): { connected: Promise<string>; stop(): Promise<void> } {
   const controller = new AbortController();
   let connected!: (url: string) => void;
@@ -170,7 +218,9 @@ describe('tunnels across instances on one PostgreSQL', async () => {
 
   before(async () => {
     local = await startLocalApp();
-    cluster = await startCluster(database.url, 3);
+    // Both data planes (decisions §8): instance 1 behind HAProxy, the others on Node's. (The instance killed below is
+    // on Node's: a killed server's HAProxy would outlive it.)
+    cluster = await startCluster(database.url, 3, {}, [undefined, { SLIPWAY_DATA_PLANE: 'haproxy' }]);
     const [a] = cluster.instances as [Instance];
     const key = await a.request('POST', '/api/v1/api-keys', { token: cluster.adminToken, body: { name: 'xtun' } });
     assert.equal(key.status, 201, key.text);
@@ -204,15 +254,25 @@ describe('tunnels across instances on one PostgreSQL', async () => {
     assert.ok(local.seen.every((s) => s.forwardHeaders.length === 0), JSON.stringify(local.seen));
 
     const size = 4 * MiB;
-    const got = await visit(b, host, { path: `/bytes?n=${size}` });
-    assert.equal(got.status, 200);
-    assert.equal(got.body.length, size);
-    assert.ok(got.body.equals(pattern(0, size)), 'the GET body arrives intact');
+    for (const via of [b, c]) {
+      const got = await visit(via, host, { path: `/bytes?n=${size}` });
+      assert.equal(got.status, 200);
+      assert.equal(got.body.length, size);
+      assert.ok(got.body.equals(pattern(0, size)), `the GET body arrives intact through ${via.name}`);
+    }
 
-    const echoed = await echoInLockstep(c, host, size);
-    assert.equal(echoed.status, 200);
-    assert.equal(echoed.received.length, size);
-    assert.ok(echoed.received.equals(pattern(0, size)), 'the POST body streams there and back intact');
+    for (const via of [b, c]) {
+      const echoed = await echoInLockstep(via, host, size);
+      assert.equal(echoed.status, 200);
+      assert.equal(echoed.received.length, size);
+      assert.ok(echoed.received.equals(pattern(0, size)), `the POST body streams there and back intact through ${via.name}`);
+      const upgraded = await upgradeAndEcho(via, host, `echo through ${via.name}`);
+      assert.match(upgraded.head, /^HTTP\/1\.1 101/, upgraded.head);
+      assert.equal(upgraded.echoed, `echo through ${via.name}`);
+    }
+    const upgrades = local.seen.filter((s) => s.url === '/ws');
+    assert.equal(upgrades.length, 2);
+    assert.ok(upgrades.every((s) => s.forwardedFor === VISITOR_ADDRESS), JSON.stringify(upgrades));
   });
 
   test('forged, replayed, expired or misdirected inter-instance calls are answered 401 and reach nothing', async () => {

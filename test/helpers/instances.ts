@@ -39,7 +39,13 @@ function workerPid(dataDir: string): number | undefined {
 }
 
 /** Starts `count` instances from the build on `databaseUrl`, one after the other (the first leads). */
-export async function startCluster(databaseUrl: string, count: number, extraEnv: Record<string, string> = {}): Promise<Cluster> {
+export async function startCluster(
+  databaseUrl: string,
+  count: number,
+  extraEnv: Record<string, string> = {},
+  /** Settings of one instance only, by index (e.g. another data plane). */
+  instanceEnv: ReadonlyArray<Record<string, string> | undefined> = [],
+): Promise<Cluster> {
   const secretKey = crypto.randomBytes(32).toString('base64');
   const instances: Instance[] = [];
   for (let i = 0; i < count; i++) {
@@ -57,6 +63,7 @@ export async function startCluster(databaseUrl: string, count: number, extraEnv:
         SLIPWAY_INSTANCE_URL: instance.url,
         SLIPWAY_DATA_PLANE: 'node',
         ...extraEnv,
+        ...instanceEnv[instances.indexOf(instance)],
       }),
     );
   };

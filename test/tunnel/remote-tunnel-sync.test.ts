@@ -1,0 +1,121 @@
+// Tunnel routes on every edge, over fakes: a tunnel held elsewhere is forwarded to its holder, offline when the holder is lost or has no URL.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { memoryCoordination } from '../../src/deploy/memory-coordination.js';
+import type { TunnelHolder } from '../../src/domain/tunnel-claims.js';
+import { nodeDataPlane } from '../../src/proxy/node-data-plane.js';
+import { RoutingTable, type Route, type StreamTarget } from '../../src/proxy/routing-table.js';
+import { TUNNEL, syncRemoteTunnels } from '../../src/tunnel/remote-tunnel-sync.js';
+import { eventually } from '../helpers/apps.js';
+
+interface FakeTarget extends StreamTarget {
+  readonly holder: string;
+  readonly url: string;
+}
+
+function setup(self = 'me') {
+  const coordination = memoryCoordination();
+  const table = new RoutingTable('apps.test');
+  const plane = nodeDataPlane(table, { drain: async () => undefined });
+  const rows: TunnelHolder[] = [];
+  const instances = new Map<string, string | null>();
+  const locals = new Map<string, string>();
+  const dropped: Array<[string, string]> = [];
+  const logs: string[] = [];
+  const sync = syncRemoteTunnels({
+    coordination,
+    holders: async (subdomain) => rows.filter((r) => subdomain === undefined || r.subdomain === subdomain),
+    liveInstances: async () => new Map(instances),
+    dataPlane: plane,
+    localTunnel: (subdomain) => locals.get(subdomain),
+    dropLocal: (subdomain, tunnelId) => {
+      dropped.push([subdomain, tunnelId]);
+      locals.delete(subdomain);
+      const route = table.get(subdomain);
+      if (route?.kind === 'tunnel' && route.tunnelId === tunnelId) table.delete(subdomain, route);
+    },
+    target: (holder, url): FakeTarget => ({ holder, url, handleRequest: () => undefined, handleUpgrade: () => undefined }),
+    self,
+    resyncMs: 60_000,
+    log: (_level, msg) => logs.push(msg),
+  });
+  /** Another instance announces a change of `subdomain`. */
+  const announce = (origin: string, subdomain: string): void => coordination.announce(`${origin} ${TUNNEL}${subdomain}`);
+  const routeOf = (subdomain: string): Route | undefined => table.get(subdomain);
+  return { coordination, table, rows, instances, locals, dropped, logs, sync, announce, routeOf };
+}
+
+function targetOf(route: Route | undefined): FakeTarget | undefined {
+  return route?.kind === 'tunnel' && route.state === 'connected' ? (route.target as FakeTarget) : undefined;
+}
+
+describe('tunnel routes across instances', () => {
+  test('a tunnel held by another live instance is forwarded to its URL; withdrawn once released', async () => {
+    const t = setup();
+    t.instances.set('other', 'http://10.0.0.2:8080');
+    t.rows.push({ subdomain: 'demo', tunnelId: 't1', runner: 'other' });
+    t.announce('other', 'demo');
+    const target = await eventually(async () => targetOf(t.routeOf('demo')), 5000, 'the forwarding route');
+    assert.deepEqual([target.holder, target.url], ['other', 'http://10.0.0.2:8080']);
+    t.rows.length = 0;
+    t.announce('other', 'demo');
+    await eventually(async () => (t.routeOf('demo') === undefined ? true : undefined), 5000, 'the route withdrawn');
+    t.sync.stop();
+  });
+
+  test('a holder without a URL, or lost, gives the offline tunnel route; the missing URL is logged once', async () => {
+    const t = setup();
+    t.instances.set('bare', null);
+    t.rows.push({ subdomain: 'a', tunnelId: 't1', runner: 'bare' }, { subdomain: 'b', tunnelId: 't2', runner: 'bare' }, { subdomain: 'c', tunnelId: 't3', runner: 'gone' });
+    for (const name of ['a', 'b', 'c']) t.announce('bare', name);
+    for (const name of ['a', 'b', 'c']) {
+      const route = await eventually(async () => t.routeOf(name), 5000, `the route of ${name}`);
+      assert.deepEqual(route, { kind: 'tunnel', tunnelId: route.kind === 'tunnel' ? route.tunnelId : '', state: 'disconnected' });
+    }
+    assert.equal(t.logs.filter((m) => /has no SLIPWAY_INSTANCE_URL/.test(m)).length, 1);
+    // The lost one comes back (its heartbeat again): forwarded once more.
+    t.instances.set('gone', 'http://10.0.0.3:8080');
+    t.announce('gone', 'c');
+    await eventually(async () => targetOf(t.routeOf('c')), 5000, 'the route forwarded again');
+    t.sync.stop();
+  });
+
+  test('a tunnel held here is left to this instance; one whose client moved to another instance ends here', async () => {
+    const t = setup('me');
+    t.instances.set('me', 'http://10.0.0.1:8080');
+    t.instances.set('other', 'http://10.0.0.2:8080');
+    const localRoute: Route = { kind: 'tunnel', tunnelId: 'mine', state: 'disconnected' };
+    t.table.set('demo', localRoute);
+    t.locals.set('demo', 'mine');
+    t.rows.push({ subdomain: 'demo', tunnelId: 'mine', runner: 'me' });
+    t.announce('other', 'demo');
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(t.routeOf('demo'), localRoute);
+    // The client reconnected to another instance: the claim moved there.
+    t.rows[0] = { subdomain: 'demo', tunnelId: 'theirs', runner: 'other' };
+    t.announce('other', 'demo');
+    const target = await eventually(async () => targetOf(t.routeOf('demo')), 5000, 'the route to the new holder');
+    assert.equal(target.holder, 'other');
+    assert.deepEqual(t.dropped, [['demo', 'mine']]);
+    t.sync.stop();
+  });
+
+  test('a read begun before this instance claimed a name does not overwrite its own tunnel', async () => {
+    const t = setup('me');
+    t.instances.set('other', 'http://10.0.0.2:8080');
+    t.rows.push({ subdomain: 'demo', tunnelId: 'old', runner: 'other' });
+    t.announce('other', 'demo');
+    await eventually(async () => targetOf(t.routeOf('demo')), 5000, 'the route to the holder');
+    // This instance takes the name: its server publishes its own route and says so.
+    const mine: Route = { kind: 'tunnel', tunnelId: 'new', state: 'disconnected' };
+    t.rows[0] = { subdomain: 'demo', tunnelId: 'new', runner: 'me' };
+    t.locals.set('demo', 'new');
+    t.table.set('demo', mine);
+    t.sync.changed('demo');
+    t.announce('other', 'demo');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(t.routeOf('demo'), mine);
+    assert.deepEqual(t.dropped, []);
+    t.sync.stop();
+  });
+});
