@@ -379,6 +379,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
       dataPlane: localPlane,
       localTunnel: (subdomain) => tunnels.holding(subdomain),
       dropLocal: (subdomain, tunnelId) => tunnels.relinquish(subdomain, tunnelId),
+      closeForKey: (apiKeyId) => tunnels.closeForKey(apiKeyId),
       target: (holder, url) => new RemoteTunnel(holder, url, remoteTunnelContext),
       self: runner,
       resyncMs: ROUTE_RESYNC_MS,
@@ -451,8 +452,8 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     branchTip: (repoUrl, branch) =>
       branchTip(repoUrl, branch, { allowPrivate: config.allowPrivateGit, timeoutMs: 60_000, signal: AbortSignal.timeout(60_000), gitEnv: lifecycleGitEnv }),
     tunnels: {
-      list: (userId) =>
-        tunnels.list(userId).map((t) => ({
+      list: async (userId) => {
+        const here = tunnels.list(userId).map((t) => ({
           id: t.id,
           subdomain: t.subdomain,
           url: t.url,
@@ -461,8 +462,29 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
           state: t.state,
           streams: t.streams,
           ...(userId === undefined ? { user_id: t.userId } : {}),
-        })),
-      closeForKey: (apiKeyId) => tunnels.closeForKey(apiKeyId),
+        }));
+        if (tunnelSync === undefined) return here;
+        // Tunnels held by other instances (decisions §15): their streams are counted there, not here.
+        const [held, live] = await Promise.all([tunnelClaims.holders(), registry.liveIds(new Date())]);
+        const shown = new Set(here.map((t) => t.id));
+        const elsewhere = held
+          .filter((h) => h.runner !== null && h.runner !== runner && !shown.has(h.tunnelId) && (userId === undefined || h.userId === userId))
+          .map((h) => ({
+            id: h.tunnelId,
+            subdomain: h.subdomain,
+            url: urlFor(h.subdomain),
+            api_key_id: h.apiKeyId,
+            connected_at: h.connectedAt,
+            state: live.includes(h.runner ?? '') ? 'connected' : 'disconnected',
+            streams: 0,
+            ...(userId === undefined ? { user_id: h.userId } : {}),
+          }));
+        return [...here, ...elsewhere];
+      },
+      closeForKey: (apiKeyId) => {
+        tunnels.closeForKey(apiKeyId);
+        tunnelSync?.keyDeleted(apiKeyId);
+      },
     },
     domains: databaseCustomDomainStore(db),
     apiKeys,

@@ -48,10 +48,10 @@ export function databaseTunnelClaimStore(db: Db): TunnelClaimStore {
     },
 
     async holders(subdomain) {
-      let query = db.selectFrom('tunnels').select(['subdomain', 'id', 'runner']);
+      let query = db.selectFrom('tunnels').select(['subdomain', 'id', 'runner', 'user_id', 'api_key_id', 'connected_at']);
       if (subdomain !== undefined) query = query.where('subdomain', '=', subdomain);
-      const rows = await query.execute();
-      return rows.map((row) => ({ subdomain: row.subdomain, tunnelId: row.id, runner: row.runner }));
+      const rows = await query.orderBy('connected_at').execute();
+      return rows.map((row) => ({ subdomain: row.subdomain, tunnelId: row.id, runner: row.runner, userId: row.user_id, apiKeyId: row.api_key_id, connectedAt: row.connected_at }));
     },
 
     async releaseHeldOutside(live) {

@@ -24,6 +24,9 @@ export interface TunnelHolder {
   readonly subdomain: string;
   readonly tunnelId: string;
   readonly runner: string | null;
+  readonly userId: string;
+  readonly apiKeyId: string;
+  readonly connectedAt: string;
 }
 
 /**

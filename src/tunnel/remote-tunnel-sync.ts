@@ -6,6 +6,8 @@ import type { Route, StreamTarget } from '../proxy/routing-table.js';
 
 /** Announcement of a tunnel claimed or released: `t:<subdomain>` (the holder is read from the database). */
 export const TUNNEL = 't:';
+/** Announcement of a deleted API key: `k:<api key id>` (every instance closes the tunnels it opened). */
+export const KEY_DELETED = 'k:';
 
 export interface RemoteTunnelSyncDeps {
   readonly coordination: Pick<Coordination, 'announce' | 'onAnnounce'>;
@@ -19,6 +21,8 @@ export interface RemoteTunnelSyncDeps {
   readonly localTunnel: (subdomain: string) => string | undefined;
   /** This instance's tunnel of `subdomain` lost its name to a connection on another instance: end it here. */
   readonly dropLocal: (subdomain: string, tunnelId: string) => void;
+  /** Closes this instance's tunnels opened with the API key (deleted on another instance). */
+  readonly closeForKey: (apiKeyId: string) => void;
   /** The target forwarding to `holder` at `url`. */
   readonly target: (holder: string, url: string) => StreamTarget;
   readonly self: string;
@@ -29,6 +33,8 @@ export interface RemoteTunnelSyncDeps {
 export interface RemoteTunnelSync {
   /** Tells the other instances this instance claimed or released `subdomain` (call after the database has it). */
   changed(subdomain: string): void;
+  /** Tells the other instances an API key was deleted: its tunnels close there too. */
+  keyDeleted(apiKeyId: string): void;
   stop(): void;
 }
 
@@ -113,7 +119,9 @@ export function syncRemoteTunnels(deps: RemoteTunnelSyncDeps): RemoteTunnelSync 
   const unsubscribe = deps.coordination.onAnnounce((message) => {
     if (message === null) return run('resync', syncAll);
     const [origin, id] = message.split(' ');
-    if (origin === deps.self || id === undefined || !id.startsWith(TUNNEL)) return;
+    if (origin === deps.self || id === undefined) return;
+    if (id.startsWith(KEY_DELETED)) return deps.closeForKey(id.slice(KEY_DELETED.length));
+    if (!id.startsWith(TUNNEL)) return;
     const subdomain = id.slice(TUNNEL.length);
     run(id, () => syncOne(subdomain));
   });
@@ -127,6 +135,9 @@ export function syncRemoteTunnels(deps: RemoteTunnelSyncDeps): RemoteTunnelSync 
       const mine = published.get(subdomain);
       if (mine !== undefined && deps.dataPlane.route(subdomain) !== mine.route) published.delete(subdomain);
       deps.coordination.announce(`${deps.self} ${TUNNEL}${subdomain}`);
+    },
+    keyDeleted(apiKeyId) {
+      deps.coordination.announce(`${deps.self} ${KEY_DELETED}${apiKeyId}`);
     },
     stop() {
       clearInterval(timer);

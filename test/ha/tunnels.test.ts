@@ -249,6 +249,13 @@ describe('tunnels across instances on one PostgreSQL', async () => {
       await eventually(async () => ((await visit(instance, host)).status === 200 ? true : undefined), 30_000, `the tunnel through ${instance.name}`);
     }
     // The visitor's own address reaches the app, not the forwarding instance's; no call header does.
+    // Listed by every instance, not only the one holding it.
+    for (const instance of [b, c]) {
+      const listed = await instance.request('GET', '/api/v1/tunnels', { token: cluster.adminToken });
+      assert.equal(listed.status, 200, listed.text);
+      const mine = (listed.json as Array<{ subdomain: string; state: string }>).filter((t) => t.subdomain === subdomain);
+      assert.deepEqual(mine.map((t) => t.state), ['connected'], `${instance.name}: ${listed.text}`);
+    }
     const hello = await visit(b, host);
     assert.equal(hello.body.toString(), `hello from the tunnel; you are ${VISITOR_ADDRESS}\n`);
     assert.ok(local.seen.every((s) => s.forwardHeaders.length === 0), JSON.stringify(local.seen));
@@ -332,5 +339,17 @@ describe('tunnels across instances on one PostgreSQL', async () => {
     }
     const got = await visit(c, host, { path: `/bytes?n=${MiB}` });
     assert.ok(got.body.equals(pattern(0, MiB)));
+  });
+
+  test('an API key deleted on one instance closes its tunnel held by another', async () => {
+    const [, b, c] = cluster.instances as [Instance, Instance, Instance];
+    const keys = await c.request('GET', '/api/v1/api-keys', { token: cluster.adminToken });
+    const listedKeys = (keys.json.items ?? keys.json) as Array<{ id: string; name: string }>;
+    const id = listedKeys.find((k) => k.name === 'xtun')?.id;
+    assert.ok(id !== undefined, keys.text);
+    assert.equal((await c.request('DELETE', `/api/v1/api-keys/${id}`, { token: cluster.adminToken })).status, 204);
+    for (const instance of [b, c]) {
+      await eventually(async () => ((await visit(instance, host)).status === 404 ? true : undefined), 30_000, `the tunnel gone on ${instance.name}`);
+    }
   });
 });

@@ -13,6 +13,10 @@ interface FakeTarget extends StreamTarget {
   readonly url: string;
 }
 
+function held(subdomain: string, tunnelId: string, runner: string): TunnelHolder {
+  return { subdomain, tunnelId, runner, userId: 'u1', apiKeyId: 'k1', connectedAt: '2026-11-27T00:00:00.000Z' };
+}
+
 function setup(self = 'me') {
   const coordination = memoryCoordination();
   const table = new RoutingTable('apps.test');
@@ -22,6 +26,7 @@ function setup(self = 'me') {
   const locals = new Map<string, string>();
   const dropped: Array<[string, string]> = [];
   const logs: string[] = [];
+  const keysClosed: string[] = [];
   const sync = syncRemoteTunnels({
     coordination,
     holders: async (subdomain) => rows.filter((r) => subdomain === undefined || r.subdomain === subdomain),
@@ -34,6 +39,7 @@ function setup(self = 'me') {
       const route = table.get(subdomain);
       if (route?.kind === 'tunnel' && route.tunnelId === tunnelId) table.delete(subdomain, route);
     },
+    closeForKey: (apiKeyId) => keysClosed.push(apiKeyId),
     target: (holder, url): FakeTarget => ({ holder, url, handleRequest: () => undefined, handleUpgrade: () => undefined }),
     self,
     resyncMs: 60_000,
@@ -42,7 +48,7 @@ function setup(self = 'me') {
   /** Another instance announces a change of `subdomain`. */
   const announce = (origin: string, subdomain: string): void => coordination.announce(`${origin} ${TUNNEL}${subdomain}`);
   const routeOf = (subdomain: string): Route | undefined => table.get(subdomain);
-  return { coordination, table, rows, instances, locals, dropped, logs, sync, announce, routeOf };
+  return { coordination, table, rows, instances, locals, dropped, logs, keysClosed, sync, announce, routeOf };
 }
 
 function targetOf(route: Route | undefined): FakeTarget | undefined {
@@ -53,7 +59,7 @@ describe('tunnel routes across instances', () => {
   test('a tunnel held by another live instance is forwarded to its URL; withdrawn once released', async () => {
     const t = setup();
     t.instances.set('other', 'http://10.0.0.2:8080');
-    t.rows.push({ subdomain: 'demo', tunnelId: 't1', runner: 'other' });
+    t.rows.push(held('demo', 't1', 'other'));
     t.announce('other', 'demo');
     const target = await eventually(async () => targetOf(t.routeOf('demo')), 5000, 'the forwarding route');
     assert.deepEqual([target.holder, target.url], ['other', 'http://10.0.0.2:8080']);
@@ -66,7 +72,7 @@ describe('tunnel routes across instances', () => {
   test('a holder without a URL, or lost, gives the offline tunnel route; the missing URL is logged once', async () => {
     const t = setup();
     t.instances.set('bare', null);
-    t.rows.push({ subdomain: 'a', tunnelId: 't1', runner: 'bare' }, { subdomain: 'b', tunnelId: 't2', runner: 'bare' }, { subdomain: 'c', tunnelId: 't3', runner: 'gone' });
+    t.rows.push(held('a', 't1', 'bare'), held('b', 't2', 'bare'), held('c', 't3', 'gone'));
     for (const name of ['a', 'b', 'c']) t.announce('bare', name);
     for (const name of ['a', 'b', 'c']) {
       const route = await eventually(async () => t.routeOf(name), 5000, `the route of ${name}`);
@@ -87,12 +93,12 @@ describe('tunnel routes across instances', () => {
     const localRoute: Route = { kind: 'tunnel', tunnelId: 'mine', state: 'disconnected' };
     t.table.set('demo', localRoute);
     t.locals.set('demo', 'mine');
-    t.rows.push({ subdomain: 'demo', tunnelId: 'mine', runner: 'me' });
+    t.rows.push(held('demo', 'mine', 'me'));
     t.announce('other', 'demo');
     await new Promise((resolve) => setImmediate(resolve));
     assert.equal(t.routeOf('demo'), localRoute);
     // The client reconnected to another instance: the claim moved there.
-    t.rows[0] = { subdomain: 'demo', tunnelId: 'theirs', runner: 'other' };
+    t.rows[0] = held('demo', 'theirs', 'other');
     t.announce('other', 'demo');
     const target = await eventually(async () => targetOf(t.routeOf('demo')), 5000, 'the route to the new holder');
     assert.equal(target.holder, 'other');
@@ -103,12 +109,12 @@ describe('tunnel routes across instances', () => {
   test('a read begun before this instance claimed a name does not overwrite its own tunnel', async () => {
     const t = setup('me');
     t.instances.set('other', 'http://10.0.0.2:8080');
-    t.rows.push({ subdomain: 'demo', tunnelId: 'old', runner: 'other' });
+    t.rows.push(held('demo', 'old', 'other'));
     t.announce('other', 'demo');
     await eventually(async () => targetOf(t.routeOf('demo')), 5000, 'the route to the holder');
     // This instance takes the name: its server publishes its own route and says so.
     const mine: Route = { kind: 'tunnel', tunnelId: 'new', state: 'disconnected' };
-    t.rows[0] = { subdomain: 'demo', tunnelId: 'new', runner: 'me' };
+    t.rows[0] = held('demo', 'new', 'me');
     t.locals.set('demo', 'new');
     t.table.set('demo', mine);
     t.sync.changed('demo');
@@ -117,5 +123,14 @@ describe('tunnel routes across instances', () => {
     assert.equal(t.routeOf('demo'), mine);
     assert.deepEqual(t.dropped, []);
     t.sync.stop();
+  });
+
+  test('an API key deleted on one instance closes its tunnels on the others (not twice on its own)', async () => {
+    const here = setup('me');
+    here.sync.keyDeleted('key-1');
+    here.coordination.announce(`other ${'k:'}key-2`);
+    await eventually(async () => (here.keysClosed.length > 0 ? true : undefined), 5000, 'the key announced by another instance');
+    assert.deepEqual(here.keysClosed, ['key-2']);
+    here.sync.stop();
   });
 });

@@ -20,8 +20,8 @@ export interface TunnelListing {
 
 /** What the API needs of the tunnel server. */
 export interface TunnelDirectory {
-  /** The user's tunnels; every user's (with `user_id`) when `userId` is undefined. */
-  list(userId: string | undefined): TunnelListing[];
+  /** The user's tunnels; every user's (with `user_id`) when `userId` is undefined (held by any instance). */
+  list(userId: string | undefined): TunnelListing[] | Promise<TunnelListing[]>;
   closeForKey(apiKeyId: string): void;
 }
 
@@ -42,7 +42,7 @@ export const tunnelRoutes =
         const principal = principalOf(request);
         if (request.query.all !== 'true') return deps.tunnels.list(principal.userId);
         authorizeAdmin(principal);
-        const tunnels = deps.tunnels.list(undefined);
+        const tunnels = await deps.tunnels.list(undefined);
         const emails = new Map<string, string>();
         for (const t of tunnels) {
           const owner = t.user_id;
