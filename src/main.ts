@@ -398,6 +398,8 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
   }, HEARTBEAT_MS);
   lostTunnelTimer.unref();
   const forwardedCalls = { calls: instanceCalls, table, log };
+  // Calls between instances are for tunnel hosts only: an app's visitor who sends such headers is served (they are dropped).
+  const isAppHost = (host: string | undefined): boolean => table.resolveHost(host)?.route?.kind === 'app';
 
   // HTTPS (decisions §8): certificates for the hosts Slipway serves, answered by SNI on the TLS port.
   const challenges = new HttpChallenges();
@@ -536,7 +538,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
       const problem = requestHeadProblem(req);
       if (problem !== undefined) return writeBadRequest(res, problem);
       // Another instance forwarding a visitor of a tunnel held here: verified, or 401.
-      if (isInstanceCall(req.headers)) return serveForwardedRequest(req, res, forwardedCalls);
+      if (isInstanceCall(req.headers) && !isAppHost(req.headers.host)) return serveForwardedRequest(req, res, forwardedCalls);
       if (!proxy.handleRequest(req, res)) {
         apiTurns.run(() => {
           try {
@@ -562,7 +564,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     try {
       const problem = requestHeadProblem(req);
       if (problem !== undefined) return writeRawBadRequest(socket, problem);
-      if (isInstanceCall(req.headers)) return serveForwardedUpgrade(req, socket, head, forwardedCalls);
+      if (isInstanceCall(req.headers) && !isAppHost(req.headers.host)) return serveForwardedUpgrade(req, socket, head, forwardedCalls);
       if (proxy.handleUpgrade(req, socket, head)) return;
       if ((req.url ?? '').split('?')[0] === '/api/v1/tunnels/connect') {
         tunnels.handleUpgrade(req, socket, head);

@@ -94,3 +94,21 @@ test("start-up recovery touches only its own instance's tunnels and builds", asy
   assert.equal(await depStatus(depA.id), 'failed');
   assert.equal(await depStatus(depB.id), 'building');
 });
+
+test('where each tunnel is held is on its row; a reconnect elsewhere moves it; a lost instance\'s tunnels are freed', async () => {
+  const first = crypto.randomUUID();
+  assert.equal(await claimTunnelSubdomain(claims(), RUNNER_A, 'held-x', owner(alice), first), 'ok');
+  assert.equal(await claimTunnelSubdomain(claims(), RUNNER_A, 'held-y', owner(bob), crypto.randomUUID()), 'ok');
+  const [x] = await claims().holders('held-x');
+  assert.deepEqual([x?.tunnelId, x?.runner, x?.userId, x?.apiKeyId], [first, RUNNER_A, alice.userId, 'key']);
+  // The client reconnects to another instance: the row (and its holder) is the new connection's.
+  const second = crypto.randomUUID();
+  assert.equal(await claimTunnelSubdomain(claims(), RUNNER_B, 'held-x', owner(alice), second), 'ok');
+  assert.deepEqual((await claims().holders('held-x')).map((h) => [h.tunnelId, h.runner]), [[second, RUNNER_B]]);
+  // Instance A is lost: its tunnels go (names free again), B's stay.
+  const freed = await claims().releaseHeldOutside([RUNNER_B]);
+  assert.ok(freed.includes('held-y') && !freed.includes('held-x'), JSON.stringify(freed));
+  assert.deepEqual((await claims().holders('held-y')), []);
+  assert.equal(await claimTunnelSubdomain(claims(), RUNNER_B, 'held-y', owner(alice), crypto.randomUUID()), 'ok', 'the name is free');
+  assert.equal((await claims().holders('held-x')).length, 1);
+});
