@@ -17,7 +17,7 @@ import { DockerRuntime } from './runtime/docker/docker-runtime.js';
 import { dockerNodes } from './runtime/docker/docker-nodes.js';
 import { SwarmRuntime } from './runtime/swarm/swarm-runtime.js';
 import { swarmNodes } from './runtime/swarm/swarm-nodes.js';
-import type { AppRuntime } from './runtime/app-runtime.js';
+import { releaseTotals, type AppRuntime } from './runtime/app-runtime.js';
 import type { NodeDirectory } from './domain/nodes.js';
 import { appUrl, ConfigError, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
@@ -297,7 +297,8 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
   const stopSampling = startMetricsSampler({
     history: metricsHistory,
     liveContainers: () => deployments.liveContainers(),
-    containerStats: (id, signal) => engine.containerStats(id, signal),
+    // A release's figures summed over its replicas (one engine's containers, or a swarm service's tasks).
+    containerStats: async (id, signal) => releaseTotals(await runtime.releaseStats(id, signal)),
     log: (level, message, fields) => log(level, message, fields),
   }, config.metricsIntervalMs);
   // The registry: this instance's heartbeat (GET /api/v1/instances); the leader drops instances gone for a day.

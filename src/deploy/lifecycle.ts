@@ -330,8 +330,13 @@ export class DeploymentLifecycle implements DeploymentOperations {
       const dep = await this.#owned(principal, deploymentId, action);
       await this.#cancelInflight(deploymentId, 'cancelled: the deployment was deleted');
       this.#recovering.delete(deploymentId);
+      const live = await this.#liveBuild(dep);
       await store.remove(dep.id, deploymentRecord(principal, dep, dep.parent_id == null ? 'deployment.delete' : 'preview.delete'));
       dataPlane.withdraw(dep.subdomain);
+      // The runtime's own objects first (under swarm the deployment's service, which no engine label finds).
+      if (live?.container_id != null) {
+        await this.#runtime.removeRelease(live.container_id).catch((err: unknown) => this.#deps.log('warn', 'removing the release of a deleted deployment failed', { err }));
+      }
       await removeDeploymentObjects(this.#deps.engine, this.#deps.settings.instanceId, dep.id);
       await sources.removeDeployment(dep.id);
       await buildLogs.removeDeployment(dep.id);

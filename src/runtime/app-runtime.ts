@@ -93,3 +93,18 @@ export interface AppRuntime {
   /** Each running replica's resource use; empty when none runs. */
   releaseStats(id: string, signal?: AbortSignal): Promise<ReplicaStats[]>;
 }
+
+/** A release's figures as one: each summed over its running replicas (started_at the earliest); null when none runs. */
+export function releaseTotals(stats: readonly ReplicaStats[]): ContainerStats | null {
+  if (stats.length === 0) return null;
+  const sum = (pick: (s: ReplicaStats) => number): number => stats.reduce((total, s) => total + pick(s), 0);
+  return {
+    cpuPercent: sum((s) => s.cpuPercent),
+    memoryBytes: sum((s) => s.memoryBytes),
+    memoryLimitBytes: sum((s) => s.memoryLimitBytes),
+    networkRxBytes: sum((s) => s.networkRxBytes),
+    networkTxBytes: sum((s) => s.networkTxBytes),
+    restarts: sum((s) => s.restarts),
+    startedAt: stats.map((s) => s.startedAt).sort()[0] ?? new Date(0).toISOString(),
+  };
+}

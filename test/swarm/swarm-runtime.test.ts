@@ -125,6 +125,19 @@ describe('swarm runtime', () => {
       return seen.size === 3 ? seen : undefined;
     }, 60_000, 'every replica to answer through the edge');
     assert.equal(hostnames.size, 3);
+
+    // Logs of every replica, wherever it runs, read through the manager and prefixed with its number.
+    const logs = await eventually(async () => {
+      const res = await ts?.request('GET', `/api/v1/deployments/${id}/logs?tail=50`, { token });
+      return res !== undefined && [1, 2, 3].every((n) => res.text.includes(`[${n}] listening on`)) ? res.text : undefined;
+    }, 60_000, "every replica's output in the logs");
+    assert.match(logs, /^\[1\] /m);
+    // Metrics: the replica on the manager's own node is read by its engine (workers' figures are out of its reach).
+    const metrics = await eventually(async () => {
+      const res = await ts?.request('GET', `/api/v1/deployments/${id}/metrics`, { token });
+      return res?.status === 200 && Array.isArray(res.json.replicas) && res.json.replicas.length > 0 ? res.json : undefined;
+    }, 60_000, 'metrics of the replica on the manager');
+    assert.ok(metrics.memory_bytes > 0);
   });
 
   test('a redeploy under load rolls out start-first and fails no request', async () => {
@@ -161,6 +174,39 @@ describe('swarm runtime', () => {
     for (let i = 0; i < 6; i++) assert.equal((await appRequest(ts.port, subdomain)).body, 'second\n');
     const back = await ts.request('PATCH', `/api/v1/deployments/${id}`, { token, body: { health_check_path: null } });
     assert.equal(back.status, 200, back.text);
+  });
+
+  test('a deployment with volumes runs one replica pinned to one node; more replicas with volumes are refused', async () => {
+    assert.ok(ts !== undefined && layout !== undefined);
+    const name = `swarm-vol-${process.pid}`;
+    const refused = await ts.request('POST', '/api/v1/deployments', {
+      token,
+      body: { name: `${name}-x`, subdomain: `${name}-x`, source_type: 'archive', replicas: 2, volumes: [{ name: 'data', mount_path: '/data' }] },
+    });
+    assert.equal(refused.status, 400, refused.text);
+    assert.equal(refused.json.error, 'validation_error');
+    const created = await ts.request('POST', '/api/v1/deployments', {
+      token,
+      body: { name, subdomain: name, source_type: 'archive', volumes: [{ name: 'data', mount_path: '/data' }] },
+    });
+    assert.equal(created.status, 201, created.text);
+    const volumeApp = created.json.id as string;
+    assert.equal((await upload(ts, token, volumeApp, await whoApp('volume\n'))).status, 200);
+    const deployed = await ts.request('POST', `/api/v1/deployments/${volumeApp}/deploy?wait=true`, { token });
+    assert.equal(deployed.status, 200, deployed.text);
+    const manager = layout.nodes[0];
+    assert.ok(manager !== undefined);
+    const service = nodeDocker(manager, ['service', 'ls', '-q', '--filter', `label=dev.slipway.deployment=${volumeApp}`]).trim();
+    const spec = JSON.parse(nodeDocker(manager, ['service', 'inspect', service, '--format', '{{json .Spec}}'])) as {
+      Mode: { Replicated: { Replicas: number } };
+      TaskTemplate: { Placement: { Constraints: string[] } };
+    };
+    assert.equal(spec.Mode.Replicated.Replicas, 1);
+    const managerId = nodeDocker(manager, ['info', '--format', '{{.Swarm.NodeID}}']).trim();
+    assert.deepEqual(spec.TaskTemplate.Placement.Constraints, [`node.id==${managerId}`]);
+    const removed = await ts.request('DELETE', `/api/v1/deployments/${volumeApp}`, { token });
+    assert.equal(removed.status, 204, removed.text);
+    await eventually(async () => (nodeDocker(manager, ['service', 'ls', '-q', '--filter', `label=dev.slipway.deployment=${volumeApp}`]).trim() === '' ? true : undefined), 60_000, 'the service to be removed with its deployment');
   });
 
   test("a drained node's replicas move to the other nodes and leave the edge; activate takes it back", async () => {

@@ -175,6 +175,11 @@ export class SwarmRuntime implements AppRuntime {
     const service = await this.#inspect(serviceId);
     if (service === undefined || service.Spec?.Labels?.[LABEL_RELEASE] !== release) return;
     await this.#removeService(serviceId);
+    // Swarm removes the tasks' containers after the service: wait for those on this node (where a
+    // deployment with volumes runs), so its volumes can go with it.
+    const labels = { [LABEL_INSTANCE]: service.Spec.Labels[LABEL_INSTANCE] ?? '', [LABEL_DEPLOYMENT]: service.Spec.Labels[LABEL_DEPLOYMENT] ?? '' };
+    const deadline = Date.now() + 60_000;
+    while ((await this.#engine.listContainers(labels)).length > 0 && Date.now() < deadline) await sleep(POLL_MS);
   }
 
   releaseLogs(id: string, options: { tail?: number | undefined; follow: boolean; signal: AbortSignal }): AsyncIterable<string> {

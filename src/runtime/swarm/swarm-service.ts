@@ -107,7 +107,6 @@ export interface SpecInputs {
 export function serviceSpec(inputs: SpecInputs): ServiceSpec {
   const { target } = inputs;
   const labels = {
-    [LABEL_MANAGED]: 'true',
     [LABEL_INSTANCE]: target.instanceId,
     [LABEL_DEPLOYMENT]: target.deploymentId,
     [LABEL_BUILD]: target.buildId,
@@ -116,10 +115,12 @@ export function serviceSpec(inputs: SpecInputs): ServiceSpec {
   const replicas = Math.max(1, target.replicas);
   return {
     Name: inputs.name,
-    Labels: { ...labels, [LABEL_REPLICAS]: String(replicas) },
+    Labels: { [LABEL_MANAGED]: 'true', ...labels, [LABEL_REPLICAS]: String(replicas) },
     TaskTemplate: {
       ContainerSpec: {
         Image: inputs.image,
+        // Not LABEL_MANAGED: a task's container is swarm's to remove, never the start-up sweep's
+        // (which removes the installation's managed containers that no record names).
         Labels: labels,
         Env: Object.entries(inputs.env).map(([key, value]) => `${key}=${value}`),
         Init: true,
