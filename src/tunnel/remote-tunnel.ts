@@ -4,7 +4,7 @@ import https from 'node:https';
 import net from 'node:net';
 import tls from 'node:tls';
 import type { Duplex } from 'node:stream';
-import { displayHost, forwardedHeaders, forwardedValues, upgradeRequestHead } from '../proxy/app-proxy.js';
+import { displayHost, forwardedHeaders, forwardedValues, hasNoRequestBody, upgradeRequestHead } from '../proxy/app-proxy.js';
 import { badGatewayPage, gatewayTimeoutPage, prefersJson, unavailablePage, writePage, writeRawPage, type Page } from '../proxy/pages.js';
 import { failResponse, readUpgradeAnswer, relayResponse } from '../proxy/relay.js';
 import type { StreamTarget } from '../proxy/routing-table.js';
@@ -24,6 +24,8 @@ export interface RemoteTunnelContext {
 
 const DEFAULT_TIMEOUT_MS = 60_000;
 /** Errors that mean the holder could not be reached at all: its tunnel is offline from here. */
+/** Methods safe to send twice. */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
 const UNREACHABLE = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'ENOTFOUND', 'EAI_AGAIN']);
 
 /** The answer of a tunnel whose client is not connected (here: whose instance cannot be reached). */
@@ -58,6 +60,10 @@ export class RemoteTunnel implements StreamTarget {
   }
 
   handleRequest(req: IncomingMessage, res: ServerResponse): void {
+    this.#forward(req, res, false);
+  }
+
+  #forward(req: IncomingMessage, res: ServerResponse, retried: boolean): void {
     const host = displayHost(req);
     const secure = this.#url.protocol === 'https:';
     const headers = [...forwardedHeaders(req, this.#context.protocol), ...this.#sign(req)];
@@ -80,16 +86,26 @@ export class RemoteTunnel implements StreamTarget {
       timedOut = true;
       proxyReq.destroy(new Error(`the instance holding the tunnel sent no answer within ${this.#timeoutMs} ms`));
     }, this.#timeoutMs);
-    res.once('close', () => {
+    const onClose = (): void => {
       clearTimeout(timer);
       if (!res.writableFinished) proxyReq.destroy();
-    });
-    req.once('error', () => proxyReq.destroy());
-    req.pipe(proxyReq);
+    };
+    res.once('close', onClose);
+    const onError = (): void => void proxyReq.destroy();
+    req.once('error', onError);
+    if (hasNoRequestBody(req)) proxyReq.end();
+    else req.pipe(proxyReq);
     relayResponse(proxyReq, res, {
       onStatus: () => clearTimeout(timer),
       onFailure: (err) => {
         clearTimeout(timer);
+        // A kept-alive connection the holder had just closed (the keep-alive race): a request without a body goes again.
+        if (!retried && err.code === 'ECONNRESET' && proxyReq.reusedSocket && hasNoRequestBody(req) && IDEMPOTENT.has(req.method ?? '')) {
+          res.off('close', onClose);
+          req.off('error', onError);
+          this.#forward(req, res, true);
+          return;
+        }
         const unreachable = UNREACHABLE.has(err.code ?? '');
         this.#context.log('warn', unreachable ? 'the instance holding a tunnel cannot be reached' : 'a forwarded tunnel request failed', {
           host,
