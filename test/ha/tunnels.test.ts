@@ -179,9 +179,10 @@ function upgradeAndEcho(instance: Instance, host: string, message: string): Prom
   });
 }
 
-function startClient(serverUrl: string, apiKey: string, port: number, subdomain: string): { connected: Promise<string>; stop(): Promise<void> } {
+function startClient(serverUrl: string, apiKey: string, port: number, subdomain: string): { connected: Promise<string>; connections(): number; stop(): Promise<void> } {
   const controller = new AbortController();
   let connected!: (url: string) => void;
+  let connections = 0;
   const ready = new Promise<string>((resolve) => (connected = resolve));
   const done = runTunnelClient({
     serverUrl,
@@ -191,14 +192,68 @@ function startClient(serverUrl: string, apiKey: string, port: number, subdomain:
     maxBackoffMs: 300,
     signal: controller.signal,
     onEvent: (event) => {
-      if (event.type === 'connected') connected(event.url);
+      if (event.type !== 'connected') return;
+      connections++;
+      connected(event.url);
     },
   }).catch(() => undefined);
   return {
     connected: ready,
+    connections: () => connections,
     stop: async () => {
       controller.abort();
       await done;
+    },
+  };
+}
+
+/**
+ * A load balancer in front of the instances, for the tunnel client: each connection goes to the
+ * first instance that accepts it; while `down`, connections are refused (closed at once).
+ */
+async function startBalancer(ports: readonly number[]): Promise<{ url: string; down: boolean; close(): Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  const state = { down: false };
+  const server = net.createServer((visitor) => {
+    sockets.add(visitor);
+    visitor.once('close', () => sockets.delete(visitor));
+    visitor.on('error', () => visitor.destroy());
+    if (state.down) return void visitor.destroy();
+    visitor.pause();
+    const attempt = (i: number): void => {
+      const port = ports[i];
+      if (port === undefined) return void visitor.destroy();
+      const upstream = net.connect({ host: '127.0.0.1', port });
+      // Refused (the instance is down): the next one. Once connected, errors end both sides (below).
+      upstream.once('error', () => attempt(i + 1));
+      upstream.once('connect', () => {
+        sockets.add(upstream);
+        upstream.removeAllListeners('error');
+        upstream.on('error', () => visitor.destroy());
+        upstream.once('close', () => {
+          sockets.delete(upstream);
+          visitor.destroy();
+        });
+        visitor.once('close', () => upstream.destroy());
+        visitor.pipe(upstream);
+        upstream.pipe(visitor);
+        visitor.resume();
+      });
+    };
+    attempt(0);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    get down() {
+      return state.down;
+    },
+    set down(value: boolean) {
+      state.down = value;
+    },
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise((resolve) => server.close(() => resolve()));
     },
   };
 }
@@ -210,7 +265,8 @@ describe('tunnels across instances on one PostgreSQL', async () => {
   let cluster: Cluster;
   let local: Awaited<ReturnType<typeof startLocalApp>>;
   let apiKey: string;
-  const clients: Array<{ stop(): Promise<void> }> = [];
+  let client: ReturnType<typeof startClient> | undefined;
+  let balancer: Awaited<ReturnType<typeof startBalancer>>;
   const subdomain = `xtun-${process.pid}`;
   const host = `${subdomain}.localhost`;
   /** Instance ids by URL, from the registry. */
@@ -229,21 +285,23 @@ describe('tunnels across instances on one PostgreSQL', async () => {
     for (const instance of listed.json as Array<{ id: string; url: string }>) ids.set(instance.url, instance.id);
   });
   after(async () => {
-    for (const client of clients) await client.stop();
+    await client?.stop();
+    await balancer?.close();
     await cluster?.close();
     await local?.close();
-    const client = new pg.Client({ connectionString: database.url });
-    await client.connect();
-    const installation = (await client.query<{ id: string }>('select id from instance')).rows[0]?.id;
-    await client.end();
+    const sql = new pg.Client({ connectionString: database.url });
+    await sql.connect();
+    const installation = (await sql.query<{ id: string }>('select id from instance')).rows[0]?.id;
+    await sql.end();
     if (installation !== undefined) await removeInstanceObjects(installation);
     await database.drop();
   });
 
   test('a tunnel held by one instance is reached through the others\' edges: a GET and a POST of a few MiB, streamed', async () => {
     const [a, b, c] = cluster.instances as [Instance, Instance, Instance];
-    const client = startClient(a.url, apiKey, local.port, subdomain);
-    clients.push(client);
+    // The client reaches the instances through a load balancer: instance 0 while it lives, else instance 1.
+    balancer = await startBalancer([a.port, b.port]);
+    client = startClient(balancer.url, apiKey, local.port, subdomain);
     await client.connected;
     for (const instance of [a, b, c]) {
       await eventually(async () => ((await visit(instance, host)).status === 200 ? true : undefined), 30_000, `the tunnel through ${instance.name}`);
@@ -324,16 +382,21 @@ describe('tunnels across instances on one PostgreSQL', async () => {
 
   test('its holder killed, the host answers as an offline tunnel; the client reconnecting to another instance takes the name back', async () => {
     const [a, b, c] = cluster.instances as [Instance, Instance, Instance];
+    assert.ok(client !== undefined);
+    assert.equal(client.connections(), 1);
+    // The balancer holds the client back until the offline answer has been seen.
+    balancer.down = true;
     await cluster.kill(a);
     await eventually(async () => {
       const res = await visit(c, host);
       return res.status === 503 && /no tunnel client is connected/.test(res.body.toString()) ? true : undefined;
     }, 30_000, 'the offline page through instance 2');
-    for (const client of clients.splice(0)) await client.stop();
-    // The client comes back through another instance (a load balancer would send it anywhere).
-    const again = startClient(b.url, apiKey, local.port, subdomain);
-    clients.push(again);
-    await again.connected;
+    // The same client reconnects (through the balancer, now to instance 1) and keeps its name.
+    balancer.down = false;
+    const reconnected = client;
+    await eventually(async () => (reconnected.connections() >= 2 ? true : undefined), 30_000, 'the client to reconnect');
+    const listed = await b.request('GET', '/api/v1/tunnels', { token: cluster.adminToken });
+    assert.deepEqual((listed.json as Array<{ subdomain: string }>).filter((t) => t.subdomain === subdomain).length, 1, listed.text);
     for (const instance of [b, c]) {
       await eventually(async () => ((await visit(instance, host)).status === 200 ? true : undefined), 30_000, `the tunnel again through ${instance.name}`);
     }
