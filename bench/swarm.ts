@@ -122,7 +122,8 @@ async function main(): Promise<void> {
       let drainSeconds = 0;
       const drain = await underLoad(swarm, async () => {
         const nodes = (await request(swarm.url, 'GET', '/api/v1/nodes', { token: admin })).json as Array<{ id: string; address: string; replicas: number }>;
-        const worker = nodes.find((n) => n.address === layout.nodes[2]?.address);
+        // The node holding the most replicas (a worker when they tie).
+        const worker = [...nodes].sort((a, b) => b.replicas - a.replicas || (a.address === layout.nodes[0]?.address ? 1 : -1))[0];
         if (worker === undefined) throw new Error('no worker');
         const started = Date.now();
         await request(swarm.url, 'POST', `/api/v1/nodes/${worker.id}/drain`, { token: admin });

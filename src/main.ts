@@ -17,6 +17,7 @@ import { DockerRuntime } from './runtime/docker/docker-runtime.js';
 import { dockerNodes } from './runtime/docker/docker-nodes.js';
 import { SwarmRuntime } from './runtime/swarm/swarm-runtime.js';
 import { swarmNodes } from './runtime/swarm/swarm-nodes.js';
+import { drainingNodes } from './deploy/node-drain.js';
 import { releaseTotals, type AppRuntime } from './runtime/app-runtime.js';
 import type { NodeDirectory } from './domain/nodes.js';
 import { appUrl, ConfigError, type Config } from './config.js';
@@ -229,9 +230,11 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
   // SLIPWAY_RUNTIME (decisions §16): one engine's containers, or services on the swarm that engine manages.
   let runtime: AppRuntime;
   let nodeDirectory: NodeDirectory;
+  let swarmRuntime: SwarmRuntime | undefined;
   if (config.runtime === 'swarm' && config.registry !== undefined) {
     const manager = createDockerClient(config.dockerHost);
-    runtime = new SwarmRuntime(manager, engine, { registry: config.registry, probePath: config.swarmProbePath });
+    swarmRuntime = new SwarmRuntime(manager, engine, { registry: config.registry, probePath: config.swarmProbePath });
+    runtime = swarmRuntime;
     nodeDirectory = swarmNodes(manager, instanceId);
   } else {
     runtime = new DockerRuntime(engine);
@@ -501,7 +504,17 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     certificates: certificates ?? NO_CERTIFICATES,
     instances: registry,
     sharedUploads,
-    nodes: nodeDirectory,
+    // Under swarm a drain first takes the node's replicas out of the edge and lets their requests end.
+    nodes:
+      swarmRuntime === undefined
+        ? nodeDirectory
+        : drainingNodes(nodeDirectory, {
+            runtime: swarmRuntime,
+            liveSubdomains: async () => (await deployments.liveContainers()).map((row) => row.subdomain),
+            refreshRoutes: () => lifecycle.refreshLiveRoutes(),
+            dataPlane,
+            drainMs: 10_000,
+          }),
     health: async () => {
       const checks: Record<string, { ok: boolean; detail?: string }> = {};
       try {

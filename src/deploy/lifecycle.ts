@@ -385,16 +385,21 @@ export class DeploymentLifecycle implements DeploymentOperations {
       // Several instances: only the leader watches (`when`).
       if (running || !when()) return;
       running = true;
-      void refreshLivePorts({ ...this.#deps, runtime: this.#runtime }, {
-        runLocked: (id, fn) => this.#locks.run(id, fn, AbortSignal.timeout(1000)),
-        isRecovering: (id) => this.#recovering.has(id),
-        recover: (stopped) => this.#track(this.recoverReleases(stopped)),
-      })
+      void this.refreshLiveRoutes()
         .catch((err: unknown) => this.#deps.log('warn', 'refreshing live container ports failed', { err }))
         .finally(() => (running = false));
     }, intervalMs);
     timer.unref();
     return () => clearInterval(timer);
+  }
+
+  /** One look at every live release now (what the watcher does each interval): routes follow where replicas serve. */
+  refreshLiveRoutes(): Promise<void> {
+    return refreshLivePorts({ ...this.#deps, runtime: this.#runtime }, {
+      runLocked: (id, fn) => this.#locks.run(id, fn, AbortSignal.timeout(1000)),
+      isRecovering: (id) => this.#recovering.has(id),
+      recover: (stopped) => this.#track(this.recoverReleases(stopped)),
+    });
   }
 
   /**

@@ -209,17 +209,28 @@ describe('swarm runtime', () => {
     await eventually(async () => (nodeDocker(manager, ['service', 'ls', '-q', '--filter', `label=dev.slipway.deployment=${volumeApp}`]).trim() === '' ? true : undefined), 60_000, 'the service to be removed with its deployment');
   });
 
-  test("a drained node's replicas move to the other nodes and leave the edge; activate takes it back", async () => {
+  test("a drained node's replicas leave the edge first and move to the other nodes, under load with no failed request; activate takes it back", async () => {
     assert.ok(ts !== undefined && layout !== undefined);
     const worker = (await nodes()).find((n) => n.address === layout?.nodes[2]?.address);
     assert.ok(worker !== undefined);
-    const drained = await ts.request('POST', `/api/v1/nodes/${worker.id}/drain`, { token: ts.adminToken });
-    assert.equal(drained.status, 200, drained.text);
-    assert.equal(drained.json.availability, 'drain');
-    const upstreams = await eventually(async () => {
-      const now = liveUpstreams();
-      return now.length === 3 && now.every((u) => u.host !== worker.address) ? now : undefined;
-    }, 90_000, "the drained node's replica to be replaced and to leave the edge");
+    const traffic = load();
+    let result;
+    let upstreams;
+    try {
+      await eventually(async () => ((await appRequest(ts?.port ?? 0, subdomain)).status === 200 ? true : undefined), 30_000, 'load before the drain');
+      const drained = await ts.request('POST', `/api/v1/nodes/${worker.id}/drain`, { token: ts.adminToken });
+      assert.equal(drained.status, 200, drained.text);
+      assert.equal(drained.json.availability, 'drain');
+      // Left the edge before swarm stopped it: at once, whatever the replacement's progress.
+      assert.ok(liveUpstreams().every((u) => u.host !== worker.address), 'the drained node is out of the route when the drain answers');
+      upstreams = await eventually(async () => {
+        const now = liveUpstreams();
+        return now.length === 3 && now.every((u) => u.host !== worker.address) ? now : undefined;
+      }, 90_000, "the drained node's replica to be replaced elsewhere");
+    } finally {
+      result = await traffic.stop();
+    }
+    assert.deepEqual(result.failures, [], `${result.failures.length} of ${result.requests} requests failed during the drain`);
     assert.equal(upstreams.length, 3);
     assert.equal((await nodes()).find((n) => n.id === worker.id)?.replicas, 0);
     for (let i = 0; i < 6; i++) assert.equal((await appRequest(ts.port, subdomain)).status, 200);

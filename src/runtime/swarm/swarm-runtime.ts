@@ -45,6 +45,8 @@ export class SwarmRuntime implements AppRuntime {
   readonly #docker: Dockerode;
   readonly #engine: ContainerEngine;
   readonly #options: SwarmRuntimeOptions;
+  /** Nodes about to be drained: their tasks serve no more, so the edge lets them go before swarm stops them. */
+  readonly #leaving = new Set<string>();
 
   constructor(docker: Dockerode, engine: ContainerEngine, options: SwarmRuntimeOptions) {
     this.#docker = docker;
@@ -128,6 +130,15 @@ export class SwarmRuntime implements AppRuntime {
       signal: options.signal,
     });
     return { id, upstreams };
+  }
+
+  /** From now on (until `stay`) the tasks on `nodeId` are not among a release's upstreams. */
+  leave(nodeId: string): void {
+    this.#leaving.add(nodeId);
+  }
+
+  stay(nodeId: string): void {
+    this.#leaving.delete(nodeId);
   }
 
   async inspectReleases(instanceId: string, ids: readonly string[]): Promise<Map<string, ReleaseState>> {
@@ -235,8 +246,9 @@ export class SwarmRuntime implements AppRuntime {
     }
   }
 
+  /** The swarm's nodes that may serve (a node being drained is left out). */
   async #nodes(): Promise<Map<string, SwarmNode>> {
-    return new Map(((await this.#docker.listNodes()) as SwarmNode[]).map((n) => [n.ID, n]));
+    return new Map(((await this.#docker.listNodes()) as SwarmNode[]).filter((n) => !this.#leaving.has(n.ID)).map((n) => [n.ID, n]));
   }
 
   async #localNodeId(): Promise<string> {
