@@ -8,7 +8,8 @@ import path from 'node:path';
 import { buildApp } from './api/app.js';
 import { ApiTurns } from './api/api-turns.js';
 import { answerClientError, answerUnmetExpectation, endSocketWithError } from './api/socket-errors.js';
-import { BuildLogStore } from './deploy/build-logs.js';
+import { BuildLogStore, type BuildLogs } from './deploy/build-logs.js';
+import { databaseBuildLogs } from './db/build-log-chunks.js';
 import { DeploymentLifecycle } from './deploy/lifecycle.js';
 import { startMetricsSampler } from './deploy/metrics-sampler.js';
 import { MetricsHistory } from './domain/metrics-history.js';
@@ -182,7 +183,12 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
   const sources = new SourceStore(config.dataDir);
   await sources.clearStaging();
   const deployments = databaseDeploymentStore(db, runner);
-  const buildLogs = new BuildLogStore(config.dataDir, config.buildLogMaxBytes);
+  // On PostgreSQL build logs live in the database: read and followed from any instance (decisions §15).
+  const diskLogs = new BuildLogStore(config.dataDir, config.buildLogMaxBytes);
+  const buildLogs: BuildLogs =
+    config.databaseUrl === undefined
+      ? diskLogs
+      : databaseBuildLogs(db, { maxBytes: config.buildLogMaxBytes, coordination, self: runner, fallback: diskLogs, log });
   const table = new RoutingTable(config.domain);
   const urlFor = (subdomain: string): string => appUrl(config, subdomain);
   const apiKeys = databaseApiKeyStore(db);

@@ -4,7 +4,7 @@ import multipart from '@fastify/multipart';
 import swagger from '@fastify/swagger';
 import type { Config } from '../config.js';
 import type { DeploymentCatalog } from '../domain/deployment-catalog.js';
-import type { BuildLogStore } from '../deploy/build-logs.js';
+import type { BuildLogs } from '../deploy/build-logs.js';
 import type { KeyUsage } from '../domain/key-usage.js';
 import type { ApiKeyStore } from '../domain/api-keys.js';
 import type { AccountStore } from '../domain/account-store.js';
@@ -53,7 +53,7 @@ export interface ApiDeps {
   /** Deployments and builds as the API reads them; deployments' create and edit. */
   readonly deployments: DeploymentCatalog;
   readonly store: SourceStore;
-  readonly buildLogs: BuildLogStore;
+  readonly buildLogs: BuildLogs;
   readonly loginLimiter: FailureLimiter;
   /** Teams and their members. */
   readonly teams: TeamStore;

@@ -20,6 +20,7 @@ import * as instances from './migrations/2026-11-27-060-instances.js';
 import * as uploadArchives from './migrations/2026-11-27-061-upload-archives.js';
 import * as replicas from './migrations/2026-11-27-070-replicas.js';
 import * as userDisabled from './migrations/2026-11-27-090-user-disabled.js';
+import * as buildLogChunks from './migrations/2026-11-27-110-build-log-chunks.js';
 import * as acmeChallenges from './migrations/2026-11-27-120-acme-challenges.js';
 import { withStatementCache } from './statement-cache.js';
 import crypto from 'node:crypto';
@@ -42,6 +43,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-27-061-upload-archives': uploadArchives,
   '2026-11-27-070-replicas': replicas,
   '2026-11-27-090-user-disabled': userDisabled,
+  '2026-11-27-110-build-log-chunks': buildLogChunks,
   '2026-11-27-120-acme-challenges': acmeChallenges,
 };
 

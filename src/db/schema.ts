@@ -199,7 +199,17 @@ export interface UploadChunksTable {
   data: Buffer;
 }
 
+/** A piece of a build's log (several instances, decisions §15), in `id` order; `final` (1) is written when the log is closed. */
+export interface BuildLogChunksTable {
+  id: Generated<number>;
+  build_id: string;
+  deployment_id: string;
+  data: Buffer;
+  final: number;
+}
+
 export interface Database {
+  build_log_chunks: BuildLogChunksTable;
   instance: InstanceTable;
   instances: InstancesTable;
   upload_archives: UploadArchivesTable;

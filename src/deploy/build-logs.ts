@@ -1,4 +1,4 @@
-// Build output on disk, one file per build: appended while building (capped head and tail), read or followed by clients.
+// Build logs: the port (`BuildLogs`), the capped head-and-tail writer every store shares, and the store on disk (one file per build).
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
@@ -14,12 +14,43 @@ export const MIN_BUILD_LOG_BYTES = 1024;
 export const omittedMarker = (bytes: number): string => `… ${bytes} bytes of build output omitted …\n`;
 
 /**
- * One open log. The first half of the cap (the head) goes to disk as it comes, so followers see it
- * live; what comes after is held in memory, keeping only its last bytes (the tail), and written with
- * a marker line when the build ends. The file therefore never exceeds the cap.
+ * Where build output goes and how it is read back, on whichever instance asks (decisions §15): on
+ * disk for one instance (`BuildLogStore`), in the database for several (`src/db/build-log-chunks.ts`).
+ * What is appended is already redacted (the lifecycle redacts before it appends).
  */
-class CappedLog {
-  readonly #stream: fs.WriteStream;
+export interface BuildLogs {
+  /** Appends text to a build's log (opening it on first use). */
+  append(deploymentId: string, buildId: string, text: string): void;
+  /** Writes the held tail and flushes a build's log once the build has ended (its followers then finish). */
+  close(buildId: string): Promise<void>;
+  /**
+   * Yields the log from the start; with `isFinished`, keeps yielding what is appended until the
+   * build has finished and its log is closed (or `signal` aborts).
+   */
+  read(deploymentId: string, buildId: string, options?: BuildLogReadOptions): AsyncGenerator<Buffer>;
+  /** Removes every log of a deployment (deleted). */
+  removeDeployment(deploymentId: string): Promise<void>;
+}
+
+export interface BuildLogReadOptions {
+  readonly isFinished?: () => Promise<boolean>;
+  readonly signal?: AbortSignal;
+  readonly pollMs?: number;
+}
+
+/** Where a capped log's bytes go, in order. */
+export interface LogSink {
+  write(data: Buffer): void;
+  end(): Promise<void>;
+}
+
+/**
+ * One open log. The first half of the cap (the head) goes to the sink as it comes, so followers see
+ * it live; what comes after is held in memory, keeping only its last bytes (the tail), and written
+ * with a marker line when the build ends. A log therefore never exceeds the cap.
+ */
+export class CappedLog {
+  readonly #stream: LogSink;
   readonly #headBytes: number;
   readonly #tailBytes: number;
   #written = 0;
@@ -30,9 +61,8 @@ class CappedLog {
   #tailLength = 0;
   #dropped = 0;
 
-  constructor(file: string, maxBytes: number) {
-    this.#stream = fs.createWriteStream(file, { flags: 'a', mode: PRIVATE_FILE_MODE });
-    this.#stream.on('error', () => undefined);
+  constructor(sink: LogSink, maxBytes: number) {
+    this.#stream = sink;
     const room = Math.max(0, maxBytes - MARKER_RESERVE);
     this.#headBytes = Math.floor(room / 2);
     this.#tailBytes = room - this.#headBytes;
@@ -88,10 +118,10 @@ class CappedLog {
         this.#dropped += newline + 1;
         tail = tail.subarray(newline + 1);
       }
-      this.#stream.write(this.#endsLine ? omittedMarker(this.#dropped) : `\n${omittedMarker(this.#dropped)}`);
+      this.#stream.write(Buffer.from(this.#endsLine ? omittedMarker(this.#dropped) : `\n${omittedMarker(this.#dropped)}`));
     }
     if (tail.length > 0) this.#stream.write(tail);
-    await new Promise<void>((resolve) => this.#stream.end(resolve));
+    await this.#stream.end();
   }
 
   #write(data: Buffer): void {
@@ -107,7 +137,7 @@ class CappedLog {
  * `maxBytes` (SLIPWAY_BUILD_LOG_MAX_BYTES): a log that would be longer keeps its head and its tail
  * with a marker line between them saying how many bytes were cut.
  */
-export class BuildLogStore {
+export class BuildLogStore implements BuildLogs {
   readonly #root: string;
   readonly #maxBytes: number;
   readonly #open = new Map<string, CappedLog>();
@@ -126,7 +156,7 @@ export class BuildLogStore {
     let log = this.#open.get(buildId);
     if (log === undefined) {
       fs.mkdirSync(path.join(this.#root, deploymentId), { recursive: true, mode: PRIVATE_DIR_MODE });
-      log = new CappedLog(this.file(deploymentId, buildId), this.#maxBytes);
+      log = new CappedLog(fileSink(this.file(deploymentId, buildId)), this.#maxBytes);
       this.#open.set(buildId, log);
     }
     log.append(text);
@@ -164,11 +194,7 @@ export class BuildLogStore {
    * read (or `signal` aborts). A follower of a capped log sees the head live, then nothing until the
    * build ends, then the marker and the tail.
    */
-  async *read(
-    deploymentId: string,
-    buildId: string,
-    options: { isFinished?: () => Promise<boolean>; signal?: AbortSignal; pollMs?: number } = {},
-  ): AsyncGenerator<Buffer> {
+  async *read(deploymentId: string, buildId: string, options: BuildLogReadOptions = {}): AsyncGenerator<Buffer> {
     const file = this.file(deploymentId, buildId);
     let offset = 0;
     for (;;) {
@@ -188,6 +214,16 @@ export class BuildLogStore {
   async removeDeployment(deploymentId: string): Promise<void> {
     await fsp.rm(path.join(this.#root, deploymentId), { recursive: true, force: true });
   }
+}
+
+/** A file appended to (created private). */
+function fileSink(file: string): LogSink {
+  const stream = fs.createWriteStream(file, { flags: 'a', mode: PRIVATE_FILE_MODE });
+  stream.on('error', () => undefined);
+  return {
+    write: (data) => void stream.write(data),
+    end: () => new Promise<void>((resolve) => stream.end(resolve)),
+  };
 }
 
 async function readFrom(file: string, offset: number): Promise<Buffer> {

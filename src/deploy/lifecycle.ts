@@ -20,7 +20,7 @@ import { DockerRuntime } from '../runtime/docker/docker-runtime.js';
 import { EngineBuildError, LABEL_INSTANCE, LABEL_MANAGED, buildNetworkName } from '../runtime/engine.js';
 import { fetchCommit, redactCredentials, resolveCommit } from '../source/git.js';
 import type { SourceStore } from '../source/source-store.js';
-import type { BuildLogStore } from './build-logs.js';
+import type { BuildLogs } from './build-logs.js';
 import { Semaphore, type Release } from './concurrency.js';
 import { FairBuildSlots, type BuildSlots } from './fair-build-slots.js';
 import { withDeploymentLock, type Coordination } from './coordination.js';
@@ -71,7 +71,7 @@ export interface LifecycleDeps {
   readonly runtime?: AppRuntime;
   readonly dataPlane: DataPlane;
   readonly sources: SourceStore;
-  readonly buildLogs: BuildLogStore;
+  readonly buildLogs: BuildLogs;
   readonly settings: LifecycleSettings;
   readonly log: (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
   /** Told when a build ends, with its outcome and how long it took (the build metrics). */
