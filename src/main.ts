@@ -10,6 +10,7 @@ import { ApiTurns } from './api/api-turns.js';
 import { answerClientError, answerUnmetExpectation, endSocketWithError } from './api/socket-errors.js';
 import { BuildLogStore, type BuildLogs } from './deploy/build-logs.js';
 import { databaseBuildLogs } from './db/build-log-chunks.js';
+import { databaseBuildQueue, type DatabaseBuildQueue } from './db/build-queue.js';
 import { DeploymentLifecycle } from './deploy/lifecycle.js';
 import { startMetricsSampler } from './deploy/metrics-sampler.js';
 import { MetricsHistory } from './domain/metrics-history.js';
@@ -259,6 +260,9 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
   // Custom domains follow their deployment's route (the table resolves them to its subdomain).
   for (const d of await customDomainRoutes(db)) dataPlane.publishHost(d.hostname, { subdomain: d.subdomain, deploymentId: d.deploymentId });
 
+  // On PostgreSQL builds wait in one queue in the database; any instance with a free slot takes the next (decisions §15).
+  const sharedQueue: DatabaseBuildQueue | undefined =
+    config.databaseUrl === undefined ? undefined : await databaseBuildQueue(db, { self: runner, slots: config.maxConcurrentBuilds, coordination });
   const lifecycleGitEnv = options.gitEnv ?? { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: config.dataDir };
   const quotas = new QuotaGuard(databaseQuotaStore(db), config.quotas);
   // An hour of samples whatever the interval.
@@ -276,6 +280,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     log,
     onBuildEnd: (outcome, seconds) => metrics.buildEnded(outcome, seconds),
     ...(options.buildSlots === undefined ? {} : { buildSlots: options.buildSlots }),
+    ...(sharedQueue === undefined ? {} : { buildQueue: sharedQueue }),
     coordination,
     ...(sharedUploads === undefined
       ? {}
@@ -321,8 +326,11 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
   // The leader takes over builds of instances gone silent (lost after 30 s): built again from the start here.
   const takeOverBuilds = async (): Promise<void> => {
     if (config.databaseUrl === undefined || !coordination.isLeader()) return;
-    const orphans = await deployments.orphanedBuilds(await registry.liveIds(new Date()));
-    for (const orphan of orphans) await lifecycle.takeOver(orphan.deploymentId, orphan.buildId, orphan.runner, runner);
+    const live = await registry.liveIds(new Date());
+    // Slots held by lost instances are free again; their builds are queued again below.
+    await sharedQueue?.forgetLost(live);
+    const orphans = await deployments.orphanedBuilds(live);
+    for (const orphan of orphans) await lifecycle.takeOver(orphan.deploymentId, orphan.buildId, orphan.runner);
   };
   const heartbeatTimer = setInterval(() => {
     void heartbeat().catch((err: unknown) => log('warn', 'the instance heartbeat failed', { error: err }));

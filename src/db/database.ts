@@ -21,6 +21,7 @@ import * as uploadArchives from './migrations/2026-11-27-061-upload-archives.js'
 import * as replicas from './migrations/2026-11-27-070-replicas.js';
 import * as userDisabled from './migrations/2026-11-27-090-user-disabled.js';
 import * as buildLogChunks from './migrations/2026-11-27-110-build-log-chunks.js';
+import * as buildQueue from './migrations/2026-11-27-111-build-queue.js';
 import * as acmeChallenges from './migrations/2026-11-27-120-acme-challenges.js';
 import { withStatementCache } from './statement-cache.js';
 import crypto from 'node:crypto';
@@ -44,6 +45,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-27-070-replicas': replicas,
   '2026-11-27-090-user-disabled': userDisabled,
   '2026-11-27-110-build-log-chunks': buildLogChunks,
+  '2026-11-27-111-build-queue': buildQueue,
   '2026-11-27-120-acme-challenges': acmeChallenges,
 };
 

@@ -58,6 +58,8 @@ export async function teamDeploymentCount(trx: Kysely<Database>, teamId: string)
  * before instances were recorded).
  */
 export function databaseDeploymentStore(db: Db, runner: string): DeploymentStore {
+  /** Builds waiting in the shared build queue, not taken yet (several instances; none on SQLite). */
+  const waitingInQueue = () => db.selectFrom('build_queue').select('build_id').where('taken_by', 'is', null);
   return {
     deployment: (id) => db.selectFrom('deployments').selectAll().where('id', '=', id).executeTakeFirst(),
 
@@ -172,20 +174,25 @@ export function databaseDeploymentStore(db: Db, runner: string): DeploymentStore
     },
 
     async orphanedBuilds(live) {
-      let query = db.selectFrom('builds').select(['id', 'deployment_id', 'runner']).where('status', '=', 'building').where('runner', 'is not', null);
+      let query = db
+        .selectFrom('builds')
+        .select(['id', 'deployment_id', 'runner'])
+        .where('status', '=', 'building')
+        .where('runner', 'is not', null)
+        // A build still waiting in the shared queue is not orphaned: a live instance takes it.
+        .where('id', 'not in', waitingInQueue());
       if (live.length > 0) query = query.where('runner', 'not in', [...live]);
       const rows = await query.orderBy('started_at').execute();
       return rows.flatMap((r) => (r.runner === null ? [] : [{ buildId: r.id, deploymentId: r.deployment_id, runner: r.runner }]));
     },
 
-    async buildElsewhere(deploymentId) {
+    async buildInProgress(deploymentId) {
       const row = await db
         .selectFrom('builds')
         .select(['id', 'runner'])
         .where('deployment_id', '=', deploymentId)
         .where('status', '=', 'building')
         .where('runner', 'is not', null)
-        .where('runner', '<>', runner)
         .executeTakeFirst();
       return row === undefined || row.runner === null ? undefined : { id: row.id, runner: row.runner };
     },
@@ -224,6 +231,8 @@ export function databaseDeploymentStore(db: Db, runner: string): DeploymentStore
           .select(['id', 'deployment_id'])
           .where('status', '=', 'building')
           .where((eb) => eb.or([eb('runner', '=', runner), eb('runner', 'is', null)]))
+          // Still waiting in the shared queue (several instances): another instance, or this one, takes it.
+          .where('id', 'not in', waitingInQueue())
           .execute();
         await bumpListVersion(trx, { deploymentIds: [...new Set(mine.map((b) => b.deployment_id))] });
         for (const build of mine) {

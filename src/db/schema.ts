@@ -208,7 +208,21 @@ export interface BuildLogChunksTable {
   final: number;
 }
 
+/** A build waiting for a slot, or holding one (`taken_by`), in the queue every instance shares (decisions §15). */
+export interface BuildQueueTable {
+  seq: Generated<number>;
+  build_id: string;
+  deployment_id: string;
+  user_id: string;
+  queued_by: string;
+  lost_from: string | null;
+  queued_at: Generated<Date>;
+  taken_by: string | null;
+  taken_at: string | null;
+}
+
 export interface Database {
+  build_queue: BuildQueueTable;
   build_log_chunks: BuildLogChunksTable;
   instance: InstanceTable;
   instances: InstancesTable;

@@ -71,8 +71,11 @@ export interface DeploymentStore {
   liveContainers(): Promise<LiveContainer[]>;
   /** Builds still `building` whose runner is none of `live` (an instance that stopped heartbeating), oldest first. */
   orphanedBuilds(live: readonly string[]): Promise<Array<{ buildId: string; deploymentId: string; runner: string }>>;
-  /** The deployment's build in progress on another instance than this one, if any. */
-  buildElsewhere(deploymentId: string): Promise<{ id: string; runner: string } | undefined>;
+  /**
+   * The deployment's build in progress and the instance it belongs to (its runner): one running on
+   * another instance, or waiting in the build queue. The caller has looked at its own builds in flight.
+   */
+  buildInProgress(deploymentId: string): Promise<{ id: string; runner: string } | undefined>;
   /** Takes a `building` build over from instance `from`: it becomes this instance's. False if it ended or another took it first. */
   claimBuild(buildId: string, from: string): Promise<boolean>;
   /** The route facts of one deployment (none if it is gone), or of every deployment. */

@@ -14,6 +14,31 @@ export interface BuildSlots {
   readonly waiting: number;
 }
 
+/** Free slots kept for users with nothing running, out of `slots`. */
+export function reservedSlots(slots: number): number {
+  return slots >= 2 ? 1 : 0;
+}
+
+/**
+ * The fair rule (shared by the scheduler here and the build queue across instances): of the
+ * builds waiting (in the order they were queued), the next to start is the one whose user has the
+ * fewest builds running, the longest waiting among those; none while no slot is free, and the last
+ * `reserve` free slots only for a user with nothing running.
+ */
+export function pickFair<W extends { readonly userId: string }>(waiting: readonly W[], running: ReadonlyMap<string, number>, free: number, reserve: number): W | undefined {
+  if (free <= 0) return undefined;
+  let best: W | undefined;
+  let bestRunning = Infinity;
+  for (const waiter of waiting) {
+    const count = running.get(waiter.userId) ?? 0;
+    if (count < bestRunning && (count === 0 || free > reserve)) {
+      best = waiter;
+      bestRunning = count;
+    }
+  }
+  return best;
+}
+
 interface Waiter {
   readonly userId: string;
   readonly seq: number;
@@ -38,7 +63,7 @@ export class FairBuildSlots implements BuildSlots {
 
   constructor(slots: number) {
     this.#slots = Math.max(1, Math.floor(slots));
-    this.#reserve = this.#slots >= 2 ? 1 : 0;
+    this.#reserve = reservedSlots(this.#slots);
   }
 
   get waiting(): number {
@@ -72,29 +97,14 @@ export class FairBuildSlots implements BuildSlots {
     });
   }
 
-  /** May a build of `userId` start now? */
-  #eligible(userId: string): boolean {
-    const free = this.#slots - this.#total;
-    if (free <= 0) return false;
-    return (this.#running.get(userId) ?? 0) === 0 || free > this.#reserve;
-  }
-
   /** Grants slots while some waiter may start: fewest running first, then longest waiting. */
   #dispatch(): void {
     for (;;) {
-      let best: Waiter | undefined;
-      let bestRunning = Infinity;
-      for (const waiter of this.#waiters) {
-        const running = this.#running.get(waiter.userId) ?? 0;
-        if (running < bestRunning && this.#eligible(waiter.userId)) {
-          best = waiter;
-          bestRunning = running;
-        }
-      }
+      const best = pickFair(this.#waiters, this.#running, this.#slots - this.#total, this.#reserve);
       if (best === undefined) return;
       this.#waiters.splice(this.#waiters.indexOf(best), 1);
       this.#total += 1;
-      this.#running.set(best.userId, bestRunning + 1);
+      this.#running.set(best.userId, (this.#running.get(best.userId) ?? 0) + 1);
       best.grant();
     }
   }

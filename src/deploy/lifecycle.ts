@@ -23,6 +23,7 @@ import type { SourceStore } from '../source/source-store.js';
 import type { BuildLogs } from './build-logs.js';
 import { Semaphore, type Release } from './concurrency.js';
 import { FairBuildSlots, type BuildSlots } from './fair-build-slots.js';
+import { LocalBuildQueue, type BuildQueue, type TakenBuild } from './build-queue.js';
 import { withDeploymentLock, type Coordination } from './coordination.js';
 import { memoryCoordination } from './memory-coordination.js';
 import type { QuotaGuard } from '../domain/quotas.js';
@@ -78,8 +79,10 @@ export interface LifecycleDeps {
   readonly onBuildEnd?: (outcome: 'succeeded' | 'failed' | 'cancelled', seconds: number) => void;
   /** Per-user quotas: a deploy beyond the owner's `concurrent_builds` → 429 (none: no limit). */
   readonly quotas?: Pick<QuotaGuard, 'assertRoom'>;
-  /** Where builds wait for a slot (default: {@link FairBuildSlots} of `settings.maxConcurrentBuilds`). */
+  /** Where builds wait for a slot with one instance (default: {@link FairBuildSlots} of `settings.maxConcurrentBuilds`). */
   readonly buildSlots?: BuildSlots;
+  /** The build queue (default: this process's, over `buildSlots`); several instances share one in the database. */
+  readonly buildQueue?: BuildQueue;
   /** Brings an upload another instance received onto this one's disk (several instances); false when not kept. */
   readonly restoreUpload?: (deploymentId: string, uploadId: string, dockerfilePath: string, signal: AbortSignal) => Promise<boolean>;
   /** Per-deployment locks across instances (default: in memory, one instance). */
@@ -110,6 +113,12 @@ function seconds(since: number): string {
   return ((Date.now() - since) / 1000).toFixed(1);
 }
 
+/** How a pipeline starts: a build taken from the queue (holding a slot), or one that fails at once. */
+interface PipelineStart {
+  readonly taken?: TakenBuild;
+  readonly unreadable?: string;
+}
+
 class Cancelled extends Error {
   override readonly name = 'Cancelled';
 }
@@ -133,8 +142,11 @@ export class DeploymentLifecycle implements DeploymentOperations {
     run<T>(deploymentId: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T>;
     acquire(deploymentId: string, signal?: AbortSignal): Promise<Release>;
   };
-  /** Build slots, shared fairly across users. */
-  readonly #buildSlots: BuildSlots;
+  /** Where recorded builds wait for a slot, shared fairly across users (and instances). */
+  readonly #queue: BuildQueue;
+  /** Whether the queue is being looked at now, and whether to look again once done. */
+  #dispatching = false;
+  #dispatchAgain = false;
   readonly #inflight = new Map<string, InflightBuild>();
   readonly #background = new Set<Promise<unknown>>();
   /** Releases waiting to be started again; an operation that decides what serves removes its entry. */
@@ -163,7 +175,8 @@ export class DeploymentLifecycle implements DeploymentOperations {
       run: (deploymentId, fn, signal) => withDeploymentLock(coordination, deploymentId, fn, signal),
       acquire: (deploymentId, signal) => coordination.lockDeployment(deploymentId, signal),
     };
-    this.#buildSlots = deps.buildSlots ?? new FairBuildSlots(deps.settings.maxConcurrentBuilds);
+    this.#queue = deps.buildQueue ?? new LocalBuildQueue(deps.buildSlots ?? new FairBuildSlots(deps.settings.maxConcurrentBuilds));
+    this.#queue.onChange(() => this.#dispatch());
     this.#recoverySlots = new Semaphore(deps.settings.recoveryConcurrency);
     this.#recoveryInFlight = new Semaphore(Math.max(RECOVERY_IN_FLIGHT, deps.settings.recoveryConcurrency));
   }
@@ -222,9 +235,12 @@ export class DeploymentLifecycle implements DeploymentOperations {
       // The configuration of this build is fixed now: later changes wait for the next deploy or restart.
       const vars = await this.#deps.configs.recordForBuild(deploymentId, row.id);
       if (!serving) this.#route(current.subdomain, deploymentId, 'starting');
-      this.#startPipeline(current, row, unreadable, vars);
+      // A source that cannot be read fails at once; any other build waits in the queue for a slot.
+      if (unreadable !== undefined) this.#startPipeline(current, row, vars, { unreadable });
+      else await this.#queue.enqueue({ buildId: row.id, deploymentId, userId: current.user_id });
       return row;
     });
+    this.#dispatch();
 
     if (!options.wait) return build;
     await this.#waitForBuild(deploymentId, build.id, options.signal);
@@ -260,7 +276,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
     return this.#locks.run(deploymentId, async () => {
       const dep = await this.#owned(principal, deploymentId, 'change');
       // The build may run on another instance (decisions §15: cancel works from any instance).
-      const buildId = this.#inflight.get(deploymentId)?.buildId ?? (await this.#deps.store.buildElsewhere(deploymentId))?.id;
+      const buildId = this.#inflight.get(deploymentId)?.buildId ?? (await this.#deps.store.buildInProgress(deploymentId))?.id;
       if (buildId === undefined) throw new DomainError('invalid_state', `no build of ${dep.name} is in progress`);
       await this.#cancelInflight(deploymentId, 'cancelled by the user');
       // What served before the build serves on; with nothing serving, the app is stopped.
@@ -497,22 +513,22 @@ export class DeploymentLifecycle implements DeploymentOperations {
 
   /**
    * Takes over a build whose instance (`from`) was lost (decisions §15): the same build record, now
-   * this instance's (`by`), built again from the start; its log says so. False when it ended or
-   * another instance took it first.
+   * this instance's, queued again; whichever instance takes it builds it again from the start, and
+   * its log says so. False when it ended or another instance took it first.
    */
-  async takeOver(deploymentId: string, buildId: string, from: string, by: string): Promise<boolean> {
-    const { store, configs, buildLogs } = this.#deps;
-    return this.#locks.run(deploymentId, async () => {
+  async takeOver(deploymentId: string, buildId: string, from: string): Promise<boolean> {
+    const { store } = this.#deps;
+    const queued = await this.#locks.run(deploymentId, async () => {
       if (this.#inflight.has(deploymentId) || !(await store.claimBuild(buildId, from))) return false;
       const dep = await store.deployment(deploymentId);
       const build = await store.build(deploymentId, buildId);
       if (dep === undefined || build === undefined || build.status !== 'building') return false;
-      const vars = (await configs.buildConfig(buildId)) ?? (await configs.current(deploymentId));
-      buildLogs.append(dep.id, build.id, `==> the instance running this build (${from}) was lost; instance ${by} builds it again from the start\n`);
-      this.#deps.log('warn', `took over build ${build.id.slice(0, 8)} of ${dep.name} from the lost instance ${from}`);
-      this.#startPipeline(dep, build, undefined, vars);
+      this.#deps.log('warn', `took over build ${build.id.slice(0, 8)} of ${dep.name} from the lost instance ${from}; it is queued again`);
+      await this.#queue.enqueue({ buildId, deploymentId, userId: dep.user_id, lostFrom: from });
       return true;
     });
+    if (queued) this.#dispatch();
+    return queued;
   }
 
   /** Builds this instance runs now (the instance registry's `builds_running`). */
@@ -535,10 +551,15 @@ export class DeploymentLifecycle implements DeploymentOperations {
     while (this.#background.size > 0) await Promise.allSettled([...this.#background]);
   }
 
-  /** Cancels every build in flight and gives up recovery (server shutdown). */
+  /**
+   * Cancels every build in flight and gives up recovery (server shutdown). Builds waiting only in
+   * this process's queue are cancelled too; those in the shared queue wait for another instance.
+   */
   async close(): Promise<void> {
     this.#closing.abort();
+    const left = await this.#queue.close();
     await Promise.all([...this.#inflight.keys()].map((id) => this.#cancelInflight(id, 'interrupted by a server shutdown')));
+    for (const build of left) await this.#endQueued(build.deploymentId, build.buildId, 'interrupted by a server shutdown');
     await this.settle();
   }
 
@@ -648,9 +669,72 @@ export class DeploymentLifecycle implements DeploymentOperations {
   /** Aborts the deployment's build in flight (if any) and waits until it has wound down. */
   async #cancelInflight(deploymentId: string, reason: string): Promise<void> {
     const inflight = this.#inflight.get(deploymentId);
-    if (inflight === undefined) return this.#cancelElsewhere(deploymentId, reason);
+    if (inflight === undefined) {
+      // Still waiting in the queue (taken by no instance): out of it, and ended here.
+      const withdrawn = await this.#queue.withdraw(deploymentId);
+      for (const buildId of withdrawn) await this.#endQueued(deploymentId, buildId, reason);
+      if (withdrawn.length > 0) return;
+      return this.#cancelElsewhere(deploymentId, reason);
+    }
     inflight.controller.abort(new Cancelled(reason));
     await inflight.done;
+  }
+
+  /** Ends a build that was withdrawn from the queue before any instance took it. */
+  async #endQueued(deploymentId: string, buildId: string, reason: string): Promise<void> {
+    const { store, buildLogs } = this.#deps;
+    buildLogs.append(deploymentId, buildId, `==> cancelled: ${reason}\n`);
+    await store.finishBuild(buildId, 'cancelled', reason);
+    await buildLogs.close(buildId);
+    this.#deps.onBuildEnd?.('cancelled', 0);
+  }
+
+  /**
+   * Takes builds from the queue while this instance has a free slot, and runs each: one look at a
+   * time, again after any change told meanwhile (a build queued, a slot freed, on any instance).
+   */
+  #dispatch(): void {
+    if (this.#dispatching) {
+      this.#dispatchAgain = true;
+      return;
+    }
+    this.#dispatching = true;
+    void (async () => {
+      try {
+        do {
+          this.#dispatchAgain = false;
+          for (;;) {
+            if (this.#closing.signal.aborted) return;
+            const taken = await this.#queue.take();
+            if (taken === undefined) break;
+            await this.#runTaken(taken);
+          }
+        } while (this.#dispatchAgain);
+      } catch (err) {
+        // The database unreachable: the next change, or the queue's poll, looks again.
+        this.#deps.log('warn', 'taking the next build from the queue failed', { err });
+      } finally {
+        this.#dispatching = false;
+      }
+    })();
+  }
+
+  /** Starts a build taken from the queue (it holds a slot), unless it ended or went meanwhile. */
+  async #runTaken(taken: TakenBuild): Promise<void> {
+    const { store, configs } = this.#deps;
+    try {
+      const dep = await store.deployment(taken.deploymentId);
+      const build = dep === undefined ? undefined : await store.build(dep.id, taken.buildId);
+      if (dep === undefined || build === undefined || build.status !== 'building') {
+        await this.#queue.release(taken.buildId);
+        return;
+      }
+      const vars = (await configs.buildConfig(build.id)) ?? (await configs.current(dep.id));
+      this.#startPipeline(dep, build, vars, { taken });
+    } catch (err) {
+      await this.#queue.release(taken.buildId).catch(() => undefined);
+      throw err;
+    }
   }
 
   /**
@@ -660,35 +744,61 @@ export class DeploymentLifecycle implements DeploymentOperations {
    */
   async #cancelElsewhere(deploymentId: string, reason: string): Promise<void> {
     const { store } = this.#deps;
-    const remote = await store.buildElsewhere(deploymentId);
+    const remote = await store.buildInProgress(deploymentId);
     if (remote === undefined) return;
-    this.#coordination.announce(`- c:${remote.id} ${reason}`);
     const deadline = Date.now() + 30_000;
+    let asked = 0;
     while (Date.now() < deadline) {
+      // Asked again now and then: an instance that took the build from the queue an instant ago
+      // may not have had it in flight when the first ask came.
+      if (Date.now() - asked >= 2000) {
+        this.#coordination.announce(`- c:${remote.id} ${reason}`);
+        asked = Date.now();
+      }
       await sleep(100);
       if ((await store.build(deploymentId, remote.id))?.status !== 'building') return;
     }
     await store.finishBuild(remote.id, 'cancelled', `${reason} (its instance did not answer)`);
   }
 
+  /** Waits until the build has ended, wherever it runs (here, another instance, or still in the queue), or `signal` aborts. */
   async #waitForBuild(deploymentId: string, buildId: string, signal?: AbortSignal): Promise<void> {
-    const inflight = this.#inflight.get(deploymentId);
-    if (inflight === undefined || inflight.buildId !== buildId) return;
-    if (signal === undefined) return inflight.done;
-    await Promise.race([inflight.done, new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }))]);
+    const aborted = signal === undefined ? undefined : new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    for (;;) {
+      if (signal?.aborted === true) return;
+      const inflight = this.#inflight.get(deploymentId);
+      if (inflight?.buildId === buildId) await Promise.race(aborted === undefined ? [inflight.done] : [inflight.done, aborted]);
+      else {
+        if ((await this.#deps.store.build(deploymentId, buildId))?.status !== 'building') return;
+        await sleep(250, undefined, signal === undefined ? undefined : { signal }).catch(() => undefined);
+      }
+    }
   }
 
-  #startPipeline(dep: DeploymentRow, build: BuildRow, unreadable: string | undefined, vars: readonly EnvVar[]): void {
+  #startPipeline(dep: DeploymentRow, build: BuildRow, vars: readonly EnvVar[], start: PipelineStart): void {
     const controller = new AbortController();
-    const done = this.#runPipeline(dep, build, vars, controller.signal, unreadable).finally(() => {
+    const done = this.#runPipeline(dep, build, vars, controller.signal, start).finally(() => {
       if (this.#inflight.get(dep.id)?.buildId === build.id) this.#inflight.delete(dep.id);
     });
     this.#inflight.set(dep.id, { buildId: build.id, controller, done });
   }
 
   /** Build → image → healthy container → traffic switch. Never throws: the outcome goes to the database. */
-  async #runPipeline(dep: DeploymentRow, build: BuildRow, vars: readonly EnvVar[], cancel: AbortSignal, unreadable?: string): Promise<void> {
+  async #runPipeline(dep: DeploymentRow, build: BuildRow, vars: readonly EnvVar[], cancel: AbortSignal, start: PipelineStart): Promise<void> {
     const { engine, buildLogs, settings, store } = this.#deps;
+    const { taken, unreadable } = start;
+    // The slot a build taken from the queue holds: freed once its image is built (or it ended).
+    let slotHeld = taken !== undefined;
+    const releaseSlot = (): void => {
+      if (!slotHeld || taken === undefined) return;
+      slotHeld = false;
+      void this.#queue.release(taken.buildId).catch((err: unknown) => this.#deps.log('warn', 'freeing a build slot failed', { err }));
+    };
+    // Queued by another instance (or by a lost one): it is this instance's build from now on.
+    if (taken?.queuedBy !== undefined && !(await store.claimBuild(build.id, taken.queuedBy).catch(() => false))) {
+      releaseSlot();
+      return;
+    }
     // Output that arrives after the log is closed (an engine stream still draining after a cancel)
     // must not reopen it: a reopened log would never be closed, and its followers never finish.
     let logOpen = true;
@@ -704,9 +814,10 @@ export class DeploymentLifecycle implements DeploymentOperations {
     const what = `deploy of ${dep.name} (${dep.subdomain}, build ${build.id.slice(0, 8)})`;
     this.#deps.log('info', `${what} started`);
     try {
+      if (taken?.lostFrom !== undefined) log(`==> the instance running this build (${taken.lostFrom}) was lost; instance ${taken.takenBy ?? 'this'} builds it again from the start\n`);
       log(`==> build ${build.id} of ${dep.name} (${dep.source_type} ${build.commit_sha || 'unresolved'})\n`);
       if (unreadable !== undefined) throw new DomainError('build_failed', unreadable);
-      const releaseSlot = await this.#buildSlots.acquire(dep.user_id, cancel);
+      cancel.throwIfAborted();
       try {
         const buildSignal = AbortSignal.any([cancel, AbortSignal.timeout(settings.buildTimeoutMs)]);
         let contextDir: string;
@@ -791,6 +902,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
       this.#deps.onBuildEnd?.(verb, (Date.now() - startedAt) / 1000);
       this.#deps.log('info', `${what} ${verb} after ${seconds(startedAt)} s: ${summarizeFailure(err, cancel, this.#deps.settings.buildTimeoutMs)}`);
     } finally {
+      releaseSlot();
       const rest = redacted.flush();
       if (rest !== '') buildLogs.append(dep.id, build.id, rest);
       logOpen = false;

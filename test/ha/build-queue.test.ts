@@ -56,27 +56,95 @@ describe('builds across instances', async () => {
     const buildId = started.json.id as string;
     const buildStatus = async (): Promise<string> => (await b.request('GET', `/api/v1/deployments/${id}/builds/${buildId}`, { token: userToken })).json.status as string;
 
-    // Followed on B (the build runs on A: builds start where they are deployed when a slot is free).
-    const res = await fetch(`${b.url}/api/v1/deployments/${id}/builds/${buildId}/logs?follow=true`, {
-      headers: { authorization: `Bearer ${userToken}` },
-      signal: AbortSignal.timeout(240_000),
-    });
-    assert.equal(res.status, 200);
-    const decoder = new TextDecoder();
-    let text = '';
-    let statusAtMarker: string | undefined;
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      text += decoder.decode(chunk, { stream: true });
-      // The marker came while the build still runs (it sleeps 15 s after printing it).
-      if (statusAtMarker === undefined && text.includes('first-marker')) statusAtMarker = await buildStatus();
+    // Followed on both instances at once: one of them is not the one that took the build from the queue.
+    const follow = async (via: Instance): Promise<{ text: string; statusAtMarker: string | undefined }> => {
+      const res = await fetch(`${via.url}/api/v1/deployments/${id}/builds/${buildId}/logs?follow=true`, {
+        headers: { authorization: `Bearer ${userToken}` },
+        signal: AbortSignal.timeout(240_000),
+      });
+      assert.equal(res.status, 200);
+      const decoder = new TextDecoder();
+      let text = '';
+      let statusAtMarker: string | undefined;
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        text += decoder.decode(chunk, { stream: true });
+        // The marker came while the build still runs (it sleeps 15 s after printing it).
+        if (statusAtMarker === undefined && text.includes('first-marker')) statusAtMarker = await buildStatus();
+      }
+      return { text, statusAtMarker };
+    };
+    const followed = await Promise.all([follow(a), follow(b)]);
+    // The streams ended with the build: it has ended, and the log is all there.
+    assert.equal(await buildStatus(), 'succeeded');
+    const runner = (await a.request('GET', `/api/v1/deployments/${id}/builds/${buildId}/logs`, { token: userToken })).text;
+    for (const [i, { text, statusAtMarker }] of followed.entries()) {
+      assert.equal(statusAtMarker, 'building', `the first line reached the follower on instance ${i} before the build ended`);
+      assert.match(text, /second-marker/);
+      assert.match(text, /==> live at build/);
+      assert.equal(text, runner, `the log followed on instance ${i} is the log`);
     }
-    assert.equal(statusAtMarker, 'building', 'the first line reached the follower before the build ended');
-    // The stream ended with the build: it has ended, and the log is all there.
-    assert.equal(await buildStatus(), 'succeeded', text);
-    assert.match(text, /second-marker/);
-    assert.match(text, /==> live at build/);
-    const whole = await a.request('GET', `/api/v1/deployments/${id}/builds/${buildId}/logs`, { token: userToken });
-    assert.equal(whole.text, text, 'the followed log is the log');
     await eventually(async () => ((await b.request('DELETE', `/api/v1/deployments/${id}`, { token: userToken })).status === 204 ? true : undefined), 60_000, 'the delete');
+  });
+
+  test("builds wait in one queue: any instance with a free slot takes the next, none twice, user B is not starved behind user A's flood, and a queued build is cancelled from another instance", async () => {
+    const [a, b] = cluster.instances as [Instance, Instance];
+    const bob = `ha-bob-${process.pid}@example.test`;
+    assert.equal((await a.request('POST', '/api/v1/users', { token: cluster.adminToken, body: { email: bob, password: 'ha-password-1' } })).status, 201);
+    const bobToken = (await b.request('POST', '/api/v1/auth/login', { body: { email: bob, password: 'ha-password-1' } })).json.token as string;
+    // A floods through instance 0 with builds that cannot end during the test.
+    const flood: Array<{ id: string; buildId: string }> = [];
+    for (let i = 0; i < 4; i++) {
+      const id = await createApp(a, userToken, `ha-flood${i}`, ['RUN echo flood-step && sleep 600']);
+      const res = await a.request('POST', `/api/v1/deployments/${id}/deploy`, { token: userToken });
+      assert.equal(res.status, 202, res.text);
+      flood.push({ id, buildId: res.json.id as string });
+    }
+    const logOf = async (app: { id: string; buildId: string }): Promise<string> =>
+      (await b.request('GET', `/api/v1/deployments/${app.id}/builds/${app.buildId}/logs`, { token: userToken })).text;
+    const headers = (log: string, buildId: string): number => log.split(`==> build ${buildId} `).length - 1;
+    try {
+      // Two of A's builds run: one on each instance (each keeps its last slot for a user with none running).
+      await eventually(async () => {
+        const logs = await Promise.all(flood.map(logOf));
+        return logs.filter((log) => log.includes('flood-step')).length >= 2 ? true : undefined;
+      }, 180_000, "two of A's builds to reach their slow step");
+      const running = await eventually(async () => {
+        const listed = (await a.request('GET', '/api/v1/instances', { token: cluster.adminToken })).json as Array<{ url: string; builds_running: number }>;
+        return listed.length === 2 && listed.every((i) => i.builds_running >= 1) ? listed : undefined;
+      }, 60_000, 'both instances to be running a build');
+      assert.deepEqual(running.map((i) => i.builds_running), [1, 1], 'the builds queued on instance 0 run on both instances');
+
+      // B's build, deployed through instance 1, starts at once and ends while A's are still queued or running.
+      const quick = await createApp(b, bobToken, 'ha-bob', []);
+      const done = await b.request('POST', `/api/v1/deployments/${quick}/deploy?wait=true`, { token: bobToken });
+      assert.equal(done.status, 200, done.text);
+      assert.equal(done.json.status, 'succeeded', done.text);
+      const logs = await Promise.all(flood.map(logOf));
+      for (const [i, app] of flood.entries()) {
+        const build = (await a.request('GET', `/api/v1/deployments/${app.id}/builds/${app.buildId}`, { token: userToken })).json;
+        assert.equal(build.status, 'building', `A's build ${i}`);
+        assert.ok(headers(logs[i] ?? '', app.buildId) <= 1, `A's build ${i} started at most once:\n${logs[i]}`);
+      }
+      const started = flood.filter((app, i) => headers(logs[i] ?? '', app.buildId) === 1);
+      assert.equal(started.length, 2, "two of A's builds started, each once");
+
+      // A build still waiting in the queue (queued on instance 0) is cancelled from instance 1: it never starts.
+      const waiting = flood.find((app) => !started.includes(app)) as { id: string; buildId: string };
+      const cancelled = await b.request('POST', `/api/v1/deployments/${waiting.id}/cancel`, { token: userToken });
+      assert.equal(cancelled.status, 200, cancelled.text);
+      assert.equal((await a.request('GET', `/api/v1/deployments/${waiting.id}/builds/${waiting.buildId}`, { token: userToken })).json.status, 'cancelled');
+      const log = await logOf(waiting);
+      assert.match(log, /cancelled: cancelled by the user/);
+      assert.equal(headers(log, waiting.buildId), 0, 'it never started');
+    } finally {
+      // Stopping a deployment cancels its build, wherever it runs or waits.
+      for (const app of flood) await b.request('POST', `/api/v1/deployments/${app.id}/stop`, { token: userToken });
+      for (const app of flood) {
+        await eventually(async () => {
+          const build = (await a.request('GET', `/api/v1/deployments/${app.id}/builds/${app.buildId}`, { token: userToken })).json;
+          return build.status === 'building' ? undefined : true;
+        }, 120_000, `A's build ${app.buildId} to end`);
+      }
+    }
   });
 });
