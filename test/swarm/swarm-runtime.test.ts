@@ -1,5 +1,6 @@
 // The swarm runtime end to end on the real test cluster (decisions §16): Slipway on the manager's engine deploys replicas over three nodes, redeploys and rolls back through the edge, and follows a drain.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -43,11 +44,11 @@ describe('swarm runtime', () => {
       db.close();
     }
   };
-  const nodes = async (): Promise<Array<{ id: string; address: string; availability: string; replicas: number }>> => {
+  const nodes = async (): Promise<Array<{ id: string; address: string; availability: string; state: string; replicas: number }>> => {
     assert.ok(ts !== undefined);
     const res = await ts.request('GET', '/api/v1/nodes', { token: ts.adminToken });
     assert.equal(res.status, 200, res.text);
-    return res.json as Array<{ id: string; address: string; availability: string; replicas: number }>;
+    return res.json as Array<{ id: string; address: string; availability: string; state: string; replicas: number }>;
   };
   /** Requests through the edge until stopped; every answer that is not 200 is a failure. */
   const load = (): { stop: () => Promise<{ requests: number; failures: string[]; bodies: Set<string> }> } => {
@@ -237,5 +238,28 @@ describe('swarm runtime', () => {
     const active = await ts.request('POST', `/api/v1/nodes/${worker.id}/activate`, { token: ts.adminToken });
     assert.equal(active.status, 200, active.text);
     assert.equal(active.json.availability, 'active');
+  });
+
+  test("a lost node's replicas leave the edge and are replaced on the other nodes", async () => {
+    assert.ok(ts !== undefined && layout !== undefined);
+    // The worker that runs replicas now (the drained one came back empty).
+    const listed = await nodes();
+    const lost = listed.find((n) => n.replicas > 0 && n.address !== layout?.nodes[0]?.address);
+    assert.ok(lost !== undefined, JSON.stringify(listed));
+    const node = layout.nodes.find((n) => n.address === lost.address);
+    assert.ok(node !== undefined);
+    // The node drops off the test bridge: the manager stops hearing from it.
+    execFileSync('ip', ['-n', node.netns, 'link', 'set', 'eth0', 'down']);
+    try {
+      const upstreams = await eventually(async () => {
+        const now = liveUpstreams();
+        return now.length === 3 && now.every((u) => u.host !== lost.address) ? now : undefined;
+      }, 120_000, "the lost node's replicas to be replaced elsewhere");
+      assert.equal(upstreams.length, 3);
+      assert.notEqual((await nodes()).find((n) => n.id === lost.id)?.state, 'ready');
+      for (let i = 0; i < 6; i++) assert.equal((await appRequest(ts.port, subdomain)).status, 200);
+    } finally {
+      execFileSync('ip', ['-n', node.netns, 'link', 'set', 'eth0', 'up']);
+    }
   });
 });
