@@ -53,6 +53,8 @@ import { NO_CERTIFICATES } from './domain/custom-domains.js';
 import { DbCertificateStore } from './db/certificate-store.js';
 import { CertificateManager } from './tls/certificate-manager.js';
 import { HttpChallenges } from './tls/http-challenges.js';
+import { certificateAnnouncer, syncCertificates } from './tls/certificate-sync.js';
+import { databaseChallengeStore } from './db/challenge-store.js';
 import { hostOf, redirectToHttps } from './tls/https-redirect.js';
 import { connectedTunnel, frontDoor } from './proxy/front-door.js';
 import { loadOperatorCertificate } from './tls/operator-certificate.js';
@@ -118,6 +120,8 @@ const HEARTBEAT_MS = 5_000;
 const ROUTE_RESYNC_MS = 10_000;
 /** How long a dropped tunnel's name is held for its owner (the tunnel server's default grace). */
 const TUNNEL_GRACE_MS = 60_000;
+/** How long an instance told of another's new custom domain waits before asking for its certificate itself. */
+const FOLLOWER_ENSURE_DELAY_MS = 3_000;
 
 /** Starts Slipway: the data directory's lock, migrations, admin bootstrap, reconciliation, then the HTTP listener. */
 export async function startServer(startConfig: Config, options: StartOptions = {}): Promise<RunningServer> {
@@ -420,7 +424,8 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
   const isAppHost = (host: string | undefined): boolean => table.resolveHost(host)?.route?.kind === 'app';
 
   // HTTPS (decisions §8): certificates for the hosts Slipway serves, answered by SNI on the TLS port.
-  const challenges = new HttpChallenges();
+  // Challenge answers live in the database: the CA may reach any instance (decisions §15).
+  const challenges = new HttpChallenges(databaseChallengeStore(db), log);
   // acme-client is loaded only when HTTPS is on: it is a large part of the start-up's module loading.
   const createAcmeIssuer = config.https === undefined ? undefined : (await import('./tls/acme-issuer.js')).createAcmeIssuer;
   const createCertificates = (c: Config, settings: NonNullable<Config['https']>, newIssuer: NonNullable<typeof createAcmeIssuer>): CertificateManager => {
@@ -432,6 +437,10 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
       // Only these: the API host, an app's subdomain, a custom domain (never a tunnel, never any other name).
       isServed: (host) => host === c.domain || table.resolveHost(host)?.route?.kind === 'app',
       log,
+      // Issued once across instances, served by all; renewals and retries are the leader's (decisions §15).
+      lock: (host, signal) => coordination.lockHost(host, signal),
+      announce: certificateAnnouncer(coordination, runner),
+      isLeader: () => coordination.isLeader(),
     });
   };
   const certificates = config.https === undefined || createAcmeIssuer === undefined ? undefined : createCertificates(config, config.https, createAcmeIssuer);
@@ -442,10 +451,17 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
       else if (route === undefined) void certificates.hostRemoved(appHost(subdomain)).catch((err: unknown) => log('warn', 'could not drop a certificate', { error: err }));
     });
     table.subscribeHosts((hostname, alias) => {
-      if (alias !== undefined) certificates.ensure(hostname);
+      // The instance a domain is added on orders at once (`hostAdded`); the others, told by the feed,
+      // look a little later: by then it holds the host's lock, so they wait and serve what it stores.
+      if (alias !== undefined) setTimeout(() => certificates.ensure(hostname), FOLLOWER_ENSURE_DELAY_MS).unref();
       else void certificates.hostRemoved(hostname).catch((err: unknown) => log('warn', 'could not drop a certificate', { error: err }));
     });
   }
+  // Other instances' certificates reach this edge through the coordination feed (one instance: nothing to follow).
+  const stopCertificateSync =
+    certificates === undefined || config.databaseUrl === undefined
+      ? () => undefined
+      : syncCertificates({ coordination, certificates, self: runner, resyncMs: ROUTE_RESYNC_MS, log });
 
   const app = await buildApp({
     metrics,
@@ -682,6 +698,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     clearInterval(lostTunnelTimer);
     interInstanceAgents.http.destroy();
     interInstanceAgents.https.destroy();
+    stopCertificateSync();
     await lifecycle.close();
     await releaseNetworks();
     await app.close();

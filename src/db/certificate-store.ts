@@ -29,6 +29,12 @@ export class DbCertificateStore implements CertificateRepository {
     return rows.map((row) => this.#record(row));
   }
 
+  async summaries(): Promise<Array<{ hostname: string; expiresAt: Date | undefined }>> {
+    // `expires_at` is set with the certificate (saveIssued) and only then.
+    const rows = await this.#db.selectFrom('certificates').select(['hostname', 'expires_at']).execute();
+    return rows.map((r) => ({ hostname: r.hostname, expiresAt: r.expires_at === null ? undefined : new Date(r.expires_at) }));
+  }
+
   async want(hostname: string): Promise<void> {
     await this.#db
       .insertInto('certificates')

@@ -6,9 +6,10 @@ import { DomainError } from '../core/errors.js';
 import { KeyedMutex, type Release } from '../deploy/concurrency.js';
 import type { Coordination } from '../deploy/coordination.js';
 
-/** Advisory lock namespaces (the first of the two int4 keys): 'SLPL' leadership, 'SLPD' deployments. */
+/** Advisory lock namespaces (the first of the two int4 keys): 'SLPL' leadership, 'SLPD' deployments, 'SLPC' certificates. */
 const LEADER_SPACE = 0x534c504c;
 const DEPLOYMENT_SPACE = 0x534c5044;
+const HOST_SPACE = 0x534c5043;
 const CHANNEL = 'slipway_changes';
 
 export interface PgCoordinationOptions {
@@ -20,8 +21,8 @@ export interface PgCoordinationOptions {
   readonly log: (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
 }
 
-/** The deployment's key in its namespace: 32 bits of its id's SHA-256 (a collision only serializes two deployments). */
-function deploymentKey(id: string): number {
+/** A lock's key in its namespace: 32 bits of its name's SHA-256 (a collision only serializes two deployments or hosts). */
+function lockKey(id: string): number {
   return crypto.createHash('sha256').update(id).digest().readInt32BE(0);
 }
 
@@ -116,33 +117,38 @@ export async function pgCoordination(options: PgCoordinationOptions): Promise<Co
   }, pollMs);
   timer.unref();
 
-  return {
-    async lockDeployment(deploymentId: string, signal?: AbortSignal): Promise<Release> {
-      const releaseLocal = await local.acquire(deploymentId, signal);
-      const key = deploymentKey(deploymentId);
-      try {
-        for (;;) {
-          signal?.throwIfAborted();
-          const holder = client;
-          if (holder === undefined) throw new DomainError('unavailable', `the database is unreachable (${lastError})`);
-          const result = await query('select pg_try_advisory_lock($1, $2) as ok', [DEPLOYMENT_SPACE, key]);
-          if (result?.rows[0]?.ok === true) {
-            let released = false;
-            return () => {
-              if (released) return;
-              released = true;
-              // On a connection lost meanwhile, the lock went with it.
-              if (client === holder) void query('select pg_advisory_unlock($1, $2)', [DEPLOYMENT_SPACE, key]).finally(releaseLocal);
-              else releaseLocal();
-            };
-          }
-          await sleep(lockPollMs, undefined, signal === undefined ? undefined : { signal });
+  /** Waits for the advisory lock (`space`, key of `name`), polling every `everyMs`, so the wait stays abortable. */
+  const lockIn = async (space: number, name: string, signal: AbortSignal | undefined, everyMs: number): Promise<Release> => {
+    const releaseLocal = await local.acquire(`${space}:${name}`, signal);
+    const key = lockKey(name);
+    try {
+      for (;;) {
+        signal?.throwIfAborted();
+        const holder = client;
+        if (holder === undefined) throw new DomainError('unavailable', `the database is unreachable (${lastError})`);
+        const result = await query('select pg_try_advisory_lock($1, $2) as ok', [space, key]);
+        if (result?.rows[0]?.ok === true) {
+          let released = false;
+          return () => {
+            if (released) return;
+            released = true;
+            // On a connection lost meanwhile, the lock went with it.
+            if (client === holder) void query('select pg_advisory_unlock($1, $2)', [space, key]).finally(releaseLocal);
+            else releaseLocal();
+          };
         }
-      } catch (err) {
-        releaseLocal();
-        throw err;
+        await sleep(everyMs, undefined, signal === undefined ? undefined : { signal });
       }
-    },
+    } catch (err) {
+      releaseLocal();
+      throw err;
+    }
+  };
+
+  return {
+    lockDeployment: (deploymentId, signal) => lockIn(DEPLOYMENT_SPACE, deploymentId, signal, lockPollMs),
+    // An issuance holds a host's lock for seconds to minutes: its waiters ask less often.
+    lockHost: (hostname, signal) => lockIn(HOST_SPACE, hostname, signal, Math.max(lockPollMs, 250)),
     isLeader: () => leader,
     onLeadership(listener) {
       leadershipListeners.add(listener);

@@ -2,7 +2,7 @@
 import type { Release } from './concurrency.js';
 
 /**
- * Per-deployment locks, leadership and the route-change feed, across every instance sharing the
+ * Per-deployment and per-host locks, leadership and the route-change feed, across every instance sharing the
  * database. One instance (SQLite) holds them in memory (`memoryCoordination`); on PostgreSQL they
  * live in the database (`src/db/pg-coordination.ts`: session advisory locks and LISTEN on one
  * dedicated connection, never a pooled one).
@@ -10,6 +10,11 @@ import type { Release } from './concurrency.js';
 export interface Coordination {
   /** Waits for the deployment's lock (held by one operation on any instance); rejects if `signal` aborts first. */
   lockDeployment(deploymentId: string, signal?: AbortSignal): Promise<Release>;
+  /**
+   * Waits for a host's certificate lock (decisions §15: a certificate is issued once, whichever
+   * instance asks); rejects if `signal` aborts first.
+   */
+  lockHost(hostname: string, signal?: AbortSignal): Promise<Release>;
   /** True while this instance is the leader (reconcile, certificate renewal, image pruning run only there). */
   isLeader(): boolean;
   /** Told each time this instance gains or loses leadership. Returns an unsubscribe function. */

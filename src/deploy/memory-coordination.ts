@@ -5,9 +5,11 @@ import type { Coordination } from './coordination.js';
 /** The single-instance coordination: what Slipway did before there could be several instances. */
 export function memoryCoordination(): Coordination {
   const locks = new KeyedMutex();
+  const hostLocks = new KeyedMutex();
   const listeners = new Set<(id: string | null) => void>();
   return {
     lockDeployment: (deploymentId, signal) => locks.acquire(deploymentId, signal),
+    lockHost: (hostname, signal) => hostLocks.acquire(hostname, signal),
     isLeader: () => true,
     onLeadership: (listener) => {
       listener(true);

@@ -6,7 +6,7 @@ import tls from 'node:tls';
 import * as acme from 'acme-client';
 import { ConfigError } from '../config.js';
 import type { CertificateIssuer, CertificateRepository, TlsCertificate } from './certificates.js';
-import type { HttpChallenges } from './http-challenges.js';
+import type { ChallengeStore } from './http-challenges.js';
 
 export interface AcmeIssuerOptions {
   readonly directoryUrl: string;
@@ -15,7 +15,8 @@ export interface AcmeIssuerOptions {
   readonly caFile: string | undefined;
   /** Where the account key is kept (encrypted). */
   readonly repository: Pick<CertificateRepository, 'accountKey' | 'saveAccountKey'>;
-  readonly challenges: HttpChallenges;
+  /** Where the key authorizations wait for the CA (the database: every instance answers them). */
+  readonly challenges: Pick<ChallengeStore, 'set' | 'delete'>;
   /** Longest time one issuance may take (default 5 minutes). */
   readonly timeoutMs?: number;
 }
@@ -71,10 +72,10 @@ export function createAcmeIssuer(options: AcmeIssuerOptions): CertificateIssuer 
         skipChallengeVerification: true,
         challengeCreateFn: async (_authz, challenge, keyAuthorization) => {
           tokens.push(challenge.token);
-          options.challenges.set(challenge.token, keyAuthorization);
+          await options.challenges.set(challenge.token, keyAuthorization);
         },
         challengeRemoveFn: async (_authz, challenge) => {
-          options.challenges.delete(challenge.token);
+          await options.challenges.delete(challenge.token);
         },
       });
       try {
@@ -82,7 +83,7 @@ export function createAcmeIssuer(options: AcmeIssuerOptions): CertificateIssuer 
         const leaf = new crypto.X509Certificate(certPem);
         return { certPem, keyPem: keyBuffer.toString('utf8'), expiresAt: new Date(leaf.validTo) };
       } finally {
-        for (const token of tokens) options.challenges.delete(token);
+        for (const token of tokens) await options.challenges.delete(token).catch(() => undefined);
         order.catch(() => undefined);
       }
     },

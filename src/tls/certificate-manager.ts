@@ -23,6 +23,15 @@ export interface CertificateManagerOptions {
   readonly retryMaxMs?: number;
   /** How often due renewals and retries are looked for (default 10 minutes). */
   readonly pollMs?: number;
+  /**
+   * Serializes one host's issuance across instances (decisions §15: the coordination lock), so a
+   * certificate is issued once; without it, only this process's one worker serializes.
+   */
+  readonly lock?: (hostname: string, signal: AbortSignal) => Promise<() => void>;
+  /** Tells the other instances a host's certificate changed: they read it from the repository (`refresh`). */
+  readonly announce?: (hostname: string) => void;
+  /** Whether this instance renews and retries (the leader's chore); default: always (one instance). */
+  readonly isLeader?: () => boolean;
   readonly now?: () => Date;
 }
 
@@ -42,6 +51,9 @@ export class CertificateManager implements CertificateSource, DomainCertificates
   readonly #retryMaxMs: number;
   readonly #pollMs: number;
   readonly #now: () => Date;
+  readonly #lock: CertificateManagerOptions['lock'];
+  readonly #announce: (hostname: string) => void;
+  readonly #isLeader: () => boolean;
   readonly #held = new Map<string, { certificate: TlsCertificate; context: tls.SecureContext }>();
   readonly #listeners = new Set<(hostname: string, certificate: TlsCertificate | undefined) => void>();
   /** Hosts waiting for the worker, in order. */
@@ -63,21 +75,25 @@ export class CertificateManager implements CertificateSource, DomainCertificates
     this.#retryMaxMs = options.retryMaxMs ?? DAY_MS;
     this.#pollMs = options.pollMs ?? 10 * 60_000;
     this.#now = options.now ?? (() => new Date());
+    this.#lock = options.lock;
+    this.#announce = options.announce ?? (() => undefined);
+    this.#isLeader = options.isLeader ?? (() => true);
   }
 
   get operator(): TlsCertificate | undefined {
     return this.#operator?.certificate;
   }
 
-  /** Loads the stored certificates (so TLS answers at once), then starts the renew/retry loop. */
+  /** Loads the stored certificates (so TLS answers at once), then starts the renew/retry loop (which works on the leader only). */
   async start(): Promise<void> {
+    const leader = this.#isLeader();
     for (const record of await this.#repository.all()) {
       if (record.certificate !== undefined && record.certificate.expiresAt > this.#now()) this.#install(record.hostname, record.certificate);
-      this.#queue.add(record.hostname);
+      if (leader) this.#queue.add(record.hostname);
     }
     this.#started = true;
     this.#kick();
-    this.#timer = setInterval(() => void this.#poll(), this.#pollMs);
+    this.#timer = setInterval(() => void this.renewDue(), this.#pollMs);
     this.#timer.unref();
   }
 
@@ -97,7 +113,8 @@ export class CertificateManager implements CertificateSource, DomainCertificates
     const host = hostname.toLowerCase();
     if (this.#operator?.covers(host, this.#now()) === true) return;
     const held = this.#held.get(host);
-    if (held !== undefined && !this.#renewalDue(held.certificate)) return;
+    // Renewals are the leader's (its poll finds them); any instance obtains a missing certificate.
+    if (held !== undefined && (!this.#renewalDue(held.certificate) || !this.#isLeader())) return;
     this.#queue.add(host);
     this.#kick();
   }
@@ -106,12 +123,50 @@ export class CertificateManager implements CertificateSource, DomainCertificates
     this.ensure(hostname);
   }
 
-  /** A host is served no more: its certificate and record are dropped. */
+  /** A host is served no more: its certificate and record are dropped (on every instance). */
   async hostRemoved(hostname: string): Promise<void> {
     const host = hostname.toLowerCase();
     this.#queue.delete(host);
     await this.#repository.remove(host);
     if (this.#held.delete(host)) this.#notify(host, undefined);
+    this.#announce(host);
+  }
+
+  /**
+   * Another instance changed `hostname`'s certificate (obtained, renewed, removed): the stored one
+   * replaces what this instance holds, so its edge serves it too.
+   */
+  async refresh(hostname: string): Promise<void> {
+    const host = hostname.toLowerCase();
+    const record = await this.#repository.get(host);
+    if (record?.certificate !== undefined) {
+      if (record.certificate.expiresAt > this.#now()) this.#installIfNew(host, record.certificate);
+    } else if (this.#held.delete(host)) {
+      this.#notify(host, undefined);
+    }
+  }
+
+  /**
+   * Reads every stored certificate's expiry again and refreshes the hosts whose certificate differs
+   * from the one held (a missed announcement, a feed reconnected): the periodic repair.
+   */
+  async resync(): Promise<void> {
+    const stored = new Map((await this.#repository.summaries()).map((s) => [s.hostname, s.expiresAt]));
+    for (const [host, expiresAt] of stored) {
+      if (expiresAt?.getTime() !== this.#held.get(host)?.certificate.expiresAt.getTime()) await this.refresh(host);
+    }
+    for (const host of [...this.#held.keys()]) if (!stored.has(host)) await this.refresh(host);
+  }
+
+  /** Queues every recorded host, so due renewals and retries run (the leader's poll; also when it becomes the leader). */
+  async renewDue(): Promise<void> {
+    if (!this.#isLeader()) return;
+    try {
+      for (const record of await this.#repository.all()) this.#queue.add(record.hostname);
+      this.#kick();
+    } catch (err) {
+      this.#log('warn', 'could not read certificate records', { error: err });
+    }
   }
 
   async statuses(hostnames: readonly string[]): Promise<Map<string, TlsView>> {
@@ -158,15 +213,6 @@ export class CertificateManager implements CertificateSource, DomainCertificates
     return () => this.#listeners.delete(listener);
   }
 
-  async #poll(): Promise<void> {
-    try {
-      for (const record of await this.#repository.all()) this.#queue.add(record.hostname);
-      this.#kick();
-    } catch (err) {
-      this.#log('warn', 'could not read certificate records', { error: err });
-    }
-  }
-
   #kick(): void {
     if (!this.#started || this.#worker !== undefined || this.#queue.size === 0 || this.#abort.signal.aborted) return;
     this.#worker = (async () => {
@@ -185,17 +231,31 @@ export class CertificateManager implements CertificateSource, DomainCertificates
     });
   }
 
-  /** Obtains (or renews) one host's certificate if it is served, needs one and is not waiting out a backoff. */
+  /**
+   * Obtains (or renews) one host's certificate if it is served, needs one and is not waiting out a
+   * backoff, holding the host's lock: an instance that waited finds the certificate another one
+   * stored meanwhile and serves it instead of asking the CA again.
+   */
   async #work(host: string): Promise<void> {
+    if (this.#operator?.covers(host, this.#now()) === true) return;
+    const release = this.#lock === undefined ? undefined : await this.#lock(host, this.#abort.signal);
+    try {
+      await this.#workLocked(host);
+    } finally {
+      release?.();
+    }
+  }
+
+  async #workLocked(host: string): Promise<void> {
     if (!this.#isServed(host)) {
       // Never ask the CA for a name Slipway does not serve; forget any record it had.
       await this.hostRemoved(host);
       return;
     }
-    if (this.#operator?.covers(host, this.#now()) === true) return;
     const record = await this.#repository.get(host);
     const now = this.#now();
-    if (record?.certificate !== undefined && !this.#renewalDue(record.certificate)) return;
+    if (record?.certificate !== undefined && record.certificate.expiresAt > now) this.#installIfNew(host, record.certificate);
+    if (record?.certificate !== undefined && (!this.#renewalDue(record.certificate) || !this.#isLeader())) return;
     if (record?.nextAttemptAt !== undefined && record.nextAttemptAt > now) return;
     if (record === undefined) await this.#repository.want(host);
     try {
@@ -207,6 +267,7 @@ export class CertificateManager implements CertificateSource, DomainCertificates
       }
       await this.#repository.saveIssued(host, certificate);
       this.#install(host, certificate);
+      this.#announce(host);
       this.#log('info', `certificate for ${host} obtained, valid until ${certificate.expiresAt.toISOString()}`);
     } catch (err) {
       if (this.#abort.signal.aborted) return;
@@ -226,6 +287,13 @@ export class CertificateManager implements CertificateSource, DomainCertificates
   #install(host: string, certificate: TlsCertificate): void {
     this.#held.set(host, { certificate, context: secureContext(certificate) });
     this.#notify(host, certificate);
+  }
+
+  /** Installs `certificate` unless it is the one held already. */
+  #installIfNew(host: string, certificate: TlsCertificate): void {
+    const held = this.#held.get(host)?.certificate;
+    if (held?.certPem === certificate.certPem && held.expiresAt.getTime() === certificate.expiresAt.getTime()) return;
+    this.#install(host, certificate);
   }
 
   #notify(host: string, certificate: TlsCertificate | undefined): void {

@@ -39,6 +39,8 @@ export interface CertificateRecord {
 export interface CertificateRepository {
   get(hostname: string): Promise<CertificateRecord | undefined>;
   all(): Promise<CertificateRecord[]>;
+  /** Every record's host and its certificate's expiry (none yet: undefined), without the keys (the periodic resync). */
+  summaries(): Promise<Array<{ hostname: string; expiresAt: Date | undefined }>>;
   /** Records that a host wants a certificate (no-op when it has a record). */
   want(hostname: string): Promise<void>;
   /** Stores a certificate obtained for a host: status `active`, error and attempts cleared. */

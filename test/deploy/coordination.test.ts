@@ -53,6 +53,27 @@ function contract(name: string, open: () => Promise<Peers>): void {
       }
     });
 
+    it("serializes a host's certificate work across instances; host and deployment locks are apart", async () => {
+      const peers = await open();
+      try {
+        const releaseA = await peers.a.lockHost('app.example.com');
+        let bHolds = false;
+        const waitingB = peers.b.lockHost('app.example.com', AbortSignal.timeout(20_000)).then((release) => {
+          bHolds = true;
+          return release;
+        });
+        (await peers.b.lockHost('other.example.com'))();
+        (await peers.b.lockDeployment('app.example.com'))();
+        await sleep(400);
+        assert.equal(bHolds, false, 'b waits while a holds the host');
+        releaseA();
+        (await waitingB)();
+        assert.equal(bHolds, true);
+      } finally {
+        await peers.close();
+      }
+    });
+
     it('gives up a wait when its signal aborts, holding nothing', async () => {
       const peers = await open();
       try {

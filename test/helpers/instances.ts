@@ -45,12 +45,14 @@ export async function startCluster(
   extraEnv: Record<string, string> = {},
   /** Settings of one instance only, by index (e.g. another data plane). */
   instanceEnv: ReadonlyArray<Record<string, string> | undefined> = [],
+  /** Each instance's public (plain HTTP) port by index, e.g. one a test ACME CA validates on; a free port when missing. */
+  ports: ReadonlyArray<number | undefined> = [],
 ): Promise<Cluster> {
   const secretKey = crypto.randomBytes(32).toString('base64');
   const instances: Instance[] = [];
   for (let i = 0; i < count; i++) {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `slipway-ha-${i}-`));
-    const port = await freePort();
+    const port = ports[i] ?? (await freePort());
     const url = `http://127.0.0.1:${port}`;
     instances.push({ name: `instance ${i}`, dataDir, port, url, process: undefined, request: (method, urlPath, options) => request(url, method, urlPath, options) });
   }

@@ -11,6 +11,7 @@ import { ValueCipher } from '../../src/secrets/value-cipher.js';
 import { CertificateManager } from '../../src/tls/certificate-manager.js';
 import type { CertificateIssuer, TlsCertificate } from '../../src/tls/certificates.js';
 import { operatorCertificate } from '../../src/tls/operator-certificate.js';
+import { memoryCoordination } from '../../src/deploy/memory-coordination.js';
 import { makeLeaf, type CertFiles } from '../helpers/pebble.js';
 
 const DAY = 24 * 3_600_000;
@@ -18,6 +19,8 @@ const DAY = 24 * 3_600_000;
 /** An issuer that records each request and answers from `plan` (a certificate valid `validDays`, or an error). */
 class FakeIssuer implements CertificateIssuer {
   readonly requests: string[] = [];
+  /** Awaited before answering (an order the CA takes its time over). */
+  hold: Promise<void> = Promise.resolve();
   plan: (hostname: string) => { validDays: number } | Error = () => ({ validDays: 90 });
   constructor(
     readonly pem: CertFiles,
@@ -25,6 +28,7 @@ class FakeIssuer implements CertificateIssuer {
   ) {}
   async issue(hostname: string): Promise<TlsCertificate> {
     this.requests.push(hostname);
+    await this.hold;
     const outcome = this.plan(hostname);
     if (outcome instanceof Error) throw outcome;
     return { certPem: this.pem.certPem, keyPem: fs.readFileSync(this.pem.keyFile, 'utf8'), expiresAt: new Date(this.clock().getTime() + outcome.validDays * DAY) };
@@ -179,6 +183,92 @@ describe('certificate manager', () => {
     assert.equal((await manager.statuses(['x.apps.example.com'])).get('x.apps.example.com')?.tls_status, 'active');
     assert.equal(manager.certificateFor('x.apps.example.com')?.expiresAt.toISOString(), '2028-01-01T00:00:00.000Z');
     await manager.close();
+  });
+
+  test('several instances: a host is issued once and then held by all; renewals only on the leader; refresh and resync carry changes', async () => {
+    await db.deleteFrom('certificates').execute();
+    const host = 'multi.example.com';
+    const served = new Set([host]);
+    let now = new Date('2027-01-01T00:00:00Z');
+    const clock = (): Date => now;
+    const issuer = new FakeIssuer(pem, clock);
+    const coordination = memoryCoordination();
+    const announced: string[] = [];
+    let aLeads = true;
+    const instance = (leader: () => boolean): CertificateManager =>
+      new CertificateManager({
+        repository: new DbCertificateStore(db, cipher),
+        issuer,
+        operator: undefined,
+        isServed: (h) => served.has(h),
+        log: () => undefined,
+        pollMs: 3_600_000,
+        now: clock,
+        lock: (h, signal) => coordination.lockHost(h, signal),
+        announce: (h) => announced.push(h),
+        isLeader: leader,
+      });
+    const a = instance(() => aLeads);
+    const b = instance(() => !aLeads);
+    await a.start();
+    await b.start();
+    const until = async (what: string, check: () => boolean): Promise<void> => {
+      const deadline = Date.now() + 10_000;
+      while (!check()) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    };
+    try {
+      let answer = (): void => undefined;
+      issuer.hold = new Promise<void>((resolve) => (answer = resolve));
+      a.ensure(host);
+      await until('a to order', () => issuer.requests.length === 1);
+      // b is told the host is served while a's order is open: it waits for the host's lock.
+      b.ensure(host);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(issuer.requests.length, 1);
+      assert.equal(b.hasCertificate(host), false);
+      answer();
+      await until('b to serve the stored certificate', () => b.hasCertificate(host));
+      assert.deepEqual(issuer.requests, [host], 'issued once');
+      assert.deepEqual(announced, [host], 'announced by the instance that obtained it');
+      assert.equal(b.certificateFor(host)?.expiresAt.getTime(), a.certificateFor(host)?.expiresAt.getTime());
+
+      // Renewal time: the follower leaves it to the leader.
+      now = new Date(now.getTime() + 61 * DAY);
+      b.ensure(host);
+      await b.renewDue();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(issuer.requests.length, 1, 'no renewal by a follower');
+      const before = b.certificateFor(host)?.expiresAt.getTime();
+      await a.renewDue();
+      await until('the leader to renew', () => issuer.requests.length === 2 && a.certificateFor(host)?.expiresAt.getTime() !== before);
+      // The announcement makes the others read it from the store.
+      await until('the renewal to be announced', () => announced.length === 2);
+      await b.refresh(host);
+      assert.equal(b.certificateFor(host)?.expiresAt.getTime(), a.certificateFor(host)?.expiresAt.getTime());
+
+      // Leadership moves: the new leader renews.
+      aLeads = false;
+      now = new Date(now.getTime() + 61 * DAY);
+      await a.renewDue();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(issuer.requests.length, 2, 'the old leader no longer renews');
+      await b.renewDue();
+      await until('the new leader to renew', () => issuer.requests.length === 3);
+
+      // A missed announcement: the resync finds the stored certificate differs from the held one, or is gone.
+      await until('b to hold its renewal', () => b.certificateFor(host)?.expiresAt.getTime() !== a.certificateFor(host)?.expiresAt.getTime());
+      await a.resync();
+      assert.equal(a.certificateFor(host)?.expiresAt.getTime(), b.certificateFor(host)?.expiresAt.getTime());
+      await db.deleteFrom('certificates').where('hostname', '=', host).execute();
+      await a.resync();
+      assert.equal(a.hasCertificate(host), false, 'a record gone: the certificate is dropped');
+    } finally {
+      await a.close();
+      await b.close();
+    }
   });
 
   test('private keys are stored encrypted and bound to their host', async () => {
