@@ -164,12 +164,12 @@ export function databaseDeploymentStore(db: Db, runner: string): DeploymentStore
       const rows = await db
         .selectFrom('deployments')
         .innerJoin('builds', 'builds.id', 'deployments.live_build_id')
-        .select(['deployments.id', 'deployments.subdomain', 'builds.id as build_id', 'builds.container_id'])
+        .select(['deployments.id', 'deployments.subdomain', 'builds.id as build_id', 'builds.container_id', 'builds.upstreams'])
         .where('deployments.status', 'in', ['running', 'failed', 'building'])
         .where('builds.container_id', 'is not', null)
         .execute();
       return rows.flatMap((r) =>
-        r.container_id === null ? [] : [{ deploymentId: r.id, subdomain: r.subdomain, buildId: r.build_id, containerId: r.container_id }],
+        r.container_id === null ? [] : [{ deploymentId: r.id, subdomain: r.subdomain, buildId: r.build_id, containerId: r.container_id, upstreams: parseUpstreams(r.upstreams) }],
       );
     },
 

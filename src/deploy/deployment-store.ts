@@ -23,6 +23,8 @@ export interface LiveContainer {
   readonly subdomain: string;
   readonly buildId: string;
   readonly containerId: string;
+  /** Where it serves as recorded (empty: it serves nowhere now, e.g. stopped or lost). */
+  readonly upstreams: readonly Upstream[];
 }
 
 /** What decides a deployment's route on every instance: its status and its live release's upstreams. */

@@ -36,8 +36,8 @@ export async function refreshLivePorts(deps: LivePortDeps, actions: LivePortActi
   const states = await runtime.inspectReleases(deps.settings.instanceId, rows.map((row) => row.containerId));
   const stopped: PendingRelease[] = [];
   for (const row of rows) {
-    const route = dataPlane.route(row.subdomain);
-    if (route?.kind !== 'app' || route.state !== 'live' || actions.isRecovering(row.deploymentId)) continue;
+    // Served as the store says (the route every instance publishes), not as this instance's plane has it.
+    if (row.upstreams.length === 0 || actions.isRecovering(row.deploymentId)) continue;
     const state = states.get(row.containerId);
     if (state === undefined || state.lost > 0) {
       stopped.push({ deploymentId: row.deploymentId, subdomain: row.subdomain, buildId: row.buildId, containerId: row.containerId });
@@ -45,7 +45,7 @@ export async function refreshLivePorts(deps: LivePortDeps, actions: LivePortActi
     }
     const upstreams = state.upstreams;
     // Every replica restarting at once: the route stays as it is until one is back.
-    if (upstreams.length === 0 || sameUpstreams(upstreams, route.upstreams)) continue;
+    if (upstreams.length === 0 || sameUpstreams(upstreams, row.upstreams)) continue;
     await actions
       .runLocked(row.deploymentId, async () => {
         if (!(await store.moveUpstreams(row.buildId, row.containerId, upstreams))) return;

@@ -599,6 +599,31 @@ describe('lifecycle on a fake runtime and data plane', () => {
     await recovering.close();
   });
 
+  test("the watcher follows the store, not its own plane: a leader that never routed the app re-routes a replica that moved", async () => {
+    const dep = await newDeployment('watch-elsewhere');
+    await upload(dep.id, 'FROM scratch');
+    const live = await lifecycle.deploy(principal, dep.id, { wait: true });
+    const containerId = (await build(live.id)).container_id;
+    assert.ok(containerId !== null);
+    const before = dataPlane.answer(dep.subdomain);
+    assert.ok(typeof before === 'object');
+    // The engine's restart policy brings the crashed container back on another port.
+    await runtime.crash(containerId);
+    const moved = runtime.containers.get(containerId)?.upstream;
+    assert.ok(moved !== undefined && moved !== null && moved.port !== before.port);
+    const leaderPlane = new FakeDataPlane();
+    const leader = newLifecycle(leaderPlane);
+    try {
+      await leader.refreshLiveRoutes();
+    } finally {
+      await leader.close();
+    }
+    const routed = leaderPlane.answer(dep.subdomain);
+    assert.ok(typeof routed === 'object', 'published live from the store');
+    assert.equal(routed.port, moved.port);
+    assert.deepEqual(JSON.parse((await build(live.id)).upstreams ?? '[]'), [{ host: moved.host, port: moved.port }]);
+  });
+
   test('the watcher starts a live container that was stopped behind its back (engine restart) and re-routes it', async () => {
     const down = await deployedThenStopped('serve-watch');
     const stopWatching = lifecycle.watchLiveContainers(20);
