@@ -78,10 +78,8 @@ import { createDockerClient, createDockerEngine } from './runtime/docker/docker-
 import type { ContainerEngine } from './runtime/engine.js';
 import { SourceStore } from './source/source-store.js';
 import { TunnelServer } from './tunnel/tunnel-server.js';
-import { INSTANCE_CALL_KEY_INFO, InstanceCalls, isInstanceCall } from './tunnel/instance-calls.js';
-import { RemoteTunnel } from './tunnel/remote-tunnel.js';
-import { syncRemoteTunnels, type RemoteTunnelSync } from './tunnel/remote-tunnel-sync.js';
-import { serveForwardedRequest, serveForwardedUpgrade } from './tunnel/forwarded-calls.js';
+import { INSTANCE_CALL_KEY_INFO } from './tunnel/instance-calls.js';
+import { InstanceTunnels } from './tunnel/instance-tunnels.js';
 import { sql } from 'kysely';
 import { Registry } from 'prom-client';
 
@@ -118,8 +116,6 @@ export interface StartOptions {
 const HEARTBEAT_MS = 5_000;
 /** How often every route is read again from the database (several instances: repairs a missed notification). */
 const ROUTE_RESYNC_MS = 10_000;
-/** How long a dropped tunnel's name is held for its owner (the tunnel server's default grace). */
-const TUNNEL_GRACE_MS = 60_000;
 /** How long an instance told of another's new custom domain waits before asking for its certificate itself. */
 const FOLLOWER_ENSURE_DELAY_MS = 3_000;
 
@@ -361,21 +357,34 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
           resyncMs: ROUTE_RESYNC_MS,
           log,
         });
-  // Tunnels across instances (decisions §15): calls to the instance holding a tunnel are signed with a key derived from the installation key.
-  const instanceCalls = new InstanceCalls(installationCipher.deriveKey(INSTANCE_CALL_KEY_INFO), runner);
-  let tunnelSync: RemoteTunnelSync | undefined;
+  // Tunnels across instances (decisions §15): visitors on any instance reach the one holding the tunnel (signed calls).
+  const acrossInstances = new InstanceTunnels({
+    callKey: installationCipher.deriveKey(INSTANCE_CALL_KEY_INFO),
+    self: runner,
+    shared: config.databaseUrl !== undefined,
+    instanceUrl: config.instanceUrl,
+    coordination,
+    claims: tunnelClaims,
+    registry,
+    table,
+    dataPlane: localPlane,
+    protocol: config.publicUrl.protocol.replace(':', ''),
+    resyncMs: ROUTE_RESYNC_MS,
+    checkMs: HEARTBEAT_MS,
+    log,
+  });
   const tunnels = new TunnelServer({
     dataPlane,
     authority: {
       authenticateKey: (key) => authenticateTunnelKey((bearer) => authenticateBearer(accounts, keyUsage, bearer), key),
       claimSubdomain: async (subdomain, owner, tunnelId) => {
         const result = await claimTunnelSubdomain(tunnelClaims, runner, subdomain, owner, tunnelId);
-        if (result === 'ok') tunnelSync?.changed(subdomain.toLowerCase());
+        if (result === 'ok') acrossInstances.changed(subdomain);
         return result;
       },
       releaseSubdomain: async (subdomain, tunnelId) => {
         await releaseTunnelSubdomain(tunnelClaims, subdomain, tunnelId);
-        tunnelSync?.changed(subdomain.toLowerCase());
+        acrossInstances.changed(subdomain);
       },
     },
     publicUrlFor: urlFor,
@@ -384,44 +393,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     log,
   });
   liveTunnels = () => tunnels.connectedCount();
-  const interInstanceAgents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
-  const remoteTunnelContext = { calls: instanceCalls, protocol: config.publicUrl.protocol.replace(':', ''), agents: interInstanceAgents, log };
-  if (config.databaseUrl !== undefined) {
-    if (config.instanceUrl === undefined) {
-      log('warn', 'SLIPWAY_INSTANCE_URL is not set: visitors of the tunnels held here cannot be forwarded from other instances (they get the offline tunnel page there)');
-    }
-    tunnelSync = syncRemoteTunnels({
-      coordination,
-      holders: (subdomain) => tunnelClaims.holders(subdomain),
-      liveInstances: async () => {
-        const now = new Date();
-        const [ids, urls] = await Promise.all([registry.liveIds(now), registry.liveUrls(now)]);
-        return new Map(ids.map((id) => [id, urls.get(id) ?? null]));
-      },
-      dataPlane: localPlane,
-      localTunnel: (subdomain) => tunnels.holding(subdomain),
-      dropLocal: (subdomain, tunnelId) => tunnels.relinquish(subdomain, tunnelId),
-      closeForKey: (apiKeyId) => tunnels.closeForKey(apiKeyId),
-      target: (holder, url) => new RemoteTunnel(holder, url, remoteTunnelContext),
-      self: runner,
-      resyncMs: ROUTE_RESYNC_MS,
-      log,
-    });
-  }
-  // The leader frees the names of tunnels whose instance is lost, once a dropped tunnel's grace has passed too
-  // (lost after 30 s, then 60 s): until then their visitors get the offline page and their clients take them back.
-  const releaseLostTunnels = async (): Promise<void> => {
-    if (tunnelSync === undefined || !coordination.isLeader()) return;
-    const live = await registry.liveIds(new Date(Date.now() - TUNNEL_GRACE_MS));
-    for (const subdomain of await tunnelClaims.releaseHeldOutside([...live, runner])) tunnelSync.changed(subdomain);
-  };
-  const lostTunnelTimer = setInterval(() => {
-    void releaseLostTunnels().catch((err: unknown) => log('warn', 'releasing the tunnels of a lost instance failed', { error: err }));
-  }, HEARTBEAT_MS);
-  lostTunnelTimer.unref();
-  const forwardedCalls = { calls: instanceCalls, table, log };
-  // Calls between instances are for tunnel hosts only: an app's visitor who sends such headers is served (they are dropped).
-  const isAppHost = (host: string | undefined): boolean => table.resolveHost(host)?.route?.kind === 'app';
+  acrossInstances.start(tunnels);
 
   // HTTPS (decisions §8): certificates for the hosts Slipway serves, answered by SNI on the TLS port.
   // Challenge answers live in the database: the CA may reach any instance (decisions §15).
@@ -499,27 +471,22 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
           streams: t.streams,
           ...(userId === undefined ? { user_id: t.userId } : {}),
         }));
-        if (tunnelSync === undefined) return here;
         // Tunnels held by other instances (decisions §15): their streams are counted there, not here.
-        const [held, live] = await Promise.all([tunnelClaims.holders(), registry.liveIds(new Date())]);
-        const shown = new Set(here.map((t) => t.id));
-        const elsewhere = held
-          .filter((h) => h.runner !== null && h.runner !== runner && !shown.has(h.tunnelId) && (userId === undefined || h.userId === userId))
-          .map((h) => ({
-            id: h.tunnelId,
-            subdomain: h.subdomain,
-            url: urlFor(h.subdomain),
-            api_key_id: h.apiKeyId,
-            connected_at: h.connectedAt,
-            state: live.includes(h.runner ?? '') ? 'connected' : 'disconnected',
-            streams: 0,
-            ...(userId === undefined ? { user_id: h.userId } : {}),
-          }));
+        const elsewhere = (await acrossInstances.elsewhere(userId, new Set(here.map((t) => t.id)))).map((t) => ({
+          id: t.id,
+          subdomain: t.subdomain,
+          url: urlFor(t.subdomain),
+          api_key_id: t.apiKeyId,
+          connected_at: t.connectedAt,
+          state: t.state,
+          streams: 0,
+          ...(userId === undefined ? { user_id: t.userId } : {}),
+        }));
         return [...here, ...elsewhere];
       },
       closeForKey: (apiKeyId) => {
         tunnels.closeForKey(apiKeyId);
-        tunnelSync?.keyDeleted(apiKeyId);
+        acrossInstances.keyDeleted(apiKeyId);
       },
     },
     domains: databaseCustomDomainStore(db),
@@ -582,7 +549,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
       const problem = requestHeadProblem(req);
       if (problem !== undefined) return writeBadRequest(res, problem);
       // Another instance forwarding a visitor of a tunnel held here: verified, or 401.
-      if (isInstanceCall(req.headers) && !isAppHost(req.headers.host)) return serveForwardedRequest(req, res, forwardedCalls);
+      if (acrossInstances.handleRequest(req, res)) return;
       if (!proxy.handleRequest(req, res)) {
         apiTurns.run(() => {
           try {
@@ -608,7 +575,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     try {
       const problem = requestHeadProblem(req);
       if (problem !== undefined) return writeRawBadRequest(socket, problem);
-      if (isInstanceCall(req.headers) && !isAppHost(req.headers.host)) return serveForwardedUpgrade(req, socket, head, forwardedCalls);
+      if (acrossInstances.handleUpgrade(req, socket, head)) return;
       if (proxy.handleUpgrade(req, socket, head)) return;
       if ((req.url ?? '').split('?')[0] === '/api/v1/tunnels/connect') {
         tunnels.handleUpgrade(req, socket, head);
@@ -694,10 +661,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     clearInterval(heartbeatTimer);
     stopLeadershipBeat();
     stopRouteSync();
-    tunnelSync?.stop();
-    clearInterval(lostTunnelTimer);
-    interInstanceAgents.http.destroy();
-    interInstanceAgents.https.destroy();
+    acrossInstances.close();
     stopCertificateSync();
     await lifecycle.close();
     await releaseNetworks();
