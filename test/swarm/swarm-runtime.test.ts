@@ -177,7 +177,7 @@ describe('swarm runtime', () => {
     assert.equal(back.status, 200, back.text);
   });
 
-  test('a deployment with volumes runs one replica pinned to one node; more replicas with volumes are refused', async () => {
+  test('a deployment with volumes runs one replica pinned to one node (more are refused), on its own network: it reaches no other deployment\'s replica', async () => {
     assert.ok(ts !== undefined && layout !== undefined);
     const name = `swarm-vol-${process.pid}`;
     const refused = await ts.request('POST', '/api/v1/deployments', {
@@ -205,6 +205,29 @@ describe('swarm runtime', () => {
     assert.equal(spec.Mode.Replicated.Replicas, 1);
     const managerId = nodeDocker(manager, ['info', '--format', '{{.Swarm.NodeID}}']).trim();
     assert.deepEqual(spec.TaskTemplate.Placement.Constraints, [`node.id==${managerId}`]);
+
+    // Tenants apart: from this deployment's task, the other deployment's replica on the same node is
+    // out of reach on every network it has (its own overlay, the node's gateway bridge).
+    const containerOf = (deployment: string): string => nodeDocker(manager, ['ps', '-q', '--filter', `label=dev.slipway.deployment=${deployment}`]).trim().split('\n')[0] ?? '';
+    const other = containerOf(id);
+    const mine = containerOf(volumeApp);
+    assert.ok(other !== '' && mine !== '');
+    const addresses = nodeDocker(manager, ['inspect', other, '--format', '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}']).trim().split(' ');
+    const gateway = [...nodeDocker(manager, ['exec', other, 'ip', '-4', '-o', 'addr']).matchAll(/inet (172\.\d+\.\d+\.\d+)\//g)].map((m) => m[1] ?? '');
+    const reach = (from: string, address: string): boolean => {
+      try {
+        nodeDocker(manager, ['exec', from, 'nc', '-w', '2', address, '8080', '-e', '/bin/true']);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const targets = [...new Set([...addresses, ...gateway])].filter((a) => a !== '');
+    assert.ok(targets.length >= 2, targets.join(' '));
+    for (const address of targets) {
+      assert.equal(reach(other, address), true, `the replica reaches itself at ${address}`);
+      assert.equal(reach(mine, address), false, `another deployment reaches the replica at ${address}`);
+    }
     const removed = await ts.request('DELETE', `/api/v1/deployments/${volumeApp}`, { token });
     assert.equal(removed.status, 204, removed.text);
     await eventually(async () => (nodeDocker(manager, ['service', 'ls', '-q', '--filter', `label=dev.slipway.deployment=${volumeApp}`]).trim() === '' ? true : undefined), 60_000, 'the service to be removed with its deployment');

@@ -10,7 +10,7 @@ import type { ContainerEngine } from '../engine.js';
 import { LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED } from '../engine.js';
 import { mergeReplicaLogs } from '../replica-logs.js';
 import { pushImage, registryAuth, registryRef, type RegistrySettings } from './registry-push.js';
-import { LABEL_RELEASE, LABEL_REPLICAS, serviceSpec, servingTasks, taskRelease, type ServiceSpec, type SwarmNode, type SwarmService, type SwarmTask } from './swarm-service.js';
+import { deploymentNetworkName, LABEL_RELEASE, LABEL_REPLICAS, serviceSpec, servingTasks, taskRelease, type ServiceSpec, type SwarmNode, type SwarmService, type SwarmTask } from './swarm-service.js';
 import { serviceLogs, taskLogs } from './swarm-logs.js';
 
 export interface SwarmRuntimeOptions {
@@ -75,9 +75,12 @@ export class SwarmRuntime implements AppRuntime {
       pinnedNode = constraint?.slice('node.id=='.length) ?? (await this.#localNodeId());
       volumes = await prepareVolumes(this.#engine, target.instanceId, target.deploymentId, target.volumes);
     }
+    const name = existing?.Spec?.Name ?? `slipway-${crypto.createHash('sha256').update(target.instanceId).digest('hex').slice(0, 8)}-${target.deploymentId}`;
+    const network = await this.#ensureNetwork(deploymentNetworkName(name), target);
     const spec = serviceSpec({
       target,
-      name: existing?.Spec?.Name ?? `slipway-${crypto.createHash('sha256').update(target.instanceId).digest('hex').slice(0, 8)}-${target.deploymentId}`,
+      network,
+      name,
       release,
       image,
       port,
@@ -191,6 +194,42 @@ export class SwarmRuntime implements AppRuntime {
     const labels = { [LABEL_INSTANCE]: service.Spec.Labels[LABEL_INSTANCE] ?? '', [LABEL_DEPLOYMENT]: service.Spec.Labels[LABEL_DEPLOYMENT] ?? '' };
     const deadline = Date.now() + 60_000;
     while ((await this.#engine.listContainers(labels)).length > 0 && Date.now() < deadline) await sleep(POLL_MS);
+    // Its network goes with it (swarm may still be detaching the tasks: a few tries).
+    const network = deploymentNetworkName(service.Spec.Name ?? '');
+    for (let attempt = 0; attempt < 10; attempt++) {
+      try {
+        await this.#docker.getNetwork(network).remove();
+        return;
+      } catch (err) {
+        if (statusOf(err) === 404) return;
+      }
+      await sleep(1000);
+    }
+  }
+
+  /** The deployment's overlay network, created when missing; resolves with its id. */
+  async #ensureNetwork(name: string, target: ReleaseTarget): Promise<string> {
+    try {
+      const found = (await this.#docker.getNetwork(name).inspect()) as { Id: string };
+      return found.Id;
+    } catch (err) {
+      if (statusOf(err) !== 404) throw err;
+    }
+    try {
+      const created = await this.#docker.createNetwork({
+        Name: name,
+        Driver: 'overlay',
+        Attachable: false,
+        CheckDuplicate: true,
+        // Not LABEL_MANAGED: the start-up sweep of unknown managed networks is for the one engine's own.
+        Labels: { [LABEL_INSTANCE]: target.instanceId, [LABEL_DEPLOYMENT]: target.deploymentId },
+      });
+      return created.id;
+    } catch (err) {
+      // Created meanwhile by another start of the same deployment.
+      if (statusOf(err) !== 409) throw err;
+      return ((await this.#docker.getNetwork(name).inspect()) as { Id: string }).Id;
+    }
   }
 
   releaseLogs(id: string, options: { tail?: number | undefined; follow: boolean; signal: AbortSignal }): AsyncIterable<string> {

@@ -8,6 +8,9 @@ export const LABEL_RELEASE = 'dev.slipway.release';
 /** The replicas a release was started with (a stopped release's service is scaled to 0 and keeps this). */
 export const LABEL_REPLICAS = 'dev.slipway.replicas';
 
+/** A deployment's overlay network: its tasks' only network besides the node's gateway bridge (which keeps containers apart). */
+export const deploymentNetworkName = (serviceName: string): string => `${serviceName}-net`;
+
 /** Where the health-check program is mounted in every task (a static busybox from the node; named busybox, as it picks its applet from its first argument or its own name). */
 export const PROBE_TARGET = '/.slipway/busybox';
 
@@ -101,6 +104,8 @@ export interface SpecInputs {
   readonly volumes: ReadonlyArray<{ source: string; target: string }>;
   readonly pinnedNode: string | null;
   readonly forceUpdate: number;
+  /** The deployment's own overlay network (tenants apart: a task reaches no other deployment's). */
+  readonly network: string;
 }
 
 /** The service spec of a release: replicas tasks, start-first updates that roll back on failure, dnsrr, the port published in host mode. */
@@ -140,6 +145,7 @@ export function serviceSpec(inputs: SpecInputs): ServiceSpec {
         Preferences: [{ Spread: { SpreadDescriptor: 'node.id' } }],
       },
       LogDriver: { Name: 'json-file', Options: { 'max-size': '10m', 'max-file': '3' } },
+      Networks: [{ Target: inputs.network }],
       ForceUpdate: inputs.forceUpdate,
     },
     Mode: { Replicated: { Replicas: replicas } },
