@@ -1,7 +1,7 @@
 // A tunnel held by another instance: its visitors' requests and upgrades are forwarded there, signed, streamed both ways.
 import http, { type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
-import net from 'node:net';
+import net, { type Socket } from 'node:net';
 import tls from 'node:tls';
 import type { Duplex } from 'node:stream';
 import { displayHost, forwardedHeaders, forwardedValues, hasNoRequestBody, upgradeRequestHead } from '../proxy/app-proxy.js';
@@ -26,7 +26,10 @@ const DEFAULT_TIMEOUT_MS = 60_000;
 /** Errors that mean the holder could not be reached at all: its tunnel is offline from here. */
 /** Methods safe to send twice. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
-const UNREACHABLE = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'ENOTFOUND', 'EAI_AGAIN']);
+/** Longest wait for the holder to accept a connection. */
+const CONNECT_TIMEOUT_MS = 5000;
+const CONNECT_TIMEOUT = 'ECONNECTTIMEOUT';
+const UNREACHABLE = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'ENOTFOUND', 'EAI_AGAIN', CONNECT_TIMEOUT]);
 
 /** The answer of a tunnel whose client is not connected (here: whose instance cannot be reached). */
 export function offlineTunnelPage(host: string): Page {
@@ -86,6 +89,13 @@ export class RemoteTunnel implements StreamTarget {
       timedOut = true;
       proxyReq.destroy(new Error(`the instance holding the tunnel sent no answer within ${this.#timeoutMs} ms`));
     }, this.#timeoutMs);
+    // A holder that does not even accept the connection (its host down) is offline: no 60 s wait for it.
+    proxyReq.once('socket', (socket: Socket) => {
+      if (!socket.connecting) return;
+      const connectTimer = setTimeout(() => proxyReq.destroy(Object.assign(new Error(`no connection within ${CONNECT_TIMEOUT_MS} ms`), { code: CONNECT_TIMEOUT })), CONNECT_TIMEOUT_MS);
+      socket.once('connect', () => clearTimeout(connectTimer));
+      socket.once('close', () => clearTimeout(connectTimer));
+    });
     const onClose = (): void => {
       clearTimeout(timer);
       if (!res.writableFinished) proxyReq.destroy();
