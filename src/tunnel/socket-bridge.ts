@@ -128,7 +128,10 @@ export class SocketBridge implements StreamEndpoint {
   detach(): void {
     const socket = this.#socket;
     for (const [event, listener] of this.#listeners) socket.off(event, listener);
-    if (this.#paused) socket.resume();
+    if (this.#paused) {
+      this.#paused = false;
+      socket.resume();
+    }
     if (!this.#done && this.#resetReason === undefined) {
       this.#mux.sendFrame(encodeFrame(FrameType.RESET, this.id, Buffer.from('detached', 'utf8')));
     }
@@ -302,6 +305,15 @@ export class SocketBridge implements StreamEndpoint {
     if (this.#done) return;
     this.#done = true;
     this.#held = [];
+    // A socket this bridge paused (no credit, a congested link) and leaves open (a page written to
+    // it, a refusal, a detach) reads again: its later bytes are dropped (the listener above sees the
+    // bridge done) and its peer's end or reset is seen, so it closes. Left paused it would never
+    // notice its peer leave: the connection, and a server's close() waiting for it, would stay
+    // forever (a tunnel dropped under a paused upload left its visitor's connection so).
+    if (this.#paused) {
+      this.#paused = false;
+      if (!this.#socket.destroyed) this.#socket.resume();
+    }
     this.#mux.forget(this);
     this.#options.onClose?.();
   }

@@ -367,6 +367,36 @@ describe('socket bridge', () => {
     await pair.close();
   });
 
+  it('a socket paused for credit and answered by the handler when the peer resets reads again: it closes once its visitor leaves', async () => {
+    // The tunnel proxy's case: an upload paused (the app stopped taking it), then the tunnel drops;
+    // the handler writes a 502 page and ends. The socket must still see its visitor go, or the
+    // connection (and a server's close(), which waits for it) stays forever.
+    const accepted: TunnelStream[] = [];
+    const pair = await muxPair(WINDOW, (stream) => accepted.push(stream)); // never read: no credit comes back
+    const fronts: Socket[] = [];
+    const front = await tcpServer((socket) => {
+      fronts.push(socket);
+      pair.opener.bridge(socket, { onPeerReset: () => socket.end('HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n') });
+    });
+    const visitor = connect(front.port, '127.0.0.1');
+    visitor.on('error', () => {});
+    const answer = once(visitor, 'data');
+    visitor.write(Buffer.alloc(8 * 1024 * 1024, 1));
+    const deadline = Date.now() + 10_000;
+    while (!(fronts[0]?.isPaused() === true && accepted.length === 1) && Date.now() < deadline) await sleep(10);
+    const socket = fronts[0] as Socket;
+    assert.ok(socket.isPaused(), 'the bridge paused the socket once the window was used');
+    accepted[0]?.destroy(new StreamResetError('tunnel dropped'));
+    assert.match(String(await answer), /^HTTP\/1\.1 502/);
+    visitor.destroy();
+    const closeDeadline = Date.now() + 10_000;
+    while (!socket.destroyed && Date.now() < closeDeadline) await sleep(10);
+    assert.ok(socket.destroyed, 'the answered socket never noticed its visitor leave (still paused)');
+    assert.equal(pair.opener.streamCount, 0);
+    await pair.close();
+    await front.close();
+  });
+
   it('the opening side: a visitor socket bridged to a stream, echoed by the peer; a RESET from the peer closes the socket', async () => {
     const accepted: TunnelStream[] = [];
     const pair = await muxPair(WINDOW, (stream) => {
