@@ -188,6 +188,9 @@ export class HaproxyDataPlane {
   async close(): Promise<void> {
     this.#closed = true;
     this.#unsubscribe?.();
+    // Stopped in turn after the work queued so far (a route change may be writing the host map):
+    // once this resolves nothing writes HAProxy's files (a caller may delete them; a test did, and
+    // its delete failed with ENOTEMPTY under load).
     await this.#process.stop();
   }
 

@@ -72,6 +72,12 @@ export class HaproxyProcess {
   async stop(): Promise<void> {
     this.#stopping = true;
     clearTimeout(this.#restartTimer);
+    // In turn with a restart under way (it may be writing files or about to spawn): the process
+    // running once it is done is the one stopped, and nothing writes HAProxy's files after this.
+    await this.#options.exclusive(() => this.#kill());
+  }
+
+  async #kill(): Promise<void> {
     const child = this.#child;
     if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
