@@ -1,5 +1,5 @@
 // Composition root: wires configuration, database, engine, data plane, tunnels and API; listens.
-import { databaseAuditLog, pruneAudit } from './db/audit-log.js';
+import { databaseAuditLog, startAuditPruning } from './db/audit-log.js';
 import http from 'node:http';
 import https from 'node:https';
 import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
@@ -7,7 +7,7 @@ import type { Duplex } from 'node:stream';
 import path from 'node:path';
 import { buildApp } from './api/app.js';
 import { ApiTurns } from './api/api-turns.js';
-import { answerClientError, answerUnmetExpectation, endSocketWithError } from './api/socket-errors.js';
+import { answerClientError, answerUnmetExpectation, endSocketWithError, writeInternalError } from './api/socket-errors.js';
 import { BuildLogStore, type BuildLogs } from './deploy/build-logs.js';
 import { databaseBuildLogs } from './db/build-log-chunks.js';
 import { databaseBuildQueue, type DatabaseBuildQueue } from './db/build-queue.js';
@@ -46,18 +46,17 @@ import { QuotaGuard } from './domain/quotas.js';
 import { databaseQuotaStore } from './db/quota-store.js';
 import { unlockInstallation } from './secrets/unlock.js';
 import { securePrivateDataDir } from './secrets/private-data-dir.js';
-import { removeIdleNetworks } from './deploy/host-cleanup.js';
+import { releaseNetworksOnStop } from './deploy/host-cleanup.js';
 import { authenticateBearer, bootstrapAdmin } from './domain/accounts.js';
 import { KeyUsage } from './domain/key-usage.js';
 import { NO_CERTIFICATES } from './domain/custom-domains.js';
 import { DbCertificateStore } from './db/certificate-store.js';
-import { CertificateManager } from './tls/certificate-manager.js';
+import type { CertificateManager } from './tls/certificate-manager.js';
 import { HttpChallenges } from './tls/http-challenges.js';
-import { certificateAnnouncer, syncCertificates } from './tls/certificate-sync.js';
+import { startEdgeCertificates } from './tls/edge-certificates.js';
 import { databaseChallengeStore } from './db/challenge-store.js';
 import { hostOf, redirectToHttps } from './tls/https-redirect.js';
 import { connectedTunnel, frontDoor } from './proxy/front-door.js';
-import { loadOperatorCertificate } from './tls/operator-certificate.js';
 import { ListCursors } from './api/list-pages.js';
 import { sharedFailureLimiter } from './deploy/shared-limiter.js';
 import { authenticateTunnelKey, claimTunnelSubdomain, releaseTunnelsOf, releaseTunnelSubdomain } from './domain/tunnel-claims.js';
@@ -71,7 +70,7 @@ import { nodeDataPlane } from './proxy/node-data-plane.js';
 import { boundRequests, boundedServerOptions } from './proxy/request-bounds.js';
 import { requestHeadProblem, writeBadRequest, writeRawBadRequest } from './proxy/request-guard.js';
 import { RoutingTable, type Upstream } from './proxy/routing-table.js';
-import { findHaproxy } from './proxy/haproxy/haproxy-binary.js';
+import { findHaproxy, freePort } from './proxy/haproxy/haproxy-binary.js';
 import { HaproxyDataPlane, haproxyFiles, listenForHaproxy } from './proxy/haproxy/haproxy-data-plane.js';
 import { proxyProtocolListener } from './proxy/proxy-protocol.js';
 import { createDockerClient, createDockerEngine } from './runtime/docker/docker-engine.js';
@@ -116,8 +115,6 @@ export interface StartOptions {
 const HEARTBEAT_MS = 5_000;
 /** How often every route is read again from the database (several instances: repairs a missed notification). */
 const ROUTE_RESYNC_MS = 10_000;
-/** How long an instance told of another's new custom domain waits before asking for its certificate itself. */
-const FOLLOWER_ENSURE_DELAY_MS = 3_000;
 
 /** Starts Slipway: the data directory's lock, migrations, admin bootstrap, reconciliation, then the HTTP listener. */
 export async function startServer(startConfig: Config, options: StartOptions = {}): Promise<RunningServer> {
@@ -160,21 +157,16 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
   }
   const instanceId = await loadInstanceId(db);
   let unlocked;
-  try {
-    unlocked = await unlockInstallation(config.secretKey, config.dataDir, { read: () => readKeyCheck(db), write: (check) => writeKeyCheck(db, check) });
-  } catch (err) {
-    await db.destroy();
-    throw err;
-  }
-  const installationCipher = unlocked.cipher;
-  // Several instances share PostgreSQL: locks, leadership and route changes go through it (decisions §15).
   let coordination: Coordination;
   try {
+    unlocked = await unlockInstallation(config.secretKey, config.dataDir, { read: () => readKeyCheck(db), write: (check) => writeKeyCheck(db, check) });
+    // Several instances share PostgreSQL: locks, leadership and route changes go through it (decisions §15).
     coordination = config.databaseUrl === undefined ? memoryCoordination() : await pgCoordination({ url: config.databaseUrl, log });
   } catch (err) {
     await db.destroy();
     throw err;
   }
+  const installationCipher = unlocked.cipher;
   const registry = databaseInstanceRegistry(db);
   // On PostgreSQL uploads are kept in the database too: any instance can build one (decisions §15).
   const sharedUploads = config.databaseUrl === undefined ? undefined : databaseSharedUploads(db);
@@ -399,41 +391,23 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
   // Challenge answers live in the database: the CA may reach any instance (decisions §15).
   const challenges = new HttpChallenges(databaseChallengeStore(db), log);
   // acme-client is loaded only when HTTPS is on: it is a large part of the start-up's module loading.
-  const createAcmeIssuer = config.https === undefined ? undefined : (await import('./tls/acme-issuer.js')).createAcmeIssuer;
-  const createCertificates = (c: Config, settings: NonNullable<Config['https']>, newIssuer: NonNullable<typeof createAcmeIssuer>): CertificateManager => {
-    const repository = new DbCertificateStore(db, installationCipher);
-    return new CertificateManager({
-      repository,
-      issuer: newIssuer({ directoryUrl: settings.acmeDirectoryUrl, email: settings.acmeEmail, caFile: settings.acmeCaFile, repository, challenges }),
-      operator: settings.certFile !== undefined && settings.keyFile !== undefined ? loadOperatorCertificate(settings.certFile, settings.keyFile) : undefined,
-      // Only these: the API host, an app's subdomain, a custom domain (never a tunnel, never any other name).
-      isServed: (host) => host === c.domain || table.resolveHost(host)?.route?.kind === 'app',
-      log,
-      // Issued once across instances, served by all; renewals and retries are the leader's (decisions §15).
-      lock: (host, signal) => coordination.lockHost(host, signal),
-      announce: certificateAnnouncer(coordination, runner),
-      isLeader: () => coordination.isLeader(),
-    });
-  };
-  const certificates = config.https === undefined || createAcmeIssuer === undefined ? undefined : createCertificates(config, config.https, createAcmeIssuer);
-  if (certificates !== undefined) {
-    const appHost = (subdomain: string): string => `${subdomain}.${config.domain}`;
-    table.subscribe((subdomain, route) => {
-      if (route?.kind === 'app' && route.state === 'live') certificates.ensure(appHost(subdomain));
-      else if (route === undefined) void certificates.hostRemoved(appHost(subdomain)).catch((err: unknown) => log('warn', 'could not drop a certificate', { error: err }));
-    });
-    table.subscribeHosts((hostname, alias) => {
-      // The instance a domain is added on orders at once (`hostAdded`); the others, told by the feed,
-      // look a little later: by then it holds the host's lock, so they wait and serve what it stores.
-      if (alias !== undefined) setTimeout(() => certificates.ensure(hostname), FOLLOWER_ENSURE_DELAY_MS).unref();
-      else void certificates.hostRemoved(hostname).catch((err: unknown) => log('warn', 'could not drop a certificate', { error: err }));
-    });
-  }
-  // Other instances' certificates reach this edge through the coordination feed (one instance: nothing to follow).
-  const stopCertificateSync =
-    certificates === undefined || config.databaseUrl === undefined
-      ? () => undefined
-      : syncCertificates({ coordination, certificates, self: runner, resyncMs: ROUTE_RESYNC_MS, log });
+  const edgeCertificates =
+    config.https === undefined
+      ? undefined
+      : startEdgeCertificates({
+          config,
+          https: config.https,
+          createIssuer: (await import('./tls/acme-issuer.js')).createAcmeIssuer,
+          repository: new DbCertificateStore(db, installationCipher),
+          challenges,
+          table,
+          coordination,
+          self: runner,
+          shared: config.databaseUrl !== undefined,
+          resyncMs: ROUTE_RESYNC_MS,
+          log,
+        });
+  const certificates = edgeCertificates?.certificates;
 
   const app = await buildApp({
     metrics,
@@ -599,13 +573,19 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     }
     handleRequest(req, res);
   });
-  // Upgrades (WebSockets, tunnels) are not redirected: their clients do not follow redirects.
-  server.on('upgrade', handleUpgrade);
-  // Requests Node's parser refuses get the same {error, message} JSON as every other error.
-  server.on('clientError', answerClientError);
-  server.on('checkExpectation', answerUnmetExpectation);
-  // Uploads and requests to apps (streamed to the app) get the long bound; API JSON the short one.
-  const connections = boundRequests(server, config.edge, (req) => table.resolveHost(req.headers.host) !== null || /^multipart\//i.test(req.headers['content-type'] ?? ''));
+  /**
+   * Every server of the edge: upgrades (WebSockets, tunnels; never redirected: their clients do not
+   * follow redirects) to the one handler; requests Node's parser refuses get the same {error,
+   * message} JSON as every other error; uploads and requests to apps (streamed to the app) get the
+   * long bound, API JSON the short one.
+   */
+  const edgeServer = (s: http.Server): ReturnType<typeof boundRequests> => {
+    s.on('upgrade', handleUpgrade);
+    s.on('clientError', answerClientError);
+    s.on('checkExpectation', answerUnmetExpectation);
+    return boundRequests(s, config.edge, (req) => table.resolveHost(req.headers.host) !== null || /^multipart\//i.test(req.headers['content-type'] ?? ''));
+  };
+  const connections = edgeServer(server);
   /**
    * Every connection to Node's plain listeners passes the front door: one whose first request names
    * a connected tunnel becomes a raw pipe through it (a plain request to a host with a certificate
@@ -630,31 +610,11 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
       door(socket);
     };
   };
-  /**
-   * A clean stop leaves no network (nor its firewall chains) that nothing uses: the build network,
-   * and the app network when no app container is left. Bounded: an engine that does not answer
-   * does not hold the stop (`slipway server cleanup` does it later).
-   */
-  const releaseNetworks = async (): Promise<void> => {
-    const timeout = AbortSignal.timeout(10_000);
-    const done = removeIdleNetworks(engine, instanceId).then(
-      (result) => {
-        for (const { name, reason } of result.kept) log('info', `kept network ${name}: ${reason}`);
-      },
-      (err: unknown) => log('warn', 'could not remove the installation\'s networks on stop (slipway server cleanup removes them)', { err }),
-    );
-    await Promise.race([done, new Promise<void>((resolve) => timeout.addEventListener('abort', () => resolve(), { once: true }))]);
-  };
   // Audit entries older than SLIPWAY_AUDIT_RETENTION_DAYS are dropped at start and every hour.
-  const pruneAuditLog = (): void => {
-    pruneAudit(db, config.auditRetentionDays).catch((err: unknown) => log('error', 'pruning the audit log failed', { error: err }));
-  };
-  pruneAuditLog();
-  const auditPruning = setInterval(pruneAuditLog, 3_600_000);
-  auditPruning.unref();
+  const stopAuditPruning = startAuditPruning(db, config.auditRetentionDays, log);
   /** The last steps of every shutdown (a refused start too): data plane, lifecycle, API, database. */
   const closeControlPlane = async (): Promise<void> => {
-    clearInterval(auditPruning);
+    stopAuditPruning();
     proxy.close();
     stopWatching();
     stopSampling();
@@ -662,9 +622,10 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     stopLeadershipBeat();
     stopRouteSync();
     acrossInstances.close();
-    stopCertificateSync();
+    edgeCertificates?.stop();
     await lifecycle.close();
-    await releaseNetworks();
+    // A clean stop leaves no network (nor its firewall chains) that nothing uses.
+    await releaseNetworksOnStop(engine, instanceId, log);
     await app.close();
     await keyUsage.close();
     await coordination.close();
@@ -698,10 +659,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     let tls: { port: number; certificates: CertificateManager } | undefined;
     if (certificates !== undefined && config.https !== undefined) {
       const handoff = http.createServer(boundedServerOptions(config.edge), handleRequest);
-      handoff.on('upgrade', handleUpgrade);
-      handoff.on('clientError', answerClientError);
-      handoff.on('checkExpectation', answerUnmetExpectation);
-      boundRequests(handoff, config.edge, (req) => table.resolveHost(req.headers.host) !== null || /^multipart\//i.test(req.headers['content-type'] ?? ''));
+      edgeServer(handoff);
       const handoffListener = proxyProtocolListener(handoff, config.edge.headersTimeoutMs, withFrontDoor(handoff, true));
       tlsHandoff = { server: handoff, listener: handoffListener };
       await listenForHaproxy(handoffListener, files.nodeTlsSocket);
@@ -770,10 +728,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
       },
       handleRequest,
     );
-    tlsServer.on('upgrade', handleUpgrade);
-    tlsServer.on('clientError', answerClientError);
-    tlsServer.on('checkExpectation', answerUnmetExpectation);
-    boundRequests(tlsServer, config.edge, (req) => table.resolveHost(req.headers.host) !== null || /^multipart\//i.test(req.headers['content-type'] ?? ''));
+    edgeServer(tlsServer);
     const httpsSettings = config.https;
     await new Promise<void>((resolve, reject) => {
       tlsServer.once('error', reject);
@@ -782,13 +737,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     secureServer = tlsServer;
     httpsPort = (tlsServer.address() as AddressInfo).port;
   }
-  if (certificates !== undefined) {
-    // Hosts served now: the API host, every live app, every custom domain; then stored records (renewals, retries).
-    certificates.ensure(config.domain);
-    for (const [subdomain, route] of table.entries()) if (route.kind === 'app' && route.state === 'live') certificates.ensure(`${subdomain}.${config.domain}`);
-    for (const [hostname] of table.hosts()) certificates.ensure(hostname);
-    await certificates.start();
-  }
+  await edgeCertificates?.start();
   const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
 
   let closing: Promise<void> | undefined;
@@ -824,29 +773,6 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
       return closing;
     },
   };
-}
-
-/** A port free on `host` now, for HAProxy to bind (SLIPWAY_PORT=0: tests and benchmarks). */
-async function freePort(host: string): Promise<number> {
-  const probe = createTcpServer();
-  await new Promise<void>((resolve, reject) => {
-    probe.once('error', reject);
-    probe.listen(0, host, () => resolve());
-  });
-  const { port } = probe.address() as AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
-
-/** A 500 `internal_error` answer, without detail (the detail goes to the log). */
-function writeInternalError(res: http.ServerResponse): void {
-  try {
-    const body = JSON.stringify({ error: 'internal_error', message: 'The server failed to handle this request.' });
-    res.writeHead(500, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' });
-    res.end(body);
-  } catch {
-    res.destroy();
-  }
 }
 
 function safeJson(detail: object): string {

@@ -49,3 +49,14 @@ export function answerUnmetExpectation(_req: IncomingMessage, res: ServerRespons
   res.writeHead(417, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(json), 'Cache-Control': 'no-store', Connection: 'close' });
   res.end(json);
 }
+
+/** A 500 `internal_error` answer, without detail (the detail goes to the log). */
+export function writeInternalError(res: ServerResponse): void {
+  try {
+    const body = JSON.stringify({ error: 'internal_error', message: 'The server failed to handle this request.' });
+    res.writeHead(500, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' });
+    res.end(body);
+  } catch {
+    res.destroy();
+  }
+}

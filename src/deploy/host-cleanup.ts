@@ -51,3 +51,25 @@ export async function removeIdleNetworks(
   }
   return { removed, kept, removedContainers };
 }
+
+/**
+ * A clean stop's {@link removeIdleNetworks}: the build network, and the app network when no app
+ * container is left. Bounded: an engine that does not answer within `timeoutMs` does not hold the
+ * stop (`slipway server cleanup` does it later).
+ */
+export async function releaseNetworksOnStop(
+  engine: ContainerEngine,
+  instanceId: string,
+  log: (level: 'info' | 'warn', msg: string, detail?: object) => void,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const done = removeIdleNetworks(engine, instanceId).then(
+    (result) => {
+      for (const { name, reason } of result.kept) log('info', `kept network ${name}: ${reason}`);
+    },
+    (err: unknown) => log('warn', "could not remove the installation's networks on stop (slipway server cleanup removes them)", { err }),
+  );
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([done, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+  clearTimeout(timer);
+}

@@ -1,6 +1,7 @@
-// Finding an HAProxy binary and its version: the HAProxy data plane needs 2.6 or later.
+// Finding an HAProxy binary and its version (the HAProxy data plane needs 2.6 or later), and a free port for it to bind.
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 
 /** Where Debian and most distributions put the binary; the configured path, if any, comes first. */
@@ -34,4 +35,16 @@ export async function findHaproxy(configured: string | undefined): Promise<Hapro
   const version = `${match[1]}.${match[2]}${match[3] ?? ''}`;
   if (major < 2 || (major === 2 && minor < 6)) return { missing: `${found} is HAProxy ${version}; 2.6 or later is needed` };
   return { path: found, version };
+}
+
+/** A port free on `host` now, for HAProxy to bind (SLIPWAY_PORT=0: tests and benchmarks). */
+export async function freePort(host: string): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', reject);
+    probe.listen(0, host, () => resolve());
+  });
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
 }
