@@ -89,6 +89,8 @@ export interface Config {
   readonly runtime: 'docker' | 'swarm';
   /** SLIPWAY_REGISTRY (`host[:port][/prefix]`, with SLIPWAY_REGISTRY_USERNAME/_PASSWORD): where images go under `swarm`. */
   readonly registry: { readonly address: string; readonly username?: string; readonly password?: string } | undefined;
+  /** SLIPWAY_REGISTRY_PORT: the port of Slipway's own registry (swarm without SLIPWAY_REGISTRY), on the manager's address. */
+  readonly registryPort: number;
   /** SLIPWAY_SWARM_PROBE: a static busybox present on every node, mounted into each task for its health check. */
   readonly swarmProbePath: string;
 }
@@ -162,16 +164,12 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   return value;
 }
 
-/** SLIPWAY_RUNTIME (decisions §16): `docker` (one engine) or `swarm` (which needs SLIPWAY_REGISTRY). */
+/** SLIPWAY_RUNTIME (decisions §16): `docker` (one engine) or `swarm`. */
 function appRuntime(env: Env): 'docker' | 'swarm' {
   const raw = text(env, 'SLIPWAY_RUNTIME')?.toLowerCase();
   if (raw === undefined || raw === 'docker') return 'docker';
-  if (raw === 'swarm') {
-    if (text(env, 'SLIPWAY_REGISTRY') === undefined) {
-      throw new ConfigError('SLIPWAY_RUNTIME=swarm needs SLIPWAY_REGISTRY (host[:port][/prefix] of a registry every node can pull from; see docs/swarm.md)');
-    }
-    return 'swarm';
-  }
+  // Without SLIPWAY_REGISTRY, Slipway runs its own registry (src/runtime/swarm/own-registry.ts).
+  if (raw === 'swarm') return 'swarm';
   throw new ConfigError(`SLIPWAY_RUNTIME must be docker or swarm, got "${raw}"`);
 }
 
@@ -312,6 +310,7 @@ export function loadConfig(env: Env = process.env): Config {
     haproxyThreads: integer(env, 'SLIPWAY_HAPROXY_THREADS', Math.max(1, Math.floor(os.availableParallelism() / 2)), 1, 64),
     runtime: appRuntime(env),
     registry: registrySettings(env),
+    registryPort: integer(env, 'SLIPWAY_REGISTRY_PORT', 5000, 1, 65535),
     swarmProbePath: absolutePath(env, 'SLIPWAY_SWARM_PROBE') ?? '/bin/busybox',
     secretKey: secretKey(env, 'SLIPWAY_SECRET_KEY'),
     newSecretKey: secretKey(env, 'SLIPWAY_NEW_SECRET_KEY'),

@@ -19,6 +19,7 @@ import { DockerRuntime } from './runtime/docker/docker-runtime.js';
 import { dockerNodes } from './runtime/docker/docker-nodes.js';
 import { SwarmRuntime } from './runtime/swarm/swarm-runtime.js';
 import { swarmNodes } from './runtime/swarm/swarm-nodes.js';
+import { startOwnRegistry, type OwnRegistry } from './runtime/swarm/own-registry.js';
 import { drainingNodes } from './deploy/node-drain.js';
 import { releaseTotals, type AppRuntime } from './runtime/app-runtime.js';
 import type { NodeDirectory } from './domain/nodes.js';
@@ -230,9 +231,23 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
   let runtime: AppRuntime;
   let nodeDirectory: NodeDirectory;
   let swarmRuntime: SwarmRuntime | undefined;
-  if (config.runtime === 'swarm' && config.registry !== undefined) {
+  // Under swarm without SLIPWAY_REGISTRY: Slipway's own registry on the manager's address, answering before any push.
+  let ownRegistry: OwnRegistry | undefined;
+  if (config.runtime === 'swarm') {
     const manager = createDockerClient(config.dockerHost);
-    swarmRuntime = new SwarmRuntime(manager, engine, { registry: config.registry, probePath: config.swarmProbePath });
+    let registrySettings = config.registry;
+    if (registrySettings === undefined) {
+      try {
+        ownRegistry = await startOwnRegistry({ docker: manager, dataDir: config.dataDir, port: config.registryPort, log });
+      } catch (err) {
+        await keyUsage.close().catch(() => undefined);
+        await coordination.close().catch(() => undefined);
+        await db.destroy();
+        throw err;
+      }
+      registrySettings = { address: ownRegistry.address };
+    }
+    swarmRuntime = new SwarmRuntime(manager, engine, { registry: registrySettings, probePath: config.swarmProbePath });
     runtime = swarmRuntime;
     nodeDirectory = swarmNodes(manager, instanceId);
   } else {
@@ -629,6 +644,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     await app.close();
     await keyUsage.close();
     await coordination.close();
+    await ownRegistry?.stop();
     await db.destroy();
     dirLock.release();
   };

@@ -29,10 +29,16 @@ describe('loadConfig', () => {
     assert.equal(config.dockerHost, undefined);
   });
 
-  test('SLIPWAY_RUNTIME: docker by default and when named; swarm needs SLIPWAY_REGISTRY; anything else is refused', () => {
+  test('SLIPWAY_RUNTIME: docker by default and when named; swarm with or without SLIPWAY_REGISTRY; anything else is refused', () => {
     assert.equal(loadConfig({}).runtime, 'docker');
     assert.equal(loadConfig({ SLIPWAY_RUNTIME: 'docker' }).runtime, 'docker');
-    refuses({ SLIPWAY_RUNTIME: 'swarm' }, /SLIPWAY_RUNTIME=swarm needs SLIPWAY_REGISTRY/);
+    // Without SLIPWAY_REGISTRY Slipway runs its own, on SLIPWAY_REGISTRY_PORT (5000 by default).
+    const own = loadConfig({ SLIPWAY_RUNTIME: 'swarm' });
+    assert.equal(own.runtime, 'swarm');
+    assert.equal(own.registry, undefined);
+    assert.equal(own.registryPort, 5000);
+    assert.equal(loadConfig({ SLIPWAY_RUNTIME: 'swarm', SLIPWAY_REGISTRY_PORT: '5001' }).registryPort, 5001);
+    refuses({ SLIPWAY_REGISTRY_PORT: '70000' }, /SLIPWAY_REGISTRY_PORT/);
     refuses({ SLIPWAY_RUNTIME: 'kubernetes' }, /must be docker or swarm/);
     const swarm = loadConfig({ SLIPWAY_RUNTIME: 'swarm', SLIPWAY_REGISTRY: '10.0.0.5:5000/apps' });
     assert.equal(swarm.runtime, 'swarm');
