@@ -34,6 +34,8 @@ export function clusterLayout(id) {
     nodes,
     // The registry listens in the manager's namespace; every node pulls from it over the bridge.
     registry: `${nodes[0].address}:5000`,
+    // Where a test's Slipway runs its own registry (SLIPWAY_REGISTRY unset): every node trusts it too.
+    ownRegistry: `${nodes[0].address}:5001`,
     forwardRule: ['FORWARD', '-i', `slwswbr${id}`, '-o', `slwswbr${id}`, '-j', 'ACCEPT'],
   };
 }
@@ -224,6 +226,7 @@ async function start(layout) {
       '--exec-root', path.join(node.dir, 'exec'),
       '--pidfile', path.join(node.dir, 'dockerd.engine.pid'),
       '--insecure-registry', registry,
+      '--insecure-registry', layout.ownRegistry,
       '--log-level', 'warn',
       // Test apps need no grace: a cluster goes down in seconds.
       '--shutdown-timeout', '2',

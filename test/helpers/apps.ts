@@ -82,12 +82,12 @@ export function deployAndWait(ts: Pick<TestServer, 'request'>, token: string, id
 export function appRequest(
   port: number,
   subdomain: string,
-  options: { path?: string; method?: string; body?: string; agent?: http.Agent; timeoutMs?: number } = {},
+  options: { path?: string; method?: string; body?: string; agent?: http.Agent; timeoutMs?: number; address?: string } = {},
 ): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       {
-        host: '127.0.0.1',
+        host: options.address ?? '127.0.0.1',
         port,
         path: options.path ?? '/',
         method: options.method ?? 'GET',

@@ -18,6 +18,10 @@ export interface ClusterLayout {
   readonly bridge: string;
   readonly nodes: readonly ClusterNode[];
   readonly registry: string;
+  /** The cluster's own directory (removed by `down`, and any process whose arguments name it killed). */
+  readonly dir: string;
+  /** `<manager>:5001`, trusted by every node: for a Slipway that runs its own registry there. */
+  readonly ownRegistry: string;
   readonly forwardRule: readonly string[];
 }
 
