@@ -270,6 +270,21 @@ export function ensureHaproxy() {
 }
 
 /**
+ * Under `SLIPWAY_RUNTIME=swarm` without `SLIPWAY_REGISTRY`, Slipway runs Debian's registry itself
+ * (decisions §16): installs `docker-registry` (root, apt) with its system service left off (Slipway
+ * runs its own with its own config). Not fatal: without it the server's start says what to install.
+ */
+export function ensureRegistry() {
+  if ((process.env.SLIPWAY_RUNTIME ?? '').trim().toLowerCase() !== 'swarm' || (process.env.SLIPWAY_REGISTRY ?? '').trim() !== '') return;
+  if (fs.existsSync('/usr/bin/docker-registry')) return;
+  if (!isRoot || which('apt-get') === null) {
+    log("Slipway's own registry needs Debian's docker-registry (apt-get install docker-registry), or set SLIPWAY_REGISTRY.");
+    return;
+  }
+  if (!aptInstallServices(['docker-registry'], ['docker-registry'])) log('could not install docker-registry: install it, or set SLIPWAY_REGISTRY.');
+}
+
+/**
  * Installs Debian packages that ship a system service (haproxy, nginx) without letting the packages
  * start or enable it: Slipway and its benchmarks run their own instances. Root only; false when the
  * install failed.
