@@ -231,23 +231,17 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
   let runtime: AppRuntime;
   let nodeDirectory: NodeDirectory;
   let swarmRuntime: SwarmRuntime | undefined;
-  // Under swarm without SLIPWAY_REGISTRY: Slipway's own registry on the manager's address, answering before any push.
-  let ownRegistry: OwnRegistry | undefined;
+  let ownRegistry: OwnRegistry | undefined; // under swarm without SLIPWAY_REGISTRY: answers before any push
   if (config.runtime === 'swarm') {
     const manager = createDockerClient(config.dockerHost);
-    let registrySettings = config.registry;
-    if (registrySettings === undefined) {
-      try {
-        ownRegistry = await startOwnRegistry({ docker: manager, dataDir: config.dataDir, port: config.registryPort, log });
-      } catch (err) {
-        await keyUsage.close().catch(() => undefined);
-        await coordination.close().catch(() => undefined);
-        await db.destroy();
+    if (config.registry === undefined) {
+      ownRegistry = await startOwnRegistry({ docker: manager, dataDir: config.dataDir, port: config.registryPort, log }).catch(async (err: unknown) => {
+        await Promise.allSettled([keyUsage.close(), coordination.close(), db.destroy()]);
         throw err;
-      }
-      registrySettings = { address: ownRegistry.address };
+      });
     }
-    swarmRuntime = new SwarmRuntime(manager, engine, { registry: registrySettings, probePath: config.swarmProbePath });
+    const images = config.registry ?? { address: ownRegistry?.address ?? '' };
+    swarmRuntime = new SwarmRuntime(manager, engine, { registry: images, probePath: config.swarmProbePath });
     runtime = swarmRuntime;
     nodeDirectory = swarmNodes(manager, instanceId);
   } else {
