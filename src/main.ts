@@ -471,6 +471,10 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
         tunnels.closeForKey(apiKeyId);
         acrossInstances.keyDeleted(apiKeyId);
       },
+      closeForUser: (userId) => {
+        tunnels.closeForUser(userId);
+        acrossInstances.userDisabled(userId);
+      },
     },
     domains: databaseCustomDomainStore(db),
     apiKeys,

@@ -298,14 +298,17 @@ export async function listUsers(accounts: AccountStore, principal: Principal, pa
 
 /**
  * An administrator changes a user (administrators only): a new password (every session of the
- * user ends; their API keys keep working), and/or disables or enables them. Disabling ends their
- * sessions and makes their logins and API keys answer 401; an administrator cannot disable themselves.
+ * user ends; their API keys and tunnels keep working), and/or disables or enables them. Disabling
+ * ends their sessions, makes their logins and API keys answer 401 and closes their open tunnels
+ * (`onDisabled`, after the flag is stored; also when it already was); an administrator cannot
+ * disable themselves.
  */
 export async function updateUser(
   accounts: AccountStore,
   principal: Principal,
   id: string,
   input: { password?: string | undefined; disabled?: boolean | undefined },
+  onDisabled: (userId: string) => void,
 ): Promise<AdminUserView> {
   authorizeAdmin(principal);
   assertUuid(id, 'user');
@@ -324,5 +327,7 @@ export async function updateUser(
     const audit = { actor, event: { action: input.disabled ? 'user.disable' : 'user.enable', targetType: 'user', targetId: id, teamId: null } };
     if (!(await accounts.setDisabled(id, input.disabled, audit))) throw new DomainError('not_found', 'user not found');
   }
+  // Again when already disabled: a tunnel whose connect raced the first disabling is closed too.
+  if (input.disabled === true) onDisabled(id);
   return presentAdminUser((await accounts.userById(id)) ?? user);
 }

@@ -85,6 +85,7 @@ export class InstanceTunnels {
       localTunnel: (subdomain) => tunnels.holding(subdomain),
       dropLocal: (subdomain, tunnelId) => tunnels.relinquish(subdomain, tunnelId),
       closeForKey: (apiKeyId) => tunnels.closeForKey(apiKeyId),
+      closeForUser: (userId) => tunnels.closeForUser(userId),
       target: (holder, url) => new RemoteTunnel(holder, url, context),
       self: deps.self,
       resyncMs: deps.resyncMs,
@@ -112,6 +113,11 @@ export class InstanceTunnels {
   /** An API key was deleted here: the other instances close its tunnels too. */
   keyDeleted(apiKeyId: string): void {
     this.#sync?.keyDeleted(apiKeyId);
+  }
+
+  /** A user was disabled here: the other instances close their tunnels too. */
+  userDisabled(userId: string): void {
+    this.#sync?.userDisabled(userId);
   }
 
   /** Tunnels held by the other instances (the user's, or everyone's), leaving out ids already shown. */

@@ -52,7 +52,7 @@ export const MAX_MESSAGE_BYTES = 1024 * 1024;
 export const MAX_OUTBOUND_BYTES = 4 * 1024 * 1024;
 /** Bytes in a frame header. */
 export const FRAME_HEADER_BYTES = 5;
-/** WebSocket close code after which the client must not reconnect: the API key was deleted. */
+/** WebSocket close code after which the client must not reconnect: the API key was deleted or its account disabled. */
 export const CLOSE_KEY_REVOKED = 4401;
 /** WebSocket close code after which the client must not reconnect: a newer connection took the name. */
 export const CLOSE_REPLACED = 4409;

@@ -8,6 +8,8 @@ import type { Route, StreamTarget } from '../proxy/routing-table.js';
 export const TUNNEL = 't:';
 /** Announcement of a deleted API key: `k:<api key id>` (every instance closes the tunnels it opened). */
 export const KEY_DELETED = 'k:';
+/** Announcement of a disabled user: `u:<user id>` (every instance closes the user's tunnels it holds). */
+export const USER_DISABLED = 'u:';
 
 export interface RemoteTunnelSyncDeps {
   readonly coordination: Pick<Coordination, 'announce' | 'onAnnounce'>;
@@ -23,6 +25,8 @@ export interface RemoteTunnelSyncDeps {
   readonly dropLocal: (subdomain: string, tunnelId: string) => void;
   /** Closes this instance's tunnels opened with the API key (deleted on another instance). */
   readonly closeForKey: (apiKeyId: string) => void;
+  /** Closes this instance's tunnels of the user (disabled on another instance). */
+  readonly closeForUser: (userId: string) => void;
   /** The target forwarding to `holder` at `url`. */
   readonly target: (holder: string, url: string) => StreamTarget;
   readonly self: string;
@@ -35,6 +39,8 @@ export interface RemoteTunnelSync {
   changed(subdomain: string): void;
   /** Tells the other instances an API key was deleted: its tunnels close there too. */
   keyDeleted(apiKeyId: string): void;
+  /** Tells the other instances a user was disabled: their tunnels close there too. */
+  userDisabled(userId: string): void;
   stop(): void;
 }
 
@@ -121,6 +127,7 @@ export function syncRemoteTunnels(deps: RemoteTunnelSyncDeps): RemoteTunnelSync 
     const [origin, id] = message.split(' ');
     if (origin === deps.self || id === undefined) return;
     if (id.startsWith(KEY_DELETED)) return deps.closeForKey(id.slice(KEY_DELETED.length));
+    if (id.startsWith(USER_DISABLED)) return deps.closeForUser(id.slice(USER_DISABLED.length));
     if (!id.startsWith(TUNNEL)) return;
     const subdomain = id.slice(TUNNEL.length);
     run(id, () => syncOne(subdomain));
@@ -138,6 +145,9 @@ export function syncRemoteTunnels(deps: RemoteTunnelSyncDeps): RemoteTunnelSync 
     },
     keyDeleted(apiKeyId) {
       deps.coordination.announce(`${deps.self} ${KEY_DELETED}${apiKeyId}`);
+    },
+    userDisabled(userId) {
+      deps.coordination.announce(`${deps.self} ${USER_DISABLED}${userId}`);
     },
     stop() {
       clearInterval(timer);

@@ -101,8 +101,8 @@ interface Refusal {
  * `validation_error` (bad name), 400 `subdomain_taken`, 429 `rate_limited` (live tunnels per key).
  * A client should print `message` and stop: none of these get better by retrying at once.
  * After the handshake the server may end a tunnel for good with a text control message
- * `{type:'error', error, message}` followed by close code 4401 (key deleted) or 4409 (name taken
- * over by a newer connection of the same user). Any other close is transient: reconnect.
+ * `{type:'error', error, message}` followed by close code 4401 (key deleted, or account disabled) or
+ * 4409 (name taken over by a newer connection of the same user). Any other close is transient: reconnect.
  */
 export class TunnelServer {
   readonly #dataPlane: DataPlane;
@@ -122,7 +122,7 @@ export class TunnelServer {
   /** The connection holding each name: connected, or disconnected within its grace period. */
   readonly #byName = new Map<string, Connection>();
   /** Upgrades between authentication and handshake, so limits and key deletion see them. */
-  readonly #pending = new Map<string, { apiKeyId: string; cancelled: boolean }>();
+  readonly #pending = new Map<string, { owner: TunnelOwner; cancelled: boolean }>();
   #closed = false;
 
   constructor(options: TunnelServerOptions) {
@@ -176,13 +176,20 @@ export class TunnelServer {
 
   /** Closes every tunnel opened with this API key (the key was deleted) and frees their names at once. */
   closeForKey(apiKeyId: string): void {
-    for (const pending of this.#pending.values()) if (pending.apiKeyId === apiKeyId) pending.cancelled = true;
+    this.#closeWhere((owner) => owner.apiKeyId === apiKeyId, 'The API key this tunnel was opened with has been deleted.');
+  }
+
+  /** Closes every tunnel of this user (an administrator disabled the account) and frees their names at once. */
+  closeForUser(userId: string): void {
+    this.#closeWhere((owner) => owner.userId === userId, 'Your account has been disabled by an administrator; the tunnel is closed.');
+  }
+
+  /** Ends the matching tunnels for good (close code 4401, as a revoked key) and cancels their connects in progress. */
+  #closeWhere(matches: (owner: TunnelOwner) => boolean, message: string): void {
+    for (const pending of this.#pending.values()) if (matches(pending.owner)) pending.cancelled = true;
     for (const conn of [...this.#byName.values()]) {
-      if (conn.owner.apiKeyId !== apiKeyId) continue;
-      this.#retire(conn, CLOSE_KEY_REVOKED, {
-        error: 'unauthorized',
-        message: 'The API key this tunnel was opened with has been deleted.',
-      });
+      if (conn.retired || !matches(conn.owner)) continue;
+      void this.#retire(conn, CLOSE_KEY_REVOKED, { error: 'unauthorized', message });
     }
   }
 
@@ -229,7 +236,7 @@ export class TunnelServer {
     if (handshake !== undefined) return refuse(socket, { status: 400, error: 'validation_error', message: handshake });
     const owner = await this.#authority.authenticateKey(key);
     if (owner === null) {
-      return refuse(socket, { status: 401, error: 'unauthorized', message: 'The API key is invalid or has been deleted.' });
+      return refuse(socket, { status: 401, error: 'unauthorized', message: 'The API key is invalid or has been deleted, or its account is disabled.' });
     }
     const held = requested === undefined ? undefined : this.#byName.get(requested);
     if (held !== undefined && !held.retired && held.state === 'connected' && held.owner.userId === owner.userId && !takeover) {
@@ -244,7 +251,7 @@ export class TunnelServer {
     }
 
     const id = randomUUID();
-    const pending = { apiKeyId: owner.apiKeyId, cancelled: false };
+    const pending = { owner, cancelled: false };
     this.#pending.set(id, pending);
     try {
       const { subdomain, result } = await this.#claim(requested, owner, id);
@@ -258,7 +265,7 @@ export class TunnelServer {
       if (pending.cancelled || this.#closed || !socket.readable || !socket.writable) {
         await this.#giveBack(subdomain, id);
         if (pending.cancelled && !this.#closed) {
-          return refuse(socket, { status: 401, error: 'unauthorized', message: 'The API key is invalid or has been deleted.' });
+          return refuse(socket, { status: 401, error: 'unauthorized', message: 'The API key is invalid or has been deleted, or its account is disabled.' });
         }
         socket.destroy();
         return;
@@ -316,7 +323,7 @@ export class TunnelServer {
     for (const conn of this.#byName.values()) {
       if (conn.owner.apiKeyId === apiKeyId && conn.state === 'connected' && conn.subdomain !== subdomain) count++;
     }
-    for (const pending of this.#pending.values()) if (pending.apiKeyId === apiKeyId) count++;
+    for (const pending of this.#pending.values()) if (pending.owner.apiKeyId === apiKeyId) count++;
     return count;
   }
 

@@ -1,9 +1,13 @@
-// API tests of the administrators' user pages (issue 26 item 7): list, create, reset a password, disable/enable, and everyone's live tunnels.
+// API tests of the administrators' user pages (issue 26 item 7): list, create, reset a password, disable/enable (closing open tunnels), and everyone's live tunnels.
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { runTunnelClient } from '../../src/tunnel/tunnel-client.js';
+import { runTunnelClient, TunnelRefusedError } from '../../src/tunnel/tunnel-client.js';
 import { assertError } from '../helpers/api-assert.js';
+import { eventually } from '../helpers/apps.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 interface AdminUser {
@@ -146,4 +150,110 @@ describe('admin: users and live tunnels', () => {
       await done;
     }
   });
+
+  test('disabling a user closes their open tunnels at once, for good (4401 with the reason; a reconnect is 401); another user\'s stays up', async () => {
+    const hits = { u: 0, v: 0 };
+    const local = http.createServer((req, res) => {
+      const who = req.url === '/u' ? 'u' : 'v';
+      hits[who]++;
+      res.end(`local ${who}\n`);
+    });
+    await new Promise<void>((resolve) => local.listen(0, '127.0.0.1', resolve));
+    const port = (local.address() as AddressInfo).port;
+    const u = await s.newUser('disabled-tunnel');
+    const v = await s.newUser('kept-tunnel');
+    const stop = new AbortController();
+    const open = (apiKey: string, subdomain: string): { connected: Promise<void>; result: Promise<unknown> } => {
+      let connected: () => void = () => {};
+      const ready = new Promise<void>((resolve) => (connected = resolve));
+      const result = runTunnelClient({ serverUrl: s.url, apiKey, port, subdomain, signal: stop.signal, maxBackoffMs: 500, onEvent: (e) => e.type === 'connected' && connected() }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      return { connected: ready, result };
+    };
+    const visit = (subdomain: string, path: string): Promise<{ status: number; body: string }> =>
+      new Promise((resolve, reject) => {
+        const req = http.request({ host: '127.0.0.1', port: s.port, path, headers: { host: `${subdomain}.localhost` }, agent: false, timeout: 30_000 }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (body += chunk));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        });
+        req.on('timeout', () => req.destroy(new Error('visit timed out')));
+        req.on('error', reject);
+        req.end();
+      });
+    const nameU = `off-${process.pid}`;
+    const nameV = `on-${process.pid}`;
+    const tu = open(u.apiKey, nameU);
+    const tv = open(v.apiKey, nameV);
+    try {
+      await Promise.race([Promise.all([tu.connected, tv.connected]), sleep(60_000).then(() => Promise.reject(new Error('tunnels did not connect')))]);
+      await eventually(async () => ((await visit(nameU, '/u')).status === 200 ? true : undefined), 30_000, "U's tunnel to serve");
+      await eventually(async () => ((await visit(nameV, '/v')).status === 200 ? true : undefined), 30_000, "V's tunnel to serve");
+
+      const res = await s.request('PATCH', `/api/v1/users/${u.userId}`, { token: s.adminToken, body: { disabled: true } });
+      assert.equal(res.status, 200, res.text);
+      // The client stops (no reconnect loop) with the reason the server sent before closing with 4401.
+      const ended = await Promise.race([tu.result, sleep(30_000).then(() => 'still running')]);
+      assert.ok(ended instanceof TunnelRefusedError, `the client ended with a refusal, got ${String(ended)}`);
+      assert.equal(ended.code, 'unauthorized');
+      assert.match(ended.message, /account has been disabled/);
+      // The name is freed at once (as for a deleted key): its host no longer reaches U's local server.
+      await eventually(async () => ((await visit(nameU, '/u')).status === 404 ? true : undefined), 10_000, "U's host to stop serving");
+      const seenU = hits.u;
+      assert.equal((await visit(nameU, '/u')).status, 404);
+      assert.equal(hits.u, seenU, "nothing more reached U's local server");
+      const all = (await s.request('GET', '/api/v1/tunnels?all=true', { token: s.adminToken })).json as Array<{ subdomain: string }>;
+      assert.deepEqual(all.map((t) => t.subdomain).filter((name) => name === nameU || name === nameV), [nameV]);
+      // A reconnect with U's key is refused with 401 before any handshake.
+      assert.equal(await upgradeStatus(s.port, u.apiKey, nameU), 401);
+      const again = await runTunnelClient({ serverUrl: s.url, apiKey: u.apiKey, port, subdomain: nameU, signal: AbortSignal.timeout(30_000), onEvent: () => {} }).then(() => undefined, (err: unknown) => err);
+      assert.ok(again instanceof TunnelRefusedError && again.code === 'unauthorized', String(again));
+      // V's tunnel never noticed.
+      assert.equal((await visit(nameV, '/v')).status, 200);
+      // Disabling again is harmless; enabling reopens nothing (the client stopped), but the key connects again.
+      assert.equal((await s.request('PATCH', `/api/v1/users/${u.userId}`, { token: s.adminToken, body: { disabled: true } })).status, 200);
+      assert.equal((await s.request('PATCH', `/api/v1/users/${u.userId}`, { token: s.adminToken, body: { disabled: false } })).status, 200);
+      assert.equal((await visit(nameU, '/u')).status, 404);
+      assert.equal(await upgradeStatus(s.port, u.apiKey, nameU), 101);
+    } finally {
+      stop.abort();
+      await Promise.all([tu.result, tv.result]);
+      local.closeAllConnections();
+      await new Promise((resolve) => local.close(resolve));
+    }
+  });
 });
+
+/** The status of a tunnel connect's upgrade answer (a 101's socket is closed at once: it never answers a ping, so holds no name). */
+function upgradeStatus(port: number, apiKey: string, subdomain: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({
+      host: '127.0.0.1',
+      port,
+      path: `/api/v1/tunnels/connect?subdomain=${subdomain}`,
+      agent: false,
+      timeout: 30_000,
+      headers: {
+        authorization: `Bearer ${apiKey}`,
+        connection: 'Upgrade',
+        upgrade: 'websocket',
+        'sec-websocket-version': '13',
+        'sec-websocket-key': crypto.randomBytes(16).toString('base64'),
+      },
+    });
+    req.on('upgrade', (res, socket) => {
+      socket.destroy();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('response', (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('timeout', () => req.destroy(new Error('upgrade timed out')));
+    req.on('error', reject);
+    req.end();
+  });
+}

@@ -317,7 +317,7 @@ describe('the Fastify app in-process (inject)', () => {
       hookLimiter: new FailureLimiter({ maxFailures: 60, windowMs: 60_000 }),
       quotas: new QuotaGuard(databaseQuotaStore(db), config.quotas),
       branchTip: async (_url: string, branch: string | undefined) => ({ sha: null, branch: branch ?? 'main' }),
-      tunnels: { list: () => [], closeForKey: () => undefined },
+      tunnels: { list: () => [], closeForKey: () => undefined, closeForUser: () => undefined },
       instances: databaseInstanceRegistry(db),
       nodes: { list: async () => [], setAvailability: async () => undefined },
       metrics: { render: () => '' },

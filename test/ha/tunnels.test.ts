@@ -5,10 +5,11 @@ import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { ValueCipher } from '../../src/secrets/value-cipher.js';
 import { INSTANCE_CALL_KEY_INFO, InstanceCalls } from '../../src/tunnel/instance-calls.js';
-import { runTunnelClient } from '../../src/tunnel/tunnel-client.js';
+import { runTunnelClient, TunnelRefusedError } from '../../src/tunnel/tunnel-client.js';
 import { eventually } from '../helpers/apps.js';
 import { startCluster, type Cluster, type Instance } from '../helpers/instances.js';
 import { removeInstanceObjects, testDatabase } from '../helpers/server.js';
@@ -179,7 +180,7 @@ function upgradeAndEcho(instance: Instance, host: string, message: string): Prom
   });
 }
 
-function startClient(serverUrl: string, apiKey: string, port: number, subdomain: string): { connected: Promise<string>; connections(): number; stop(): Promise<void> } {
+function startClient(serverUrl: string, apiKey: string, port: number, subdomain: string): { connected: Promise<string>; connections(): number; result: Promise<unknown>; stop(): Promise<void> } {
   const controller = new AbortController();
   let connected!: (url: string) => void;
   let connections = 0;
@@ -196,10 +197,15 @@ function startClient(serverUrl: string, apiKey: string, port: number, subdomain:
       connections++;
       connected(event.url);
     },
-  }).catch(() => undefined);
+  }).then(
+    () => undefined,
+    (err: unknown) => err,
+  );
   return {
     connected: ready,
     connections: () => connections,
+    /** Settles when the client ends: undefined when stopped, else why the server refused it for good. */
+    result: done,
     stop: async () => {
       controller.abort();
       await done;
@@ -413,6 +419,31 @@ describe('tunnels across instances on one PostgreSQL', async () => {
     assert.equal((await c.request('DELETE', `/api/v1/api-keys/${id}`, { token: cluster.adminToken })).status, 204);
     for (const instance of [b, c]) {
       await eventually(async () => ((await visit(instance, host)).status === 404 ? true : undefined), 30_000, `the tunnel gone on ${instance.name}`);
+    }
+  });
+
+  test('a user disabled on one instance has their tunnel held by another closed at once (the client stops with the reason)', async () => {
+    const [, b, c] = cluster.instances as [Instance, Instance, Instance];
+    const email = `xtun-off-${process.pid}@test.local`;
+    const created = await c.request('POST', '/api/v1/users', { token: cluster.adminToken, body: { email, password: 'password-xtun-off' } });
+    assert.equal(created.status, 201, created.text);
+    const login = await c.request('POST', '/api/v1/auth/login', { body: { email, password: 'password-xtun-off' } });
+    const key = await c.request('POST', '/api/v1/api-keys', { token: login.json.token as string, body: { name: 'off' } });
+    assert.equal(key.status, 201, key.text);
+    const name = `xtun-off-${process.pid}`;
+    const held = startClient(b.url, key.json.key as string, local.port, name);
+    try {
+      await held.connected;
+      await eventually(async () => ((await visit(c, `${name}.localhost`)).status === 200 ? true : undefined), 30_000, 'the tunnel through instance 2');
+      const res = await c.request('PATCH', `/api/v1/users/${created.json.id as string}`, { token: cluster.adminToken, body: { disabled: true } });
+      assert.equal(res.status, 200, res.text);
+      const ended = await Promise.race([held.result, sleep(30_000).then(() => 'still running after 30 s')]);
+      assert.ok(ended instanceof TunnelRefusedError && ended.code === 'unauthorized' && /account has been disabled/.test(ended.message), String(ended));
+      for (const instance of [b, c]) {
+        await eventually(async () => ((await visit(instance, `${name}.localhost`)).status === 404 ? true : undefined), 30_000, `the tunnel gone on ${instance.name}`);
+      }
+    } finally {
+      await held.stop();
     }
   });
 });

@@ -27,6 +27,7 @@ function setup(self = 'me') {
   const dropped: Array<[string, string]> = [];
   const logs: string[] = [];
   const keysClosed: string[] = [];
+  const usersClosed: string[] = [];
   const sync = syncRemoteTunnels({
     coordination,
     holders: async (subdomain) => rows.filter((r) => subdomain === undefined || r.subdomain === subdomain),
@@ -40,6 +41,7 @@ function setup(self = 'me') {
       if (route?.kind === 'tunnel' && route.tunnelId === tunnelId) table.delete(subdomain, route);
     },
     closeForKey: (apiKeyId) => keysClosed.push(apiKeyId),
+    closeForUser: (userId) => usersClosed.push(userId),
     target: (holder, url): FakeTarget => ({ holder, url, handleRequest: () => undefined, handleUpgrade: () => undefined }),
     self,
     resyncMs: 60_000,
@@ -48,7 +50,7 @@ function setup(self = 'me') {
   /** Another instance announces a change of `subdomain`. */
   const announce = (origin: string, subdomain: string): void => coordination.announce(`${origin} ${TUNNEL}${subdomain}`);
   const routeOf = (subdomain: string): Route | undefined => table.get(subdomain);
-  return { coordination, table, rows, instances, locals, dropped, logs, keysClosed, sync, announce, routeOf };
+  return { coordination, table, rows, instances, locals, dropped, logs, keysClosed, usersClosed, sync, announce, routeOf };
 }
 
 function targetOf(route: Route | undefined): FakeTarget | undefined {
@@ -131,6 +133,16 @@ describe('tunnel routes across instances', () => {
     here.coordination.announce(`other ${'k:'}key-2`);
     await eventually(async () => (here.keysClosed.length > 0 ? true : undefined), 5000, 'the key announced by another instance');
     assert.deepEqual(here.keysClosed, ['key-2']);
+    here.sync.stop();
+  });
+
+  test('a user disabled on one instance has their tunnels closed on the others (not twice on its own)', async () => {
+    const here = setup('me');
+    here.sync.userDisabled('user-1');
+    here.coordination.announce(`other ${'u:'}user-2`);
+    await eventually(async () => (here.usersClosed.length > 0 ? true : undefined), 5000, 'the user announced by another instance');
+    assert.deepEqual(here.usersClosed, ['user-2']);
+    assert.deepEqual(here.keysClosed, []);
     here.sync.stop();
   });
 });

@@ -23,6 +23,8 @@ export interface TunnelDirectory {
   /** The user's tunnels; every user's (with `user_id`) when `userId` is undefined (held by any instance). */
   list(userId: string | undefined): TunnelListing[] | Promise<TunnelListing[]>;
   closeForKey(apiKeyId: string): void;
+  /** Closes every tunnel of the user on every instance (the account was disabled). */
+  closeForUser(userId: string): void;
 }
 
 export const tunnelRoutes =

@@ -69,14 +69,14 @@ export const userRoutes =
       {
         schema: {
           tags: ['users'],
-          summary: "Reset a user's password (ends their sessions) and/or disable or enable them (administrators only)",
+          summary: "Reset a user's password (ends their sessions) and/or disable (ends their sessions and tunnels) or enable them (administrators only)",
           params: IdParams,
           body: UpdateUserBody,
           response: { 200: Type.Ref('AdminUser'), ...errorResponses(400, 401, 403, 404, 429) },
         },
       },
       async (request) => {
-        return updateUser(deps.accounts, principalOf(request), request.params.id, request.body);
+        return updateUser(deps.accounts, principalOf(request), request.params.id, request.body, (userId) => deps.tunnels.closeForUser(userId));
       },
     );
   };
