@@ -241,7 +241,8 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
       });
     }
     const images = config.registry ?? { address: ownRegistry?.address ?? '' };
-    swarmRuntime = new SwarmRuntime(manager, engine, { registry: images, probePath: config.swarmProbePath });
+    const registryReady = ownRegistry === undefined ? {} : { registryReady: ownRegistry.ready.bind(ownRegistry) };
+    swarmRuntime = new SwarmRuntime(manager, engine, { registry: images, probePath: config.swarmProbePath, ...registryReady });
     runtime = swarmRuntime;
     nodeDirectory = swarmNodes(manager, instanceId);
   } else {

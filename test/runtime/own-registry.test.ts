@@ -99,6 +99,10 @@ describe("Slipway's own registry", () => {
       assert.ok(first !== undefined);
       assert.equal(fs.readFileSync(path.join(data, 'registry.pid'), 'utf8'), String(first));
       process.kill(first, 'SIGKILL');
+      // A push waits through the restart: ready() resolves once it answers again.
+      await eventually(async () => (registry.pid === first ? undefined : true), 30_000, 'the registry to be seen dead');
+      await registry.ready();
+      assert.ok(await answers(registry.address));
       const second = await eventually(async () => {
         const pid = registry.pid;
         return pid !== undefined && pid !== first && (await answers(registry.address)) ? pid : undefined;

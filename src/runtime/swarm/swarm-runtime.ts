@@ -17,6 +17,8 @@ export interface SwarmRuntimeOptions {
   readonly registry: RegistrySettings;
   /** A static busybox on every node, mounted read-only into each task for its health check. */
   readonly probePath: string;
+  /** Resolves once the registry answers (Slipway's own, restarting after a crash); none: pushed at once. */
+  readonly registryReady?: (signal: AbortSignal) => Promise<void>;
 }
 
 /** Attempts of a service update that meets "update out of sequence" (another update came first). */
@@ -61,7 +63,8 @@ export class SwarmRuntime implements AppRuntime {
     const port = await appPort(this.#engine, target.image);
     const image = registryRef(this.#options.registry, target.deploymentId, target.buildId);
     say(`==> pushing the image to ${this.#options.registry.address} (${image})\n`);
-    await pushImage(this.#docker, target.image, image, this.#options.registry, signal).catch((err: unknown) => {
+    const ready = this.#options.registryReady?.(signal) ?? Promise.resolve();
+    await ready.then(() => pushImage(this.#docker, target.image, image, this.#options.registry, signal)).catch((err: unknown) => {
       throw new ReleaseError(`the image could not be pushed to the registry ${this.#options.registry.address}: ${err instanceof Error ? err.message : String(err)}`);
     });
     signal.throwIfAborted();
