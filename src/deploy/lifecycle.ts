@@ -147,6 +147,8 @@ export class DeploymentLifecycle implements DeploymentOperations {
   /** Whether the queue is being looked at now, and whether to look again once done. */
   #dispatching = false;
   #dispatchAgain = false;
+  /** The dispatcher's current run (close waits for it: a build it is taking must not start after). */
+  #dispatchRun: Promise<void> = Promise.resolve();
   readonly #inflight = new Map<string, InflightBuild>();
   readonly #background = new Set<Promise<unknown>>();
   /** Releases waiting to be started again; an operation that decides what serves removes its entry. */
@@ -557,6 +559,8 @@ export class DeploymentLifecycle implements DeploymentOperations {
    */
   async close(): Promise<void> {
     this.#closing.abort();
+    // A take in flight ends first: what it took is started (and cancelled below) or given back.
+    await this.#dispatchRun;
     const left = await this.#queue.close();
     await Promise.all([...this.#inflight.keys()].map((id) => this.#cancelInflight(id, 'interrupted by a server shutdown')));
     for (const build of left) await this.#endQueued(build.deploymentId, build.buildId, 'interrupted by a server shutdown');
@@ -699,7 +703,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
       return;
     }
     this.#dispatching = true;
-    void (async () => {
+    this.#dispatchRun = (async () => {
       try {
         do {
           this.#dispatchAgain = false;
@@ -723,6 +727,13 @@ export class DeploymentLifecycle implements DeploymentOperations {
   async #runTaken(taken: TakenBuild): Promise<void> {
     const { store, configs } = this.#deps;
     try {
+      // Taken while the server began to stop: queued again, as if never taken (another instance takes
+      // it; with one instance, close ends it with the others still waiting).
+      if (this.#closing.signal.aborted) {
+        const { buildId, deploymentId, userId, lostFrom } = taken;
+        await this.#queue.enqueue({ buildId, deploymentId, userId, ...(lostFrom === undefined ? {} : { lostFrom }) });
+        return;
+      }
       const dep = await store.deployment(taken.deploymentId);
       const build = dep === undefined ? undefined : await store.build(dep.id, taken.buildId);
       if (dep === undefined || build === undefined || build.status !== 'building') {
@@ -777,9 +788,12 @@ export class DeploymentLifecycle implements DeploymentOperations {
 
   #startPipeline(dep: DeploymentRow, build: BuildRow, vars: readonly EnvVar[], start: PipelineStart): void {
     const controller = new AbortController();
-    const done = this.#runPipeline(dep, build, vars, controller.signal, start).finally(() => {
-      if (this.#inflight.get(dep.id)?.buildId === build.id) this.#inflight.delete(dep.id);
-    });
+    const done = this.#runPipeline(dep, build, vars, controller.signal, start)
+      // Never rejects: an outcome that could not be recorded (the database gone) is logged.
+      .catch((err: unknown) => this.#deps.log('error', `build ${build.id.slice(0, 8)} ended without its outcome recorded`, { err }))
+      .finally(() => {
+        if (this.#inflight.get(dep.id)?.buildId === build.id) this.#inflight.delete(dep.id);
+      });
     this.#inflight.set(dep.id, { buildId: build.id, controller, done });
   }
 

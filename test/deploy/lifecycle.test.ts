@@ -12,6 +12,8 @@ import { DbAppConfigStore } from '../../src/db/app-config-store.js';
 import { databaseDeploymentStore } from '../../src/db/deployment-store.js';
 import { BuildLogStore } from '../../src/deploy/build-logs.js';
 import { DeploymentLifecycle } from '../../src/deploy/lifecycle.js';
+import { LocalBuildQueue, type BuildQueue } from '../../src/deploy/build-queue.js';
+import { FairBuildSlots } from '../../src/deploy/fair-build-slots.js';
 import { planRecovery } from '../../src/deploy/reconcile.js';
 import { createDeployment } from '../../src/domain/deployments.js';
 import { databaseDeploymentCatalog } from '../../src/db/deployment-catalog.js';
@@ -637,5 +639,55 @@ describe('lifecycle on a fake runtime and data plane', () => {
     }
     assert.equal(await served(down.subdomain), down.buildId);
     assert.equal(runtime.running(down.id).length, 1, 'one container, no duplicate');
+  });
+});
+
+describe('a build taken from the queue while the server stops', () => {
+  test('is not started after close: close waits for the take, and the build ends as interrupted', async () => {
+    // A queue whose take() is held at a gate, so that close() begins while a take is in flight.
+    const inner = new LocalBuildQueue(new FairBuildSlots(2));
+    let openGate!: () => void;
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    let takes = 0;
+    const gated: BuildQueue = {
+      enqueue: (b) => inner.enqueue(b),
+      // Taken at once (as a database take commits), answered only once the gate opens.
+      take: async () => {
+        const taken = await inner.take();
+        if (taken !== undefined) takes += 1;
+        await gate;
+        return taken;
+      },
+      release: (id) => inner.release(id),
+      withdraw: (id) => inner.withdraw(id),
+      onChange: (listener) => inner.onChange(listener),
+      close: () => inner.close(),
+    };
+    const plane = new FakeDataPlane();
+    const stopping = new DeploymentLifecycle({
+      store: databaseDeploymentStore(db, RUNNER),
+      configs,
+      engine: runtime,
+      dataPlane: plane,
+      sources,
+      buildLogs: new BuildLogStore(dir),
+      log: () => undefined,
+      settings: { ...settings, dataDir: dir },
+      buildQueue: gated,
+    });
+    const dep = await newDeployment('taken-at-close');
+    stopping.registered(await deployment(dep.id));
+    await upload(dep.id, 'FROM scratch');
+    const queued = await stopping.deploy(principal, dep.id, { wait: false });
+    await until('the dispatcher to have taken the build', () => takes > 0);
+    const closed = stopping.close();
+    openGate();
+    await closed;
+    const ended = await build(queued.id);
+    assert.equal(ended.status, 'cancelled', 'ended by the shutdown, not built after it');
+    // Nothing runs for it afterwards: no container, and the record stays as the shutdown left it.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(runtime.running(dep.id).length, 0);
+    assert.equal((await build(queued.id)).status, 'cancelled');
   });
 });
