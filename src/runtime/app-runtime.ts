@@ -86,6 +86,11 @@ export interface AppRuntime {
   /** Removes every replica, ignoring what is gone. */
   removeRelease(id: string): Promise<void>;
   /**
+   * Removes what the runtime holds for a deleted deployment beyond its releases (a swarm service
+   * and its network, whichever release it runs); runtimes that hold nothing more leave it out.
+   */
+  removeDeployment?(instanceId: string, deploymentId: string): Promise<void>;
+  /**
    * The release's output as text: with one replica as the app wrote it; with more, every line
    * prefixed `[n] ` (its replica number) and the lines already written merged in time order.
    */

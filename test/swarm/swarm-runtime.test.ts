@@ -44,6 +44,16 @@ describe('swarm runtime', () => {
       db.close();
     }
   };
+  /** The live release's id of a deployment, as recorded. */
+  const liveReleaseOf = (deployment: string): unknown => {
+    assert.ok(ts !== undefined);
+    const db = new Database(path.join(ts.dataDir, 'slipway.db'), { readonly: true });
+    try {
+      return db.prepare('select b.container_id as release from deployments d join builds b on b.id = d.live_build_id where d.id = ?').get(deployment);
+    } finally {
+      db.close();
+    }
+  };
   const nodes = async (): Promise<Array<{ id: string; address: string; availability: string; state: string; replicas: number }>> => {
     assert.ok(ts !== undefined);
     const res = await ts.request('GET', '/api/v1/nodes', { token: ts.adminToken });
@@ -177,7 +187,7 @@ describe('swarm runtime', () => {
     assert.equal(back.status, 200, back.text);
   });
 
-  test('a deployment with volumes runs one replica pinned to one node (more are refused), on its own network: it reaches no other deployment\'s replica', async () => {
+  test('a deployment with volumes runs one replica pinned to one node (more are refused), on its own network (it reaches no other deployment\'s replica); with its node drained a release fails: no suitable node', async () => {
     assert.ok(ts !== undefined && layout !== undefined);
     const name = `swarm-vol-${process.pid}`;
     const refused = await ts.request('POST', '/api/v1/deployments', {
@@ -228,6 +238,24 @@ describe('swarm runtime', () => {
       assert.equal(reach(other, address), true, `the replica reaches itself at ${address}`);
       assert.equal(reach(mine, address), false, `another deployment reaches the replica at ${address}`);
     }
+
+    // Its node drained, a new release of it cannot be placed anywhere: the build fails with swarm's reason.
+    const drained = await ts.request('POST', `/api/v1/nodes/${managerId}/drain`, { token: ts.adminToken });
+    assert.equal(drained.status, 200, drained.text);
+    try {
+      const unplaceable = await ts.request('POST', `/api/v1/deployments/${volumeApp}/deploy?wait=true`, { token });
+      assert.notEqual(unplaceable.status, 200);
+      assert.match(unplaceable.json.message as string, /could not be placed: no suitable node/);
+    } finally {
+      const active = await ts.request('POST', `/api/v1/nodes/${managerId}/activate`, { token: ts.adminToken });
+      assert.equal(active.status, 200, active.text);
+    }
+    // Rolled back: the service runs the live release's spec again (not the one that could not be placed).
+    const live = liveReleaseOf(volumeApp) as { release: string };
+    const release = nodeDocker(manager, ['service', 'inspect', service, '--format', '{{index .Spec.Labels "dev.slipway.release"}}']).trim();
+    assert.equal(`${service}/${release}`.endsWith(live.release.split('/')[1] ?? '?'), true, `${release} vs ${live.release}`);
+    await eventually(async () => (nodeDocker(manager, ['service', 'inspect', service, '--format', '{{.UpdateStatus.State}}']).trim() === 'rollback_completed' ? true : undefined), 60_000, 'the rollback to complete');
+
     const removed = await ts.request('DELETE', `/api/v1/deployments/${volumeApp}`, { token });
     assert.equal(removed.status, 204, removed.text);
     await eventually(async () => (nodeDocker(manager, ['service', 'ls', '-q', '--filter', `label=dev.slipway.deployment=${volumeApp}`]).trim() === '' ? true : undefined), 60_000, 'the service to be removed with its deployment');

@@ -191,14 +191,26 @@ export class SwarmRuntime implements AppRuntime {
     const { serviceId, release } = parseReleaseId(id);
     const service = await this.#inspect(serviceId);
     if (service === undefined || service.Spec?.Labels?.[LABEL_RELEASE] !== release) return;
+    await this.#removeWhole(service);
+  }
+
+  async removeDeployment(instanceId: string, deploymentId: string): Promise<void> {
+    const service = await this.#serviceOf(instanceId, deploymentId);
+    if (service !== undefined) await this.#removeWhole(service);
+  }
+
+  /** Removes a service, waits for its containers on this node, and removes its network. */
+  async #removeWhole(service: SwarmService): Promise<void> {
+    const serviceId = service.ID;
+    const spec = service.Spec ?? {};
     await this.#removeService(serviceId);
     // Swarm removes the tasks' containers after the service: wait for those on this node (where a
     // deployment with volumes runs), so its volumes can go with it.
-    const labels = { [LABEL_INSTANCE]: service.Spec.Labels[LABEL_INSTANCE] ?? '', [LABEL_DEPLOYMENT]: service.Spec.Labels[LABEL_DEPLOYMENT] ?? '' };
+    const labels = { [LABEL_INSTANCE]: spec.Labels?.[LABEL_INSTANCE] ?? '', [LABEL_DEPLOYMENT]: spec.Labels?.[LABEL_DEPLOYMENT] ?? '' };
     const deadline = Date.now() + 60_000;
     while ((await this.#engine.listContainers(labels)).length > 0 && Date.now() < deadline) await sleep(POLL_MS);
     // Its network goes with it (swarm may still be detaching the tasks: a few tries).
-    const network = deploymentNetworkName(service.Spec.Name ?? '');
+    const network = deploymentNetworkName(spec.Name ?? '');
     for (let attempt = 0; attempt < 10; attempt++) {
       try {
         await this.#docker.getNetwork(network).remove();
@@ -329,7 +341,8 @@ export class SwarmRuntime implements AppRuntime {
   async #rollBack(serviceId: string, release: string): Promise<void> {
     const service = await this.#inspect(serviceId);
     if (service === undefined || service.Spec?.Labels?.[LABEL_RELEASE] !== release) return;
-    await this.#update(serviceId, () => ({}), { rollback: 'previous' });
+    // The rollback is asked with the current spec, as `docker service rollback` does.
+    await this.#update(serviceId, (spec) => spec, { rollback: 'previous' });
   }
 
   /**
@@ -383,7 +396,8 @@ export class SwarmRuntime implements AppRuntime {
       const last = failed === undefined ? '' : await this.#lastLine(failed.ID);
       return `a replica failed on ${failed === undefined ? 'its node' : where(failed)}: ${err}${last === '' ? '' : `; its last line: ${last}`}`;
     }
-    const stuck = ours.find((t) => t.Status?.State === 'pending' && (t.Status.Err ?? '') !== '' && Date.now() - Date.parse(t.Status.Timestamp ?? '') > UNPLACEABLE_MS);
+    // Pending since it was created (the scheduler keeps trying, and keeps refreshing its status time).
+    const stuck = ours.find((t) => t.Status?.State === 'pending' && (t.Status.Err ?? '') !== '' && Date.now() - Date.parse(t.CreatedAt ?? '') > UNPLACEABLE_MS);
     if (stuck !== undefined) return `a replica could not be placed: ${stuck.Status?.Err ?? ''}`;
     return undefined;
   }
