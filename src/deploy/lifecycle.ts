@@ -1,6 +1,5 @@
 // The deployment lifecycle on the engine: deploy (build + release), stop, restart, rollback, delete.
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -14,11 +13,9 @@ import { authorizeDeployment, type DeploymentAction } from '../domain/policy.js'
 import { deploymentRecord } from '../domain/audit.js';
 import type { Upstream } from '../core/upstream.js';
 import type { DataPlane } from '../proxy/data-plane.js';
-import type { BuildSandbox, ContainerEngine } from '../runtime/engine.js';
-import type { AppRuntime, ReplicaStats } from '../runtime/app-runtime.js';
+import type { ContainerEngine } from '../runtime/engine.js';
+import type { AppRuntime } from '../runtime/app-runtime.js';
 import { DockerRuntime } from '../runtime/docker/docker-runtime.js';
-import { EngineBuildError, LABEL_INSTANCE, LABEL_MANAGED, buildNetworkName } from '../runtime/engine.js';
-import { fetchCommit, redactCredentials, resolveCommit } from '../source/git.js';
 import type { SourceStore } from '../source/source-store.js';
 import type { BuildLogs } from './build-logs.js';
 import { Semaphore, type Release } from './concurrency.js';
@@ -28,7 +25,10 @@ import { withDeploymentLock, type Coordination } from './coordination.js';
 import { memoryCoordination } from './memory-coordination.js';
 import type { QuotaGuard } from '../domain/quotas.js';
 import { describeFailure, isExpectedFailure, summarizeFailure } from './failures.js';
-import { imageTag, pruneImages, removeDeploymentObjects } from './images.js';
+import { buildReleaseImage, resolveSource, type RestoreUpload } from './image-build.js';
+import type { LifecycleSettings } from './lifecycle-settings.js';
+import { summedMetrics } from './summed-metrics.js';
+import { pruneImages, removeDeploymentObjects } from './images.js';
 import { refreshLivePorts } from './live-ports.js';
 import { routeOf } from './route-sync.js';
 import type { PendingRelease, RecoveryPlan } from './reconcile.js';
@@ -36,31 +36,10 @@ import { recoverRelease } from './recover-release.js';
 import type { DeploymentStore } from './deployment-store.js';
 import { ReleaseError, releaseTarget, type EngineTurn } from './release.js';
 import { transition, type DeploymentEvent, type DeploymentStatus } from './state-table.js';
-import { buildArgsFor } from './build-args.js';
-import { readDockerfile } from '../runtime/read-dockerfile.js';
 import type { AppConfigStore, EnvVar } from '../domain/app-config.js';
 import { redactError, redactedStream, redactorFor, type SecretRedactor } from '../secrets/redact.js';
 
-export interface LifecycleSettings {
-  /** This installation's id (labels its engine objects). */
-  readonly instanceId: string;
-  readonly dataDir: string;
-  readonly allowPrivateGit: boolean;
-  readonly buildTimeoutMs: number;
-  readonly startupTimeoutMs: number;
-  readonly keepImages: number;
-  readonly defaultMemoryBytes: number;
-  readonly defaultNanoCpus: number;
-  /** Pids limit of every app container. */
-  readonly appPidsLimit: number;
-  /** How builds' RUN steps are confined (the network is this installation's build network). */
-  readonly build: { readonly network: 'confined' | 'none'; readonly memoryBytes: number; readonly nanoCpus: number; readonly pidsLimit: number };
-  readonly maxConcurrentBuilds: number;
-  /** Releases started again at once by recovery (server start, containers found stopped). */
-  readonly recoveryConcurrency: number;
-  /** Base environment of git processes ({ PATH, HOME }). */
-  readonly gitEnv: Record<string, string>;
-}
+export type { LifecycleSettings } from './lifecycle-settings.js';
 
 export interface LifecycleDeps {
   readonly store: DeploymentStore;
@@ -84,7 +63,7 @@ export interface LifecycleDeps {
   /** The build queue (default: this process's, over `buildSlots`); several instances share one in the database. */
   readonly buildQueue?: BuildQueue;
   /** Brings an upload another instance received onto this one's disk (several instances); false when not kept. */
-  readonly restoreUpload?: (deploymentId: string, uploadId: string, dockerfilePath: string, signal: AbortSignal) => Promise<boolean>;
+  readonly restoreUpload?: RestoreUpload;
   /** Per-deployment locks across instances (default: in memory, one instance). */
   readonly coordination?: Coordination;
   /** The sampled resource use of the last hour (default: none kept). */
@@ -100,8 +79,6 @@ interface InflightBuild {
 /** Seconds an old container gets to finish its in-flight requests, then to stop, after a switch. */
 const DRAIN_MS = 30_000;
 const STOP_SECONDS = 10;
-/** Time limit of `git ls-remote` at trigger time. */
-const RESOLVE_TIMEOUT_MS = 60_000;
 /**
  * Releases recovery handles at once: started (or being started) and waiting for their health check.
  * The engine's part of each is bounded apart, by `recoveryConcurrency`; this bounds the waits' polls.
@@ -203,7 +180,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
       commitSha = options.commit.sha;
       sourceRef = options.commit.branch;
     } else {
-      const resolved = await this.#resolve(initial);
+      const resolved = await resolveSource(initial, this.#deps.settings);
       commitSha = resolved.sha;
       sourceRef = resolved.branch;
       unreadable = resolved.unreadable;
@@ -607,31 +584,6 @@ export class DeploymentLifecycle implements DeploymentOperations {
     return 'started';
   }
 
-  /**
-   * The commit to build. Bad input (an unknown branch, a refused host) is a validation_error and
-   * records nothing; a repository that cannot be reached is recorded as a build that fails, like any
-   * other build failure (`commit_sha` is then empty).
-   */
-  async #resolve(dep: DeploymentRow): Promise<{ sha: string; branch: string; unreadable?: string }> {
-    try {
-      return await resolveCommit(dep.repo_url ?? '', dep.branch ?? undefined, this.#gitOptions(AbortSignal.timeout(RESOLVE_TIMEOUT_MS)));
-    } catch (err) {
-      const unresolvable = err instanceof DomainError && err.message.endsWith('could not be resolved');
-      if (err instanceof DomainError && !unresolvable) throw err;
-      const reason = redactCredentials(err instanceof Error ? err.message : String(err));
-      return { sha: '', branch: dep.branch ?? '', unreadable: `cannot read the repository: ${reason}` };
-    }
-  }
-
-  #gitOptions(signal: AbortSignal): { allowPrivate: boolean; timeoutMs: number; signal: AbortSignal; gitEnv: Record<string, string> } {
-    return {
-      allowPrivate: this.#deps.settings.allowPrivateGit,
-      timeoutMs: this.#deps.settings.buildTimeoutMs,
-      signal,
-      gitEnv: this.#deps.settings.gitEnv,
-    };
-  }
-
   /** A deployment the principal may `action` (the policy): missing, not a UUID, another's → 404; a role too low → 403. */
   async #owned(principal: Principal, deploymentId: string, action: DeploymentAction): Promise<DeploymentRow> {
     assertUuid(deploymentId, 'deployment');
@@ -833,50 +785,8 @@ export class DeploymentLifecycle implements DeploymentOperations {
       if (unreadable !== undefined) throw new DomainError('build_failed', unreadable);
       cancel.throwIfAborted();
       try {
-        const buildSignal = AbortSignal.any([cancel, AbortSignal.timeout(settings.buildTimeoutMs)]);
-        let contextDir: string;
-        if (dep.source_type === 'git') {
-          const at = build.source_ref.startsWith('refs/') ? ` (${build.source_ref})` : '';
-          log(`==> fetching ${redactCredentials(dep.repo_url ?? '')} at ${build.commit_sha}${at}\n`);
-          await fsp.mkdir(path.dirname(workDir), { recursive: true, mode: 0o700 });
-          await fetchCommit(dep.repo_url ?? '', build.commit_sha, workDir, {
-            ...this.#gitOptions(buildSignal),
-            // A preview's commit is fetched at the forge's pull ref (refs/pull/<n>/head…), so a fork's is found too.
-            ...(build.source_ref.startsWith('refs/') ? { ref: build.source_ref } : { branch: build.source_ref }),
-            onOutput: log,
-          });
-          // The repository's history is not part of the app: keep it out of the build context.
-          await fsp.rm(path.join(workDir, '.git'), { recursive: true, force: true });
-          contextDir = workDir;
-        } else {
-          contextDir = this.#deps.sources.sourceDir(dep.id, build.source_ref);
-          // Received by another instance (decisions §15): read back from the database.
-          if (!fs.existsSync(contextDir) && this.#deps.restoreUpload !== undefined) {
-            log('==> reading the upload from the database (another instance received it)\n');
-            await this.#deps.restoreUpload(dep.id, build.source_ref, dep.dockerfile_path, buildSignal);
-          }
-        }
-        if (!fs.existsSync(path.join(contextDir, dep.dockerfile_path))) {
-          throw new EngineBuildError('no Dockerfile', `Dockerfile not found at "${dep.dockerfile_path}" in the source`);
-        }
-        // Non-secret variables fill the ARGs the Dockerfile declares; secrets never reach a build.
-        // Read as the engine reads it: never through a symbolic link (a git source may carry one to anywhere).
-        const buildArgs = buildArgsFor(await readDockerfile(contextDir, dep.dockerfile_path), vars);
-        const argNames = Object.keys(buildArgs);
-        log(`==> building image (${dep.dockerfile_path})${argNames.length === 0 ? '' : ` with build arguments ${argNames.join(', ')}`}\n`);
-        const tag = imageTag(settings.instanceId, dep.id, build.id);
-        await engine.buildImage({
-          contextDir,
-          dockerfile: dep.dockerfile_path,
-          tag,
-          labels: {},
-          signal: buildSignal,
-          onOutput: log,
-          sandbox: this.#buildSandbox(),
-          buildArgs,
-        });
-        image = tag;
-        await store.setImage(build.id, tag);
+        image = await buildReleaseImage({ engine, settings, restoreUpload: this.#deps.restoreUpload, sources: this.#deps.sources }, dep, build, vars, workDir, cancel, log);
+        await store.setImage(build.id, image);
       } finally {
         releaseSlot();
         await fsp.rm(workDir, { recursive: true, force: true });
@@ -951,19 +861,6 @@ export class DeploymentLifecycle implements DeploymentOperations {
     }
   }
 
-  #buildSandbox(): BuildSandbox {
-    const { instanceId, build } = this.#deps.settings;
-    return {
-      network:
-        build.network === 'none'
-          ? { mode: 'none' }
-          : { mode: 'confined', name: buildNetworkName(instanceId), labels: { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instanceId } },
-      memoryBytes: build.memoryBytes,
-      nanoCpus: build.nanoCpus,
-      pidsLimit: build.pidsLimit,
-    };
-  }
-
   /** Starts `build`'s image as a new container and switches traffic to it (restart and rollback). Caller holds the lock. */
   async #release(dep: DeploymentRow, build: BuildRow, vars: readonly EnvVar[], status: DeploymentStatus, signal: AbortSignal): Promise<void> {
     if (build.image_id === null) throw new DomainError('invalid_state', 'the build has no image');
@@ -1017,29 +914,4 @@ export class DeploymentLifecycle implements DeploymentOperations {
     this.#background.add(tracked);
     void tracked.finally(() => this.#background.delete(tracked));
   }
-}
-
-/** A release's metrics: each replica's figures, and their sums (started_at: the earliest start). */
-function summedMetrics(stats: readonly ReplicaStats[]): DeploymentMetrics {
-  const replicas = stats.map((r) => ({
-    replica: r.replica,
-    cpu_percent: r.cpuPercent,
-    memory_bytes: r.memoryBytes,
-    memory_limit_bytes: r.memoryLimitBytes,
-    network_rx_bytes: r.networkRxBytes,
-    network_tx_bytes: r.networkTxBytes,
-    restarts: r.restarts,
-    started_at: r.startedAt,
-  }));
-  const sum = (pick: (r: (typeof replicas)[number]) => number): number => replicas.reduce((total, r) => total + pick(r), 0);
-  return {
-    cpu_percent: sum((r) => r.cpu_percent),
-    memory_bytes: sum((r) => r.memory_bytes),
-    memory_limit_bytes: sum((r) => r.memory_limit_bytes),
-    network_rx_bytes: sum((r) => r.network_rx_bytes),
-    network_tx_bytes: sum((r) => r.network_tx_bytes),
-    restarts: sum((r) => r.restarts),
-    started_at: replicas.map((r) => r.started_at).sort()[0] ?? new Date(0).toISOString(),
-    replicas,
-  };
 }

@@ -1,0 +1,22 @@
+// What the deployment lifecycle is configured with (from src/config.ts, wired in main.ts).
+
+export interface LifecycleSettings {
+  /** This installation's id (labels its engine objects). */
+  readonly instanceId: string;
+  readonly dataDir: string;
+  readonly allowPrivateGit: boolean;
+  readonly buildTimeoutMs: number;
+  readonly startupTimeoutMs: number;
+  readonly keepImages: number;
+  readonly defaultMemoryBytes: number;
+  readonly defaultNanoCpus: number;
+  /** Pids limit of every app container. */
+  readonly appPidsLimit: number;
+  /** How builds' RUN steps are confined (the network is this installation's build network). */
+  readonly build: { readonly network: 'confined' | 'none'; readonly memoryBytes: number; readonly nanoCpus: number; readonly pidsLimit: number };
+  readonly maxConcurrentBuilds: number;
+  /** Releases started again at once by recovery (server start, containers found stopped). */
+  readonly recoveryConcurrency: number;
+  /** Base environment of git processes ({ PATH, HOME }). */
+  readonly gitEnv: Record<string, string>;
+}
