@@ -18,7 +18,7 @@ import type { AppRuntime } from '../runtime/app-runtime.js';
 import { DockerRuntime } from '../runtime/docker/docker-runtime.js';
 import type { SourceStore } from '../source/source-store.js';
 import type { BuildLogs } from './build-logs.js';
-import { Semaphore, type Release } from './concurrency.js';
+import type { Release } from './concurrency.js';
 import { FairBuildSlots, type BuildSlots } from './fair-build-slots.js';
 import { LocalBuildQueue, type BuildQueue, type TakenBuild } from './build-queue.js';
 import { withDeploymentLock, type Coordination } from './coordination.js';
@@ -32,9 +32,9 @@ import { pruneImages, removeDeploymentObjects } from './images.js';
 import { refreshLivePorts } from './live-ports.js';
 import { routeOf } from './route-sync.js';
 import type { PendingRelease, RecoveryPlan } from './reconcile.js';
-import { recoverRelease } from './recover-release.js';
+import { ReleaseRecovery } from './release-recovery.js';
 import type { DeploymentStore } from './deployment-store.js';
-import { ReleaseError, releaseTarget, type EngineTurn } from './release.js';
+import { ReleaseError, releaseTarget } from './release.js';
 import { transition, type DeploymentEvent, type DeploymentStatus } from './state-table.js';
 import type { AppConfigStore, EnvVar } from '../domain/app-config.js';
 import { redactError, redactedStream, redactorFor, type SecretRedactor } from '../secrets/redact.js';
@@ -79,11 +79,6 @@ interface InflightBuild {
 /** Seconds an old container gets to finish its in-flight requests, then to stop, after a switch. */
 const DRAIN_MS = 30_000;
 const STOP_SECONDS = 10;
-/**
- * Releases recovery handles at once: started (or being started) and waiting for their health check.
- * The engine's part of each is bounded apart, by `recoveryConcurrency`; this bounds the waits' polls.
- */
-const RECOVERY_IN_FLIGHT = 64;
 
 /** Seconds since `since`, with one decimal. */
 function seconds(since: number): string {
@@ -100,10 +95,6 @@ class Cancelled extends Error {
   override readonly name = 'Cancelled';
 }
 
-/** Why a recovery attempt stopped: an operation on the deployment came (it decides what serves). */
-class Superseded extends Error {
-  override readonly name = 'Superseded';
-}
 
 
 /**
@@ -128,14 +119,8 @@ export class DeploymentLifecycle implements DeploymentOperations {
   #dispatchRun: Promise<void> = Promise.resolve();
   readonly #inflight = new Map<string, InflightBuild>();
   readonly #background = new Set<Promise<unknown>>();
-  /** Releases waiting to be started again; an operation that decides what serves removes its entry. */
-  readonly #recovering = new Map<string, PendingRelease>();
-  /** Engine turns of recovery: starts (and their inspects) at once. */
-  readonly #recoverySlots: Semaphore;
-  /** Releases recovery handles at once, health checks included. */
-  readonly #recoveryInFlight: Semaphore;
-  /** Each recovery entry's attempt under way (queued, starting or waiting for its health check). */
-  readonly #recoveryAttempts = new Map<string, AbortController>();
+  /** Releases waiting to be started again (server start, containers found stopped). */
+  readonly #recovery: ReleaseRecovery;
   /** Aborted by close(): recovery in progress gives up. */
   readonly #closing = new AbortController();
 
@@ -156,8 +141,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
     };
     this.#queue = deps.buildQueue ?? new LocalBuildQueue(deps.buildSlots ?? new FairBuildSlots(deps.settings.maxConcurrentBuilds));
     this.#queue.onChange(() => this.#dispatch());
-    this.#recoverySlots = new Semaphore(deps.settings.recoveryConcurrency);
-    this.#recoveryInFlight = new Semaphore(Math.max(RECOVERY_IN_FLIGHT, deps.settings.recoveryConcurrency));
+    this.#recovery = new ReleaseRecovery({ ...deps, runtime: this.#runtime, locks: this.#locks, closing: this.#closing.signal });
   }
 
   async deploy(principal: Principal, deploymentId: string, options: DeployOptions): Promise<BuildRow> {
@@ -237,7 +221,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
       const serving = this.#inflight.has(deploymentId) || upstreams.length > 0;
       const next = transition(dep.status, 'stop', { serving, restartable: false });
       if (next.noop) return { message: `deployment ${dep.name} is already stopped` };
-      this.#recovering.delete(deploymentId);
+      this.#recovery.forget(deploymentId);
       await this.#cancelInflight(deploymentId, 'cancelled by stop');
       if (live?.container_id != null) {
         await Promise.all(upstreams.map((upstream) => this.#deps.dataPlane.drain(upstream, 5_000)));
@@ -278,7 +262,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
       if (live === undefined) throw new DomainError('invalid_state', 'no succeeded build to restart; deploy first');
       // A restart runs the current configuration, which becomes the one this build was released with.
       const vars = await this.#deps.configs.current(dep.id);
-      this.#recovering.delete(deploymentId);
+      this.#recovery.forget(deploymentId);
       await this.#release(dep, live, vars, next.to, AbortSignal.timeout(this.#deps.settings.startupTimeoutMs + 30_000));
       await this.#deps.configs.setBuildConfig(live.id, vars, deploymentRecord(principal, dep, 'deployment.restart'));
       return { message: `deployment ${dep.name} restarted (build ${live.id})` };
@@ -299,7 +283,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
         throw new DomainError('invalid_state', `the image of build ${buildId} has been pruned`);
       }
       await this.#cancelInflight(deploymentId, 'cancelled by rollback');
-      this.#recovering.delete(deploymentId);
+      this.#recovery.forget(deploymentId);
       // The build runs with the configuration it was released with, which becomes current again
       // (a build from before configuration existed keeps the current one).
       const vars = (await this.#deps.configs.buildConfig(target.id)) ?? (await this.#deps.configs.current(dep.id));
@@ -324,7 +308,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
     await this.#locks.run(deploymentId, async () => {
       const dep = await this.#owned(principal, deploymentId, action);
       await this.#cancelInflight(deploymentId, 'cancelled: the deployment was deleted');
-      this.#recovering.delete(deploymentId);
+      this.#recovery.forget(deploymentId);
       const live = await this.#liveBuild(dep);
       await store.remove(dep.id, deploymentRecord(principal, dep, dep.parent_id == null ? 'deployment.delete' : 'preview.delete'));
       dataPlane.withdraw(dep.subdomain);
@@ -392,76 +376,14 @@ export class DeploymentLifecycle implements DeploymentOperations {
   refreshLiveRoutes(): Promise<void> {
     return refreshLivePorts({ ...this.#deps, runtime: this.#runtime }, {
       runLocked: (id, fn) => this.#locks.run(id, fn, AbortSignal.timeout(1000)),
-      isRecovering: (id) => this.#recovering.has(id),
+      isRecovering: (id) => this.#recovery.has(id),
       recover: (stopped) => this.#track(this.recoverReleases(stopped)),
     });
   }
 
-  /**
-   * Starts live releases whose containers are not running again (start-up recovery, and containers
-   * the watcher finds stopped), each under its deployment's lock and health-checked within the
-   * start-up timeout. The engine's work (a start and its inspect) runs `recoveryConcurrency` at a
-   * time; a health check waits without holding one of those turns, so an app that is slow to
-   * listen never keeps the next one from starting (at most RECOVERY_IN_FLIGHT are handled at once).
-   * Their routes answer 503 `starting` until then. A stop, restart, rollback, delete or a build's
-   * switch issued meanwhile supersedes an entry. When the engine does not answer, entries wait for
-   * it (routes stay `starting`) rather than fail. Resolves when every entry is settled, or the
-   * lifecycle closes.
-   */
-  async recoverReleases(pending: readonly PendingRelease[]): Promise<void> {
-    const closing = this.#closing.signal;
-    for (const item of pending) this.#recovering.set(item.deploymentId, item);
-    let queue = [...pending];
-    let backoffMs = 500;
-    while (queue.length > 0 && !closing.aborted) {
-      const retry: PendingRelease[] = [];
-      await Promise.all(
-        queue.map(async (item) => {
-          // An operation on the deployment aborts the attempt wherever it is (queued, starting,
-          // waiting for the health check) instead of waiting for it; see #interruptRecovery.
-          const attempt = new AbortController();
-          this.#recoveryAttempts.set(item.deploymentId, attempt);
-          const signal = AbortSignal.any([closing, attempt.signal]);
-          let leave: (() => void) | undefined;
-          // The first engine turn is taken before the lock (queued entries hold no lock), used by
-          // the first start and given back as soon as that start is done; a later start waits for another.
-          let turn: (() => void) | undefined;
-          const engineTurn: EngineTurn = async (fn) => {
-            const release = turn ?? (await this.#recoverySlots.acquire(signal));
-            turn = undefined;
-            try {
-              return await fn();
-            } finally {
-              release();
-            }
-          };
-          try {
-            leave = await this.#recoveryInFlight.acquire(signal);
-            turn = await this.#recoverySlots.acquire(signal);
-            const outcome = await this.#locks.run(item.deploymentId, () => this.#recoverOne(item, signal, engineTurn), signal);
-            if (outcome === 'retry') retry.push(item);
-          } catch (err) {
-            if (closing.aborted) return;
-            // Interrupted by an operation that did not take the entry over (it was refused): try again.
-            if (attempt.signal.aborted) {
-              if (this.#recovering.get(item.deploymentId) === item) retry.push(item);
-              return;
-            }
-            this.#deps.log('error', `recovery of ${item.subdomain} failed`, { err });
-          } finally {
-            turn?.();
-            leave?.();
-            if (this.#recoveryAttempts.get(item.deploymentId) === attempt) this.#recoveryAttempts.delete(item.deploymentId);
-          }
-        }),
-      );
-      queue = retry;
-      if (queue.length === 0) break;
-      // The engine is down (restarting, or not up yet after a reboot): wait for it, then try again.
-      await sleep(backoffMs, undefined, { signal: closing }).catch(() => undefined);
-      backoffMs = Math.min(backoffMs * 2, 5000);
-    }
-    for (const item of pending) if (this.#recovering.get(item.deploymentId) === item) this.#recovering.delete(item.deploymentId);
+  /** Starts the releases in `pending` again (see ReleaseRecovery.recover). */
+  recoverReleases(pending: readonly PendingRelease[]): Promise<void> {
+    return this.#recovery.recover(pending);
   }
 
   /**
@@ -478,16 +400,9 @@ export class DeploymentLifecycle implements DeploymentOperations {
     );
   }
 
-  /**
-   * An operation that may decide what a deployment serves (stop, restart, rollback, delete, a
-   * build's switch) is about to wait for its lock: the deployment's recovery attempt, if any, gives
-   * up now (a health check it waits for could hold the lock for the whole start-up timeout). The
-   * operation then takes the lock and, as before, drops the entry; an operation that is refused
-   * leaves the entry, and recovery tries again. A container the attempt started is the live build's
-   * own: the operation stops or retires it; a fresh one it was starting is removed by startRelease.
-   */
+  /** An operation that may decide what the deployment serves is about to wait for its lock: recovery's attempt gives up (see ReleaseRecovery.interrupt). */
   #interruptRecovery(deploymentId: string): void {
-    this.#recoveryAttempts.get(deploymentId)?.abort(new Superseded('an operation on the deployment came first'));
+    this.#recovery.interrupt(deploymentId);
   }
 
   /**
@@ -517,12 +432,12 @@ export class DeploymentLifecycle implements DeploymentOperations {
 
   /** Whether this instance's recovery is deciding the deployment's route now. */
   isRecovering(deploymentId: string): boolean {
-    return this.#recovering.has(deploymentId);
+    return this.#recovery.has(deploymentId);
   }
 
   /** How many releases recovery is still to start (for /healthz). */
   get recoveringCount(): number {
-    return this.#recovering.size;
+    return this.#recovery.size;
   }
 
   /** Waits for every background task (old containers being retired). */
@@ -545,44 +460,6 @@ export class DeploymentLifecycle implements DeploymentOperations {
   }
 
   // ---- internals ----
-
-  /** One recovery entry, under the deployment's lock: started, failed (release lost), skipped (superseded), or retry (engine down). */
-  async #recoverOne(item: PendingRelease, signal: AbortSignal, engineTurn: EngineTurn): Promise<'started' | 'failed' | 'skipped' | 'retry'> {
-    const { store, engine, dataPlane, log } = this.#deps;
-    if (this.#recovering.get(item.deploymentId) !== item) return 'skipped';
-    const dep = await store.deployment(item.deploymentId);
-    const live = dep?.live_build_id === item.buildId ? await store.build(item.deploymentId, item.buildId) : undefined;
-    // Decided meanwhile: deleted, stopped, or another container serves now.
-    if (dep === undefined || live === undefined || live.container_id !== item.containerId || dep.status === 'stopped' || dep.status === 'pending') {
-      this.#recovering.delete(item.deploymentId);
-      return 'skipped';
-    }
-    const route = dataPlane.route(dep.subdomain);
-    if (route?.kind !== 'app' || route.state !== 'starting') this.#route(dep.subdomain, dep.id, 'starting');
-    let started;
-    try {
-      started = await recoverRelease({ runtime: this.#runtime, engine, configs: this.#deps.configs, settings: this.#deps.settings, log }, dep, live, signal, engineTurn);
-    } catch (err) {
-      signal.throwIfAborted();
-      const engineUp = await engine.ping(AbortSignal.timeout(3000)).then(() => true, () => false);
-      if (!engineUp) return 'retry';
-      // A release error ends with the app's last line, which can hold anything: the server log gets the reason.
-      log('error', `could not start ${dep.subdomain} again`, { err: err instanceof ReleaseError ? err.reason : err });
-      started = null;
-    }
-    this.#recovering.delete(item.deploymentId);
-    if (started === null) {
-      // While a deploy is building, its outcome decides the status; the route says `failed` unless it serves.
-      if (live.container_id !== null) await store.moveUpstreams(live.id, live.container_id, []);
-      if (dep.status !== 'building') await store.setStatus(dep.id, transition(dep.status, 'release_lost', { serving: false, restartable: false }).to);
-      this.#route(dep.subdomain, dep.id, 'failed');
-      return 'failed';
-    }
-    await store.setContainer(live.id, started.id, started.upstreams);
-    dataPlane.publish(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'live', upstreams: started.upstreams });
-    log('info', `${dep.subdomain} is serving again (build ${live.id.slice(0, 8)})`);
-    return 'started';
-  }
 
   /** A deployment the principal may `action` (the policy): missing, not a UUID, another's → 404; a role too low → 403. */
   async #owned(principal: Principal, deploymentId: string, action: DeploymentAction): Promise<DeploymentRow> {
@@ -615,7 +492,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
    * release this instance's recovery is starting again does not serve yet (its route is `starting`).
    */
   async #servingUpstreams(dep: DeploymentRow): Promise<readonly Upstream[]> {
-    if (this.#recovering.has(dep.id)) return [];
+    if (this.#recovery.has(dep.id)) return [];
     const [fact] = await this.#deps.store.routeFacts(dep.id);
     if (fact === undefined) return [];
     const route = routeOf(fact);
@@ -885,7 +762,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
     const { store, dataPlane } = this.#deps;
     // The old release is drained where the edges were sending its traffic.
     const oldUpstreams = await this.#servingUpstreams(dep);
-    this.#recovering.delete(dep.id);
+    this.#recovery.forget(dep.id);
     const previous = await store.switchLive({ deploymentId: dep.id, buildId, containerId, upstreams, status });
     dataPlane.publish(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'live', upstreams });
     for (const old of previous) {

@@ -1,5 +1,6 @@
 // Builds across instances (decisions §15): a build's log followed live from another instance; one fair build queue shared by every instance.
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { eventually } from '../helpers/apps.js';
@@ -50,7 +51,8 @@ describe('builds across instances', async () => {
 
   test('a build running on one instance has its log followed live from another, until the build ends', async () => {
     const [a, b] = cluster.instances as [Instance, Instance];
-    const id = await createApp(a, userToken, 'ha-follow', ['RUN echo first-marker && sleep 15 && echo second-marker']);
+    // A step of its own each run: a layer cached by an earlier run on the same engine would end the build at once.
+    const id = await createApp(a, userToken, 'ha-follow', [`RUN echo first-marker ${crypto.randomUUID()} && sleep 15 && echo second-marker`]);
     const started = await a.request('POST', `/api/v1/deployments/${id}/deploy`, { token: userToken });
     assert.equal(started.status, 202, started.text);
     const buildId = started.json.id as string;

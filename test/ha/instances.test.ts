@@ -1,5 +1,6 @@
 // Three real instances on one PostgreSQL and one engine (decisions §15): shared state, routes on every edge, a leader killed.
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { appRequest, busyboxArchive, createArchiveApp, deployAndWait, eventually, testEngine } from '../helpers/apps.js';
@@ -142,7 +143,8 @@ describe('several instances on one PostgreSQL', async () => {
 
   test('kill -9 of the instance running a build: the leader builds it again from the start (same build, its log says so), apps keep answering', async () => {
     const [a, b, c] = cluster.instances as [Instance, Instance, Instance];
-    const dockerfile = [`FROM ${BUSYBOX_IMAGE}`, 'RUN echo slow step && sleep 8', 'COPY site/index.html /www/index.html', 'EXPOSE 8080', 'CMD ["/bin/sh", "-c", "exec httpd -f -p $PORT -h /www"]', ''].join('\n');
+    // A step of its own each run: a cached layer (an earlier run on the same engine) would finish the build before the kill.
+    const dockerfile = [`FROM ${BUSYBOX_IMAGE}`, `RUN echo slow step ${crypto.randomUUID()} && sleep 8`, 'COPY site/index.html /www/index.html', 'EXPOSE 8080', 'CMD ["/bin/sh", "-c", "exec httpd -f -p $PORT -h /www"]', ''].join('\n');
     const repo = await git.createRepo(`ha-${process.pid}`, { Dockerfile: dockerfile, 'site/index.html': 'taken over\n' });
     const subdomain = `ha-takeover-${process.pid}`;
     const created = await c.request('POST', '/api/v1/deployments', { token, body: { name: subdomain, subdomain, repo_url: repo.url, branch: 'main' } });
