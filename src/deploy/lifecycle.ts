@@ -316,6 +316,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
       if (live?.container_id != null) {
         await this.#runtime.removeRelease(live.container_id).catch((err: unknown) => this.#deps.log('warn', 'removing the release of a deleted deployment failed', { err }));
       }
+      await this.#runtime.removeDeployment?.(this.#deps.settings.instanceId, dep.id).catch((err: unknown) => this.#deps.log('warn', "removing a deleted deployment's runtime objects failed", { err }));
       await removeDeploymentObjects(this.#deps.engine, this.#deps.settings.instanceId, dep.id);
       await sources.removeDeployment(dep.id);
       await buildLogs.removeDeployment(dep.id);
