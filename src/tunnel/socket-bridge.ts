@@ -1,8 +1,16 @@
 // A tunnel stream joined straight to a socket: the fast path of both ends of a tunnel (see mux.ts).
 import { connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { Mux } from './mux.js';
 import { FrameType, MAX_DATA_PAYLOAD, encodeFrame, encodeWindow } from './protocol.js';
+
+/** What a bridge needs of its mux (mux.ts): frames out, flow control of the WebSocket, and leaving. */
+export interface BridgeMux {
+  sendData(id: number, chunk: Buffer): void;
+  sendFrame(frame: Buffer): void;
+  /** True while DATA must wait for the WebSocket to drain (the stream is then told by resumeSending). */
+  congested(stream: StreamEndpoint): boolean;
+  forget(stream: StreamEndpoint): void;
+}
 
 /** What the mux delivers a stream's frames to: a {@link TunnelStream} or a {@link SocketBridge}. */
 export interface StreamEndpoint {
@@ -73,7 +81,7 @@ export function connectLent(host: string, port: number, buffer: Buffer): { socke
  */
 export class SocketBridge implements StreamEndpoint {
   readonly id: number;
-  readonly #mux: Mux;
+  readonly #mux: BridgeMux;
   readonly #window: number;
   readonly #socket: Duplex;
   readonly #options: BridgeOptions;
@@ -90,7 +98,7 @@ export class SocketBridge implements StreamEndpoint {
   #done = false;
   #resetReason: string | undefined;
 
-  constructor(id: number, mux: Mux, window: number, socket: Duplex, options: BridgeOptions) {
+  constructor(id: number, mux: BridgeMux, window: number, socket: Duplex, options: BridgeOptions) {
     this.id = id;
     this.#mux = mux;
     this.#window = window;

@@ -3,7 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { createApiKey, deleteApiKey, listApiKeys } from '../../domain/api-keys.js';
 import { assertUuid } from '../../domain/deployments.js';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../api-deps.js';
 import { principalOf } from '../authenticate.js';
 import { noStore } from '../no-store.js';
 import { PageQuery, isTimeIdPosition, listResponse, pageRequest, sendPage, type ListRef } from '../list-pages.js';

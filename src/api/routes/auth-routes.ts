@@ -4,7 +4,7 @@ import { getCurrentUser, loginUser, logoutUser, recordFailedLogin } from '../../
 import { checkLoginOtp } from '../../domain/two-factor.js';
 import { DomainError } from '../../core/errors.js';
 import { twoFactorDeps } from './two-factor-routes.js';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../api-deps.js';
 import { principalOf } from '../authenticate.js';
 import { noStore } from '../no-store.js';
 import { DashboardSessionResponse, LoginBody, LoginResponse, errorResponses } from '../schemas.js';

@@ -3,7 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { getBuildRow, isBuildFinished, listBuilds, presentBuild, type BuildPosition } from '../../domain/builds.js';
 import { PageQuery, isSeqPosition, listResponse, pageRequest, sendPage, type ListRef } from '../list-pages.js';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../api-deps.js';
 import { principalOf } from '../authenticate.js';
 import { BuildParams, FollowQuery, IdParams, TextResponse, errorResponses, isFlagSet } from '../schemas.js';
 import { clientGone, sendText } from './deployment-routes.js';

@@ -19,7 +19,7 @@ import { DomainError } from '../../core/errors.js';
 import { authorizeUpload, uploadSource } from '../../domain/uploads.js';
 import { quotaExceeded } from '../../domain/quotas.js';
 import { assertRepoHostAllowed } from '../../source/git.js';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../api-deps.js';
 import { principalOf } from '../authenticate.js';
 import { hasMultipartBoundary, multipartParts } from '../upload-parts.js';
 import {

@@ -2,7 +2,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { addDomain, listDomains, removeDomain, type CustomDomainDeps } from '../../domain/custom-domains.js';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../api-deps.js';
 import { principalOf } from '../authenticate.js';
 import { AddDomainBody, DomainParams, IdParams, errorResponses } from '../schemas.js';
 

@@ -1,7 +1,7 @@
 // Routes: a deployment's environment variables (GET lists them, PATCH sets and removes them at once).
 import type { FastifyPluginAsync } from 'fastify';
 import { getEnv, patchEnv } from '../../domain/app-config.js';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../api-deps.js';
 import { principalOf } from '../authenticate.js';
 import { EnvResponse, IdParams, PatchEnvBody, errorResponses } from '../schemas.js';
 

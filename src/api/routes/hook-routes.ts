@@ -6,7 +6,7 @@ import { DomainError } from '../../core/errors.js';
 import { MAX_DELIVERY_BYTES } from '../../domain/webhook-delivery.js';
 import { findHookTarget, receiveDelivery } from '../../domain/webhooks.js';
 import type { HookTarget } from '../../domain/webhook-store.js';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../api-deps.js';
 import { IdParams, MessageSchema, errorResponses } from '../schemas.js';
 
 /**

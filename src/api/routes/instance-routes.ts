@@ -1,7 +1,7 @@
 // Route: GET /api/v1/instances, the control-plane instances sharing the database (administrators only).
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../api-deps.js';
 import { principalOf } from '../authenticate.js';
 import { errorResponses } from '../schemas.js';
 import { listInstances } from '../../domain/instances.js';

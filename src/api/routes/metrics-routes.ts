@@ -1,7 +1,7 @@
 // Routes: a deployment's live resource use (owner) and the server's Prometheus metrics (administrators).
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../api-deps.js';
 import { principalOf } from '../authenticate.js';
 import { authorizeAdmin } from '../../domain/policy.js';
 import { IdParams, errorResponses } from '../schemas.js';

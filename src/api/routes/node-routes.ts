@@ -1,7 +1,7 @@
 // Routes: the nodes apps run on, and draining or activating one (administrators only).
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../api-deps.js';
 import { principalOf } from '../authenticate.js';
 import { errorResponses } from '../schemas.js';
 import { listNodes, setNodeAvailability } from '../../domain/nodes.js';

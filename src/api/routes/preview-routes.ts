@@ -8,7 +8,7 @@ import { assertUuid } from '../../domain/deployments.js';
 import { deletePreview, getPreview, listPreviews, presentPreview } from '../../domain/previews.js';
 import { pageFromRows } from '../../core/page.js';
 import { PageQuery, isSeqPosition, listResponse, pageRequest, sendPage, type ListRef } from '../list-pages.js';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../api-deps.js';
 import { principalOf } from '../authenticate.js';
 import {
   FollowQuery,

@@ -3,7 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from '@sinclair/typebox';
 import { addMember, changeMemberRole, createTeam, deleteTeam, getTeam, listMembers, listTeams, removeMember, updateTeam } from '../../domain/teams.js';
 import { listAudit, type AuditPosition } from '../../domain/audit.js';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../api-deps.js';
 import { principalOf } from '../authenticate.js';
 import { PageQuery, isSeqPosition, listResponse, pageRequest, sendPage, type ListRef } from '../list-pages.js';
 import { IdParams, errorResponses } from '../schemas.js';

@@ -1,31 +1,10 @@
 // Routes: the caller's live tunnels, and everyone's for an administrator (`?all=true`).
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../api-deps.js';
 import { principalOf } from '../authenticate.js';
 import { errorResponses } from '../schemas.js';
 import { authorizeAdmin } from '../../domain/policy.js';
-
-export interface TunnelListing {
-  id: string;
-  subdomain: string;
-  url: string;
-  api_key_id: string;
-  connected_at: string;
-  state: string;
-  streams: number;
-  user_id?: string;
-  owner_email?: string;
-}
-
-/** What the API needs of the tunnel server. */
-export interface TunnelDirectory {
-  /** The user's tunnels; every user's (with `user_id`) when `userId` is undefined (held by any instance). */
-  list(userId: string | undefined): TunnelListing[] | Promise<TunnelListing[]>;
-  closeForKey(apiKeyId: string): void;
-  /** Closes every tunnel of the user on every instance (the account was disabled). */
-  closeForUser(userId: string): void;
-}
 
 export const tunnelRoutes =
   (deps: ApiDeps): FastifyPluginAsync =>

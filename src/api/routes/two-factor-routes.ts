@@ -2,7 +2,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from '@sinclair/typebox';
 import { beginTwoFactor, confirmTwoFactor, disableTwoFactor, twoFactorEnabled, type TwoFactorDeps } from '../../domain/two-factor.js';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../api-deps.js';
 import { principalOf } from '../authenticate.js';
 import { errorResponses } from '../schemas.js';
 

@@ -2,7 +2,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { changePassword, createUser, getCurrentUser, listUsers, updateUser } from '../../domain/accounts.js';
 import { PageQuery, isTimeIdPosition, listResponse, pageRequest, sendPage, type ListRef } from '../list-pages.js';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../api-deps.js';
 import { principalOf } from '../authenticate.js';
 import { ChangePasswordBody, CreateUserBody, IdParams, MessageSchema, UpdateUserBody, errorResponses } from '../schemas.js';
 import { Type } from '@sinclair/typebox';

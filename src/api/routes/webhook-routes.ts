@@ -2,7 +2,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { getWebhook, listDeliveries, setWebhook } from '../../domain/webhooks.js';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../api-deps.js';
 import { principalOf } from '../authenticate.js';
 import { noStore } from '../no-store.js';
 import { IdParams, WebhookResponse, WebhookSecretResponse, errorResponses } from '../schemas.js';
