@@ -2,7 +2,7 @@
 import { DomainError } from '../core/errors.js';
 import { EngineBuildError } from '../runtime/engine.js';
 import { redactCredentials } from '../source/git.js';
-import { ReleaseError, lastLine } from './release.js';
+import { ReleaseError, lastLine } from '../runtime/release.js';
 
 /** Failures that are the app's or the source's doing (not Slipway's): reported, not logged as errors. */
 export function isExpectedFailure(err: unknown): boolean {

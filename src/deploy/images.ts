@@ -2,7 +2,7 @@
 import type { ContainerEngine } from '../runtime/engine.js';
 import { LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED } from '../runtime/engine.js';
 import type { DeploymentStore } from './deployment-store.js';
-import { removeDeploymentVolumes } from './volumes.js';
+import { removeDeploymentVolumes } from '../runtime/volumes.js';
 
 /** Every image of an installation is named `slipway-<instance>/…`. */
 export const imageRepositoryPrefix = (instanceId: string): string => `slipway-${instanceId.slice(0, 8)}/`;

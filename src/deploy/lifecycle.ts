@@ -34,7 +34,7 @@ import { routeOf } from './route-sync.js';
 import type { PendingRelease, RecoveryPlan } from './reconcile.js';
 import { ReleaseRecovery } from './release-recovery.js';
 import type { DeploymentStore } from './deployment-store.js';
-import { ReleaseError, releaseTarget } from './release.js';
+import { ReleaseError, releaseTarget } from '../runtime/release.js';
 import { transition, type DeploymentEvent, type DeploymentStatus } from './state-table.js';
 import type { AppConfigStore, EnvVar } from '../domain/app-config.js';
 import { redactError, redactedStream, redactorFor, type SecretRedactor } from '../secrets/redact.js';

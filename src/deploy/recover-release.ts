@@ -4,7 +4,7 @@ import type { BuildRow } from '../domain/builds.js';
 import type { DeploymentRow } from '../domain/deployments.js';
 import type { AppRuntime, StartedRelease } from '../runtime/app-runtime.js';
 import type { ContainerEngine } from '../runtime/engine.js';
-import { immediateTurn, releaseTarget, type EngineTurn, type ReleaseSettings } from './release.js';
+import { immediateTurn, releaseTarget, type EngineTurn, type ReleaseSettings } from '../runtime/release.js';
 
 export interface RecoverReleaseDeps {
   readonly runtime: AppRuntime;

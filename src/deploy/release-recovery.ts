@@ -9,7 +9,7 @@ import type { DeploymentStore } from './deployment-store.js';
 import type { LifecycleSettings } from './lifecycle-settings.js';
 import type { PendingRelease } from './reconcile.js';
 import { recoverRelease } from './recover-release.js';
-import { ReleaseError, type EngineTurn } from './release.js';
+import { ReleaseError, type EngineTurn } from '../runtime/release.js';
 import { transition } from './state-table.js';
 
 /**

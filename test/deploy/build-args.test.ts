@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { buildArgsFor, declaredArgs } from '../../src/deploy/build-args.js';
-import { releaseEnv } from '../../src/deploy/release.js';
+import { releaseEnv } from '../../src/runtime/release.js';
 
 describe('Dockerfile ARG names', () => {
   test('every ARG in every stage, several per line, defaults (quoted too), any case, continuations, comments', () => {

@@ -8,7 +8,7 @@ import { connect, limitOption, withInterrupt, withJson, type JsonOption, type Li
 import { ago, copyStream, printFields, printJson, printTable, shortId } from '../output.js';
 import { createPrompter } from '../prompt.js';
 import { appFor, resolveApp, resolveBuild } from '../resolve-app.js';
-import { APP_OUTPUT_MARKER } from '../../deploy/release.js';
+import { APP_OUTPUT_MARKER } from '../../runtime/release.js';
 
 const APP_HELP = 'APP is the app\'s name, subdomain or id.';
 /** For commands whose APP may be left out: the app of ./slipway.json, as `env` does. */

@@ -1,5 +1,5 @@
 // The docker runtime: a release is `replicas` containers on one engine, each published on loopback.
-import { appPort, lastOutput, ReleaseError, startReplica, waitHealthy } from '../../deploy/release.js';
+import { appPort, lastOutput, ReleaseError, startReplica, waitHealthy } from '../release.js';
 import type { AppRuntime, ReleaseState, ReleaseTarget, ReplicaStats, StartedRelease, StartReleaseOptions } from '../app-runtime.js';
 import { immediateTurn } from '../app-runtime.js';
 import type { ContainerEngine } from '../engine.js';

@@ -2,6 +2,7 @@
 import type Dockerode from 'dockerode';
 import type { NodeDirectory, NodeView } from '../../domain/nodes.js';
 import { LABEL_INSTANCE } from '../engine.js';
+import { statusCode } from '../docker/engine-calls.js';
 
 /** What the Engine API answers for a node (the fields read here). */
 interface SwarmNode {
@@ -32,10 +33,6 @@ function view(node: SwarmNode, replicas: number): NodeView {
   };
 }
 
-function statusOf(err: unknown): number | undefined {
-  return typeof err === 'object' && err !== null && 'statusCode' in err ? Number((err as { statusCode: unknown }).statusCode) : undefined;
-}
-
 /** The nodes of the swarm `docker` (a manager) manages; replicas count this installation's running tasks. */
 export function swarmNodes(docker: Dockerode, instanceId: string): NodeDirectory {
   const replicasByNode = async (): Promise<Map<string, number>> => {
@@ -53,7 +50,7 @@ export function swarmNodes(docker: Dockerode, instanceId: string): NodeDirectory
     try {
       return (await docker.getNode(id).inspect()) as SwarmNode;
     } catch (err) {
-      if (statusOf(err) === 404) return undefined;
+      if (statusCode(err) === 404) return undefined;
       throw err;
     }
   };
@@ -72,7 +69,7 @@ export function swarmNodes(docker: Dockerode, instanceId: string): NodeDirectory
         } catch (err) {
           const outOfSequence = err instanceof Error && err.message.includes('update out of sequence');
           if (outOfSequence && attempt < UPDATE_ATTEMPTS) continue;
-          if (statusOf(err) === 404) return undefined;
+          if (statusCode(err) === 404) return undefined;
           throw err;
         }
         const updated = await inspect(node.ID);

@@ -3,8 +3,8 @@ import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Dockerode from 'dockerode';
 import type { Upstream } from '../../core/upstream.js';
-import { appPort, ReleaseError, releaseEnv } from '../../deploy/release.js';
-import { prepareVolumes } from '../../deploy/volumes.js';
+import { appPort, ReleaseError, releaseEnv } from '../release.js';
+import { prepareVolumes } from '../volumes.js';
 import type { AppRuntime, ReleaseState, ReleaseTarget, ReplicaStats, StartedRelease, StartReleaseOptions } from '../app-runtime.js';
 import type { ContainerEngine } from '../engine.js';
 import { LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED } from '../engine.js';
@@ -12,6 +12,7 @@ import { mergeReplicaLogs } from '../replica-logs.js';
 import { pushImage, registryAuth, registryRef, type RegistrySettings } from './registry-push.js';
 import { deploymentNetworkName, LABEL_RELEASE, LABEL_REPLICAS, serviceSpec, servingTasks, taskRelease, type ServiceSpec, type SwarmNode, type SwarmService, type SwarmTask } from './swarm-service.js';
 import { serviceLogs, taskLogs } from './swarm-logs.js';
+import { statusCode } from '../docker/engine-calls.js';
 
 export interface SwarmRuntimeOptions {
   readonly registry: RegistrySettings;
@@ -34,10 +35,6 @@ const ROLLOUT_MARGIN_MS = 60_000;
 export function parseReleaseId(id: string): { serviceId: string; release: string } {
   const slash = id.indexOf('/');
   return slash === -1 ? { serviceId: id, release: '' } : { serviceId: id.slice(0, slash), release: id.slice(slash + 1) };
-}
-
-function statusOf(err: unknown): number | undefined {
-  return typeof err === 'object' && err !== null && 'statusCode' in err ? Number((err as { statusCode: unknown }).statusCode) : undefined;
 }
 
 const outOfSequence = (err: unknown): boolean => err instanceof Error && err.message.includes('update out of sequence');
@@ -216,7 +213,7 @@ export class SwarmRuntime implements AppRuntime {
         await this.#docker.getNetwork(network).remove();
         return;
       } catch (err) {
-        if (statusOf(err) === 404) return;
+        if (statusCode(err) === 404) return;
       }
       await sleep(1000);
     }
@@ -228,7 +225,7 @@ export class SwarmRuntime implements AppRuntime {
       const found = (await this.#docker.getNetwork(name).inspect()) as { Id: string };
       return found.Id;
     } catch (err) {
-      if (statusOf(err) !== 404) throw err;
+      if (statusCode(err) !== 404) throw err;
     }
     try {
       const created = await this.#docker.createNetwork({
@@ -242,7 +239,7 @@ export class SwarmRuntime implements AppRuntime {
       return created.id;
     } catch (err) {
       // Created meanwhile by another start of the same deployment.
-      if (statusOf(err) !== 409) throw err;
+      if (statusCode(err) !== 409) throw err;
       return ((await this.#docker.getNetwork(name).inspect()) as { Id: string }).Id;
     }
   }
@@ -295,7 +292,7 @@ export class SwarmRuntime implements AppRuntime {
     try {
       return (await this.#docker.getService(serviceId).inspect()) as SwarmService;
     } catch (err) {
-      if (statusOf(err) === 404) return undefined;
+      if (statusCode(err) === 404) return undefined;
       throw err;
     }
   }
@@ -314,7 +311,7 @@ export class SwarmRuntime implements AppRuntime {
     try {
       await this.#docker.getService(serviceId).remove();
     } catch (err) {
-      if (statusOf(err) !== 404) throw err;
+      if (statusCode(err) !== 404) throw err;
     }
   }
 

@@ -1,5 +1,5 @@
 // The line a crashed app is reported with: its last line, stdout and stderr put back in order as well as the engine allows.
-import type { OutputLine } from '../runtime/engine.js';
+import type { OutputLine } from './engine.js';
 
 /**
  * Lines stamped this close to the last one are taken as written at the same moment: the engine

@@ -1,7 +1,7 @@
 // A deployment's volumes on the engine: their names, creation before a release, removal with the deployment.
 import type { VolumeSpec } from '../domain/volumes.js';
-import type { ContainerEngine, VolumeMount } from '../runtime/engine.js';
-import { LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED } from '../runtime/engine.js';
+import type { ContainerEngine, VolumeMount } from './engine.js';
+import { LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED } from './engine.js';
 
 /** The engine volume behind a deployment's volume `name`: unique per installation and deployment. */
 export const engineVolumeName = (instanceId: string, deploymentId: string, name: string): string =>

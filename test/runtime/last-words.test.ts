@@ -1,7 +1,7 @@
 // Unit tests of the crash report's last line: stamped log frames parsed, lines ordered by time, stderr preferred within the final burst.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { lastWords } from '../../src/deploy/last-words.js';
+import { lastWords } from '../../src/runtime/last-words.js';
 import { parseStampNs, parseStampedLogs } from '../../src/runtime/docker/stamped-logs.js';
 import type { OutputLine } from '../../src/runtime/engine.js';
 

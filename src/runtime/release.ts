@@ -5,9 +5,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Upstream } from '../core/upstream.js';
 import type { EnvVar } from '../domain/app-config.js';
 import { parseStoredVolumes } from '../domain/volumes.js';
-import type { ContainerEngine, ContainerInfo } from '../runtime/engine.js';
-import { immediateTurn, type EngineTurn, type ReleaseTarget } from '../runtime/app-runtime.js';
-import { LABEL_BUILD, LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED, appNetworkName, containerName } from '../runtime/engine.js';
+import type { ContainerEngine, ContainerInfo } from './engine.js';
+import { immediateTurn, type EngineTurn, type ReleaseTarget } from './app-runtime.js';
+import { LABEL_BUILD, LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED, appNetworkName, containerName } from './engine.js';
 import { prepareVolumes } from './volumes.js';
 import { lastWords } from './last-words.js';
 
