@@ -183,16 +183,37 @@ export class TunnelProxy implements StreamTarget {
       hooks.onRequestEnd?.(status, 0);
       return null;
     };
+    /**
+     * The visitor's bytes since the connection was last idle, until the next request's head is
+     * whole: a kept-alive connection may go on with a request for another host (clients pool
+     * connections by address, and behind HAProxy one connection to Node carries every request of a
+     * visitor connection to hosts under the domain); that request and what follows it are handed to
+     * the HTTP server, which routes each request on its own Host, instead of being refused.
+     */
+    let sinceIdle: Buffer[] | undefined = [];
     const filter: BridgeFilter = {
       fromSocket: (chunk) => {
+        if (isIdle()) sinceIdle = [];
+        sinceIdle?.push(chunk);
         const result = framer.push(chunk);
         if ('status' in result) return refuse(result.status, result.message);
-        for (const info of result.requests) {
+        for (const [i, info] of result.requests.entries()) {
           const problem = rawRequestProblem(info, shown);
+          if (problem === OTHER_HOST && i === 0 && sinceIdle !== undefined && waiting.length === 0 && !declined && hooks.release !== undefined) {
+            const bytes = Buffer.concat(sinceIdle);
+            sinceIdle = undefined;
+            socket.off('timeout', onIdle);
+            socket.setTimeout(0);
+            bridge.detach();
+            socket.unshift(bytes);
+            hooks.release(socket);
+            return null;
+          }
           if (problem !== undefined) return refuse(400, problem);
           watcher.expect(info.method, info.upgrade);
           waiting.push({ method: info.method, path: info.target.slice(0, LOG_PATH_CHARS), upgrade: info.upgrade, started: performance.now() });
         }
+        if (result.requests.length > 0) sinceIdle = undefined;
         return declined ? [] : result.forward;
       },
       fromPeer: (chunk) => {
@@ -441,6 +462,9 @@ function keepAliveMs(hint: string | undefined): number {
   return Math.min(IDLE_STREAM_MS, Math.max(0, Number(seconds) * 1000 - 1000));
 }
 
+/** A later request on a connection served whole names another host than its first (handed to the HTTP server when between requests). */
+const OTHER_HOST = 'the request names another host than the connection\'s first request';
+
 /** Why a request read on a connection served whole must be refused (as request-guard.ts refuses), or undefined. */
 function rawRequestProblem(info: RequestInfo, connectionHost: string): string | undefined {
   const problem = hostHeaderProblem(info.host);
@@ -448,7 +472,7 @@ function rawRequestProblem(info: RequestInfo, connectionHost: string): string | 
   const target = requestTarget(info.method, info.target, info.host);
   if (typeof target !== 'string') return target.problem;
   // The connection was routed on its first request's host: every later one must name the same.
-  if (info.host === undefined || hostOf(info.host) !== connectionHost) return 'the request names another host than the connection\'s first request';
+  if (info.host === undefined || hostOf(info.host) !== connectionHost) return OTHER_HOST;
   return undefined;
 }
 

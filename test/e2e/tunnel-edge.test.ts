@@ -139,6 +139,66 @@ for (const plane of PLANES) describe(`tunnels through the public port (${plane} 
     }
   });
 
+  test('a kept-alive visitor connection that served another tunnel is served on for this one, after aborted downloads', async () => {
+    // A black-box client pools connections by address (127.0.0.1:port), whatever the Host: one
+    // connection carries an API call, another tunnel's request, then this tunnel's. Behind HAProxy
+    // the requests to hosts under the domain share one connection to Node, first routed to the
+    // other tunnel: Node refused the next host with a 400 (the Node plane routed the visitor
+    // connection on its first, API, request and served all of them).
+    const host = `${subdomain}.${DOMAIN}`;
+    const other = new AbortController();
+    const otherConnected = new Promise<string>((resolve) => {
+      void s.newUser('tunnel-edge-other').then((user) =>
+        runTunnelClient({
+          serverUrl: s.url,
+          apiKey: user.apiKey,
+          port: (local.address() as AddressInfo).port,
+          subdomain: `edge-other-${process.pid}`,
+          signal: other.signal,
+          onEvent: (event) => {
+            if (event.type === 'connected') resolve(event.subdomain);
+          },
+        }).catch(() => undefined),
+      );
+    });
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const otherHost = `${await Promise.race([otherConnected, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the other tunnel did not connect')), 30_000))])}.${DOMAIN}`;
+      await eventually(async () => ((await get(s.port, otherHost, false)).status === 200 ? true : undefined), 10_000, 'the other tunnel’s host to answer');
+      const aborted = await Promise.all(
+        Array.from({ length: 20 }, () =>
+          new Promise<string>((resolve, reject) => {
+            const visitor = net.connect(s.port, '127.0.0.1');
+            visitor.setTimeout(20_000, () => reject(new Error('no first chunk within 20 s')));
+            visitor.on('error', () => undefined);
+            visitor.write(`GET /download HTTP/1.1\r\nHost: ${host}\r\nConnection: keep-alive\r\n\r\n`);
+            visitor.once('data', (chunk: Buffer) => {
+              visitor.destroy();
+              resolve(chunk.subarray(0, 12).toString('latin1'));
+            });
+          }),
+        ),
+      );
+      for (const head of aborted) assert.equal(head, 'HTTP/1.1 200');
+      const sockets = new Set<Socket>();
+      const api = await get(s.port, `127.0.0.1:${s.port}`, agent);
+      sockets.add(api.socket);
+      const first = await get(s.port, otherHost, agent);
+      assert.equal(first.status, 200, first.body);
+      sockets.add(first.socket);
+      for (let i = 0; i < 10; i++) {
+        const answer = await get(s.port, host, agent);
+        assert.equal(answer.status, 200, answer.body);
+        assert.equal(answer.body, 'from the laptop\n');
+        sockets.add(answer.socket);
+      }
+      assert.equal(sockets.size, 1, 'every request went over one visitor connection');
+    } finally {
+      agent.destroy();
+      other.abort();
+    }
+  });
+
   test('once the tunnel is gone, its host is answered by Slipway (503), not left hanging', async () => {
     stop.abort();
     await eventually(async () => {
