@@ -13,7 +13,7 @@ import {
   writeRawPage,
   type Page,
 } from './pages.js';
-import { failResponse, openUpstreamRequest, readUpgradeAnswer, relayResponse, stripHopByHop } from './relay.js';
+import { failResponse, openUpstreamRequest, joinUpgrade, relayResponse, stripHopByHop } from './relay.js';
 import type { Route, RoutingTable, Upstream } from './routing-table.js';
 import { FORWARD_HEADER_NAMES } from '../tunnel/instance-calls.js';
 
@@ -307,19 +307,17 @@ export class AppProxy {
     upstreamSocket.once('connect', () => {
       connected = true;
       upstreamSocket.setNoDelay(true);
-      upstreamSocket.write(upgradeRequestHead(req, this.#protocol));
-      if (head.length > 0) upstreamSocket.write(head);
-      socket.pipe(upstreamSocket);
       // The answer is passed on byte for byte, so its head is checked first, like any other answer's.
-      readUpgradeAnswer(
+      joinUpgrade(
+        socket,
         upstreamSocket,
-        (_status, bytes) => {
-          if (answered) return;
-          answered = true;
-          joined = true;
+        upgradeRequestHead(req, this.#protocol),
+        head,
+        () => {
+          if (answered) return false;
+          answered = joined = true;
           clearTimeout(timer);
-          socket.write(bytes);
-          upstreamSocket.pipe(socket);
+          return true;
         },
         (reason) => refuse(badGatewayPage(host), reason),
       );

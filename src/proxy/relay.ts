@@ -229,3 +229,32 @@ export function readUpgradeAnswer(
   upstream.on('data', onData);
   upstream.once('end', onEnd);
 }
+
+/**
+ * Sends an upgrade request (`requestHead`, then `head`: the bytes the visitor sent after it) to
+ * `upstream`, streams the visitor's further bytes to it, and joins the two once the upstream's
+ * answer head is valid: `claim()` is asked first (false: the visitor was answered meanwhile, e.g.
+ * on a timeout), then the answer goes to the visitor and the upstream is piped to it. An invalid
+ * answer calls `onInvalid` (see {@link readUpgradeAnswer}).
+ */
+export function joinUpgrade(
+  visitor: Duplex,
+  upstream: Duplex,
+  requestHead: string,
+  head: Buffer,
+  claim: () => boolean,
+  onInvalid: (reason: string) => void,
+): void {
+  upstream.write(requestHead);
+  if (head.length > 0) upstream.write(head);
+  visitor.pipe(upstream);
+  readUpgradeAnswer(
+    upstream,
+    (_status, bytes) => {
+      if (!claim()) return;
+      visitor.write(bytes);
+      upstream.pipe(visitor);
+    },
+    onInvalid,
+  );
+}

@@ -6,7 +6,7 @@ import tls from 'node:tls';
 import type { Duplex } from 'node:stream';
 import { displayHost, forwardedHeaders, forwardedValues, hasNoRequestBody, upgradeRequestHead } from '../proxy/app-proxy.js';
 import { badGatewayPage, gatewayTimeoutPage, prefersJson, unavailablePage, writePage, writeRawPage, type Page } from '../proxy/pages.js';
-import { failResponse, readUpgradeAnswer, relayResponse } from '../proxy/relay.js';
+import { failResponse, joinUpgrade, relayResponse } from '../proxy/relay.js';
 import type { StreamTarget } from '../proxy/routing-table.js';
 import type { InstanceCalls } from './instance-calls.js';
 
@@ -156,18 +156,16 @@ export class RemoteTunnel implements StreamTarget {
       const lines: string[] = [];
       for (let i = 0; i + 1 < signed.length; i += 2) lines.push(`${signed[i]}: ${signed[i + 1]}`);
       // The head ends with a blank line: the signed headers go before it.
-      upstream.write(`${upgradeRequestHead(req, this.#context.protocol).slice(0, -2)}${lines.join('\r\n')}\r\n\r\n`);
-      if (head.length > 0) upstream.write(head);
-      socket.pipe(upstream);
-      readUpgradeAnswer(
+      joinUpgrade(
+        socket,
         upstream,
-        (_status, bytes) => {
-          if (answered) return;
-          answered = true;
-          joined = true;
+        `${upgradeRequestHead(req, this.#context.protocol).slice(0, -2)}${lines.join('\r\n')}\r\n\r\n`,
+        head,
+        () => {
+          if (answered) return false;
+          answered = joined = true;
           clearTimeout(timer);
-          socket.write(bytes);
-          upstream.pipe(socket);
+          return true;
         },
         (reason) => refuse(badGatewayPage(host), reason),
       );
