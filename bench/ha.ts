@@ -2,10 +2,9 @@
 // Run: SLIPWAY_TEST_DATABASE_URL=postgres://… node dist/bench/ha.js [--rounds 40] [--seconds 20] [--rate 40]
 import http from 'node:http';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { appRequest, busyboxArchive, createArchiveApp, deployAndWait } from '../test/helpers/apps.js';
 import { startCluster, type Cluster, type Instance } from '../test/helpers/instances.js';
-import { loginAs, removeInstanceObjects, testDatabase, ADMIN_EMAIL, ADMIN_PASSWORD } from '../test/helpers/server.js';
+import { loginAs, dropClusterDatabase, testDatabase, ADMIN_EMAIL, ADMIN_PASSWORD } from '../test/helpers/server.js';
 
 const { values } = parseArgs({
   options: {
@@ -159,12 +158,7 @@ async function main(): Promise<void> {
     await newLeader.request('POST', `/api/v1/deployments/${slowApp.id}/cancel`, { token });
   } finally {
     await cluster?.close();
-    const client = new pg.Client({ connectionString: database.url });
-    await client.connect();
-    const installation = (await client.query<{ id: string }>('select id from instance').catch(() => ({ rows: [] as Array<{ id: string }> }))).rows[0]?.id;
-    await client.end();
-    if (installation !== undefined) await removeInstanceObjects(installation);
-    await database.drop();
+    await dropClusterDatabase(database);
   }
 }
 

@@ -2,13 +2,12 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
 import { eventually } from '../helpers/apps.js';
 import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../helpers/busybox-image.js';
 import { testEngine } from '../helpers/apps.js';
 import { startGitServer, type GitServer } from '../helpers/git-server.js';
 import { startCluster, type Cluster, type Instance } from '../helpers/instances.js';
-import { removeInstanceObjects, testDatabase } from '../helpers/server.js';
+import { dropClusterDatabase, testDatabase } from '../helpers/server.js';
 
 describe('builds across instances', async () => {
   const database = await testDatabase();
@@ -31,12 +30,7 @@ describe('builds across instances', async () => {
   after(async () => {
     await cluster?.close();
     await git?.close();
-    const client = new pg.Client({ connectionString: database.url });
-    await client.connect();
-    const installation = (await client.query<{ id: string }>('select id from instance')).rows[0]?.id;
-    await client.end();
-    if (installation !== undefined) await removeInstanceObjects(installation);
-    await database.drop();
+    await dropClusterDatabase(database);
   });
 
   /** A git deployment of `token`'s whose build runs `steps` (RUN lines) before serving. */

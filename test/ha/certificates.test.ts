@@ -3,13 +3,12 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import tls from 'node:tls';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
 import { busyboxArchive, createArchiveApp, deployAndWait, eventually, testEngine } from '../helpers/apps.js';
 import { ensureBusyboxImage } from '../helpers/busybox-image.js';
 import { startCluster, type Cluster, type Instance } from '../helpers/instances.js';
 import { freePort } from '../helpers/net.js';
 import { startPebble, type Pebble } from '../helpers/pebble.js';
-import { removeInstanceObjects, testDatabase } from '../helpers/server.js';
+import { dropClusterDatabase, testDatabase } from '../helpers/server.js';
 
 const DOMAIN = 'slipway.test';
 
@@ -76,12 +75,7 @@ describe('certificates across instances on one PostgreSQL', async () => {
   after(async () => {
     await cluster?.close();
     await pebble?.stop();
-    const client = new pg.Client({ connectionString: database.url });
-    await client.connect();
-    const installation = (await client.query<{ id: string }>('select id from instance')).rows[0]?.id;
-    await client.end();
-    if (installation !== undefined) await removeInstanceObjects(installation);
-    await database.drop();
+    await dropClusterDatabase(database);
   });
 
   const output = (): string => cluster.instances.map((i) => `--- ${i.name}\n${i.process?.output() ?? ''}`).join('\n');

@@ -2,12 +2,11 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
 import { appRequest, busyboxArchive, createArchiveApp, deployAndWait, eventually, testEngine } from '../helpers/apps.js';
 import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../helpers/busybox-image.js';
 import { startGitServer, type GitServer } from '../helpers/git-server.js';
 import { startCluster, type Cluster, type Instance } from '../helpers/instances.js';
-import { removeInstanceObjects, testDatabase } from '../helpers/server.js';
+import { dropClusterDatabase, testDatabase } from '../helpers/server.js';
 
 interface Listed {
   id: string;
@@ -45,12 +44,7 @@ describe('several instances on one PostgreSQL', async () => {
   after(async () => {
     await cluster?.close();
     await git?.close();
-    const client = new pg.Client({ connectionString: database.url });
-    await client.connect();
-    const installation = (await client.query<{ id: string }>('select id from instance')).rows[0]?.id;
-    await client.end();
-    if (installation !== undefined) await removeInstanceObjects(installation);
-    await database.drop();
+    await dropClusterDatabase(database);
   });
 
   test('every instance is listed live with its URL, one of them the leader', async () => {

@@ -6,13 +6,12 @@ import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import { ValueCipher } from '../../src/secrets/value-cipher.js';
 import { INSTANCE_CALL_KEY_INFO, InstanceCalls } from '../../src/tunnel/instance-calls.js';
 import { runTunnelClient, TunnelRefusedError } from '../../src/tunnel/tunnel-client.js';
 import { eventually } from '../helpers/apps.js';
 import { startCluster, type Cluster, type Instance } from '../helpers/instances.js';
-import { removeInstanceObjects, testDatabase } from '../helpers/server.js';
+import { dropClusterDatabase, testDatabase } from '../helpers/server.js';
 
 const MiB = 1024 * 1024;
 /** The visitor's own address: not the one instances use to reach each other (127.0.0.1). */
@@ -295,12 +294,7 @@ describe('tunnels across instances on one PostgreSQL', async () => {
     await balancer?.close();
     await cluster?.close();
     await local?.close();
-    const sql = new pg.Client({ connectionString: database.url });
-    await sql.connect();
-    const installation = (await sql.query<{ id: string }>('select id from instance')).rows[0]?.id;
-    await sql.end();
-    if (installation !== undefined) await removeInstanceObjects(installation);
-    await database.drop();
+    await dropClusterDatabase(database);
   });
 
   test('a tunnel held by one instance is reached through the others\' edges: a GET and a POST of a few MiB, streamed', async () => {

@@ -194,6 +194,20 @@ export async function startTestServer(overrides: Record<string, string> = {}, da
   };
 }
 
+/** After a cluster of instances on `database` (PostgreSQL): its installation's engine objects removed, then the database dropped. */
+export async function dropClusterDatabase(database: { url: string; drop: () => Promise<void> }): Promise<void> {
+  const client = new pg.Client({ connectionString: database.url });
+  await client.connect();
+  let installation: string | undefined;
+  try {
+    installation = (await client.query<{ id: string }>('select id from instance').catch(() => ({ rows: [] as Array<{ id: string }> }))).rows[0]?.id;
+  } finally {
+    await client.end();
+  }
+  if (installation !== undefined) await removeInstanceObjects(installation);
+  await database.drop();
+}
+
 /**
  * Removes every container and image the installation in `dataDir` left on the engine, so a test
  * run leaves the engine as it found it.

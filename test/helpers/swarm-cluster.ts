@@ -4,6 +4,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import fsp from 'node:fs/promises';
+import { tarGzOf, tempDir } from './apps.js';
+import { writeBusyboxApp } from './busybox-image.js';
 import { PROJECT_ROOT } from './server.js';
 
 export interface ClusterNode {
@@ -56,5 +59,19 @@ export function pushWhoImage(layout: ClusterLayout, tag = '1'): string {
     return image;
   } finally {
     fs.rmSync(context, { recursive: true, force: true });
+  }
+}
+
+/** A busybox app archive that serves `body` at / and its container's hostname at /who.txt (which replica answered). */
+export async function whoAppArchive(body: string): Promise<Buffer> {
+  const dir = tempDir('swarm-app');
+  try {
+    await writeBusyboxApp(dir, { body });
+    const dockerfile = path.join(dir, 'Dockerfile');
+    const text = await fsp.readFile(dockerfile, 'utf8');
+    await fsp.writeFile(dockerfile, text.replace('exec httpd', 'hostname > /www/who.txt; exec httpd'));
+    return await tarGzOf(dir);
+  } finally {
+    await fsp.rm(dir, { recursive: true, force: true });
   }
 }

@@ -1,29 +1,14 @@
 // Swarm without SLIPWAY_REGISTRY on the real test cluster (decisions §16): Slipway, in the manager's namespace, runs its own registry on the manager's address; workers pull from it and the edge serves their replicas.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import fsp from 'node:fs/promises';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { after, before, describe, test } from 'node:test';
 import { createDockerEngine } from '../../src/runtime/docker/docker-engine.js';
-import { appRequest, eventually, tarGzOf, tempDir } from '../helpers/apps.js';
-import { ensureBusyboxImage, writeBusyboxApp } from '../helpers/busybox-image.js';
+import { appRequest, eventually } from '../helpers/apps.js';
+import { ensureBusyboxImage } from '../helpers/busybox-image.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, loginAs, request, spawnServerProcess, testEnv, type ServerProcess } from '../helpers/server.js';
-import { clusterScript, nodeDocker, type ClusterLayout, type ClusterScript } from '../helpers/swarm-cluster.js';
-
-/** A busybox app that serves `body` at / and its container's hostname at /who.txt. */
-async function whoApp(body: string): Promise<Buffer> {
-  const dir = tempDir('own-registry-app');
-  try {
-    await writeBusyboxApp(dir, { body });
-    const dockerfile = path.join(dir, 'Dockerfile');
-    const text = await fsp.readFile(dockerfile, 'utf8');
-    await fsp.writeFile(dockerfile, text.replace('exec httpd', 'hostname > /www/who.txt; exec httpd'));
-    return await tarGzOf(dir);
-  } finally {
-    await fsp.rm(dir, { recursive: true, force: true });
-  }
-}
+import { clusterScript, nodeDocker, whoAppArchive, type ClusterLayout, type ClusterScript } from '../helpers/swarm-cluster.js';
 
 /** Pids of processes whose command line names `needle` (read from /proc). */
 function processesNaming(needle: string): number[] {
@@ -100,7 +85,7 @@ describe("swarm with Slipway's own registry", () => {
     assert.equal(created.status, 201, created.text);
     const id = created.json.id as string;
     const form = new FormData();
-    form.append('archive', new Blob([await whoApp('own\n')], { type: 'application/gzip' }), 'source.tar.gz');
+    form.append('archive', new Blob([await whoAppArchive('own\n')], { type: 'application/gzip' }), 'source.tar.gz');
     assert.equal((await request(base, 'POST', `/api/v1/deployments/${id}/upload`, { token, raw: form })).status, 200);
     const deployed = await request(base, 'POST', `/api/v1/deployments/${id}/deploy?wait=true`, { token });
     assert.equal(deployed.status, 200, `${deployed.text}\n${server.output()}`);

@@ -1,29 +1,14 @@
 // The swarm runtime end to end on the real test cluster (decisions §16): Slipway on the manager's engine deploys replicas over three nodes, redeploys and rolls back through the edge, and follows a drain.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import fsp from 'node:fs/promises';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { after, before, describe, test } from 'node:test';
 import { createDockerEngine } from '../../src/runtime/docker/docker-engine.js';
-import { appRequest, eventually, tarGzOf, tempDir, upload } from '../helpers/apps.js';
-import { ensureBusyboxImage, writeBusyboxApp } from '../helpers/busybox-image.js';
+import { appRequest, eventually, upload } from '../helpers/apps.js';
+import { ensureBusyboxImage } from '../helpers/busybox-image.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { clusterScript, nodeDocker, type ClusterLayout, type ClusterScript } from '../helpers/swarm-cluster.js';
-
-/** A busybox app that serves `body` at / and its container's hostname at /who.txt. */
-async function whoApp(body: string): Promise<Buffer> {
-  const dir = tempDir('swarm-app');
-  try {
-    await writeBusyboxApp(dir, { body });
-    const dockerfile = path.join(dir, 'Dockerfile');
-    const text = await fsp.readFile(dockerfile, 'utf8');
-    await fsp.writeFile(dockerfile, text.replace('exec httpd', 'hostname > /www/who.txt; exec httpd'));
-    return await tarGzOf(dir);
-  } finally {
-    await fsp.rm(dir, { recursive: true, force: true });
-  }
-}
+import { clusterScript, nodeDocker, whoAppArchive, type ClusterLayout, type ClusterScript } from '../helpers/swarm-cluster.js';
 
 describe('swarm runtime', () => {
   let cluster: ClusterScript;
@@ -112,7 +97,7 @@ describe('swarm runtime', () => {
     const created = await ts.request('POST', '/api/v1/deployments', { token, body: { name: subdomain, subdomain, source_type: 'archive', replicas: 3 } });
     assert.equal(created.status, 201, created.text);
     id = created.json.id as string;
-    assert.equal((await upload(ts, token, id, await whoApp('first\n'))).status, 200);
+    assert.equal((await upload(ts, token, id, await whoAppArchive('first\n'))).status, 200);
     const deployed = await ts.request('POST', `/api/v1/deployments/${id}/deploy?wait=true`, { token });
     assert.equal(deployed.status, 200, deployed.text);
 
@@ -153,7 +138,7 @@ describe('swarm runtime', () => {
 
   test('a redeploy under load rolls out start-first and fails no request', async () => {
     assert.ok(ts !== undefined);
-    assert.equal((await upload(ts, token, id, await whoApp('second\n'))).status, 200);
+    assert.equal((await upload(ts, token, id, await whoAppArchive('second\n'))).status, 200);
     const traffic = load();
     let result;
     try {
@@ -173,7 +158,7 @@ describe('swarm runtime', () => {
     assert.ok(ts !== undefined);
     const patched = await ts.request('PATCH', `/api/v1/deployments/${id}`, { token, body: { health_check_path: '/healthz' } });
     assert.equal(patched.status, 200, patched.text);
-    assert.equal((await upload(ts, token, id, await whoApp('third\n'))).status, 200);
+    assert.equal((await upload(ts, token, id, await whoAppArchive('third\n'))).status, 200);
     const deployed = await ts.request('POST', `/api/v1/deployments/${id}/deploy?wait=true`, { token });
     assert.notEqual(deployed.status, 200, 'the bad release is refused');
     const builds = await ts.request('GET', `/api/v1/deployments/${id}/builds`, { token });
@@ -202,7 +187,7 @@ describe('swarm runtime', () => {
     });
     assert.equal(created.status, 201, created.text);
     const volumeApp = created.json.id as string;
-    assert.equal((await upload(ts, token, volumeApp, await whoApp('volume\n'))).status, 200);
+    assert.equal((await upload(ts, token, volumeApp, await whoAppArchive('volume\n'))).status, 200);
     const deployed = await ts.request('POST', `/api/v1/deployments/${volumeApp}/deploy?wait=true`, { token });
     assert.equal(deployed.status, 200, deployed.text);
     const manager = layout.nodes[0];

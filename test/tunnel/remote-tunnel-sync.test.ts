@@ -60,11 +60,11 @@ function targetOf(route: Route | undefined): FakeTarget | undefined {
 describe('tunnel routes across instances', () => {
   test('a tunnel held by another live instance is forwarded to its URL; withdrawn once released', async () => {
     const t = setup();
-    t.instances.set('other', 'http://10.0.0.2:8080');
+    t.instances.set('other', 'http://127.0.0.22:8080');
     t.rows.push(held('demo', 't1', 'other'));
     t.announce('other', 'demo');
     const target = await eventually(async () => targetOf(t.routeOf('demo')), 5000, 'the forwarding route');
-    assert.deepEqual([target.holder, target.url], ['other', 'http://10.0.0.2:8080']);
+    assert.deepEqual([target.holder, target.url], ['other', 'http://127.0.0.22:8080']);
     t.rows.length = 0;
     t.announce('other', 'demo');
     await eventually(async () => (t.routeOf('demo') === undefined ? true : undefined), 5000, 'the route withdrawn');
@@ -82,7 +82,7 @@ describe('tunnel routes across instances', () => {
     }
     assert.equal(t.logs.filter((m) => /has no SLIPWAY_INSTANCE_URL/.test(m)).length, 1);
     // The lost one comes back (its heartbeat again): forwarded once more.
-    t.instances.set('gone', 'http://10.0.0.3:8080');
+    t.instances.set('gone', 'http://127.0.0.23:8080');
     t.announce('gone', 'c');
     await eventually(async () => targetOf(t.routeOf('c')), 5000, 'the route forwarded again');
     t.sync.stop();
@@ -90,8 +90,8 @@ describe('tunnel routes across instances', () => {
 
   test('a tunnel held here is left to this instance; one whose client moved to another instance ends here', async () => {
     const t = setup('me');
-    t.instances.set('me', 'http://10.0.0.1:8080');
-    t.instances.set('other', 'http://10.0.0.2:8080');
+    t.instances.set('me', 'http://127.0.0.21:8080');
+    t.instances.set('other', 'http://127.0.0.22:8080');
     const localRoute: Route = { kind: 'tunnel', tunnelId: 'mine', state: 'disconnected' };
     t.table.set('demo', localRoute);
     t.locals.set('demo', 'mine');
@@ -110,7 +110,7 @@ describe('tunnel routes across instances', () => {
 
   test('a read begun before this instance claimed a name does not overwrite its own tunnel', async () => {
     const t = setup('me');
-    t.instances.set('other', 'http://10.0.0.2:8080');
+    t.instances.set('other', 'http://127.0.0.22:8080');
     t.rows.push(held('demo', 'old', 'other'));
     t.announce('other', 'demo');
     await eventually(async () => targetOf(t.routeOf('demo')), 5000, 'the route to the holder');
