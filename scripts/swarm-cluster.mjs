@@ -236,7 +236,9 @@ async function start(layout) {
   const [manager, ...workers] = nodes;
   fs.writeFileSync(path.join(manager.dir, 'registry.yml'), registryConfig(manager, registry));
   startIn(manager, 'registry', '/usr/bin/docker-registry', ['serve', path.join(manager.dir, 'registry.yml')]);
-  docker(manager, ['swarm', 'init', '--advertise-addr', manager.address, '--listen-addr', `${manager.address}:2377`]);
+  // A 2 s dispatcher heartbeat (docs/swarm.md recommends it): a lost node is declared down, and its
+  // replicas started elsewhere, in about three beats instead of the default 5 s beat's 15–20 s.
+  docker(manager, ['swarm', 'init', '--advertise-addr', manager.address, '--listen-addr', `${manager.address}:2377`, '--dispatcher-heartbeat', '2s']);
   const token = docker(manager, ['swarm', 'join-token', '-q', 'worker']).trim();
   for (const worker of workers) docker(worker, ['swarm', 'join', '--token', token, '--advertise-addr', worker.address, '--listen-addr', `${worker.address}:2377`, `${manager.address}:2377`]);
   await waitFor('three ready nodes', () => (quiet('docker', ['-H', `unix://${manager.socket}`, 'node', 'ls', '--format', '{{.Status}}']) ?? '').split('\n').filter((s) => s === 'Ready').length === 3, 120_000);

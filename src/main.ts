@@ -15,14 +15,8 @@ import { DeploymentLifecycle } from './deploy/lifecycle.js';
 import { startMetricsSampler } from './deploy/metrics-sampler.js';
 import { MetricsHistory } from './domain/metrics-history.js';
 import { planRecovery } from './deploy/reconcile.js';
-import { DockerRuntime } from './runtime/docker/docker-runtime.js';
-import { dockerNodes } from './runtime/docker/docker-nodes.js';
-import { SwarmRuntime } from './runtime/swarm/swarm-runtime.js';
-import { swarmNodes } from './runtime/swarm/swarm-nodes.js';
-import { startOwnRegistry, type OwnRegistry } from './runtime/swarm/own-registry.js';
 import { drainingNodes } from './deploy/node-drain.js';
-import { releaseTotals, type AppRuntime } from './runtime/app-runtime.js';
-import type { NodeDirectory } from './domain/nodes.js';
+import { releaseTotals } from './runtime/app-runtime.js';
 import { appUrl, ConfigError, type Config } from './config.js';
 import { instanceId as loadInstanceId, openDatabase } from './db/database.js';
 import { databaseDeploymentStore } from './db/deployment-store.js';
@@ -68,13 +62,15 @@ import { databaseTeamStore } from './db/team-store.js';
 import { AppProxy } from './proxy/app-proxy.js';
 import { createServerMetrics } from './api/server-metrics.js';
 import { nodeDataPlane } from './proxy/node-data-plane.js';
+import { healthCheckedPlane } from './proxy/replica-health.js';
 import { boundRequests, boundedServerOptions } from './proxy/request-bounds.js';
 import { requestHeadProblem, writeBadRequest, writeRawBadRequest } from './proxy/request-guard.js';
 import { RoutingTable, type Upstream } from './proxy/routing-table.js';
 import { findHaproxy, freePort } from './proxy/haproxy/haproxy-binary.js';
 import { HaproxyDataPlane, haproxyFiles, listenForHaproxy } from './proxy/haproxy/haproxy-data-plane.js';
 import { proxyProtocolListener } from './proxy/proxy-protocol.js';
-import { createDockerClient, createDockerEngine } from './runtime/docker/docker-engine.js';
+import { createDockerEngine } from './runtime/docker/docker-engine.js';
+import { selectRuntime } from './runtime/select-runtime.js';
 import type { ContainerEngine } from './runtime/engine.js';
 import { SourceStore } from './source/source-store.js';
 import { TunnelServer } from './tunnel/tunnel-server.js';
@@ -219,36 +215,21 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     log,
     onRequestEnd: (app, status, seconds) => metrics.requestEnded(app, status, seconds),
   });
-  const localPlane = nodeDataPlane(table, {
+  // A replica that stops answering (its node lost) leaves the routes within seconds (decisions §16).
+  const localPlane = healthCheckedPlane(nodeDataPlane(table, {
     drain: async (upstream: Upstream, timeoutMs: number): Promise<void> => {
       await Promise.all([proxy.drain(upstream, timeoutMs), haproxy?.drain(upstream, timeoutMs)]);
     },
-  });
+  }), { log });
   // Serve first (docs/decisions.md, "Recovery that serves first"): routes come from one look at the
   // engine; releases whose containers stopped answer 503 `starting` and are started again behind the listener.
   // Start-up routes are this instance's own (the others have theirs): the local plane, not announced.
   // SLIPWAY_RUNTIME (decisions §16): one engine's containers, or services on the swarm that engine manages.
-  let runtime: AppRuntime;
-  let nodeDirectory: NodeDirectory;
-  let swarmRuntime: SwarmRuntime | undefined;
-  let ownRegistry: OwnRegistry | undefined; // under swarm without SLIPWAY_REGISTRY: answers before any push
-  if (config.runtime === 'swarm') {
-    const manager = createDockerClient(config.dockerHost);
-    if (config.registry === undefined) {
-      ownRegistry = await startOwnRegistry({ docker: manager, dataDir: config.dataDir, port: config.registryPort, log }).catch(async (err: unknown) => {
-        await Promise.allSettled([keyUsage.close(), coordination.close(), db.destroy()]);
-        throw err;
-      });
-    }
-    const images = config.registry ?? { address: ownRegistry?.address ?? '' };
-    const registryReady = ownRegistry === undefined ? {} : { registryReady: ownRegistry.ready.bind(ownRegistry) };
-    swarmRuntime = new SwarmRuntime(manager, engine, { registry: images, probePath: config.swarmProbePath, ...registryReady });
-    runtime = swarmRuntime;
-    nodeDirectory = swarmNodes(manager, instanceId);
-  } else {
-    runtime = new DockerRuntime(engine);
-    nodeDirectory = dockerNodes(engine, instanceId);
-  }
+  const selected = await selectRuntime(config, engine, instanceId, log).catch(async (err: unknown) => {
+    await Promise.allSettled([keyUsage.close(), coordination.close(), db.destroy()]);
+    throw err;
+  });
+  const { runtime, nodes: nodeDirectory, swarm: swarmRuntime, ownRegistry } = selected;
   const planned = await planRecovery({ store: deployments, engine, runtime, dataPlane: localPlane, dataDir: config.dataDir, instanceId, log }, engineUp);
   // Strays are removed only by a leader alone: with other instances live, a container not yet
   // recorded may be another instance's build in flight.
@@ -350,7 +331,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
           coordination,
           store: deployments,
           dataPlane: localPlane,
-          appRoutes: () => table.entries(),
+          appRoutes: () => localPlane.routes(),
           publishedHosts: () => table.hosts(),
           storedHosts: () => customDomainRoutes(db),
           isLocal: (deploymentId) => lifecycle.isRecovering(deploymentId),
@@ -630,6 +611,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
   const closeControlPlane = async (): Promise<void> => {
     stopAuditPruning();
     proxy.close();
+    localPlane.close();
     stopWatching();
     stopSampling();
     clearInterval(heartbeatTimer);

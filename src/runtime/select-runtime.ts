@@ -1,0 +1,35 @@
+// Which runtime runs the apps (SLIPWAY_RUNTIME, decisions §16): the one engine's containers, or services on the swarm that engine manages.
+import type { Config } from '../config.js';
+import type { NodeDirectory } from '../domain/nodes.js';
+import type { AppRuntime } from './app-runtime.js';
+import { createDockerClient } from './docker/docker-engine.js';
+import { DockerRuntime } from './docker/docker-runtime.js';
+import { dockerNodes } from './docker/docker-nodes.js';
+import type { ContainerEngine } from './engine.js';
+import { startOwnRegistry, type OwnRegistry } from './swarm/own-registry.js';
+import { SwarmRuntime } from './swarm/swarm-runtime.js';
+import { swarmNodes } from './swarm/swarm-nodes.js';
+
+type Log = (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
+
+export interface SelectedRuntime {
+  readonly runtime: AppRuntime;
+  readonly nodes: NodeDirectory;
+  /** The swarm runtime, under `swarm` (its live watcher and node holds). */
+  readonly swarm: SwarmRuntime | undefined;
+  /** Slipway's own registry (swarm without SLIPWAY_REGISTRY): it answers before any push; stopped with the server. */
+  readonly ownRegistry: OwnRegistry | undefined;
+}
+
+type RuntimeConfig = Pick<Config, 'runtime' | 'dockerHost' | 'registry' | 'registryPort' | 'dataDir' | 'swarmProbePath'>;
+
+/** Builds the configured runtime over `engine` (under swarm, first starting Slipway's own registry when none is configured). */
+export async function selectRuntime(config: RuntimeConfig, engine: ContainerEngine, instanceId: string, log: Log): Promise<SelectedRuntime> {
+  if (config.runtime !== 'swarm') return { runtime: new DockerRuntime(engine), nodes: dockerNodes(engine, instanceId), swarm: undefined, ownRegistry: undefined };
+  const manager = createDockerClient(config.dockerHost);
+  const ownRegistry = config.registry === undefined ? await startOwnRegistry({ docker: manager, dataDir: config.dataDir, port: config.registryPort, log }) : undefined;
+  const images = config.registry ?? { address: ownRegistry?.address ?? '' };
+  const registryReady = ownRegistry === undefined ? {} : { registryReady: ownRegistry.ready.bind(ownRegistry) };
+  const swarm = new SwarmRuntime(manager, engine, { registry: images, probePath: config.swarmProbePath, ...registryReady });
+  return { runtime: swarm, nodes: swarmNodes(manager, instanceId), swarm, ownRegistry };
+}
