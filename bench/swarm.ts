@@ -1,12 +1,13 @@
-// Benchmark: the swarm runtime on the test cluster beside the docker runtime — deploy time, req/s through the edge at 1 and 3 replicas, failed requests and p99 during a redeploy and a drain.
+// Benchmark: the swarm runtime on the test cluster beside the docker runtime — deploy time, req/s through the edge at 1 and 3 replicas, failed requests and p99 during a redeploy and a drain, and how soon a lost node's replicas leave the edge and are replaced.
 // Run (root, as the swarm suite): node dist/bench/swarm.js [--duration 10] [--connections 20]   (needs `wrk`: apt-get install -y wrk)
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createDockerEngine } from '../src/runtime/docker/docker-engine.js';
-import { tarGzOf } from '../test/helpers/apps.js';
+import { appRequest, tarGzOf } from '../test/helpers/apps.js';
 import { ensureBusyboxImage, writeBusyboxApp } from '../test/helpers/busybox-image.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, loginAs, removeEngineObjects, request, spawnServerProcess, testEnv } from '../test/helpers/server.js';
 import { clusterScript } from '../test/helpers/swarm-cluster.js';
@@ -83,6 +84,62 @@ async function underLoad(server: Awaited<ReturnType<typeof benchServer>>, during
   return load;
 }
 
+interface ListedNode {
+  id: string;
+  address: string;
+  state: string;
+  availability: string;
+  replicas: number;
+}
+
+/**
+ * A worker holding replicas drops off the test bridge. Paced requests (one every 50 ms, 1 s to
+ * answer) find when the edge stopped sending any there (the last failure before 40 in a row
+ * succeed); the nodes list finds when swarm had all 3 replicas on the other nodes.
+ */
+async function loseNode(swarm: Awaited<ReturnType<typeof benchServer>>, admin: string, layout: Awaited<ReturnType<Awaited<ReturnType<typeof clusterScript>>['up']>>): Promise<string> {
+  const nodes = async (): Promise<ListedNode[]> => (await request(swarm.url, 'GET', '/api/v1/nodes', { token: admin })).json as ListedNode[];
+  for (const n of await nodes()) if (n.availability !== 'active') await request(swarm.url, 'POST', `/api/v1/nodes/${n.id}/activate`, { token: admin });
+  // Spread the replicas again (the drained node came back empty): a restart places them anew.
+  await request(swarm.url, 'POST', `/api/v1/deployments/${swarm.id}/restart`, { token: swarm.token });
+  const lost = (await nodes()).find((n) => n.replicas > 0 && n.address !== layout.nodes[0]?.address);
+  const node = layout.nodes.find((n) => n.address === lost?.address);
+  if (lost === undefined || node === undefined) return 'lose a node: no worker held a replica';
+  const port = Number(new URL(swarm.url).port);
+  const started = Date.now();
+  execFileSync('ip', ['-n', node.netns, 'link', 'set', 'eth0', 'down']);
+  try {
+    let lastFailure = 0;
+    let failures = 0;
+    let requests = 0;
+    let inARow = 0;
+    while (inARow < 40 && Date.now() - started < 120_000) {
+      const res = await appRequest(port, 'bench', { timeoutMs: 1000 }).catch(() => ({ status: 0 }));
+      requests += 1;
+      if (res.status === 200) inARow += 1;
+      else {
+        inARow = 0;
+        failures += 1;
+        lastFailure = Date.now();
+      }
+      await sleep(50);
+    }
+    const leftEdge = ((lastFailure === 0 ? started : lastFailure) - started) / 1000;
+    let replaced = Number.NaN;
+    while (Date.now() - started < 120_000) {
+      const now = await nodes();
+      if (now.filter((n) => n.id !== lost.id).reduce((sum, n) => sum + n.replicas, 0) === 3) {
+        replaced = (Date.now() - started) / 1000;
+        break;
+      }
+      await sleep(250);
+    }
+    return `swarm, 3 replicas, lose a node: out of the edge after ${leftEdge.toFixed(1)} s (${failures} of ${requests} paced requests failed or took over 1 s); replaced on the other nodes after ${replaced.toFixed(1)} s`;
+  } finally {
+    execFileSync('ip', ['-n', node.netns, 'link', 'set', 'eth0', 'up']);
+  }
+}
+
 async function main(): Promise<void> {
   const out: string[] = [`wrk -c${values.connections} -d${values.duration}s, Node data plane, busybox httpd app; load average ${os.loadavg().map((n) => n.toFixed(1)).join(' ')}`];
 
@@ -136,6 +193,7 @@ async function main(): Promise<void> {
         drainSeconds = (Date.now() - started) / 1000;
       });
       out.push(`${line('swarm, 3 replicas, drain a node', drain)}; replaced in ${drainSeconds.toFixed(1)} s`);
+      out.push(await loseNode(swarm, admin, layout));
     } finally {
       await swarm.close();
     }
