@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { inspect } from 'node:util';
 import { loadConfig, type Config } from '../../src/config.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { startServer, type RunningServer, type StartOptions } from '../../src/main.js';
@@ -159,13 +160,21 @@ export async function openTestDatabase(label: string, userIds: readonly string[]
   };
 }
 
+/**
+ * The default log of a test server: silent, except an API answer of 500 (a bug, whatever the test),
+ * whose error and stack go to stderr so a failing run shows why.
+ */
+function reportInternalErrors(level: string, message: string, detail?: object): void {
+  if (level === 'error' && message.startsWith('internal error')) process.stderr.write(`[test server] ${message} ${inspect(detail, { depth: 4 })}\n`);
+}
+
 /** Starts a server in this process. */
 export async function startTestServer(overrides: Record<string, string> = {}, dataDir?: string, options: Pick<StartOptions, 'buildSlots' | 'log'> = {}): Promise<TestServer> {
   const dir = dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-test-'));
   const database = overrides['SLIPWAY_DATABASE_URL'] === undefined ? await testDatabase() : undefined;
   if (database !== undefined) overrides = { ...overrides, SLIPWAY_DATABASE_URL: database.url };
   const config = loadConfig(testEnv(dir, overrides));
-  const server = await startServer(config, { ...options, log: options.log ?? (() => undefined), gitEnv: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: dir } });
+  const server = await startServer(config, { ...options, log: options.log ?? reportInternalErrors, gitEnv: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: dir } });
   const adminToken = await loginAs(server.url, ADMIN_EMAIL, ADMIN_PASSWORD);
   const req = (method: string, urlPath: string, options?: RequestOptions): Promise<HttpResult> => request(server.url, method, urlPath, options);
   return {
