@@ -1,4 +1,5 @@
 // Configuration: the environment parsed once, field by field; a bad value stops the start.
+import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
 import type { Quotas } from './domain/quotas.js';
@@ -93,6 +94,10 @@ export interface Config {
   readonly registryPort: number;
   /** SLIPWAY_SWARM_PROBE: a static busybox present on every node, mounted into each task for its health check. */
   readonly swarmProbePath: string;
+  /** SLIPWAY_SWARM_NODE_ENGINES: the engines of the swarm's other nodes, read for their replicas' metrics (none: the manager's replicas only). */
+  readonly swarmNodeEngines: ReadonlyArray<{ readonly node: string; readonly url: string }>;
+  /** SLIPWAY_SWARM_NODE_TLS: the client certificate and CA (read at start) that tcp:// and https:// node engines are dialled with. */
+  readonly swarmNodeTls: { readonly ca: Buffer; readonly cert: Buffer; readonly key: Buffer } | undefined;
 }
 
 /** HTTPS settings (SLIPWAY_HTTPS_PORT and the ACME/operator certificate settings). */
@@ -312,9 +317,57 @@ export function loadConfig(env: Env = process.env): Config {
     registry: registrySettings(env),
     registryPort: integer(env, 'SLIPWAY_REGISTRY_PORT', 5000, 1, 65535),
     swarmProbePath: absolutePath(env, 'SLIPWAY_SWARM_PROBE') ?? '/bin/busybox',
+    ...swarmNodeEngines(env),
     secretKey: secretKey(env, 'SLIPWAY_SECRET_KEY'),
     newSecretKey: secretKey(env, 'SLIPWAY_NEW_SECRET_KEY'),
   };
+}
+
+const NODE_ENGINES_FORM = 'a comma-separated list of <node>=<engine URL> (node: its address as swarm reports it, its hostname or its id; URL: unix:///path, tcp://host:port or https://host:port)';
+
+/** SLIPWAY_SWARM_NODE_ENGINES and SLIPWAY_SWARM_NODE_TLS (its files read now: a missing one stops the start). */
+function swarmNodeEngines(env: Env): Pick<Config, 'swarmNodeEngines' | 'swarmNodeTls'> {
+  const dir = absolutePath(env, 'SLIPWAY_SWARM_NODE_TLS');
+  const read = (dirPath: string, file: string): Buffer => {
+    const filePath = path.join(dirPath, file);
+    try {
+      return fs.readFileSync(filePath);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
+      throw new ConfigError(`SLIPWAY_SWARM_NODE_TLS: ${filePath} cannot be read (${code}); the directory holds ca.pem, cert.pem and key.pem`);
+    }
+  };
+  const tls = dir === undefined ? undefined : { ca: read(dir, 'ca.pem'), cert: read(dir, 'cert.pem'), key: read(dir, 'key.pem') };
+  const entries: Array<{ node: string; url: string }> = [];
+  for (const item of (text(env, 'SLIPWAY_SWARM_NODE_ENGINES') ?? '').split(',').map((e) => e.trim()).filter((e) => e !== '')) {
+    const eq = item.indexOf('=');
+    const node = eq === -1 ? '' : item.slice(0, eq).trim();
+    if (!/^[A-Za-z0-9][A-Za-z0-9._:-]*$/.test(node)) throw new ConfigError(`SLIPWAY_SWARM_NODE_ENGINES must be ${NODE_ENGINES_FORM}, got "${item}"`);
+    if (entries.some((e) => e.node === node)) throw new ConfigError(`SLIPWAY_SWARM_NODE_ENGINES names the node "${node}" twice`);
+    entries.push({ node, url: nodeEngineUrl(item.slice(eq + 1).trim(), tls !== undefined) });
+  }
+  return { swarmNodeEngines: entries, swarmNodeTls: tls };
+}
+
+/** One node engine's URL, checked (unix:// with an absolute path; tcp:// or https:// with a host and nothing else). */
+function nodeEngineUrl(raw: string, tls: boolean): string {
+  const bad = (why: string): ConfigError => new ConfigError(`SLIPWAY_SWARM_NODE_ENGINES: "${raw}" ${why}; it must be ${NODE_ENGINES_FORM}`);
+  if (raw.startsWith('unix://')) {
+    if (!path.isAbsolute(raw.slice('unix://'.length))) throw bad('is not an absolute socket path');
+    return raw;
+  }
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw bad('is not a URL');
+  }
+  if (url.protocol !== 'tcp:' && url.protocol !== 'https:') throw bad('has an unknown scheme');
+  if (url.hostname === '' || url.username !== '' || url.password !== '' || !['', '/'].includes(url.pathname) || url.search !== '' || url.hash !== '') {
+    throw bad('must be a host and port only');
+  }
+  if (url.protocol === 'https:' && !tls) throw bad('is https:// and needs SLIPWAY_SWARM_NODE_TLS (a directory with ca.pem, cert.pem and key.pem)');
+  return `${url.protocol}//${url.host}`;
 }
 
 /** An absolute file path, if set. */

@@ -2,11 +2,12 @@
 import type { Config } from '../config.js';
 import type { NodeDirectory } from '../domain/nodes.js';
 import type { AppRuntime } from './app-runtime.js';
-import { createDockerClient } from './docker/docker-engine.js';
+import { createDockerClient, createDockerEngine } from './docker/docker-engine.js';
 import { DockerRuntime } from './docker/docker-runtime.js';
 import { dockerNodes } from './docker/docker-nodes.js';
 import type { ContainerEngine } from './engine.js';
 import { startOwnRegistry, type OwnRegistry } from './swarm/own-registry.js';
+import { configuredNodeEngines } from './swarm/replica-stats.js';
 import { SwarmRuntime } from './swarm/swarm-runtime.js';
 import { swarmNodes } from './swarm/swarm-nodes.js';
 
@@ -21,7 +22,7 @@ export interface SelectedRuntime {
   readonly ownRegistry: OwnRegistry | undefined;
 }
 
-type RuntimeConfig = Pick<Config, 'runtime' | 'dockerHost' | 'registry' | 'registryPort' | 'dataDir' | 'swarmProbePath'>;
+type RuntimeConfig = Pick<Config, 'runtime' | 'dockerHost' | 'registry' | 'registryPort' | 'dataDir' | 'swarmProbePath' | 'swarmNodeEngines' | 'swarmNodeTls'>;
 
 /** Builds the configured runtime over `engine` (under swarm, first starting Slipway's own registry when none is configured). */
 export async function selectRuntime(config: RuntimeConfig, engine: ContainerEngine, instanceId: string, log: Log): Promise<SelectedRuntime> {
@@ -30,6 +31,12 @@ export async function selectRuntime(config: RuntimeConfig, engine: ContainerEngi
   const ownRegistry = config.registry === undefined ? await startOwnRegistry({ docker: manager, dataDir: config.dataDir, port: config.registryPort, log }) : undefined;
   const images = config.registry ?? { address: ownRegistry?.address ?? '' };
   const registryReady = ownRegistry === undefined ? {} : { registryReady: ownRegistry.ready.bind(ownRegistry) };
-  const swarm = new SwarmRuntime(manager, engine, { registry: images, probePath: config.swarmProbePath, ...registryReady });
+  // SLIPWAY_SWARM_NODE_ENGINES: the other nodes' engines, read for the figures of their replicas (docs/swarm.md).
+  const tls = config.swarmNodeTls;
+  const nodeEngines = config.swarmNodeEngines.length === 0
+    ? {}
+    : { nodeEngines: configuredNodeEngines(config.swarmNodeEngines, (url) => createDockerEngine(url, {}, url.startsWith('unix://') ? undefined : tls)) };
+  if (config.swarmNodeEngines.length === 0) log('info', "SLIPWAY_SWARM_NODE_ENGINES is unset: metrics cover the replicas on the manager's node only");
+  const swarm = new SwarmRuntime(manager, engine, { registry: images, probePath: config.swarmProbePath, ...registryReady, ...nodeEngines, warn: (message) => log('warn', message) });
   return { runtime: swarm, nodes: swarmNodes(manager, instanceId), swarm, ownRegistry };
 }

@@ -1,5 +1,6 @@
 // Unit tests: loadConfig parses the environment once and refuses bad values with a message naming the variable.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
@@ -53,6 +54,43 @@ describe('loadConfig', () => {
     refuses({ SLIPWAY_REGISTRY: 'reg.example.com/Upper' }, /SLIPWAY_REGISTRY must be/);
     refuses({ SLIPWAY_REGISTRY: 'reg.example.com', SLIPWAY_REGISTRY_USERNAME: 'u' }, /set together/);
     refuses({ SLIPWAY_SWARM_PROBE: 'busybox' }, /absolute path/);
+  });
+
+  test('SLIPWAY_SWARM_NODE_ENGINES: <node>=<engine URL> entries, TLS from SLIPWAY_SWARM_NODE_TLS read at start; bad entries and missing files are refused', () => {
+    assert.deepEqual(loadConfig({}).swarmNodeEngines, []);
+    assert.equal(loadConfig({}).swarmNodeTls, undefined);
+    const plain = loadConfig({ SLIPWAY_SWARM_NODE_ENGINES: ' 10.0.0.2=unix:///run/n2/docker.sock , worker-3=tcp://10.0.0.3:2375,' });
+    assert.deepEqual(plain.swarmNodeEngines, [
+      { node: '10.0.0.2', url: 'unix:///run/n2/docker.sock' },
+      { node: 'worker-3', url: 'tcp://10.0.0.3:2375' },
+    ]);
+    refuses({ SLIPWAY_SWARM_NODE_ENGINES: '10.0.0.2' }, /SLIPWAY_SWARM_NODE_ENGINES must be a comma-separated list of <node>=<engine URL>.*got "10\.0\.0\.2"/);
+    refuses({ SLIPWAY_SWARM_NODE_ENGINES: '=tcp://10.0.0.2:2376' }, /must be a comma-separated list/);
+    refuses({ SLIPWAY_SWARM_NODE_ENGINES: 'a=unix:///a.sock,a=unix:///b.sock' }, /names the node "a" twice/);
+    refuses({ SLIPWAY_SWARM_NODE_ENGINES: 'a=unix://docker.sock' }, /"unix:\/\/docker\.sock" is not an absolute socket path/);
+    refuses({ SLIPWAY_SWARM_NODE_ENGINES: 'a=http://10.0.0.2:2375' }, /"http:\/\/10\.0\.0\.2:2375" has an unknown scheme/);
+    refuses({ SLIPWAY_SWARM_NODE_ENGINES: 'a=tcp://user:pw@10.0.0.2:2376' }, /must be a host and port only/);
+    refuses({ SLIPWAY_SWARM_NODE_ENGINES: 'a=tcp://10.0.0.2:2376/v1.41' }, /must be a host and port only/);
+    refuses({ SLIPWAY_SWARM_NODE_ENGINES: 'a=not a url' }, /is not a URL/);
+    refuses({ SLIPWAY_SWARM_NODE_ENGINES: 'a=https://10.0.0.2:2376' }, /is https:\/\/ and needs SLIPWAY_SWARM_NODE_TLS/);
+
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-node-tls-'));
+    try {
+      refuses({ SLIPWAY_SWARM_NODE_TLS: 'certs' }, /SLIPWAY_SWARM_NODE_TLS must be an absolute path/);
+      refuses({ SLIPWAY_SWARM_NODE_TLS: dir }, new RegExp(`SLIPWAY_SWARM_NODE_TLS: ${dir}/ca\\.pem cannot be read \\(ENOENT\\)`));
+      fs.writeFileSync(path.join(dir, 'ca.pem'), 'CA');
+      fs.writeFileSync(path.join(dir, 'cert.pem'), 'CERT');
+      refuses({ SLIPWAY_SWARM_NODE_TLS: dir }, /key\.pem cannot be read/);
+      fs.writeFileSync(path.join(dir, 'key.pem'), 'KEY');
+      const tls = loadConfig({ SLIPWAY_SWARM_NODE_TLS: dir, SLIPWAY_SWARM_NODE_ENGINES: 'abc123=https://node-2.example.com:2376,10.0.0.3=tcp://10.0.0.3:2376' });
+      assert.deepEqual(tls.swarmNodeEngines, [
+        { node: 'abc123', url: 'https://node-2.example.com:2376' },
+        { node: '10.0.0.3', url: 'tcp://10.0.0.3:2376' },
+      ]);
+      assert.deepEqual([tls.swarmNodeTls?.ca.toString(), tls.swarmNodeTls?.cert.toString(), tls.swarmNodeTls?.key.toString()], ['CA', 'CERT', 'KEY']);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('values are parsed', () => {

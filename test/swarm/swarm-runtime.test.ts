@@ -83,6 +83,8 @@ describe('swarm runtime', () => {
       // Builds need no network; the build sandbox's firewall belongs to the manager's own namespace.
       SLIPWAY_BUILD_NETWORK: 'none',
       SLIPWAY_STARTUP_TIMEOUT_SECONDS: '15',
+      // The workers' engines, for the figures of the replicas they run (each node's socket is on this host).
+      SLIPWAY_SWARM_NODE_ENGINES: layout.nodes.slice(1).map((n) => `${n.address}=unix://${n.socket}`).join(','),
     });
     token = (await ts.newUser('swarm')).token;
   });
@@ -128,12 +130,29 @@ describe('swarm runtime', () => {
       return res !== undefined && [1, 2, 3].every((n) => res.text.includes(`[${n}] listening on`)) ? res.text : undefined;
     }, 60_000, "every replica's output in the logs");
     assert.match(logs, /^\[1\] /m);
-    // Metrics: the replica on the manager's own node is read by its engine (workers' figures are out of its reach).
+    // Metrics of every replica, the workers' read on their own engines (SLIPWAY_SWARM_NODE_ENGINES): summed, and each one's figures.
+    type Figures = { replica: number; cpu_percent: number; memory_bytes: number; memory_limit_bytes: number; network_rx_bytes: number; network_tx_bytes: number; restarts: number; started_at: string };
     const metrics = await eventually(async () => {
       const res = await ts?.request('GET', `/api/v1/deployments/${id}/metrics`, { token });
-      return res?.status === 200 && Array.isArray(res.json.replicas) && res.json.replicas.length > 0 ? res.json : undefined;
-    }, 60_000, 'metrics of the replica on the manager');
-    assert.ok(metrics.memory_bytes > 0);
+      return res?.status === 200 && Array.isArray(res.json.replicas) && res.json.replicas.length === 3 ? (res.json as Figures & { replicas: Figures[] }) : undefined;
+    }, 60_000, 'metrics of the three replicas');
+    assert.deepEqual(metrics.replicas.map((r) => r.replica), [1, 2, 3]);
+    for (const r of metrics.replicas) assert.ok(r.memory_bytes > 0 && r.network_rx_bytes >= 0 && r.started_at !== '', JSON.stringify(r));
+    const sum = (pick: (r: Figures) => number): number => metrics.replicas.reduce((total, r) => total + pick(r), 0);
+    assert.equal(metrics.memory_bytes, sum((r) => r.memory_bytes));
+    assert.equal(metrics.memory_limit_bytes, sum((r) => r.memory_limit_bytes));
+    assert.equal(metrics.network_rx_bytes, sum((r) => r.network_rx_bytes));
+    assert.equal(metrics.network_tx_bytes, sum((r) => r.network_tx_bytes));
+    assert.equal(metrics.restarts, sum((r) => r.restarts));
+    assert.ok(Math.abs(metrics.cpu_percent - sum((r) => r.cpu_percent)) < 1e-6);
+    assert.equal(metrics.started_at, metrics.replicas.map((r) => r.started_at).sort()[0]);
+    // The figures of the replicas on the workers are theirs: read on the engines where they run.
+    for (const worker of layout.nodes.slice(1)) {
+      const container = nodeDocker(worker, ['ps', '-q', '--filter', `label=dev.slipway.deployment=${id}`]).trim();
+      assert.notEqual(container, '', `a replica on ${worker.name}`);
+      const startedAt = new Date(nodeDocker(worker, ['inspect', container, '--format', '{{.State.StartedAt}}']).trim()).toISOString();
+      assert.ok(metrics.replicas.some((r) => r.started_at === startedAt), `${worker.name}'s replica (started ${startedAt}) in ${JSON.stringify(metrics.replicas)}`);
+    }
   });
 
   test('a redeploy under load rolls out start-first and fails no request', async () => {

@@ -41,11 +41,19 @@ const RESOLVE_TIMEOUT_MS = 10_000;
 /** Extra time, beyond the stop grace period, given to the engine to kill and report back. */
 const STOP_MARGIN_MS = 30_000;
 
+/** A client certificate and the CA to trust, for an engine run with `--tlsverify`. */
+export interface DockerTls {
+  readonly ca: Buffer;
+  readonly cert: Buffer;
+  readonly key: Buffer;
+}
+
 /**
- * A dockerode client for `dockerHost`: `unix:///path/docker.sock` or `tcp://host:port`;
- * undefined means the local socket /var/run/docker.sock. Throws on any other scheme.
+ * A dockerode client for `dockerHost`: `unix:///path/docker.sock`, `tcp://host:port`, or with `tls`
+ * `https://host:port` (tcp:// too is then dialled with TLS, port 2376 by default); undefined means
+ * the local socket /var/run/docker.sock. Throws on any other scheme.
  */
-export function createDockerClient(dockerHost?: string): Dockerode {
+export function createDockerClient(dockerHost?: string, tls?: DockerTls): Dockerode {
   if (dockerHost === undefined || dockerHost === '') {
     // `host: undefined` stops docker-modem from preferring its own reading of DOCKER_HOST.
     return new Dockerode({ socketPath: '/var/run/docker.sock', host: undefined });
@@ -53,17 +61,22 @@ export function createDockerClient(dockerHost?: string): Dockerode {
   if (dockerHost.startsWith('unix://')) {
     return new Dockerode({ socketPath: dockerHost.slice('unix://'.length), host: undefined });
   }
+  if (tls !== undefined && (dockerHost.startsWith('tcp://') || dockerHost.startsWith('https://'))) {
+    const url = new URL(dockerHost);
+    const port = url.port !== '' ? Number(url.port) : url.protocol === 'https:' ? 443 : 2376;
+    return new Dockerode({ protocol: 'https', host: url.hostname, port, ca: tls.ca, cert: tls.cert, key: tls.key });
+  }
   if (dockerHost.startsWith('tcp://')) {
     const url = new URL(dockerHost);
     // TLS (DOCKER_TLS_VERIFY / DOCKER_CERT_PATH, port 2376) is decided by docker-modem itself.
     return new Dockerode({ host: url.hostname, port: url.port === '' ? 2375 : Number(url.port) });
   }
-  throw new Error(`DOCKER_HOST must be unix:///path or tcp://host:port, got "${dockerHost}"`);
+  throw new Error(`DOCKER_HOST must be unix:///path or tcp://host:port (https://host:port with TLS), got "${dockerHost}"`);
 }
 
 /** The Docker-backed ContainerEngine for `dockerHost` (see createDockerClient). */
-export function createDockerEngine(dockerHost?: string, options: DockerEngineOptions = {}): ContainerEngine {
-  return new DockerEngine(createDockerClient(dockerHost), options);
+export function createDockerEngine(dockerHost?: string, options: DockerEngineOptions = {}, tls?: DockerTls): ContainerEngine {
+  return new DockerEngine(createDockerClient(dockerHost, tls), options);
 }
 
 export interface DockerEngineOptions {

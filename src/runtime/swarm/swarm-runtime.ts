@@ -12,6 +12,7 @@ import { mergeReplicaLogs } from '../replica-logs.js';
 import { pushImage, registryAuth, registryRef, type RegistrySettings } from './registry-push.js';
 import { deploymentNetworkName, LABEL_RELEASE, LABEL_REPLICAS, serviceSpec, servingTasks, taskRelease, type ServiceSpec, type SwarmNode, type SwarmService, type SwarmTask } from './swarm-service.js';
 import { serviceLogs, taskLogs } from './swarm-logs.js';
+import { NodeWarnings, readReplicaStats, type NodeEngines } from './replica-stats.js';
 import { statusCode } from '../docker/engine-calls.js';
 
 export interface SwarmRuntimeOptions {
@@ -20,6 +21,10 @@ export interface SwarmRuntimeOptions {
   readonly probePath: string;
   /** Resolves once the registry answers (Slipway's own, restarting after a crash); none: pushed at once. */
   readonly registryReady?: (signal: AbortSignal) => Promise<void>;
+  /** The other nodes' engines, for the figures of the replicas they run; none: the manager's replicas only. */
+  readonly nodeEngines?: NodeEngines;
+  /** Told once per node whose replicas' figures cannot be read. */
+  readonly warn?: (message: string) => void;
 }
 
 /** Attempts of a service update that meets "update out of sequence" (another update came first). */
@@ -46,11 +51,13 @@ export class SwarmRuntime implements AppRuntime {
   readonly #options: SwarmRuntimeOptions;
   /** Nodes about to be drained: their tasks serve no more, so the edge lets them go before swarm stops them. */
   readonly #leaving = new Set<string>();
+  readonly #warnings: NodeWarnings;
 
   constructor(docker: Dockerode, engine: ContainerEngine, options: SwarmRuntimeOptions) {
     this.#docker = docker;
     this.#engine = engine;
     this.#options = options;
+    this.#warnings = new NodeWarnings(options.warn ?? ((): void => undefined));
   }
 
   async startRelease(target: ReleaseTarget, options: StartReleaseOptions): Promise<StartedRelease> {
@@ -265,18 +272,13 @@ export class SwarmRuntime implements AppRuntime {
 
   async releaseStats(id: string, signal?: AbortSignal): Promise<ReplicaStats[]> {
     const { serviceId } = parseReleaseId(id);
-    const local = await this.#localNodeId();
-    const tasks = (await this.#docker.listTasks({ filters: { service: [serviceId], 'desired-state': ['running'] } })) as SwarmTask[];
-    // The manager's engine reads the figures of the replicas it runs itself; a worker's are out of its reach (docs/swarm.md).
-    const stats = await Promise.all(
-      tasks
-        .filter((t) => t.Status?.State === 'running' && t.NodeID === local && t.Status.ContainerStatus?.ContainerID !== undefined)
-        .map(async (t) => {
-          const s = await this.#engine.containerStats(t.Status?.ContainerStatus?.ContainerID ?? '', signal).catch(() => null);
-          return s === null ? [] : [{ ...s, replica: t.Slot ?? 0 }];
-        }),
-    );
-    return stats.flat().sort((a, b) => a.replica - b.replica);
+    const [localNodeId, tasks, nodes] = await Promise.all([
+      this.#localNodeId(),
+      this.#docker.listTasks({ filters: { service: [serviceId], 'desired-state': ['running'] } }) as Promise<SwarmTask[]>,
+      this.#options.nodeEngines === undefined ? new Map<string, SwarmNode>() : this.#allNodes(),
+    ]);
+    // The manager's engine reads the replicas it runs itself; a worker's, that worker's engine when configured (docs/swarm.md).
+    return await readReplicaStats(tasks, nodes, { localNodeId, local: this.#engine, nodeEngines: this.#options.nodeEngines, warnings: this.#warnings, signal });
   }
 
   // ---- internals ----
@@ -300,6 +302,11 @@ export class SwarmRuntime implements AppRuntime {
   /** The swarm's nodes that may serve (a node being drained is left out). */
   async #nodes(): Promise<Map<string, SwarmNode>> {
     return new Map(((await this.#docker.listNodes()) as SwarmNode[]).filter((n) => !this.#leaving.has(n.ID)).map((n) => [n.ID, n]));
+  }
+
+  /** Every node of the swarm, drained ones too. */
+  async #allNodes(): Promise<Map<string, SwarmNode>> {
+    return new Map(((await this.#docker.listNodes()) as SwarmNode[]).map((n) => [n.ID, n]));
   }
 
   async #localNodeId(): Promise<string> {
