@@ -29,14 +29,14 @@ export async function makeCa(dir: string, name: string): Promise<CertFiles & { k
 
 /**
  * A leaf certificate for `names` (`DNS:…` or `IP:…` subjectAltName entries) signed by `ca`, or
- * self-signed when `ca` is undefined.
+ * self-signed when `ca` is undefined; a server's by default, a client's with `clientAuth`.
  */
-export async function makeLeaf(dir: string, name: string, names: readonly string[], ca: CertFiles | undefined): Promise<CertFiles> {
+export async function makeLeaf(dir: string, name: string, names: readonly string[], ca: CertFiles | undefined, usage: 'serverAuth' | 'clientAuth' = 'serverAuth'): Promise<CertFiles> {
   const keyFile = path.join(dir, `${name}.key`);
   const certFile = path.join(dir, `${name}.pem`);
   const csrFile = path.join(dir, `${name}.csr`);
   const extFile = path.join(dir, `${name}.ext`);
-  fs.writeFileSync(extFile, `subjectAltName=${names.join(',')}\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n`);
+  fs.writeFileSync(extFile, `subjectAltName=${names.join(',')}\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=${usage}\n`);
   await run('openssl', ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', keyFile, '-out', csrFile, '-subj', `/CN=${name}`], { timeout: 30_000 });
   const signer = ca === undefined ? ['-signkey', keyFile] : ['-CA', ca.certFile, '-CAkey', ca.keyFile, '-set_serial', String(Date.now())];
   await run('openssl', ['x509', '-req', '-in', csrFile, ...signer, '-out', certFile, '-days', '1', '-extfile', extFile], { timeout: 30_000 });
