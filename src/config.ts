@@ -98,6 +98,8 @@ export interface Config {
   readonly swarmNodeEngines: ReadonlyArray<{ readonly node: string; readonly url: string }>;
   /** SLIPWAY_SWARM_NODE_TLS: the client certificate and CA (read at start) that tcp:// and https:// node engines are dialled with. */
   readonly swarmNodeTls: { readonly ca: Buffer; readonly cert: Buffer; readonly key: Buffer } | undefined;
+  /** SLIPWAY_SWARM_GUARD: under swarm, run the node guard (a global service keeping containers off every node's published ports); false removes it. */
+  readonly swarmGuard: boolean;
 }
 
 /** HTTPS settings (SLIPWAY_HTTPS_PORT and the ACME/operator certificate settings). */
@@ -318,6 +320,7 @@ export function loadConfig(env: Env = process.env): Config {
     registryPort: integer(env, 'SLIPWAY_REGISTRY_PORT', 5000, 1, 65535),
     swarmProbePath: absolutePath(env, 'SLIPWAY_SWARM_PROBE') ?? '/bin/busybox',
     ...swarmNodeEngines(env),
+    swarmGuard: bool(env, 'SLIPWAY_SWARM_GUARD', true),
     secretKey: secretKey(env, 'SLIPWAY_SECRET_KEY'),
     newSecretKey: secretKey(env, 'SLIPWAY_NEW_SECRET_KEY'),
   };

@@ -625,6 +625,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     await app.close();
     await keyUsage.close();
     await coordination.close();
+    await selected.guard?.stop();
     await ownRegistry?.stop();
     await db.destroy();
     dirLock.release();

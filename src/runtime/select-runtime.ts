@@ -6,6 +6,7 @@ import { createDockerClient, createDockerEngine } from './docker/docker-engine.j
 import { DockerRuntime } from './docker/docker-runtime.js';
 import { dockerNodes } from './docker/docker-nodes.js';
 import type { ContainerEngine } from './engine.js';
+import { startNodeGuard } from './swarm/guard-service.js';
 import { startOwnRegistry, type OwnRegistry } from './swarm/own-registry.js';
 import { configuredNodeEngines } from './swarm/replica-stats.js';
 import { SwarmRuntime } from './swarm/swarm-runtime.js';
@@ -20,13 +21,15 @@ export interface SelectedRuntime {
   readonly swarm: SwarmRuntime | undefined;
   /** Slipway's own registry (swarm without SLIPWAY_REGISTRY): it answers before any push; stopped with the server. */
   readonly ownRegistry: OwnRegistry | undefined;
+  /** The node guard's upkeep (swarm): stopped with the server (its service and rules stay). */
+  readonly guard: { stop: () => Promise<void> } | undefined;
 }
 
-type RuntimeConfig = Pick<Config, 'runtime' | 'dockerHost' | 'registry' | 'registryPort' | 'dataDir' | 'swarmProbePath' | 'swarmNodeEngines' | 'swarmNodeTls'>;
+type RuntimeConfig = Pick<Config, 'runtime' | 'dockerHost' | 'registry' | 'registryPort' | 'dataDir' | 'swarmProbePath' | 'swarmNodeEngines' | 'swarmNodeTls' | 'swarmGuard'>;
 
 /** Builds the configured runtime over `engine` (under swarm, first starting Slipway's own registry when none is configured). */
 export async function selectRuntime(config: RuntimeConfig, engine: ContainerEngine, instanceId: string, log: Log): Promise<SelectedRuntime> {
-  if (config.runtime !== 'swarm') return { runtime: new DockerRuntime(engine), nodes: dockerNodes(engine, instanceId), swarm: undefined, ownRegistry: undefined };
+  if (config.runtime !== 'swarm') return { runtime: new DockerRuntime(engine), nodes: dockerNodes(engine, instanceId), swarm: undefined, ownRegistry: undefined, guard: undefined };
   const manager = createDockerClient(config.dockerHost);
   const ownRegistry = config.registry === undefined ? await startOwnRegistry({ docker: manager, dataDir: config.dataDir, port: config.registryPort, log }) : undefined;
   const images = config.registry ?? { address: ownRegistry?.address ?? '' };
@@ -38,5 +41,7 @@ export async function selectRuntime(config: RuntimeConfig, engine: ContainerEngi
     : { nodeEngines: configuredNodeEngines(config.swarmNodeEngines, (url) => createDockerEngine(url, {}, url.startsWith('unix://') ? undefined : tls)) };
   if (config.swarmNodeEngines.length === 0) log('info', "SLIPWAY_SWARM_NODE_ENGINES is unset: metrics cover the replicas on the manager's node only");
   const swarm = new SwarmRuntime(manager, engine, { registry: images, probePath: config.swarmProbePath, ...registryReady, ...nodeEngines, warn: (message) => log('warn', message) });
-  return { runtime: swarm, nodes: swarmNodes(manager, instanceId), swarm, ownRegistry };
+  // Tenants apart on every node (decisions §16): no container reaches a published port of its node or another's.
+  const guard = startNodeGuard({ docker: manager, registry: images, registryReady: ownRegistry?.ready.bind(ownRegistry), busybox: config.swarmProbePath, enabled: config.swarmGuard, log });
+  return { runtime: swarm, nodes: swarmNodes(manager, instanceId), swarm, ownRegistry, guard };
 }

@@ -45,6 +45,10 @@ describe('loadConfig', () => {
     assert.equal(swarm.runtime, 'swarm');
     assert.deepEqual(swarm.registry, { address: '10.0.0.5:5000/apps' });
     assert.equal(swarm.swarmProbePath, '/bin/busybox');
+    // The node guard runs unless turned off.
+    assert.equal(swarm.swarmGuard, true);
+    assert.equal(loadConfig({ SLIPWAY_RUNTIME: 'swarm', SLIPWAY_SWARM_GUARD: 'false' }).swarmGuard, false);
+    refuses({ SLIPWAY_SWARM_GUARD: 'maybe' }, /SLIPWAY_SWARM_GUARD/);
     assert.deepEqual(loadConfig({ SLIPWAY_REGISTRY: 'registry.example.com', SLIPWAY_REGISTRY_USERNAME: 'u', SLIPWAY_REGISTRY_PASSWORD: 'p' }).registry, {
       address: 'registry.example.com',
       username: 'u',

@@ -243,6 +243,45 @@ describe('swarm runtime', () => {
       assert.equal(reach(mine, address), false, `another deployment reaches the replica at ${address}`);
     }
 
+    // Nor at its node's published port, on this node or another (the node guard, one task per node,
+    // drops containers' new connections to the nodes' ephemeral ports) while the edge reaches each.
+    await eventually(async () => {
+      const tasks = nodeDocker(manager, ['service', 'ps', '-q', 'slipway-guard', '--filter', 'desired-state=running']).trim().split('\n').filter((t) => t !== '');
+      if (tasks.length !== 3) return undefined;
+      // Node ids, not names: the test cluster's nodes share the host's hostname.
+      const running = nodeDocker(manager, ['inspect', ...tasks, '--format', '{{.NodeID}} {{.Status.State}}']).trim().split('\n');
+      return running.every((line) => line.endsWith(' running')) && new Set(running.map((line) => line.split(' ')[0])).size === 3 ? true : undefined;
+    }, 90_000, 'the node guard to run one task on each node');
+    for (const node of layout.nodes) {
+      await eventually(async () => (execFileSync('nsenter', [`--net=/run/netns/${node.netns}`, '--', 'iptables', '-S', 'DOCKER-USER'], { encoding: 'utf8' }).includes('-j SLWG-') ? true : undefined), 60_000, `the guard's rules on ${node.name}`);
+    }
+    const published = liveUpstreams();
+    // A replica on this task's node and one on another (swarm spreads the three; a rollback may pair two).
+    assert.ok(published.some((u) => u.host === manager.address) && published.some((u) => u.host !== manager.address), JSON.stringify(published));
+    const dial = (address: string, port: number): boolean => {
+      try {
+        nodeDocker(manager, ['exec', mine, '/.slipway/busybox', 'nc', '-w', '3', address, String(port), '-e', '/.slipway/busybox', 'true']);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    // The task reaches the nodes themselves (the registry, outside the ephemeral range): only the published ports are closed.
+    assert.equal(dial(manager.address, Number(layout.registry.split(':')[1])), true, 'the task reaches the registry on its node');
+    for (const upstream of published) {
+      assert.equal(dial(upstream.host, upstream.port), false, `another deployment reaches the replica at ${upstream.host}:${upstream.port}`);
+    }
+    const served = await eventually(async () => {
+      const seen = new Set<string>();
+      for (let i = 0; i < 12; i++) {
+        const res = await appRequest(ts?.port ?? 0, subdomain, { path: '/who.txt' });
+        assert.equal(res.status, 200, res.body);
+        seen.add(res.body.trim());
+      }
+      return seen.size === 3 ? seen : undefined;
+    }, 60_000, 'every replica to answer through the edge with the guard in place');
+    assert.equal(served.size, 3);
+
     // Its node drained, a new release of it cannot be placed anywhere: the build fails with swarm's reason.
     const drained = await ts.request('POST', `/api/v1/nodes/${managerId}/drain`, { token: ts.adminToken });
     assert.equal(drained.status, 200, drained.text);

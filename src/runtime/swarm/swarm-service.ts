@@ -34,7 +34,7 @@ export interface ServiceSpec {
     Placement?: { Constraints?: string[]; [field: string]: unknown };
     [field: string]: unknown;
   };
-  Mode?: { Replicated?: { Replicas?: number } };
+  Mode?: { Replicated?: { Replicas?: number }; Global?: Record<string, never> };
   [field: string]: unknown;
 }
 

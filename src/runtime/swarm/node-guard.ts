@@ -1,0 +1,130 @@
+// The node guard (decisions §16): a global service whose task, in each node's network namespace, keeps containers off the node's published ports.
+import crypto from 'node:crypto';
+import net from 'node:net';
+import type { ServiceSpec } from './swarm-service.js';
+
+/** The guard's service name: one per swarm, shared by every Slipway instance on it. */
+export const GUARD_SERVICE = 'slipway-guard';
+/** Marks the guard's service and its tasks' containers (never LABEL_MANAGED nor LABEL_INSTANCE: no sweep, no replica count). */
+export const LABEL_GUARD = 'dev.slipway.guard';
+/** The hash of the guard's spec as Slipway wrote it: equal means nothing to update. */
+export const LABEL_GUARD_SPEC = 'dev.slipway.guard.spec';
+/** Where the image holds busybox and iptables (xtables-nft-multi, the nft backend Debian's dockerd uses). */
+export const GUARD_BUSYBOX = '/bin/busybox';
+export const GUARD_IPTABLES = '/sbin/xtables-nft-multi';
+/** Where the image holds the xtables extension modules the rules use (XTABLES_LIBDIR). */
+export const GUARD_XTABLES_DIR = '/usr/lib/xtables';
+/** How often each task checks its rules again (dockerd rewrites its chains when it restarts or adds a network). */
+export const GUARD_EVERY_SECONDS = 15;
+
+const SECOND_NS = 1_000_000_000;
+
+/**
+ * The task's program (a fixed text: every value comes from the environment, checked here before use).
+ * In the node's namespace it keeps, in chains of its own (`SLWG-<id>` jumped to from DOCKER-USER for
+ * what a container sends to another node, `SLWG-<id>-in` from INPUT for what it sends to its own
+ * node), a DROP of every new TCP connection from docker_gwbridge (the containers' way out) to the
+ * node's ephemeral range, where host-mode tasks are published; the forwarded one only towards the
+ * swarm's nodes (GUARD_NODES), so apps still reach outside servers on high ports. Chains of an older
+ * guard are removed at start; its own on SIGTERM. Checked again every GUARD_EVERY seconds.
+ */
+export const GUARD_SCRIPT = `set -f
+IPT="\${GUARD_IPTABLES:-${GUARD_IPTABLES}}"
+ipt() { "$IPT" iptables "$@"; }
+fail() { echo "slipway-guard: $1" >&2; exit 2; }
+case "$GUARD_ID" in ''|*[!0-9a-f]*) fail 'GUARD_ID is not hex';; esac
+case "$GUARD_EVERY" in ''|*[!0-9]*) fail 'GUARD_EVERY is not a number';; esac
+for a in $GUARD_NODES; do case "$a" in *[!0-9.]*) fail "not an IPv4 address: $a";; esac; done
+# cat, not read: a sysctl file read a byte at a time ends after its first byte.
+RANGE=$(cat "\${GUARD_RANGE_FILE:-/proc/sys/net/ipv4/ip_local_port_range}") || fail 'no port range'
+set -- $RANGE
+LO="\${1:-}"; HI="\${2:-}"
+case "$LO" in ''|*[!0-9]*) fail 'bad port range';; esac
+case "$HI" in ''|*[!0-9]*) fail 'bad port range';; esac
+FWD="SLWG-$GUARD_ID"
+drop_chains() {
+  while ipt -D DOCKER-USER -j "$1" 2>/dev/null; do :; done
+  while ipt -D INPUT -j "$1-in" 2>/dev/null; do :; done
+  ipt -F "$1" 2>/dev/null; ipt -X "$1" 2>/dev/null
+  ipt -F "$1-in" 2>/dev/null; ipt -X "$1-in" 2>/dev/null
+}
+rule() { c="$1"; shift; ipt -C "$c" "$@" 2>/dev/null || { echo "slipway-guard: adding to $c: $*"; ipt -A "$c" "$@"; }; }
+jump() { ipt -C "$1" -j "$2" 2>/dev/null || { echo "slipway-guard: $1 jumps to $2"; ipt -I "$1" -j "$2"; }; }
+apply() {
+  ipt -N "$FWD" 2>/dev/null; ipt -N "$FWD-in" 2>/dev/null
+  if [ -n "$GUARD_NODES" ]; then
+    for a in $GUARD_NODES; do rule "$FWD" -d "$a" -i docker_gwbridge -p tcp --dport "$LO:$HI" -m conntrack --ctstate NEW -j DROP; done
+  else
+    rule "$FWD" -i docker_gwbridge -p tcp --dport "$LO:$HI" -m conntrack --ctstate NEW -j DROP
+  fi
+  rule "$FWD-in" -i docker_gwbridge -p tcp --dport "$LO:$HI" -m conntrack --ctstate NEW -j DROP
+  jump DOCKER-USER "$FWD"
+  jump INPUT "$FWD-in"
+}
+for c in $(ipt -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^SLWG-[0-9a-f]+$/ { print $2 }'); do
+  [ "$c" = "$FWD" ] || { echo "slipway-guard: removing an older guard's $c"; drop_chains "$c"; }
+done
+stop() { drop_chains "$FWD"; echo 'slipway-guard: rules removed'; exit 0; }
+trap stop TERM INT
+apply
+echo "slipway-guard: containers kept off ports $LO-$HI (nodes: \${GUARD_NODES:-any})"
+while :; do
+  sleep "$GUARD_EVERY" & wait $!
+  apply
+done
+`;
+
+/** The swarm nodes' addresses the forwarded rule names: IPv4 only (the rules are iptables'), sorted, each once. */
+export function guardAddresses(addresses: readonly string[]): string[] {
+  return [...new Set(addresses.filter((a) => net.isIPv4(a)))].sort();
+}
+
+export interface GuardSpecInputs {
+  /** The guard image as nodes pull it (`<registry>/slipway-guard:<content hash>`). */
+  readonly image: string;
+  /** The swarm's nodes' addresses (guardAddresses). */
+  readonly nodes: readonly string[];
+}
+
+const sha256 = (text: string): string => crypto.createHash('sha256').update(text).digest('hex');
+
+/**
+ * The guard's service spec: one task per node (Mode Global) in the node's own network namespace
+ * (the predefined `host` network), with NET_ADMIN and NET_RAW only, restarted whatever ends it,
+ * start-first updates (a new task's rules are in place before the old one removes its own). Labelled
+ * with the hash of everything else in it.
+ */
+export function guardServiceSpec(inputs: GuardSpecInputs): ServiceSpec {
+  for (const address of inputs.nodes) if (!net.isIPv4(address)) throw new Error(`not an IPv4 address: ${address}`);
+  const nodes = guardAddresses(inputs.nodes);
+  // The chains' name: a new one for every other spec, so a new task never removes what the old one keeps.
+  const id = sha256(JSON.stringify({ image: inputs.image, nodes, script: GUARD_SCRIPT, every: GUARD_EVERY_SECONDS })).slice(0, 12);
+  const spec: ServiceSpec = {
+    Name: GUARD_SERVICE,
+    Labels: { [LABEL_GUARD]: 'true' },
+    TaskTemplate: {
+      ContainerSpec: {
+        Image: inputs.image,
+        Labels: { [LABEL_GUARD]: 'true' },
+        Command: [GUARD_BUSYBOX, 'sh', '-c', GUARD_SCRIPT],
+        Env: [`GUARD_ID=${id}`, `GUARD_NODES=${nodes.join(' ')}`, `GUARD_EVERY=${GUARD_EVERY_SECONDS}`, `XTABLES_LIBDIR=${GUARD_XTABLES_DIR}`],
+        CapabilityDrop: ['ALL'],
+        CapabilityAdd: ['CAP_NET_ADMIN', 'CAP_NET_RAW'],
+        StopGracePeriod: 10 * SECOND_NS,
+      },
+      Networks: [{ Target: 'host' }],
+      Resources: { Limits: { MemoryBytes: 64 * 1024 * 1024, Pids: 64 } },
+      RestartPolicy: { Condition: 'any', Delay: 2 * SECOND_NS, MaxAttempts: 0 },
+      LogDriver: { Name: 'json-file', Options: { 'max-size': '1m', 'max-file': '2' } },
+    },
+    Mode: { Global: {} },
+    UpdateConfig: { Parallelism: 0, Delay: 0, FailureAction: 'continue', Monitor: 5 * SECOND_NS, MaxFailureRatio: 0, Order: 'start-first' },
+  };
+  return { ...spec, Labels: { ...spec.Labels, [LABEL_GUARD_SPEC]: guardSpecHash(spec) } };
+}
+
+/** The hash a guard spec is labelled with: everything in it but that label. */
+export function guardSpecHash(spec: ServiceSpec): string {
+  const { [LABEL_GUARD_SPEC]: _left, ...labels } = spec.Labels ?? {};
+  return sha256(JSON.stringify({ ...spec, Labels: labels })).slice(0, 16);
+}

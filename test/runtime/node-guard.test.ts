@@ -1,0 +1,153 @@
+// The node guard's pure parts: its service spec and hash, the node addresses it names, its image's content hash, and its rule loop run by busybox against a fake iptables.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { contentHash } from '../../src/runtime/swarm/guard-image.js';
+import { GUARD_SCRIPT, LABEL_GUARD, LABEL_GUARD_SPEC, guardAddresses, guardServiceSpec, guardSpecHash } from '../../src/runtime/swarm/node-guard.js';
+import { eventually } from '../helpers/apps.js';
+
+const RULE = '-i docker_gwbridge -p tcp --dport 32768:60999 -m conntrack --ctstate NEW -j DROP';
+
+/** A fake iptables (argv: `iptables <op> …`) keeping its rules in $FAKE_STATE, one `-N chain` or `-A chain …` line each, as `iptables -S` prints them. */
+const FAKE_IPTABLES = `#!/bin/busybox sh
+shift
+S="$FAKE_STATE"
+echo "$*" >> "$S.calls"
+op="$1"; shift
+case "$op" in
+  -N) grep -qxF -- "-N $1" "$S" && exit 1; echo "-N $1" >> "$S" ;;
+  -X) grep -qxF -- "-N $1" "$S" || exit 1; grep -vxF -- "-N $1" "$S" > "$S.t"; mv "$S.t" "$S" ;;
+  -F) grep -v -- "^-A $1 " "$S" > "$S.t"; mv "$S.t" "$S" ;;
+  -C) grep -qxF -- "-A $*" "$S" ;;
+  -A|-I) echo "-A $*" >> "$S" ;;
+  -D) grep -qxF -- "-A $*" "$S" || exit 1; awk -v r="-A $*" '!d && $0 == r { d = 1; next } { print }' "$S" > "$S.t"; mv "$S.t" "$S" ;;
+  -S) cat "$S" ;;
+  *) exit 3 ;;
+esac
+`;
+
+describe('node guard', () => {
+  let dir = '';
+  before(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'slipway-guard-test-'));
+    await fs.writeFile(path.join(dir, 'iptables'), FAKE_IPTABLES, { mode: 0o755 });
+    await fs.writeFile(path.join(dir, 'range'), '32768\t60999\n');
+  });
+  after(async () => {
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  /** Runs the guard's script against the fake with `env`; resolves with the child and the fake's state file. */
+  const runGuard = async (name: string, env: Record<string, string>, initial: string[]): Promise<{ child: ReturnType<typeof spawn>; state: string; exited: Promise<number | null>; stderr: () => string }> => {
+    const state = path.join(dir, name);
+    await fs.writeFile(state, initial.map((line) => `${line}\n`).join(''));
+    const child = spawn('/bin/busybox', ['sh', '-c', GUARD_SCRIPT], {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', GUARD_IPTABLES: path.join(dir, 'iptables'), GUARD_RANGE_FILE: path.join(dir, 'range'), FAKE_STATE: state, GUARD_EVERY: '1', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let err = '';
+    child.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    child.stdout?.resume();
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    return { child, state, exited, stderr: () => err };
+  };
+  const lines = async (file: string): Promise<string[]> => (await fs.readFile(file, 'utf8').catch(() => '')).split('\n').filter((l) => l !== '');
+
+  test('the loop keeps one DROP per node towards the published ports, one for the node itself, jumps from DOCKER-USER and INPUT; an older guard\'s chains go; SIGTERM removes its own', async () => {
+    const older = ['-N DOCKER-USER', '-A DOCKER-USER -j SLWG-0000aaaa', '-N SLWG-0000aaaa', '-A SLWG-0000aaaa -d 10.0.0.9 ' + RULE, '-N SLWG-0000aaaa-in', '-A INPUT -j SLWG-0000aaaa-in'];
+    const guard = await runGuard('state-1', { GUARD_ID: 'abc123', GUARD_NODES: '10.0.0.1 10.0.0.2' }, older);
+    try {
+      // Two rounds at least: the second finds every rule in place and adds none.
+      await eventually(async () => ((await lines(`${guard.state}.calls`)).filter((c) => c === '-C INPUT -j SLWG-abc123-in').length >= 3 ? true : undefined), 30_000, 'three rounds of checks');
+      assert.deepEqual((await lines(guard.state)).sort(), [
+        '-A DOCKER-USER -j SLWG-abc123',
+        '-A INPUT -j SLWG-abc123-in',
+        `-A SLWG-abc123 -d 10.0.0.1 ${RULE}`,
+        `-A SLWG-abc123 -d 10.0.0.2 ${RULE}`,
+        `-A SLWG-abc123-in ${RULE}`,
+        '-N DOCKER-USER',
+        '-N SLWG-abc123',
+        '-N SLWG-abc123-in',
+      ]);
+    } finally {
+      guard.child.kill('SIGTERM');
+    }
+    assert.equal(await guard.exited, 0, guard.stderr());
+    assert.deepEqual(await lines(guard.state), ['-N DOCKER-USER']);
+  });
+
+  test('without node addresses the forwarded rule names no destination; a rule dockerd dropped is put back', async () => {
+    const guard = await runGuard('state-2', { GUARD_ID: 'def456', GUARD_NODES: '' }, ['-N DOCKER-USER']);
+    try {
+      await eventually(async () => ((await lines(guard.state)).includes(`-A SLWG-def456 ${RULE}`) ? true : undefined), 30_000, 'the rule');
+      // Flushed behind its back (as a dockerd restart may do to its chains): the next round restores it.
+      await fs.writeFile(guard.state, '-N DOCKER-USER\n-N SLWG-def456\n-N SLWG-def456-in\n');
+      await eventually(async () => {
+        const now = await lines(guard.state);
+        return now.includes(`-A SLWG-def456 ${RULE}`) && now.includes('-A DOCKER-USER -j SLWG-def456') && now.includes('-A INPUT -j SLWG-def456-in') ? true : undefined;
+      }, 30_000, 'the rules put back');
+    } finally {
+      guard.child.kill('SIGTERM');
+    }
+    assert.equal(await guard.exited, 0, guard.stderr());
+  });
+
+  test('a value that is not what it should be ends the task before any rule is touched', async () => {
+    for (const [name, env] of [
+      ['bad-id', { GUARD_ID: 'x; rm', GUARD_NODES: '10.0.0.1' }],
+      ['bad-node', { GUARD_ID: 'abc', GUARD_NODES: '10.0.0.1 $(true)' }],
+      ['bad-every', { GUARD_ID: 'abc', GUARD_NODES: '', GUARD_EVERY: '1s' }],
+    ] as const) {
+      const guard = await runGuard(name, env, ['-N DOCKER-USER']);
+      assert.equal(await guard.exited, 2, name);
+      assert.match(guard.stderr(), /slipway-guard: /);
+      assert.deepEqual(await lines(`${guard.state}.calls`), [], name);
+    }
+  });
+
+  test('the spec: one task per node in the host network with NET_ADMIN and NET_RAW only, labelled as the guard (never as an app), hashed over everything in it', () => {
+    const spec = guardServiceSpec({ image: 'reg:5000/slipway-guard:0123', nodes: ['10.0.0.2', '10.0.0.1'] });
+    assert.deepEqual(spec.Mode, { Global: {} });
+    assert.deepEqual(spec.TaskTemplate?.['Networks'], [{ Target: 'host' }]);
+    const container = spec.TaskTemplate?.ContainerSpec ?? {};
+    assert.deepEqual(container['CapabilityDrop'], ['ALL']);
+    assert.deepEqual(container['CapabilityAdd'], ['CAP_NET_ADMIN', 'CAP_NET_RAW']);
+    assert.deepEqual(container['Command'], ['/bin/busybox', 'sh', '-c', GUARD_SCRIPT]);
+    const env = container['Env'] as string[];
+    assert.ok(env.includes('GUARD_NODES=10.0.0.1 10.0.0.2'), env.join(' '));
+    assert.ok(env.some((e) => /^GUARD_ID=[0-9a-f]{12}$/.test(e)), env.join(' '));
+    assert.equal(spec.Labels?.[LABEL_GUARD], 'true');
+    assert.equal(container.Labels?.[LABEL_GUARD], 'true');
+    for (const labels of [spec.Labels ?? {}, container.Labels ?? {}]) {
+      assert.equal(labels['dev.slipway.managed'], undefined);
+      assert.equal(labels['dev.slipway.instance'], undefined);
+    }
+    assert.equal(spec.Labels?.[LABEL_GUARD_SPEC], guardSpecHash(spec));
+    // The same inputs, in any order: the same spec; another node or image: another hash and other chains.
+    assert.deepEqual(guardServiceSpec({ image: 'reg:5000/slipway-guard:0123', nodes: ['10.0.0.1', '10.0.0.2'] }), spec);
+    const more = guardServiceSpec({ image: 'reg:5000/slipway-guard:0123', nodes: ['10.0.0.1', '10.0.0.2', '10.0.0.3'] });
+    assert.notEqual(more.Labels?.[LABEL_GUARD_SPEC], spec.Labels?.[LABEL_GUARD_SPEC]);
+    assert.notDeepEqual((more.TaskTemplate?.ContainerSpec?.['Env'] as string[]).find((e) => e.startsWith('GUARD_ID=')), env.find((e) => e.startsWith('GUARD_ID=')));
+    const image = guardServiceSpec({ image: 'reg:5000/slipway-guard:4567', nodes: ['10.0.0.1', '10.0.0.2'] });
+    assert.notEqual(image.Labels?.[LABEL_GUARD_SPEC], spec.Labels?.[LABEL_GUARD_SPEC]);
+    assert.throws(() => guardServiceSpec({ image: 'i', nodes: ['10.0.0.1 -j ACCEPT'] }), /not an IPv4 address/);
+  });
+
+  test('node addresses: IPv4 only, each once, sorted', () => {
+    assert.deepEqual(guardAddresses(['10.0.0.3', '', 'fd00::1', '10.0.0.1', '10.0.0.3', 'node-1']), ['10.0.0.1', '10.0.0.3']);
+  });
+
+  test("the image's content hash follows each file's bytes and place", async () => {
+    const a = path.join(dir, 'a');
+    await fs.writeFile(a, 'one');
+    const first = await contentHash([{ source: a, target: '/bin/a' }]);
+    assert.match(first, /^[0-9a-f]{16}$/);
+    assert.equal(await contentHash([{ source: a, target: '/bin/a' }]), first);
+    assert.notEqual(await contentHash([{ source: a, target: '/bin/b' }]), first);
+    await fs.writeFile(a, 'two');
+    assert.notEqual(await contentHash([{ source: a, target: '/bin/a' }]), first);
+  });
+});
