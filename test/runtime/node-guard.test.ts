@@ -56,22 +56,30 @@ describe('node guard', () => {
   };
   const lines = async (file: string): Promise<string[]> => (await fs.readFile(file, 'utf8').catch(() => '')).split('\n').filter((l) => l !== '');
 
-  test('the loop keeps one DROP per node towards the published ports, one for the node itself, jumps from DOCKER-USER and INPUT; an older guard\'s chains go; SIGTERM removes its own', async () => {
+  /** The chain a guard drew (its `-N SLWG-<hex>` line), once it is there. */
+  const chainOf = async (state: string, not?: string): Promise<string> =>
+    eventually(async () => (await lines(state)).map((l) => /^-N (SLWG-[0-9a-f]{12})$/.exec(l)?.[1]).find((c) => c !== undefined && c !== not), 30_000, 'the guard\'s chain');
+
+  test("the loop keeps one DROP per node towards the published ports, one for the node itself, jumps from DOCKER-USER and INPUT; another guard's chains go once its own are in; SIGTERM removes its own", async () => {
     const older = ['-N DOCKER-USER', '-A DOCKER-USER -j SLWG-0000aaaa', '-N SLWG-0000aaaa', '-A SLWG-0000aaaa -d 10.0.0.9 ' + RULE, '-N SLWG-0000aaaa-in', '-A INPUT -j SLWG-0000aaaa-in'];
-    const guard = await runGuard('state-1', { GUARD_ID: 'abc123', GUARD_NODES: '10.0.0.1 10.0.0.2' }, older);
+    const guard = await runGuard('state-1', { GUARD_NODES: '10.0.0.1 10.0.0.2' }, older);
     try {
-      // Two rounds at least: the second finds every rule in place and adds none.
-      await eventually(async () => ((await lines(`${guard.state}.calls`)).filter((c) => c === '-C INPUT -j SLWG-abc123-in').length >= 3 ? true : undefined), 30_000, 'three rounds of checks');
+      const chain = await chainOf(guard.state, 'SLWG-0000aaaa');
+      // Three rounds at least: the later ones find every rule in place and add none.
+      await eventually(async () => ((await lines(`${guard.state}.calls`)).filter((c) => c === `-C INPUT -j ${chain}-in`).length >= 3 ? true : undefined), 30_000, 'three rounds of checks');
       assert.deepEqual((await lines(guard.state)).sort(), [
-        '-A DOCKER-USER -j SLWG-abc123',
-        '-A INPUT -j SLWG-abc123-in',
-        `-A SLWG-abc123 -d 10.0.0.1 ${RULE}`,
-        `-A SLWG-abc123 -d 10.0.0.2 ${RULE}`,
-        `-A SLWG-abc123-in ${RULE}`,
+        `-A DOCKER-USER -j ${chain}`,
+        `-A INPUT -j ${chain}-in`,
+        `-A ${chain} -d 10.0.0.1 ${RULE}`,
+        `-A ${chain} -d 10.0.0.2 ${RULE}`,
+        `-A ${chain}-in ${RULE}`,
         '-N DOCKER-USER',
-        '-N SLWG-abc123',
-        '-N SLWG-abc123-in',
-      ]);
+        `-N ${chain}`,
+        `-N ${chain}-in`,
+      ].sort());
+      // Its own were in before the other's went (no moment without a rule).
+      const calls = await lines(`${guard.state}.calls`);
+      assert.ok(calls.indexOf(`-I INPUT -j ${chain}-in`) < calls.indexOf('-D INPUT -j SLWG-0000aaaa-in'), calls.join('\n'));
     } finally {
       guard.child.kill('SIGTERM');
     }
@@ -79,15 +87,16 @@ describe('node guard', () => {
     assert.deepEqual(await lines(guard.state), ['-N DOCKER-USER']);
   });
 
-  test('without node addresses the forwarded rule names no destination; a rule dockerd dropped is put back', async () => {
-    const guard = await runGuard('state-2', { GUARD_ID: 'def456', GUARD_NODES: '' }, ['-N DOCKER-USER']);
+  test('two guards on one node draw two chains (one stopping leaves the other\'s); without node addresses the forwarded rule names no destination; a rule dockerd dropped is put back', async () => {
+    const guard = await runGuard('state-2', { GUARD_NODES: '' }, ['-N DOCKER-USER']);
     try {
-      await eventually(async () => ((await lines(guard.state)).includes(`-A SLWG-def456 ${RULE}`) ? true : undefined), 30_000, 'the rule');
+      const chain = await chainOf(guard.state);
+      await eventually(async () => ((await lines(guard.state)).includes(`-A ${chain} ${RULE}`) ? true : undefined), 30_000, 'the rule');
       // Flushed behind its back (as a dockerd restart may do to its chains): the next round restores it.
-      await fs.writeFile(guard.state, '-N DOCKER-USER\n-N SLWG-def456\n-N SLWG-def456-in\n');
+      await fs.writeFile(guard.state, `-N DOCKER-USER\n-N ${chain}\n-N ${chain}-in\n`);
       await eventually(async () => {
         const now = await lines(guard.state);
-        return now.includes(`-A SLWG-def456 ${RULE}`) && now.includes('-A DOCKER-USER -j SLWG-def456') && now.includes('-A INPUT -j SLWG-def456-in') ? true : undefined;
+        return now.includes(`-A ${chain} ${RULE}`) && now.includes(`-A DOCKER-USER -j ${chain}`) && now.includes(`-A INPUT -j ${chain}-in`) ? true : undefined;
       }, 30_000, 'the rules put back');
     } finally {
       guard.child.kill('SIGTERM');
@@ -97,14 +106,21 @@ describe('node guard', () => {
 
   test('a value that is not what it should be ends the task before any rule is touched', async () => {
     for (const [name, env] of [
-      ['bad-id', { GUARD_ID: 'x; rm', GUARD_NODES: '10.0.0.1' }],
-      ['bad-node', { GUARD_ID: 'abc', GUARD_NODES: '10.0.0.1 $(true)' }],
-      ['bad-every', { GUARD_ID: 'abc', GUARD_NODES: '', GUARD_EVERY: '1s' }],
+      ['bad-node', { GUARD_NODES: '10.0.0.1 $(true)' }],
+      ['bad-every', { GUARD_NODES: '', GUARD_EVERY: '1s' }],
     ] as const) {
       const guard = await runGuard(name, env, ['-N DOCKER-USER']);
       assert.equal(await guard.exited, 2, name);
       assert.match(guard.stderr(), /slipway-guard: /);
       assert.deepEqual(await lines(`${guard.state}.calls`), [], name);
+    }
+    await fs.writeFile(path.join(dir, 'range'), 'x y\n');
+    try {
+      const guard = await runGuard('bad-range', { GUARD_NODES: '' }, ['-N DOCKER-USER']);
+      assert.equal(await guard.exited, 2);
+      assert.match(guard.stderr(), /bad port range/);
+    } finally {
+      await fs.writeFile(path.join(dir, 'range'), '32768\t60999\n');
     }
   });
 
@@ -118,7 +134,6 @@ describe('node guard', () => {
     assert.deepEqual(container['Command'], ['/bin/busybox', 'sh', '-c', GUARD_SCRIPT]);
     const env = container['Env'] as string[];
     assert.ok(env.includes('GUARD_NODES=10.0.0.1 10.0.0.2'), env.join(' '));
-    assert.ok(env.some((e) => /^GUARD_ID=[0-9a-f]{12}$/.test(e)), env.join(' '));
     assert.equal(spec.Labels?.[LABEL_GUARD], 'true');
     assert.equal(container.Labels?.[LABEL_GUARD], 'true');
     for (const labels of [spec.Labels ?? {}, container.Labels ?? {}]) {
@@ -126,11 +141,10 @@ describe('node guard', () => {
       assert.equal(labels['dev.slipway.instance'], undefined);
     }
     assert.equal(spec.Labels?.[LABEL_GUARD_SPEC], guardSpecHash(spec));
-    // The same inputs, in any order: the same spec; another node or image: another hash and other chains.
+    // The same inputs, in any order: the same spec; another node or image: another hash.
     assert.deepEqual(guardServiceSpec({ image: 'reg:5000/slipway-guard:0123', nodes: ['10.0.0.1', '10.0.0.2'] }), spec);
     const more = guardServiceSpec({ image: 'reg:5000/slipway-guard:0123', nodes: ['10.0.0.1', '10.0.0.2', '10.0.0.3'] });
     assert.notEqual(more.Labels?.[LABEL_GUARD_SPEC], spec.Labels?.[LABEL_GUARD_SPEC]);
-    assert.notDeepEqual((more.TaskTemplate?.ContainerSpec?.['Env'] as string[]).find((e) => e.startsWith('GUARD_ID=')), env.find((e) => e.startsWith('GUARD_ID=')));
     const image = guardServiceSpec({ image: 'reg:5000/slipway-guard:4567', nodes: ['10.0.0.1', '10.0.0.2'] });
     assert.notEqual(image.Labels?.[LABEL_GUARD_SPEC], spec.Labels?.[LABEL_GUARD_SPEC]);
     assert.throws(() => guardServiceSpec({ image: 'i', nodes: ['10.0.0.1 -j ACCEPT'] }), /not an IPv4 address/);

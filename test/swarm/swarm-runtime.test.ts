@@ -4,7 +4,9 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { after, before, describe, test } from 'node:test';
-import { createDockerEngine } from '../../src/runtime/docker/docker-engine.js';
+import { createDockerClient, createDockerEngine } from '../../src/runtime/docker/docker-engine.js';
+import { contentHash, guardImageFiles } from '../../src/runtime/swarm/guard-image.js';
+import { reconcileNodeGuard } from '../../src/runtime/swarm/guard-service.js';
 import { appRequest, eventually, upload } from '../helpers/apps.js';
 import { ensureBusyboxImage } from '../helpers/busybox-image.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -302,6 +304,33 @@ describe('swarm runtime', () => {
     const removed = await ts.request('DELETE', `/api/v1/deployments/${volumeApp}`, { token });
     assert.equal(removed.status, 204, removed.text);
     await eventually(async () => (nodeDocker(manager, ['service', 'ls', '-q', '--filter', `label=dev.slipway.deployment=${volumeApp}`]).trim() === '' ? true : undefined), 60_000, 'the service to be removed with its deployment');
+  });
+
+  test("the node guard: a new image replaces every node's task start-first (its chains in, the old ones out); turned off, every node's rules go; on again, they are back", async () => {
+    assert.ok(ts !== undefined && layout !== undefined);
+    const manager = layout.nodes[0];
+    assert.ok(manager !== undefined);
+    // Each task's chains, per node (the server also looks at the guard every minute: only what holds whoever updated it last is asserted).
+    const chains = (): string[][] => (layout?.nodes ?? []).map((node) =>
+      execFileSync('nsenter', [`--net=/run/netns/${node.netns}`, '--', 'iptables', '-S'], { encoding: 'utf8' }).split('\n').flatMap((line) => /^-N (SLWG-[0-9a-f]+)$/.exec(line)?.[1] ?? []));
+    const first = chains();
+    assert.ok(first.every((c) => c.length === 1), JSON.stringify(first));
+    const old = new Set(first.flat());
+    assert.equal(old.size, 3, 'a chain of its own for each task');
+    const files = await guardImageFiles('/bin/busybox');
+    const options = { docker: createDockerClient(`unix://${manager.socket}`), registry: { address: layout.registry }, busybox: '/bin/busybox', enabled: true, log: (): void => undefined };
+    const signal = AbortSignal.timeout(180_000);
+    assert.equal(await reconcileNodeGuard(options, files, await contentHash(files), signal), 'unchanged', 'the running guard is as wanted');
+    // Another image (the same files under another tag): an update; each node keeps one task's rules, the new one's.
+    assert.equal(await reconcileNodeGuard(options, files, '00000000feedface', signal), 'updated');
+    await eventually(async () => (chains().every((c) => c.length === 1 && !old.has(c[0] ?? '')) ? true : undefined), 90_000, "the new tasks' chains alone on every node");
+    for (let i = 0; i < 6; i++) assert.equal((await appRequest(ts.port, subdomain)).status, 200);
+    // Off: each task removes its chains as it stops.
+    const updated = new Set(chains().flat());
+    assert.equal(await reconcileNodeGuard({ ...options, enabled: false }, files, '', signal), 'removed');
+    await eventually(async () => (chains().every((c) => c.every((name) => !updated.has(name))) ? true : undefined), 60_000, 'every rule removed as its task stops');
+    assert.match(await reconcileNodeGuard(options, files, await contentHash(files), signal), /^(created|unchanged)$/);
+    await eventually(async () => (chains().every((c) => c.length === 1) ? true : undefined), 90_000, 'the guard back on every node');
   });
 
   test("a drained node's replicas leave the edge first and move to the other nodes, under load with no failed request; activate takes it back", async () => {

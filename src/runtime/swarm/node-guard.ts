@@ -23,16 +23,16 @@ const SECOND_NS = 1_000_000_000;
  * The task's program (a fixed text: every value comes from the environment, checked here before use).
  * In the node's namespace it keeps, in chains of its own (`SLWG-<id>` jumped to from DOCKER-USER for
  * what a container sends to another node, `SLWG-<id>-in` from INPUT for what it sends to its own
- * node), a DROP of every new TCP connection from docker_gwbridge (the containers' way out) to the
- * node's ephemeral range, where host-mode tasks are published; the forwarded one only towards the
- * swarm's nodes (GUARD_NODES), so apps still reach outside servers on high ports. Chains of an older
- * guard are removed at start; its own on SIGTERM. Checked again every GUARD_EVERY seconds.
+ * node; `<id>` drawn at random by each task, so two tasks on a node never share one), a DROP of
+ * every new TCP connection from docker_gwbridge (the containers' way out) to the node's ephemeral
+ * range, where host-mode tasks are published; the forwarded one only towards the swarm's nodes
+ * (GUARD_NODES), so apps still reach outside servers on high ports. Once its rules are in, other
+ * (older) tasks' chains go; its own go on SIGTERM. Checked again every GUARD_EVERY seconds.
  */
 export const GUARD_SCRIPT = `set -f
 IPT="\${GUARD_IPTABLES:-${GUARD_IPTABLES}}"
 ipt() { "$IPT" iptables "$@"; }
 fail() { echo "slipway-guard: $1" >&2; exit 2; }
-case "$GUARD_ID" in ''|*[!0-9a-f]*) fail 'GUARD_ID is not hex';; esac
 case "$GUARD_EVERY" in ''|*[!0-9]*) fail 'GUARD_EVERY is not a number';; esac
 for a in $GUARD_NODES; do case "$a" in *[!0-9.]*) fail "not an IPv4 address: $a";; esac; done
 # cat, not read: a sysctl file read a byte at a time ends after its first byte.
@@ -41,7 +41,9 @@ set -- $RANGE
 LO="\${1:-}"; HI="\${2:-}"
 case "$LO" in ''|*[!0-9]*) fail 'bad port range';; esac
 case "$HI" in ''|*[!0-9]*) fail 'bad port range';; esac
-FWD="SLWG-$GUARD_ID"
+ID=$(cat /proc/sys/kernel/random/uuid | tr -d '-' | cut -c1-12)
+case "$ID" in ''|*[!0-9a-f]*) fail 'no random id';; esac
+FWD="SLWG-$ID"
 drop_chains() {
   while ipt -D DOCKER-USER -j "$1" 2>/dev/null; do :; done
   while ipt -D INPUT -j "$1-in" 2>/dev/null; do :; done
@@ -61,12 +63,12 @@ apply() {
   jump DOCKER-USER "$FWD"
   jump INPUT "$FWD-in"
 }
-for c in $(ipt -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^SLWG-[0-9a-f]+$/ { print $2 }'); do
-  [ "$c" = "$FWD" ] || { echo "slipway-guard: removing an older guard's $c"; drop_chains "$c"; }
-done
 stop() { drop_chains "$FWD"; echo 'slipway-guard: rules removed'; exit 0; }
 trap stop TERM INT
 apply
+for c in $(ipt -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^SLWG-[0-9a-f]+$/ { print $2 }'); do
+  [ "$c" = "$FWD" ] || { echo "slipway-guard: removing another guard's $c"; drop_chains "$c"; }
+done
 echo "slipway-guard: containers kept off ports $LO-$HI (nodes: \${GUARD_NODES:-any})"
 while :; do
   sleep "$GUARD_EVERY" & wait $!
@@ -91,14 +93,12 @@ const sha256 = (text: string): string => crypto.createHash('sha256').update(text
 /**
  * The guard's service spec: one task per node (Mode Global) in the node's own network namespace
  * (the predefined `host` network), with NET_ADMIN and NET_RAW only, restarted whatever ends it,
- * start-first updates (a new task's rules are in place before the old one removes its own). Labelled
+ * start-first updates (a new task's rules are in before the old one removes its own). Labelled
  * with the hash of everything else in it.
  */
 export function guardServiceSpec(inputs: GuardSpecInputs): ServiceSpec {
   for (const address of inputs.nodes) if (!net.isIPv4(address)) throw new Error(`not an IPv4 address: ${address}`);
   const nodes = guardAddresses(inputs.nodes);
-  // The chains' name: a new one for every other spec, so a new task never removes what the old one keeps.
-  const id = sha256(JSON.stringify({ image: inputs.image, nodes, script: GUARD_SCRIPT, every: GUARD_EVERY_SECONDS })).slice(0, 12);
   const spec: ServiceSpec = {
     Name: GUARD_SERVICE,
     Labels: { [LABEL_GUARD]: 'true' },
@@ -107,7 +107,7 @@ export function guardServiceSpec(inputs: GuardSpecInputs): ServiceSpec {
         Image: inputs.image,
         Labels: { [LABEL_GUARD]: 'true' },
         Command: [GUARD_BUSYBOX, 'sh', '-c', GUARD_SCRIPT],
-        Env: [`GUARD_ID=${id}`, `GUARD_NODES=${nodes.join(' ')}`, `GUARD_EVERY=${GUARD_EVERY_SECONDS}`, `XTABLES_LIBDIR=${GUARD_XTABLES_DIR}`],
+        Env: [`GUARD_NODES=${nodes.join(' ')}`, `GUARD_EVERY=${GUARD_EVERY_SECONDS}`, `XTABLES_LIBDIR=${GUARD_XTABLES_DIR}`],
         CapabilityDrop: ['ALL'],
         CapabilityAdd: ['CAP_NET_ADMIN', 'CAP_NET_RAW'],
         StopGracePeriod: 10 * SECOND_NS,
