@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { contentHash } from '../../src/runtime/swarm/guard-image.js';
-import { GUARD_SCRIPT, LABEL_GUARD, LABEL_GUARD_SPEC, guardAddresses, guardServiceSpec, guardSpecHash } from '../../src/runtime/swarm/node-guard.js';
+import { GUARD_SCRIPT, LABEL_GUARD, LABEL_GUARD_SPEC, guardAddresses, guardPorts, guardServiceSpec, guardSpecHash } from '../../src/runtime/swarm/node-guard.js';
 import { eventually } from '../helpers/apps.js';
 
 const RULE = '-i docker_gwbridge -p tcp --dport 32768:60999 -m conntrack --ctstate NEW -j DROP';
@@ -62,7 +62,7 @@ describe('node guard', () => {
 
   test("the loop keeps one DROP per node towards the published ports, one for the node itself, jumps from DOCKER-USER and INPUT; another guard's chains go once its own are in; SIGTERM removes its own", async () => {
     const older = ['-N DOCKER-USER', '-A DOCKER-USER -j SLWG-0000aaaa', '-N SLWG-0000aaaa', '-A SLWG-0000aaaa -d 10.0.0.9 ' + RULE, '-N SLWG-0000aaaa-in', '-A INPUT -j SLWG-0000aaaa-in'];
-    const guard = await runGuard('state-1', { GUARD_NODES: '10.0.0.1 10.0.0.2' }, older);
+    const guard = await runGuard('state-1', { GUARD_NODES: '10.0.0.1 10.0.0.2', GUARD_PORTS: '2375 5000' }, older);
     try {
       const chain = await chainOf(guard.state, 'SLWG-0000aaaa');
       // Three rounds at least: the later ones find every rule in place and add none.
@@ -70,9 +70,11 @@ describe('node guard', () => {
       assert.deepEqual((await lines(guard.state)).sort(), [
         `-A DOCKER-USER -j ${chain}`,
         `-A INPUT -j ${chain}-in`,
-        `-A ${chain} -d 10.0.0.1 ${RULE}`,
-        `-A ${chain} -d 10.0.0.2 ${RULE}`,
-        `-A ${chain}-in ${RULE}`,
+        ...['32768:60999', '2375', '5000'].flatMap((port) => [
+          `-A ${chain} -d 10.0.0.1 ${RULE.replace('32768:60999', port)}`,
+          `-A ${chain} -d 10.0.0.2 ${RULE.replace('32768:60999', port)}`,
+          `-A ${chain}-in ${RULE.replace('32768:60999', port)}`,
+        ]),
         '-N DOCKER-USER',
         `-N ${chain}`,
         `-N ${chain}-in`,
@@ -108,6 +110,7 @@ describe('node guard', () => {
     for (const [name, env] of [
       ['bad-node', { GUARD_NODES: '10.0.0.1 $(true)' }],
       ['bad-every', { GUARD_NODES: '', GUARD_EVERY: '1s' }],
+      ['bad-port', { GUARD_NODES: '', GUARD_PORTS: '5000 -j' }],
     ] as const) {
       const guard = await runGuard(name, env, ['-N DOCKER-USER']);
       assert.equal(await guard.exited, 2, name);
@@ -125,7 +128,7 @@ describe('node guard', () => {
   });
 
   test('the spec: one task per node in the host network with NET_ADMIN and NET_RAW only, labelled as the guard (never as an app), hashed over everything in it', () => {
-    const spec = guardServiceSpec({ image: 'reg:5000/slipway-guard:0123', nodes: ['10.0.0.2', '10.0.0.1'] });
+    const spec = guardServiceSpec({ image: 'reg:5000/slipway-guard:0123', nodes: ['10.0.0.2', '10.0.0.1'], ports: [5000, 2375] });
     assert.deepEqual(spec.Mode, { Global: {} });
     assert.deepEqual(spec.TaskTemplate?.['Networks'], [{ Target: 'host' }]);
     const container = spec.TaskTemplate?.ContainerSpec ?? {};
@@ -142,16 +145,22 @@ describe('node guard', () => {
     }
     assert.equal(spec.Labels?.[LABEL_GUARD_SPEC], guardSpecHash(spec));
     // The same inputs, in any order: the same spec; another node or image: another hash.
-    assert.deepEqual(guardServiceSpec({ image: 'reg:5000/slipway-guard:0123', nodes: ['10.0.0.1', '10.0.0.2'] }), spec);
-    const more = guardServiceSpec({ image: 'reg:5000/slipway-guard:0123', nodes: ['10.0.0.1', '10.0.0.2', '10.0.0.3'] });
+    assert.deepEqual(guardServiceSpec({ image: 'reg:5000/slipway-guard:0123', nodes: ['10.0.0.1', '10.0.0.2'], ports: [5000, 2375] }), spec);
+    const more = guardServiceSpec({ image: 'reg:5000/slipway-guard:0123', nodes: ['10.0.0.1', '10.0.0.2', '10.0.0.3'], ports: [5000, 2375] });
     assert.notEqual(more.Labels?.[LABEL_GUARD_SPEC], spec.Labels?.[LABEL_GUARD_SPEC]);
-    const image = guardServiceSpec({ image: 'reg:5000/slipway-guard:4567', nodes: ['10.0.0.1', '10.0.0.2'] });
+    const image = guardServiceSpec({ image: 'reg:5000/slipway-guard:4567', nodes: ['10.0.0.1', '10.0.0.2'], ports: [5000, 2375] });
     assert.notEqual(image.Labels?.[LABEL_GUARD_SPEC], spec.Labels?.[LABEL_GUARD_SPEC]);
-    assert.throws(() => guardServiceSpec({ image: 'i', nodes: ['10.0.0.1 -j ACCEPT'] }), /not an IPv4 address/);
+    assert.throws(() => guardServiceSpec({ image: 'i', nodes: ['10.0.0.1 -j ACCEPT'], ports: [] }), /not an IPv4 address/);
+    assert.throws(() => guardServiceSpec({ image: 'i', nodes: [], ports: [70000] }), /not a port/);
+    assert.ok(env.includes('GUARD_PORTS=2375 5000'), env.join(' '));
   });
 
-  test('node addresses: IPv4 only, each once, sorted', () => {
+  test('node addresses: IPv4 only, each once, sorted; ports: the engine API and the registry\'s own when named (never a privileged one)', () => {
     assert.deepEqual(guardAddresses(['10.0.0.3', '', 'fd00::1', '10.0.0.1', '10.0.0.3', 'node-1']), ['10.0.0.1', '10.0.0.3']);
+    assert.deepEqual(guardPorts('10.0.0.1:5000'), [2375, 2376, 5000]);
+    assert.deepEqual(guardPorts('registry.example.com:5443/apps'), [2375, 2376, 5443]);
+    assert.deepEqual(guardPorts('registry.example.com'), [2375, 2376]);
+    assert.deepEqual(guardPorts('registry.example.com:443'), [2375, 2376]);
   });
 
   test("the image's content hash follows each file's bytes and place", async () => {

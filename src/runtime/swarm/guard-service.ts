@@ -2,7 +2,7 @@
 import type Dockerode from 'dockerode';
 import { statusCode } from '../docker/engine-calls.js';
 import { buildGuardImage, contentHash, guardImageFiles, type ImageFile } from './guard-image.js';
-import { GUARD_SERVICE, LABEL_GUARD, LABEL_GUARD_SPEC, guardAddresses, guardServiceSpec } from './node-guard.js';
+import { GUARD_SERVICE, LABEL_GUARD, LABEL_GUARD_SPEC, guardAddresses, guardPorts, guardServiceSpec } from './node-guard.js';
 import { pushImage, registryAuth, type RegistrySettings } from './registry-push.js';
 import { nodeAddress, type SwarmNode, type SwarmService } from './swarm-service.js';
 
@@ -54,7 +54,7 @@ export async function reconcileNodeGuard(options: NodeGuardOptions, files: reado
   }
   const nodes = guardAddresses(((await docker.listNodes()) as SwarmNode[]).map(nodeAddress));
   const image = `${options.registry.address.replace(/\/+$/, '')}/${GUARD_SERVICE}:${hash}`;
-  const spec = guardServiceSpec({ image, nodes });
+  const spec = guardServiceSpec({ image, nodes, ports: guardPorts(options.registry.address) });
   if (existing !== undefined && existing.Spec?.Labels?.[LABEL_GUARD_SPEC] === spec.Labels?.[LABEL_GUARD_SPEC]) return 'unchanged';
   // The image: built on this engine once per content, pushed (again: cheap when the registry has it) before nodes pull it.
   const local = `${GUARD_SERVICE}:${hash}`;

@@ -26,7 +26,8 @@ const SECOND_NS = 1_000_000_000;
  * node; `<id>` drawn at random by each task, so two tasks on a node never share one), a DROP of
  * every new TCP connection from docker_gwbridge (the containers' way out) to the node's ephemeral
  * range, where host-mode tasks are published; the forwarded one only towards the swarm's nodes
- * (GUARD_NODES), so apps still reach outside servers on high ports. Once its rules are in, other
+ * (GUARD_NODES), so apps still reach outside servers on high ports; the same for the ports in
+ * GUARD_PORTS (an engine's TCP API, the registry nodes pull from). Once its rules are in, other
  * (older) tasks' chains go; its own go on SIGTERM. Checked again every GUARD_EVERY seconds.
  */
 export const GUARD_SCRIPT = `set -f
@@ -35,6 +36,7 @@ ipt() { "$IPT" iptables "$@"; }
 fail() { echo "slipway-guard: $1" >&2; exit 2; }
 case "$GUARD_EVERY" in ''|*[!0-9]*) fail 'GUARD_EVERY is not a number';; esac
 for a in $GUARD_NODES; do case "$a" in *[!0-9.]*) fail "not an IPv4 address: $a";; esac; done
+for p in $GUARD_PORTS; do case "$p" in ''|*[!0-9]*) fail "not a port: $p";; esac; done
 # cat, not read: a sysctl file read a byte at a time ends after its first byte.
 RANGE=$(cat "\${GUARD_RANGE_FILE:-/proc/sys/net/ipv4/ip_local_port_range}") || fail 'no port range'
 set -- $RANGE
@@ -54,12 +56,14 @@ rule() { c="$1"; shift; ipt -C "$c" "$@" 2>/dev/null || { echo "slipway-guard: a
 jump() { ipt -C "$1" -j "$2" 2>/dev/null || { echo "slipway-guard: $1 jumps to $2"; ipt -I "$1" -j "$2"; }; }
 apply() {
   ipt -N "$FWD" 2>/dev/null; ipt -N "$FWD-in" 2>/dev/null
-  if [ -n "$GUARD_NODES" ]; then
-    for a in $GUARD_NODES; do rule "$FWD" -d "$a" -i docker_gwbridge -p tcp --dport "$LO:$HI" -m conntrack --ctstate NEW -j DROP; done
-  else
-    rule "$FWD" -i docker_gwbridge -p tcp --dport "$LO:$HI" -m conntrack --ctstate NEW -j DROP
-  fi
-  rule "$FWD-in" -i docker_gwbridge -p tcp --dport "$LO:$HI" -m conntrack --ctstate NEW -j DROP
+  for p in "$LO:$HI" $GUARD_PORTS; do
+    if [ -n "$GUARD_NODES" ]; then
+      for a in $GUARD_NODES; do rule "$FWD" -d "$a" -i docker_gwbridge -p tcp --dport "$p" -m conntrack --ctstate NEW -j DROP; done
+    else
+      rule "$FWD" -i docker_gwbridge -p tcp --dport "$p" -m conntrack --ctstate NEW -j DROP
+    fi
+    rule "$FWD-in" -i docker_gwbridge -p tcp --dport "$p" -m conntrack --ctstate NEW -j DROP
+  done
   jump DOCKER-USER "$FWD"
   jump INPUT "$FWD-in"
 }
@@ -69,7 +73,7 @@ apply
 for c in $(ipt -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^SLWG-[0-9a-f]+$/ { print $2 }'); do
   [ "$c" = "$FWD" ] || { echo "slipway-guard: removing another guard's $c"; drop_chains "$c"; }
 done
-echo "slipway-guard: containers kept off ports $LO-$HI (nodes: \${GUARD_NODES:-any})"
+echo "slipway-guard: containers kept off ports $LO-$HI \${GUARD_PORTS} (nodes: \${GUARD_NODES:-any})"
 while :; do
   sleep "$GUARD_EVERY" & wait $!
   apply
@@ -86,6 +90,23 @@ export interface GuardSpecInputs {
   readonly image: string;
   /** The swarm's nodes' addresses (guardAddresses). */
   readonly nodes: readonly string[];
+  /** More TCP ports of the nodes kept from containers (guardPorts). */
+  readonly ports: readonly number[];
+}
+
+/** Engine API ports (plain and TLS): root on a node, never for an app. */
+export const ENGINE_PORTS: readonly number[] = [2375, 2376];
+
+/**
+ * The nodes' ports kept from containers besides the ephemeral range: the engine's TCP API and the
+ * port of the registry (where nodes pull every tenant's image from) when its address names one.
+ * Privileged ports (below 1024) stay open: the edge's own may be among them.
+ */
+export function guardPorts(registryAddress: string): number[] {
+  const host = registryAddress.split('/')[0] ?? '';
+  const port = /:(\d+)$/.exec(host)?.[1];
+  const registry = port === undefined ? [] : [Number(port)];
+  return [...new Set([...ENGINE_PORTS, ...registry])].filter((p) => Number.isInteger(p) && p >= 1024 && p <= 65535).sort((a, b) => a - b);
 }
 
 const sha256 = (text: string): string => crypto.createHash('sha256').update(text).digest('hex');
@@ -98,6 +119,7 @@ const sha256 = (text: string): string => crypto.createHash('sha256').update(text
  */
 export function guardServiceSpec(inputs: GuardSpecInputs): ServiceSpec {
   for (const address of inputs.nodes) if (!net.isIPv4(address)) throw new Error(`not an IPv4 address: ${address}`);
+  for (const port of inputs.ports) if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`not a port: ${port}`);
   const nodes = guardAddresses(inputs.nodes);
   const spec: ServiceSpec = {
     Name: GUARD_SERVICE,
@@ -107,7 +129,7 @@ export function guardServiceSpec(inputs: GuardSpecInputs): ServiceSpec {
         Image: inputs.image,
         Labels: { [LABEL_GUARD]: 'true' },
         Command: [GUARD_BUSYBOX, 'sh', '-c', GUARD_SCRIPT],
-        Env: [`GUARD_NODES=${nodes.join(' ')}`, `GUARD_EVERY=${GUARD_EVERY_SECONDS}`, `XTABLES_LIBDIR=${GUARD_XTABLES_DIR}`],
+        Env: [`GUARD_NODES=${nodes.join(' ')}`, `GUARD_PORTS=${[...new Set(inputs.ports)].sort((a, b) => a - b).join(' ')}`, `GUARD_EVERY=${GUARD_EVERY_SECONDS}`, `XTABLES_LIBDIR=${GUARD_XTABLES_DIR}`],
         CapabilityDrop: ['ALL'],
         CapabilityAdd: ['CAP_NET_ADMIN', 'CAP_NET_RAW'],
         StopGracePeriod: 10 * SECOND_NS,
