@@ -2,7 +2,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
-import type { Quotas } from './domain/quotas.js';
 
 /** Server settings (decisions §1 plus the operational knobs documented in docs/configuration.md). */
 export interface Config {
@@ -38,7 +37,7 @@ export interface Config {
   /** SLIPWAY_MAX_CONCURRENT_BUILDS: builds running at once across all deployments. */
   readonly maxConcurrentBuilds: number;
   /** SLIPWAY_QUOTA_*: each user's quotas unless an administrator sets the user's own (administrators have none). */
-  readonly quotas: Quotas;
+  readonly quotas: { readonly deployments: number; readonly concurrent_builds: number; readonly upload_bytes: number; readonly api_keys: number };
   /** Live releases started again at once by recovery (after a restart, or containers found stopped). */
   readonly recoveryConcurrency: number;
   /** Between two samples of each running app's metrics history (SLIPWAY_METRICS_INTERVAL_SECONDS, 1 to 60, default 10; an hour of samples is kept). */

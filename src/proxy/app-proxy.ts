@@ -15,7 +15,7 @@ import {
 } from './pages.js';
 import { failResponse, openUpstreamRequest, joinUpgrade, relayResponse, stripHopByHop } from './relay.js';
 import type { Route, RoutingTable, Upstream } from './routing-table.js';
-import { FORWARD_HEADER_NAMES } from '../tunnel/instance-calls.js';
+import { FORWARD_HEADER_NAMES } from './forward-headers.js';
 
 export interface AppProxyOptions {
   table: RoutingTable;

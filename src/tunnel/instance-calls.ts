@@ -1,24 +1,14 @@
 // Calls between control-plane instances (a visitor forwarded to the instance holding a tunnel): signed with a key derived from the installation key.
 import crypto from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import { FORWARD_HEADERS } from '../proxy/forward-headers.js';
+
+export { FORWARD_HEADER_NAMES, FORWARD_HEADERS } from '../proxy/forward-headers.js';
 
 /** The HKDF info label of the inter-instance key (its own purpose: never the key that encrypts values). */
 export const INSTANCE_CALL_KEY_INFO = 'slipway inter-instance calls v1';
 /** How far a call's timestamp may be from the receiver's clock, either way; nonces are remembered this long. */
 export const CALL_WINDOW_MS = 30_000;
-
-/** The headers a forwarded call carries (lower case); a visitor's own are never passed on. */
-export const FORWARD_HEADERS = {
-  timestamp: 'slipway-forward-timestamp',
-  nonce: 'slipway-forward-nonce',
-  instance: 'slipway-forward-instance',
-  for: 'slipway-forward-for',
-  proto: 'slipway-forward-proto',
-  signature: 'slipway-forward-signature',
-} as const;
-
-/** Every forward header name, to drop them from whatever reaches an app or a tunnel. */
-export const FORWARD_HEADER_NAMES: readonly string[] = Object.values(FORWARD_HEADERS);
 
 /** What is signed: the request as the holder will serve it, the visitor's address, and who it is for. */
 export interface CallFacts {

@@ -7,7 +7,7 @@ import type net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EdgeLimits } from '../../config.js';
 import type { RoutingTable, Upstream } from '../routing-table.js';
-import type { CertificateSource, TlsCertificate } from '../../tls/certificates.js';
+import type { CertificateSource, TlsCertificate } from '../certificate-source.js';
 import { APPS_BACKEND, errorPageFiles, renderCountMap, renderHaproxyConfig, renderHostMap, type AppServer, type HaproxyFiles } from './haproxy-config.js';
 import { HaproxyProcess } from './haproxy-process.js';
 import { isSafeWord, RuntimeApi } from './runtime-api.js';
