@@ -54,6 +54,28 @@ export function databaseTunnelClaimStore(db: Db): TunnelClaimStore {
       return rows.map((row) => ({ subdomain: row.subdomain, tunnelId: row.id, runner: row.runner, userId: row.user_id, apiKeyId: row.api_key_id, connectedAt: row.connected_at }));
     },
 
+    async revokedOwners(runner) {
+      const [keys, users] = await Promise.all([
+        db
+          .selectFrom('tunnels')
+          .leftJoin('api_keys', 'api_keys.id', 'tunnels.api_key_id')
+          .select('tunnels.api_key_id as id')
+          .distinct()
+          .where('tunnels.runner', '=', runner)
+          .where('api_keys.id', 'is', null)
+          .execute(),
+        db
+          .selectFrom('tunnels')
+          .innerJoin('users', 'users.id', 'tunnels.user_id')
+          .select('tunnels.user_id as id')
+          .distinct()
+          .where('tunnels.runner', '=', runner)
+          .where('users.disabled', '=', 1)
+          .execute(),
+      ]);
+      return { apiKeyIds: keys.map((k) => k.id), userIds: users.map((u) => u.id) };
+    },
+
     async releaseHeldOutside(live) {
       return db.transaction().execute(async (trx) => {
         let query = trx.selectFrom('tunnels').select(['id', 'subdomain']).where('runner', 'is not', null);

@@ -47,6 +47,8 @@ export interface TunnelClaimStore {
   holders(subdomain?: string): Promise<TunnelHolder[]>;
   /** Drops every tunnel held by an instance not in `live` (lost); returns their subdomains. */
   releaseHeldOutside(live: readonly string[]): Promise<string[]>;
+  /** Of the tunnels `runner` holds: the API keys deleted since they connected, and the users disabled since. */
+  revokedOwners(runner: string): Promise<{ apiKeyIds: string[]; userIds: string[] }>;
 }
 
 /** Authenticates a tunnel client: API keys only (session tokens are refused). Sets last_used_at. */

@@ -86,6 +86,7 @@ export class InstanceTunnels {
       dropLocal: (subdomain, tunnelId) => tunnels.relinquish(subdomain, tunnelId),
       closeForKey: (apiKeyId) => tunnels.closeForKey(apiKeyId),
       closeForUser: (userId) => tunnels.closeForUser(userId),
+      revoked: () => deps.claims.revokedOwners(deps.self),
       target: (holder, url) => new RemoteTunnel(holder, url, context),
       self: deps.self,
       resyncMs: deps.resyncMs,

@@ -27,6 +27,11 @@ export interface RemoteTunnelSyncDeps {
   readonly closeForKey: (apiKeyId: string) => void;
   /** Closes this instance's tunnels of the user (disabled on another instance). */
   readonly closeForUser: (userId: string) => void;
+  /**
+   * Of this instance's tunnels, the API keys deleted and the users disabled since they connected:
+   * read at every resync, so an announcement this instance missed (its feed was down) closes them still.
+   */
+  readonly revoked: () => Promise<{ apiKeyIds: readonly string[]; userIds: readonly string[] }>;
   /** The target forwarding to `holder` at `url`. */
   readonly target: (holder: string, url: string) => StreamTarget;
   readonly self: string;
@@ -115,6 +120,9 @@ export function syncRemoteTunnels(deps: RemoteTunnelSyncDeps): RemoteTunnelSync 
       apply(row.subdomain, row, instances, mark);
     }
     for (const subdomain of [...published.keys()]) if (!held.has(subdomain) && (changedAt.get(subdomain) ?? 0) <= mark) withdraw(subdomain);
+    const revoked = await deps.revoked();
+    for (const apiKeyId of revoked.apiKeyIds) deps.closeForKey(apiKeyId);
+    for (const userId of revoked.userIds) deps.closeForUser(userId);
   };
 
   // One sync at a time, in order.

@@ -112,3 +112,20 @@ test('where each tunnel is held is on its row; a reconnect elsewhere moves it; a
   assert.equal(await claimTunnelSubdomain(claims(), RUNNER_B, 'held-y', owner(alice), crypto.randomUUID()), 'ok', 'the name is free');
   assert.equal((await claims().holders('held-x')).length, 1);
 });
+
+test("of an instance's tunnels, the API keys deleted and the users disabled since they connected", async () => {
+  const live = crypto.randomUUID();
+  await db.insertInto('api_keys').values({ id: live, user_id: alice.userId, name: 'live', key_prefix: 'sw_live', key_hash: crypto.randomUUID(), created_at: new Date().toISOString() }).execute();
+  const runner = crypto.randomUUID();
+  assert.equal(await claimTunnelSubdomain(claims(), runner, 'revoked-a', { userId: alice.userId, apiKeyId: live }, crypto.randomUUID()), 'ok');
+  assert.equal(await claimTunnelSubdomain(claims(), runner, 'revoked-b', { userId: alice.userId, apiKeyId: 'deleted-key' }, crypto.randomUUID()), 'ok');
+  assert.equal(await claimTunnelSubdomain(claims(), runner, 'revoked-c', { userId: bob.userId, apiKeyId: live }, crypto.randomUUID()), 'ok');
+  assert.equal(await claimTunnelSubdomain(claims(), RUNNER_B, 'revoked-d', { userId: alice.userId, apiKeyId: 'other-deleted' }, crypto.randomUUID()), 'ok');
+  assert.deepEqual(await claims().revokedOwners(runner), { apiKeyIds: ['deleted-key'], userIds: [] });
+  await db.updateTable('users').set({ disabled: 1 }).where('id', '=', bob.userId).execute();
+  try {
+    assert.deepEqual(await claims().revokedOwners(runner), { apiKeyIds: ['deleted-key'], userIds: [bob.userId] });
+  } finally {
+    await db.updateTable('users').set({ disabled: 0 }).where('id', '=', bob.userId).execute();
+  }
+});

@@ -17,7 +17,7 @@ function held(subdomain: string, tunnelId: string, runner: string): TunnelHolder
   return { subdomain, tunnelId, runner, userId: 'u1', apiKeyId: 'k1', connectedAt: '2026-11-27T00:00:00.000Z' };
 }
 
-function setup(self = 'me') {
+function setup(self = 'me', resyncMs = 60_000) {
   const coordination = memoryCoordination();
   const table = new RoutingTable('apps.test');
   const plane = nodeDataPlane(table, { drain: async () => undefined });
@@ -28,6 +28,8 @@ function setup(self = 'me') {
   const logs: string[] = [];
   const keysClosed: string[] = [];
   const usersClosed: string[] = [];
+  /** What the database says of this instance's tunnels' keys and users. */
+  const revoked = { apiKeyIds: [] as string[], userIds: [] as string[] };
   const sync = syncRemoteTunnels({
     coordination,
     holders: async (subdomain) => rows.filter((r) => subdomain === undefined || r.subdomain === subdomain),
@@ -42,15 +44,16 @@ function setup(self = 'me') {
     },
     closeForKey: (apiKeyId) => keysClosed.push(apiKeyId),
     closeForUser: (userId) => usersClosed.push(userId),
+    revoked: async () => revoked,
     target: (holder, url): FakeTarget => ({ holder, url, handleRequest: () => undefined, handleUpgrade: () => undefined }),
     self,
-    resyncMs: 60_000,
+    resyncMs,
     log: (_level, msg) => logs.push(msg),
   });
   /** Another instance announces a change of `subdomain`. */
   const announce = (origin: string, subdomain: string): void => coordination.announce(`${origin} ${TUNNEL}${subdomain}`);
   const routeOf = (subdomain: string): Route | undefined => table.get(subdomain);
-  return { coordination, table, rows, instances, locals, dropped, logs, keysClosed, usersClosed, sync, announce, routeOf };
+  return { coordination, table, rows, instances, locals, dropped, logs, keysClosed, usersClosed, revoked, sync, announce, routeOf };
 }
 
 function targetOf(route: Route | undefined): FakeTarget | undefined {
@@ -143,6 +146,20 @@ describe('tunnel routes across instances', () => {
     await eventually(async () => (here.usersClosed.length > 0 ? true : undefined), 5000, 'the user announced by another instance');
     assert.deepEqual(here.usersClosed, ['user-2']);
     assert.deepEqual(here.keysClosed, []);
+    here.sync.stop();
+  });
+
+  test('a key deleted or a user disabled while the feed was down closes their tunnels here at the next resync', async () => {
+    const here = setup('me', 100);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.deepEqual([here.keysClosed, here.usersClosed], [[], []]);
+    // No announcement reached this instance; the database has the change.
+    here.revoked.apiKeyIds.push('key-9');
+    here.revoked.userIds.push('user-9');
+    // The periodic resync (and the one after the feed reconnects) reads everything again.
+    await eventually(async () => (here.keysClosed.length > 0 && here.usersClosed.length > 0 ? true : undefined), 5000, 'the missed changes applied');
+    // (Closed again at each resync until the tunnels are gone; closing a closed one is a no-op.)
+    assert.deepEqual([[...new Set(here.keysClosed)], [...new Set(here.usersClosed)]], [['key-9'], ['user-9']]);
     here.sync.stop();
   });
 });
