@@ -259,18 +259,28 @@ export async function removeInstanceObjects(instance: string): Promise<void> {
  */
 async function removeNetworkWhenFree(engine: ReturnType<typeof createDockerEngine>, id: string): Promise<void> {
   const deadline = Date.now() + 60_000;
+  const docker = new Dockerode();
   for (let attempt = 0; ; attempt++) {
     try {
       await engine.removeNetwork(id);
       return;
     } catch (err) {
-      if (!/active endpoints/i.test(String(err)) || Date.now() > deadline) throw err;
+      if (!/active endpoints/i.test(String(err))) throw err;
+      if (Date.now() > deadline) {
+        // Docker 20.10 can keep an endpoint of a container already gone (libnetwork's stale endpoint):
+        // nothing is attached that a test could remove, so the leftover network is reported, not failed on.
+        const info = (await docker.getNetwork(id).inspect().catch(() => ({}))) as { Name?: string; Containers?: Record<string, unknown> };
+        if (Object.keys(info.Containers ?? {}).length > 0) throw err;
+        process.stderr.write(`[test cleanup] network ${info.Name ?? id} kept a stale endpoint (no container attached); left in place\n`);
+        return;
+      }
     }
     if (attempt >= 3) {
-      const docker = new Dockerode();
       const info = (await docker.getNetwork(id).inspect()) as { Containers?: Record<string, unknown> };
       for (const container of Object.keys(info.Containers ?? {})) {
         await docker.getContainer(container).remove({ force: true }).catch(() => undefined);
+        // An endpoint whose container is gone goes only with a forced disconnect.
+        await docker.getNetwork(id).disconnect({ Container: container, Force: true }).catch(() => undefined);
       }
     }
     await new Promise((resolve) => setTimeout(resolve, 500));
