@@ -33,15 +33,15 @@ export async function selectRuntime(config: RuntimeConfig, engine: ContainerEngi
   const manager = createDockerClient(config.dockerHost);
   const ownRegistry = config.registry === undefined ? await startOwnRegistry({ docker: manager, dataDir: config.dataDir, port: config.registryPort, log }) : undefined;
   const images = config.registry ?? { address: ownRegistry?.address ?? '' };
-  const registryReady = ownRegistry === undefined ? {} : { registryReady: ownRegistry.ready.bind(ownRegistry) };
+  const registryReady = ownRegistry?.ready.bind(ownRegistry);
   // SLIPWAY_SWARM_NODE_ENGINES: the other nodes' engines, read for the figures of their replicas (docs/swarm.md).
   const tls = config.swarmNodeTls;
   const nodeEngines = config.swarmNodeEngines.length === 0
     ? {}
     : { nodeEngines: configuredNodeEngines(config.swarmNodeEngines, (url) => createDockerEngine(url, {}, url.startsWith('unix://') ? undefined : tls)) };
   if (config.swarmNodeEngines.length === 0) log('info', "SLIPWAY_SWARM_NODE_ENGINES is unset: metrics cover the replicas on the manager's node only");
-  const swarm = new SwarmRuntime(manager, engine, { registry: images, probePath: config.swarmProbePath, ...registryReady, ...nodeEngines, warn: (message) => log('warn', message) });
+  const swarm = new SwarmRuntime(manager, engine, { registry: images, probePath: config.swarmProbePath, ...(registryReady === undefined ? {} : { registryReady }), ...nodeEngines, warn: (message) => log('warn', message) });
   // Tenants apart on every node (decisions §16): no container reaches a published port of its node or another's.
-  const guard = startNodeGuard({ docker: manager, registry: images, registryReady: ownRegistry?.ready.bind(ownRegistry), busybox: config.swarmProbePath, enabled: config.swarmGuard, log });
+  const guard = startNodeGuard({ docker: manager, registry: images, registryReady, busybox: config.swarmProbePath, enabled: config.swarmGuard, log });
   return { runtime: swarm, nodes: swarmNodes(manager, instanceId), swarm, ownRegistry, guard };
 }

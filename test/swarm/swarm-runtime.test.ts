@@ -47,6 +47,17 @@ describe('swarm runtime', () => {
     assert.equal(res.status, 200, res.text);
     return res.json as Array<{ id: string; address: string; availability: string; state: string; replicas: number }>;
   };
+  /** Requests through the edge until three replicas (their hostnames, `/who.txt`) have answered; every answer is a 200. */
+  const threeReplicasAnswer = (what: string): Promise<Set<string>> =>
+    eventually(async () => {
+      const seen = new Set<string>();
+      for (let i = 0; i < 12; i++) {
+        const res = await appRequest(ts?.port ?? 0, subdomain, { path: '/who.txt' });
+        assert.equal(res.status, 200, res.body);
+        seen.add(res.body.trim());
+      }
+      return seen.size === 3 ? seen : undefined;
+    }, 60_000, what);
   /** Requests through the edge until stopped; every answer that is not 200 is a failure. */
   const load = (): { stop: () => Promise<{ requests: number; failures: string[]; bodies: Set<string> }> } => {
     let stopped = false;
@@ -115,15 +126,7 @@ describe('swarm runtime', () => {
       assert.match(images, new RegExp(`^${layout.registry.replace(/\./g, '\\.')}/slipway-${id}:`, 'm'));
     }
     // The edge reaches every replica directly on its node.
-    const hostnames = await eventually(async () => {
-      const seen = new Set<string>();
-      for (let i = 0; i < 12; i++) {
-        const res = await appRequest(ts?.port ?? 0, subdomain, { path: '/who.txt' });
-        assert.equal(res.status, 200, res.body);
-        seen.add(res.body.trim());
-      }
-      return seen.size === 3 ? seen : undefined;
-    }, 60_000, 'every replica to answer through the edge');
+    const hostnames = await threeReplicasAnswer('every replica to answer through the edge');
     assert.equal(hostnames.size, 3);
 
     // Logs of every replica, wherever it runs, read through the manager and prefixed with its number.
@@ -274,15 +277,7 @@ describe('swarm runtime', () => {
     for (const upstream of published) {
       assert.equal(dial(upstream.host, upstream.port), false, `another deployment reaches the replica at ${upstream.host}:${upstream.port}`);
     }
-    const served = await eventually(async () => {
-      const seen = new Set<string>();
-      for (let i = 0; i < 12; i++) {
-        const res = await appRequest(ts?.port ?? 0, subdomain, { path: '/who.txt' });
-        assert.equal(res.status, 200, res.body);
-        seen.add(res.body.trim());
-      }
-      return seen.size === 3 ? seen : undefined;
-    }, 60_000, 'every replica to answer through the edge with the guard in place');
+    const served = await threeReplicasAnswer('every replica to answer through the edge with the guard in place');
     assert.equal(served.size, 3);
 
     // Its node drained, a new release of it cannot be placed anywhere: the build fails with swarm's reason.

@@ -1,4 +1,20 @@
 // Calls to the Docker engine: time limits and aborts that also hold for dockerode methods ignoring their signal, and the engine's status codes and messages.
+import type Dockerode from 'dockerode';
+
+/**
+ * Reads a build or push progress stream to its end; rejects with the engine's own error when an
+ * event carries one (a failed push or build still ends its stream normally).
+ */
+export function followProgress(docker: Dockerode, stream: NodeJS.ReadableStream, what: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    docker.modem.followProgress(stream, (err: Error | null, output: Array<{ error?: string; errorDetail?: { message?: string } }>) => {
+      const failed = output.find((event) => event.error !== undefined || event.errorDetail !== undefined);
+      if (err !== null) reject(err);
+      else if (failed !== undefined) reject(new Error(failed.errorDetail?.message ?? failed.error ?? `${what} failed`));
+      else resolve();
+    });
+  });
+}
 
 /**
  * Runs `run` with a signal that fires after `ms` (or when `outer` aborts). The call is also raced

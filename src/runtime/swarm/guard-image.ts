@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type Dockerode from 'dockerode';
+import { followProgress } from '../docker/engine-calls.js';
 import { GUARD_BUSYBOX, GUARD_IPTABLES, GUARD_XTABLES_DIR } from './node-guard.js';
 
 const run = promisify(execFile);
@@ -86,14 +87,7 @@ export async function buildGuardImage(docker: Dockerode, files: readonly ImageFi
       version: '1',
       abortSignal: AbortSignal.any([signal, AbortSignal.timeout(BUILD_TIMEOUT_MS)]),
     })) as NodeJS.ReadableStream;
-    await new Promise<void>((resolve, reject) => {
-      docker.modem.followProgress(stream, (err: Error | null, output: Array<{ error?: string; errorDetail?: { message?: string } }>) => {
-        const failed = output.find((event) => event.error !== undefined || event.errorDetail !== undefined);
-        if (err !== null) reject(err);
-        else if (failed !== undefined) reject(new Error(failed.errorDetail?.message ?? failed.error ?? 'build failed'));
-        else resolve();
-      });
-    });
+    await followProgress(docker, stream, 'build');
   } finally {
     await fs.rm(dir, { recursive: true, force: true });
   }

@@ -4,7 +4,7 @@ import { statusCode } from '../docker/engine-calls.js';
 import { buildGuardImage, contentHash, guardImageFiles, type ImageFile } from './guard-image.js';
 import { GUARD_SERVICE, LABEL_GUARD, LABEL_GUARD_SPEC, guardAddresses, guardPorts, guardServiceSpec } from './node-guard.js';
 import { pushImage, registryAuth, type RegistrySettings } from './registry-push.js';
-import { nodeAddress, type SwarmNode, type SwarmService } from './swarm-service.js';
+import { nodeAddress, updateAtVersion, type SwarmNode, type SwarmService } from './swarm-service.js';
 
 type Log = (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
 
@@ -20,14 +20,10 @@ export interface NodeGuardOptions {
   readonly log: Log;
 }
 
-/** Attempts of a service update that meets "update out of sequence". */
-const UPDATE_ATTEMPTS = 5;
 /** How often the service is looked at again (a node that joined is named in the rules from then on). */
 export const GUARD_RECHECK_MS = 60_000;
 const RECONCILE_TIMEOUT_MS = 5 * 60_000;
 const STOP_WAIT_MS = 10_000;
-
-const outOfSequence = (err: unknown): boolean => err instanceof Error && err.message.includes('update out of sequence');
 
 async function inspectGuard(docker: Dockerode): Promise<SwarmService | undefined> {
   try {
@@ -76,17 +72,12 @@ export async function reconcileNodeGuard(options: NodeGuardOptions, files: reado
       throw err;
     }
   }
-  for (let attempt = 1; ; attempt++) {
-    const current = await inspectGuard(docker);
-    if (current === undefined) throw new Error('the guard service went away during its update');
-    try {
-      await docker.getService(current.ID).update({ _query: { version: current.Version?.Index ?? 0 }, _body: spec, authconfig: auth } as unknown as Dockerode.ServiceSpec & { version: number });
-      return 'updated';
-    } catch (err) {
-      if (outOfSequence(err) && attempt < UPDATE_ATTEMPTS) continue;
-      throw err;
-    }
-  }
+  const updated = await updateAtVersion(
+    () => inspectGuard(docker),
+    (current) => docker.getService(current.ID).update({ _query: { version: current.Version?.Index ?? 0 }, _body: spec, authconfig: auth } as unknown as Dockerode.ServiceSpec & { version: number }),
+  );
+  if (updated === undefined) throw new Error('the guard service went away during its update');
+  return 'updated';
 }
 
 /** Keeps the guard in place from now on (at once, then every GUARD_RECHECK_MS) until stopped; failures are logged, never thrown. */

@@ -1,5 +1,6 @@
 // Images reach every node of a swarm through a registry: a build's image tagged per build and pushed there before its service runs it.
 import type Dockerode from 'dockerode';
+import { followProgress } from '../docker/engine-calls.js';
 
 /** SLIPWAY_REGISTRY (`host[:port][/prefix]`) and its optional credentials. */
 export interface RegistrySettings {
@@ -33,14 +34,7 @@ export async function pushImage(docker: Dockerode, image: string, ref: string, r
       ...(auth === undefined ? { authconfig: {} } : { authconfig: auth }),
       abortSignal: AbortSignal.any([signal, AbortSignal.timeout(PUSH_TIMEOUT_MS)]),
     })) as NodeJS.ReadableStream;
-    await new Promise<void>((resolve, reject) => {
-      docker.modem.followProgress(stream, (err: Error | null, output: Array<{ error?: string; errorDetail?: { message?: string } }>) => {
-        const failed = output.find((event) => event.error !== undefined || event.errorDetail !== undefined);
-        if (err !== null) reject(err);
-        else if (failed !== undefined) reject(new Error(failed.errorDetail?.message ?? failed.error ?? 'push failed'));
-        else resolve();
-      });
-    });
+    await followProgress(docker, stream, 'push');
   } finally {
     await docker.getImage(ref).remove({ noprune: true }).catch(() => undefined);
   }

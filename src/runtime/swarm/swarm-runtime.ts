@@ -10,7 +10,7 @@ import type { ContainerEngine } from '../engine.js';
 import { LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED } from '../engine.js';
 import { mergeReplicaLogs } from '../replica-logs.js';
 import { pushImage, registryAuth, registryRef, type RegistrySettings } from './registry-push.js';
-import { deploymentNetworkName, LABEL_RELEASE, LABEL_REPLICAS, serviceSpec, servingTasks, taskRelease, type ServiceSpec, type SwarmNode, type SwarmService, type SwarmTask } from './swarm-service.js';
+import { deploymentNetworkName, LABEL_RELEASE, LABEL_REPLICAS, serviceSpec, servingTasks, taskRelease, updateAtVersion, type ServiceSpec, type SwarmNode, type SwarmService, type SwarmTask } from './swarm-service.js';
 import { serviceLogs, taskLogs } from './swarm-logs.js';
 import { NodeWarnings, readReplicaStats, type NodeEngines } from './replica-stats.js';
 import { statusCode } from '../docker/engine-calls.js';
@@ -27,8 +27,6 @@ export interface SwarmRuntimeOptions {
   readonly warn?: (message: string) => void;
 }
 
-/** Attempts of a service update that meets "update out of sequence" (another update came first). */
-const UPDATE_ATTEMPTS = 5;
 /** How often a rollout is looked at. */
 const POLL_MS = 500;
 /** How long a task may wait with "no suitable node" before the release is given up. */
@@ -42,8 +40,6 @@ export function parseReleaseId(id: string): { serviceId: string; release: string
   return slash === -1 ? { serviceId: id, release: '' } : { serviceId: id.slice(0, slash), release: id.slice(slash + 1) };
 }
 
-const outOfSequence = (err: unknown): boolean => err instanceof Error && err.message.includes('update out of sequence');
-
 /** Runs releases as Swarm services on the swarm whose manager `docker` is (decisions §16). */
 export class SwarmRuntime implements AppRuntime {
   readonly #docker: Dockerode;
@@ -52,6 +48,7 @@ export class SwarmRuntime implements AppRuntime {
   /** Nodes about to be drained: their tasks serve no more, so the edge lets them go before swarm stops them. */
   readonly #leaving = new Set<string>();
   readonly #warnings: NodeWarnings;
+  #localNode = '';
 
   constructor(docker: Dockerode, engine: ContainerEngine, options: SwarmRuntimeOptions) {
     this.#docker = docker;
@@ -309,9 +306,12 @@ export class SwarmRuntime implements AppRuntime {
     return new Map(((await this.#docker.listNodes()) as SwarmNode[]).map((n) => [n.ID, n]));
   }
 
+  /** The manager's own node id: read once it is known (it is every metrics read's; it changes only if the engine leaves the swarm). */
   async #localNodeId(): Promise<string> {
+    if (this.#localNode !== '') return this.#localNode;
     const info = (await this.#docker.info()) as { Swarm?: { NodeID?: string } };
-    return info.Swarm?.NodeID ?? '';
+    this.#localNode = info.Swarm?.NodeID ?? '';
+    return this.#localNode;
   }
 
   async #removeService(serviceId: string): Promise<void> {
@@ -324,21 +324,16 @@ export class SwarmRuntime implements AppRuntime {
 
   /** Updates a service's spec with the version it was read at; "update out of sequence" reads it again and retries. */
   async #update(serviceId: string, change: (spec: ServiceSpec) => ServiceSpec, query: Record<string, string> = {}): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      const service = await this.#inspect(serviceId);
-      if (service === undefined) throw new ReleaseError('the service is gone');
-      try {
-        await this.#docker.getService(serviceId).update({
+    const updated = await updateAtVersion(
+      () => this.#inspect(serviceId),
+      (service) =>
+        this.#docker.getService(serviceId).update({
           _query: { version: service.Version?.Index ?? 0, ...query },
           _body: change(service.Spec ?? {}),
           authconfig: registryAuth(this.#options.registry),
-        } as unknown as Dockerode.ServiceSpec & { version: number });
-        return;
-      } catch (err) {
-        if (outOfSequence(err) && attempt < UPDATE_ATTEMPTS) continue;
-        throw err;
-      }
-    }
+        } as unknown as Dockerode.ServiceSpec & { version: number }),
+    );
+    if (updated === undefined) throw new ReleaseError('the service is gone');
   }
 
   /** A failed update: rolled back to the previous spec unless swarm already did (it serves the previous release). */

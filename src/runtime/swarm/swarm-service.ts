@@ -16,6 +16,28 @@ export const PROBE_TARGET = '/.slipway/busybox';
 
 const SECOND_NS = 1_000_000_000;
 
+/** Attempts of an update that meets "update out of sequence" (another update came first). */
+const UPDATE_ATTEMPTS = 5;
+
+/**
+ * A swarm object (service, node) updated with the version it was read at (Engine API 1.41): `write`
+ * gets what `read` found; "update out of sequence" reads it again and writes again (5 times at most).
+ * Resolves with what was written against, or undefined when `read` finds nothing.
+ */
+export async function updateAtVersion<T>(read: () => Promise<T | undefined>, write: (current: T) => Promise<unknown>): Promise<T | undefined> {
+  for (let attempt = 1; ; attempt++) {
+    const current = await read();
+    if (current === undefined) return undefined;
+    try {
+      await write(current);
+      return current;
+    } catch (err) {
+      if (err instanceof Error && err.message.includes('update out of sequence') && attempt < UPDATE_ATTEMPTS) continue;
+      throw err;
+    }
+  }
+}
+
 /** What the Engine API answers for a service (the fields read here). */
 export interface SwarmService {
   ID: string;
@@ -60,7 +82,8 @@ export interface SwarmTask {
 /** What the Engine API answers for a node. */
 export interface SwarmNode {
   ID: string;
-  Spec?: { Availability?: string };
+  Version?: { Index?: number };
+  Spec?: { Role?: string; Availability?: string; Labels?: Record<string, string>; Name?: string };
   Description?: { Hostname?: string };
   Status?: { State?: string; Addr?: string };
   ManagerStatus?: { Addr?: string };
