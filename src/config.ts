@@ -353,7 +353,9 @@ function swarmNodeEngines(env: Env): Pick<Config, 'swarmNodeEngines' | 'swarmNod
 
 /** One node engine's URL, checked (unix:// with an absolute path; tcp:// or https:// with a host and nothing else). */
 function nodeEngineUrl(raw: string, tls: boolean): string {
-  const bad = (why: string): ConfigError => new ConfigError(`SLIPWAY_SWARM_NODE_ENGINES: "${raw}" ${why}; it must be ${NODE_ENGINES_FORM}`);
+  // A login in the URL is refused, and never repeated in the message.
+  const shown = raw.replace(/\/\/[^/@]*@/, '//…@');
+  const bad = (why: string): ConfigError => new ConfigError(`SLIPWAY_SWARM_NODE_ENGINES: "${shown}" ${why}; it must be ${NODE_ENGINES_FORM}`);
   if (raw.startsWith('unix://')) {
     if (!path.isAbsolute(raw.slice('unix://'.length))) throw bad('is not an absolute socket path');
     return raw;
