@@ -1,7 +1,8 @@
-// `npm test`: install what is missing, compile, bring up Docker and busybox, run every test file.
+// `npm test`: install what is missing, compile, bring up Docker, busybox and the stand-in images, run every test file.
 import fs from 'node:fs';
 import path from 'node:path';
 import { root, run, ensureDependencies, compile, ensureDocker, ensureHaproxy, ensurePostgres, aptInstall } from './setup.mjs';
+import { ensureStandInImages } from './stand-in-images.mjs';
 
 await ensureDependencies();
 compile();
@@ -16,6 +17,14 @@ if (!fs.existsSync('/usr/bin/pebble') || !fs.existsSync('/usr/bin/pebble-challte
 // The swarm suite (test/swarm) runs three engines in network namespaces (scripts/swarm-cluster.mjs)
 // with Debian's registry; containerd, dockerd and iproute2 come with the Docker setup above.
 if (!fs.existsSync('/usr/bin/docker-registry')) aptInstall(['docker-registry']);
+// The database and build-base tests run the stand-in images (decisions §19): built from Debian's
+// packages when missing or out of date, skipped in a second or so when up to date.
+try {
+  await ensureStandInImages();
+} catch (err) {
+  process.stderr.write(`[setup] ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+}
 
 function findTests(dir) {
   const found = [];
