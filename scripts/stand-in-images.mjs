@@ -178,13 +178,14 @@ export function recipeHash(recipe) {
 }
 
 /** Runs a program with an argv array; resolves with its exit code and the end of its output. */
-function execute(cmd, args, { verbose = false, timeoutMs = 1_800_000, env = process.env } = {}) {
+function execute(cmd, args, { verbose = false, timeoutMs = 1_800_000, env = process.env, onOutput = () => {} } = {}) {
   return new Promise((resolve) => {
     const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
     let output = '';
     const keep = (chunk) => {
       if (verbose) process.stderr.write(chunk);
       output = (output + chunk.toString()).slice(-20_000);
+      onOutput(output);
     };
     child.stdout.on('data', keep);
     child.stderr.on('data', keep);
@@ -267,7 +268,14 @@ export async function buildStandIn(recipe, { verbose = false, mirror = [], log =
     ];
     // The system PATH: mmdebstrap runs its helpers (mmtarfilter) through `env python3`, and a
     // version manager's shim first in PATH (pyenv) costs a second per package.
-    const rootfs = await execute('mmdebstrap', args, { verbose, env: { ...process.env, PATH: BASE_PATH } });
+    // mmdebstrap takes minutes on a busy machine: say every 30 s which of its steps it is at.
+    let step = 'starting';
+    const ticker = verbose ? null : setInterval(() => log(`${recipe.tag}: mmdebstrap: ${step} (${seconds(started)} so far)`), 30_000);
+    const onOutput = (text) => {
+      const last = [...text.matchAll(/^I: (.+?)\.*$/gm)].at(-1)?.[1];
+      if (last !== undefined) step = last;
+    };
+    const rootfs = await execute('mmdebstrap', args, { verbose, onOutput, env: { ...process.env, PATH: BASE_PATH } }).finally(() => clearInterval(ticker));
     if (rootfs.code !== 0) {
       throw new Error(`${recipe.tag}: mmdebstrap failed (exit ${rootfs.code}${rootfs.signal ? `, ${rootfs.signal}` : ''}). Its last output:\n${rootfs.output.slice(-3000)}\nIt downloads from ${sources.join(', ')}: on a host without that mirror, pass --mirror URL (a local Debian mirror).`);
     }
