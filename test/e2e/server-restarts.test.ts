@@ -143,7 +143,9 @@ for (const plane of PLANES) {
       await sleep(1500);
       const made = serversOwn(tracker.live()).filter((t) => t.at >= quietSince);
       assert.deepEqual(made.map((t) => t.type), [], `made after the last stop:\n${made.map((t) => t.stack).join('\n\n')}`);
-      assert.deepEqual(activeHandles(), handlesBefore, 'the open handles are those before the first start');
+      // No more handles of any kind than before the first start (one closing then may be gone since).
+      const grown = [...activeHandles()].filter(([type, count]) => count > (handlesBefore.get(type) ?? 0));
+      assert.deepEqual(grown, [], 'no more open handles than before the first start');
       assert.ok(instanceId !== undefined);
       const own = { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instanceId };
       await eventually(async () => ((await engine.listContainers(own)).length === 0 ? true : undefined), 30_000, 'no container of the installation');
