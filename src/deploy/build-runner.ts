@@ -4,9 +4,13 @@ import type { EnvVar } from '../domain/app-config.js';
 import type { BuildRow } from '../domain/builds.js';
 import type { DeploymentRow } from '../domain/deployments.js';
 import type { TakenBuild } from './build-queue.js';
+import type { InterruptedBuild } from './deployment-store.js';
 import { Cancelled, runBuildPipeline, type PipelineStart } from './build-pipeline.js';
 import type { LifecycleParts } from './lifecycle-parts.js';
 import type { ReleaseSwitch } from './release-switch.js';
+
+/** What an interrupted build's log says when it is queued again after a restart. */
+const INTERRUPTED_LINE = '==> interrupted by a restart of the server; queued again, this build starts again from the beginning\n';
 
 interface InflightBuild {
   readonly buildId: string;
@@ -106,6 +110,33 @@ export class BuildRunner {
     });
     if (queued) this.dispatch();
     return queued;
+  }
+
+  /**
+   * Queues again the builds this instance was running when it went down (start-up recovery), as a
+   * takeover does (decisions §15): the same build record, built again from the start, its log
+   * saying so. One that ended or was taken over meanwhile is left as it is.
+   */
+  async requeueInterrupted(interrupted: readonly InterruptedBuild[]): Promise<void> {
+    const { deps, locks, queue } = this.#parts;
+    const { store, buildLogs } = deps;
+    for (const { deploymentId, buildId, runner } of interrupted) {
+      if (this.#parts.closing.aborted) return;
+      await locks
+        .run(deploymentId, async () => {
+          // Still this instance's, still building (no other instance took it over while this one was down).
+          if (this.#inflight.has(deploymentId) || !(await store.claimBuild(buildId, runner))) return;
+          const dep = await store.deployment(deploymentId);
+          const build = await store.build(deploymentId, buildId);
+          if (dep === undefined || build === undefined || build.status !== 'building') return;
+          deps.log('warn', `build ${build.id.slice(0, 8)} of ${dep.name} was interrupted by a restart; it is queued again`);
+          buildLogs.append(deploymentId, buildId, INTERRUPTED_LINE);
+          await buildLogs.close(buildId);
+          await queue.enqueue({ buildId, deploymentId, userId: dep.user_id });
+        })
+        .catch((err: unknown) => deps.log('warn', `queueing build ${buildId.slice(0, 8)} again after the restart failed`, { err }));
+    }
+    this.dispatch();
   }
 
   /**

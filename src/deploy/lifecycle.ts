@@ -147,10 +147,12 @@ export class DeploymentLifecycle implements DeploymentOperations {
   }
 
   /**
-   * Start-up recovery behind the listener: the plan's pending releases are started again, then the
-   * strays it listed are removed. Runs in the background (close() ends it).
+   * Start-up recovery behind the listener: the builds a crash interrupted are queued again, the
+   * plan's pending releases are started again, then the strays it listed are removed. Runs in the
+   * background (close() ends it).
    */
   recoverInBackground(plan: RecoveryPlan): void {
+    this.#background.track(this.requeueInterrupted(plan.interrupted));
     this.#background.track(
       this.recoverReleases(plan.pending).then(async () => {
         if (this.#closing.signal.aborted) return;
@@ -158,6 +160,11 @@ export class DeploymentLifecycle implements DeploymentOperations {
         await plan.sweep?.();
       }),
     );
+  }
+
+  /** Queues again the builds this instance was running when it went down: built again from the start, their logs say so. */
+  requeueInterrupted(interrupted: RecoveryPlan['interrupted']): Promise<void> {
+    return this.#builds.requeueInterrupted(interrupted);
   }
 
   /**
