@@ -21,6 +21,8 @@ export interface ReleaseTarget {
   readonly volumes: readonly VolumeSpec[];
   /** How many copies serve it (1–20), each its own upstream. */
   readonly replicas: number;
+  /** Further networks its containers join: those of the databases linked to it (src/databases/). */
+  readonly networks?: readonly string[] | undefined;
 }
 
 /**

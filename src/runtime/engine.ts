@@ -95,6 +95,23 @@ export interface RunContainerOptions {
    * restart policy on once it is healthy. Default true (restart policy unless-stopped).
    */
   restartOnCrash?: boolean;
+  /** False: the port is published nowhere (a database, reached only over its own network). Default true. */
+  publish?: boolean;
+  /** Host names the container answers to on `network` (the engine's DNS on user-defined networks). */
+  networkAliases?: readonly string[];
+  /** Further networks (they must exist) the container joins before it starts: a linked database's. */
+  extraNetworks?: readonly string[];
+  /** Capabilities kept (default APP_CAPABILITIES); every other one is dropped. */
+  capabilities?: readonly string[];
+  /** The image's command, replaced (an argv: never a shell string). */
+  command?: readonly string[];
+}
+
+/** What a command run inside a container ended with. */
+export interface ExecResult {
+  readonly exitCode: number;
+  /** stdout and stderr together, at most the last 16 KiB. */
+  readonly output: string;
 }
 
 export interface NetworkOptions {
@@ -109,6 +126,8 @@ export interface NetworkOptions {
    * to the host itself but DNS and the edge's public ports (the app network; see decisions).
    */
   confined?: boolean;
+  /** No route out of the network: its containers reach each other and nothing else (a database's network). */
+  internal?: boolean;
 }
 
 export interface NetworkInfo {
@@ -211,6 +230,17 @@ export interface ContainerEngine {
   removeVolume(name: string): Promise<void>;
   /** All volumes carrying every one of these labels. */
   listVolumes(labels: Record<string, string>): Promise<VolumeInfo[]>;
+  /**
+   * Runs `argv` inside a running container (with `env` added) and waits for it within `timeoutMs`.
+   * Optional: services that probe themselves (databases) need it.
+   */
+  execInContainer?(id: string, argv: readonly string[], options: { env?: Record<string, string>; timeoutMs: number }): Promise<ExecResult>;
+  /** Attaches a container to a network (answering to `aliases` there); a no-op when already attached. Optional. */
+  connectNetwork?(network: string, containerId: string, aliases?: readonly string[]): Promise<void>;
+  /** Detaches a container from a network, ignoring one that is gone or not attached. Optional. */
+  disconnectNetwork?(network: string, containerId: string): Promise<void>;
+  /** Pulls an image from its registry. Optional. */
+  pullImage?(ref: string, signal: AbortSignal): Promise<void>;
 }
 
 /**

@@ -10,6 +10,7 @@ import type {
   ContainerEngine,
   ContainerInfo,
   ContainerStats,
+  ExecResult,
   ImageInfo,
   NetworkInfo,
   NetworkOptions,
@@ -26,6 +27,7 @@ import { OutputTail, eventText, parseEvent } from './build-output.js';
 import { LogDemuxer } from './log-demuxer.js';
 import { parseStampedLogs } from './stamped-logs.js';
 import { statsFigures, type EngineStatsSample } from './container-stats.js';
+import { connectTo, disconnectFrom, execIn, pull } from './service-calls.js';
 import { abortError, engineMessage, ignoreStatus, statusCode, timeoutError, withTimeout } from './engine-calls.js';
 
 /** Time limit of one short engine call (inspect, create, list, remove...). */
@@ -357,12 +359,14 @@ export class DockerEngine implements ContainerEngine {
         Env: env,
         Labels: options.labels,
         ExposedPorts: { [port]: {} },
+        ...(options.command === undefined ? {} : { Cmd: [...options.command] }),
+        ...(options.networkAliases === undefined ? {} : { NetworkingConfig: { EndpointsConfig: { [options.network]: { Aliases: [...options.networkAliases] } } } }),
         Tty: false, // keeps stdout/stderr multiplexed, which containerLogs demultiplexes
         AttachStdin: false,
         OpenStdin: false,
         HostConfig: {
           // HostPort '' lets the engine choose a free port; bound on loopback only (decisions §5).
-          PortBindings: { [port]: [{ HostIp: PUBLISH_HOST, HostPort: '' }] },
+          PortBindings: options.publish === false ? {} : { [port]: [{ HostIp: PUBLISH_HOST, HostPort: '' }] },
           RestartPolicy: { Name: options.restartOnCrash === false ? 'no' : 'unless-stopped' },
           Memory: options.memoryBytes,
           MemorySwap: options.memoryBytes, // no swap beyond the memory limit
@@ -370,7 +374,7 @@ export class DockerEngine implements ContainerEngine {
           PidsLimit: options.pidsLimit,
           NetworkMode: options.network,
           CapDrop: ['ALL'],
-          CapAdd: [...APP_CAPABILITIES],
+          CapAdd: [...(options.capabilities ?? APP_CAPABILITIES)],
           // Setuid binaries and file capabilities can no longer raise a process's privileges.
           SecurityOpt: ['no-new-privileges'],
           LogConfig: { Type: 'json-file', Config: { 'max-size': APP_LOG_MAX_SIZE, 'max-file': String(APP_LOG_MAX_FILES) } },
@@ -383,6 +387,7 @@ export class DockerEngine implements ContainerEngine {
       }),
     );
     try {
+      for (const network of options.extraNetworks ?? []) await connectTo(this.#docker, network, container.id);
       await withTimeout(`start container ${options.name}`, CALL_TIMEOUT_MS, (s) => container.start({ abortSignal: s }));
     } catch (err) {
       await this.removeContainer(container.id).catch(() => undefined);
@@ -607,6 +612,7 @@ export class DockerEngine implements ContainerEngine {
           Driver: 'bridge',
           CheckDuplicate: true,
           Labels: options.labels,
+          ...(options.internal === true ? { Internal: true } : {}),
           Options: {
             ...(options.isolated ? { 'com.docker.network.bridge.enable_icc': 'false' } : {}),
             ...(options.bridgeName === undefined ? {} : { 'com.docker.network.bridge.name': options.bridgeName }),
@@ -666,6 +672,22 @@ export class DockerEngine implements ContainerEngine {
     return (list.Volumes ?? []).map((v) => ({ name: v.Name, labels: v.Labels ?? {} }));
   }
 
+  execInContainer(id: string, argv: readonly string[], options: { env?: Record<string, string>; timeoutMs: number }): Promise<ExecResult> {
+    return execIn(this.#docker, id, argv, options);
+  }
+
+  connectNetwork(network: string, containerId: string, aliases?: readonly string[]): Promise<void> {
+    return connectTo(this.#docker, network, containerId, aliases);
+  }
+
+  disconnectNetwork(network: string, containerId: string): Promise<void> {
+    return disconnectFrom(this.#docker, network, containerId);
+  }
+
+  pullImage(ref: string, signal: AbortSignal): Promise<void> {
+    return pull(this.#docker, ref, signal);
+  }
+
   async #inspectNetwork(name: string): Promise<Dockerode.NetworkInspectInfo | null> {
     const info = await ignoreStatus([404], () =>
       withTimeout(`inspect network ${name}`, CALL_TIMEOUT_MS, () => this.#docker.getNetwork(name).inspect()),
@@ -693,6 +715,9 @@ function checkNetwork(info: Dockerode.NetworkInspectInfo, options: NetworkOption
   const icc = info.Options?.['com.docker.network.bridge.enable_icc'];
   if (info.Driver !== 'bridge' || (options.isolated && icc !== 'false')) {
     throw new Error(`network ${options.name} exists but is not an isolated bridge (inter-container communication must be off); remove it`);
+  }
+  if (options.internal === true && info.Internal !== true) {
+    throw new Error(`network ${options.name} exists but is not internal (a database's network has no route out); remove it`);
   }
   // The build firewall matches interfaces by name: a network on another bridge would escape it.
   if (options.bridgeName !== undefined && info.Options?.['com.docker.network.bridge.name'] !== options.bridgeName) {
