@@ -77,6 +77,7 @@ import { TunnelServer } from './tunnel/tunnel-server.js';
 import { INSTANCE_CALL_KEY_INFO } from './tunnel/instance-calls.js';
 import { InstanceTunnels } from './tunnel/instance-tunnels.js';
 import { sql } from 'kysely';
+import { createDatabasesPart } from './databases/databases-part.js';
 import { Registry } from 'prom-client';
 
 export interface RunningServer {
@@ -229,12 +230,16 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     await Promise.allSettled([keyUsage.close(), coordination.close(), db.destroy()]);
     throw err;
   });
-  const { runtime, nodes: nodeDirectory, swarm: swarmRuntime, ownRegistry } = selected;
+  const { nodes: nodeDirectory, swarm: swarmRuntime, ownRegistry } = selected;
+  // Managed databases (decisions §19): every release gets its linked databases through the runtime.
+  const databases = createDatabasesPart({ db, cipher: installationCipher, engine, config, instanceId, log });
+  const runtime = databases.wrap(selected.runtime);
   const planned = await planRecovery({ store: deployments, engine, runtime, dataPlane: localPlane, dataDir: config.dataDir, instanceId, log }, engineUp);
   // Strays are removed only by a leader alone: with other instances live, a container not yet
   // recorded may be another instance's build in flight.
   const othersLive = config.databaseUrl === undefined ? false : [...(await registry.liveUrls(new Date())).keys()].some((id) => id !== runner);
   const recovery = coordination.isLeader() && !othersLive ? planned : { ...planned, sweep: undefined };
+  if (coordination.isLeader() && !othersLive && engineUp) await databases.reconcile();
   // Every route change is announced to the other instances (ids only); they read the route from the database.
   const dataPlane = announcingDataPlane(localPlane, coordination, runner);
   const tunnelClaims = databaseTunnelClaimStore(db);
@@ -415,6 +420,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     // Counted across every instance (decisions §15): each change is announced on the coordination feed.
     loginLimiter: sharedFailureLimiter('login', { maxFailures: 10, maxFailuresByKind: { ip: 100 }, windowMs: 15 * 60_000 }, coordination, runner),
     operations: lifecycle,
+    databases: databases.context,
     metricsIntervalSeconds: config.metricsIntervalMs / 1000,
     configs,
     webhooks: databaseWebhookStore(db, unlocked.cipher),
@@ -620,6 +626,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     acrossInstances.close();
     edgeCertificates?.stop();
     await lifecycle.close();
+    await databases.close();
     // A clean stop leaves no network (nor its firewall chains) that nothing uses.
     await releaseNetworksOnStop(engine, instanceId, log);
     await app.close();

@@ -22,6 +22,7 @@ import type { SourceStore } from '../source/source-store.js';
 import type { QuotaGuard } from '../domain/quotas.js';
 import type { ErrorLog } from './errors.js';
 import type { HealthCheck } from './routes/health-routes.js';
+import type { DatabasesContext } from '../databases/database-context.js';
 
 export interface TunnelListing {
   id: string;
@@ -97,6 +98,8 @@ export interface ApiDeps {
   readonly metricsIntervalSeconds?: number;
   /** The server's Prometheus text (GET /metrics). */
   readonly metrics: { render(): string | Promise<string> };
+  /** Managed databases (decisions §19); absent: their routes are not served. */
+  readonly databases?: DatabasesContext | undefined;
   /** Where internal errors are logged with their detail; default: Fastify's logger (off unless enabled). */
   readonly log?: ErrorLog;
 }

@@ -1,0 +1,54 @@
+// The managed-databases part of the server, built in one call from what main.ts has: the context the API uses, the runtime wrapper for links, reconciliation and shutdown.
+import type { Config } from '../config.js';
+import type { Db } from '../db/database.js';
+import { databaseDeploymentCatalog } from '../db/deployment-catalog.js';
+import { databaseManagedDatabaseStore } from '../db/managed-database-store.js';
+import { databaseQuotaStore } from '../db/quota-store.js';
+import { QuotaGuard } from '../domain/quotas.js';
+import type { AppRuntime } from '../runtime/app-runtime.js';
+import type { ContainerEngine } from '../runtime/engine.js';
+import type { ValueCipher } from '../secrets/value-cipher.js';
+import type { DatabaseLog, DatabasesContext } from './database-context.js';
+import { linkedReleaseParts } from './database-links.js';
+import { DatabaseWork } from './database-work.js';
+import { withLinkedDatabases } from './linked-runtime.js';
+import { reconcileDatabases } from './reconcile-databases.js';
+
+export interface DatabasesPart {
+  readonly context: DatabasesContext;
+  /** The app runtime whose releases get their linked databases (variables and networks). */
+  wrap(runtime: AppRuntime): AppRuntime;
+  /** Finishes half-created databases and restarts lost ones (the leader, alone, at start). */
+  reconcile(): Promise<number>;
+  /** Aborts starts in flight (they are finished at the next start). */
+  close(): Promise<void>;
+}
+
+export function createDatabasesPart(options: {
+  readonly db: Db;
+  readonly cipher: ValueCipher;
+  readonly engine: ContainerEngine;
+  readonly config: Config;
+  readonly instanceId: string;
+  readonly log: DatabaseLog;
+}): DatabasesPart {
+  const { config } = options;
+  const context: DatabasesContext = {
+    store: databaseManagedDatabaseStore(options.db, options.cipher),
+    deployments: databaseDeploymentCatalog(options.db),
+    quotas: new QuotaGuard(databaseQuotaStore(options.db), config.quotas),
+    engine: options.engine,
+    instanceId: options.instanceId,
+    images: config.databaseImages,
+    limits: { defaultMemoryBytes: config.defaultMemoryBytes, defaultNanoCpus: config.defaultNanoCpus, maxMemoryMb: config.maxMemoryMb, maxCpus: config.maxCpus },
+    runtime: config.runtime,
+    work: new DatabaseWork(),
+    log: options.log,
+  };
+  return {
+    context,
+    wrap: (runtime) => withLinkedDatabases(runtime, (deploymentId) => linkedReleaseParts(context, deploymentId)),
+    reconcile: () => reconcileDatabases(context),
+    close: () => context.work.close(),
+  };
+}
