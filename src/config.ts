@@ -87,6 +87,8 @@ export interface Config {
   readonly haproxyThreads: number;
   /** SLIPWAY_DB_IMAGE_POSTGRES/_MYSQL/_REDIS: the image of each managed database engine (decisions §19). */
   readonly databaseImages: { readonly postgres: string; readonly mysql: string; readonly redis: string };
+  /** SLIPWAY_DB_SUBNET_POOL: an IPv4 range (/8 to /26) each database's network takes a /26 of. */
+  readonly databaseSubnetPool: string;
   /** SLIPWAY_RUNTIME: where apps run; `docker` (one engine) or `swarm` (services on the swarm whose manager the engine is). */
   readonly runtime: 'docker' | 'swarm';
   /** SLIPWAY_REGISTRY (`host[:port][/prefix]`, with SLIPWAY_REGISTRY_USERNAME/_PASSWORD): where images go under `swarm`. */
@@ -167,6 +169,20 @@ function text(env: Env, name: string): string | undefined {
 function imageRef(env: Env, name: string, fallback: string): string {
   const value = text(env, name) ?? fallback;
   if (!/^[A-Za-z0-9][A-Za-z0-9._\-/:@]{0,254}$/.test(value)) throw new ConfigError(`${name} must be an image reference such as ${fallback}, got "${value}"`);
+  return value;
+}
+
+/** An IPv4 CIDR from /8 to /26 whose host bits are zero. */
+function subnetPool(env: Env, name: string, fallback: string): string {
+  const value = text(env, name) ?? fallback;
+  const match = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(value);
+  const octets = match?.slice(1, 5).map(Number) ?? [];
+  const prefix = Number(match?.[5]);
+  const address = octets.reduce((sum, o) => sum * 256 + o, 0);
+  const hostBits = 2 ** (32 - prefix);
+  if (match === null || octets.some((o) => o > 255) || !(prefix >= 8 && prefix <= 26) || address % hostBits !== 0) {
+    throw new ConfigError(`${name} must be an IPv4 range from /8 to /26 with its host bits zero, such as ${fallback}, got "${value}"`);
+  }
   return value;
 }
 
@@ -330,6 +346,7 @@ export function loadConfig(env: Env = process.env): Config {
       mysql: imageRef(env, 'SLIPWAY_DB_IMAGE_MYSQL', 'mariadb:11'),
       redis: imageRef(env, 'SLIPWAY_DB_IMAGE_REDIS', 'redis:7-alpine'),
     },
+    databaseSubnetPool: subnetPool(env, 'SLIPWAY_DB_SUBNET_POOL', '10.213.0.0/16'),
     registry: registrySettings(env),
     registryPort: integer(env, 'SLIPWAY_REGISTRY_PORT', 5000, 1, 65535),
     swarmProbePath: absolutePath(env, 'SLIPWAY_SWARM_PROBE') ?? '/bin/busybox',

@@ -24,6 +24,7 @@ export class DatabaseStartError extends Error {
 export interface DatabaseRunContext {
   readonly engine: ContainerEngine;
   readonly instanceId: string;
+  readonly subnetPool: string;
 }
 
 export interface DatabaseRun {
@@ -76,6 +77,7 @@ export async function startDatabaseContainer(
     nanoCpus: db.nanoCpus,
     pidsLimit: DATABASE_PIDS_LIMIT,
     capabilities: DATABASE_CAPABILITIES,
+    subnetPool: ctx.subnetPool,
   });
   await waitReady(ctx.engine, container.id, adapter, credentials, DATABASE_START_TIMEOUT_MS, signal);
   return container.id;

@@ -19,6 +19,8 @@ export interface DatabasesContext {
   readonly images: Readonly<Record<DatabaseEngineName, string>>;
   /** Resource defaults and ceilings, as for apps. */
   readonly limits: { readonly defaultMemoryBytes: number; readonly defaultNanoCpus: number; readonly maxMemoryMb: number; readonly maxCpus: number };
+  /** SLIPWAY_DB_SUBNET_POOL: where each database's network gets its /26. */
+  readonly subnetPool: string;
   /** SLIPWAY_RUNTIME: linking needs the engine's own networks (`docker`). */
   readonly runtime: 'docker' | 'swarm';
   /** Starts and creations running in the background on this instance. */

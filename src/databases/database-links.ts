@@ -90,7 +90,7 @@ export async function linkedReleaseParts(ctx: DatabasesContext, deploymentId: st
     const credentials = database === undefined ? undefined : await ctx.store.credentials(database.id);
     if (database === undefined || credentials === undefined) continue;
     vars.push({ key: link.env, value: ENGINES[database.engine].url(credentials, database.name), secret: true, updated_at: link.created_at });
-    networks.push(await ensureServiceNetwork(ctx.engine, ctx.instanceId, database.id));
+    networks.push(await ensureServiceNetwork(ctx.engine, ctx.instanceId, database.id, ctx.subnetPool));
   }
   return { vars, networks };
 }

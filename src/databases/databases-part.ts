@@ -41,6 +41,7 @@ export function createDatabasesPart(options: {
     instanceId: options.instanceId,
     images: config.databaseImages,
     limits: { defaultMemoryBytes: config.defaultMemoryBytes, defaultNanoCpus: config.defaultNanoCpus, maxMemoryMb: config.maxMemoryMb, maxCpus: config.maxCpus },
+    subnetPool: config.databaseSubnetPool,
     runtime: config.runtime,
     work: new DatabaseWork(),
     log: options.log,

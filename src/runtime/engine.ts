@@ -128,6 +128,8 @@ export interface NetworkOptions {
   confined?: boolean;
   /** No route out of the network: its containers reach each other and nothing else (a database's network). */
   internal?: boolean;
+  /** The network's IPv4 subnet (CIDR); the engine picks one from its pools when absent. */
+  subnet?: string;
 }
 
 export interface NetworkInfo {

@@ -32,13 +32,45 @@ export interface ServiceSpec {
   readonly nanoCpus: number;
   readonly pidsLimit: number;
   readonly capabilities: readonly string[];
+  /** The IPv4 range its network's /26 is taken from (SLIPWAY_DB_SUBNET_POOL). */
+  readonly subnetPool: string;
 }
 
-/** Creates the service's network (internal, confined like the apps') unless it exists. */
-export async function ensureServiceNetwork(engine: ContainerEngine, instanceId: string, serviceId: string): Promise<string> {
+/** Hosts a service network holds: the service and the containers of the apps linked to it (a /26). */
+const SERVICE_SUBNET_PREFIX = 26;
+/** Subnets tried before giving up (each taken one is skipped). */
+const SUBNET_TRIES = 64;
+
+/**
+ * The `index`-th /26 of `pool` (an IPv4 CIDR of /26 or larger), counted from a start derived from
+ * `serviceId` so services spread over the pool and rarely try a taken one first.
+ */
+export function serviceSubnet(pool: string, serviceId: string, attempt: number): string {
+  const [base, bits] = pool.split('/');
+  const octets = (base ?? '').split('.').map(Number);
+  const prefix = Number(bits);
+  const start = (((octets[0] ?? 0) << 24) | ((octets[1] ?? 0) << 16) | ((octets[2] ?? 0) << 8) | (octets[3] ?? 0)) >>> 0;
+  const count = 2 ** (SERVICE_SUBNET_PREFIX - prefix);
+  const first = crypto.createHash('sha256').update(serviceId).digest().readUInt32BE(0) % count;
+  const address = (start + ((first + attempt) % count) * 2 ** (32 - SERVICE_SUBNET_PREFIX)) >>> 0;
+  return `${[24, 16, 8, 0].map((shift) => (address >>> shift) & 255).join('.')}/${SERVICE_SUBNET_PREFIX}`;
+}
+
+/**
+ * Creates the service's network unless it exists: internal, confined like the apps', on a /26 of
+ * `pool` (one network per database would soon exhaust the engine's default pools of /16s and /20s).
+ */
+export async function ensureServiceNetwork(engine: ContainerEngine, instanceId: string, serviceId: string, pool: string): Promise<string> {
   const name = serviceNetworkName(instanceId, serviceId);
-  await engine.ensureNetwork({ name, labels: serviceLabels(instanceId, serviceId), isolated: false, internal: true, confined: true });
-  return name;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await engine.ensureNetwork({ name, labels: serviceLabels(instanceId, serviceId), isolated: false, internal: true, confined: true, subnet: serviceSubnet(pool, serviceId, attempt) });
+      return name;
+    } catch (err) {
+      // Another network holds that subnet: the next one.
+      if (attempt + 1 >= SUBNET_TRIES || !/overlap/i.test(err instanceof Error ? err.message : String(err))) throw err;
+    }
+  }
 }
 
 /**
@@ -47,7 +79,7 @@ export async function ensureServiceNetwork(engine: ContainerEngine, instanceId: 
  */
 export async function runService(engine: ContainerEngine, spec: ServiceSpec): Promise<ContainerInfo> {
   const labels = serviceLabels(spec.instanceId, spec.serviceId);
-  const network = await ensureServiceNetwork(engine, spec.instanceId, spec.serviceId);
+  const network = await ensureServiceNetwork(engine, spec.instanceId, spec.serviceId, spec.subnetPool);
   const volume = serviceVolumeName(spec.instanceId, spec.serviceId);
   await engine.ensureVolume({ name: volume, labels });
   for (const old of await engine.listContainers(labels)) await engine.removeContainer(old.id);

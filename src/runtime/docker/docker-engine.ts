@@ -613,6 +613,7 @@ export class DockerEngine implements ContainerEngine {
           CheckDuplicate: true,
           Labels: options.labels,
           ...(options.internal === true ? { Internal: true } : {}),
+          ...(options.subnet === undefined ? {} : { IPAM: { Driver: 'default', Config: [{ Subnet: options.subnet }] } }),
           Options: {
             ...(options.isolated ? { 'com.docker.network.bridge.enable_icc': 'false' } : {}),
             ...(options.bridgeName === undefined ? {} : { 'com.docker.network.bridge.name': options.bridgeName }),
