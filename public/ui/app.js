@@ -7,6 +7,7 @@ import { forgetNewKey, renderAccount, renderKeys } from './account.js';
 import { loadSwitcher, renderTeam, renderTeams } from './teams.js';
 import { renderAudit } from './audit.js';
 import { renderTunnels } from './tunnels.js';
+import { renderDatabases } from './databases.js';
 import { renderAllTunnels, renderUsers } from './admin.js';
 
 const $ = (id) => document.getElementById(id);
@@ -53,6 +54,7 @@ const ROUTES = [
   [/^#\/teams\/([0-9a-f-]{36})$/, 'teams', (view, m, ctx) => renderTeam(view, m[1], ctx)],
   [/^#\/audit(?:\?(.*))?$/, 'audit', (view, m, ctx) => renderAudit(view, ctx, new URLSearchParams(m[1] || ''))],
   [/^#\/tunnels$/, 'tunnels', (view, m, ctx) => renderTunnels(view, ctx)],
+  [/^#\/databases$/, 'databases', (view, m, ctx) => renderDatabases(view, ctx)],
   [/^#\/admin\/users$/, 'users', (view, m, ctx) => renderUsers(view, ctx)],
   [/^#\/admin\/tunnels$/, 'all-tunnels', (view, m, ctx) => renderAllTunnels(view, ctx)],
 ];
