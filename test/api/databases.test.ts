@@ -8,6 +8,8 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 
 type User = Awaited<ReturnType<TestServer['newUser']>>;
 
+const UNPULLABLE = '127.0.0.1:9/slipway-test/no-such-database:1';
+
 describe('managed databases', () => {
   let s: TestServer;
   let alice: User;
@@ -15,7 +17,8 @@ describe('managed databases', () => {
   let pgId: string;
 
   before(async () => {
-    s = await startTestServer({ ...STAND_IN_IMAGES, SLIPWAY_QUOTA_DATABASES: '3' });
+    // mysql's image is one no registry serves (a closed port on loopback): its databases fail to start.
+    s = await startTestServer({ ...STAND_IN_IMAGES, SLIPWAY_DB_IMAGE_MYSQL: UNPULLABLE, SLIPWAY_QUOTA_DATABASES: '3' });
     alice = await s.newUser('alice');
     bob = await s.newUser('bob');
   });
@@ -114,6 +117,18 @@ describe('managed databases', () => {
     }
     assert.deepEqual((await s.request('GET', '/api/v1/databases', { token: bob.token })).json, []);
     assertError(await s.request('GET', '/api/v1/databases?limit=0', { token: alice.token }), 400, 'validation_error');
+  });
+
+  test('an image that cannot be pulled fails the database, naming the image, the setting and the stand-in command', async () => {
+    const res = await create(alice.token, { name: 'unpullable', engine: 'mysql' });
+    assert.equal(res.status, 201, res.text);
+    const failed = await waitForStatus(s, alice.token, res.json.id);
+    assert.equal(failed.status, 'failed');
+    assert.ok(failed.error.includes(UNPULLABLE), failed.error);
+    assert.match(failed.error, /SLIPWAY_DB_IMAGE_MYSQL/);
+    assert.match(failed.error, /npm run stand-in-images/);
+    assert.equal(await databaseContainer(res.json.id), undefined, 'no container was made');
+    assert.equal((await s.request('DELETE', `/api/v1/databases/${res.json.id}`, { token: alice.token })).status, 204);
   });
 
   test('the per-user quota: the next database is 429 and nothing is made', async () => {
