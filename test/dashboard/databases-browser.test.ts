@@ -1,5 +1,7 @@
 // The Databases page in a real browser: create a redis database, watch it run, reveal its credentials on demand, stop it and delete it.
 import assert from 'node:assert/strict';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { launchBrowser, type TestBrowser } from '../helpers/browser.js';
 import { STAND_IN_IMAGES } from '../helpers/databases.js';
@@ -47,6 +49,11 @@ test('a database is created, runs, shows its credentials only when asked, stops 
   assert.equal(after.length, before + 1);
   assert.equal(after[0].action, 'database.credentials.read');
 
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    assert.ok((await page.evaluate<number>('document.scrollingElement.scrollWidth')) <= width, `the Databases page fits ${width} px`);
+    await page.screenshot({ path: path.join(os.tmpdir(), `slipway-databases-${width}.png`), fullPage: true });
+  }
   await detail.getByRole('button', { name: 'Stop' }).click();
   await row.locator('.badge', { hasText: 'stopped' }).waitFor({ timeout: 60_000 });
   await detail.getByRole('button', { name: 'Delete' }).click();
