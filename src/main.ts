@@ -78,6 +78,7 @@ import { INSTANCE_CALL_KEY_INFO } from './tunnel/instance-calls.js';
 import { InstanceTunnels } from './tunnel/instance-tunnels.js';
 import { sql } from 'kysely';
 import { createDatabasesPart } from './databases/databases-part.js';
+import { toErrorResponse } from './api/errors.js';
 import { Registry } from 'prom-client';
 
 export interface RunningServer {
@@ -232,7 +233,11 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
   });
   const { nodes: nodeDirectory, swarm: swarmRuntime, ownRegistry } = selected;
   // Managed databases (decisions §19): every release gets its linked databases through the runtime.
-  const databases = createDatabasesPart({ db, cipher: installationCipher, engine, config, instanceId, log });
+  const databases = createDatabasesPart({
+    db, cipher: installationCipher, engine, config, instanceId, log,
+    authenticate: (bearer) => authenticateBearer(accounts, keyUsage, bearer),
+    refuse: (socket, err) => { const { status, body } = toErrorResponse(err); endSocketWithError(socket, status, body); },
+  });
   const runtime = databases.wrap(selected.runtime);
   const planned = await planRecovery({ store: deployments, engine, runtime, dataPlane: localPlane, dataDir: config.dataDir, instanceId, log }, engineUp);
   // Strays are removed only by a leader alone: with other instances live, a container not yet
@@ -552,6 +557,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
       if (problem !== undefined) return writeRawBadRequest(socket, problem);
       if (acrossInstances.handleUpgrade(req, socket, head)) return;
       if (proxy.handleUpgrade(req, socket, head)) return;
+      if (databases.handleUpgrade(req, socket, head)) return;
       if ((req.url ?? '').split('?')[0] === '/api/v1/tunnels/connect') {
         tunnels.handleUpgrade(req, socket, head);
         return;

@@ -13,6 +13,10 @@ import { linkedReleaseParts } from './database-links.js';
 import { DatabaseWork } from './database-work.js';
 import { withLinkedDatabases } from './linked-runtime.js';
 import { reconcileDatabases } from './reconcile-databases.js';
+import { databaseConnector } from './database-connect.js';
+import type { Principal } from '../core/principal.js';
+import type http from 'node:http';
+import type { Duplex } from 'node:stream';
 
 export interface DatabasesPart {
   readonly context: DatabasesContext;
@@ -20,7 +24,9 @@ export interface DatabasesPart {
   wrap(runtime: AppRuntime): AppRuntime;
   /** Finishes half-created databases and restarts lost ones (the leader, alone, at start). */
   reconcile(): Promise<number>;
-  /** Aborts starts in flight (they are finished at the next start). */
+  /** `slipway db connect`'s WebSocket upgrades (true when taken). */
+  handleUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): boolean;
+  /** Aborts starts in flight (they are finished at the next start) and closes connections. */
   close(): Promise<void>;
 }
 
@@ -31,6 +37,10 @@ export function createDatabasesPart(options: {
   readonly config: Config;
   readonly instanceId: string;
   readonly log: DatabaseLog;
+  /** The principal of a bearer token (401 otherwise), for WebSocket upgrades. */
+  readonly authenticate: (bearer: string | undefined) => Promise<Principal>;
+  /** Answers a refused upgrade with the API's status and `{error, message}`. */
+  readonly refuse: (socket: Duplex, err: unknown) => void;
 }): DatabasesPart {
   const { config } = options;
   const context: DatabasesContext = {
@@ -46,10 +56,15 @@ export function createDatabasesPart(options: {
     work: new DatabaseWork(),
     log: options.log,
   };
+  const connector = databaseConnector(context, options.authenticate, options.refuse);
   return {
     context,
+    handleUpgrade: (req, socket, head) => connector.handleUpgrade(req, socket, head),
     wrap: (runtime) => withLinkedDatabases(runtime, (deploymentId) => linkedReleaseParts(context, deploymentId)),
     reconcile: () => reconcileDatabases(context),
-    close: () => context.work.close(),
+    close: async () => {
+      connector.close();
+      await context.work.close();
+    },
   };
 }

@@ -241,6 +241,8 @@ export interface ContainerEngine {
   connectNetwork?(network: string, containerId: string, aliases?: readonly string[]): Promise<void>;
   /** Detaches a container from a network, ignoring one that is gone or not attached. Optional. */
   disconnectNetwork?(network: string, containerId: string): Promise<void>;
+  /** The container's IPv4 address on `network` (null when it is not attached or has none). Optional. */
+  containerAddress?(id: string, network: string): Promise<string | null>;
   /** Pulls an image from its registry. Optional. */
   pullImage?(ref: string, signal: AbortSignal): Promise<void>;
 }

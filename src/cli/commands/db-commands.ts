@@ -3,7 +3,8 @@ import { Option, type Command } from 'commander';
 import type { ApiClient } from '../api-client.js';
 import { CliError } from '../cli-error.js';
 import type { CliIo } from '../cli-io.js';
-import { connect, withInterrupt, withJson, type JsonOption } from '../command-context.js';
+import { connect, currentLogin, withInterrupt, withJson, type JsonOption } from '../command-context.js';
+import { runDbConnect } from '../db-connect.js';
 import { ago, printFields, printJson, printTable } from '../output.js';
 import { createPrompter } from '../prompt.js';
 import { resolveApp } from '../resolve-app.js';
@@ -242,6 +243,33 @@ Examples:
         }),
     );
   }
+
+  db.command('connect')
+    .argument('<database>', 'name or id')
+    .option('-p, --port <port>', "the local port (default: the engine's own, e.g. 5432)")
+    .description('reach a database from this machine: a listener on 127.0.0.1 carried to it through the API (Ctrl-C ends it)')
+    .action((ref: string, options: { port?: string }) =>
+      withInterrupt(io, async (signal) => {
+        const login = await currentLogin(io);
+        const client = await connect(io, signal);
+        const found = await findDatabase(client, ref);
+        if (found.status !== 'running') throw new CliError(`database ${found.name} is ${found.status}: start it first with \`slipway db start ${found.name}\``);
+        const port = options.port === undefined ? found.port : Number(options.port);
+        if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CliError('--port must be a port number (0 to 65535)');
+        await runDbConnect({
+          serverUrl: login.url,
+          bearer: login.bearer ?? '',
+          databaseId: found.id,
+          port,
+          signal,
+          onListening: (held) => {
+            io.stdout.write(`Listening on 127.0.0.1:${held} for database ${found.name} (${found.engine}); Ctrl-C to stop.\n`);
+            io.stdout.write(`Connect with host 127.0.0.1, port ${held} and the credentials of \`slipway db credentials ${found.name}\`.\n`);
+          },
+          onProblem: (message) => io.stderr.write(`connection not carried: ${message}\n`),
+        });
+      }),
+    );
 
   withJson(
     db

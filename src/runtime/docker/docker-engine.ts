@@ -685,6 +685,14 @@ export class DockerEngine implements ContainerEngine {
     return disconnectFrom(this.#docker, network, containerId);
   }
 
+  async containerAddress(id: string, network: string): Promise<string | null> {
+    const info = await ignoreStatus([404], () =>
+      withTimeout(`inspect container ${id}`, CALL_TIMEOUT_MS, (s) => this.#docker.getContainer(id).inspect({ abortSignal: s })),
+    );
+    const address = info?.NetworkSettings?.Networks?.[network]?.IPAddress;
+    return address === undefined || address === '' ? null : address;
+  }
+
   pullImage(ref: string, signal: AbortSignal): Promise<void> {
     return pull(this.#docker, ref, signal);
   }
