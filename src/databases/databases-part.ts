@@ -15,6 +15,7 @@ import { withLinkedDatabases } from './linked-runtime.js';
 import { reconcileDatabases } from './reconcile-databases.js';
 import { databaseConnector } from './database-connect.js';
 import type { Principal } from '../core/principal.js';
+import type { Part } from '../core/parts.js';
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 
@@ -28,6 +29,25 @@ export interface DatabasesPart {
   handleUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): boolean;
   /** Aborts starts in flight (they are finished at the next start) and closes connections. */
   close(): Promise<void>;
+}
+
+/**
+ * The databases part as the server's parts list takes it (src/core/parts.ts): built after the
+ * runtime, reconciled at start by a leader alone, stopped before the database closes.
+ */
+export async function databasesPart(options: Parameters<typeof createDatabasesPart>[0] & {
+  /** Whether this instance may reconcile now: it leads and no other instance is live. */
+  readonly leadsAlone: () => Promise<boolean>;
+  readonly engineUp: boolean;
+}): Promise<Part<DatabasesPart>> {
+  const part = createDatabasesPart(options);
+  return {
+    offers: part,
+    start: async () => {
+      if (options.engineUp && (await options.leadsAlone())) await part.reconcile();
+    },
+    stop: () => part.close(),
+  };
 }
 
 export function createDatabasesPart(options: {
