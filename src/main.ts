@@ -78,6 +78,8 @@ import { INSTANCE_CALL_KEY_INFO } from './tunnel/instance-calls.js';
 import { InstanceTunnels } from './tunnel/instance-tunnels.js';
 import { sql } from 'kysely';
 import { Registry } from 'prom-client';
+import type { AppEvents } from './domain/app-events.js';
+import { startHealthWatch } from './deploy/health-watch.js';
 
 export interface RunningServer {
   /** Base URL of the API, e.g. http://127.0.0.1:8080 */
@@ -93,6 +95,8 @@ export interface RunningServer {
   readonly dataPlane: 'haproxy' | 'node';
   /** The supervised HAProxy's pid now (undefined on the Node plane, or while HAProxy is down). */
   haproxyPid(): number | undefined;
+  /** What happens to running apps (`app.crashed`), for whoever subscribes (see docs/app-health.md). */
+  readonly appEvents: AppEvents;
   close(): Promise<void>;
 }
 
@@ -291,6 +295,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
   });
   // Under swarm replicas move between nodes on their own: the edge follows them within a few seconds.
   const stopWatching = lifecycle.watchLiveContainers(config.runtime === 'swarm' ? 2_000 : 5_000, () => coordination.isLeader());
+  const { appEvents, healthWatch, stopHealthWatch } = startHealthWatch({ store: deployments, runtime, configs, instanceId, announces: () => coordination.isLeader(), log });
   const stopSampling = startMetricsSampler({
     history: metricsHistory,
     liveContainers: () => deployments.liveContainers(),
@@ -415,6 +420,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     // Counted across every instance (decisions §15): each change is announced on the coordination feed.
     loginLimiter: sharedFailureLimiter('login', { maxFailures: 10, maxFailuresByKind: { ip: 100 }, windowMs: 15 * 60_000 }, coordination, runner),
     operations: lifecycle,
+    appHealth: healthWatch,
     metricsIntervalSeconds: config.metricsIntervalMs / 1000,
     configs,
     webhooks: databaseWebhookStore(db, unlocked.cipher),
@@ -613,6 +619,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     proxy.close();
     localPlane.close();
     stopWatching();
+    stopHealthWatch();
     stopSampling();
     clearInterval(heartbeatTimer);
     stopLeadershipBeat();
@@ -747,6 +754,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     instanceId,
     dataPlane: haproxy === undefined ? 'node' : 'haproxy',
     haproxyPid: () => haproxy?.pid,
+    appEvents,
     close: () => {
       closing ??= (async () => {
         await haproxy?.close();
