@@ -3,6 +3,7 @@ import { call, callAll, uploadArchive } from './api.js';
 import { badge, bytes, h, replaceKeepingFocus, when } from './dom.js';
 import { packFolder } from './tar.js';
 import { inCurrentTeam, teamForNewApp } from './teams.js';
+import { statusBadges } from './app-state.js';
 
 /** The list of the user's deployments, polled so statuses change without a reload. */
 export function renderList(view, ctx) {
@@ -27,7 +28,7 @@ export function renderList(view, ctx) {
     empty.hidden = apps.length > 0;
     replaceKeepingFocus(rows, apps.map((app) => h('tr', { dataset: { id: app.id, status: app.status } },
       h('td', { 'data-label': 'Name' }, h('a', { href: `#/d/${app.id}`, text: app.name, dataset: { key: `open-${app.id}` } })),
-      h('td', { 'data-label': 'Status', class: 'status' }, badge(app.status)),
+      h('td', { 'data-label': 'Status', class: 'status' }, statusBadges(app)),
       h('td', { 'data-label': 'URL' }, app.url ? h('a', { href: app.url, text: app.url.replace(/^https?:\/\//, ''), rel: 'noopener noreferrer', target: '_blank' }) : '—'),
       h('td', { 'data-label': 'Source' }, app.source_type === 'git' ? `git ${app.branch || '(default branch)'}` : 'upload'),
       h('td', { 'data-label': 'Last deploy' }, h('time', { datetime: app.updated_at, title: new Date(app.updated_at).toLocaleString(), text: when(app.updated_at) })),

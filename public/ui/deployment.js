@@ -2,6 +2,7 @@
 import { call } from './api.js';
 import { badge, confirmAction, h } from './dom.js';
 import { pendingChanges } from './pending-changes.js';
+import { statusBadges } from './app-state.js';
 import { tabbed } from './tabs.js';
 import { renderBuildsTab } from './builds-tab.js';
 import { renderLogsTab } from './logs-tab.js';
@@ -64,7 +65,7 @@ export function renderDeployment(view, id, tab, ctx) {
     ctx.report(null);
     note.textContent = (await call('POST', `/deployments/${id}/restart`)).message;
     await refresh(ctx.signal);
-  }, ctx.report);
+  }, ctx.report, () => refresh(ctx.signal));
   const head = h('section', { class: 'card' },
     h('p', { class: 'muted' }, h('a', { href: '#/', text: '← Apps' })),
     h('div', { class: 'spread' }, title, status),
@@ -136,7 +137,7 @@ export function renderDeployment(view, id, tab, ctx) {
     dep = d;
     title.textContent = dep.name;
     document.title = `${dep.name} · Slipway`;
-    status.replaceChildren(badge(dep.status));
+    status.replaceChildren(...statusBadges(dep).flat(2));
     link.href = dep.url || '#';
     link.textContent = dep.url || '';
     const allowed = allowedActions(dep);
