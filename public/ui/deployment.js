@@ -39,7 +39,8 @@ export function allowedActions(dep) {
   const live = dep.live_build_id != null;
   const s = dep.status;
   return {
-    deploy: true,
+    // An uploaded app with nothing uploaded has nothing to build (the API answers 409).
+    deploy: dep.source_type !== 'archive' || dep.uploaded !== false,
     cancel: s === 'building',
     stop: s === 'building' || s === 'running' || (s === 'failed' && live),
     restart: s === 'running' || ((s === 'stopped' || s === 'failed') && live),
@@ -143,6 +144,7 @@ export function renderDeployment(view, id, tab, ctx) {
     const allowed = allowedActions(dep);
     for (const [name, button] of Object.entries(buttons)) button.disabled = !allowed[name];
     buttons.deploy.textContent = dep.source_type === 'git' ? 'Deploy latest commit' : 'Deploy upload';
+    buttons.deploy.title = allowed.deploy ? '' : 'Nothing uploaded yet: upload a folder or .tar.gz on the Builds tab first.';
     pending.sync(dep);
     if (!tabs) buildTabs();
     for (const part of parts.values()) part.update?.(dep, builds, allowed);

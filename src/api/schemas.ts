@@ -183,6 +183,7 @@ export const DeploymentSchema = Type.Object(
     team_id: Type.Optional(Nullable(Uuid)),
     config_pending: Type.Optional(Type.Boolean({ description: 'configuration changed since the live release: it applies at the next deploy, restart or rollback' })),
     config_pending_keys: Type.Optional(Type.Array(Type.String(), { description: 'what changed: variable names, or volumes, memory_mb, cpus, replicas, health_check_path' })),
+    uploaded: Type.Optional(Type.Boolean({ description: 'uploaded deployments: whether a source was uploaded (deploy answers 409 until one is)' })),
     health: Type.Optional(AppHealthSchema),
   },
   { $id: 'Deployment' },

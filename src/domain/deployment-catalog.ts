@@ -24,6 +24,7 @@ export const SHOWN_DEPLOYMENT_COLUMNS = [
   'previews',
   'team_id',
   'config_pending',
+  'upload_id',
 ] as const;
 
 /** What `presentDeployment` shows of a deployment. */

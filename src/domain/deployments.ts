@@ -323,6 +323,8 @@ export interface DeploymentView {
   config_pending?: boolean;
   /** Which keys: variable names, or settings (`volumes`, `memory_mb`, `cpus`, `replicas`, `health_check_path`). */
   config_pending_keys?: string[];
+  /** Uploaded deployments: whether a source was uploaded (a deploy needs one). */
+  uploaded?: boolean;
   /** Whether the live release keeps crashing (status alone says `running`). */
   health?: AppHealth;
 }
@@ -391,6 +393,7 @@ export function presentDeployment(row: ShownDeployment, urlFor: (subdomain: stri
     volumes: parseStoredVolumes(row.volumes),
     team_id: row.team_id,
     replicas: row.replicas,
+    uploaded: row.upload_id !== null,
     config_pending: config_pending_keys.length > 0,
     config_pending_keys,
     health,
