@@ -52,7 +52,8 @@ export function tabbed(tabs, initial, urlFor) {
   };
   list.addEventListener('scroll', edges, { passive: true });
   new ResizeObserver(edges).observe(list);
-  listeners.push((id) => { buttons.get(id)?.scrollIntoView({ block: 'nearest', inline: 'nearest' }); edges(); });
+  // The chosen tab in the middle of the strip (clear of the fades), once the strip is on the page.
+  listeners.push((id) => requestAnimationFrame(() => { if (list.isConnected) list.scrollLeft += buttons.get(id).getBoundingClientRect().left + buttons.get(id).offsetWidth / 2 - list.getBoundingClientRect().left - list.clientWidth / 2; edges(); }));
   const node = h('div', { class: 'tabbed' }, strip, [...panels.values()]);
   select(initial);
   return {

@@ -127,5 +127,12 @@ test('on a phone (390 × 844) the header is one line with a Menu button, and the
   const [box, area] = [await last.boundingBox(), await tabs.boundingBox()];
   assert.ok(box && area && box.x + box.width <= area.x + area.width + 1, 'the chosen tab is in view');
   assert.ok((await page.evaluate<number>('document.scrollingElement.scrollWidth')) <= 390, 'the page itself does not scroll sideways');
+  // A tab opened from its URL is brought into the middle, clear of the fades.
+  await openPage(page, `${ts.url}/#/d/${running.id}/settings`);
+  const settings = page.getByRole('tab', { name: 'Settings' });
+  await eventually(async () => {
+    const [tab, strip] = [await settings.boundingBox(), await tabs.boundingBox()];
+    return tab && strip && tab.x >= strip.x + 20 && tab.x + tab.width <= strip.x + strip.width - 20 ? true : undefined;
+  }, 5_000, 'the Settings tab in view');
   await page.close();
 });
