@@ -1,4 +1,4 @@
-// Migration 2026-11-28-010: managed databases (decisions §19), their links to deployments, and a per-user quota on them.
+// Migration 2026-11-28-050: managed databases (decisions §19), their links to deployments, and a per-user quota on them.
 import { PostgresAdapter, type ColumnDefinitionBuilder, type Kysely } from 'kysely';
 
 // Migrations are frozen in time, so they are written against Kysely<any>, not the current schema.
