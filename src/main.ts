@@ -11,6 +11,7 @@ import { lockDataDir } from './data-dir-lock.js';
 import { coordinationPart, databasePart } from './db/database-part.js';
 import { storesPart } from './db/stores.js';
 import type { BuildSlots } from './deploy/fair-build-slots.js';
+import type { AppEvents } from './domain/app-events.js';
 import { lifecyclePart } from './deploy/lifecycle-part.js';
 import { dataPlanesPart, planeStatus, type DataPlanes } from './proxy/data-planes.js';
 import { runnerId } from './runner-id.js';
@@ -18,6 +19,10 @@ import type { ContainerEngine } from './runtime/engine.js';
 import { runtimePart } from './runtime/runtime-part.js';
 import { httpsPart } from './tls/https-part.js';
 import { tunnelsPart } from './tunnel/tunnels-part.js';
+import { databasesPart } from './databases/databases-part.js';
+import { authenticateBearer } from './domain/accounts.js';
+import { toErrorResponse } from './api/errors.js';
+import { endSocketWithError } from './api/socket-errors.js';
 
 export interface RunningServer {
   /** Base URL of the API, e.g. http://127.0.0.1:8080 */
@@ -33,6 +38,8 @@ export interface RunningServer {
   readonly dataPlane: 'haproxy' | 'node';
   /** The supervised HAProxy's pid now (undefined on the Node plane, or while HAProxy is down). */
   haproxyPid(): number | undefined;
+  /** What happens to running apps (`app.crashed`), for whoever subscribes (see docs/app-health.md). */
+  readonly appEvents: AppEvents;
   close(): Promise<void>;
 }
 
@@ -87,7 +94,15 @@ async function addControlPlane(parts: Parts, config: Config, options: StartOptio
   const background = new Background(coordination, log);
   const stores = parts.add('stores', await storesPart({ config, db, cipher, coordination, runner, log }));
   background.add(stores.auditPruning);
-  const runtime = parts.add('runtime', await runtimePart(config, instanceId, log, options.engine));
+  const engineRuntime = parts.add('runtime', await runtimePart(config, instanceId, log, options.engine));
+  // Managed databases (decisions §19): every release gets its linked databases through the runtime.
+  const databases = parts.add('databases', await databasesPart({
+    config, log, db, cipher, instanceId, engine: engineRuntime.engine, engineUp: engineRuntime.engineUp,
+    authenticate: (bearer) => authenticateBearer(stores.accounts, stores.keyUsage, bearer),
+    refuse: (socket, err) => { const { status, body } = toErrorResponse(err); endSocketWithError(socket, status, body); },
+    leadsAlone: async () => coordination.isLeader() && (config.databaseUrl === undefined || ![...(await stores.registry.liveUrls(new Date())).keys()].some((id) => id !== runner)),
+  }));
+  const runtime = { ...engineRuntime, runtime: databases.wrap(engineRuntime.runtime) };
   const deploy = parts.add('lifecycle', await lifecyclePart({
     config, log, self: runner, instanceId, coordination, background, stores, runtime, planes,
     onBuildEnd: (outcome, seconds) => metrics.buildEnded(outcome, seconds),
@@ -102,7 +117,7 @@ async function addControlPlane(parts: Parts, config: Config, options: StartOptio
   const https = parts.add('https', await httpsPart({ config, log, self: runner, coordination, challenges: stores.challenges, repository: stores.certificates, table: planes.table }));
   const api = parts.add('api', await apiPart({
     ...stores, config, log, metrics, cipher, coordination, self: runner, gitEnv: deploy.gitEnv,
-    deployments: stores.catalog, store: stores.sources, operations: deploy.lifecycle, quotas: deploy.quotas, tunnels: directory,
+    deployments: stores.catalog, store: stores.sources, operations: deploy.lifecycle, appHealth: deploy.appHealth, quotas: deploy.quotas, tunnels: directory, databases: databases.context,
     hosts: deploy.hosts, certificates: https.domainCertificates, instances: stores.registry, nodes: deploy.nodes,
     checks: {
       pingDatabase: stores.ping,
@@ -113,14 +128,14 @@ async function addControlPlane(parts: Parts, config: Config, options: StartOptio
     settled: () => planes.haproxy?.settled(2000),
   }));
   parts.add('background work', { offers: background, start: () => background.start(), stop: () => background.stop() });
-  return { planes, metrics, deploy, tunnels, acrossInstances, https, api, instanceId, admin: stores.admin };
+  return { planes, metrics, deploy, tunnels, acrossInstances, https, api, instanceId, admin: stores.admin, databases };
 }
 
 /** The listeners last; then, behind them, recovery and the first certificate orders (the CA validates through the edge). */
 function addEdge(parts: Parts, config: Config, control: ControlPlane, log: Log): EdgePorts {
-  const { planes, metrics, deploy, tunnels, acrossInstances, https, api } = control;
+  const { planes, metrics, deploy, tunnels, acrossInstances, https, api, databases } = control;
   const ports = parts.add('edge', edgePart({
-    config, log, planes, api, tunnels, acrossInstances, tls: https.edge,
+    config, log, planes, api, tunnels, acrossInstances, databases, tls: https.edge,
     onRequestEnd: (app, status, seconds) => metrics.requestEnded(app, status, seconds),
   }));
   // Behind the listener: recovery never delays the first answer (the API, every app already up).
@@ -140,6 +155,7 @@ function runningServer(config: Config, control: ControlPlane, ports: EdgePorts, 
     instanceId: control.instanceId,
     dataPlane: planes.haproxy === undefined ? 'node' : 'haproxy',
     haproxyPid: () => planes.haproxy?.pid,
+    appEvents: control.deploy.appEvents,
     close,
   };
 }

@@ -41,6 +41,8 @@ export interface EdgeDeps {
     handleRequest(req: http.IncomingMessage, res: http.ServerResponse): boolean;
     handleUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): boolean;
   };
+  /** Managed databases' WebSocket endpoint (`slipway db connect`); takes its upgrades (true). */
+  readonly databases?: { handleUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): boolean } | undefined;
   readonly tls: EdgeTls | undefined;
   onRequestEnd(app: string, status: number, seconds: number): void;
 }
@@ -173,6 +175,7 @@ function edgeHandlers(deps: EdgeDeps): { handleRequest: http.RequestListener; ha
       if (problem !== undefined) return writeRawBadRequest(socket, problem);
       if (acrossInstances.handleUpgrade(req, socket, head)) return;
       if (planes.proxy.handleUpgrade(req, socket, head)) return;
+      if (deps.databases?.handleUpgrade(req, socket, head) === true) return;
       if ((req.url ?? '').split('?')[0] === '/api/v1/tunnels/connect') {
         tunnels.handleUpgrade(req, socket, head);
         return;
