@@ -1,4 +1,5 @@
 // How a failed or cancelled build is described in its record (`error`) and log.
+import { stripAnsi } from '../core/ansi.js';
 import { DomainError } from '../core/errors.js';
 import { EngineBuildError } from '../runtime/engine.js';
 import { redactCredentials } from '../source/git.js';
@@ -19,7 +20,7 @@ export function describeFailure(err: unknown, cancel: AbortSignal, buildTimeoutM
   if (cancel.aborted) return cancel.reason instanceof Error ? cancel.reason.message : 'cancelled';
   // One line: the build log already holds the whole output, once.
   if (err instanceof EngineBuildError) {
-    return err.message.startsWith('image build failed') ? err.message : `image build failed: ${lastLine(err.outputTail) || err.message}`;
+    return stripAnsi(err.message.startsWith('image build failed') ? err.message : `image build failed: ${lastLine(err.outputTail) || err.message}`);
   }
   if (err instanceof ReleaseError || err instanceof DomainError) return err.message;
   if (err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError')) {

@@ -24,6 +24,7 @@ import { LocalBuildQueue, type BuildQueue, type TakenBuild } from './build-queue
 import { withDeploymentLock, type Coordination } from './coordination.js';
 import { memoryCoordination } from './memory-coordination.js';
 import type { QuotaGuard } from '../domain/quotas.js';
+import { AnsiStripper } from '../core/ansi.js';
 import { describeFailure, isExpectedFailure, summarizeFailure } from './failures.js';
 import { buildReleaseImage, resolveSource, type RestoreUpload } from './image-build.js';
 import type { LifecycleSettings } from './lifecycle-settings.js';
@@ -649,8 +650,10 @@ export class DeploymentLifecycle implements DeploymentOperations {
     // App output and engine errors can hold the deployment's secrets: they are redacted before they are stored.
     const redactor = redactorFor(vars);
     const redacted = redactor.stream();
+    // Stored without terminal colours (the builder's own included): the dashboard and a piped CLI show plain text.
+    const plain = new AnsiStripper();
     const log = (text: string): void => {
-      if (logOpen) buildLogs.append(dep.id, build.id, redacted.push(text));
+      if (logOpen) buildLogs.append(dep.id, build.id, redacted.push(plain.push(text)));
     };
     const workDir = path.join(settings.dataDir, 'work', build.id);
     let image: string | undefined;

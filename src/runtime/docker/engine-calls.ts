@@ -72,5 +72,6 @@ export function engineMessage(err: unknown): string {
     if (typeof json === 'object' && json !== null && 'message' in json && typeof json.message === 'string') return json.message;
     if (typeof json === 'string' && json.trim() !== '') return json.trim();
   }
-  return err instanceof Error ? err.message : String(err);
+  // dockerode's own wording around the engine's ("(HTTP code 400) unexpected - …") means nothing to a person.
+  return (err instanceof Error ? err.message : String(err)).replace(/^\(HTTP code \d{3}\) [^-]*- /, '').trim();
 }
