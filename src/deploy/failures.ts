@@ -4,6 +4,7 @@ import { DomainError } from '../core/errors.js';
 import { EngineBuildError } from '../runtime/engine.js';
 import { redactCredentials } from '../source/git.js';
 import { ReleaseError, lastLine } from '../runtime/release.js';
+import type { DeployFailure } from '../proxy/routing-table.js';
 
 /** Failures that are the app's or the source's doing (not Slipway's): reported, not logged as errors. */
 export function isExpectedFailure(err: unknown): boolean {
@@ -41,4 +42,16 @@ export function summarizeFailure(err: unknown, cancel: AbortSignal, buildTimeout
     return describeFailure(err, cancel, buildTimeoutMs);
   }
   return 'an internal error (logged above)';
+}
+
+/**
+ * Which step failed, for the failed app's 503 page: the release (an image was built), the image
+ * build, or the source (the repository could not be read or fetched); undefined when unclear.
+ */
+export function failedStep(err: unknown, imageBuilt: boolean): DeployFailure | undefined {
+  if (imageBuilt) return 'start';
+  if (err instanceof EngineBuildError) return 'build';
+  const message = err instanceof Error ? err.message : '';
+  if (/^cannot read the repository|^git [a-z-]+ (failed|timed out)/.test(message)) return 'source';
+  return undefined;
 }

@@ -13,6 +13,7 @@ import { authorizeDeployment, type DeploymentAction } from '../domain/policy.js'
 import { deploymentRecord } from '../domain/audit.js';
 import type { Upstream } from '../core/upstream.js';
 import type { DataPlane } from '../proxy/data-plane.js';
+import type { DeployFailure } from '../proxy/routing-table.js';
 import type { ContainerEngine } from '../runtime/engine.js';
 import type { AppRuntime } from '../runtime/app-runtime.js';
 import { DockerRuntime } from '../runtime/docker/docker-runtime.js';
@@ -25,7 +26,7 @@ import { withDeploymentLock, type Coordination } from './coordination.js';
 import { memoryCoordination } from './memory-coordination.js';
 import type { QuotaGuard } from '../domain/quotas.js';
 import { AnsiStripper } from '../core/ansi.js';
-import { describeFailure, isExpectedFailure, summarizeFailure } from './failures.js';
+import { describeFailure, failedStep, isExpectedFailure, summarizeFailure } from './failures.js';
 import { buildReleaseImage, resolveSource, type RestoreUpload } from './image-build.js';
 import type { LifecycleSettings } from './lifecycle-settings.js';
 import { summedMetrics } from './summed-metrics.js';
@@ -474,8 +475,8 @@ export class DeploymentLifecycle implements DeploymentOperations {
     return transition(dep.status, event, { serving: false, restartable: false });
   }
 
-  #route(subdomain: string, deploymentId: string, state: 'stopped' | 'failed' | 'starting'): void {
-    this.#deps.dataPlane.publish(subdomain, { kind: 'app', deploymentId, state });
+  #route(subdomain: string, deploymentId: string, state: 'stopped' | 'failed' | 'starting', failure?: DeployFailure): void {
+    this.#deps.dataPlane.publish(subdomain, { kind: 'app', deploymentId, state, ...(failure === undefined ? {} : { failure }) });
   }
 
   async #liveBuild(dep: DeploymentRow): Promise<BuildRow | undefined> {
@@ -737,7 +738,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
       if (current !== undefined) {
         const next = this.#next(current, 'build_failed');
         if (!next.noop) await store.setStatus(dep.id, next.to);
-        if (!(await this.#isServing(current))) this.#route(current.subdomain, dep.id, 'failed');
+        if (!(await this.#isServing(current))) this.#route(current.subdomain, dep.id, 'failed', failedStep(err, image !== undefined));
       }
     }
   }
