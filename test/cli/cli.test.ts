@@ -138,7 +138,7 @@ describe('login and credentials', () => {
     // Revoking asks first, as `slipway rm` does; "n" (or no answer) keeps the key, --yes skips the question.
     const kept = await cli(['keys', 'rm', 'cli-test-key'], { home, input: 'n\n' });
     assert.equal(kept.code, 1);
-    assert.match(kept.stderr, /^Revoke API key "cli-test-key" \([0-9a-f-]{36}\)\? Whatever uses it loses access at once\. \[y\/N\] error: not revoked \(answer "y" to confirm, or pass --yes\)\n$/);
+    assert.match(kept.stderr, /^Revoke API key "cli-test-key" \([0-9a-f-]{36}\)\? Whatever uses it loses access at once\. \[y\/N\] \nerror: not revoked \(answer "y" to confirm, or pass --yes\)\n$/);
     const stillWorks = await cli(['whoami'], { home, env: { SLIPWAY_URL: server.url, SLIPWAY_API_KEY: created.stdout.trim() } });
     assert.equal(stillWorks.code, 0, stillWorks.stderr);
     const removed = await cli(['keys', 'rm', 'cli-test-key', '--yes'], { home });
