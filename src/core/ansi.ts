@@ -7,9 +7,10 @@ const UNFINISHED = /\u001b(?:\[[0-?]*[ -/]*|\][^\u0007\u001b]*\u001b?)?$/;
 /** Longest unfinished escape held back for the next chunk; a longer one is not an escape. */
 const MAX_HELD = 256;
 
-/** `text` without its terminal escape sequences. */
+/** `text` without its terminal escape sequences (and without stray escape characters). */
 export function stripAnsi(text: string): string {
-  return text.replace(ESCAPE, '');
+  // An escape character left over (not the start of any sequence) would still garble a terminal.
+  return text.replace(ESCAPE, '').replace(/\u001b/g, '');
 }
 
 /**

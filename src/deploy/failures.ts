@@ -2,6 +2,7 @@
 import { stripAnsi } from '../core/ansi.js';
 import { DomainError } from '../core/errors.js';
 import { EngineBuildError } from '../runtime/engine.js';
+import { withoutClientPrefix } from '../runtime/docker/engine-calls.js';
 import { redactCredentials } from '../source/git.js';
 import { ReleaseError, lastLine } from '../runtime/release.js';
 import type { DeployFailure } from '../proxy/routing-table.js';
@@ -27,7 +28,7 @@ export function describeFailure(err: unknown, cancel: AbortSignal, buildTimeoutM
   if (err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError')) {
     return `the build exceeded its time limit of ${Math.round(buildTimeoutMs / 1000)} s`;
   }
-  return redactCredentials(err instanceof Error ? err.message : String(err));
+  return redactCredentials(withoutClientPrefix(err instanceof Error ? err.message : String(err)));
 }
 
 /**

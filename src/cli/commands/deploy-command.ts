@@ -108,6 +108,8 @@ async function deploy(io: CliIo, dirArg: string, options: DeployOptions, signal:
         throw new CliError(`no ${dockerfile} in ${dir}: add one, or name it with --dockerfile PATH`);
       });
       let size: SourceSize | undefined;
+      // Packed again when a linked app vanished meanwhile and a new one is created instead.
+      await rm(archive, { force: true });
       const packing = new Progress(io.stderr, 'packed');
       const result = await packFolder(dir, archive, {
         dockerfile,
