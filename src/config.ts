@@ -37,7 +37,7 @@ export interface Config {
   /** SLIPWAY_MAX_CONCURRENT_BUILDS: builds running at once across all deployments. */
   readonly maxConcurrentBuilds: number;
   /** SLIPWAY_QUOTA_*: each user's quotas unless an administrator sets the user's own (administrators have none). */
-  readonly quotas: { readonly deployments: number; readonly concurrent_builds: number; readonly upload_bytes: number; readonly api_keys: number };
+  readonly quotas: { readonly deployments: number; readonly concurrent_builds: number; readonly upload_bytes: number; readonly api_keys: number; readonly databases: number };
   /** Live releases started again at once by recovery (after a restart, or containers found stopped). */
   readonly recoveryConcurrency: number;
   /** Between two samples of each running app's metrics history (SLIPWAY_METRICS_INTERVAL_SECONDS, 1 to 60, default 10; an hour of samples is kept). */
@@ -85,6 +85,10 @@ export interface Config {
   readonly haproxyBinary: string | undefined;
   /** SLIPWAY_HAPROXY_THREADS: HAProxy's threads; by default half the CPUs (at least 1), the rest left to Node and the apps. */
   readonly haproxyThreads: number;
+  /** SLIPWAY_DB_IMAGE_POSTGRES/_MYSQL/_REDIS: the image of each managed database engine (decisions §19). */
+  readonly databaseImages: { readonly postgres: string; readonly mysql: string; readonly redis: string };
+  /** SLIPWAY_DB_SUBNET_POOL: an IPv4 range (/8 to /26) each database's network takes a /26 of. */
+  readonly databaseSubnetPool: string;
   /** SLIPWAY_RUNTIME: where apps run; `docker` (one engine) or `swarm` (services on the swarm whose manager the engine is). */
   readonly runtime: 'docker' | 'swarm';
   /** SLIPWAY_REGISTRY (`host[:port][/prefix]`, with SLIPWAY_REGISTRY_USERNAME/_PASSWORD): where images go under `swarm`. */
@@ -159,6 +163,27 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 function text(env: Env, name: string): string | undefined {
   const value = env[name];
   return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+/** An image reference (`name[:tag]` or `name@digest`, optionally with a registry host): no spaces, no leading dash. */
+function imageRef(env: Env, name: string, fallback: string): string {
+  const value = text(env, name) ?? fallback;
+  if (!/^[A-Za-z0-9][A-Za-z0-9._\-/:@]{0,254}$/.test(value)) throw new ConfigError(`${name} must be an image reference such as ${fallback}, got "${value}"`);
+  return value;
+}
+
+/** An IPv4 CIDR from /8 to /26 whose host bits are zero. */
+function subnetPool(env: Env, name: string, fallback: string): string {
+  const value = text(env, name) ?? fallback;
+  const match = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(value);
+  const octets = match?.slice(1, 5).map(Number) ?? [];
+  const prefix = Number(match?.[5]);
+  const address = octets.reduce((sum, o) => sum * 256 + o, 0);
+  const hostBits = 2 ** (32 - prefix);
+  if (match === null || octets.some((o) => o > 255) || !(prefix >= 8 && prefix <= 26) || address % hostBits !== 0) {
+    throw new ConfigError(`${name} must be an IPv4 range from /8 to /26 with its host bits zero, such as ${fallback}, got "${value}"`);
+  }
+  return value;
 }
 
 function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
@@ -289,6 +314,7 @@ export function loadConfig(env: Env = process.env): Config {
       concurrent_builds: integer(env, 'SLIPWAY_QUOTA_CONCURRENT_BUILDS', 20, 0, 1_000_000),
       upload_bytes: integer(env, 'SLIPWAY_QUOTA_UPLOAD_BYTES', 10 * 1024 ** 3, 0, Number.MAX_SAFE_INTEGER),
       api_keys: integer(env, 'SLIPWAY_QUOTA_API_KEYS', 1000, 0, 1_000_000_000),
+      databases: integer(env, 'SLIPWAY_QUOTA_DATABASES', 20, 0, 1_000_000),
     },
     recoveryConcurrency: integer(env, 'SLIPWAY_RECOVERY_CONCURRENCY', 8, 1, 64),
     metricsIntervalMs: integer(env, 'SLIPWAY_METRICS_INTERVAL_SECONDS', 10, 1, 60) * 1000,
@@ -315,6 +341,12 @@ export function loadConfig(env: Env = process.env): Config {
     haproxyBinary: absolutePath(env, 'SLIPWAY_HAPROXY_BIN'),
     haproxyThreads: integer(env, 'SLIPWAY_HAPROXY_THREADS', Math.max(1, Math.floor(os.availableParallelism() / 2)), 1, 64),
     runtime: appRuntime(env),
+    databaseImages: {
+      postgres: imageRef(env, 'SLIPWAY_DB_IMAGE_POSTGRES', 'postgres:16-alpine'),
+      mysql: imageRef(env, 'SLIPWAY_DB_IMAGE_MYSQL', 'mariadb:11'),
+      redis: imageRef(env, 'SLIPWAY_DB_IMAGE_REDIS', 'redis:7-alpine'),
+    },
+    databaseSubnetPool: subnetPool(env, 'SLIPWAY_DB_SUBNET_POOL', '10.213.0.0/16'),
     registry: registrySettings(env),
     registryPort: integer(env, 'SLIPWAY_REGISTRY_PORT', 5000, 1, 65535),
     swarmProbePath: absolutePath(env, 'SLIPWAY_SWARM_PROBE') ?? '/bin/busybox',

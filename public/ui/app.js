@@ -7,7 +7,9 @@ import { forgetNewKey, renderAccount, renderKeys } from './account.js';
 import { loadSwitcher, renderTeam, renderTeams } from './teams.js';
 import { renderAudit } from './audit.js';
 import { renderTunnels } from './tunnels.js';
+import { renderDatabases } from './databases.js';
 import { renderAllTunnels, renderUsers } from './admin.js';
+import { phoneMenu } from './phone-menu.js';
 
 const $ = (id) => document.getElementById(id);
 let current = null; // { controller } of the view on screen
@@ -53,6 +55,7 @@ const ROUTES = [
   [/^#\/teams\/([0-9a-f-]{36})$/, 'teams', (view, m, ctx) => renderTeam(view, m[1], ctx)],
   [/^#\/audit(?:\?(.*))?$/, 'audit', (view, m, ctx) => renderAudit(view, ctx, new URLSearchParams(m[1] || ''))],
   [/^#\/tunnels$/, 'tunnels', (view, m, ctx) => renderTunnels(view, ctx)],
+  [/^#\/databases$/, 'databases', (view, m, ctx) => renderDatabases(view, ctx)],
   [/^#\/admin\/users$/, 'users', (view, m, ctx) => renderUsers(view, ctx)],
   [/^#\/admin\/tunnels$/, 'all-tunnels', (view, m, ctx) => renderAllTunnels(view, ctx)],
 ];
@@ -171,5 +174,6 @@ window.addEventListener('hashchange', () => {
   document.querySelector('#view h1')?.focus({ preventScroll: false });
 });
 window.addEventListener('pagehide', forgetNewKey);
+phoneMenu();
 // Marks the page as started (tests wait for it instead of for time).
 run(start).then(() => { document.documentElement.dataset.ready = ''; });

@@ -22,6 +22,8 @@ import type { SourceStore } from '../source/source-store.js';
 import type { QuotaGuard } from '../domain/quotas.js';
 import type { ErrorLog } from './errors.js';
 import type { HealthCheck } from './routes/health-routes.js';
+import type { HealthReader } from '../domain/app-health.js';
+import type { DatabasesContext } from '../databases/database-context.js';
 
 export interface TunnelListing {
   id: string;
@@ -87,6 +89,8 @@ export interface ApiDeps {
   /** Custom domains' certificates (NO_CERTIFICATES while HTTPS is off). */
   readonly certificates: DomainCertificates;
   readonly health: HealthCheck;
+  /** Whether live apps keep crashing (the deployments' `health`); all ok when absent. */
+  readonly appHealth?: HealthReader | undefined;
   /** Uploads kept in the database for every instance (set with several instances on PostgreSQL). */
   readonly sharedUploads?: SharedUploads | undefined;
   /** The control-plane instances sharing the database (GET /api/v1/instances). */
@@ -97,6 +101,8 @@ export interface ApiDeps {
   readonly metricsIntervalSeconds?: number;
   /** The server's Prometheus text (GET /metrics). */
   readonly metrics: { render(): string | Promise<string> };
+  /** Managed databases (decisions §19); absent: their routes are not served. */
+  readonly databases?: DatabasesContext | undefined;
   /** Where internal errors are logged with their detail; default: Fastify's logger (off unless enabled). */
   readonly log?: ErrorLog;
 }

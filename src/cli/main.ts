@@ -13,6 +13,7 @@ import { registerKeyCommands } from './commands/key-commands.js';
 import { registerNodeCommands } from './commands/node-commands.js';
 import { registerTeamCommands } from './commands/team-commands.js';
 import { registerTunnelCommand } from './commands/tunnel-command.js';
+import { registerDbCommands } from './commands/db-commands.js';
 import { runServer } from './server-run.js';
 import { registerCreateCommand } from './commands/create-command.js';
 import { VERSION } from '../version.js';
@@ -93,6 +94,7 @@ Environment: SLIPWAY_URL and SLIPWAY_API_KEY override the saved login. See docs/
   registerKeyCommands(program, io);
   registerTeamCommands(program, io);
   registerTunnelCommand(program, io);
+  registerDbCommands(program, io);
   return program;
 }
 

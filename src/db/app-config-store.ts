@@ -10,6 +10,7 @@ import type { Database } from './schema.js';
 import { reencryptCertificates } from './certificate-store.js';
 import { lockDeployment } from './deployment-store.js';
 import { reencryptWebhooks } from './webhook-store.js';
+import { reencryptDatabaseCredentials } from './managed-database-store.js';
 
 /** Associated data of a variable: a ciphertext only opens in the row it was written to. */
 const varContext = (deploymentId: string, key: string): string => `env:${deploymentId}:${key}`;
@@ -154,6 +155,7 @@ export async function reencryptAll(db: Db, from: ValueCipher, to: ValueCipher): 
     }
     count += await reencryptCertificates(trx, from, to);
     count += await reencryptWebhooks(trx, from, to);
+    count += await reencryptDatabaseCredentials(trx, from, to);
     await trx.updateTable('instance').set({ key_check: to.keyCheck() }).execute();
     return count;
   });

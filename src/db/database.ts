@@ -23,6 +23,8 @@ import * as userDisabled from './migrations/2026-11-27-090-user-disabled.js';
 import * as buildLogChunks from './migrations/2026-11-27-110-build-log-chunks.js';
 import * as buildQueue from './migrations/2026-11-27-111-build-queue.js';
 import * as acmeChallenges from './migrations/2026-11-27-120-acme-challenges.js';
+import * as configPending from './migrations/2026-11-28-040-config-pending.js';
+import * as managedDatabases from './migrations/2026-11-28-050-managed-databases.js';
 import { withStatementCache } from './statement-cache.js';
 import crypto from 'node:crypto';
 
@@ -47,6 +49,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-27-110-build-log-chunks': buildLogChunks,
   '2026-11-27-111-build-queue': buildQueue,
   '2026-11-27-120-acme-challenges': acmeChallenges,
+  '2026-11-28-040-config-pending': configPending,
+  '2026-11-28-050-managed-databases': managedDatabases,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -2,7 +2,7 @@
 import type { QuotaName, QuotaStore } from '../domain/quotas.js';
 import { nowIso, type Db } from './database.js';
 
-/** QuotaStore over `user_quotas`, `deployments`, `builds` and `api_keys`. */
+/** QuotaStore over `user_quotas`, `deployments`, `builds`, `api_keys` and `managed_databases`. */
 export function databaseQuotaStore(db: Db): QuotaStore {
   return {
     async userExists(userId) {
@@ -17,6 +17,7 @@ export function databaseQuotaStore(db: Db): QuotaStore {
       if (row.concurrent_builds !== null) overrides.concurrent_builds = row.concurrent_builds;
       if (row.upload_bytes !== null) overrides.upload_bytes = Number(row.upload_bytes);
       if (row.api_keys !== null) overrides.api_keys = row.api_keys;
+      if (row.databases !== null) overrides.databases = row.databases;
       return overrides;
     },
 
@@ -31,7 +32,7 @@ export function databaseQuotaStore(db: Db): QuotaStore {
 
     async usage(userId, exceptDeploymentId) {
       const except = exceptDeploymentId ?? '';
-      const [deployments, uploads, builds, keys] = await Promise.all([
+      const [deployments, uploads, builds, keys, databases] = await Promise.all([
         // Previews (decisions §17) are not deployments the user created: at most 10 per deployment, counted apart.
         db.selectFrom('deployments').select((eb) => eb.fn.countAll<number>().as('n')).where('user_id', '=', userId).where('parent_id', 'is', null).executeTakeFirstOrThrow(),
         db
@@ -49,12 +50,15 @@ export function databaseQuotaStore(db: Db): QuotaStore {
           .where('deployments.id', '!=', except)
           .executeTakeFirstOrThrow(),
         db.selectFrom('api_keys').select((eb) => eb.fn.countAll<number>().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow(),
+        // A team's database counts against the member who created it, as a team's deployment does.
+        db.selectFrom('managed_databases').select((eb) => eb.fn.countAll<number>().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow(),
       ]);
       return {
         deployments: Number(deployments.n),
         upload_bytes: Number(uploads.n ?? 0),
         concurrent_builds: Number(builds.n),
         api_keys: Number(keys.n),
+        databases: Number(databases.n),
       };
     },
   };

@@ -4,6 +4,7 @@ import type { SessionRow, UserRow } from '../domain/account-store.js';
 import type { ApiKeyRow } from '../domain/api-keys.js';
 import type { CustomDomainRow } from '../domain/custom-domains.js';
 import type { BuildRow, DeploymentRow } from '../domain/deployment-rows.js';
+import type { DatabaseRow } from '../databases/database-store.js';
 
 /** A domain row as a table: the columns `K` have defaults (or are assigned) in the database. */
 type Stored<Row, K extends keyof Row> = Omit<Row, K> & { [P in K]: Generated<Row[P]> };
@@ -28,7 +29,7 @@ export type ApiKeysTable = ApiKeyRow;
 /** A deployment as stored: its row (src/domain/deployment-rows.ts), with the columns the database fills in. */
 export type DeploymentsTable = Stored<
   DeploymentRow,
-  'volumes' | 'replicas' | 'auto_deploy' | 'previews' | 'parent_id' | 'pr_number' | 'pr_head_sha' | 'pr_head_repo' | 'pr_same_repo' | 'seq'
+  'volumes' | 'replicas' | 'auto_deploy' | 'previews' | 'parent_id' | 'pr_number' | 'pr_head_sha' | 'pr_head_repo' | 'pr_same_repo' | 'config_pending' | 'seq'
 >;
 
 /** A build as stored: its row, with the control-plane instance that runs (ran) it (null before instances were recorded). */
@@ -182,7 +183,18 @@ export interface UserQuotasTable {
   concurrent_builds: number | null;
   upload_bytes: number | null;
   api_keys: number | null;
+  databases: number | null;
   updated_at: string;
+}
+
+/** A managed database (decisions §19): its row, its owner key (names are unique per owner) and its encrypted credentials. */
+export type ManagedDatabasesTable = Stored<Omit<DatabaseRow, 'seq' | 'size_bytes'> & { seq: number; size_bytes: number; owner_key: string; credentials: string }, 'seq' | 'size_bytes'>;
+
+export interface DatabaseLinksTable {
+  database_id: string;
+  deployment_id: string;
+  env: string;
+  created_at: string;
 }
 
 /** An uploaded archive kept for every instance (several instances, decisions §15); its bytes are in `upload_chunks`. */
@@ -247,4 +259,6 @@ export interface Database {
   team_members: TeamMembersTable;
   audit_log: AuditLogTable;
   user_quotas: UserQuotasTable;
+  managed_databases: ManagedDatabasesTable;
+  database_links: DatabaseLinksTable;
 }

@@ -56,6 +56,9 @@ export function databaseTeamStore(db: Db): TeamStore {
         if (!(await lockTeam(trx, id))) return 'team_gone' as const;
         const held = await teamDeploymentCount(trx, id);
         if (held > 0) return { held };
+        // A team's databases hold its id too: the team goes only once they are deleted.
+        const databases = await trx.selectFrom('managed_databases').select((eb) => eb.fn.countAll<number>().as('n')).where('team_id', '=', id).executeTakeFirstOrThrow();
+        if (Number(databases.n) > 0) return { held: 0, databases: Number(databases.n) };
         await trx.deleteFrom('team_members').where('team_id', '=', id).execute();
         await trx.deleteFrom('teams').where('id', '=', id).execute();
         await appendRecord(trx, audit);

@@ -1,10 +1,10 @@
-// Per-user quotas: deployments, builds in progress, stored upload bytes and API keys; installation defaults, overrides an admin sets, and the 429 when one is reached.
+// Per-user quotas: deployments, builds in progress, stored upload bytes, API keys and managed databases; installation defaults, overrides an admin sets, and the 429 when one is reached.
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import { authorizeAdmin } from './policy.js';
 import { assertUuid } from './deployments.js';
 
-export const QUOTA_NAMES = ['deployments', 'concurrent_builds', 'upload_bytes', 'api_keys'] as const;
+export const QUOTA_NAMES = ['deployments', 'concurrent_builds', 'upload_bytes', 'api_keys', 'databases'] as const;
 export type QuotaName = (typeof QUOTA_NAMES)[number];
 export type Quotas = Readonly<Record<QuotaName, number>>;
 
@@ -14,6 +14,7 @@ const COUNTED: Record<QuotaName, string> = {
   concurrent_builds: 'builds in progress',
   upload_bytes: 'bytes of stored uploads',
   api_keys: 'API keys',
+  databases: 'managed databases',
 };
 
 /** Where quota overrides and usage live (src/db/quota-store.ts). */

@@ -27,7 +27,7 @@ export interface TeamStore {
   get(id: string): Promise<TeamRow | undefined>;
   rename(id: string, name: string, audit: AuditRecord): Promise<void>;
   /** Deletes the team and its memberships, unless it holds deployments (their count, nothing changed). */
-  remove(id: string, audit: AuditRecord): Promise<'removed' | 'team_gone' | { held: number }>;
+  remove(id: string, audit: AuditRecord): Promise<'removed' | 'team_gone' | { held: number; databases?: number }>;
   /** The team's members (or the one member `userId`), oldest first. */
   members(teamId: string, userId?: string): Promise<MemberView[]>;
   /** A user by (normalized) e-mail. */
@@ -135,7 +135,8 @@ export async function deleteTeam(teams: TeamStore, principal: Principal, id: str
   const removed = await teams.remove(id, teamRecord(principal, 'team.delete', id));
   if (removed === 'team_gone') throw teamGone();
   if (removed !== 'removed') {
-    const { held } = removed;
+    const { held, databases } = removed;
+    if (databases !== undefined) throw invalid(`the team still holds ${databases} database${databases === 1 ? '' : 's'}: delete them before deleting the team`);
     throw invalid(`the team still holds ${held} deployment${held === 1 ? '' : 's'}: delete them before deleting the team`);
   }
 }

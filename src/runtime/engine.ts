@@ -95,6 +95,23 @@ export interface RunContainerOptions {
    * restart policy on once it is healthy. Default true (restart policy unless-stopped).
    */
   restartOnCrash?: boolean;
+  /** False: the port is published nowhere (a database, reached only over its own network). Default true. */
+  publish?: boolean;
+  /** Host names the container answers to on `network` (the engine's DNS on user-defined networks). */
+  networkAliases?: readonly string[];
+  /** Further networks (they must exist) the container joins before it starts: a linked database's. */
+  extraNetworks?: readonly string[];
+  /** Capabilities kept (default APP_CAPABILITIES); every other one is dropped. */
+  capabilities?: readonly string[];
+  /** The image's command, replaced (an argv: never a shell string). */
+  command?: readonly string[];
+}
+
+/** What a command run inside a container ended with. */
+export interface ExecResult {
+  readonly exitCode: number;
+  /** stdout and stderr together, at most the last 16 KiB. */
+  readonly output: string;
 }
 
 export interface NetworkOptions {
@@ -109,6 +126,10 @@ export interface NetworkOptions {
    * to the host itself but DNS and the edge's public ports (the app network; see decisions).
    */
   confined?: boolean;
+  /** No route out of the network: its containers reach each other and nothing else (a database's network). */
+  internal?: boolean;
+  /** The network's IPv4 subnet (CIDR); the engine picks one from its pools when absent. */
+  subnet?: string;
 }
 
 export interface NetworkInfo {
@@ -130,6 +151,16 @@ export interface ContainerInfo {
   labels: Record<string, string>;
   /** Engine state: created, running, restarting, exited, paused, dead, removing. */
   state: string;
+}
+
+/** One exit of a container, from the engine's event log. */
+export interface ContainerExit {
+  readonly id: string;
+  readonly exitCode: number;
+  /** Milliseconds since the epoch. */
+  readonly at: number;
+  /** The engine's own time of it (nanoseconds), which names the exit with the id. */
+  readonly atNs: string;
 }
 
 /** A running container's resource use at one moment (the engine's one-shot stats). */
@@ -177,6 +208,12 @@ export interface ContainerEngine {
   runContainer(options: RunContainerOptions): Promise<ContainerInfo>;
   /** Everything a container printed, line by line with its stream and time (for crash reports). Optional. */
   containerOutput?(id: string, signal?: AbortSignal): Promise<OutputLine[]>;
+  /**
+   * Containers carrying every one of `labels` that exited between two times (ms since the epoch;
+   * the engine's event log, one call for all of them), oldest first. Optional: an engine without
+   * it reports no crash.
+   */
+  containerExits?(labels: Record<string, string>, sinceMs: number, untilMs: number, signal?: AbortSignal): Promise<ContainerExit[]>;
   /** Sets a container's restart policy to unless-stopped (one started with `restartOnCrash: false`). Optional: an engine without it restarts from the start. */
   keepRestarting?(id: string): Promise<void>;
   /** Null when the container does not exist. */
@@ -211,6 +248,19 @@ export interface ContainerEngine {
   removeVolume(name: string): Promise<void>;
   /** All volumes carrying every one of these labels. */
   listVolumes(labels: Record<string, string>): Promise<VolumeInfo[]>;
+  /**
+   * Runs `argv` inside a running container (with `env` added) and waits for it within `timeoutMs`.
+   * Optional: services that probe themselves (databases) need it.
+   */
+  execInContainer?(id: string, argv: readonly string[], options: { env?: Record<string, string>; timeoutMs: number }): Promise<ExecResult>;
+  /** Attaches a container to a network (answering to `aliases` there); a no-op when already attached. Optional. */
+  connectNetwork?(network: string, containerId: string, aliases?: readonly string[]): Promise<void>;
+  /** Detaches a container from a network, ignoring one that is gone or not attached. Optional. */
+  disconnectNetwork?(network: string, containerId: string): Promise<void>;
+  /** The container's IPv4 address on `network` (null when it is not attached or has none). Optional. */
+  containerAddress?(id: string, network: string): Promise<string | null>;
+  /** Pulls an image from its registry. Optional. */
+  pullImage?(ref: string, signal: AbortSignal): Promise<void>;
 }
 
 /**

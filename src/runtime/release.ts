@@ -152,6 +152,7 @@ async function runTarget(
     pidsLimit: target.pidsLimit,
     network,
     volumes,
+    ...(target.networks === undefined ? {} : { extraNetworks: target.networks }),
     restartOnCrash: !onTrial,
   });
   return { port, container };

@@ -15,6 +15,7 @@ import Dockerode from 'dockerode';
 import { imageRepositoryPrefix } from '../../src/deploy/images.js';
 import { createDockerEngine } from '../../src/runtime/docker/docker-engine.js';
 import { LABEL_INSTANCE, LABEL_MANAGED } from '../../src/runtime/engine.js';
+import { LABEL_SERVICE_OF } from '../../src/runtime/service.js';
 
 export const ADMIN_EMAIL = 'admin@test.local';
 export const ADMIN_PASSWORD = 'admin-password-1';
@@ -250,6 +251,11 @@ export async function removeInstanceObjects(instance: string): Promise<void> {
   for (const network of await engine.listNetworks({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instance })) {
     await removeNetworkWhenFree(engine, network.id);
   }
+  // Managed databases' services (src/runtime/service.ts) carry labels of their own.
+  const services = { [LABEL_SERVICE_OF]: instance };
+  for (const container of await engine.listContainers(services)) await engine.removeContainer(container.id);
+  for (const network of await engine.listNetworks(services)) await removeNetworkWhenFree(engine, network.id);
+  for (const volume of await engine.listVolumes(services)) await engine.removeVolume(volume.name);
 }
 
 /**

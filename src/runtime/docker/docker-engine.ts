@@ -8,8 +8,10 @@ import type {
   BuildImageOptions,
   BuildSandbox,
   ContainerEngine,
+  ContainerExit,
   ContainerInfo,
   ContainerStats,
+  ExecResult,
   ImageInfo,
   NetworkInfo,
   NetworkOptions,
@@ -26,6 +28,7 @@ import { OutputTail, eventText, parseEvent } from './build-output.js';
 import { LogDemuxer } from './log-demuxer.js';
 import { parseStampedLogs } from './stamped-logs.js';
 import { statsFigures, type EngineStatsSample } from './container-stats.js';
+import { connectTo, disconnectFrom, execIn, pull } from './service-calls.js';
 import { abortError, engineMessage, ignoreStatus, statusCode, timeoutError, withTimeout } from './engine-calls.js';
 
 /** Time limit of one short engine call (inspect, create, list, remove...). */
@@ -357,12 +360,14 @@ export class DockerEngine implements ContainerEngine {
         Env: env,
         Labels: options.labels,
         ExposedPorts: { [port]: {} },
+        ...(options.command === undefined ? {} : { Cmd: [...options.command] }),
+        ...(options.networkAliases === undefined ? {} : { NetworkingConfig: { EndpointsConfig: { [options.network]: { Aliases: [...options.networkAliases] } } } }),
         Tty: false, // keeps stdout/stderr multiplexed, which containerLogs demultiplexes
         AttachStdin: false,
         OpenStdin: false,
         HostConfig: {
           // HostPort '' lets the engine choose a free port; bound on loopback only (decisions §5).
-          PortBindings: { [port]: [{ HostIp: PUBLISH_HOST, HostPort: '' }] },
+          PortBindings: options.publish === false ? {} : { [port]: [{ HostIp: PUBLISH_HOST, HostPort: '' }] },
           RestartPolicy: { Name: options.restartOnCrash === false ? 'no' : 'unless-stopped' },
           Memory: options.memoryBytes,
           MemorySwap: options.memoryBytes, // no swap beyond the memory limit
@@ -370,7 +375,7 @@ export class DockerEngine implements ContainerEngine {
           PidsLimit: options.pidsLimit,
           NetworkMode: options.network,
           CapDrop: ['ALL'],
-          CapAdd: [...APP_CAPABILITIES],
+          CapAdd: [...(options.capabilities ?? APP_CAPABILITIES)],
           // Setuid binaries and file capabilities can no longer raise a process's privileges.
           SecurityOpt: ['no-new-privileges'],
           LogConfig: { Type: 'json-file', Config: { 'max-size': APP_LOG_MAX_SIZE, 'max-file': String(APP_LOG_MAX_FILES) } },
@@ -383,6 +388,7 @@ export class DockerEngine implements ContainerEngine {
       }),
     );
     try {
+      for (const network of options.extraNetworks ?? []) await connectTo(this.#docker, network, container.id);
       await withTimeout(`start container ${options.name}`, CALL_TIMEOUT_MS, (s) => container.start({ abortSignal: s }));
     } catch (err) {
       await this.removeContainer(container.id).catch(() => undefined);
@@ -401,6 +407,24 @@ export class DockerEngine implements ContainerEngine {
       signal,
     );
     return parseStampedLogs(Buffer.isBuffer(buffer) ? buffer : Buffer.from(String(buffer)));
+  }
+
+  async containerExits(labels: Record<string, string>, sinceMs: number, untilMs: number, signal?: AbortSignal): Promise<ContainerExit[]> {
+    // Whole seconds: a window that ends in the past makes the engine answer what it logged and close.
+    const since = Math.floor(sinceMs / 1000);
+    const until = Math.max(since, Math.floor(untilMs / 1000));
+    const text = await withTimeout(
+      'engine events',
+      CALL_TIMEOUT_MS,
+      async (s) => {
+        const stream = await this.#docker.getEvents({ since, until, filters: { type: ['container'], event: ['die'], label: labelFilters(labels) }, abortSignal: s } as Dockerode.GetEventsOptions);
+        let body = '';
+        for await (const chunk of stream as AsyncIterable<Buffer | string>) body += chunk.toString();
+        return body;
+      },
+      signal,
+    );
+    return parseDieEvents(text);
   }
 
   async keepRestarting(id: string): Promise<void> {
@@ -607,6 +631,8 @@ export class DockerEngine implements ContainerEngine {
           Driver: 'bridge',
           CheckDuplicate: true,
           Labels: options.labels,
+          ...(options.internal === true ? { Internal: true } : {}),
+          ...(options.subnet === undefined ? {} : { IPAM: { Driver: 'default', Config: [{ Subnet: options.subnet }] } }),
           Options: {
             ...(options.isolated ? { 'com.docker.network.bridge.enable_icc': 'false' } : {}),
             ...(options.bridgeName === undefined ? {} : { 'com.docker.network.bridge.name': options.bridgeName }),
@@ -666,6 +692,30 @@ export class DockerEngine implements ContainerEngine {
     return (list.Volumes ?? []).map((v) => ({ name: v.Name, labels: v.Labels ?? {} }));
   }
 
+  execInContainer(id: string, argv: readonly string[], options: { env?: Record<string, string>; timeoutMs: number }): Promise<ExecResult> {
+    return execIn(this.#docker, id, argv, options);
+  }
+
+  connectNetwork(network: string, containerId: string, aliases?: readonly string[]): Promise<void> {
+    return connectTo(this.#docker, network, containerId, aliases);
+  }
+
+  disconnectNetwork(network: string, containerId: string): Promise<void> {
+    return disconnectFrom(this.#docker, network, containerId);
+  }
+
+  async containerAddress(id: string, network: string): Promise<string | null> {
+    const info = await ignoreStatus([404], () =>
+      withTimeout(`inspect container ${id}`, CALL_TIMEOUT_MS, (s) => this.#docker.getContainer(id).inspect({ abortSignal: s })),
+    );
+    const address = info?.NetworkSettings?.Networks?.[network]?.IPAddress;
+    return address === undefined || address === '' ? null : address;
+  }
+
+  pullImage(ref: string, signal: AbortSignal): Promise<void> {
+    return pull(this.#docker, ref, signal);
+  }
+
   async #inspectNetwork(name: string): Promise<Dockerode.NetworkInspectInfo | null> {
     const info = await ignoreStatus([404], () =>
       withTimeout(`inspect network ${name}`, CALL_TIMEOUT_MS, () => this.#docker.getNetwork(name).inspect()),
@@ -694,11 +744,34 @@ function checkNetwork(info: Dockerode.NetworkInspectInfo, options: NetworkOption
   if (info.Driver !== 'bridge' || (options.isolated && icc !== 'false')) {
     throw new Error(`network ${options.name} exists but is not an isolated bridge (inter-container communication must be off); remove it`);
   }
+  if (options.internal === true && info.Internal !== true) {
+    throw new Error(`network ${options.name} exists but is not internal (a database's network has no route out); remove it`);
+  }
   // The build firewall matches interfaces by name: a network on another bridge would escape it.
   if (options.bridgeName !== undefined && info.Options?.['com.docker.network.bridge.name'] !== options.bridgeName) {
     throw new Error(`network ${options.name} exists but not on bridge ${options.bridgeName}; remove it`);
   }
   return { id: info.Id };
+}
+
+/** The engine's `die` events (one JSON object a line) as exits, oldest first; anything else is skipped. */
+export function parseDieEvents(text: string): ContainerExit[] {
+  const exits: ContainerExit[] = [];
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') continue;
+    let event: { Action?: unknown; Actor?: { ID?: unknown; Attributes?: Record<string, unknown> }; timeNano?: unknown; time?: unknown };
+    try {
+      event = JSON.parse(line) as typeof event;
+    } catch {
+      continue;
+    }
+    const id = event.Actor?.ID;
+    const code = Number(event.Actor?.Attributes?.['exitCode']);
+    if (event.Action !== 'die' || typeof id !== 'string' || !Number.isInteger(code)) continue;
+    const atNs = typeof event.timeNano === 'number' ? BigInt(Math.round(event.timeNano)) : BigInt(Number(event.time ?? 0)) * 1_000_000_000n;
+    exits.push({ id, exitCode: code, at: Number(atNs / 1_000_000n), atNs: atNs.toString() });
+  }
+  return exits.sort((a, b) => a.at - b.at);
 }
 
 function labelFilters(labels: Record<string, string>): string[] {

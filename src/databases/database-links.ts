@@ -1,0 +1,108 @@
+// Links between databases and deployments: the use-cases, the detaching of apps from a database's network, and what a release gets from its links.
+import { DomainError } from '../core/errors.js';
+import type { Principal } from '../core/principal.js';
+import type { EnvVar } from '../domain/app-config.js';
+import { checkEnvKey } from '../domain/app-config.js';
+import { deploymentRecord } from '../domain/audit.js';
+import { getDeploymentRow } from '../domain/deployments.js';
+import { LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED } from '../runtime/engine.js';
+import { ensureServiceNetwork, serviceNetworkName } from '../runtime/service.js';
+import type { DatabasesContext } from './database-context.js';
+import type { DatabaseRow } from './database-store.js';
+import { ENGINES } from './engines.js';
+import { getDatabaseRow } from './databases.js';
+
+/** The variable a link sets when none is named. */
+export const DEFAULT_LINK_ENV = 'DATABASE_URL';
+
+export interface LinkView {
+  database_id: string;
+  deployment_id: string;
+  env: string;
+  database_name: string;
+  engine: DatabaseRow['engine'];
+  status: DatabaseRow['status'];
+  created_at: string;
+}
+
+const notFound = (): DomainError => new DomainError('not_found', 'database not found');
+
+/**
+ * Links a database to a deployment of the same owner (the same team, or the same user outside
+ * teams): from the deployment's next release its containers join the database's network and get
+ * `env` as a secret variable holding the URL. Anything else is a database not found (404).
+ */
+export async function linkDatabase(ctx: DatabasesContext, principal: Principal, deploymentId: string, input: { database_id: string; env?: string | undefined }): Promise<LinkView> {
+  const deployment = await getDeploymentRow(ctx.deployments, principal, deploymentId, 'change');
+  const env = input.env ?? DEFAULT_LINK_ENV;
+  checkEnvKey(env);
+  const database = await getDatabaseRow(ctx, principal, input.database_id, 'change');
+  const sameOwner = database.team_id === deployment.team_id && (database.team_id !== null || database.user_id === deployment.user_id);
+  if (!sameOwner) throw notFound();
+  if (ctx.runtime !== 'docker') throw new DomainError('invalid_state', 'linking databases needs SLIPWAY_RUNTIME=docker on this version');
+  const created_at = new Date().toISOString();
+  const outcome = await ctx.store.link(
+    { database_id: database.id, deployment_id: deployment.id, env, created_at },
+    deploymentRecord(principal, deployment, 'deployment.database.link', 'database', database.id),
+  );
+  if (outcome === 'env_taken') throw new DomainError('validation_error', `variable "${env}" already holds the URL of another database linked to this deployment`);
+  if (outcome === 'already_linked') throw new DomainError('invalid_state', `database "${database.name}" is already linked to this deployment`);
+  return present(database, { database_id: database.id, deployment_id: deployment.id, env, created_at });
+}
+
+/** The databases linked to a deployment (viewer and up), oldest link first. */
+export async function listLinks(ctx: DatabasesContext, principal: Principal, deploymentId: string): Promise<LinkView[]> {
+  const deployment = await getDeploymentRow(ctx.deployments, principal, deploymentId, 'read');
+  const views: LinkView[] = [];
+  for (const link of await ctx.store.linksOfDeployment(deployment.id)) {
+    const database = await ctx.store.get(link.database_id);
+    if (database !== undefined) views.push(present(database, link));
+  }
+  return views;
+}
+
+/** Unlinks a database: its variable goes at the next release, and the deployment's containers leave its network now. */
+export async function unlinkDatabase(ctx: DatabasesContext, principal: Principal, deploymentId: string, databaseId: string): Promise<void> {
+  const deployment = await getDeploymentRow(ctx.deployments, principal, deploymentId, 'change');
+  const removed = await ctx.store.unlink(databaseId, deployment.id, deploymentRecord(principal, deployment, 'deployment.database.unlink', 'database', databaseId));
+  if (!removed) throw new DomainError('not_found', 'link not found');
+  await detachLinkedApps(ctx, databaseId, [deployment.id]);
+}
+
+/** Takes the containers of `deploymentIds` off the database's network (access ends now, not at their next release). */
+export async function detachLinkedApps(ctx: Pick<DatabasesContext, 'engine' | 'instanceId'>, databaseId: string, deploymentIds: readonly string[]): Promise<void> {
+  const network = serviceNetworkName(ctx.instanceId, databaseId);
+  for (const deploymentId of deploymentIds) {
+    const containers = await ctx.engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: ctx.instanceId, [LABEL_DEPLOYMENT]: deploymentId });
+    for (const container of containers) await ctx.engine.disconnectNetwork?.(network, container.id);
+  }
+}
+
+/**
+ * What a release of `deploymentId` gets from its links: each linked database's URL as a secret
+ * variable, and each database's network to join (made if missing, so a release never waits on it).
+ */
+export async function linkedReleaseParts(ctx: DatabasesContext, deploymentId: string): Promise<{ vars: EnvVar[]; networks: string[] }> {
+  const vars: EnvVar[] = [];
+  const networks: string[] = [];
+  for (const link of await ctx.store.linksOfDeployment(deploymentId)) {
+    const database = await ctx.store.get(link.database_id);
+    const credentials = database === undefined ? undefined : await ctx.store.credentials(database.id);
+    if (database === undefined || credentials === undefined) continue;
+    vars.push({ key: link.env, value: ENGINES[database.engine].url(credentials, database.name), secret: true, updated_at: link.created_at });
+    networks.push(await ensureServiceNetwork(ctx.engine, ctx.instanceId, database.id, ctx.subnetPool));
+  }
+  return { vars, networks };
+}
+
+function present(database: DatabaseRow, link: { database_id: string; deployment_id: string; env: string; created_at: string }): LinkView {
+  return {
+    database_id: link.database_id,
+    deployment_id: link.deployment_id,
+    env: link.env,
+    database_name: database.name,
+    engine: database.engine,
+    status: database.status,
+    created_at: link.created_at,
+  };
+}

@@ -1,0 +1,49 @@
+// One database engine behind one small interface (like Kysely's dialects): its image setting, environment, data directory, port, URL and health probe.
+import type { ExecResult } from '../runtime/engine.js';
+
+export const DATABASE_ENGINES = ['postgres', 'mysql', 'redis'] as const;
+export type DatabaseEngineName = (typeof DATABASE_ENGINES)[number];
+
+/** What a database's clients log in with; generated at creation, stored encrypted. */
+export interface DatabaseCredentials {
+  readonly username: string;
+  readonly password: string;
+  /** The database (schema) inside the server; Redis: the logical database number. */
+  readonly database: string;
+}
+
+/** A command run inside the database's container, and how to read its outcome. */
+export interface ContainerCommand {
+  readonly argv: readonly string[];
+  /** Added to the command's environment (passwords go here, never into argv). */
+  readonly env: Record<string, string>;
+}
+
+/**
+ * The engine-specific part of a managed database. Adding an engine is adding one file with one of
+ * these: nothing outside src/databases/ names an engine.
+ */
+export interface EngineAdapter {
+  readonly engine: DatabaseEngineName;
+  /** The setting that chooses its image (decisions §19), for messages. */
+  readonly imageSetting: string;
+  /** The TCP port it listens on inside its network. */
+  readonly port: number;
+  /** Where its data lives inside the container: the named volume is mounted there. */
+  readonly dataDir: string;
+  /** Credentials for a new database called `name`, with a freshly generated `password`. */
+  credentials(name: string, password: string): DatabaseCredentials;
+  /** The container's environment (the official image's contract). */
+  environment(credentials: DatabaseCredentials): Record<string, string>;
+  /** The container's command, when the image's default is not enough (undefined: the image's own). */
+  command(credentials: DatabaseCredentials): readonly string[] | undefined;
+  /** The connection URL of the database at `host`. */
+  url(credentials: DatabaseCredentials, host: string): string;
+  /** A command run inside the container that succeeds once it accepts logins over TCP. */
+  probe(credentials: DatabaseCredentials): ContainerCommand;
+  /** Whether the probe's result means ready. */
+  ready(result: ExecResult): boolean;
+}
+
+/** A name that is a DNS label, as an identifier SQL accepts without quoting. */
+export const sqlIdentifier = (name: string): string => name.replace(/-/g, '_');

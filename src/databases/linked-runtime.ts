@@ -1,0 +1,38 @@
+// The app runtime with linked databases: each release gets its links' URLs as secret variables and joins their networks. The lifecycle is not changed for it.
+import type { AppRuntime, ReleaseTarget } from '../runtime/app-runtime.js';
+import type { EnvVar } from '../domain/app-config.js';
+
+/** What a deployment's release gets from its linked databases. */
+export type LinkedParts = (deploymentId: string) => Promise<{ vars: EnvVar[]; networks: string[] }>;
+
+/**
+ * `runtime`, with every release it starts (deploy, restart, rollback, recovery) given the links in
+ * force at that moment: a link's variable wins over a variable of the same name, and the release
+ * joins each linked database's network. Every other call passes through unchanged.
+ */
+export function withLinkedDatabases(runtime: AppRuntime, linked: LinkedParts): AppRuntime {
+  const withLinks = async (target: ReleaseTarget): Promise<ReleaseTarget> => {
+    const parts = await linked(target.deploymentId);
+    if (parts.vars.length === 0 && parts.networks.length === 0) return target;
+    const keys = new Set(parts.vars.map((v) => v.key));
+    return {
+      ...target,
+      vars: [...target.vars.filter((v) => !keys.has(v.key)), ...parts.vars],
+      networks: [...(target.networks ?? []), ...parts.networks],
+    };
+  };
+  const wrapped: AppRuntime = {
+    startRelease: async (target, options) => runtime.startRelease(await withLinks(target), options),
+    resumeRelease: (id, check, options) => runtime.resumeRelease(id, check, options),
+    inspectReleases: (instanceId, ids) => runtime.inspectReleases(instanceId, ids),
+    stopRelease: (id, timeoutSeconds) => runtime.stopRelease(id, timeoutSeconds),
+    removeRelease: (id) => runtime.removeRelease(id),
+    releaseLogs: (id, options) => runtime.releaseLogs(id, options),
+    releaseStats: (id, signal) => runtime.releaseStats(id, signal),
+  };
+  if (runtime.removeDeployment !== undefined) {
+    const remove = runtime.removeDeployment.bind(runtime);
+    wrapped.removeDeployment = (instanceId, deploymentId) => remove(instanceId, deploymentId);
+  }
+  return wrapped;
+}
