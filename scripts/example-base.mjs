@@ -1,5 +1,6 @@
 // Makes sure the examples' base image (busybox:1.36) is on the engine: pulled from the registry when
 // it can be, otherwise built locally from Debian's static busybox (air-gapped machines).
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -30,7 +31,22 @@ function engine(method, urlPath, { body, headers = {}, timeoutMs = 30_000 } = {}
   });
 }
 
-/** True when the engine already has busybox:1.36, or got it now. */
+/** Installs Debian's busybox-static (root with apt-get only); true when /bin/busybox is there afterwards. Never exits the process. */
+export function installBusybox(log) {
+  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  const aptGet = ['/usr/bin/apt-get', '/bin/apt-get'].find((file) => fs.existsSync(file));
+  if (!isRoot || aptGet === undefined) return false;
+  log(`${IMAGE}:${TAG} cannot be pulled: installing busybox-static with apt-get to build it locally…`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const args = ['install', '-y', '--no-install-recommends', '--', 'busybox-static'];
+  if (spawnSync(aptGet, args, { stdio: 'inherit', env }).status !== 0) {
+    spawnSync(aptGet, ['update'], { stdio: 'inherit', env });
+    spawnSync(aptGet, args, { stdio: 'inherit', env });
+  }
+  return fs.existsSync('/bin/busybox');
+}
+
+/** True when the engine already has busybox:1.36, or got it now (installing busybox-static when offline). */
 export async function ensureExampleBase(log = (m) => process.stderr.write(`[setup] ${m}\n`)) {
   if (socketPath() === null) return false;
   const inspect = await engine('GET', `/images/${IMAGE}:${TAG}/json`).catch(() => ({ status: 0 }));
@@ -40,7 +56,8 @@ export async function ensureExampleBase(log = (m) => process.stderr.write(`[setu
     log(`pulled ${IMAGE}:${TAG} for the examples`);
     return true;
   }
-  if (!fs.existsSync('/bin/busybox')) {
+  // Offline: Debian's busybox-static, installed here as `npm test` does, gives the examples their base.
+  if (!fs.existsSync('/bin/busybox') && !installBusybox(log)) {
     log(`${IMAGE}:${TAG} cannot be pulled and /bin/busybox is missing: examples/hello will not build (apt-get install busybox-static)`);
     return false;
   }

@@ -2,6 +2,7 @@
 import { call, callAll, uploadArchive } from './api.js';
 import { badge, bytes, h, replaceKeepingFocus, when } from './dom.js';
 import { packFolder } from './tar.js';
+import { checkUploadSize } from './upload-limit.js';
 import { inCurrentTeam, teamForNewApp } from './teams.js';
 import { statusBadges } from './app-state.js';
 
@@ -48,7 +49,12 @@ function suggestSubdomain(name) {
  * Packs (a folder) or takes (a .tar.gz) the chosen source, uploads it with progress shown in
  * `status`/`bar`, and resolves with the upload's answer.
  */
-export async function uploadChosen({ folder, archive }, deploymentId, status, bar, signal) {
+export async function uploadChosen(chosen, deploymentId, status, bar, signal) {
+  return sendPacked(await packChosen(chosen, status), deploymentId, status, bar, signal);
+}
+
+/** The chosen source as a .tar.gz blob, refused (before anything is sent) when larger than the server's upload limit. */
+export async function packChosen({ folder, archive }, status) {
   let blob;
   if (folder && folder.length > 0) {
     status.textContent = `Packing ${folder.length} files…`;
@@ -60,6 +66,12 @@ export async function uploadChosen({ folder, archive }, deploymentId, status, ba
   } else {
     throw new Error('choose a folder or a .tar.gz archive to upload');
   }
+  await checkUploadSize(blob.size);
+  return blob;
+}
+
+/** Uploads a packed source with progress shown in `status`/`bar`; resolves with the upload's answer. */
+export async function sendPacked(blob, deploymentId, status, bar, signal) {
   bar.hidden = false;
   bar.value = 0;
   bar.max = blob.size;
@@ -137,10 +149,12 @@ export function renderNew(view, ctx) {
           const chosen = picker.chosen();
           if (!(chosen.folder && chosen.folder.length) && !chosen.archive) throw new Error('choose a folder or a .tar.gz archive to upload');
         }
+        // Packed and measured before the app is created: a source over the limit leaves nothing behind.
+        const packed = kind.value === 'archive' ? await packChosen(picker.chosen(), status) : null;
         const created = await call('POST', '/deployments', teamForNewApp() ? { ...body, team_id: teamForNewApp() } : body);
-        if (kind.value === 'archive') {
+        if (packed) {
           try {
-            await uploadChosen(picker.chosen(), created.id, status, bar, ctx.signal);
+            await sendPacked(packed, created.id, status, bar, ctx.signal);
           } catch (err) {
             // The deployment exists: its page can take another upload.
             status.replaceChildren('The app was created; ', h('a', { href: `#/d/${created.id}/builds`, text: 'open its page' }), ' to upload again.');

@@ -9,6 +9,7 @@ import { SHARED_SCHEMAS } from './schemas.js';
 import { authRoutes, logoutRoutes } from './routes/auth-routes.js';
 import { userRoutes } from './routes/user-routes.js';
 import { quotaRoutes } from './routes/quota-routes.js';
+import { limitRoutes } from './routes/limit-routes.js';
 import { apiKeyRoutes } from './routes/api-key-routes.js';
 import { deploymentRoutes } from './routes/deployment-routes.js';
 import { buildRoutes } from './routes/build-routes.js';
@@ -94,6 +95,7 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
     await scope.register(logoutRoutes(deps));
     await scope.register(userRoutes(deps));
     await scope.register(quotaRoutes(deps));
+    await scope.register(limitRoutes(deps));
     await scope.register(apiKeyRoutes(deps));
     await scope.register(deploymentRoutes(deps));
     await scope.register(buildRoutes(deps));

@@ -3,6 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { Busboy, type BusboyFileStream, type BusboyHeaders, type BusboyInstance } from '@fastify/busboy';
 import { DomainError } from '../core/errors.js';
+import { uploadTooLargeMessage } from '../core/upload-limit.js';
 import type { UploadPart } from '../domain/uploads.js';
 
 const malformed = (detail: string): DomainError => new DomainError('validation_error', `malformed multipart body: ${detail}`);
@@ -98,7 +99,7 @@ export async function* multipartParts(raw: IncomingMessage, limits: PartLimits):
   const onData = (chunk: Buffer): void => {
     received += chunk.length;
     if (received > maxBody) {
-      fail(new DomainError('payload_too_large', `the upload is larger than the limit of ${limits.maxFileBytes} bytes`));
+      fail(new DomainError('payload_too_large', uploadTooLargeMessage(limits.maxFileBytes)));
       raw.unpipe(parser);
     }
   };

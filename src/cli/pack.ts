@@ -18,7 +18,16 @@ export interface PackOptions {
   onWarning?: (message: string) => void;
   /** Called with the compressed bytes written so far. */
   onProgress?: (bytes: number) => void;
+  /** Called with what will be archived, before anything is packed: it may refuse by throwing. */
+  beforePack?: (listing: SourceListing) => Promise<void>;
+  /** Packing stops with PackTooLarge as soon as the archive passes this many bytes. */
+  maxBytes?: number;
   signal?: AbortSignal;
+}
+
+/** The archive passed PackOptions.maxBytes while it was being packed (it is left incomplete). */
+export class PackTooLarge extends Error {
+  override readonly name = 'PackTooLarge';
 }
 
 export interface SourceListing {
@@ -129,6 +138,7 @@ export interface PackResult {
 /** Packs `dir` (see listSource for the rules) as tar.gz into `file` (created with mode 0600). */
 export async function packFolder(dir: string, file: string, options: PackOptions): Promise<PackResult> {
   const listing = await listSource(dir, options);
+  await options.beforePack?.(listing);
   let changed: string | undefined;
   const pack = tar.c(
     {
@@ -152,6 +162,10 @@ export async function packFolder(dir: string, file: string, options: PackOptions
   const counter = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
       bytes += chunk.length;
+      if (options.maxBytes !== undefined && bytes > options.maxBytes) {
+        callback(new PackTooLarge(`the archive passed ${options.maxBytes} bytes`));
+        return;
+      }
       options.onProgress?.(bytes);
       callback(null, chunk);
     },
@@ -165,6 +179,7 @@ export async function packFolder(dir: string, file: string, options: PackOptions
     );
   } catch (err) {
     if (options.signal?.aborted === true) throw new CliError('interrupted', { exitCode: EXIT_INTERRUPTED });
+    if (err instanceof PackTooLarge) throw err;
     throw new CliError(`cannot pack ${dir}: ${(err as Error).message}`);
   }
   if (changed !== undefined) throw new CliError(`${changed} changed while packing ${dir}: try again`);

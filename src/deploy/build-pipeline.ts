@@ -1,6 +1,7 @@
 // The build pipeline: a build's source → image → healthy container → traffic switch, its log written and its outcome recorded.
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { AnsiStripper } from '../core/ansi.js';
 import { DomainError } from '../core/errors.js';
 import type { EnvVar } from '../domain/app-config.js';
 import type { BuildRow } from '../domain/builds.js';
@@ -8,7 +9,7 @@ import type { DeploymentRow } from '../domain/deployments.js';
 import { releaseTarget } from '../runtime/release.js';
 import { redactError, redactorFor, type SecretRedactor } from '../secrets/redact.js';
 import type { TakenBuild } from './build-queue.js';
-import { describeFailure, isExpectedFailure, summarizeFailure } from './failures.js';
+import { describeFailure, failedStep, isExpectedFailure, summarizeFailure } from './failures.js';
 import { buildReleaseImage } from './image-build.js';
 import { isServing, nextStatus, publishRoute, type LifecycleParts } from './lifecycle-parts.js';
 import type { ReleaseSwitch } from './release-switch.js';
@@ -60,8 +61,10 @@ export async function runBuildPipeline(
   // App output and engine errors can hold the deployment's secrets: they are redacted before they are stored.
   const redactor = redactorFor(vars);
   const redacted = redactor.stream();
+  // Stored without terminal colours (the builder's own included): the dashboard and a piped CLI show plain text.
+  const plain = new AnsiStripper();
   const log = (text: string): void => {
-    if (logOpen) buildLogs.append(dep.id, build.id, redacted.push(text));
+    if (logOpen) buildLogs.append(dep.id, build.id, redacted.push(plain.push(text)));
   };
   const workDir = path.join(settings.dataDir, 'work', build.id);
   let image: string | undefined;
@@ -148,7 +151,7 @@ async function recordFailure(
     if (current !== undefined) {
       const next = nextStatus(current, 'build_failed');
       if (!next.noop) await store.setStatus(dep.id, next.to);
-      if (!(await isServing(parts, current))) publishRoute(parts, current.subdomain, dep.id, 'failed');
+      if (!(await isServing(parts, current))) publishRoute(parts, current.subdomain, dep.id, 'failed', failedStep(err, image !== undefined));
     }
   }
 }

@@ -1,8 +1,11 @@
 // How a failed or cancelled build is described in its record (`error`) and log.
+import { stripAnsi } from '../core/ansi.js';
 import { DomainError } from '../core/errors.js';
 import { EngineBuildError } from '../runtime/engine.js';
+import { withoutClientPrefix } from '../runtime/docker/engine-calls.js';
 import { redactCredentials } from '../source/git.js';
 import { ReleaseError, lastLine } from '../runtime/release.js';
+import type { DeployFailure } from '../proxy/routing-table.js';
 
 /** Failures that are the app's or the source's doing (not Slipway's): reported, not logged as errors. */
 export function isExpectedFailure(err: unknown): boolean {
@@ -19,13 +22,13 @@ export function describeFailure(err: unknown, cancel: AbortSignal, buildTimeoutM
   if (cancel.aborted) return cancel.reason instanceof Error ? cancel.reason.message : 'cancelled';
   // One line: the build log already holds the whole output, once.
   if (err instanceof EngineBuildError) {
-    return err.message.startsWith('image build failed') ? err.message : `image build failed: ${lastLine(err.outputTail) || err.message}`;
+    return stripAnsi(err.message.startsWith('image build failed') ? err.message : `image build failed: ${lastLine(err.outputTail) || err.message}`);
   }
   if (err instanceof ReleaseError || err instanceof DomainError) return err.message;
   if (err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError')) {
     return `the build exceeded its time limit of ${Math.round(buildTimeoutMs / 1000)} s`;
   }
-  return redactCredentials(err instanceof Error ? err.message : String(err));
+  return redactCredentials(withoutClientPrefix(err instanceof Error ? err.message : String(err)));
 }
 
 /**
@@ -40,4 +43,16 @@ export function summarizeFailure(err: unknown, cancel: AbortSignal, buildTimeout
     return describeFailure(err, cancel, buildTimeoutMs);
   }
   return 'an internal error (logged above)';
+}
+
+/**
+ * Which step failed, for the failed app's 503 page: the release (an image was built), the image
+ * build, or the source (the repository could not be read or fetched); undefined when unclear.
+ */
+export function failedStep(err: unknown, imageBuilt: boolean): DeployFailure | undefined {
+  if (imageBuilt) return 'start';
+  if (err instanceof EngineBuildError) return 'build';
+  const message = err instanceof Error ? err.message : '';
+  if (/^cannot read the repository|^git [a-z-]+ (failed|timed out)/.test(message)) return 'source';
+  return undefined;
 }

@@ -11,6 +11,7 @@ import { readDockerfile } from '../runtime/read-dockerfile.js';
 import { fetchCommit, redactCredentials, resolveCommit } from '../source/git.js';
 import type { SourceStore } from '../source/source-store.js';
 import { buildArgsFor } from './build-args.js';
+import { buildNetworkNotice, explainNetworkFailure } from './build-network.js';
 import { imageTag } from './images.js';
 import type { LifecycleSettings } from './lifecycle-settings.js';
 
@@ -108,6 +109,7 @@ export async function buildReleaseImage(
   const buildArgs = buildArgsFor(await readDockerfile(contextDir, dep.dockerfile_path), vars);
   const argNames = Object.keys(buildArgs);
   log(`==> building image (${dep.dockerfile_path})${argNames.length === 0 ? '' : ` with build arguments ${argNames.join(', ')}`}\n`);
+  log(buildNetworkNotice(settings.build.network));
   const tag = imageTag(settings.instanceId, dep.id, build.id);
   await engine.buildImage({
     contextDir,
@@ -118,6 +120,8 @@ export async function buildReleaseImage(
     onOutput: log,
     sandbox: buildSandbox(settings),
     buildArgs,
+  }).catch((err: unknown) => {
+    throw explainNetworkFailure(err, settings.build.network);
   });
   return tag;
 }

@@ -4,6 +4,7 @@ import type { Upstream } from '../core/upstream.js';
 import type { BuildRow } from '../domain/builds.js';
 import { assertUuid, type DeploymentRow } from '../domain/deployments.js';
 import { authorizeDeployment, type DeploymentAction } from '../domain/policy.js';
+import type { DeployFailure } from '../proxy/routing-table.js';
 import type { AppRuntime } from '../runtime/app-runtime.js';
 import type { BuildQueue } from './build-queue.js';
 import type { Release } from './concurrency.js';
@@ -45,8 +46,8 @@ export function nextStatus(dep: DeploymentRow, event: DeploymentEvent): { to: De
 }
 
 /** Publishes a deployment's route that serves no release. */
-export function publishRoute(parts: LifecycleParts, subdomain: string, deploymentId: string, state: 'stopped' | 'failed' | 'starting'): void {
-  parts.deps.dataPlane.publish(subdomain, { kind: 'app', deploymentId, state });
+export function publishRoute(parts: LifecycleParts, subdomain: string, deploymentId: string, state: 'stopped' | 'failed' | 'starting', failure?: DeployFailure): void {
+  parts.deps.dataPlane.publish(subdomain, { kind: 'app', deploymentId, state, ...(failure === undefined ? {} : { failure }) });
 }
 
 /** The deployment's live build, if it has one. */

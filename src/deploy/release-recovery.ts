@@ -178,7 +178,7 @@ export class ReleaseRecovery {
       // While a deploy is building, its outcome decides the status; the route says `failed` unless it serves.
       if (live.container_id !== null) await store.moveUpstreams(live.id, live.container_id, []);
       if (dep.status !== 'building') await store.setStatus(dep.id, transition(dep.status, 'release_lost', { serving: false, restartable: false }).to);
-      dataPlane.publish(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'failed' });
+      dataPlane.publish(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'failed', failure: 'start' });
       return 'failed';
     }
     await store.setContainer(live.id, started.id, started.upstreams);

@@ -9,6 +9,7 @@ import {
   prefersJson,
   startingPage,
   unavailablePage,
+  failedReason,
   writePage,
   writeRawPage,
   type Page,
@@ -388,7 +389,7 @@ function refusalPage(host: string, route: Route | undefined): Page {
     case 'starting':
       return startingPage(host);
     case 'failed':
-      return unavailablePage(host, 'the app failed to start');
+      return unavailablePage(host, failedReason(route.failure));
     default:
       return unavailablePage(host, 'the app is stopped');
   }

@@ -23,6 +23,20 @@ export function unavailablePage(host: string, reason: string): Page {
   return { status: 503, title: 'App unavailable', detail: `${host} is not available: ${reason}.`, code: 'app_unavailable' };
 }
 
+/** Why a failed app is not served, in the words of its 503 page. */
+export function failedReason(failure: 'source' | 'build' | 'start' | undefined): string {
+  switch (failure) {
+    case 'source':
+      return "its last deploy could not fetch the app's source, so nothing was built (the build log says why)";
+    case 'build':
+      return "its last deploy's image build failed (the build log says why)";
+    case 'start':
+      return 'the app failed to start';
+    default:
+      return 'its last deploy failed (the build log says why)';
+  }
+}
+
 /** 503 while the app's release is being started (a deploy's first release, or recovery after a restart). */
 export function startingPage(host: string): Page {
   return {

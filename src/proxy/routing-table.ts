@@ -37,9 +37,12 @@ export interface StreamTarget {
  */
 export type Route =
   | { readonly kind: 'app'; readonly deploymentId: string; readonly state: 'live'; readonly upstreams: readonly Upstream[] }
-  | { readonly kind: 'app'; readonly deploymentId: string; readonly state: 'stopped' | 'failed' | 'starting' }
+  | { readonly kind: 'app'; readonly deploymentId: string; readonly state: 'stopped' | 'failed' | 'starting'; readonly failure?: DeployFailure }
   | { readonly kind: 'tunnel'; readonly tunnelId: string; readonly state: 'connected'; readonly target: StreamTarget }
   | { readonly kind: 'tunnel'; readonly tunnelId: string; readonly state: 'disconnected' };
+
+/** Which step of a failed app's last deploy failed, when the instance that ran it knows (the 503 page says it). */
+export type DeployFailure = 'source' | 'build' | 'start';
 
 /** Result of looking a Host header up: not an app host at all, or a subdomain with its route (if any). */
 export type Resolution = { readonly subdomain: string; readonly route: Route | undefined } | null;

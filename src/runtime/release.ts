@@ -10,6 +10,7 @@ import { immediateTurn, type EngineTurn, type ReleaseTarget } from './app-runtim
 import { LABEL_BUILD, LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED, appNetworkName, containerName } from './engine.js';
 import { prepareVolumes } from './volumes.js';
 import { lastWords } from './last-words.js';
+import { wrongAnnouncedPort, wrongPortReason } from './announced-port.js';
 
 /** The port an app listens on: the image's single EXPOSEd port, else 8080 (decisions §5). */
 export async function appPort(engine: ContainerEngine, image: string): Promise<number> {
@@ -92,7 +93,14 @@ export async function startReplica(
   const { port, container } = await (options.engineTurn ?? immediateTurn)(() => runTarget(engine, target, say, onTrial));
   const output = new OutputCopy(engine, container.id, say, options.signal);
   try {
-    const healthy = await waitHealthy(engine, container, { port, healthPath: target.healthCheckPath, timeoutMs: options.timeoutMs, signal: options.signal, say });
+    const healthy = await waitHealthy(engine, container, {
+      port,
+      healthPath: target.healthCheckPath,
+      timeoutMs: options.timeoutMs,
+      signal: options.signal,
+      say,
+      announcedPort: () => wrongAnnouncedPort(output.text, port),
+    });
     // Healthy: from now on a crash is the engine's to restart (the live-container watcher follows it).
     if (onTrial) await engine.keepRestarting?.(container.id);
     output.stop();
@@ -213,6 +221,9 @@ const POLL_FIRST_MS = 20;
 const POLL_GROWTH = 1.5;
 const POLL_MAX_MS = 200;
 
+/** How long PORT may stay silent after the app announced another port before the start fails. */
+const WRONG_PORT_GRACE_MS = 3000;
+
 /** Seconds between "still waiting" lines while an app does not answer. */
 const PROGRESS_EVERY_MS = 10_000;
 
@@ -223,7 +234,15 @@ const PROGRESS_EVERY_MS = 10_000;
 export async function waitHealthy(
   engine: ContainerEngine,
   started: ContainerInfo,
-  options: { port: number; healthPath: string | null; timeoutMs: number; signal: AbortSignal; say?: (text: string) => void },
+  options: {
+    port: number;
+    healthPath: string | null;
+    timeoutMs: number;
+    signal: AbortSignal;
+    say?: (text: string) => void;
+    /** Another port than PORT the app's output says it listens on, if any: the wait ends early when it keeps not answering. */
+    announcedPort?: () => number | undefined;
+  },
 ): Promise<ContainerInfo & { upstream: Upstream }> {
   const { port, healthPath, timeoutMs, signal } = options;
   const say = options.say ?? ((): void => undefined);
@@ -232,6 +251,7 @@ export async function waitHealthy(
   let nextProgress = since + 5000;
   let lastProblem = `no answer on port ${port}`;
   let pollDelayMs = POLL_FIRST_MS;
+  let wrongSince: number | undefined;
   // `started` was read from the engine just now: the first look uses it (one engine call less per release).
   let known: ContainerInfo | null = started.running && started.upstream !== null ? started : null;
   for (;;) {
@@ -253,6 +273,10 @@ export async function waitHealthy(
       lastProblem = status === null ? `no HTTP answer on port ${port}` : `${healthPath ?? '/'} answered ${status}`;
     }
     const now = Date.now();
+    // The app said it listens elsewhere and PORT still has no answer a moment later: no need to wait out the timeout.
+    const announced = options.announcedPort?.();
+    if (announced === undefined || lastProblem !== `no HTTP answer on port ${port}`) wrongSince = undefined;
+    else if (now - (wrongSince ??= now) >= WRONG_PORT_GRACE_MS) throw new ReleaseError(wrongPortReason(announced, port));
     if (now >= deadline) {
       const seconds = Math.round(timeoutMs / 1000);
       throw new ReleaseError(

@@ -27,7 +27,7 @@ function hostProblem(host: string): string | null {
 }
 
 /**
- * Checks a repository URL before it is stored or handed to git. Accepts `https://`, `http://`, `ssh://`
+ * Checks a repository URL before it is stored or handed to git. Accepts `https://`, `http://`, `git://`, `ssh://`
  * URLs and scp-like `user@host:path`; `file://` only when `allowFile`. Refuses option-like values,
  * `<transport>::` forms such as `ext::`, other schemes, whitespace, control or non-ASCII characters,
  * shell metacharacters, credentials in http(s) URLs (a user name is allowed for ssh only), and an empty host.
@@ -48,8 +48,8 @@ export function validateRepoUrl(value: string, options: { allowFile?: boolean } 
     if (options.allowFile !== true) return 'repo_url must not be a file:// URL (a server that should reach such repositories is started with SLIPWAY_ALLOW_PRIVATE_GIT=true)';
     return value.length > 'file://'.length ? null : 'repo_url file:// URL has no path';
   }
-  if (scheme !== 'https' && scheme !== 'http' && scheme !== 'ssh') {
-    return 'repo_url must start with https://, http://, ssh:// or be like git@host:path';
+  if (scheme !== 'https' && scheme !== 'http' && scheme !== 'git' && scheme !== 'ssh') {
+    return 'repo_url must start with https://, http://, git://, ssh:// or be like git@host:path';
   }
 
   // Only plain host characters between "://" and the path: no percent-encoding or tricks a parser could read differently.
@@ -75,7 +75,7 @@ export function validateRepoUrl(value: string, options: { allowFile?: boolean } 
 
 function validateScpLike(value: string): string | null {
   const match = SCP_LIKE.exec(value);
-  if (match === null) return 'repo_url must start with https://, http://, ssh:// or be like git@host:path';
+  if (match === null) return 'repo_url must start with https://, http://, git://, ssh:// or be like git@host:path';
   const [, user = '', host = '', path = ''] = match;
   if (!SSH_USER.test(user)) return 'repo_url user name is not valid';
   const problem = hostProblem(host);

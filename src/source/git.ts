@@ -7,6 +7,7 @@ import { DomainError } from '../core/errors.js';
 import { isPrivateAddress } from '../core/private-address.js';
 import { gitSshProgram, SSH_ENV } from './git-ssh.js';
 import { validateBranchName, validateRepoUrl } from './git-url.js';
+import { shallowUnsupported, withoutDepthWhenRefused } from './shallow-fallback.js';
 
 /** How git is run. */
 export interface GitOptions {
@@ -34,7 +35,7 @@ const STDERR_TAIL_BYTES = 16 * 1024;
 const FALLBACK_DEPTHS = [1, 50, 1000];
 
 interface RepoTarget {
-  scheme: 'https' | 'http' | 'ssh' | 'file';
+  scheme: 'https' | 'http' | 'git' | 'ssh' | 'file';
   /** Host as git will connect to it (brackets removed from IPv6 literals); empty for file://. */
   host: string;
   port: number;
@@ -46,7 +47,7 @@ function parseTarget(repoUrl: string): RepoTarget {
   const url = new URL(repoUrl);
   const scheme = url.protocol.slice(0, -1).toLowerCase() as RepoTarget['scheme'];
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
-  const defaultPort = scheme === 'https' ? 443 : scheme === 'http' ? 80 : 22;
+  const defaultPort = scheme === 'https' ? 443 : scheme === 'http' ? 80 : scheme === 'git' ? 9418 : 22;
   return { scheme, host, port: url.port === '' ? defaultPort : Number(url.port) };
 }
 
@@ -144,12 +145,25 @@ export function redactCredentials(text: string): string {
     .replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@:'"]*:[^\s/@'"]*@/gi, '$1***@');
 }
 
+/**
+ * The URL git is given: for git:// (which has no resolve option like curl's, nor an ssh wrapper) the
+ * host is replaced by the address just checked, so DNS cannot answer differently for git (rebinding).
+ */
+function remoteFor(repoUrl: string, target: RepoTarget, addresses: string[]): string {
+  const address = addresses[0];
+  if (target.scheme !== 'git' || address === undefined) return repoUrl;
+  const url = new URL(repoUrl);
+  url.hostname = net.isIPv6(address) ? `[${address}]` : address;
+  return url.href;
+}
+
 /** `-c` settings that lock git down for every call. */
 function gitConfigArgs(options: GitOptions, target: RepoTarget, addresses: string[]): string[] {
   const settings = [
     'protocol.allow=never',
     'protocol.https.allow=always',
     'protocol.http.allow=always',
+    'protocol.git.allow=always',
     'protocol.ssh.allow=always',
     `protocol.file.allow=${options.allowPrivate ? 'always' : 'never'}`,
     'protocol.ext.allow=never',
@@ -192,7 +206,7 @@ async function gitChildEnv(options: GitOptions, target: RepoTarget, addresses: s
     GIT_TERMINAL_PROMPT: '0',
     GIT_CONFIG_NOSYSTEM: '1',
     GIT_CONFIG_GLOBAL: '/dev/null',
-    GIT_ALLOW_PROTOCOL: options.allowPrivate ? 'https:http:ssh:file' : 'https:http:ssh',
+    GIT_ALLOW_PROTOCOL: options.allowPrivate ? 'https:http:git:ssh:file' : 'https:http:git:ssh',
     GIT_PROTOCOL_FROM_USER: '0',
     GIT_SSH: await gitSshProgram(),
     GIT_SSH_VARIANT: 'ssh',
@@ -338,7 +352,7 @@ export async function branchTip(
   }
   const { target, addresses } = await checkRepo(repoUrl, options.allowPrivate, options);
   const patterns = branch === undefined ? ['HEAD'] : [`refs/heads/${branch}`];
-  const args = [...gitConfigArgs(options, target, addresses), 'ls-remote', '--symref', '--', repoUrl, ...patterns];
+  const args = [...gitConfigArgs(options, target, addresses), 'ls-remote', '--symref', '--', remoteFor(repoUrl, target, addresses), ...patterns];
   // cwd "/" so no repository (and no repository config) around the server's working directory is read.
   const env = await gitChildEnv(options, target, addresses);
   const output = await runGit(args, { cwd: '/', env, timeoutMs: options.timeoutMs, signal: options.signal });
@@ -382,24 +396,26 @@ export async function fetchCommit(
     if (problem !== null) throw validationError(problem);
   }
   const { target, addresses } = await checkRepo(repoUrl, options.allowPrivate, options);
+  const remote = remoteFor(repoUrl, target, addresses);
   await mkdir(destDir, { recursive: true });
   if ((await readdir(destDir)).length > 0) throw new Error('the directory to fetch into is not empty');
 
   const config = gitConfigArgs(options, target, addresses);
   const run: RunOptions = { cwd: destDir, env: await gitChildEnv(options, target, addresses), timeoutMs: options.timeoutMs, signal: options.signal };
   if (options.onOutput !== undefined) run.onStderr = options.onOutput;
-  const git = (args: string[]): Promise<string> => runGit([...config, ...args], run);
+  // A dumb-HTTP server cannot serve a shallow fetch: the fetch is made again in full (said in the log).
+  const git = withoutDepthWhenRefused((args: string[]): Promise<string> => runGit([...config, ...args], run), (err) => err instanceof GitCommandError && shallowUnsupported(err.stderr), options.onOutput);
 
   await git(['init', '-q', '--template=']);
   if (options.ref !== undefined) {
     // A pull request's head is fetched at the forge's ref for it: git's own error when it is not there.
-    await fetchViaRef(git, repoUrl, sha, options.ref, `the pull request ref ${options.ref}`, 'the pull request has moved on; its next event builds the new head');
+    await fetchViaRef(git, remote, sha, options.ref, `the pull request ref ${options.ref}`, 'the pull request has moved on; its next event builds the new head');
   } else {
     try {
-      await git(['fetch', '--depth=1', '--no-tags', '--no-recurse-submodules', '--progress', '--', repoUrl, sha]);
+      await git(['fetch', '--depth=1', '--no-tags', '--no-recurse-submodules', '--progress', '--', remote, sha]);
     } catch (err) {
       if (!(err instanceof GitCommandError) || !refusedWant(err.stderr)) throw err;
-      await fetchViaBranch(git, repoUrl, sha, options);
+      await fetchViaBranch(git, remote, sha, options);
     }
   }
   await git(['checkout', '-q', '--detach', sha, '--']);

@@ -7,6 +7,7 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Transform } from 'node:stream';
 import { DomainError } from '../core/errors.js';
+import { uploadTooLargeMessage } from '../core/upload-limit.js';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../secrets/private-data-dir.js';
 
 /**
@@ -54,7 +55,7 @@ export class SourceStore {
       transform(chunk: Buffer, _encoding, callback) {
         size += chunk.length;
         if (size > maxBytes) {
-          callback(new DomainError('payload_too_large', `archive is larger than the limit of ${maxBytes} bytes`));
+          callback(new DomainError('payload_too_large', uploadTooLargeMessage(maxBytes)));
           return;
         }
         hash.update(chunk);

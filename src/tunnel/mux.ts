@@ -2,6 +2,7 @@
 import { Duplex } from 'node:stream';
 import type WebSocket from 'ws';
 import {
+  FRAME_HEADER_BYTES,
   FrameType,
   INITIAL_WINDOW,
   MAX_OUTBOUND_BYTES,
@@ -219,9 +220,24 @@ export class Mux {
     return true;
   }
 
-  /** @internal */
-  sendData(id: number, chunk: Buffer): void {
-    this.#send(encodeFrame(FrameType.DATA, id, chunk), true);
+  /**
+   * @internal Sends DATA. With `owned` (the caller never changes or reuses the chunk's bytes), a big
+   * chunk leaves as it is, never copied into a frame: one message in two WebSocket frames (RFC 6455
+   * §5.4), the frame header then the payload. A copy per chunk of an upload was a fresh 64 KiB
+   * ArrayBuffer each, garbage the server's heap held until its next GC (issue 33).
+   */
+  sendData(id: number, chunk: Buffer, owned = false): void {
+    if (!owned || chunk.length < BATCH_FRAME_LIMIT) {
+      this.#send(encodeFrame(FrameType.DATA, id, chunk), true);
+      return;
+    }
+    if (this.#closed || this.#ws.readyState !== this.#ws.OPEN) return;
+    if (!this.#admit(4 + FRAME_HEADER_BYTES + chunk.length + 2 * WS_HEADER_BYTES)) return;
+    this.#flush();
+    this.#cork();
+    this.#ws.send(encodeFrame(FrameType.DATA, id), { binary: true, fin: false });
+    this.#ws.send(chunk, { binary: true, fin: true }, () => this.#onFlushed());
+    this.#measure();
   }
 
   /** @internal */

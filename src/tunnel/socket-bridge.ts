@@ -5,7 +5,8 @@ import { FrameType, MAX_DATA_PAYLOAD, encodeFrame, encodeWindow } from './protoc
 
 /** What a bridge needs of its mux (mux.ts): frames out, flow control of the WebSocket, and leaving. */
 export interface BridgeMux {
-  sendData(id: number, chunk: Buffer): void;
+  /** `owned`: the bytes are never changed or reused after this call, so they may leave without a copy. */
+  sendData(id: number, chunk: Buffer, owned?: boolean): void;
   sendFrame(frame: Buffer): void;
   /** True while DATA must wait for the WebSocket to drain (the stream is then told by resumeSending). */
   congested(stream: StreamEndpoint): boolean;
@@ -241,10 +242,10 @@ export class SocketBridge implements StreamEndpoint {
     if (this.#done) return;
     const filter = this.#options.filter;
     if (filter === undefined) {
-      // The common case: room for the chunk, nothing held: no queue at all (sendData copies it into a frame).
+      // The common case: room for the chunk, nothing held: no queue at all (a lent read is copied into a frame, a read of its own leaves as it is).
       if (this.#held.length === 0 && chunk.length <= this.#sendWindow && chunk.length <= MAX_DATA_PAYLOAD && !this.#mux.congested(this)) {
         this.#sendWindow -= chunk.length;
-        this.#mux.sendData(this.id, chunk);
+        this.#mux.sendData(this.id, chunk, !lent);
         return;
       }
       this.#held.push(lent ? Buffer.from(chunk) : chunk);
@@ -271,7 +272,8 @@ export class SocketBridge implements StreamEndpoint {
       }
       const chunk = held[0] as Buffer;
       const size = Math.min(this.#sendWindow, MAX_DATA_PAYLOAD, chunk.length);
-      this.#mux.sendData(this.id, size === chunk.length ? chunk : chunk.subarray(0, size));
+      // Held bytes are the bridge's own (a lent read was copied before it was held).
+      this.#mux.sendData(this.id, size === chunk.length ? chunk : chunk.subarray(0, size), true);
       this.#sendWindow -= size;
       if (size === chunk.length) held.shift();
       else held[0] = chunk.subarray(size);

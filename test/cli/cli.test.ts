@@ -135,8 +135,15 @@ describe('login and credentials', () => {
     assert.match(created.stdout, /^slw_k1_\w+\n$/);
     const list = await cli(['keys', 'ls'], { home });
     assert.match(list.stdout, /cli-test-key/);
-    const removed = await cli(['keys', 'rm', 'cli-test-key'], { home });
+    // Revoking asks first, as `slipway rm` does; "n" (or no answer) keeps the key, --yes skips the question.
+    const kept = await cli(['keys', 'rm', 'cli-test-key'], { home, input: 'n\n' });
+    assert.equal(kept.code, 1);
+    assert.match(kept.stderr, /^Revoke API key "cli-test-key" \([0-9a-f-]{36}\)\? Whatever uses it loses access at once\. \[y\/N\] \nerror: not revoked \(answer "y" to confirm, or pass --yes\)\n$/);
+    const stillWorks = await cli(['whoami'], { home, env: { SLIPWAY_URL: server.url, SLIPWAY_API_KEY: created.stdout.trim() } });
+    assert.equal(stillWorks.code, 0, stillWorks.stderr);
+    const removed = await cli(['keys', 'rm', 'cli-test-key', '--yes'], { home });
     assert.equal(removed.code, 0, removed.stderr);
+    assert.match(removed.stdout, /^Revoked API key "cli-test-key" \([0-9a-f-]{36}\)\.\n$/);
     const whoami = await cli(['whoami'], { home, env: { SLIPWAY_URL: server.url, SLIPWAY_API_KEY: created.stdout.trim() } });
     assert.equal(whoami.code, 1);
   });

@@ -95,12 +95,13 @@ describe('an app that fails to start', () => {
     assert.equal(logs.stdout, 'connecting to the database\nError: DATABASE_URL is not set\n');
   });
 
-  test('listening on another port than PORT: progress while waiting, then the port it must listen on, with its output', async () => {
+  test('listening on another port than PORT without saying which: progress while waiting, then the port it must listen on, with its output', async () => {
     const sub = `port-${randomUUID().slice(0, 6)}`;
     const dir = await appDir('wrongport', [
       'COPY index.html /www/index.html',
       'EXPOSE 8080',
-      'CMD ["/bin/sh", "-c", "echo listening on 9090; exec httpd -f -p 9090 -h /www"]',
+      // An app that names the port it listens on fails sooner (test/cli/wrong-port.test.ts).
+      'CMD ["/bin/sh", "-c", "echo starting the web server; exec httpd -f -p 9090 -h /www"]',
     ]);
     const res = await cli(['deploy', dir, '--name', 'wrongport', '--subdomain', sub], { home });
     assertExit(res, 1);
@@ -108,9 +109,9 @@ describe('an app that fails to start', () => {
     // SLIPWAY_STARTUP_TIMEOUT_SECONDS is 20 in tests.
     assert.equal(
       lines(res.stderr).at(-2),
-      `error: build ${id} failed: the app did not answer HTTP on port 8080 (its PORT) within 20 s: make it listen on the port in the PORT environment variable; its last line: listening on 9090`,
+      `error: build ${id} failed: the app did not answer HTTP on port 8080 (its PORT) within 20 s: make it listen on the port in the PORT environment variable; its last line: starting the web server`,
     );
-    assert.equal(count(res.stdout, 'listening on 9090'), 1, res.stdout);
+    assert.equal(count(res.stdout, 'starting the web server'), 1, res.stdout);
     assert.match(res.stdout, /^==> still waiting for the app to answer on port 8080 \(its PORT\): no HTTP answer on port 8080 after \d+ s of 20 s$/m);
   });
 

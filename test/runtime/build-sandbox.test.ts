@@ -272,14 +272,14 @@ describe('build confinement (real engine)', () => {
     }
   });
 
-  test('the firewall drops build bridges\' traffic to private ranges and the host, DNS to the host resolvers excepted', async () => {
+  test('the firewall refuses build bridges\' traffic to private ranges and the host (an ICMP error, not a silent drop), DNS to the host resolvers excepted', async () => {
     await build(await contextDir(`FROM ${BUSYBOX_IMAGE}\n`)); // installs the rules
     const run = promisify(execFile);
     const forward = (await run('iptables', ['-w', '5', '-S', 'SLIPWAY-BUILD'])).stdout;
     for (const range of ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16', '100.64.0.0/10', '127.0.0.0/8']) {
-      assert.match(forward, new RegExp(`-A SLIPWAY-BUILD -d ${range.replace(/\./g, '\\.')} -j DROP`));
+      assert.match(forward, new RegExp(`-A SLIPWAY-BUILD -d ${range.replace(/\./g, '\\.')} -j REJECT --reject-with icmp-port-unreachable`));
     }
-    assert.match((await run('iptables', ['-w', '5', '-S', 'SLIPWAY-BUILD-IN'])).stdout, /-A SLIPWAY-BUILD-IN -j DROP/);
+    assert.match((await run('iptables', ['-w', '5', '-S', 'SLIPWAY-BUILD-IN'])).stdout, /-A SLIPWAY-BUILD-IN -j REJECT --reject-with icmp-port-unreachable/);
     assert.match((await run('iptables', ['-w', '5', '-S', 'DOCKER-USER'])).stdout, /-A DOCKER-USER -i slpb\+ -j SLIPWAY-BUILD/);
     assert.match((await run('iptables', ['-w', '5', '-S', 'INPUT'])).stdout, /-A INPUT -i slpb\+ -j SLIPWAY-BUILD-IN/);
     const info = await docker.getNetwork(BUILD_NETWORK).inspect();

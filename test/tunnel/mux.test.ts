@@ -397,6 +397,45 @@ describe('socket bridge', () => {
     await front.close();
   });
 
+  it("a visitor's reads leave as they are, never copied into a frame (an upload's garbage), and arrive intact", async () => {
+    const received: Buffer[] = [];
+    const pair = await muxPair(WINDOW, (stream) => {
+      stream.on('data', (chunk: Buffer) => received.push(chunk));
+    });
+    // What the socket read (each read a buffer of its own), and what the server's WebSocket is handed to send.
+    const reads = new Set<ArrayBufferLike>();
+    let smallReadBytes = 0;
+    let sentAsRead = 0;
+    const send = WebSocket.prototype.send;
+    WebSocket.prototype.send = function (this: WebSocket, data: unknown, ...rest: unknown[]) {
+      if (Buffer.isBuffer(data) && reads.has(data.buffer)) sentAsRead += data.length;
+      return (send as (...args: unknown[]) => void).call(this, data, ...rest);
+    } as typeof send;
+    const front = await tcpServer((socket) => {
+      socket.on('data', (chunk: Buffer) => {
+        reads.add(chunk.buffer);
+        if (chunk.length < 16 * 1024) smallReadBytes += chunk.length;
+      });
+      pair.opener.bridge(socket);
+    });
+    try {
+      const visitor = connect(front.port, '127.0.0.1');
+      const body = randomBytes(4 * 1024 * 1024);
+      // Not ended: a visitor's socket closing resets the stream, which drops bytes still queued.
+      visitor.write(body);
+      while (received.reduce((sum, chunk) => sum + chunk.length, 0) < body.length) await sleep(10);
+      assert.equal(sha256(received), sha256([body]));
+      // Only pieces too small to go alone are copied (into a batch of small frames): reads that small,
+      // and the rest of a read cut at the end of a window.
+      assert.ok(sentAsRead > body.length / 2, `${sentAsRead} of ${body.length} bytes sent without a copy (${smallReadBytes} in small reads)`);
+      visitor.destroy();
+    } finally {
+      WebSocket.prototype.send = send;
+      await pair.close();
+      await front.close();
+    }
+  });
+
   it('the opening side: a visitor socket bridged to a stream, echoed by the peer; a RESET from the peer closes the socket', async () => {
     const accepted: TunnelStream[] = [];
     const pair = await muxPair(WINDOW, (stream) => {

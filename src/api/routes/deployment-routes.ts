@@ -17,6 +17,7 @@ import {
 } from '../../domain/deployments.js';
 import { DomainError } from '../../core/errors.js';
 import type { AppHealth } from '../../domain/app-health.js';
+import { uploadTooLargeMessage } from '../../core/upload-limit.js';
 import { authorizeUpload, uploadSource } from '../../domain/uploads.js';
 import { quotaExceeded } from '../../domain/quotas.js';
 import { assertRepoHostAllowed } from '../../source/git.js';
@@ -189,7 +190,7 @@ export const deploymentRoutes =
           const length = Number(request.headers['content-length'] ?? 0);
           if (length > quota.room + 1024 * 1024) throw quotaExceeded('upload_bytes', quota.used, quota.limit);
           if (length > deps.config.maxUploadBytes + 1024 * 1024) {
-            throw new DomainError('payload_too_large', `archive is larger than the limit of ${deps.config.maxUploadBytes} bytes`);
+            throw new DomainError('payload_too_large', uploadTooLargeMessage(deps.config.maxUploadBytes));
           }
           if (!request.isMultipart()) {
             throw new DomainError('unsupported_media_type', 'upload with Content-Type multipart/form-data');

@@ -26,24 +26,26 @@ export function registerCreateCommand(program: Command, io: CliIo): void {
     program
       .command('create')
       .description('create an app built from a git repository, and deploy it')
-      .requiredOption('--git <url>', 'the repository (https://, http://, git:// or ssh://)')
+      .requiredOption('--git <url>', 'the repository (https://, http://, git://, ssh:// or user@host:path)')
       .option('--branch <branch>', "the branch to build (default: the repository's default branch)")
       .option('--name <name>', 'app name (default: the repository name)')
       .option('--subdomain <label>', 'subdomain (default: a slug of the name)')
       .option('--dockerfile <path>', 'Dockerfile path inside the repository (default: Dockerfile)')
       .option('--team <team>', "create it as a team's app (team id or name; you must be its owner)")
-      .option('--no-deploy', 'only create the app (deploy it later from the dashboard or with POST /api/v1/deployments/{id}/deploy)'),
+      .option('--no-deploy', 'only create the app (deploy it later with `slipway deploy APP`, or from the dashboard)'),
   )
     .addHelpText(
       'after',
       `
 The app is deployed at once and its build log followed, like \`slipway deploy\`; refer to it
-later by its name or subdomain (nothing is written to the current folder).
+later by its name or subdomain (nothing is written to the current folder). Deploy its branch's
+latest commit again with \`slipway deploy APP\`.
 
 Examples:
   slipway create --git https://github.com/example/hello.git
   slipway create --git https://git.example.com/team/api.git --branch main --subdomain api
-  slipway create --git https://git.example.com/team/api.git --no-deploy --json`,
+  slipway create --git https://git.example.com/team/api.git --no-deploy --json
+  slipway deploy api`,
     )
     .action((options: CreateOptions) => withInterrupt(io, (signal) => create(io, options, signal)));
 }
@@ -83,7 +85,7 @@ async function create(io: CliIo, options: CreateOptions, signal: AbortSignal): P
   const app = await client.request<Deployment>('GET', `/api/v1/deployments/${created.id}`);
   if (!options.deploy) {
     if (options.json === true) return printJson(io.stdout, app);
-    io.stderr.write(`Created app ${app.name} at subdomain ${app.subdomain} (not deployed yet).\n`);
+    io.stderr.write(`Created app ${app.name} at subdomain ${app.subdomain} (not deployed yet: deploy it with \`slipway deploy ${app.subdomain}\`).\n`);
     io.stdout.write(`${app.url ?? app.subdomain}\n`);
     return;
   }

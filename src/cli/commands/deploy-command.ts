@@ -10,7 +10,8 @@ import { CliError, EXIT_INTERRUPTED, usageError } from '../cli-error.js';
 import type { CliIo } from '../cli-io.js';
 import { connect, withInterrupt, withJson, type JsonOption } from '../command-context.js';
 import { copyStream, printJson, shortId } from '../output.js';
-import { LINK_FILE, packFolder } from '../pack.js';
+import { LINK_FILE, PackTooLarge, packFolder } from '../pack.js';
+import { checkSourceSize, fetchUploadLimits, measureSource, packedTooLarge, type SourceSize } from '../upload-size.js';
 import { Progress, formatBytes } from '../progress.js';
 import { readProjectFile, sameVolumes, writeProjectLink } from '../project-link.js';
 import { resolveApp } from '../resolve-app.js';
@@ -90,32 +91,51 @@ async function deploy(io: CliIo, dirArg: string, options: DeployOptions, signal:
   const client = await connect(io, signal);
   const note = (text: string): void => void io.stderr.write(`${text}\n`);
 
-  const app = await findOrCreateApp(client, dir, options, dockerfileOption, note);
-  const dockerfile = dockerfileOption ?? app.dockerfile_path ?? 'Dockerfile';
-  // A different --dockerfile on an existing app is sent as the upload's `dockerfile` part.
-  const override = dockerfileOption !== undefined && dockerfileOption !== (app.dockerfile_path ?? 'Dockerfile');
-  const dockerfileText = await readFile(path.join(dir, dockerfile), 'utf8').catch(() => {
-    throw new CliError(`no ${dockerfile} in ${dir}: add one, or name it with --dockerfile PATH`);
-  });
-
+  // Everything is read, measured and packed before the app is created or changed: a source the
+  // server would refuse leaves nothing behind, and is never sent.
+  const limits = await fetchUploadLimits(client);
   const tmp = await mkdtemp(path.join(os.tmpdir(), 'slipway-upload-'));
   let upload: UploadAnswer;
+  let app: Deployment;
   try {
     const archive = path.join(tmp, 'source.tar.gz');
-    const packing = new Progress(io.stderr, 'packed');
-    const packed = await packFolder(dir, archive, {
-      dockerfile,
-      signal,
-      onWarning: (text) => note(`warning: ${text}`),
-      onProgress: (bytes) => packing.update(bytes),
+    let packed = { bytes: 0, dockerfileText: '', override: false };
+    app = await findOrCreateApp(client, dir, options, dockerfileOption, note, async (linked) => {
+      const dockerfile = dockerfileOption ?? linked?.dockerfile_path ?? 'Dockerfile';
+      // A different --dockerfile on an existing app is sent as the upload's `dockerfile` part.
+      const override = linked !== undefined && dockerfileOption !== undefined && dockerfileOption !== (linked.dockerfile_path ?? 'Dockerfile');
+      const dockerfileText = await readFile(path.join(dir, dockerfile), 'utf8').catch(() => {
+        throw new CliError(`no ${dockerfile} in ${dir}: add one, or name it with --dockerfile PATH`);
+      });
+      let size: SourceSize | undefined;
+      // Packed again when a linked app vanished meanwhile and a new one is created instead.
+      await rm(archive, { force: true });
+      const packing = new Progress(io.stderr, 'packed');
+      const result = await packFolder(dir, archive, {
+        dockerfile,
+        signal,
+        onWarning: (text) => note(`warning: ${text}`),
+        onProgress: (bytes) => packing.update(bytes),
+        beforePack: async (listing) => {
+          if (limits === undefined) return;
+          size = await measureSource(listing);
+          checkSourceSize(dir, size, limits);
+        },
+        ...(limits === undefined ? {} : { maxBytes: limits.max_upload_bytes }),
+      }).catch((err: unknown) => {
+        packing.finish(false);
+        if (err instanceof PackTooLarge && limits !== undefined && size !== undefined) throw packedTooLarge(dir, size, limits);
+        throw err;
+      });
+      packing.finish(false);
+      note(`Packed ${result.entries} entries of ${dir} into ${formatBytes(result.bytes)}${result.ignoreFile === undefined ? '' : ` (honouring ${result.ignoreFile})`}`);
+      packed = { bytes: result.bytes, dockerfileText, override };
     });
-    packing.finish(false);
-    note(`Packed ${packed.entries} entries of ${dir} into ${formatBytes(packed.bytes)}${packed.ignoreFile === undefined ? '' : ` (honouring ${packed.ignoreFile})`}`);
     const uploading = new Progress(io.stderr, 'uploaded', packed.bytes);
     upload = await client.upload<UploadAnswer>(`/api/v1/deployments/${app.id}/upload`, {
       file: archive,
       size: packed.bytes,
-      ...(override ? { dockerfile: dockerfileText } : {}),
+      ...(packed.override ? { dockerfile: packed.dockerfileText } : {}),
       onProgress: (sent) => uploading.update(sent),
     });
     uploading.finish();
@@ -202,13 +222,18 @@ export async function followBuild(
   }
 }
 
-/** The deployment DIR/slipway.json names on this server, or a new archive deployment (then linked). */
+/**
+ * The deployment DIR/slipway.json names on this server, or a new archive deployment (then linked).
+ * `prepare` runs first with the linked app (if any), before anything is created or changed: its
+ * refusal (a source too large) leaves the server as it was.
+ */
 async function findOrCreateApp(
   client: ApiClient,
   dir: string,
   options: DeployOptions,
   dockerfile: string | undefined,
   note: (text: string) => void,
+  prepare: (linked: Deployment | undefined) => Promise<void>,
 ): Promise<Deployment> {
   const project = await readProjectFile(dir);
   const link = project?.link;
@@ -219,6 +244,7 @@ async function findOrCreateApp(
       if ((options.name !== undefined && options.name !== app.name) || (options.subdomain !== undefined && options.subdomain !== app.subdomain)) {
         note(`note: --name and --subdomain apply only when creating an app; ${LINK_FILE} links this folder to ${app.name} (${app.subdomain})`);
       }
+      await prepare(app);
       // slipway.json's volumes are the app's: a changed list is sent before the deploy that mounts it.
       if (volumes !== undefined && !sameVolumes(volumes, app.volumes)) {
         app = await client.request<Deployment>('PATCH', `/api/v1/deployments/${app.id}`, { body: { volumes } });
@@ -236,6 +262,7 @@ async function findOrCreateApp(
   if (!(await stat(path.join(dir, effectiveDockerfile)).then((s) => s.isFile(), () => false))) {
     throw new CliError(`no ${effectiveDockerfile} in ${dir}: add one, or name it with --dockerfile PATH`);
   }
+  await prepare(undefined);
   const name = options.name ?? path.basename(dir);
   const subdomain = options.subdomain ?? slugify(name);
   let created: Deployment;

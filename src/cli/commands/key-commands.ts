@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import type { ApiKey } from '../api-types.js';
 import { CliError } from '../cli-error.js';
+import { confirmOrRefuse } from '../confirm.js';
 import type { CliIo } from '../cli-io.js';
 import { connect, limitOption, withInterrupt, withJson, type JsonOption, type ListOptions } from '../command-context.js';
 import { ago, printJson, printTable } from '../output.js';
@@ -42,9 +43,19 @@ export function registerKeyCommands(program: Command, io: CliIo): void {
       }),
     );
 
-  withJson(keys.command('rm').alias('revoke').argument('<id>', 'the key id (or its name, when unique)').description('revoke an API key'))
-    .addHelpText('after', '\nExamples:\n  slipway keys rm 0b6f6f0e-4a3c-4a57-9d47-2f6a1c2d9e11\n  slipway keys rm ci')
-    .action((ref: string, options: JsonOption) =>
+  withJson(
+    keys
+      .command('rm')
+      .alias('revoke')
+      .argument('<id>', 'the key id (or its name, when unique)')
+      .description('revoke an API key')
+      .option('-y, --yes', 'do not ask for confirmation'),
+  )
+    .addHelpText(
+      'after',
+      '\nWithout --yes, asks for confirmation (reads a "y" line when stdin is not a terminal): whatever uses the key loses access at once.\n\nExamples:\n  slipway keys rm 0b6f6f0e-4a3c-4a57-9d47-2f6a1c2d9e11\n  slipway keys rm ci --yes',
+    )
+    .action((ref: string, options: JsonOption & { yes?: boolean }) =>
       withInterrupt(io, async (signal) => {
         const client = await connect(io, signal);
         const list = await client.list<ApiKey>('/api/v1/api-keys');
@@ -53,6 +64,9 @@ export function registerKeyCommands(program: Command, io: CliIo): void {
         const key = byId ?? (byName.length === 1 ? byName[0] : undefined);
         if (key === undefined) {
           throw new CliError(byName.length > 1 ? `several keys are named "${ref}": use the id (see \`slipway keys ls\`)` : `no API key "${ref}" (see \`slipway keys ls\`)`);
+        }
+        if (options.yes !== true) {
+          await confirmOrRefuse(io, signal, `Revoke API key "${key.name}" (${key.id})? Whatever uses it loses access at once. [y/N] `, 'not revoked (answer "y" to confirm, or pass --yes)');
         }
         await client.request('DELETE', `/api/v1/api-keys/${key.id}`);
         if (options.json === true) return printJson(io.stdout, { deleted: key.id });

@@ -3,8 +3,8 @@
 // The classic builder runs each RUN step in a container on the network named by `networkmode`.
 // A user-defined bridge alone still routes to the host (its gateway address), to the host's
 // private networks and to whatever the host can reach; the rules below drop all of that for every
-// bridge whose interface name starts with BUILD_BRIDGE_PREFIX, leaving the internet (and DNS to the
-// host's own nameservers) reachable. The builder has no pids limit of its own: each build's RUN
+// bridge whose interface name starts with BUILD_BRIDGE_PREFIX (refused at once, never silently dropped),
+// leaving the internet (and DNS to the host's own nameservers) reachable. The builder has no pids limit of its own: each build's RUN
 // containers are placed under a parent cgroup whose pids.max bounds them together.
 import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -20,6 +20,8 @@ export const BUILD_BRIDGE_PREFIX = 'slpb';
 const FORWARD_CHAIN = 'SLIPWAY-BUILD';
 const INPUT_CHAIN = 'SLIPWAY-BUILD-IN';
 const IPTABLES_TIMEOUT_MS = 15_000;
+/** How a build's refused packet is answered (as `iptables -S` prints it). */
+const REJECT = ['-j', 'REJECT', '--reject-with', 'icmp-port-unreachable'];
 
 /** The Linux bridge interface of a build network (at most 15 characters, starting `slpb`). */
 export function buildBridgeName(networkName: string): string {
@@ -50,7 +52,8 @@ async function hostNameservers(): Promise<string[]> {
 /**
  * Installs (idempotently) the rules that confine every build bridge: nothing from a `slpb*`
  * interface reaches the host itself or a loopback/private/link-local/CGNAT/reserved IPv4
- * destination, except DNS to the host's nameservers. Throws when iptables cannot be run (not root,
+ * destination (refused with an ICMP error, so the RUN step fails at once), except DNS to the
+ * host's nameservers. Throws when iptables cannot be run (not root,
  * not installed): the caller fails the build rather than build unconfined.
  */
 export async function ensureBuildFirewall(): Promise<void> {
@@ -68,11 +71,16 @@ export async function ensureBuildFirewall(): Promise<void> {
   for (const [chain, present] of [[FORWARD_CHAIN, forward], [INPUT_CHAIN, input]] as const) {
     for (const rule of dns) if (!present.has(ruleLine(chain, rule))) await must(['-I', chain, '1', ...rule]);
   }
+  // Refused with an ICMP error, not dropped: a RUN step's connection fails at once ("Connection
+  // refused") instead of after the kernel's 2 min 15 s of SYN retries. The DROP rules an older
+  // Slipway appended are removed once their REJECT follows them, so no moment is unconfined.
   for (const [address, prefix] of PRIVATE_IPV4_RANGES) {
-    const rule = ['-d', `${address}/${prefix}`, '-j', 'DROP'];
-    if (!forward.has(ruleLine(FORWARD_CHAIN, rule))) await must(['-A', FORWARD_CHAIN, ...rule]);
+    const match = ['-d', `${address}/${prefix}`];
+    if (!forward.has(ruleLine(FORWARD_CHAIN, [...match, ...REJECT]))) await must(['-A', FORWARD_CHAIN, ...match, ...REJECT]);
+    if (forward.has(ruleLine(FORWARD_CHAIN, [...match, '-j', 'DROP']))) await iptables(['-D', FORWARD_CHAIN, ...match, '-j', 'DROP']);
   }
-  if (!input.has(ruleLine(INPUT_CHAIN, ['-j', 'DROP']))) await must(['-A', INPUT_CHAIN, '-j', 'DROP']);
+  if (!input.has(ruleLine(INPUT_CHAIN, REJECT))) await must(['-A', INPUT_CHAIN, ...REJECT]);
+  if (input.has(ruleLine(INPUT_CHAIN, ['-j', 'DROP']))) await iptables(['-D', INPUT_CHAIN, '-j', 'DROP']);
   // DOCKER-USER is where the engine lets operators filter forwarded container traffic; it exists
   // once the engine has started with iptables enabled.
   for (const [chain, target] of [['DOCKER-USER', FORWARD_CHAIN], ['INPUT', INPUT_CHAIN]] as const) {

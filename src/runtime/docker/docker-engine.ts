@@ -815,7 +815,7 @@ const UNREACHABLE_REGISTRY = /lookup |no such host|dial tcp|i\/o timeout|connect
  * can do, as one message (the build log and the build's error carry it once).
  */
 export function pullFailure(ref: string, err: unknown): EngineBuildError {
-  const detail = (err instanceof Error ? err.message : String(err)).split('\n')[0]!.slice(0, 300);
+  const detail = engineMessage(err).split('\n')[0]!.slice(0, 300);
   const host = registryHost(ref) ?? 'Docker Hub (registry-1.docker.io)';
   const message = UNREACHABLE_REGISTRY.test(detail)
     ? `the base image ${ref} is not on this server's Docker engine and its registry, ${host}, could not be reached. ` +

@@ -72,5 +72,10 @@ export function engineMessage(err: unknown): string {
     if (typeof json === 'object' && json !== null && 'message' in json && typeof json.message === 'string') return json.message;
     if (typeof json === 'string' && json.trim() !== '') return json.trim();
   }
-  return err instanceof Error ? err.message : String(err);
+  return withoutClientPrefix(err instanceof Error ? err.message : String(err));
+}
+
+/** dockerode's own wording around the engine's ("(HTTP code 400) unexpected - …") cut off: it means nothing to a person. */
+export function withoutClientPrefix(message: string): string {
+  return message.replace(/^\(HTTP code \d{3}\) [^-]*- /, '').trim();
 }
