@@ -116,7 +116,14 @@ export interface AccountDeps {
   readonly secondFactor?: (user: UserRow, otp: string | undefined) => Promise<true | string>;
 }
 
-/** Logs in with e-mail and password; one answer for a wrong e-mail and a wrong password. */
+/**
+ * The one message of every refused login: a wrong e-mail, a wrong password, a disabled account, a
+ * missing or wrong two-factor code. The answer never says which (no oracle for a stolen password
+ * without its second factor, nor for which accounts exist or have two-factor login on).
+ */
+export const LOGIN_REFUSED = 'wrong email, password or two-factor code';
+
+/** Logs in with e-mail and password (and `otp` when the account has two-factor login); one answer for every failure. */
 export async function loginUser(
   deps: AccountDeps,
   input: { email: string; password: string; clientIp: string; otp?: string | undefined },
@@ -139,10 +146,10 @@ export async function loginUser(
     throw err;
   }
   // A disabled user's right password is answered like a wrong one (no oracle for which accounts exist or are disabled).
-  if (user === undefined || !ok || user.disabled === 1) throw new DomainError('invalid_credentials', 'wrong email or password');
-  // Beside the password, the second factor: a missing or wrong code fails the login like a wrong password.
+  if (user === undefined || !ok || user.disabled === 1) throw new DomainError('invalid_credentials', LOGIN_REFUSED);
+  // Beside the password, the second factor: a missing or wrong code fails the login exactly like a wrong password.
   const second = deps.secondFactor === undefined ? true : await deps.secondFactor(user, input.otp);
-  if (second !== true) throw new DomainError('invalid_credentials', second);
+  if (second !== true) throw new DomainError('invalid_credentials', LOGIN_REFUSED);
   attempt.refund();
   loginSucceeded(deps.loginLimiter, email, input.clientIp);
   const token = newSessionToken();
