@@ -113,8 +113,9 @@ async function login(io: CliIo, options: LoginOptions, signal: AbortSignal): Pro
       // so a refusal without --otp asks for a code once: from a terminal, or a third line of stdin.
       // No code (Enter, or stdin ended): the refusal stands.
       if (!(err instanceof CliError) || err.code !== 'invalid_credentials' || options.otp !== undefined) throw err;
+      io.stderr.write(`${err.message}: if your account has two-factor login, give its code (Enter if not)\n`);
       const code = (
-        await prompter.ask('Two-factor code (Enter if your account has none): ').catch((asked: unknown) => {
+        await prompter.ask('Two-factor code: ').catch((asked: unknown) => {
           if (asked instanceof CliError && asked.exitCode === EXIT_INTERRUPTED) throw asked;
           return '';
         })
