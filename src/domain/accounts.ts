@@ -164,7 +164,7 @@ export async function loginUser(
 const loginEvent = (userId: string | null, outcome: 'success' | 'failure'): AuditEvent => ({ action: 'auth.login', targetType: 'user', targetId: userId, teamId: null, outcome });
 
 /**
- * Records a failed login (wrong e-mail, password or code): the account it
+ * Records a refused login (wrong e-mail, password or code, or refused by the login limiter): the account it
  * named, if any, sees it in its audit log. The e-mail is kept only when it looks like one.
  */
 export async function recordFailedLogin(accounts: AccountStore, input: { email: string; clientIp: string }): Promise<void> {
