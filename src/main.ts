@@ -7,7 +7,7 @@ import type { Duplex } from 'node:stream';
 import path from 'node:path';
 import { buildApp } from './api/app.js';
 import { ApiTurns } from './api/api-turns.js';
-import { answerClientError, answerUnmetExpectation, endSocketWithError, writeInternalError } from './api/socket-errors.js';
+import { answerUnmetExpectation, endSocketWithError, writeInternalError } from './api/socket-errors.js';
 import { BuildLogStore, type BuildLogs } from './deploy/build-logs.js';
 import { databaseBuildLogs } from './db/build-log-chunks.js';
 import { databaseBuildQueue, type DatabaseBuildQueue } from './db/build-queue.js';
@@ -64,7 +64,8 @@ import { createServerMetrics } from './api/server-metrics.js';
 import { nodeDataPlane } from './proxy/node-data-plane.js';
 import { healthCheckedPlane } from './proxy/replica-health.js';
 import { boundRequests, boundedServerOptions } from './proxy/request-bounds.js';
-import { requestHeadProblem, writeBadRequest, writeRawBadRequest } from './proxy/request-guard.js';
+import { requestHeadProblem } from './proxy/request-guard.js';
+import { edgeRefusals } from './proxy/edge-refusals.js';
 import { RoutingTable, type Upstream } from './proxy/routing-table.js';
 import { findHaproxy, freePort } from './proxy/haproxy/haproxy-binary.js';
 import { HaproxyDataPlane, haproxyFiles, listenForHaproxy } from './proxy/haproxy/haproxy-data-plane.js';
@@ -512,11 +513,13 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
 
   // API requests start one per event-loop turn: app traffic and tunnels never wait behind a burst of them.
   const apiTurns = new ApiTurns((err) => log('error', 'API request handler threw', { error: err }));
+  // What is not yet a request (malformed, ambiguous, late) is refused as JSON for the API, with a page on app hosts.
+  const refusals = edgeRefusals((host) => table.resolveHost(host) !== null);
   // One handler for both ports: app hosts go to the data plane, everything else to the API.
   const handleRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     try {
       const problem = requestHeadProblem(req);
-      if (problem !== undefined) return writeBadRequest(res, problem);
+      if (problem !== undefined) return refusals.badRequest(req, res, problem);
       // Another instance forwarding a visitor of a tunnel held here: verified, or 401.
       if (acrossInstances.handleRequest(req, res)) return;
       if (!proxy.handleRequest(req, res)) {
@@ -543,7 +546,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     socket.on('error', () => socket.destroy());
     try {
       const problem = requestHeadProblem(req);
-      if (problem !== undefined) return writeRawBadRequest(socket, problem);
+      if (problem !== undefined) return refusals.rawBadRequest(req, socket, problem);
       if (acrossInstances.handleUpgrade(req, socket, head)) return;
       if (proxy.handleUpgrade(req, socket, head)) return;
       if ((req.url ?? '').split('?')[0] === '/api/v1/tunnels/connect') {
@@ -576,7 +579,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
    */
   const edgeServer = (s: http.Server): ReturnType<typeof boundRequests> => {
     s.on('upgrade', handleUpgrade);
-    s.on('clientError', answerClientError);
+    s.on('clientError', refusals.clientError);
     s.on('checkExpectation', answerUnmetExpectation);
     return boundRequests(s, config.edge, (req) => table.resolveHost(req.headers.host) !== null || /^multipart\//i.test(req.headers['content-type'] ?? ''));
   };
@@ -590,6 +593,7 @@ async function startLocked(startConfig: Config, options: StartOptions, runner: s
     const door = frontDoor({
       http: target,
       headTimeoutMs: config.edge.headersTimeoutMs,
+      answerLateHead: refusals.lateHead,
       target: (host) => {
         if (!encrypted && certificates !== undefined && certificates.hasCertificate(hostOf(host) ?? '')) return undefined;
         return connectedTunnel(table, host, (app) => ({

@@ -14,6 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import WebSocket, { WebSocketServer } from 'ws';
 import { AppProxy } from '../../src/proxy/app-proxy.js';
 import { connectedTunnel, frontDoor } from '../../src/proxy/front-door.js';
+import { edgeRefusals } from '../../src/proxy/edge-refusals.js';
 import { RoutingTable } from '../../src/proxy/routing-table.js';
 import { CONNECT_PATH, MAX_OUTBOUND_BYTES } from '../../src/tunnel/protocol.js';
 import { runTunnelClient, type TunnelClientEvent } from '../../src/tunnel/tunnel-client.js';
@@ -255,6 +256,8 @@ async function startStack(options: StackOptions = {}): Promise<Stack> {
       socket.destroy();
     }
   });
+  // As main.ts: what Node's parser refuses is answered as the edge answers it (a page on app hosts).
+  front.on('clientError', edgeRefusals((host) => table.resolveHost(host) !== null).clientError);
   // As main.ts: connections whose first request names a connected tunnel become its raw pipe.
   const door = frontDoor({
     http: front,
@@ -824,14 +827,14 @@ for (const plane of PLANES) describe(`tunnel: the raw pipe (visitor connections 
     visitor.socket.destroy();
   });
 
-  it('refuses ambiguous framing with a 400 {error, message} and forwards nothing of it', async () => {
+  it('refuses ambiguous framing with a 400 (Slipway’s page: an app host) and forwards nothing of it', async () => {
     const before = app.connections;
     const visitor = await rawVisitor(stack.port);
     visitor.socket.write(`POST /echo HTTP/1.1\r\nHost: ${host('rawpipe')}\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /hello HTTP/1.1\r\nHost: ${host('rawpipe')}\r\n\r\n`);
     await visitor.closed;
     // HAProxy settles the ambiguity itself before Node sees it (RFC 9112 §6.3: chunked wins, the
     // Content-Length is dropped and the connection closes after the answer); Node refuses it.
-    if (plane === 'node') assert.match(visitor.received(), /^HTTP\/1\.1 400 [^]*"error":"validation_error"/);
+    if (plane === 'node') assert.match(visitor.received(), /^HTTP\/1\.1 400 [^]*<h1>400 Bad request<\/h1><p>This request could not be read: malformed HTTP request\.<\/p>/);
     else assert.match(visitor.received(), /^HTTP\/1\.1 (400|200) /);
     assert.doesNotMatch(visitor.received(), /hello from the app/);
     // The stream's connection to the app may have opened, but no request reached it.
