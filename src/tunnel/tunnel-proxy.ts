@@ -177,9 +177,9 @@ export class TunnelProxy implements StreamTarget {
     /** Between requests: nothing due, no answer streaming, no partial head held, not upgraded. */
     const isIdle = (): boolean => waiting.length === 0 && watcher.idle && !framer.raw && framer.idle;
     const refuse = (status: number, message: string): null => {
-      // A refused head that starts a request (nothing due before it) goes back to the HTTP server,
+      // A malformed head that starts a request (nothing due before it) goes back to the HTTP server,
       // whose parser and request guard answer it as for every other app host (Slipway's page).
-      if (handBack()) return null;
+      if (status === 400 && handBack()) return null;
       // Answered only when no earlier answer is still due on this connection; else it just closes.
       if (waiting.length === 0) endSocketWithError(socket, status, { error: status === 413 ? 'payload_too_large' : 'validation_error', message });
       else socket.destroy();
