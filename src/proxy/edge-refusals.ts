@@ -44,7 +44,7 @@ export function refusalResponse(refusal: Refusal, asPage: boolean): string {
   );
 }
 
-/** What Node's parser refused, as the refusal it answers (the same statuses and texts as src/api/socket-errors.ts). */
+/** What Node's parser refused (bad request line, bad header, headers over the size limit, broken framing, a body cut off by EOF, a timeout), as the refusal it answers. */
 function parserRefusal(code: string | undefined): Refusal {
   if (code === 'HPE_HEADER_OVERFLOW') return { status: 431, error: 'payload_too_large', message: 'the request headers are too large' };
   if (code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW') return { status: 413, error: 'payload_too_large', message: 'the chunk extensions are too large' };
