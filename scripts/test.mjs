@@ -46,7 +46,7 @@ if (sqliteFiles.length > 0) {
 }
 
 // The same dialect-neutral suites once more on PostgreSQL (the tests above run on SQLite).
-const DIALECT_NEUTRAL = ['api/admin-users', 'api/teams', 'api/audit', 'api/two-factor', 'db/audit-atomicity', 'db/subdomain-claims', 'domain/custom-domain-store', 'db/instance-registry', 'db/upload-archives', 'deploy/coordination', 'tls/challenge-store', 'deploy/build-log-contract', 'deploy/build-queue-contract', 'api/instances', 'db/webhook-store', 'db/list-version', 'api/list-cache', 'api/deployments', 'api/api-keys', 'api/pagination', 'api/env', 'api/domains', 'api/isolation', 'api/webhooks', 'api/webhook-replays', 'api/previews', 'api/quotas', 'api/session-cookie', 'api/dashboard', 'e2e/archive-lifecycle', 'e2e/router', 'cli/reset-password', 'api/client-aborts'];
+const DIALECT_NEUTRAL = ['api/admin-users', 'api/teams', 'api/audit', 'api/two-factor', 'db/audit-atomicity', 'db/subdomain-claims', 'domain/custom-domain-store', 'db/instance-registry', 'db/upload-archives', 'deploy/coordination', 'tls/challenge-store', 'deploy/build-log-contract', 'deploy/build-queue-contract', 'api/instances', 'db/webhook-store', 'db/list-version', 'api/list-cache', 'api/deployments', 'api/api-keys', 'api/pagination', 'api/env', 'api/domains', 'api/isolation', 'api/webhooks', 'api/webhook-replays', 'api/previews', 'api/quotas', 'api/session-cookie', 'api/dashboard', 'e2e/archive-lifecycle', 'e2e/router', 'cli/reset-password', 'api/client-aborts', 'e2e/server-restarts'];
 const neutral = live.filter((file) => onlyPostgres(file) || DIALECT_NEUTRAL.some((name) => file.endsWith(`${name}.test.js`)));
 if (neutral.length > 0) {
   const databaseUrl = await ensurePostgres();

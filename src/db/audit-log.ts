@@ -60,14 +60,3 @@ export async function pruneAudit(db: Db, days: number, now = Date.now()): Promis
   const result = await db.deleteFrom('audit_log').where('at', '<', cutoff).executeTakeFirst();
   return Number(result.numDeletedRows);
 }
-
-/** Drops entries older than `days` now and every hour after; returns the stop. */
-export function startAuditPruning(db: Db, days: number, log: (level: 'error', msg: string, detail?: object) => void): () => void {
-  const prune = (): void => {
-    pruneAudit(db, days).catch((err: unknown) => log('error', 'pruning the audit log failed', { error: err }));
-  };
-  prune();
-  const timer = setInterval(prune, 3_600_000);
-  timer.unref();
-  return () => clearInterval(timer);
-}

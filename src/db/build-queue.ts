@@ -33,7 +33,7 @@ export interface DatabaseBuildQueue extends BuildQueue {
  * reads with `FOR UPDATE SKIP LOCKED` (another instance taking at the same moment skips them and
  * looks again at the next change), and marks it `taken_by` itself; the row goes when the slot is
  * freed. Users' running builds are counted across every instance. Slots this instance held before
- * it started again are freed now (the builds that held them were ended by recovery).
+ * it started again are freed now (recovery queues those builds again).
  */
 export async function databaseBuildQueue(db: Db, options: DatabaseBuildQueueOptions): Promise<DatabaseBuildQueue> {
   const { self, coordination } = options;

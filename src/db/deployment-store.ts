@@ -223,29 +223,21 @@ export function databaseDeploymentStore(db: Db, runner: string): DeploymentStore
       return { deployments, builds };
     },
 
-    async failInterruptedBuilds(error) {
-      const now = nowIso();
+    async interruptedBuilds() {
       return db.transaction().execute(async (trx) => {
         const mine = await trx
           .selectFrom('builds')
-          .select(['id', 'deployment_id'])
+          .select(['id', 'deployment_id', 'runner'])
           .where('status', '=', 'building')
           .where((eb) => eb.or([eb('runner', '=', runner), eb('runner', 'is', null)]))
           // Still waiting in the shared queue (several instances): another instance, or this one, takes it.
           .where('id', 'not in', waitingInQueue())
+          .orderBy('started_at')
           .execute();
-        await bumpListVersion(trx, { deploymentIds: [...new Set(mine.map((b) => b.deployment_id))] });
-        for (const build of mine) {
-          await trx.updateTable('builds').set({ status: 'failed', error, finished_at: now }).where('id', '=', build.id).where('status', '=', 'building').execute();
-          // The state table's build_interrupted: a deployment still building fails.
-          await trx
-            .updateTable('deployments')
-            .set({ status: 'failed', updated_at: now })
-            .where('id', '=', build.deployment_id)
-            .where('status', '=', 'building')
-            .execute();
-        }
-        return mine.length;
+        // Builds recorded before builds named their runner are this instance's from now on.
+        const unowned = mine.filter((b) => b.runner === null).map((b) => b.id);
+        if (unowned.length > 0) await trx.updateTable('builds').set({ runner }).where('id', 'in', unowned).where('runner', 'is', null).execute();
+        return mine.map((b) => ({ buildId: b.id, deploymentId: b.deployment_id, runner }));
       });
     },
   };

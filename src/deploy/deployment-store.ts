@@ -85,8 +85,17 @@ export interface DeploymentStore {
   /** Start-up recovery: every deployment and build (reconciliation with the engine). */
   everything(): Promise<{ deployments: DeploymentRow[]; builds: BuildRow[] }>;
   /**
-   * Start-up recovery: builds left `building` become failed with `error`, and their deployments
-   * (the state table's `build_interrupted`). Returns how many builds.
+   * Start-up recovery: this instance's builds a crash left `building` (not those waiting in the shared
+   * queue), oldest first, each named with its runner (this instance: a build that had none recorded
+   * becomes this instance's). The lifecycle queues them again; nothing about them changes here.
    */
-  failInterruptedBuilds(error: string): Promise<number>;
+  interruptedBuilds(): Promise<InterruptedBuild[]>;
+}
+
+/** A build this instance was running when it went down: queued again after the restart. */
+export interface InterruptedBuild {
+  readonly buildId: string;
+  readonly deploymentId: string;
+  /** The instance it belongs to (this one), for the claim that confirms it is still its own. */
+  readonly runner: string;
 }

@@ -1,4 +1,5 @@
 // Samples every live container's stats at an interval into the metrics history, a few at a time, so the dashboard's charts have the last hour on page load.
+import type { BackgroundTask } from '../core/background.js';
 import type { ContainerStats } from '../runtime/engine.js';
 import type { MetricsHistory } from '../domain/metrics-history.js';
 
@@ -7,21 +8,18 @@ export interface MetricsSamplerDeps {
   /** The live releases (deployment and container), as the store knows them. */
   liveContainers(): Promise<ReadonlyArray<{ deploymentId: string; containerId: string }>>;
   containerStats(containerId: string, signal: AbortSignal): Promise<ContainerStats | null>;
-  log(level: 'warn', message: string, fields: Record<string, unknown>): void;
 }
 
 /** Time a round may take before its stats calls are abandoned (the next round samples again). */
 const ROUND_TIMEOUT_MS = 30_000;
 
 /**
- * Starts sampling every `intervalMs` (a round never overlaps the previous one), `concurrency`
- * containers at a time; returns the function that stops it.
+ * The sampling task: every `intervalMs` (a round never overlaps the previous one), `concurrency`
+ * containers at a time, on every instance (each samples what its own API serves).
  */
-export function startMetricsSampler(deps: MetricsSamplerDeps, intervalMs = 10_000, concurrency = 4): () => void {
-  let running = false;
-  const controller = new AbortController();
-  const round = async (): Promise<void> => {
-    const signal = AbortSignal.any([controller.signal, AbortSignal.timeout(ROUND_TIMEOUT_MS)]);
+export function metricsSamplingTask(deps: MetricsSamplerDeps, intervalMs = 10_000, concurrency = 4): BackgroundTask {
+  const round = async (stopped: AbortSignal): Promise<void> => {
+    const signal = AbortSignal.any([stopped, AbortSignal.timeout(ROUND_TIMEOUT_MS)]);
     const live = await deps.liveContainers();
     const queue = [...live];
     const worker = async (): Promise<void> => {
@@ -42,16 +40,5 @@ export function startMetricsSampler(deps: MetricsSamplerDeps, intervalMs = 10_00
     await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, worker));
     deps.history.prune(new Set(live.map((l) => l.deploymentId)), Date.now() - deps.history.capacity * intervalMs);
   };
-  const timer = setInterval(() => {
-    if (running) return;
-    running = true;
-    round()
-      .catch((err: unknown) => deps.log('warn', 'sampling app metrics failed', { err }))
-      .finally(() => (running = false));
-  }, intervalMs);
-  timer.unref();
-  return () => {
-    clearInterval(timer);
-    controller.abort();
-  };
+  return { name: 'sampling app metrics', scope: 'everyInstance', everyMs: intervalMs, run: round };
 }

@@ -7,8 +7,8 @@ import type { AppRuntime, ReleaseState } from '../runtime/app-runtime.js';
 import { containerIdsOf, DockerRuntime } from '../runtime/docker/docker-runtime.js';
 import type { ContainerEngine, ContainerInfo } from '../runtime/engine.js';
 import { LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED, appNetworkName, buildNetworkName } from '../runtime/engine.js';
-import { imageRepositoryPrefix } from './images.js';
-import type { DeploymentStore } from './deployment-store.js';
+import { imageRepositoryPrefix, imageTag } from './images.js';
+import type { DeploymentStore, InterruptedBuild } from './deployment-store.js';
 
 export interface ReconcileDeps {
   readonly store: DeploymentStore;
@@ -32,6 +32,8 @@ export interface PendingRelease {
 }
 
 export interface RecoveryPlan {
+  /** Builds this instance was running when it went down: queued again behind the listener, built from the start. */
+  readonly interrupted: readonly InterruptedBuild[];
   /** Releases to start again, behind the listener. */
   readonly pending: readonly PendingRelease[];
   /** Removes the engine objects no record accounts for (seen before anything could create new ones). */
@@ -40,7 +42,8 @@ export interface RecoveryPlan {
 
 /**
  * Runs on start, before the listener, in time that does not grow with engine calls per app: builds
- * left `building` by a crash become `failed`; every deployment's route is published from one
+ * left `building` by a crash are listed, to be queued again (they stay `building`, and so do their
+ * deployments, whose release serves on meanwhile); every deployment's route is published from one
  * listing of this installation's containers (running live containers at once, the others
  * `starting`, to be started again by the lifecycle's recovery). With the engine down, every release
  * that should run is pending. Strays (containers, networks, volumes, images of this installation
@@ -49,8 +52,8 @@ export interface RecoveryPlan {
  */
 export async function planRecovery(deps: ReconcileDeps, engineUp: boolean): Promise<RecoveryPlan> {
   const { store, engine, dataPlane, log } = deps;
-  const interrupted = await store.failInterruptedBuilds('interrupted by a restart');
-  if (interrupted > 0) log('warn', `marked ${interrupted} interrupted build(s) as failed`);
+  const interrupted = await store.interruptedBuilds();
+  if (interrupted.length > 0) log('warn', `${interrupted.length} build(s) interrupted by the restart will be built again from the start`);
   await fsp.rm(path.join(deps.dataDir, 'work'), { recursive: true, force: true });
 
   const { deployments, builds } = await store.everything();
@@ -75,7 +78,9 @@ export async function planRecovery(deps: ReconcileDeps, engineUp: boolean): Prom
   const pending: PendingRelease[] = [];
   for (const dep of deployments) {
     const live = dep.live_build_id === null ? undefined : buildById.get(dep.live_build_id);
-    const wantRunning = live !== undefined && (dep.status === 'running' || dep.status === 'failed');
+    // A deployment building a new release keeps serving the one it had (unless it was stopped: no upstreams).
+    const wantRunning =
+      live !== undefined && (dep.status === 'running' || dep.status === 'failed' || (dep.status === 'building' && parseUpstreams(live.upstreams).length > 0));
     if (!wantRunning) {
       const state = dep.status === 'stopped' ? 'stopped' : dep.status === 'failed' ? 'failed' : 'starting';
       dataPlane.publish(dep.subdomain, { kind: 'app', deploymentId: dep.id, state });
@@ -90,7 +95,7 @@ export async function planRecovery(deps: ReconcileDeps, engineUp: boolean): Prom
     dataPlane.publish(dep.subdomain, { kind: 'app', deploymentId: dep.id, state: 'starting' });
     pending.push({ deploymentId: dep.id, subdomain: dep.subdomain, buildId: live.id, containerId: live.container_id });
   }
-  if (containers === undefined) return { pending, sweep: undefined };
+  if (containers === undefined) return { interrupted, pending, sweep: undefined };
 
   // Engine objects labelled by this installation that no record accounts for, as they are now.
   const knownContainers = new Set(builds.flatMap((b) => (b.container_id === null ? [] : containerIdsOf(b.container_id))));
@@ -102,6 +107,8 @@ export async function planRecovery(deps: ReconcileDeps, engineUp: boolean): Prom
   const knownDeployments = new Set(deployments.map((d) => d.id));
   const strayVolumes = (await engine.listVolumes(mine)).filter((v) => !knownDeployments.has(v.labels[LABEL_DEPLOYMENT] ?? ''));
   const keptImages = new Set(builds.filter((b) => b.status === 'succeeded' && b.image_id !== null).map((b) => b.image_id));
+  // An interrupted build is built again under its own name: the sweep must not remove the new image.
+  for (const b of interrupted) keptImages.add(imageTag(deps.instanceId, b.deploymentId, b.buildId));
   const prefix = imageRepositoryPrefix(deps.instanceId);
   const strayImages = (await engine.listImages({})).flatMap((image) => image.tags.filter((tag) => tag.startsWith(prefix) && !keptImages.has(tag)));
 
@@ -123,5 +130,5 @@ export async function planRecovery(deps: ReconcileDeps, engineUp: boolean): Prom
       await engine.removeImage(tag).catch((err: unknown) => log('warn', `could not remove image ${tag}`, { err }));
     }
   };
-  return { pending, sweep };
+  return { interrupted, pending, sweep };
 }

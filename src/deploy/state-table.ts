@@ -13,8 +13,6 @@ export type DeploymentEvent =
   | 'rollback'
   /** A user cancels the build in flight (the CLI's and dashboard's cancel). */
   | 'cancel'
-  /** Start-up recovery: a build this installation was running when it went down. */
-  | 'build_interrupted'
   /** Start-up recovery: the release that should serve could not be started again. */
   | 'release_lost';
 
@@ -68,8 +66,6 @@ export function transition(from: DeploymentStatus, event: DeploymentEvent, facts
       // What served before the build serves on; with nothing serving, the app is stopped.
       if (from !== 'building') return refuse('no build is in progress');
       return to(facts.serving ? 'running' : 'stopped');
-    case 'build_interrupted':
-      return from === 'building' ? to('failed') : { to: from, noop: true };
     case 'release_lost':
       return to('failed');
   }

@@ -330,16 +330,18 @@ describe('lifecycle on a fake runtime and data plane', () => {
     await rejectsWith(lifecycle.remove(stranger, dep.id), 'not_found');
   });
 
-  test('crash recovery: an interrupted build fails, a vanished live container starts again, strays are removed', async () => {
+  test('crash recovery: an interrupted build is built again, a vanished live container starts again, strays are removed', async () => {
     const dep = await newDeployment('crash');
     await upload(dep.id, 'FROM scratch');
     const live = await lifecycle.deploy(principal, dep.id, { wait: true });
-    // What a crash mid-deploy leaves: a build still `building`, the deployment `building`; then the
-    // engine loses the live container, and a container of this installation nobody knows remains.
+    // What a crash mid-deploy leaves: a build still `building` (of the upload, recorded before builds
+    // named their runner), the deployment `building`; then the engine loses the live container, and
+    // a container of this installation nobody knows remains.
     const interrupted = crypto.randomUUID();
+    const uploaded = await deployment(dep.id);
     await db
       .insertInto('builds')
-      .values({ id: interrupted, deployment_id: dep.id, status: 'building', commit_sha: 'x', source_ref: 'x', error: null, image_id: null, container_id: null, upstreams: null, started_at: new Date().toISOString(), finished_at: null })
+      .values({ id: interrupted, deployment_id: dep.id, status: 'building', commit_sha: uploaded.upload_sha256 ?? '', source_ref: uploaded.upload_id ?? '', error: null, image_id: null, container_id: null, upstreams: null, started_at: new Date().toISOString(), finished_at: null })
       .execute();
     await db.updateTable('deployments').set({ status: 'building' }).where('id', '=', dep.id).execute();
     const liveContainer = (await build(live.id)).container_id;
@@ -360,22 +362,37 @@ describe('lifecycle on a fake runtime and data plane', () => {
 
     const restarted = new FakeDataPlane();
     const plan = await planRecovery({ store: databaseDeploymentStore(db, RUNNER), engine: runtime, dataPlane: restarted, dataDir: dir, log: () => undefined, instanceId: INSTANCE }, true);
+    assert.deepEqual(plan.interrupted, [{ buildId: interrupted, deploymentId: dep.id, runner: RUNNER }]);
     assert.equal(restarted.answer(dep.subdomain), '503', 'starting until its release is started again');
     const recovering = newLifecycle(restarted);
     await recovering.recoverReleases(plan.pending);
     await plan.sweep?.();
-    await recovering.close();
-    const failed = await build(interrupted);
-    assert.equal(failed.status, 'failed');
-    assert.equal(failed.error, 'interrupted by a restart');
+    assert.equal((await build(interrupted)).status, 'building', 'the interrupted build is not failed…');
     const row = await deployment(dep.id);
-    assert.equal(row.status, 'failed', 'the interrupted deploy failed…');
+    assert.equal(row.status, 'building', '…nor its deployment');
     assert.equal(row.live_build_id, live.id);
     const upstream = restarted.answer(dep.subdomain);
-    assert.ok(typeof upstream === 'object', '…and the release that served serves again');
+    assert.ok(typeof upstream === 'object', 'the release that served serves again');
     const res = await fetch(`http://${upstream.host}:${upstream.port}/`, { signal: AbortSignal.timeout(5000) });
     assert.equal((await res.text()).trim(), live.id);
     assert.equal(await runtime.inspectContainer(stray.id), null, 'the stray container is removed');
+
+    // Queued again: the same record is built from the start, and its log says why.
+    await recovering.requeueInterrupted(plan.interrupted);
+    const deadline = Date.now() + 10_000;
+    while ((await build(interrupted)).status === 'building' && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    const rebuilt = await build(interrupted);
+    assert.equal(rebuilt.status, 'succeeded', rebuilt.error ?? '');
+    assert.equal(rebuilt.runner, RUNNER, 'a build recorded without a runner becomes this instance\'s');
+    const after = await deployment(dep.id);
+    assert.equal(after.status, 'running');
+    assert.equal(after.live_build_id, interrupted);
+    // Closed: the pipeline has written the rest of its log.
+    await recovering.close();
+    const log = fs.readFileSync(new BuildLogStore(dir).file(dep.id, interrupted), 'utf8');
+    assert.match(log, /^==> interrupted by a restart of the server; queued again, this build starts again from the beginning\n==> build /m);
+    assert.match(log, new RegExp(`==> live at build ${interrupted}\\n$`));
+    assert.equal((await build(interrupted)).status, 'succeeded');
   });
 
   /** A deployed app whose container the test then stops behind Slipway's back; returns its ids. */

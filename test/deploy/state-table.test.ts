@@ -86,16 +86,12 @@ describe('the state table of decisions §4', () => {
     for (const from of ['pending', 'running', 'stopped', 'failed'] as const) assert.equal(cell(from, 'cancel', serving), '409: no build is in progress');
   });
 
-  test('start-up recovery: an interrupted build fails its deployment; a lost release fails it whatever it was', () => {
-    assert.equal(cell('building', 'build_interrupted', none), 'failed');
-    for (const from of ['pending', 'running', 'stopped', 'failed'] as const) {
-      assert.equal(cell(from, 'build_interrupted', none), `no-op (${from})`);
-      assert.equal(cell(from, 'release_lost', none), 'failed');
-    }
+  test('start-up recovery: a lost release fails the deployment whatever it was', () => {
+    for (const from of ['pending', 'running', 'stopped', 'failed'] as const) assert.equal(cell(from, 'release_lost', none), 'failed');
   });
 
   test('every status answers every event (the table has no hole)', () => {
-    const events: DeploymentEvent[] = ['deploy', 'build_succeeded', 'build_failed', 'stop', 'restart', 'rollback', 'cancel', 'build_interrupted', 'release_lost'];
+    const events: DeploymentEvent[] = ['deploy', 'build_succeeded', 'build_failed', 'stop', 'restart', 'rollback', 'cancel', 'release_lost'];
     for (const from of Object.keys(table) as DeploymentStatus[]) {
       for (const event of events) assert.match(cell(from, event, serving), /^(pending|building|running|stopped|failed|no-op|409)/);
     }

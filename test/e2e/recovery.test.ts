@@ -25,7 +25,7 @@ describe('recovery after a crash', () => {
     assert.equal(res.status, 200, res.text);
   }
 
-  test('SIGKILL mid-build, then start: the build is failed, the live release serves, strays are removed', async () => {
+  test('SIGKILL mid-build, then start: the live release serves, strays are removed, the build is built again and goes live', async () => {
     const env = testEnv(dataDir, { SLIPWAY_PORT: '0' });
     server = await spawnServerProcess(env);
     let token = await loginAs(server.url, ADMIN_EMAIL, ADMIN_PASSWORD);
@@ -40,13 +40,15 @@ describe('recovery after a crash', () => {
     assert.equal(first.status, 200, first.text);
     assert.equal((await appRequest(server.port, subdomain)).body, 'survivor\n');
 
-    const slow = await busyboxArchive({ extraDockerfile: 'RUN sleep 60' });
+    // Slow enough that the release that served is back (and checked) before the build, run again, goes live.
+    const slow = await busyboxArchive({ body: 'rebuilt\n', extraDockerfile: 'RUN sleep 30' });
     await upload(server.url, token, id, slow.archive);
     const building = await request(server.url, 'POST', `/api/v1/deployments/${id}/deploy`, { token });
     assert.equal(building.status, 202);
+    const buildId = building.json.id as string;
     await eventually(async () => {
-      const log = await request(server!.url, 'GET', `/api/v1/deployments/${id}/builds/${building.json.id}/logs`, { token });
-      return /sleep 60/.test(log.text) ? true : undefined;
+      const log = await request(server!.url, 'GET', `/api/v1/deployments/${id}/builds/${buildId}/logs`, { token });
+      return /sleep 30/.test(log.text) ? true : undefined;
     }, 30_000, 'the slow step');
     await server.kill('SIGKILL');
 
@@ -76,12 +78,13 @@ describe('recovery after a crash', () => {
 
     server = await spawnServerProcess(env);
     token = await loginAs(server.url, ADMIN_EMAIL, ADMIN_PASSWORD);
-    const interrupted = await request(server.url, 'GET', `/api/v1/deployments/${id}/builds/${building.json.id}`, { token });
-    assert.equal(interrupted.json.status, 'failed');
-    assert.equal(interrupted.json.error, 'interrupted by a restart');
-    assert.ok(interrupted.json.finished_at);
+    // The build answered 202 is not lost: the same record, still building (queued again), not failed.
+    const interrupted = await request(server.url, 'GET', `/api/v1/deployments/${id}/builds/${buildId}`, { token });
+    assert.equal(interrupted.json.status, 'building');
+    assert.equal(interrupted.json.error, null);
+    assert.equal(interrupted.json.finished_at, null);
     const dep = (await request(server.url, 'GET', `/api/v1/deployments/${id}`, { token })).json;
-    assert.equal(dep.status, 'failed');
+    assert.equal(dep.status, 'building');
     assert.equal(dep.live_build_id, first.json.id);
     // The live release is started again from its image behind the listener (503 `starting` until then), and routed.
     const port = server.port;
@@ -98,6 +101,20 @@ describe('recovery after a crash', () => {
       return names.includes(strayNetwork) ? undefined : names;
     }, 30_000, 'the stray network to be removed');
     assert.ok(networks.includes(appNetworkName(instance)), 'the app network stays');
+    // The interrupted build is built again from the start and goes live; its log says why it ran twice.
+    const rebuilt = await eventually(async () => {
+      const res = await request(server!.url, 'GET', `/api/v1/deployments/${id}/builds/${buildId}`, { token });
+      return res.json.status === 'building' ? undefined : res.json;
+    }, 180_000, 'the interrupted build to end');
+    assert.equal(rebuilt.status, 'succeeded', String(rebuilt.error));
+    const afterRebuild = (await request(server.url, 'GET', `/api/v1/deployments/${id}`, { token })).json;
+    assert.equal(afterRebuild.status, 'running');
+    assert.equal(afterRebuild.live_build_id, buildId);
+    assert.equal((await appRequest(server.port, subdomain)).body, 'rebuilt\n');
+    const log = (await request(server.url, 'GET', `/api/v1/deployments/${id}/builds/${buildId}/logs`, { token })).text;
+    const restartedAt = log.indexOf('==> interrupted by a restart of the server; queued again, this build starts again from the beginning\n');
+    assert.ok(restartedAt > log.indexOf('sleep 30'), log);
+    assert.match(log.slice(restartedAt), new RegExp(`==> build ${buildId} [^]*sleep 30[^]*==> live at build ${buildId}\\n$`));
     // Nothing is stuck: a new deploy works.
     const fresh = await busyboxArchive({ body: 'after recovery\n' });
     await upload(server.url, token, id, fresh.archive);
