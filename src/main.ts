@@ -11,6 +11,7 @@ import { lockDataDir } from './data-dir-lock.js';
 import { coordinationPart, databasePart } from './db/database-part.js';
 import { storesPart } from './db/stores.js';
 import type { BuildSlots } from './deploy/fair-build-slots.js';
+import type { AppEvents } from './domain/app-events.js';
 import { lifecyclePart } from './deploy/lifecycle-part.js';
 import { dataPlanesPart, planeStatus, type DataPlanes } from './proxy/data-planes.js';
 import { runnerId } from './runner-id.js';
@@ -33,6 +34,8 @@ export interface RunningServer {
   readonly dataPlane: 'haproxy' | 'node';
   /** The supervised HAProxy's pid now (undefined on the Node plane, or while HAProxy is down). */
   haproxyPid(): number | undefined;
+  /** What happens to running apps (`app.crashed`), for whoever subscribes (see docs/app-health.md). */
+  readonly appEvents: AppEvents;
   close(): Promise<void>;
 }
 
@@ -102,7 +105,7 @@ async function addControlPlane(parts: Parts, config: Config, options: StartOptio
   const https = parts.add('https', await httpsPart({ config, log, self: runner, coordination, challenges: stores.challenges, repository: stores.certificates, table: planes.table }));
   const api = parts.add('api', await apiPart({
     ...stores, config, log, metrics, cipher, coordination, self: runner, gitEnv: deploy.gitEnv,
-    deployments: stores.catalog, store: stores.sources, operations: deploy.lifecycle, quotas: deploy.quotas, tunnels: directory,
+    deployments: stores.catalog, store: stores.sources, operations: deploy.lifecycle, appHealth: deploy.appHealth, quotas: deploy.quotas, tunnels: directory,
     hosts: deploy.hosts, certificates: https.domainCertificates, instances: stores.registry, nodes: deploy.nodes,
     checks: {
       pingDatabase: stores.ping,
@@ -140,6 +143,7 @@ function runningServer(config: Config, control: ControlPlane, ports: EdgePorts, 
     instanceId: control.instanceId,
     dataPlane: planes.haproxy === undefined ? 'node' : 'haproxy',
     haproxyPid: () => planes.haproxy?.pid,
+    appEvents: control.deploy.appEvents,
     close,
   };
 }

@@ -8,6 +8,7 @@ import { loadSwitcher, renderTeam, renderTeams } from './teams.js';
 import { renderAudit } from './audit.js';
 import { renderTunnels } from './tunnels.js';
 import { renderAllTunnels, renderUsers } from './admin.js';
+import { phoneMenu } from './phone-menu.js';
 
 const $ = (id) => document.getElementById(id);
 let current = null; // { controller } of the view on screen
@@ -171,5 +172,6 @@ window.addEventListener('hashchange', () => {
   document.querySelector('#view h1')?.focus({ preventScroll: false });
 });
 window.addEventListener('pagehide', forgetNewKey);
+phoneMenu();
 // Marks the page as started (tests wait for it instead of for time).
 run(start).then(() => { document.documentElement.dataset.ready = ''; });

@@ -3,6 +3,7 @@ import { call, callAll, uploadArchive } from './api.js';
 import { badge, bytes, h, replaceKeepingFocus, when } from './dom.js';
 import { packFolder } from './tar.js';
 import { inCurrentTeam, teamForNewApp } from './teams.js';
+import { statusBadges } from './app-state.js';
 
 /** The list of the user's deployments, polled so statuses change without a reload. */
 export function renderList(view, ctx) {
@@ -27,13 +28,16 @@ export function renderList(view, ctx) {
     empty.hidden = apps.length > 0;
     replaceKeepingFocus(rows, apps.map((app) => h('tr', { dataset: { id: app.id, status: app.status } },
       h('td', { 'data-label': 'Name' }, h('a', { href: `#/d/${app.id}`, text: app.name, dataset: { key: `open-${app.id}` } })),
-      h('td', { 'data-label': 'Status', class: 'status' }, badge(app.status)),
+      h('td', { 'data-label': 'Status', class: 'status' }, statusBadges(app)),
       h('td', { 'data-label': 'URL' }, app.url ? h('a', { href: app.url, text: app.url.replace(/^https?:\/\//, ''), rel: 'noopener noreferrer', target: '_blank' }) : '—'),
       h('td', { 'data-label': 'Source' }, app.source_type === 'git' ? `git ${app.branch || '(default branch)'}` : 'upload'),
       h('td', { 'data-label': 'Last deploy' }, h('time', { datetime: app.updated_at, title: new Date(app.updated_at).toLocaleString(), text: when(app.updated_at) })),
     )));
   });
 }
+
+/** What a subdomain may be (the API's rule), said where the browser would say "match the requested format". */
+export const SUBDOMAIN_RULE = 'A subdomain is 1 to 63 letters, digits and dashes, and starts and ends with a letter or digit (e.g. my-app-2).';
 
 /** A subdomain suggested from a name: lower case, a-z 0-9 and dashes. */
 function suggestSubdomain(name) {
@@ -85,10 +89,14 @@ export function sourcePicker() {
 export function renderNew(view, ctx) {
   const kind = h('select', { name: 'source_type' }, h('option', { value: 'git', text: 'Git repository' }), h('option', { value: 'archive', text: 'Upload a folder or .tar.gz' }));
   const name = h('input', { name: 'name', required: true, maxlength: '100', autocomplete: 'off' });
-  const subdomain = h('input', { name: 'subdomain', required: true, maxlength: '63', pattern: '[A-Za-z0-9]([A-Za-z0-9\\-]*[A-Za-z0-9])?', autocomplete: 'off', spellcheck: 'false' });
+  const subdomain = h('input', { name: 'subdomain', required: true, maxlength: '63', pattern: '[A-Za-z0-9]([A-Za-z0-9\\-]*[A-Za-z0-9])?', title: SUBDOMAIN_RULE, 'aria-describedby': 'subdomain-rule', autocomplete: 'off', spellcheck: 'false' });
   let touched = false;
   name.addEventListener('input', () => { if (!touched) subdomain.value = suggestSubdomain(name.value); });
   subdomain.addEventListener('input', () => { touched = true; });
+  // The rule in words, instead of the browser's "match the requested format".
+  const checkSubdomain = () => subdomain.setCustomValidity(subdomain.validity.patternMismatch ? SUBDOMAIN_RULE : '');
+  subdomain.addEventListener('input', checkSubdomain);
+  name.addEventListener('input', checkSubdomain);
   const repo = h('input', { name: 'repo_url', type: 'text', inputmode: 'url', placeholder: 'https://github.com/you/app.git', spellcheck: 'false' });
   const branch = h('input', { name: 'branch', placeholder: 'the default branch', spellcheck: 'false' });
   const dockerfile = h('input', { name: 'dockerfile_path', placeholder: 'Dockerfile', spellcheck: 'false' });
@@ -107,11 +115,14 @@ export function renderNew(view, ctx) {
   repo.required = true;
   const form = h('form', { id: 'new-form' },
     h('label', {}, 'Name', name),
-    h('label', {}, 'Subdomain', subdomain),
+    h('label', {}, 'Subdomain', subdomain, h('span', { class: 'hint', id: 'subdomain-rule', text: 'Letters, digits and dashes; not starting or ending with a dash.' })),
     h('label', {}, 'Source', kind),
     gitFields, picker.node,
     h('label', {}, 'Dockerfile path (optional)', dockerfile),
     h('div', { class: 'row' }, submit), bar, status);
+  // A server error is about what was sent: once the form changes, it no longer applies.
+  form.addEventListener('input', () => ctx.report(null));
+  form.addEventListener('change', () => ctx.report(null));
   form.addEventListener('submit', (event) => {
     event.preventDefault();
     submit.disabled = true;

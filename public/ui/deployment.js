@@ -2,6 +2,7 @@
 import { call } from './api.js';
 import { badge, confirmAction, h } from './dom.js';
 import { pendingChanges } from './pending-changes.js';
+import { statusBadges } from './app-state.js';
 import { tabbed } from './tabs.js';
 import { renderBuildsTab } from './builds-tab.js';
 import { renderLogsTab } from './logs-tab.js';
@@ -38,7 +39,8 @@ export function allowedActions(dep) {
   const live = dep.live_build_id != null;
   const s = dep.status;
   return {
-    deploy: true,
+    // An uploaded app with nothing uploaded has nothing to build (the API answers 409).
+    deploy: dep.source_type !== 'archive' || dep.uploaded !== false,
     cancel: s === 'building',
     stop: s === 'building' || s === 'running' || (s === 'failed' && live),
     restart: s === 'running' || ((s === 'stopped' || s === 'failed') && live),
@@ -64,7 +66,7 @@ export function renderDeployment(view, id, tab, ctx) {
     ctx.report(null);
     note.textContent = (await call('POST', `/deployments/${id}/restart`)).message;
     await refresh(ctx.signal);
-  }, ctx.report);
+  }, ctx.report, () => refresh(ctx.signal));
   const head = h('section', { class: 'card' },
     h('p', { class: 'muted' }, h('a', { href: '#/', text: '← Apps' })),
     h('div', { class: 'spread' }, title, status),
@@ -136,12 +138,13 @@ export function renderDeployment(view, id, tab, ctx) {
     dep = d;
     title.textContent = dep.name;
     document.title = `${dep.name} · Slipway`;
-    status.replaceChildren(badge(dep.status));
+    status.replaceChildren(...statusBadges(dep).flat(2));
     link.href = dep.url || '#';
     link.textContent = dep.url || '';
     const allowed = allowedActions(dep);
     for (const [name, button] of Object.entries(buttons)) button.disabled = !allowed[name];
     buttons.deploy.textContent = dep.source_type === 'git' ? 'Deploy latest commit' : 'Deploy upload';
+    buttons.deploy.title = allowed.deploy ? '' : 'Nothing uploaded yet: upload a folder or .tar.gz on the Builds tab first.';
     pending.sync(dep);
     if (!tabs) buildTabs();
     for (const part of parts.values()) part.update?.(dep, builds, allowed);

@@ -27,6 +27,11 @@ const CHARTS = [
   },
 ];
 
+/** Steps between two time ticks, in seconds: whole minutes only (the history spans an hour). */
+const TIME_STEPS = [10, 15, 30, 60, 120, 300, 600, 900, 1200, 1800, 3600];
+/** A tick's label in the viewer's clock: hours and minutes, with seconds only when ticks are less than a minute apart. */
+const clockLabel = (seconds, step) => new Date(seconds * 1000).toLocaleTimeString([], step < 60 ? { hour: '2-digit', minute: '2-digit', second: '2-digit' } : { hour: '2-digit', minute: '2-digit' });
+
 /** uPlot options for one chart: a time axis and a value axis in the chart's unit; the legend shows hovered values. */
 function chartOptions(chart, width) {
   const fmt = (v) => (v == null ? '—' : chart.format(v));
@@ -35,7 +40,8 @@ function chartOptions(chart, width) {
     height: 180,
     scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(max * 1.1, chart.id === 'cpu' ? 5 : 1)] } },
     axes: [
-      { stroke: '#4f5b69', grid: { stroke: '#e6eaee' } },
+      // Round steps labelled "14:05" (or "14:05:30"), 100 px apart at least: labels never overlap, even on a phone.
+      { stroke: '#4f5b69', grid: { stroke: '#e6eaee' }, space: 100, incrs: TIME_STEPS, values: (u, splits, axis, space, step) => splits.map((v) => clockLabel(v, step)) },
       { stroke: '#4f5b69', grid: { stroke: '#e6eaee' }, size: 80, values: (u, splits) => splits.map((v) => chart.format(v)), label: chart.unit, labelSize: 18 },
     ],
     series: [{ label: 'Time', value: (u, v) => (v == null ? '—' : new Date(v * 1000).toLocaleTimeString()) }, ...chart.series.map((s) => ({ label: s.label, stroke: s.stroke, fill: s.fill, dash: s.dash, width: 1.5, value: (u, v) => fmt(v), spanGaps: false }))],
@@ -79,6 +85,8 @@ export function renderMetricsTab(panel, page) {
       if (!plot) {
         plot = new uPlot(chartOptions(chart, width), data, box);
         plots.set(chart.id, plot);
+        // The chart from its figure, for the page's own checks (tests read where its time labels fall).
+        box.uplot = plot;
         // uPlot caches where its chart is; the page above it moves (live figures appear, tabs switch).
         const current = plot;
         box.addEventListener('pointerenter', () => current.syncRect(), { passive: true });

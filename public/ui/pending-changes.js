@@ -1,26 +1,28 @@
-// The pending-changes bar: configuration saved in the dashboard reaches a running app only when it is re-released, so say so and offer the restart.
+// The pending-changes bar: configuration saved reaches a running app only when it is re-released; the server records what changed (config_pending), so every tab, phone and the CLI say the same, and the bar offers the restart.
 import { h } from './dom.js';
 
-const KEY = (id) => `slipway-pending-${id}`;
+/** "LOG_LEVEL, volumes": what changed, as the server recorded it. */
+export function pendingKeys(dep) {
+  return (dep.config_pending_keys || []).join(', ');
+}
 
 /**
- * A bar for deployment `id`. `mark()` after a saved change, `sync(dep)` on every refresh; the
- * button calls `restart()` (the page's own restart, which confirms nothing: the bar is the question).
- * The mark survives a reload of the tab (sessionStorage) and is dropped once the app re-releases.
+ * A bar for deployment `id`, shown while the deployment's `config_pending` is set. `mark()` after a
+ * saved change (reads the deployment again), `sync(dep)` on every refresh; the button calls
+ * `restart()` (the page's own restart, which confirms nothing: the bar is the question).
  */
-export function pendingChanges(id, restart, report) {
+export function pendingChanges(id, restart, report, reload = async () => {}) {
   const text = h('span', { id: 'pending-text' });
   const button = h('button', { type: 'button', class: 'primary', id: 'pending-restart', text: 'Restart to apply' });
-  const bar = h('div', { class: 'pending', id: 'pending-bar', role: 'status', hidden: true }, text, button);
+  const bar = h('div', { class: 'pending-bar', id: 'pending-bar', role: 'status', hidden: true }, text, button);
   let dep = null;
-  const marked = () => sessionStorage.getItem(KEY(id)) !== null;
-  const clear = () => sessionStorage.removeItem(KEY(id));
   function show() {
-    if (!marked() || dep === null) { bar.hidden = true; return; }
+    if (dep === null || !dep.config_pending) { bar.hidden = true; return; }
     const running = dep.status === 'running';
+    const what = pendingKeys(dep) ? `Configuration changed (${pendingKeys(dep)})` : 'Configuration changed';
     text.textContent = running
-      ? 'Configuration changed: the running app still has the old one until it restarts.'
-      : `Configuration changed: it applies at the next ${dep.live_build_id ? 'restart or ' : ''}deploy.`;
+      ? `${what}: the running app still has the old one until it restarts.`
+      : `${what}: it applies at the next ${dep.live_build_id ? 'restart or ' : ''}deploy.`;
     button.hidden = !running;
     bar.hidden = false;
   }
@@ -28,8 +30,6 @@ export function pendingChanges(id, restart, report) {
     button.disabled = true;
     try {
       await restart();
-      clear();
-      show();
     } catch (err) {
       report(err);
     } finally {
@@ -38,14 +38,9 @@ export function pendingChanges(id, restart, report) {
   });
   return {
     node: bar,
-    mark() { sessionStorage.setItem(KEY(id), String(Date.now())); show(); },
-    /** Deploy, restart or rollback from this page re-released the app with the current configuration. */
-    released() { clear(); show(); },
-    sync(next) {
-      // A release started elsewhere (the CLI, a push) also applies the configuration.
-      if (dep && next.status === 'building' && dep.status !== 'building') clear();
-      dep = next;
-      show();
-    },
+    mark() { reload().catch(report); },
+    /** Deploy, restart or rollback from this page: the server clears the record once the release is live. */
+    released() {},
+    sync(next) { dep = next; show(); },
   };
 }

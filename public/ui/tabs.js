@@ -44,7 +44,17 @@ export function tabbed(tabs, initial, urlFor) {
     for (const fn of listeners) fn(id);
   }
   const listeners = [];
-  const node = h('div', { class: 'tabbed' }, list, [...panels.values()]);
+  // On a narrow screen the tabs scroll sideways: a fade on the side that holds more says so.
+  const strip = h('div', { class: 'tabs-strip' }, list);
+  const edges = () => {
+    strip.classList.toggle('more-left', list.scrollLeft > 1);
+    strip.classList.toggle('more-right', list.scrollLeft + list.clientWidth < list.scrollWidth - 1);
+  };
+  list.addEventListener('scroll', edges, { passive: true });
+  new ResizeObserver(edges).observe(list);
+  // The chosen tab in the middle of the strip (clear of the fades), once the strip is on the page.
+  listeners.push((id) => requestAnimationFrame(() => { if (list.isConnected) list.scrollLeft += buttons.get(id).getBoundingClientRect().left + buttons.get(id).offsetWidth / 2 - list.getBoundingClientRect().left - list.clientWidth / 2; edges(); }));
+  const node = h('div', { class: 'tabbed' }, strip, [...panels.values()]);
   select(initial);
   return {
     node,

@@ -22,6 +22,7 @@ import type { SourceStore } from '../source/source-store.js';
 import type { QuotaGuard } from '../domain/quotas.js';
 import type { ErrorLog } from './errors.js';
 import type { HealthCheck } from './routes/health-routes.js';
+import type { HealthReader } from '../domain/app-health.js';
 
 export interface TunnelListing {
   id: string;
@@ -87,6 +88,8 @@ export interface ApiDeps {
   /** Custom domains' certificates (NO_CERTIFICATES while HTTPS is off). */
   readonly certificates: DomainCertificates;
   readonly health: HealthCheck;
+  /** Whether live apps keep crashing (the deployments' `health`); all ok when absent. */
+  readonly appHealth?: HealthReader | undefined;
   /** Uploads kept in the database for every instance (set with several instances on PostgreSQL). */
   readonly sharedUploads?: SharedUploads | undefined;
   /** The control-plane instances sharing the database (GET /api/v1/instances). */

@@ -147,6 +147,18 @@ export const UpdateDeploymentBody = Type.Object(
 );
 export type UpdateDeploymentBody = Static<typeof UpdateDeploymentBody>;
 
+/** Whether a running app keeps crashing; `status` keeps its values (decisions §4). */
+export const AppHealthSchema = Type.Object(
+  {
+    state: OneOf(['ok', 'crash_loop', 'unhealthy']),
+    restarts: Type.Integer({ minimum: 0, description: 'restarts after a crash in the current episode' }),
+    last_exit_code: Nullable(Type.Integer()),
+    last_line: Nullable(Type.String({ description: "the app's last output line before it exited (secrets masked)" })),
+    since: Nullable(Timestamp),
+  },
+  { description: 'crash_loop: the live release exited 3 times or more within minutes of each other; unhealthy: it crashed and was restarted' },
+);
+
 export const DeploymentSchema = Type.Object(
   {
     id: Uuid,
@@ -169,6 +181,10 @@ export const DeploymentSchema = Type.Object(
     auto_deploy: Type.Optional(Type.Boolean({ description: 'git deployments: whether a signed push to the tracked branch deploys' })),
     previews: Type.Optional(Type.Boolean({ description: 'git deployments: whether pull requests against the tracked branch get previews' })),
     team_id: Type.Optional(Nullable(Uuid)),
+    config_pending: Type.Optional(Type.Boolean({ description: 'configuration changed since the live release: it applies at the next deploy, restart or rollback' })),
+    config_pending_keys: Type.Optional(Type.Array(Type.String(), { description: 'what changed: variable names, or volumes, memory_mb, cpus, replicas, health_check_path' })),
+    uploaded: Type.Optional(Type.Boolean({ description: 'uploaded deployments: whether a source was uploaded (deploy answers 409 until one is)' })),
+    health: Type.Optional(AppHealthSchema),
   },
   { $id: 'Deployment' },
 );

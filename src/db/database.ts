@@ -23,6 +23,7 @@ import * as userDisabled from './migrations/2026-11-27-090-user-disabled.js';
 import * as buildLogChunks from './migrations/2026-11-27-110-build-log-chunks.js';
 import * as buildQueue from './migrations/2026-11-27-111-build-queue.js';
 import * as acmeChallenges from './migrations/2026-11-27-120-acme-challenges.js';
+import * as configPending from './migrations/2026-11-28-040-config-pending.js';
 import { withStatementCache } from './statement-cache.js';
 import crypto from 'node:crypto';
 
@@ -47,6 +48,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-27-110-build-log-chunks': buildLogChunks,
   '2026-11-27-111-build-queue': buildQueue,
   '2026-11-27-120-acme-challenges': acmeChallenges,
+  '2026-11-28-040-config-pending': configPending,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

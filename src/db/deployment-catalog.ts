@@ -2,7 +2,8 @@
 import { appendRecord } from './audit-log.js';
 import { SHOWN_BUILD_COLUMNS, SHOWN_DEPLOYMENT_COLUMNS, type DeploymentCatalog } from '../domain/deployment-catalog.js';
 import { isUniqueViolation, nowIso, type Db } from './database.js';
-import { bumpListVersion } from './deployment-store.js';
+import { bumpListVersion, lockDeployment } from './deployment-store.js';
+import { mergePendingKeys } from '../domain/config-pending.js';
 import { preparedQuery } from './prepared-query.js';
 
 /**
@@ -62,6 +63,18 @@ export function databaseDeploymentCatalog(db: Db): DeploymentCatalog {
         await bumpListVersion(trx, { deploymentIds: [id] });
         await trx.updateTable('deployments').set({ ...changes, updated_at: nowIso() }).where('id', '=', id).execute();
         await appendRecord(trx, audit);
+      });
+    },
+
+    async markConfigPending(id, keys) {
+      if (keys.length === 0) return;
+      await db.transaction().execute(async (trx) => {
+        await bumpListVersion(trx, { deploymentIds: [id] });
+        // The row's lock first, so two changes at once both keep their keys.
+        if (!(await lockDeployment(trx, id))) return;
+        const row = await trx.selectFrom('deployments').select(['live_build_id', 'config_pending']).where('id', '=', id).executeTakeFirst();
+        if (row === undefined || row.live_build_id === null) return;
+        await trx.updateTable('deployments').set({ config_pending: mergePendingKeys(row.config_pending, keys) }).where('id', '=', id).execute();
       });
     },
 

@@ -115,7 +115,8 @@ export function databaseDeploymentStore(db: Db, runner: string): DeploymentStore
           .where('id', '=', buildId)
           .where('status', '=', 'building')
           .execute();
-        await trx.updateTable('deployments').set({ status, live_build_id: buildId, updated_at: now }).where('id', '=', deploymentId).execute();
+        // A release runs with the current configuration: nothing is pending any more.
+        await trx.updateTable('deployments').set({ status, live_build_id: buildId, config_pending: null, updated_at: now }).where('id', '=', deploymentId).execute();
         return previous.flatMap((b) => (b.container_id === null ? [] : [{ buildId: b.id, containerId: b.container_id, upstreams: parseUpstreams(b.upstreams) }]));
       });
     },

@@ -4,6 +4,7 @@ import { watcherTask, type BackgroundTask } from '../core/background.js';
 import type { Log } from '../core/log.js';
 import type { Part } from '../core/parts.js';
 import type { AppConfigStore } from '../domain/app-config.js';
+import type { AppEvents } from '../domain/app-events.js';
 import type { HostRoutes } from '../domain/custom-domains.js';
 import type { InstanceRegistry } from '../domain/instances.js';
 import { MetricsHistory } from '../domain/metrics-history.js';
@@ -21,6 +22,7 @@ import type { Coordination } from './coordination.js';
 import type { DeploymentStore } from './deployment-store.js';
 import type { BuildSlots } from './fair-build-slots.js';
 import { releaseNetworksOnStop } from './host-cleanup.js';
+import { createHealthWatch, type HealthWatch } from './health-watch.js';
 import { instanceHeartbeat, takeOverBuildsTask } from './instance-heartbeat.js';
 import { DeploymentLifecycle } from './lifecycle.js';
 import { metricsSamplingTask } from './metrics-sampler.js';
@@ -69,6 +71,10 @@ export interface LifecycleOffers {
   readonly lifecycle: DeploymentLifecycle;
   /** The plane the control plane writes: every route change announced to the other instances (ids only). */
   readonly dataPlane: ReturnType<typeof announcingDataPlane>;
+  /** Each app's health (crash loops), read by the API per deployment. */
+  readonly appHealth: HealthWatch;
+  /** `app.crashed` and the other app events, for whoever subscribes. */
+  readonly appEvents: AppEvents;
   readonly quotas: QuotaGuard;
   /** Custom domains' routes (the API adds and removes them). */
   readonly hosts: HostRoutes;
@@ -137,11 +143,18 @@ export async function lifecyclePart(deps: LifecyclePartDeps): Promise<Part<Lifec
     },
   });
   await lifecycleBackground(deps, lifecycle, dataPlane, metricsHistory);
+  // Every instance keeps each app's health; the leader alone announces a crash loop (`app.crashed`).
+  const { appEvents, healthWatch, task: healthTask } = createHealthWatch({
+    store: stores.deployments, runtime: runtime.runtime, configs: stores.configs, instanceId, announces: () => coordination.isLeader(), log,
+  });
+  deps.background.add(healthTask);
   const swarm = runtime.swarm;
   return {
     offers: {
       lifecycle,
       dataPlane,
+      appHealth: healthWatch,
+      appEvents,
       quotas,
       hosts: {
         addHost: (hostname, deployment) => dataPlane.publishHost(hostname, { subdomain: deployment.subdomain, deploymentId: deployment.id }),

@@ -155,5 +155,7 @@ export async function patchEnv(
   const change = parseEnvChange(input);
   // The entry names the deployment only: never a value (nor, in the log's fixed fields, a key).
   const result = await deps.configs.change(dep.id, change, (vars) => checkEnvTotals(vars, [...change.set.keys()]), deploymentRecord(principal, dep, 'env.update'));
+  // The running app keeps the old values until its next release: every view says which changed.
+  await deps.deployments.markConfigPending(dep.id, [...change.set.keys(), ...change.unset]);
   return presentEnv(result);
 }

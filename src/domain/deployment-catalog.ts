@@ -23,6 +23,8 @@ export const SHOWN_DEPLOYMENT_COLUMNS = [
   'auto_deploy',
   'previews',
   'team_id',
+  'config_pending',
+  'upload_id',
 ] as const;
 
 /** What `presentDeployment` shows of a deployment. */
@@ -35,11 +37,11 @@ export const SHOWN_BUILD_COLUMNS = ['id', 'deployment_id', 'status', 'commit_sha
 export type ShownBuild = Pick<BuildRow, (typeof SHOWN_BUILD_COLUMNS)[number]>;
 
 /** A deployment about to be created (the catalog assigns its order). */
-export type NewDeployment = Omit<DeploymentRow, 'seq'>;
+export type NewDeployment = Omit<DeploymentRow, 'seq' | 'config_pending'>;
 
 /** Settings of a deployment a use-case may change. */
 export type DeploymentChanges = Partial<
-  Pick<DeploymentRow, 'name' | 'repo_url' | 'branch' | 'dockerfile_path' | 'health_check_path' | 'memory_bytes' | 'nano_cpus' | 'volumes' | 'replicas' | 'auto_deploy' | 'previews'>
+  Pick<DeploymentRow, 'name' | 'repo_url' | 'branch' | 'dockerfile_path' | 'health_check_path' | 'memory_bytes' | 'nano_cpus' | 'volumes' | 'replicas' | 'auto_deploy' | 'previews' | 'config_pending'>
 >;
 
 /**
@@ -68,6 +70,11 @@ export interface DeploymentCatalog {
   create(deployment: NewDeployment, audit?: AuditRecord): Promise<'created' | 'subdomain_taken'>;
   /** With `audit`, the entry is appended in the write's transaction (as for `create` and `setUpload`). */
   update(id: string, changes: DeploymentChanges, audit?: AuditRecord): Promise<void>;
+  /**
+   * Adds `keys` to the configuration changed since the live release (a deployment with no release
+   * yet has nothing pending: its first release takes the configuration as it is). A release clears it.
+   */
+  markConfigPending(id: string, keys: readonly string[]): Promise<void>;
   /** Makes an upload the deployment's source. Returns false if the deployment is gone. */
   setUpload(id: string, upload: { id: string; size: number; sha256: string }, audit?: AuditRecord): Promise<boolean>;
   /** The uploads a deployment still needs: its current one and those of its builds in flight. */

@@ -37,6 +37,8 @@ export interface DeploymentRow {
   pr_head_repo: string | null;
   /** 1: the head repository is the deployment's own (secrets reach the preview). */
   pr_same_repo: number;
+  /** JSON array of the configuration keys changed since the live release (variable names, `volumes`…); null: none. */
+  config_pending: string | null;
   /** The team the deployment belongs to; null: its creator's alone. */
   team_id: string | null;
   created_at: string;

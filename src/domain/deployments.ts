@@ -11,6 +11,8 @@ import { authorizeDeployment, authorizeTeam, type DeploymentAction } from './pol
 import { type DeploymentCatalog, type DeploymentChanges, type ShownDeployment } from './deployment-catalog.js';
 import { pageFromRows, type Page, type PageRequest } from '../core/page.js';
 import { normalizeVolumes, parseStoredVolumes, type VolumeSpec } from './volumes.js';
+import { mergePendingKeys, parsePendingKeys, pendingSettingKeys } from './config-pending.js';
+import { HEALTH_OK, type AppHealth } from './app-health.js';
 
 export type { DeploymentRow };
 
@@ -124,7 +126,7 @@ function checkReplicasWithVolumes(replicas: number, volumes: string): void {
   }
 }
 
-function validateCreate(input: CreateDeploymentInput, allowFile: boolean, limits: ResourceCeilings): Omit<DeploymentRow, 'id' | 'user_id' | 'team_id' | 'created_at' | 'updated_at' | 'seq'> {
+function validateCreate(input: CreateDeploymentInput, allowFile: boolean, limits: ResourceCeilings): Omit<DeploymentRow, 'id' | 'user_id' | 'team_id' | 'created_at' | 'updated_at' | 'seq' | 'config_pending'> {
   const name = checkName(input.name);
   const subdomain = normalizeSubdomain(input.subdomain);
   const sourceType = input.source_type ?? 'git';
@@ -230,6 +232,8 @@ export async function updateDeployment(
     }
     if (input.branch !== undefined) changes.branch = input.branch === null ? null : checkBranch(input.branch);
   }
+  const pending = row.live_build_id === null ? [] : pendingSettingKeys(row, changes);
+  if (pending.length > 0) changes.config_pending = mergePendingKeys(row.config_pending, pending);
   await deps.deployments.update(row.id, changes, deploymentRecord(principal, row, 'deployment.update'));
   return getDeploymentRow(deps.deployments, principal, id, 'read');
 }
@@ -315,6 +319,14 @@ export interface DeploymentView {
   auto_deploy?: boolean;
   previews?: boolean;
   team_id?: string | null;
+  /** Configuration changed since the live release (it applies at the next deploy, restart or rollback). */
+  config_pending?: boolean;
+  /** Which keys: variable names, or settings (`volumes`, `memory_mb`, `cpus`, `replicas`, `health_check_path`). */
+  config_pending_keys?: string[];
+  /** Uploaded deployments: whether a source was uploaded (a deploy needs one). */
+  uploaded?: boolean;
+  /** Whether the live release keeps crashing (status alone says `running`). */
+  health?: AppHealth;
 }
 
 /** The archive creation response: exactly these keys (decisions §4). */
@@ -331,11 +343,12 @@ export function presentCreatedArchive(row: ShownDeployment): DeploymentView {
 }
 
 /** The full view of a deployment, with where it is served. */
-export function presentDeployment(row: ShownDeployment, urlFor: (subdomain: string) => string): DeploymentView {
+export function presentDeployment(row: ShownDeployment, urlFor: (subdomain: string) => string, health: AppHealth = HEALTH_OK): DeploymentView {
   // Object literals written out in full: every view of a kind gets the same shape, cheap to build
   // and to serialize (spreading one object into another here cost more than the whole query).
   const memory_mb = row.memory_bytes === null ? null : row.memory_bytes / (1024 * 1024);
   const cpus = row.nano_cpus === null ? null : row.nano_cpus / 1e9;
+  const config_pending_keys = parsePendingKeys(row.config_pending);
   if (row.source_type === 'git') {
     return {
       id: row.id,
@@ -358,6 +371,9 @@ export function presentDeployment(row: ShownDeployment, urlFor: (subdomain: stri
       auto_deploy: row.auto_deploy === 1,
       previews: row.previews === 1,
       team_id: row.team_id,
+      config_pending: config_pending_keys.length > 0,
+      config_pending_keys,
+      health,
     };
   }
   return {
@@ -377,5 +393,9 @@ export function presentDeployment(row: ShownDeployment, urlFor: (subdomain: stri
     volumes: parseStoredVolumes(row.volumes),
     team_id: row.team_id,
     replicas: row.replicas,
+    uploaded: row.upload_id !== null,
+    config_pending: config_pending_keys.length > 0,
+    config_pending_keys,
+    health,
   };
 }

@@ -142,7 +142,7 @@ async function buildPreview(deps: PreviewEventDeps, target: HookTarget, event: E
 }
 
 /** A new preview of `parent` for `event`: its settings, one replica, no volumes, never deployed on push. */
-function newPreviewRow(parent: DeploymentRow, event: Event, subdomain: string): Omit<DeploymentRow, 'seq'> {
+function newPreviewRow(parent: DeploymentRow, event: Event, subdomain: string): Omit<DeploymentRow, 'seq' | 'config_pending'> {
   const now = new Date().toISOString();
   const suffix = ` #${event.number}`;
   return {

@@ -1,6 +1,7 @@
 // The app runtime port: what a release needs from whatever runs apps (one engine's containers, or a swarm's tasks).
 import type { Upstream } from '../core/upstream.js';
 import type { EnvVar } from '../domain/app-config.js';
+import type { ReleaseExit } from '../domain/app-health.js';
 import type { VolumeSpec } from '../domain/volumes.js';
 import type { ContainerStats } from './engine.js';
 
@@ -95,6 +96,12 @@ export interface AppRuntime {
    * prefixed `[n] ` (its replica number) and the lines already written merged in time order.
    */
   releaseLogs(id: string, options: { tail?: number | undefined; follow: boolean; signal: AbortSignal }): AsyncIterable<string>;
+  /**
+   * The crashes of the releases named between two times (ms since the epoch), each release's oldest
+   * first: one look at the runtime whatever their number. Runtimes that cannot tell leave it out
+   * (their apps are then always reported healthy).
+   */
+  releaseExits?(instanceId: string, ids: readonly string[], sinceMs: number, untilMs: number, signal?: AbortSignal): Promise<Map<string, ReleaseExit[]>>;
   /** Each running replica's resource use; empty when none runs. */
   releaseStats(id: string, signal?: AbortSignal): Promise<ReplicaStats[]>;
 }

@@ -132,6 +132,16 @@ export interface ContainerInfo {
   state: string;
 }
 
+/** One exit of a container, from the engine's event log. */
+export interface ContainerExit {
+  readonly id: string;
+  readonly exitCode: number;
+  /** Milliseconds since the epoch. */
+  readonly at: number;
+  /** The engine's own time of it (nanoseconds), which names the exit with the id. */
+  readonly atNs: string;
+}
+
 /** A running container's resource use at one moment (the engine's one-shot stats). */
 export interface ContainerStats {
   /** CPU use since the engine's previous sample, in percent of one CPU (200 = two CPUs busy). */
@@ -177,6 +187,12 @@ export interface ContainerEngine {
   runContainer(options: RunContainerOptions): Promise<ContainerInfo>;
   /** Everything a container printed, line by line with its stream and time (for crash reports). Optional. */
   containerOutput?(id: string, signal?: AbortSignal): Promise<OutputLine[]>;
+  /**
+   * Containers carrying every one of `labels` that exited between two times (ms since the epoch;
+   * the engine's event log, one call for all of them), oldest first. Optional: an engine without
+   * it reports no crash.
+   */
+  containerExits?(labels: Record<string, string>, sinceMs: number, untilMs: number, signal?: AbortSignal): Promise<ContainerExit[]>;
   /** Sets a container's restart policy to unless-stopped (one started with `restartOnCrash: false`). Optional: an engine without it restarts from the start. */
   keepRestarting?(id: string): Promise<void>;
   /** Null when the container does not exist. */

@@ -148,7 +148,7 @@ describe('slipway env', () => {
     assert.match(missing.stderr, /cannot read nope\.env: no such file/);
   });
 
-  test('set on a running app restarts it (and says so); --no-restart leaves it as it is', async () => {
+  test('set --restart on a running app restarts it (and says so); --no-restart leaves it as it is', async () => {
     const { archive } = await busyboxArchive({ body: 'env app\n' });
     const app = await createArchiveApp(server, user.token, archive);
     assert.equal((await deployAndWait(server, user.token, app.id)).status, 200);
@@ -156,11 +156,12 @@ describe('slipway env', () => {
     const containerBefore = (await server.request('GET', `/api/v1/deployments/${app.id}/builds`, { token: user.token })).json[0].id;
     assert.equal(await live(), containerBefore);
 
-    const res = await cli(['env', 'set', '--app', app.subdomain, 'FEATURE=on']);
+    const res = await cli(['env', 'set', '--app', app.subdomain, 'FEATURE=on', '--restart']);
     assert.equal(res.code, 0, res.stderr);
     assert.match(res.stdout, new RegExp(`Set FEATURE on ${app.subdomain}\\. Restarting ${app.subdomain}…\\nRestarted: deployment ${app.subdomain} restarted \\(build ${containerBefore}\\)\\.`));
     const json = await cli(['env', 'set', '--app', app.subdomain, 'FEATURE=off', '--no-restart', '--json']);
     assert.equal(JSON.parse(json.stdout).restarted, false);
+    assert.equal(JSON.parse(json.stdout).config_pending, true);
     assert.equal((await server.request('DELETE', `/api/v1/deployments/${app.id}`, { token: user.token })).status, 204);
   });
 

@@ -20,6 +20,8 @@ test('an admin creates, disables and enables a user on the Users page at 390 px,
   await page.setViewportSize({ width: 390, height: 844 });
   await openPage(page, `${ts.url}/`);
   await signIn(page, ADMIN_EMAIL, ADMIN_PASSWORD);
+  // On a phone the pages are behind the Menu button (issue 33).
+  await page.getByRole('button', { name: 'Menu' }).click();
   await page.getByRole('link', { name: 'Users', exact: true }).click();
   await page.getByRole('heading', { name: 'Users' }).waitFor();
   const email = `browser-admin-${process.pid}@test.local`;
@@ -40,6 +42,7 @@ test('an admin creates, disables and enables a user on the Users page at 390 px,
   assert.equal((await ts.request('POST', '/api/v1/auth/login', { body: { email, password: 'browser-password-1' } })).status, 200);
   const overflow = await page.evaluate<boolean>('document.documentElement.scrollWidth > window.innerWidth + 1');
   assert.equal(overflow, false, 'no horizontal scrolling at 390 px');
+  await page.getByRole('button', { name: 'Menu' }).click();
   await page.getByRole('link', { name: 'All tunnels', exact: true }).click();
   await page.getByRole('heading', { name: 'All tunnels' }).waitFor();
   await page.locator('#all-tunnels-empty').waitFor();

@@ -77,3 +77,32 @@ test('the Metrics tab draws the history with axes, units and hover values, at 12
   assert.deepEqual(requested.filter((u) => !u.startsWith(origin) && !u.startsWith('data:')), [], 'nothing from another host');
   await page.close();
 });
+
+test('the time labels under the charts never overlap, at 1280 and 390 px (issue 33)', async () => {
+  const page = await browser.newPage();
+  await openPage(page, `${ts.url}/#/d/${app.id}/metrics`);
+  await signIn(page, user.email, user.password);
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    await page.reload();
+    await page.locator('#chart-cpu .uplot canvas').first().waitFor();
+    // Where each label of the time axis is drawn, and how wide it is in the axis font.
+    const labels = await eventually(async () => {
+      const found = await page.evaluate<Array<{ text: string; x: number; width: number }>>(`(() => {
+        const u = document.querySelector('#chart-cpu').uplot;
+        const axis = u.axes[0];
+        const ctx = document.createElement('canvas').getContext('2d');
+        ctx.font = axis.font[0];
+        return (axis._values || []).map((text, i) => ({ text: String(text), x: u.valToPos(axis._splits[i], 'x'), width: ctx.measureText(String(text)).width }));
+      })()`);
+      return found.length > 0 ? found : undefined;
+    }, 60_000, 'time labels');
+    for (let i = 1; i < labels.length; i += 1) {
+      const a = labels[i - 1]!;
+      const b = labels[i]!;
+      assert.ok(b.x - a.x >= (a.width + b.width) / 2 + 4, `at ${width} px, "${a.text}" at ${a.x} and "${b.text}" at ${b.x} overlap`);
+    }
+    assert.ok(labels.every((l) => /^\d{1,2}:\d\d(:\d\d)?( ?[AP]M)?$/i.test(l.text)), JSON.stringify(labels));
+  }
+  await page.close();
+});

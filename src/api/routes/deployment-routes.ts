@@ -16,6 +16,7 @@ import {
   updateDeployment,
 } from '../../domain/deployments.js';
 import { DomainError } from '../../core/errors.js';
+import type { AppHealth } from '../../domain/app-health.js';
 import { authorizeUpload, uploadSource } from '../../domain/uploads.js';
 import { quotaExceeded } from '../../domain/quotas.js';
 import { assertRepoHostAllowed } from '../../source/git.js';
@@ -63,6 +64,7 @@ export const deploymentRoutes =
   (deps: ApiDeps): FastifyPluginAsync =>
   async (app) => {
     const urlFor = (subdomain: string): string => appUrl(deps.config, subdomain);
+    const healthOf = (id: string): AppHealth | undefined => deps.appHealth?.of(id);
     /** Each upload's room under its user's upload quota, found before the body is read. */
     const uploadQuota = new WeakMap<object, { room: number; used: number; limit: number }>();
     const deploymentDeps = {
@@ -86,7 +88,8 @@ export const deploymentRoutes =
       },
       async (request, reply) => {
         const principal = principalOf(request);
-        const list = `deployments:${principal.userId}`;
+        // Health is the watcher's, not the database's: its version is part of the list's name.
+        const list = `deployments:${principal.userId}:${deps.appHealth?.version ?? 0}`;
         // The version is read before the rows, so a page is never older than the version it is kept under.
         const version = await deps.deployments.listVersion(principal.userId);
         const cached = pages.get(list, version, request.url);
@@ -96,7 +99,7 @@ export const deploymentRoutes =
         const deployments = await listDeployments(deps.deployments, principal, page);
         // Read the public URL once per answer: the port is only known once the server listens.
         const urlOf = appUrls(deps.config);
-        const items = deployments.items.map((row) => presentDeployment(row, urlOf));
+        const items = deployments.items.map((row) => presentDeployment(row, urlOf, healthOf(row.id)));
         const answer = serializedPage(reply, list, items, nextLink(request, ref, page, deployments.next));
         pages.set(list, version, request.url, answer);
         return sendSerializedPage(request, reply, answer);
@@ -125,7 +128,10 @@ export const deploymentRoutes =
     app.get<IdRequest>(
       '/deployments/:id',
       { schema: { tags: ['deployments'], summary: 'One deployment', params: IdParams, response: { 200: Type.Ref('Deployment'), ...errorResponses(401, 404) } } },
-      async (request) => presentDeployment(await getDeploymentRow(deps.deployments, principalOf(request), request.params.id, 'read'), urlFor),
+      async (request) => {
+        const row = await getDeploymentRow(deps.deployments, principalOf(request), request.params.id, 'read');
+        return presentDeployment(row, urlFor, healthOf(row.id));
+      },
     );
 
     app.patch<IdRequest & { Body: UpdateDeploymentBody }>(
@@ -139,7 +145,10 @@ export const deploymentRoutes =
           response: { 200: Type.Ref('Deployment'), ...errorResponses(400, 401, 403, 404) },
         },
       },
-      async (request) => presentDeployment(await updateDeployment(deploymentDeps, principalOf(request), request.params.id, request.body), urlFor),
+      async (request) => {
+        const row = await updateDeployment(deploymentDeps, principalOf(request), request.params.id, request.body);
+        return presentDeployment(row, urlFor, healthOf(row.id));
+      },
     );
 
     app.delete<IdRequest>(

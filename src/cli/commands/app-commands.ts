@@ -9,6 +9,8 @@ import { ago, copyStream, printFields, printJson, printTable, shortId } from '..
 import { createPrompter } from '../prompt.js';
 import { appFor, resolveApp, resolveBuild } from '../resolve-app.js';
 import { APP_OUTPUT_MARKER } from '../../runtime/release.js';
+import { healthSummary } from '../../domain/app-health.js';
+import { pendingNote, statusCell } from '../app-state.js';
 
 const APP_HELP = 'APP is the app\'s name, subdomain or id.';
 /** For commands whose APP may be left out: the app of ./slipway.json, as `env` does. */
@@ -36,7 +38,7 @@ export function registerAppCommands(program: Command, io: CliIo): void {
         printTable(io.stdout, apps, [
           { header: 'name', value: (d) => d.name },
           { header: 'subdomain', value: (d) => d.subdomain },
-          { header: 'status', value: (d) => d.status },
+          { header: 'status', value: (d) => statusCell(d) },
           { header: 'url', value: (d) => d.url ?? '-' },
           { header: 'updated', value: (d) => ago(d.updated_at) },
         ]);
@@ -55,6 +57,8 @@ export function registerAppCommands(program: Command, io: CliIo): void {
           ['name', full.name],
           ['id', full.id],
           ['status', full.status],
+          ...(healthSummary(full.health) === '' ? [] : [['health', healthSummary(full.health)] as [string, string]]),
+          ...(full.config_pending === true ? [['pending', pendingNote(full)] as [string, string]] : []),
           ['url', full.url ?? '-'],
           ['source', full.source_type === 'git' ? `${full.repo_url ?? ''}${full.branch ? ` (${full.branch})` : ''}` : 'uploaded folder'],
           ['dockerfile', full.dockerfile_path ?? 'Dockerfile'],

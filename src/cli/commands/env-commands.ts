@@ -11,6 +11,8 @@ import { DotenvError, parseDotenv } from '../dotenv.js';
 import { ago, printJson, printTable } from '../output.js';
 import { LINK_FILE } from '../pack.js';
 import { appFor } from '../resolve-app.js';
+import { createPrompter } from '../prompt.js';
+import { pendingNote } from '../app-state.js';
 
 /** Kept here too: other commands import it from this module. */
 export { appFor };
@@ -21,8 +23,8 @@ interface AppOption extends JsonOption {
 
 interface ChangeOptions extends AppOption {
   secret?: boolean;
-  /** False with --no-restart. */
-  restart: boolean;
+  /** True with --restart, false with --no-restart; unset: ask on a terminal. */
+  restart?: boolean;
 }
 
 const APP_OPTION = (): Option => new Option('-a, --app <app>', `the app (name, subdomain or id); default: the app of ./${LINK_FILE}`);
@@ -58,14 +60,16 @@ Examples:
       run(async (client) => {
         const app = await appFor(client, io, ref ?? options.app);
         const answer = await client.request<EnvAnswer>('GET', `/api/v1/deployments/${app.id}/env`);
-        if (options.json === true) return printJson(io.stdout, answer);
-        if (answer.vars.length === 0) return void io.stdout.write(`${app.name} has no environment variables (set some with \`slipway env set\`).\n`);
+        if (options.json === true) return printJson(io.stdout, { ...answer, config_pending: app.config_pending === true, config_pending_keys: app.config_pending_keys ?? [] });
+        const pending = app.config_pending === true ? `Pending: ${pendingNote(app)}.\n` : '';
+        if (answer.vars.length === 0) return void io.stdout.write(`${app.name} has no environment variables (set some with \`slipway env set\`).\n${pending}`);
         printTable(io.stdout, answer.vars, [
           { header: 'key', value: (v) => v.key },
           { header: 'value', value: (v) => (v.secret ? MASK : (v.value ?? '')) },
           { header: 'secret', value: (v) => (v.secret ? 'yes' : '') },
           { header: 'updated', value: (v) => ago(v.updated_at) },
         ]);
+        io.stdout.write(pending);
       }),
     );
 
@@ -76,10 +80,11 @@ Examples:
         .command(name)
         .description(description)
         .addOption(APP_OPTION())
+        .option('--restart', 'restart a running app to apply the change, without asking')
         .option('--no-restart', 'do not restart the app: the change applies at its next deploy, restart or rollback'),
     );
 
-  changeCommand('set', 'set variables (KEY=VALUE …) and restart the app')
+  changeCommand('set', 'set variables (KEY=VALUE …); a running app is restarted if you say so')
     .argument('<assignments...>', '[APP] then KEY=VALUE pairs (quote a value with spaces for your shell)')
     .option('--secret', 'store them as secrets: write-only, never shown again, never passed to a build')
     .addHelpText('after', '\nExamples:\n  slipway env set hello LOG_LEVEL=debug\n  slipway env set --app hello LOG_LEVEL=debug FEATURE_X=on\n  slipway env set --app hello --secret STRIPE_KEY=sk_live_123 --no-restart')
@@ -107,7 +112,7 @@ Examples:
       }),
     );
 
-  changeCommand('unset', 'remove variables and restart the app')
+  changeCommand('unset', 'remove variables; a running app is restarted if you say so')
     .argument('<keys...>', 'the variables to remove')
     .addHelpText('after', '\nExample:\n  slipway env unset --app hello LOG_LEVEL FEATURE_X')
     .action((keys: string[], _options: ChangeOptions, command: Command) =>
@@ -118,7 +123,7 @@ Examples:
       }),
     );
 
-  changeCommand('import', 'set every variable of a .env file and restart the app')
+  changeCommand('import', 'set every variable of a .env file; a running app is restarted if you say so')
     .argument('<file>', 'a dotenv file ("-" reads standard input)')
     .option('--secret', 'store them all as secrets')
     .addHelpText(
@@ -151,25 +156,47 @@ Examples:
     );
 }
 
-/** PATCHes the variables, then restarts the app when it runs (unless --no-restart), saying which. */
+/**
+ * PATCHes the variables; the server then records them as pending until the app's next release.
+ * A running app is restarted when asked to (`--restart`, or "yes" to the question asked on a
+ * terminal), as the dashboard's "Restart to apply" does (docs/configuration-changes.md).
+ */
 async function change(client: ApiClient, io: CliIo, options: ChangeOptions, vars: Record<string, string | null>, done: string): Promise<void> {
   const app = await appFor(client, io, options.app);
   const body = options.secret === true ? { vars, secret: true } : { vars };
   const answer = await client.request<EnvAnswer>('PATCH', `/api/v1/deployments/${app.id}/env`, { body });
   let restart: MessageAnswer | undefined;
   let note: string;
-  if (!options.restart) {
+  if (options.restart === false) {
     note = `Not restarted: the change applies at the next deploy, restart or rollback (\`slipway restart ${app.subdomain}\`).`;
   } else if (app.status !== 'running') {
     note = `${app.name} is ${app.status}, so it was not restarted: the change applies at its next deploy, restart or rollback.`;
-  } else {
+  } else if (options.restart === true || options.json === true || (await askToRestart(io, app.name, done))) {
     if (options.json !== true) io.stdout.write(`${done} on ${app.name}. Restarting ${app.name}…\n`);
     restart = await client.request<MessageAnswer>('POST', `/api/v1/deployments/${app.id}/restart`, { timeoutMs: 120_000 });
     note = `Restarted: ${restart.message}.`;
+  } else {
+    note = `Pending: ${app.name} runs the old values until it restarts (\`slipway restart ${app.subdomain}\`, or --restart with the change).`;
   }
-  if (options.json === true) return printJson(io.stdout, { ...answer, restarted: restart !== undefined });
+  if (options.json === true) return printJson(io.stdout, { ...answer, restarted: restart !== undefined, config_pending: restart === undefined && app.live_build_id != null });
   if (restart === undefined) io.stdout.write(`${done} on ${app.name}.\n`);
   io.stdout.write(`${note}\n`);
+}
+
+/**
+ * On a terminal, asks whether to restart now (Enter says yes), as the dashboard asks. Elsewhere (a
+ * script, a pipe) nobody can answer: it restarts, the CLI's documented default since Part two, so
+ * scripts written for it keep working (`--no-restart` leaves the change pending).
+ */
+async function askToRestart(io: CliIo, name: string, done: string): Promise<boolean> {
+  if (io.stdin.isTTY !== true) return true;
+  const prompter = createPrompter(io, AbortSignal.timeout(10 * 60_000));
+  try {
+    const answer = await prompter.ask(`${done} on ${name}. Restart ${name} now to apply it? [Y/n] `);
+    return /^(y|yes)?$/i.test(answer.trim());
+  } finally {
+    prompter.close();
+  }
 }
 
 async function readStdin(io: CliIo): Promise<string> {

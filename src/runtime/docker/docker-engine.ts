@@ -8,6 +8,7 @@ import type {
   BuildImageOptions,
   BuildSandbox,
   ContainerEngine,
+  ContainerExit,
   ContainerInfo,
   ContainerStats,
   ImageInfo,
@@ -403,6 +404,24 @@ export class DockerEngine implements ContainerEngine {
     return parseStampedLogs(Buffer.isBuffer(buffer) ? buffer : Buffer.from(String(buffer)));
   }
 
+  async containerExits(labels: Record<string, string>, sinceMs: number, untilMs: number, signal?: AbortSignal): Promise<ContainerExit[]> {
+    // Whole seconds: a window that ends in the past makes the engine answer what it logged and close.
+    const since = Math.floor(sinceMs / 1000);
+    const until = Math.max(since, Math.floor(untilMs / 1000));
+    const text = await withTimeout(
+      'engine events',
+      CALL_TIMEOUT_MS,
+      async (s) => {
+        const stream = await this.#docker.getEvents({ since, until, filters: { type: ['container'], event: ['die'], label: labelFilters(labels) }, abortSignal: s } as Dockerode.GetEventsOptions);
+        let body = '';
+        for await (const chunk of stream as AsyncIterable<Buffer | string>) body += chunk.toString();
+        return body;
+      },
+      signal,
+    );
+    return parseDieEvents(text);
+  }
+
   async keepRestarting(id: string): Promise<void> {
     await withTimeout(`update container ${id}`, CALL_TIMEOUT_MS, (s) =>
       this.#docker.getContainer(id).update({ RestartPolicy: { Name: 'unless-stopped' }, abortSignal: s }),
@@ -699,6 +718,26 @@ function checkNetwork(info: Dockerode.NetworkInspectInfo, options: NetworkOption
     throw new Error(`network ${options.name} exists but not on bridge ${options.bridgeName}; remove it`);
   }
   return { id: info.Id };
+}
+
+/** The engine's `die` events (one JSON object a line) as exits, oldest first; anything else is skipped. */
+export function parseDieEvents(text: string): ContainerExit[] {
+  const exits: ContainerExit[] = [];
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') continue;
+    let event: { Action?: unknown; Actor?: { ID?: unknown; Attributes?: Record<string, unknown> }; timeNano?: unknown; time?: unknown };
+    try {
+      event = JSON.parse(line) as typeof event;
+    } catch {
+      continue;
+    }
+    const id = event.Actor?.ID;
+    const code = Number(event.Actor?.Attributes?.['exitCode']);
+    if (event.Action !== 'die' || typeof id !== 'string' || !Number.isInteger(code)) continue;
+    const atNs = typeof event.timeNano === 'number' ? BigInt(Math.round(event.timeNano)) : BigInt(Number(event.time ?? 0)) * 1_000_000_000n;
+    exits.push({ id, exitCode: code, at: Number(atNs / 1_000_000n), atNs: atNs.toString() });
+  }
+  return exits.sort((a, b) => a.at - b.at);
 }
 
 function labelFilters(labels: Record<string, string>): string[] {

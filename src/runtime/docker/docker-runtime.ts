@@ -1,5 +1,6 @@
 // The docker runtime: a release is `replicas` containers on one engine, each published on loopback.
 import { appPort, lastOutput, ReleaseError, startReplica, waitHealthy } from '../release.js';
+import type { ReleaseExit } from '../../domain/app-health.js';
 import type { AppRuntime, ReleaseState, ReleaseTarget, ReplicaStats, StartedRelease, StartReleaseOptions } from '../app-runtime.js';
 import { immediateTurn } from '../app-runtime.js';
 import type { ContainerEngine } from '../engine.js';
@@ -105,6 +106,21 @@ export class DockerRuntime implements AppRuntime {
         this.#engine.containerLogs(containerId, { ...(o.tail === undefined ? {} : { tail: o.tail }), follow: o.follow, signal: o.signal, timestamps: true }),
     );
     return mergeReplicaLogs(sources, options);
+  }
+
+  async releaseExits(instanceId: string, ids: readonly string[], sinceMs: number, untilMs: number, signal?: AbortSignal): Promise<Map<string, ReleaseExit[]>> {
+    const out = new Map<string, ReleaseExit[]>();
+    if (ids.length === 0 || this.#engine.containerExits === undefined) return out;
+    const releaseOf = new Map(ids.flatMap((id) => containerIdsOf(id).map((containerId) => [containerId, id] as const)));
+    const exits = await this.#engine.containerExits({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instanceId }, sinceMs, untilMs, signal);
+    for (const exit of exits) {
+      const release = releaseOf.get(exit.id);
+      if (release === undefined) continue;
+      const list = out.get(release) ?? [];
+      list.push({ key: `${exit.id}@${exit.atNs}`, exitCode: exit.exitCode, at: exit.at });
+      out.set(release, list);
+    }
+    return out;
   }
 
   async releaseStats(id: string, signal?: AbortSignal): Promise<ReplicaStats[]> {
