@@ -141,10 +141,10 @@ $('login-form').addEventListener('submit', (event) => {
       body: JSON.stringify({ email: form.get('email'), password: form.get('password'), ...(form.get('otp') ? { otp: form.get('otp') } : {}) }),
     });
     const data = await res.json().catch(() => ({}));
-    if (!res.ok && /two-factor code is required/.test(data.message || '')) {
-      // Two-factor login is on for this account: ask for the code and log in again with it.
+    if (res.status === 401 && !form.get('otp')) {
+      // One answer for every refused login (the server never says that only the code was missing):
+      // offer the code field, for accounts with two-factor login, and log in again with it.
       $('otp-label').hidden = false;
-      $('otp-label').querySelector('input').required = true;
       $('otp-label').querySelector('input').focus();
     }
     if (!res.ok) throw new Error(data.message || `the server answered HTTP ${res.status}`);

@@ -14,9 +14,10 @@ import { haproxyFiles, listenForHaproxy } from '../proxy/haproxy/haproxy-data-pl
 import { launchHaproxy } from '../proxy/haproxy/haproxy-launch.js';
 import { proxyProtocolListener } from '../proxy/proxy-protocol.js';
 import { boundRequests, boundedServerOptions } from '../proxy/request-bounds.js';
-import { requestHeadProblem, writeBadRequest, writeRawBadRequest } from '../proxy/request-guard.js';
+import { requestHeadProblem } from '../proxy/request-guard.js';
+import { edgeRefusals, type EdgeRefusals } from '../proxy/edge-refusals.js';
 import { ApiTurns } from './api-turns.js';
-import { answerClientError, answerUnmetExpectation, endSocketWithError, writeInternalError } from './socket-errors.js';
+import { answerUnmetExpectation, endSocketWithError, writeInternalError } from './socket-errors.js';
 
 type Upgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void;
 
@@ -58,7 +59,7 @@ export interface EdgePorts {
 export function edgePart(deps: EdgeDeps): Part<EdgePorts> {
   const { config, planes, tls } = deps;
   const ports: EdgePorts = { port: 0, httpsPort: tls === undefined ? undefined : (config.https?.port ?? 0) };
-  const { handleRequest, handleUpgrade } = edgeHandlers(deps);
+  const { handleRequest, handleUpgrade, refusals } = edgeHandlers(deps);
   // The plain port: with HTTPS on, ACME challenges first, then 308 for every host that has a certificate.
   const server = http.createServer(boundedServerOptions(config.edge), (req, res) => {
     if (tls !== undefined && tls.answerPlain(req, res, ports.httpsPort ?? 0)) return;
@@ -67,12 +68,12 @@ export function edgePart(deps: EdgeDeps): Part<EdgePorts> {
   /**
    * Every server of the edge: upgrades (WebSockets, tunnels; never redirected: their clients do not
    * follow redirects) to the one handler; requests Node's parser refuses get the same {error,
-   * message} JSON as every other error; uploads and requests to apps (streamed to the app) get the
-   * long bound, API JSON the short one.
+   * message} JSON as every other error (Slipway's page on app hosts); uploads and requests to apps
+   * (streamed to the app) get the long bound, API JSON the short one.
    */
   const edgeServer = (s: http.Server): ReturnType<typeof boundRequests> => {
     s.on('upgrade', handleUpgrade);
-    s.on('clientError', answerClientError);
+    s.on('clientError', refusals.clientError);
     s.on('checkExpectation', answerUnmetExpectation);
     return boundRequests(s, config.edge, (req) => planes.table.resolveHost(req.headers.host) !== null || /^multipart\//i.test(req.headers['content-type'] ?? ''));
   };
@@ -86,6 +87,7 @@ export function edgePart(deps: EdgeDeps): Part<EdgePorts> {
     const door = frontDoor({
       http: target,
       headTimeoutMs: config.edge.headersTimeoutMs,
+      answerLateHead: refusals.lateHead,
       target: (host) => {
         if (!encrypted && tls !== undefined && tls.hasCertificate(host)) return undefined;
         return connectedTunnel(planes.table, host, (app) => ({
@@ -138,14 +140,16 @@ export function edgePart(deps: EdgeDeps): Part<EdgePorts> {
 }
 
 /** One handler for every port: app hosts go to the data plane, tunnels to the tunnel server, everything else to the API. */
-function edgeHandlers(deps: EdgeDeps): { handleRequest: http.RequestListener; handleUpgrade: Upgrade } {
+function edgeHandlers(deps: EdgeDeps): { handleRequest: http.RequestListener; handleUpgrade: Upgrade; refusals: EdgeRefusals } {
   const { log, planes, api, tunnels, acrossInstances } = deps;
+  // What is not yet a request (malformed, ambiguous, late) is refused as JSON for the API, with a page on app hosts.
+  const refusals = edgeRefusals((host) => planes.table.resolveHost(host) !== null);
   // API requests start one per event-loop turn: app traffic and tunnels never wait behind a burst of them.
   const apiTurns = new ApiTurns((err) => log('error', 'API request handler threw', { error: err }));
   const handleRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     try {
       const problem = requestHeadProblem(req);
-      if (problem !== undefined) return writeBadRequest(res, problem);
+      if (problem !== undefined) return refusals.badRequest(req, res, problem);
       // Another instance forwarding a visitor of a tunnel held here: verified, or 401.
       if (acrossInstances.handleRequest(req, res)) return;
       if (!planes.proxy.handleRequest(req, res)) {
@@ -172,7 +176,7 @@ function edgeHandlers(deps: EdgeDeps): { handleRequest: http.RequestListener; ha
     socket.on('error', () => socket.destroy());
     try {
       const problem = requestHeadProblem(req);
-      if (problem !== undefined) return writeRawBadRequest(socket, problem);
+      if (problem !== undefined) return refusals.rawBadRequest(req, socket, problem);
       if (acrossInstances.handleUpgrade(req, socket, head)) return;
       if (planes.proxy.handleUpgrade(req, socket, head)) return;
       if (deps.databases?.handleUpgrade(req, socket, head) === true) return;
@@ -186,7 +190,7 @@ function edgeHandlers(deps: EdgeDeps): { handleRequest: http.RequestListener; ha
       socket.destroy();
     }
   };
-  return { handleRequest, handleUpgrade };
+  return { handleRequest, handleUpgrade, refusals };
 }
 
 /** The Node plane: Node's front door owns the public port. Returns the port bound. */

@@ -1,4 +1,4 @@
-// Errors answered straight on a socket, where Node has no response object (unparsable requests, refused upgrades): the same `{error, message}` JSON as every other error.
+// Errors answered straight on a socket, where Node has no response object (refused upgrades; unparsable requests are src/proxy/edge-refusals.ts's): the same `{error, message}` JSON as every other error.
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ErrorBody } from './errors.js';
@@ -18,29 +18,6 @@ export function endSocketWithError(socket: Duplex, status: number, body: ErrorBo
     'Connection: close',
   ];
   socket.end(`${head.join('\r\n')}\r\n\r\n${json}`, () => socket.destroy());
-}
-
-/**
- * The server's `clientError` handler: a request Node's parser refused (bad request line, bad header,
- * headers over the size limit, broken framing, a body cut off by EOF) gets a JSON error instead of
- * Node's bare status line. Nothing is written once a response to an earlier request on the socket
- * has started, or when the client reset the connection.
- */
-export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
-  const pending = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-  if (err.code === 'ECONNRESET' || !socket.writable || pending?.headersSent === true) {
-    socket.destroy();
-    return;
-  }
-  if (err.code === 'HPE_HEADER_OVERFLOW') {
-    endSocketWithError(socket, 431, { error: 'payload_too_large', message: 'the request headers are too large' });
-  } else if (err.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW') {
-    endSocketWithError(socket, 413, { error: 'payload_too_large', message: 'the chunk extensions are too large' });
-  } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    endSocketWithError(socket, 408, { error: 'validation_error', message: 'the request did not arrive in time' });
-  } else {
-    endSocketWithError(socket, 400, { error: 'validation_error', message: 'malformed HTTP request' });
-  }
 }
 
 /** The server's `checkExpectation` handler: an `Expect` other than 100-continue gets 417 as JSON (Node would send a bare status). */

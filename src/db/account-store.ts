@@ -73,9 +73,14 @@ export function databaseAccountStore(db: Db): AccountStore {
       });
     },
 
-    async setTwoFactor(userId, change, audit) {
+    async setTwoFactor(userId, change, audit, endSessions) {
       await db.transaction().execute(async (trx) => {
         await trx.updateTable('users').set({ ...change, updated_at: nowIso() }).where('id', '=', userId).execute();
+        if (endSessions !== undefined) {
+          let revoke = trx.deleteFrom('sessions').where('user_id', '=', userId);
+          if (endSessions.keepSession !== undefined) revoke = revoke.where('id', '!=', endSessions.keepSession);
+          await revoke.execute();
+        }
         await appendRecord(trx, audit);
       });
     },

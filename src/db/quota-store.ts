@@ -1,6 +1,7 @@
 // The quota store on the database: overrides in `user_quotas`, usage counted from the tables it limits.
 import type { QuotaName, QuotaStore } from '../domain/quotas.js';
 import { nowIso, type Db } from './database.js';
+import { appendRecord } from './audit-log.js';
 
 /** QuotaStore over `user_quotas`, `deployments`, `builds`, `api_keys` and `managed_databases`. */
 export function databaseQuotaStore(db: Db): QuotaStore {
@@ -21,13 +22,16 @@ export function databaseQuotaStore(db: Db): QuotaStore {
       return overrides;
     },
 
-    async setOverrides(userId, change) {
+    async setOverrides(userId, change, audit) {
       const values = { ...change, updated_at: nowIso() };
-      await db
-        .insertInto('user_quotas')
-        .values({ user_id: userId, ...values })
-        .onConflict((oc) => oc.column('user_id').doUpdateSet(values))
-        .execute();
+      await db.transaction().execute(async (trx) => {
+        await trx
+          .insertInto('user_quotas')
+          .values({ user_id: userId, ...values })
+          .onConflict((oc) => oc.column('user_id').doUpdateSet(values))
+          .execute();
+        await appendRecord(trx, audit);
+      });
     },
 
     async usage(userId, exceptDeploymentId) {

@@ -68,8 +68,17 @@ export interface AccountStore {
    * `keepSession` (all of them when undefined); `clearTwoFactor` also turns two-factor login off.
    */
   setPassword(userId: string, passwordHash: string, options: { keepSession: string | undefined; clearTwoFactor?: boolean }, audit?: AuditRecord): Promise<void>;
-  /** Changes a user's two-factor state (the secret, whether it is on, the last step used). */
-  setTwoFactor(userId: string, change: Partial<Pick<UserRow, 'totp_secret' | 'totp_enabled' | 'totp_last_step'>>, audit?: AuditRecord): Promise<void>;
+  /**
+   * Changes a user's two-factor state (the secret, whether it is on, the last step used); with
+   * `endSessions`, in the same transaction, ends the user's sessions except `keepSession` (all of
+   * them when undefined), as setPassword does.
+   */
+  setTwoFactor(
+    userId: string,
+    change: Partial<Pick<UserRow, 'totp_secret' | 'totp_enabled' | 'totp_last_step'>>,
+    audit?: AuditRecord,
+    endSessions?: { keepSession: string | undefined },
+  ): Promise<void>;
   /** Records `step` as the user's last TOTP step unless one as late was used already: false then (a code is usable once). */
   takeTotpStep(userId: string, step: number): Promise<boolean>;
   /** Appends an entry that records no change of its own (a refused login). */

@@ -116,7 +116,14 @@ export interface AccountDeps {
   readonly secondFactor?: (user: UserRow, otp: string | undefined) => Promise<true | string>;
 }
 
-/** Logs in with e-mail and password; one answer for a wrong e-mail and a wrong password. */
+/**
+ * The one message of every refused login: a wrong e-mail, a wrong password, a disabled account, a
+ * missing or wrong two-factor code. The answer never says which (no oracle for a stolen password
+ * without its second factor, nor for which accounts exist or have two-factor login on).
+ */
+export const LOGIN_REFUSED = 'wrong email, password or two-factor code';
+
+/** Logs in with e-mail and password (and `otp` when the account has two-factor login); one answer for every failure. */
 export async function loginUser(
   deps: AccountDeps,
   input: { email: string; password: string; clientIp: string; otp?: string | undefined },
@@ -139,10 +146,10 @@ export async function loginUser(
     throw err;
   }
   // A disabled user's right password is answered like a wrong one (no oracle for which accounts exist or are disabled).
-  if (user === undefined || !ok || user.disabled === 1) throw new DomainError('invalid_credentials', 'wrong email or password');
-  // Beside the password, the second factor: a missing or wrong code fails the login like a wrong password.
+  if (user === undefined || !ok || user.disabled === 1) throw new DomainError('invalid_credentials', LOGIN_REFUSED);
+  // Beside the password, the second factor: a missing or wrong code fails the login exactly like a wrong password.
   const second = deps.secondFactor === undefined ? true : await deps.secondFactor(user, input.otp);
-  if (second !== true) throw new DomainError('invalid_credentials', second);
+  if (second !== true) throw new DomainError('invalid_credentials', LOGIN_REFUSED);
   attempt.refund();
   loginSucceeded(deps.loginLimiter, email, input.clientIp);
   const token = newSessionToken();
@@ -157,7 +164,7 @@ export async function loginUser(
 const loginEvent = (userId: string | null, outcome: 'success' | 'failure'): AuditEvent => ({ action: 'auth.login', targetType: 'user', targetId: userId, teamId: null, outcome });
 
 /**
- * Records a failed login (wrong e-mail, password or code): the account it
+ * Records a refused login (wrong e-mail, password or code, or refused by the login limiter): the account it
  * named, if any, sees it in its audit log. The e-mail is kept only when it looks like one.
  */
 export async function recordFailedLogin(accounts: AccountStore, input: { email: string; clientIp: string }): Promise<void> {

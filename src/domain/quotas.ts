@@ -2,6 +2,7 @@
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import { authorizeAdmin } from './policy.js';
+import { actorOf, type AuditRecord } from './audit.js';
 import { assertUuid } from './deployments.js';
 
 export const QUOTA_NAMES = ['deployments', 'concurrent_builds', 'upload_bytes', 'api_keys', 'databases'] as const;
@@ -23,8 +24,11 @@ export interface QuotaStore {
   userExists(userId: string): Promise<boolean>;
   /** The user's overrides (absent: the default applies). */
   overrides(userId: string): Promise<Partial<Record<QuotaName, number>>>;
-  /** Sets (a number) or clears (null) overrides; names not in `change` are left as they are. */
-  setOverrides(userId: string, change: Partial<Record<QuotaName, number | null>>): Promise<void>;
+  /**
+   * Sets (a number) or clears (null) overrides; names not in `change` are left as they are. With
+   * `audit`, its entry is appended in the same transaction.
+   */
+  setOverrides(userId: string, change: Partial<Record<QuotaName, number | null>>, audit?: AuditRecord): Promise<void>;
   /**
    * What the user uses now. `exceptDeploymentId`'s builds in progress and stored upload are left
    * out (a deploy cancels the deployment's build in flight; an upload replaces its upload).
@@ -121,7 +125,7 @@ export class QuotaGuard {
       valid[name as QuotaName] = value;
     }
     if (Object.keys(valid).length === 0) throw new DomainError('validation_error', `name at least one quota: ${QUOTA_NAMES.join(', ')}`);
-    await this.#store.setOverrides(userId, valid);
+    await this.#store.setOverrides(userId, valid, { actor: actorOf(principal), event: { action: 'user.quota', targetType: 'user', targetId: userId, teamId: null } });
     return this.view(userId);
   }
 

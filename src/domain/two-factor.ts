@@ -63,13 +63,17 @@ function codeStep(deps: TwoFactorDeps, userId: string, sealed: string, code: str
   return verifyTotp(key, code.trim(), (deps.now ?? Date.now)(), lastStep);
 }
 
-/** Confirms setup with a code of the new secret: from now on, logging in needs a code too. */
+/**
+ * Confirms setup with a code of the new secret: from now on, logging in needs a code too. The
+ * user's other sessions end (the one that turned it on stays), as a password change does: a
+ * session opened with the password alone must not outlive the second factor.
+ */
 export async function confirmTwoFactor(deps: TwoFactorDeps, principal: Principal, input: { code: string }): Promise<{ enabled: true }> {
   const user = await userRow(deps.accounts, principal.userId);
   if (user.totp_enabled === 1) throw new DomainError('invalid_state', 'two-factor login is already on');
   if (user.totp_secret === null) throw new DomainError('invalid_state', 'start two-factor setup first (POST /api/v1/users/me/2fa)');
   const step = await checkCode(deps, user, input.code);
-  await deps.accounts.setTwoFactor(user.id, { totp_enabled: 1, totp_last_step: step }, { actor: actorOf(principal), event: event('user.2fa.enable', user.id) });
+  await deps.accounts.setTwoFactor(user.id, { totp_enabled: 1, totp_last_step: step }, { actor: actorOf(principal), event: event('user.2fa.enable', user.id) }, { keepSession: principal.sessionId });
   return { enabled: true };
 }
 
@@ -89,12 +93,14 @@ export async function twoFactorEnabled(accounts: AccountStore, userId: string): 
 /**
  * The second factor of a login whose password was right: true when the user has none, or `otp` is
  * a current code not used before (its step is recorded, conditionally, so two logins racing with
- * one code cannot both pass); otherwise the reason (the login answers 401 invalid_credentials).
+ * one code cannot both pass); otherwise why not, for the server alone: the login answers the one
+ * 401 of every refused login (accounts.ts, LOGIN_REFUSED), so a missing code tells nobody that the
+ * password was right.
  */
 export async function checkLoginOtp(deps: TwoFactorDeps, user: { id: string; totp_secret: string | null; totp_enabled: number; totp_last_step: number | null }, otp: string | undefined): Promise<true | string> {
   if (user.totp_enabled !== 1 || user.totp_secret === null) return true;
-  if (otp === undefined || otp.trim() === '') return 'a two-factor code is required: send otp with the code from your authenticator app';
+  if (otp === undefined || otp.trim() === '') return 'no two-factor code';
   const step = codeStep(deps, user.id, user.totp_secret, otp, user.totp_last_step);
-  if (step === null) return 'wrong email, password or two-factor code';
-  return (await deps.accounts.takeTotpStep(user.id, step)) ? true : 'wrong email, password or two-factor code';
+  if (step === null) return 'wrong two-factor code';
+  return (await deps.accounts.takeTotpStep(user.id, step)) ? true : 'two-factor code used before';
 }

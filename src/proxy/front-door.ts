@@ -2,6 +2,7 @@
 import type { Server as HttpServer } from 'node:http';
 import type { Socket } from 'node:net';
 import type { ConnectionHooks, RoutingTable } from './routing-table.js';
+import { headAlreadyWaited } from './proxy-protocol.js';
 
 /** Serves a whole visitor connection itself (a connected tunnel), given the bytes read so far. */
 export interface ConnectionTarget {
@@ -19,6 +20,8 @@ export interface FrontDoorOptions {
   target(host: string, socket: Socket): ConnectionTarget | undefined;
   /** How long the first request head may take to arrive; the connection is closed after that. */
   readonly headTimeoutMs: number;
+  /** Answers a first head that did not arrive in time (408; `bytes`: what did), then closes; default: close without a word. */
+  readonly answerLateHead?: ((socket: Socket, bytes: Buffer | undefined) => void) | undefined;
 }
 
 /** A first head longer than this is not looked into: the HTTP server takes it (and refuses it if too long). */
@@ -27,6 +30,13 @@ const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
 const HOST_LINE = /\r\nhost[ \t]*:[ \t]*([^\r\n]*)/i;
 /** A call from another instance (a visitor it forwards): the HTTP server verifies it, whatever its Host. */
 const FORWARD_LINE = /\r\nslipway-forward-/i;
+/** The start of a request line: a method token (RFC 9110 §9), possibly after empty lines. */
+const METHOD_START = /^(?:\r?\n)*[A-Za-z]{0,20}(?: |$)/;
+/**
+ * A connection HAProxy hands over raw after it waited the whole head timeout itself (see
+ * proxy-protocol.ts): what it had is written at once, so only a short wait is left for it.
+ */
+const LATE_GRACE_MS = 500;
 
 /**
  * Returns a connection handler that reads the first request head of each connection and hands the
@@ -37,7 +47,12 @@ const FORWARD_LINE = /\r\nslipway-forward-/i;
 export function frontDoor(options: FrontDoorOptions): (socket: Socket) => void {
   return (socket: Socket) => {
     let buffered: Buffer | undefined;
-    const timer = setTimeout(() => socket.destroy(), options.headTimeoutMs);
+    const timeoutMs = headAlreadyWaited(socket) ? Math.min(LATE_GRACE_MS, options.headTimeoutMs) : options.headTimeoutMs;
+    const timer = setTimeout(() => {
+      stop();
+      if (options.answerLateHead === undefined) socket.destroy();
+      else options.answerLateHead(socket, buffered);
+    }, timeoutMs);
     const stop = (): void => {
       clearTimeout(timer);
       socket.off('data', onData);
@@ -51,7 +66,9 @@ export function frontDoor(options: FrontDoorOptions): (socket: Socket) => void {
     const onData = (chunk: Buffer): void => {
       buffered = buffered === undefined ? chunk : Buffer.concat([buffered, chunk]);
       const end = buffered.indexOf(HEAD_END);
-      if (end === -1 && buffered.length < MAX_SNIFF_BYTES) return;
+      // Bytes that cannot start a request (binary, TLS on the plain port) go to the HTTP server at
+      // once, whose parser refuses them (400), instead of waiting for a head that will never end.
+      if (end === -1 && buffered.length < MAX_SNIFF_BYTES && METHOD_START.test(buffered.toString('latin1', 0, 64))) return;
       stop();
       const bytes = buffered;
       const headText = end === -1 ? undefined : bytes.toString('latin1', 0, end + 2);

@@ -48,6 +48,16 @@ export function startingPage(host: string): Page {
   };
 }
 
+/** 400: the edge could not read the request (`problem` says why, in plain words). */
+export function badRequestPage(problem: string): Page {
+  return { status: 400, title: 'Bad request', detail: `This request could not be read: ${problem}.`, code: 'validation_error' };
+}
+
+/** 408: the request's head did not arrive in time (SLIPWAY_HEADERS_TIMEOUT_SECONDS). */
+export function requestTimeoutPage(): Page {
+  return { status: 408, title: 'Request timeout', detail: 'The request did not arrive in time.', code: 'validation_error' };
+}
+
 /**
  * Whether the client asked for JSON rather than a page: its Accept names `application/json` (or a
  * `+json` type) and not `text/html` (browsers name text/html; curl's `*\/*` gets the page).

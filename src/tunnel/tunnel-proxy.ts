@@ -177,6 +177,9 @@ export class TunnelProxy implements StreamTarget {
     /** Between requests: nothing due, no answer streaming, no partial head held, not upgraded. */
     const isIdle = (): boolean => waiting.length === 0 && watcher.idle && !framer.raw && framer.idle;
     const refuse = (status: number, message: string): null => {
+      // A malformed head that starts a request (nothing due before it) goes back to the HTTP server,
+      // whose parser and request guard answer it as for every other app host (Slipway's page).
+      if (status === 400 && handBack()) return null;
       // Answered only when no earlier answer is still due on this connection; else it just closes.
       if (waiting.length === 0) endSocketWithError(socket, status, { error: status === 413 ? 'payload_too_large' : 'validation_error', message });
       else socket.destroy();
@@ -191,6 +194,18 @@ export class TunnelProxy implements StreamTarget {
      * the HTTP server, which routes each request on its own Host, instead of being refused.
      */
     let sinceIdle: Buffer[] | undefined = [];
+    /** Gives the connection, with its bytes since idle, back to the HTTP server when nothing is due on it; false when it cannot. */
+    const handBack = (): boolean => {
+      if (sinceIdle === undefined || waiting.length > 0 || declined || hooks.release === undefined) return false;
+      const bytes = Buffer.concat(sinceIdle);
+      sinceIdle = undefined;
+      socket.off('timeout', onIdle);
+      socket.setTimeout(0);
+      bridge.detach();
+      socket.unshift(bytes);
+      hooks.release(socket);
+      return true;
+    };
     const filter: BridgeFilter = {
       fromSocket: (chunk) => {
         if (isIdle()) sinceIdle = [];
@@ -199,16 +214,7 @@ export class TunnelProxy implements StreamTarget {
         if ('status' in result) return refuse(result.status, result.message);
         for (const [i, info] of result.requests.entries()) {
           const problem = rawRequestProblem(info, shown);
-          if (problem === OTHER_HOST && i === 0 && sinceIdle !== undefined && waiting.length === 0 && !declined && hooks.release !== undefined) {
-            const bytes = Buffer.concat(sinceIdle);
-            sinceIdle = undefined;
-            socket.off('timeout', onIdle);
-            socket.setTimeout(0);
-            bridge.detach();
-            socket.unshift(bytes);
-            hooks.release(socket);
-            return null;
-          }
+          if (problem !== undefined && i === 0 && handBack()) return null;
           if (problem !== undefined) return refuse(400, problem);
           watcher.expect(info.method, info.upgrade);
           waiting.push({ method: info.method, path: info.target.slice(0, LOG_PATH_CHARS), upgrade: info.upgrade, started: performance.now() });

@@ -1,5 +1,6 @@
 // API tests: the audit log (decisions §18) — each recorded action leaves exactly one entry, never a value, key or password; who sees what; pages.
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { assertError } from '../helpers/api-assert.js';
 import { busyboxArchive, createArchiveApp, upload } from '../helpers/apps.js';
@@ -36,6 +37,24 @@ describe('audit log', () => {
   after(async () => {
     await s.close();
   });
+
+  /** A login sent from `from` (another loopback address: a client of its own to the login limiter). */
+  function loginFrom(from: string, email: string, password: string): Promise<{ status: number; body: string }> {
+    return new Promise((resolve, reject) => {
+      const req = http.request(
+        { host: '127.0.0.1', port: new URL(s.url).port, path: '/api/v1/auth/login', method: 'POST', localAddress: from, headers: { 'content-type': 'application/json' }, timeout: 60_000 },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text += chunk));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error('login timed out')));
+      req.on('error', reject);
+      req.end(JSON.stringify({ email, password }));
+    });
+  }
 
   /** Every entry the token sees (all pages), newest first, optionally narrowed. */
   async function entries(token: string, query = ''): Promise<Entry[]> {
@@ -193,6 +212,45 @@ describe('audit log', () => {
     assert.ok(!all.includes(setup.json.secret), 'the audit log holds the two-factor secret');
   });
 
+  test('the attack: a flood of wrong logins leaves one entry per refusal, the 429s included, and never the password', async () => {
+    const victim = await s.newUser('audit-flood');
+    const attacker = '127.0.0.2';
+    const statuses: number[] = [];
+    const bodies: string[] = [];
+    for (let i = 0; i < 25; i += 1) {
+      const res = await loginFrom(attacker, victim.email, `flood-guess-${i}`);
+      statuses.push(res.status);
+      bodies.push(res.body);
+    }
+    // The limiter's 10 checked guesses answer 401, every later one 429 at once.
+    assert.deepEqual(statuses, [...Array<number>(10).fill(401), ...Array<number>(15).fill(429)], bodies.join('\n'));
+    const failures = (await entries(s.adminToken, `&target_id=${victim.userId}`)).filter((e) => e.action === 'auth.login' && e.outcome === 'failure');
+    assert.equal(failures.length, 25, 'one entry per refused login');
+    for (const entry of failures) {
+      assert.deepEqual([entry.actor_id, entry.actor_email, entry.via, entry.target_type, entry.ip], [victim.userId, victim.email, 'session', 'user', attacker]);
+    }
+    // The victim reads them too, as every failed login against their account.
+    assert.equal((await entries(victim.token, `&target_id=${victim.userId}`)).filter((e) => e.outcome === 'failure').length, 25);
+    const all = (await entries(s.adminToken)).map((e) => JSON.stringify(e)).join('\n');
+    assert.ok(!all.includes('flood-guess-'), 'the audit log holds a password');
+  });
+
+  test("an administrator's quota change is recorded; a refused one is not", async () => {
+    const admin = (await s.request('GET', '/api/v1/users/me', { token: s.adminToken })).json;
+    const quota = `/api/v1/users/${ann.userId}/quotas`;
+    const set = await s.request('PATCH', quota, { token: s.adminToken, body: { deployments: 7 } });
+    assert.equal(set.status, 200, set.text);
+    const entry = await one(s.adminToken, 'user.quota', ann.userId, null);
+    assert.deepEqual([entry.actor_id, entry.actor_email, entry.target_type, entry.team_id], [admin.id, admin.email, 'user', null]);
+    // Refused: a bad value, and a user who is not an administrator; neither changes anything or adds an entry.
+    assertError(await s.request('PATCH', quota, { token: s.adminToken, body: { deployments: -1 } }), 400, 'validation_error');
+    assertError(await s.request('PATCH', quota, { token: ann.token, body: { deployments: 99 } }), 403, 'forbidden');
+    const cleared = await s.request('PATCH', quota, { token: s.adminToken, body: { deployments: null } });
+    assert.equal(cleared.status, 200, cleared.text);
+    const changes = (await entries(s.adminToken, `&target_id=${ann.userId}`)).filter((e) => e.action === 'user.quota');
+    assert.equal(changes.length, 2, JSON.stringify(changes));
+  });
+
   test('pages: newest first, Link header, bad limit or cursor 400; nothing changes or deletes an entry', async () => {
     const first = await s.request('GET', '/api/v1/audit?limit=2', { token: ann.token });
     assert.equal(first.status, 200);
@@ -206,7 +264,8 @@ describe('audit log', () => {
     assertError(await s.request('GET', '/api/v1/audit?cursor=garbage', { token: ann.token }), 400, 'validation_error');
     // Another user's cursor does not open.
     const cursor = new URL(link, s.url).searchParams.get('cursor') ?? '';
-    assertError(await s.request('GET', `/api/v1/audit?cursor=${cursor}`, { token: ben.token }), 400, 'validation_error');
+    // (Ben's key: turning two-factor login on above ended his other sessions.)
+    assertError(await s.request('GET', `/api/v1/audit?cursor=${cursor}`, { token: ben.apiKey }), 400, 'validation_error');
     for (const method of ['DELETE', 'PATCH', 'PUT']) {
       assertError(await s.request(method, `/api/v1/audit/${first.json[0].id}`, { token: s.adminToken, body: method === 'DELETE' ? undefined : {} }), 404, 'not_found');
     }

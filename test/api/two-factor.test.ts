@@ -88,6 +88,68 @@ describe('two-factor login', () => {
     assertNoLeak(await s.request('GET', '/api/v1/users/me/2fa', { token: user.token }), [secret]);
   });
 
+  test('the attack: a stolen password cannot be checked without the code (right and wrong password get one answer)', async () => {
+    // Two-factor login is on (the tests above). Every refusal must be the same bytes a client can see.
+    const answers = {
+      rightPasswordNoCode: await login({}),
+      wrongPasswordNoCode: await login({ password: 'not-the-password' }),
+      rightPasswordWrongCode: await login({ otp: '000000' }),
+      wrongPasswordWrongCode: await login({ password: 'not-the-password', otp: '000000' }),
+      unknownEmail: await s.request('POST', '/api/v1/auth/login', { body: { email: `nobody-${process.pid}@example.com`, password: user.password } }),
+    };
+    const seen = Object.entries(answers).map(([name, res]) => ({
+      name,
+      status: res.status,
+      body: res.text,
+      type: res.headers.get('content-type'),
+      authenticate: res.headers.get('www-authenticate'),
+      retryAfter: res.headers.get('retry-after'),
+    }));
+    const expected = { status: 401, body: JSON.stringify({ error: 'invalid_credentials', message: 'wrong email, password or two-factor code' }), type: 'application/json; charset=utf-8' };
+    for (const answer of seen) {
+      assert.deepEqual({ status: answer.status, body: answer.body, type: answer.type }, expected, answer.name);
+      assert.equal(answer.authenticate, seen[0]?.authenticate, answer.name);
+      assert.equal(answer.retryAfter, null, answer.name);
+    }
+    // The dashboard's cookie login answers alike.
+    const cookie = [
+      await s.request('POST', '/api/v1/auth/session', { body: { email: user.email, password: user.password } }),
+      await s.request('POST', '/api/v1/auth/session', { body: { email: user.email, password: 'not-the-password' } }),
+    ];
+    assert.deepEqual(
+      cookie.map((res) => [res.status, res.text]),
+      [
+        [401, expected.body],
+        [401, expected.body],
+      ],
+    );
+    assert.equal((await login({ otp: await next() })).status, 200, 'the right password with its code still logs in');
+  });
+
+  test('turning two-factor login on ends the user’s other sessions and keeps the one that turned it on', async () => {
+    const other = await s.newUser('otp-sessions');
+    const signIn = async (): Promise<string> => {
+      const res = await s.request('POST', '/api/v1/auth/login', { body: { email: other.email, password: other.password } });
+      assert.equal(res.status, 200, res.text);
+      return res.json.token as string;
+    };
+    const phone = await signIn();
+    const laptop = await signIn();
+    const me = async (token: string): Promise<number> => (await s.request('GET', '/api/v1/users/me', { token })).status;
+    assert.deepEqual([await me(phone), await me(laptop), await me(other.token)], [200, 200, 200]);
+    const setup = await s.request('POST', '/api/v1/users/me/2fa', { token: laptop });
+    assert.equal(setup.status, 201, setup.text);
+    // Setting up (not yet on) ends nothing.
+    assert.deepEqual([await me(phone), await me(other.token)], [200, 200]);
+    const more = codes(setup.json.secret);
+    const confirmed = await s.request('POST', '/api/v1/users/me/2fa/confirm', { token: laptop, body: { code: await more() } });
+    assert.equal(confirmed.status, 200, confirmed.text);
+    assertError(await s.request('GET', '/api/v1/users/me', { token: phone }), 401, 'unauthorized');
+    assertError(await s.request('GET', '/api/v1/users/me', { token: other.token }), 401, 'unauthorized');
+    assert.equal(await me(laptop), 200, 'the session that turned it on stays');
+    assert.equal(await me(other.apiKey), 200, 'API keys are not sessions: unaffected');
+  });
+
   test('turning it off needs a current code', async () => {
     assertError(await s.request('DELETE', '/api/v1/users/me/2fa', { token: user.token, body: { code: '000000' } }), 400, 'validation_error');
     assertError(await s.request('DELETE', '/api/v1/users/me/2fa', { token: user.token, body: {} }), 400, 'validation_error');

@@ -89,6 +89,12 @@ describe('slipway teams, audit, 2fa and login with a code', () => {
       const reused = await cli(['login', '--url', server.url, '--otp', hotp(key, now + 1)], { home: loginHome, input: `${dev.email}\n${dev.password}\n` });
       assert.notEqual(reused.code, 0, 'a code works once');
       assert.match(reused.stderr, /wrong email, password or two-factor code/);
+      // A wrong password is asked for a code too (the server never says which part was wrong); with
+      // none given (stdin ended), the refusal stands.
+      const wrong = await cli(['login', '--url', server.url], { home: loginHome, input: `${dev.email}\nnot-the-password\n` });
+      assert.equal(wrong.code, 1, wrong.stderr);
+      assert.match(wrong.stderr, /Two-factor code: /);
+      assert.match(wrong.stderr, /error: wrong email, password or two-factor code\n$/);
     } finally {
       await rm(loginHome, { recursive: true, force: true });
     }

@@ -11,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../../src/config.js';
 import { AppProxy } from '../../src/proxy/app-proxy.js';
 import { connectedTunnel, frontDoor } from '../../src/proxy/front-door.js';
+import { edgeRefusals } from '../../src/proxy/edge-refusals.js';
 import { findHaproxy } from '../../src/proxy/haproxy/haproxy-binary.js';
 import { HaproxyDataPlane, haproxyFiles, listenForHaproxy } from '../../src/proxy/haproxy/haproxy-data-plane.js';
 import { nodeDataPlane } from '../../src/proxy/node-data-plane.js';
@@ -136,6 +137,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       socket.destroy();
     }
   });
+  // As the edge: what Node's parser refuses is answered as the edge answers it (a page on app hosts).
+  front.on('clientError', edgeRefusals((host) => table.resolveHost(host) !== null).clientError);
   // As main.ts: connections whose first request names a connected tunnel become its raw pipe.
   const door = frontDoor({
     http: front,

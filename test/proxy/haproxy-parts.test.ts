@@ -13,7 +13,7 @@ import { haproxyFiles, listenForHaproxy } from '../../src/proxy/haproxy/haproxy-
 import { processEnded } from '../../src/proxy/haproxy/haproxy-process.js';
 import { eventually } from '../helpers/apps.js';
 import { isSafeWord, RuntimeApi, RuntimeApiError } from '../../src/proxy/haproxy/runtime-api.js';
-import { parseProxyV2 } from '../../src/proxy/proxy-protocol.js';
+import { LATE_HEAD_MARK, parseProxyV2 } from '../../src/proxy/proxy-protocol.js';
 
 const SIGNATURE = Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a]);
 
@@ -77,6 +77,25 @@ describe('PROXY protocol v2', () => {
     const parsed = parseProxyV2(proxyV2(2, addresses));
     assert.ok(typeof parsed === 'object' && !(parsed instanceof Error));
     assert.deepEqual(parsed.source, { address: '2001:db8::1', port: 4242 });
+  });
+
+  it('reads the unique-id TLV after the addresses (HAProxy marks a head it waited for in vain), skipping other TLVs', () => {
+    const tlv = (type: number, value: string): Buffer => {
+      const head = Buffer.from([type, 0, 0]);
+      head.writeUInt16BE(Buffer.byteLength(value), 1);
+      return Buffer.concat([head, Buffer.from(value, 'latin1')]);
+    };
+    const addresses = Buffer.concat([Buffer.from([203, 0, 113, 7, 127, 0, 0, 1, 0xd4, 0x31, 0x00, 0x50]), tlv(0x01, 'h2'), tlv(0x05, LATE_HEAD_MARK)]);
+    const data = proxyV2(1, addresses, Buffer.from('GET / HT'));
+    const parsed = parseProxyV2(data);
+    assert.ok(typeof parsed === 'object' && !(parsed instanceof Error));
+    assert.deepEqual([parsed.source, parsed.uniqueId], [{ address: '203.0.113.7', port: 0xd431 }, 'late']);
+    assert.equal(data.subarray(parsed.length).toString(), 'GET / HT');
+    // No TLV, or one cut short: no unique id.
+    const plain = parseProxyV2(proxyV2(1, addresses.subarray(0, 12)));
+    assert.ok(typeof plain === 'object' && !(plain instanceof Error) && plain.uniqueId === undefined);
+    const cut = parseProxyV2(proxyV2(1, Buffer.concat([addresses.subarray(0, 12), Buffer.from([0x05, 0x00, 0x09, 0x6c])])));
+    assert.ok(typeof cut === 'object' && !(cut instanceof Error) && cut.uniqueId === undefined);
   });
 
   it('waits for more bytes, and refuses what is not a header', () => {

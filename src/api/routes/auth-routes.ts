@@ -23,8 +23,9 @@ export const authRoutes =
           input,
         );
       } catch (err) {
-        // Attempts that were checked (the limiter bounds them, so a flood of refused ones writes nothing); never the password or code.
-        if (err instanceof DomainError && err.code === 'invalid_credentials') await recordFailedLogin(deps.accounts, input);
+        // Every refused login is an entry: wrong credentials (401) and attempts the limiter refused
+        // before any check (429) alike; never the password or code.
+        if (err instanceof DomainError && (err.code === 'invalid_credentials' || err.code === 'rate_limited')) await recordFailedLogin(deps.accounts, input);
         throw err;
       }
     };

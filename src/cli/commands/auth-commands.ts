@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { ApiClient } from '../api-client.js';
 import type { LoginAnswer, MessageAnswer, User } from '../api-types.js';
-import { CliError, usageError } from '../cli-error.js';
+import { CliError, EXIT_INTERRUPTED, usageError } from '../cli-error.js';
 import type { CliIo } from '../cli-io.js';
 import { connect, currentLogin, withInterrupt, withJson, type JsonOption } from '../command-context.js';
 import { configPath, normaliseServerUrl, readSavedLogin, writeSavedLogin } from '../credentials.js';
@@ -109,10 +109,18 @@ async function login(io: CliIo, options: LoginOptions, signal: AbortSignal): Pro
     try {
       answer = await attempt(options.otp);
     } catch (err) {
-      // Two-factor login on and no code given: ask for it (a third line on stdin when it is not a terminal).
-      if (!(err instanceof CliError) || options.otp !== undefined || !/two-factor code is required/.test(err.message)) throw err;
-      const code = (await prompter.ask('Two-factor code: ')).trim();
-      if (code === '') throw usageError('a two-factor code is needed for this account (--otp CODE)');
+      // The server refuses every failed login alike (it never says that only the code was missing),
+      // so a refusal without --otp asks for a code once: from a terminal, or a third line of stdin.
+      // No code (Enter, or stdin ended): the refusal stands.
+      if (!(err instanceof CliError) || err.code !== 'invalid_credentials' || options.otp !== undefined) throw err;
+      io.stderr.write(`${err.message}: if your account has two-factor login, give its code (Enter if not)\n`);
+      const code = (
+        await prompter.ask('Two-factor code: ').catch((asked: unknown) => {
+          if (asked instanceof CliError && asked.exitCode === EXIT_INTERRUPTED) throw asked;
+          return '';
+        })
+      ).trim();
+      if (code === '') throw err;
       answer = await attempt(code);
     }
   } finally {

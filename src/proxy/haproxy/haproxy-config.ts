@@ -1,6 +1,7 @@
 // HAProxy's configuration, error bodies and host map, rendered from Slipway's settings and the routes of the moment.
 import type { EdgeLimits } from '../../config.js';
 import { badGatewayPage, gatewayTimeoutPage, renderPage, unavailablePage, type Page } from '../pages.js';
+import { LATE_HEAD_MARK } from '../proxy-protocol.js';
 
 /** The backend that holds one (dynamic) server per live upstream, chosen per request by the host map. */
 export const APPS_BACKEND = 'apps';
@@ -53,6 +54,13 @@ export interface HaproxyConfigInput {
   readonly domain?: string | undefined;
 }
 
+/**
+ * A head that repeats its Host or Content-Length line (in any case, lines apart), up to its end:
+ * PCRE, case-insensitive (a named group: HAProxy compiles ACL patterns without numbered captures).
+ * HAProxy's parser keeps one of two identical Host lines, so it is caught on the raw bytes.
+ */
+const REPEATED_HEADER = '(?s)^(?:(?!\\r\\n\\r\\n).)*?\\r\\n(?<name>host|content-length)[ \\t]*:(?:(?!\\r\\n\\r\\n).)*?\\r\\n\\k<name>[ \\t]*:';
+
 /** Longest wait for an app to send its response head, as the Node plane's upstream timeout. */
 const UPSTREAM_TIMEOUT = '60s';
 /** Idle bound of an upgraded (WebSocket, tunnel) connection; tunnels send heartbeats well within it. */
@@ -94,18 +102,39 @@ defaults
   option splice-response
   # A visitor who goes away takes their request with them (as the Node plane destroys the upstream request).
   option abortonclose
-  # HAProxy's own refusals of what is not yet a request (a malformed one, a head or body start that
-  # did not arrive in time) answer as Node's parser refusals do on the Node plane, whatever the host:
-  # {error, message} JSON.
+  # HAProxy's stream-level refusals (a rule's 400, a body that did not arrive in time: 408) are
+  # {error, message} JSON, as Node's are. (Its HTTP/1 parser's own answers ignore every errorfile:
+  # see the frontend.)
   errorfile 400 ${page('400.http')}
   errorfile 408 ${page('408.http')}
 
 frontend public
+  # TCP first. HAProxy 2.6's HTTP/1 parser answers a malformed head or a late one with its built-in
+  # HTML before any errorfile, http-errors section or http-error rule applies (it keeps an errorfile
+  # only to close without a word), and drops a repeated identical Host line (so no rule can count
+  # it). So each connection's first head is looked at raw: a whole, well-formed head with one Host
+  # and one Content-Length line becomes HTTP here; any other (malformed, ambiguous, or not whole
+  # within SLIPWAY_HEADERS_TIMEOUT_SECONDS) goes to Node untouched, whose parser and request guard
+  # answer exactly as on the Node plane: JSON for the API host, Slipway's page on app hosts.
+  mode tcp
   bind ${bind}
 ${tls === undefined ? '' : `  bind ${tlsBind} ssl crt-list ${files.crtList} strict-sni alpn http/1.1
 `}  maxconn ${limits.maxConnections}
   tcp-request connection track-sc0 src table per_address
   tcp-request connection reject if { sc0_conn_cur(per_address) gt ${limits.maxConnectionsPerAddress} }
+  tcp-request inspect-delay ${ms(limits.headersTimeoutMs)}
+  tcp-request content set-var(txn.head_start) date(0,ms) if !{ var(txn.head_start) -m found }
+  tcp-request content set-var(txn.raw) str(malformed) if !HTTP
+  tcp-request content set-var(txn.head) req.payload(0,0) if !{ var(txn.raw) -m found }
+  tcp-request content set-var(txn.raw) str(repeated) if { var(txn.head) -m reg -i "${REPEATED_HEADER}" }
+  tcp-request content unset-var(txn.head)
+  # Handed over only because it was not whole in time: Node answers 408 at once (proxy-protocol.ts).
+  # (The wait is computed by an action: a condition on "date" would wait for the inspect delay.)
+  tcp-request content set-var(txn.head_wait) date(0,ms),sub(txn.head_start) if { var(txn.raw) -m found }
+  tcp-request content set-var(txn.raw) str(${LATE_HEAD_MARK}) if { var(txn.head_wait) -m int ge ${Math.max(limits.headersTimeoutMs - 100, limits.headersTimeoutMs / 2)} }
+  tcp-request content switch-mode http if !{ var(txn.raw) -m found }
+  # Sent to Node in the PROXY header of a raw hand-over (proxy-v2-options unique-id).
+  unique-id-format %[var(txn.raw)]
   # Client-address headers are never taken from the visitor; each backend sets its own.
   http-request del-header x-forwarded-for
   http-request del-header x-forwarded-proto
@@ -127,6 +156,8 @@ ${domain === undefined ? '' : `  # Hosts under the domain (apps not live, tunnel
   http-request set-var(txn.replicas) var(txn.host),map_str_int(${files.countMap}) if { var(txn.host) -m found }
   http-request set-var(txn.replica) rand,mod(txn.replicas) if { var(txn.replicas) -m found }
   http-request set-var(txn.server) var(txn.host),concat(/,txn.replica),map(${files.hostMap}) if { var(txn.replica) -m found }
+${tls === undefined ? '' : `  use_backend node_tls_raw if { var(txn.raw) -m found } { ssl_fc }
+`}  use_backend node_raw if { var(txn.raw) -m found }
   use_backend ${APPS_BACKEND} if { var(txn.server) -m found }
 ${tls === undefined ? '' : `  # Requests that came over TLS reach Node on its own port: it must not redirect them to https again.
 ${domain === undefined ? '' : `  use_backend node_tls_apps if { ssl_fc } { var(txn.apphost) -m found }
@@ -171,9 +202,22 @@ ${nodeErrors(page, false)}
   # tunnel's raw pipe crosses it twice per request), and no other local user can reach it to forge
   # a PROXY header.
   server node unix@${files.nodeSocket} send-proxy-v2
-${domain === undefined ? '' : nodeBackend('node_apps', files.nodeSocket, page)}${tls === undefined ? '' : nodeBackend('node_tls', files.nodeTlsSocket, page, false)}${
+${rawBackend('node_raw', files.nodeSocket)}${tls === undefined ? '' : rawBackend('node_tls_raw', files.nodeTlsSocket)}${domain === undefined ? '' : nodeBackend('node_apps', files.nodeSocket, page)}${tls === undefined ? '' : nodeBackend('node_tls', files.nodeTlsSocket, page, false)}${
   tls === undefined || domain === undefined ? '' : nodeBackend('node_tls_apps', files.nodeTlsSocket, page)
 }`;
+}
+
+/**
+ * A raw (TCP) backend to one of Node's sockets, for a first head HAProxy does not parse itself: the
+ * PROXY header names the visitor and carries why (`unique-id`: malformed, repeated, late).
+ */
+function rawBackend(name: string, socket: string): string {
+  return `
+backend ${name}
+  mode tcp
+  timeout server ${TUNNEL_TIMEOUT}
+  server ${name} unix@${socket} send-proxy-v2 proxy-v2-options unique-id
+`;
 }
 
 /** Another backend to one of Node's sockets, as `node`; `apps`: its errors are Slipway's pages. */
