@@ -7,7 +7,7 @@ import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import { serviceContainer, serviceNetworkName } from '../runtime/service.js';
 import type { DatabasesContext } from './database-context.js';
-import { getDatabaseRow } from './databases.js';
+import { getDatabaseRow } from './database-access.js';
 import { ENGINES } from './engines.js';
 
 const CONNECT_PATH = /^\/api\/v1\/databases\/([^/?#]{1,200})\/connect$/;

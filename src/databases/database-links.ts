@@ -10,7 +10,7 @@ import { ensureServiceNetwork, serviceNetworkName } from '../runtime/service.js'
 import type { DatabasesContext } from './database-context.js';
 import type { DatabaseRow } from './database-store.js';
 import { ENGINES } from './engines.js';
-import { getDatabaseRow } from './databases.js';
+import { getDatabaseRow } from './database-access.js';
 
 /** The variable a link sets when none is named. */
 export const DEFAULT_LINK_ENV = 'DATABASE_URL';

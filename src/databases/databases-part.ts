@@ -1,14 +1,11 @@
 // The managed-databases part of the server, built in one call from what main.ts has: the context the API uses, the runtime wrapper for links, reconciliation and shutdown.
 import type { Config } from '../config.js';
-import type { Db } from '../db/database.js';
-import { databaseDeploymentCatalog } from '../db/deployment-catalog.js';
-import { databaseManagedDatabaseStore } from '../db/managed-database-store.js';
-import { databaseQuotaStore } from '../db/quota-store.js';
-import { QuotaGuard } from '../domain/quotas.js';
+import type { DeploymentCatalog } from '../domain/deployment-catalog.js';
+import { QuotaGuard, type QuotaStore } from '../domain/quotas.js';
 import type { AppRuntime } from '../runtime/app-runtime.js';
 import type { ContainerEngine } from '../runtime/engine.js';
-import type { ValueCipher } from '../secrets/value-cipher.js';
 import type { DatabaseLog, DatabasesContext } from './database-context.js';
+import type { DatabaseStore } from './database-store.js';
 import { linkedReleaseParts } from './database-links.js';
 import { DatabaseWork } from './database-work.js';
 import { withLinkedDatabases } from './linked-runtime.js';
@@ -51,8 +48,8 @@ export async function databasesPart(options: Parameters<typeof createDatabasesPa
 }
 
 export function createDatabasesPart(options: {
-  readonly db: Db;
-  readonly cipher: ValueCipher;
+  /** The stores it reads and writes (built over the database by the stores part). */
+  readonly stores: { readonly managedDatabases: DatabaseStore; readonly catalog: DeploymentCatalog; readonly quotaStore: QuotaStore };
   readonly engine: ContainerEngine;
   readonly config: Config;
   readonly instanceId: string;
@@ -64,9 +61,9 @@ export function createDatabasesPart(options: {
 }): DatabasesPart {
   const { config } = options;
   const context: DatabasesContext = {
-    store: databaseManagedDatabaseStore(options.db, options.cipher),
-    deployments: databaseDeploymentCatalog(options.db),
-    quotas: new QuotaGuard(databaseQuotaStore(options.db), config.quotas),
+    store: options.stores.managedDatabases,
+    deployments: options.stores.catalog,
+    quotas: new QuotaGuard(options.stores.quotaStore, config.quotas),
     engine: options.engine,
     instanceId: options.instanceId,
     images: config.databaseImages,

@@ -5,8 +5,7 @@ import type { Principal } from '../core/principal.js';
 import { DNS_LABEL } from '../core/dns-label.js';
 import { pageFromRows, type Page, type PageRequest } from '../core/page.js';
 import { actorOf, type AuditRecord } from '../domain/audit.js';
-import { assertUuid } from '../domain/deployments.js';
-import { authorizeDeployment, authorizeTeam, type DeploymentAction } from '../domain/policy.js';
+import { authorizeTeam } from '../domain/policy.js';
 import type { ContainerStats } from '../runtime/engine.js';
 import { serviceContainer } from '../runtime/service.js';
 import type { DatabasesContext } from './database-context.js';
@@ -14,6 +13,7 @@ import type { DatabaseChanges, DatabaseRow } from './database-store.js';
 import { DATABASE_ENGINES, type DatabaseCredentials, type DatabaseEngineName } from './engine-adapter.js';
 import { ENGINES } from './engines.js';
 import { detachLinkedApps } from './database-links.js';
+import { getDatabaseRow } from './database-access.js';
 import { measureSize } from './database-containers.js';
 import { startInBackground, startNow } from './provisioning.js';
 import { removeService } from '../runtime/service.js';
@@ -61,19 +61,6 @@ function checkMemory(memoryMb: number, maxMemoryMb: number): number {
 function checkCpus(cpus: number, maxCpus: number): number {
   if (!(cpus >= 0.01 && cpus <= maxCpus)) throw invalid(`cpus must be from 0.01 to ${maxCpus} (this server's ceiling)`);
   return Math.round(cpus * 1e9);
-}
-
-/**
- * A database the caller may `action` (the deployment policy, applied to databases): missing, not a
- * UUID, another user's or a team's the caller is not in → 404; a member below the role → 403.
- */
-export async function getDatabaseRow(ctx: Pick<DatabasesContext, 'store'>, principal: Principal, id: string, action: DeploymentAction): Promise<DatabaseRow> {
-  try {
-    assertUuid(id, 'database');
-  } catch {
-    throw new DomainError('not_found', 'database not found');
-  }
-  return authorizeDeployment(principal, await ctx.store.get(id), action, 'database');
 }
 
 export interface CreateDatabaseInput {
@@ -275,3 +262,4 @@ export function presentDatabase(row: DatabaseRow): DatabaseView {
 }
 
 export type { DatabaseChanges };
+export { getDatabaseRow };

@@ -21,6 +21,7 @@ import { databaseChallengeStore } from './challenge-store.js';
 import { customDomainRoutes, databaseCustomDomainStore } from './custom-domain-store.js';
 import type { Db } from './database.js';
 import { databaseDeploymentCatalog } from './deployment-catalog.js';
+import { databaseManagedDatabaseStore } from './managed-database-store.js';
 import { databaseDeploymentStore } from './deployment-store.js';
 import { databaseInstanceRegistry } from './instance-registry.js';
 import { databasePreviewCatalog } from './preview-catalog.js';
@@ -87,6 +88,7 @@ async function buildStores({ config, db, cipher, coordination, runner, log }: St
     deployments: databaseDeploymentStore(db, runner),
     catalog: databaseDeploymentCatalog(db),
     quotaStore: databaseQuotaStore(db),
+    managedDatabases: databaseManagedDatabaseStore(db, cipher),
     webhooks: databaseWebhookStore(db, cipher),
     previews: databasePreviewCatalog(db),
     domains: databaseCustomDomainStore(db),
