@@ -34,5 +34,9 @@ export function withLinkedDatabases(runtime: AppRuntime, linked: LinkedParts): A
     const remove = runtime.removeDeployment.bind(runtime);
     wrapped.removeDeployment = (instanceId, deploymentId) => remove(instanceId, deploymentId);
   }
+  if (runtime.releaseExits !== undefined) {
+    const exits = runtime.releaseExits.bind(runtime);
+    wrapped.releaseExits = (instanceId, ids, sinceMs, untilMs, signal) => exits(instanceId, ids, sinceMs, untilMs, signal);
+  }
   return wrapped;
 }

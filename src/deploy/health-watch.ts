@@ -35,8 +35,6 @@ export class HealthWatch {
   readonly #deps: HealthWatchDeps;
   readonly #tracker = new CrashTracker();
   readonly #now: () => number;
-  /** Deployment → its live release, as of the latest look. */
-  #live = new Map<string, string>();
   #health = new Map<string, AppHealth>();
   #seen = new Map<string, number>();
   #since: number | undefined;
@@ -62,12 +60,12 @@ export class HealthWatch {
     const { runtime, store } = this.#deps;
     if (runtime.releaseExits === undefined) return;
     const now = this.#now();
-    const rows = (await store.liveContainers()).filter((row) => row.upstreams.length > 0 || this.#live.get(row.deploymentId) === row.containerId);
+    // Every live release, serving now or not: a crash-looping container is often down when the routes are refreshed.
+    const rows = await store.liveContainers();
     const live = new Map(rows.map((row) => [row.deploymentId, row.containerId]));
     const since = (this.#since ?? now - FIRST_LOOK_MS) - OVERLAP_MS;
     const exits: Map<string, ReleaseExit[]> = rows.length === 0 ? new Map() : await runtime.releaseExits(this.#deps.instanceId, [...live.values()], since, now, signal);
     this.#since = now;
-    this.#live = live;
     this.#tracker.keepOnly(live);
     for (const row of rows) {
       const fresh = (exits.get(row.containerId) ?? []).filter((exit: ReleaseExit) => !this.#seen.has(exit.key));
