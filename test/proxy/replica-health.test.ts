@@ -179,6 +179,8 @@ for (const kind of PLANES) {
           const route = under.table.get('pair');
           return route?.kind === 'app' && route.state === 'live' && route.upstreams.length === 1 ? true : undefined;
         }, 30_000, 'the closed replica to leave the served route');
+        // The route change reaches HAProxy through its runtime API a moment after the table changes.
+        await under.haproxy?.drain({ host: '0.0.0.0', port: 1 }, 1000);
         for (let i = 0; i < 10; i++) assert.deepEqual(await get(under.port, 'pair.apps.test'), { status: 200, body: 'one' });
         two = await namedServer('two', twoPort);
         await eventually(async () => {
