@@ -71,6 +71,32 @@ describe('slipway db connect', () => {
     await assert.rejects(talk(port, 'PING\r\n', /PONG/), /ECONNREFUSED/);
   });
 
+  test('revoking the key ends an open connection at once, and the CLI says why', async () => {
+    const creds = (await s.request('GET', `/api/v1/databases/${id}/credentials`, { token: user.token })).json;
+    const key = await s.request('POST', '/api/v1/api-keys', { token: user.token, body: { name: 'short-lived' } });
+    assert.equal(key.status, 201, key.text);
+    const problems: string[] = [];
+    const { port, stop } = await listen(key.json.key, problems);
+    try {
+      const socket = net.connect(port, '127.0.0.1');
+      let got = '';
+      socket.on('data', (chunk: Buffer) => (got += chunk.toString()));
+      const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+      socket.on('error', () => undefined);
+      socket.write(`AUTH default ${creds.password}\r\nPING\r\n`);
+      const deadline = Date.now() + 20_000;
+      while (!got.includes('PONG') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.equal(got, '+OK\r\n+PONG\r\n', problems.join('; '));
+      assert.equal((await s.request('DELETE', `/api/v1/api-keys/${key.json.api_key.id}`, { token: user.token })).status, 204);
+      // The stream is looked at again every few seconds: the connection ends without a byte more.
+      const ended = await Promise.race([closed.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 20_000))]);
+      assert.equal(ended, true, 'the carried connection should close after the key was revoked');
+      assert.match(problems.join(';'), /API key was revoked/);
+    } finally {
+      await stop();
+    }
+  });
+
   test("another user's key is refused as if the database did not exist; a stopped database says how to start it", async () => {
     const problems: string[] = [];
     const outsider = await listen(other.apiKey, problems);
