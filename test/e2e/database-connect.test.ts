@@ -1,5 +1,6 @@
 // End-to-end: `slipway db connect`'s listener carries a client's connection through the API's WebSocket to a database that publishes no port; refusals say why.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { runDbConnect } from '../../src/cli/db-connect.js';
@@ -29,6 +30,35 @@ function talk(port: number, text: string, until: RegExp): Promise<string> {
       resolve(got);
     });
     socket.on('error', reject);
+  });
+}
+
+/** Runs the host's psql against `port` on loopback with `sql`, piping `input` in; resolves with the number of bytes it printed and their last 200 characters (no 100 MiB string is held). */
+function hostPsql(port: number, creds: { username: string; password: string; database: string }, sql: string, input?: () => AsyncIterable<Buffer>): Promise<{ bytes: number; tail: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('psql', ['-h', '127.0.0.1', '-p', String(port), '-U', creds.username, '-d', creds.database, '-v', 'ON_ERROR_STOP=1', '-Atc', sql], {
+      env: { ...process.env, PGPASSWORD: creds.password, PGCONNECT_TIMEOUT: '20' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let bytes = 0;
+    let tail = '';
+    let err = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+      tail = (tail + chunk.toString()).slice(-200);
+    });
+    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve({ bytes, tail }) : reject(new Error(`psql exited with ${code}: ${err}`))));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 240_000);
+    child.on('close', () => clearTimeout(timer));
+    if (input === undefined) child.stdin.end();
+    else {
+      void (async () => {
+        for await (const chunk of input()) if (!child.stdin.write(chunk)) await new Promise((r) => child.stdin.once('drain', r));
+        child.stdin.end();
+      })().catch(reject);
+    }
   });
 }
 
@@ -110,5 +140,38 @@ describe('slipway db connect', () => {
     assert.equal(await talk(stopped.port, 'PING\r\n', /PONG/), '');
     await stopped.stop();
     assert.match(stoppedProblems.join(';'), /is stopped: start it first/);
+  });
+
+  test("the host's psql through the listener: a 100 MiB COPY each way arrives whole", async () => {
+    const created = await s.request('POST', '/api/v1/databases', { token: user.token, body: { name: 'bulk', engine: 'postgres' } });
+    assert.equal(created.status, 201, created.text);
+    const pgId = created.json.id as string;
+    assert.equal((await waitForStatus(s, user.token, pgId)).status, 'running');
+    const creds = (await s.request('GET', `/api/v1/databases/${pgId}/credentials`, { token: user.token })).json;
+    const controller = new AbortController();
+    let port = 0;
+    let listening!: () => void;
+    const up = new Promise<void>((resolve) => (listening = resolve));
+    const problems: string[] = [];
+    const done = runDbConnect({ serverUrl: s.url, bearer: user.apiKey, databaseId: pgId, port: 0, signal: controller.signal, onListening: (p) => { port = p; listening(); }, onProblem: (m) => problems.push(m) });
+    await up;
+    try {
+      // 102400 lines of 1023 characters and a newline: 100 MiB out of the database.
+      const out = await hostPsql(port, creds, "COPY (SELECT repeat('x', 1023) FROM generate_series(1, 102400)) TO STDOUT");
+      assert.equal(out.bytes, 100 * 1024 * 1024, problems.join('; '));
+      // And 100 MiB in: streamed from here, counted there.
+      await hostPsql(port, creds, 'CREATE TABLE bulk (line text)');
+      const line = Buffer.from(`${'y'.repeat(1023)}\n`);
+      const block = Buffer.concat(Array.from({ length: 64 }, () => line));
+      const lines = async function* (): AsyncIterable<Buffer> {
+        for (let i = 0; i < 1600; i += 1) yield block;
+      };
+      await hostPsql(port, creds, 'COPY bulk FROM STDIN', lines);
+      const counted = await hostPsql(port, creds, 'SELECT count(*), sum(length(line)) FROM bulk');
+      assert.equal(counted.tail.trim(), `${1600 * 64}|${1600 * 64 * 1023}`);
+    } finally {
+      controller.abort();
+      await done;
+    }
   });
 });
