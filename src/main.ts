@@ -97,7 +97,8 @@ async function addControlPlane(parts: Parts, config: Config, options: StartOptio
   const engineRuntime = parts.add('runtime', await runtimePart(config, instanceId, log, options.engine));
   // Managed databases (decisions §19): every release gets its linked databases through the runtime.
   const databases = parts.add('databases', await databasesPart({
-    config, log, stores, instanceId, engine: engineRuntime.engine, engineUp: engineRuntime.engineUp,
+    config, log, stores, instanceId, self: runner, background, engine: engineRuntime.engine, engineUp: engineRuntime.engineUp,
+    liveInstances: () => stores.registry.liveIds(new Date()),
     authenticate: (bearer) => authenticateBearer(stores.accounts, stores.keyUsage, bearer),
     refuse: (socket, err) => { const { status, body } = toErrorResponse(err); endSocketWithError(socket, status, body); },
     leadsAlone: async () => coordination.isLeader() && (config.databaseUrl === undefined || ![...(await stores.registry.liveUrls(new Date())).keys()].some((id) => id !== runner)),
