@@ -24,7 +24,7 @@ export function goDockerfile(facts: GoFacts, images: BaseImages): string {
       'ENV CGO_ENABLED=0',
       ...modules,
       'COPY . .',
-      `RUN go build -trimpath -ldflags="-s -w" -o /out/${binary} ${target}`,
+      `RUN go build -ldflags="-s -w" -o /out/${binary} ${target}`,
     ].join('\n'),
     [
       comment('The image that runs: the binary alone.'),

@@ -118,7 +118,7 @@ describe('go and static', () => {
       'COPY go.mod go.sum ./',
       'RUN go mod download',
       'COPY . .',
-      'RUN go build -trimpath -ldflags="-s -w" -o /out/shop ./cmd/shop',
+      'RUN go build -ldflags="-s -w" -o /out/shop ./cmd/shop',
       'FROM r:1',
       'COPY --from=build /out/shop /usr/local/bin/shop',
       'USER 10001:10001',
