@@ -42,7 +42,7 @@ export function generateDockerfile(tree: SourceTree, options: GenerateOptions): 
 function stackBody(facts: StackFacts, options: GenerateOptions): string {
   switch (facts.stack) {
     case 'node':
-      return nodeDockerfile(facts, options.images);
+      return nodeDockerfile(facts, options.images, options.dockerfilePath);
     case 'python':
       return pythonDockerfile(facts, options.images);
     case 'go':

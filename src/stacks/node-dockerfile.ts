@@ -1,5 +1,5 @@
 // The Dockerfile of a Node.js app: dependencies in their own layers, the build with dev dependencies, production ones in the image.
-import { comment, execForm, portLines, safePath } from './dockerfile-text.js';
+import { comment, execForm, portLines } from './dockerfile-text.js';
 import { DEFAULT_BASE_IMAGES, type BaseImages, type NodeFacts, type NodeInstall } from './stack-types.js';
 
 /** The Node image: the configured one, or the default's family at engines.node's major version. */
@@ -21,8 +21,28 @@ function installCommands(install: Extract<NodeInstall, { kind: 'manager' }>): [s
   }
 }
 
-/** The Dockerfile body (after the header) for a Node app. */
-export function nodeDockerfile(facts: NodeFacts, images: BaseImages): string {
+/** COPY of one path to the same place under the working directory (JSON form for names with spaces or quotes). */
+function copySame(paths: readonly string[], dir: boolean): string {
+  const target = dir ? `./${paths[0] ?? ''}` : './';
+  const plain = [...paths, target].every((p) => /^[\w.@+/-]+$/.test(p));
+  return plain ? `COPY ${[...paths, target].join(' ')}` : `COPY [${[...paths, target].map((p) => JSON.stringify(p)).join(', ')}]`;
+}
+
+/**
+ * The source without node_modules/, copied entry by entry: vendored dependencies have their own
+ * layer, and a `COPY . .` would copy them again with every change of the source.
+ */
+function copySourceWithoutModules(facts: NodeFacts, dockerfilePath: string): string[] {
+  const files = facts.rootFiles.filter((f) => f !== dockerfilePath);
+  return [
+    comment('The source, entry by entry so node_modules/ (in its own layer) is not copied again; a new', 'top-level file or folder needs a line here.'),
+    ...(files.length === 0 ? [] : [copySame(files, false)]),
+    ...facts.rootDirs.map((d) => copySame([d], true)),
+  ];
+}
+
+/** The Dockerfile body (after the header) for a Node app; `dockerfilePath` is where this file sits in the context. */
+export function nodeDockerfile(facts: NodeFacts, images: BaseImages, dockerfilePath: string): string {
   const image = nodeImage(facts, images);
   const { install } = facts;
   const manifest = ['package.json', ...(install.kind === 'manager' && install.lockfile !== undefined ? [install.lockfile] : []), ...facts.installFiles];
@@ -30,13 +50,11 @@ export function nodeDockerfile(facts: NodeFacts, images: BaseImages): string {
   const corepack = install.kind === 'manager' && install.corepack;
   const stages: string[] = [];
   const from = corepack ? 'base' : image;
+  /** How the final stage gets the app: from the build stage, or straight from the context. */
+  let appLines: string[];
 
-  if (corepack) {
-    stages.push([
-      comment(`${install.kind === 'manager' ? install.manager : ''} comes with Node through corepack (at the version packageManager names, if any).`),
-      `FROM ${image} AS base`,
-      'RUN corepack enable',
-    ].join('\n'));
+  if (corepack && install.kind === 'manager') {
+    stages.push([comment(`${install.manager} comes with Node through corepack (at the version packageManager names, if any).`), `FROM ${image} AS base`, 'RUN corepack enable'].join('\n'));
   }
   if (install.kind === 'manager') {
     const [all, production] = installCommands(install);
@@ -47,17 +65,22 @@ export function nodeDockerfile(facts: NodeFacts, images: BaseImages): string {
       copyManifest,
       `RUN ${production}`,
     ].join('\n'));
-    stages.push([
-      comment('The build: every dependency (dev ones too), then the source.'),
-      `FROM ${from} AS build`,
-      'WORKDIR /app',
-      copyManifest,
-      `RUN ${all}`,
-      'COPY . .',
-      ...(facts.build ? ['RUN npm run build'] : []),
-      comment('The dev dependencies stay here: the image takes node_modules from the deps stage.'),
-      'RUN rm -rf node_modules',
-    ].join('\n'));
+    if (facts.build) {
+      stages.push([
+        comment('The build: every dependency (dev ones too), then the source, then the build script.'),
+        `FROM ${from} AS build`,
+        'WORKDIR /app',
+        copyManifest,
+        `RUN ${all}`,
+        'COPY . .',
+        'RUN npm run build',
+        comment('The dev dependencies stay here: the image takes node_modules from the deps stage.'),
+        'RUN rm -rf node_modules',
+      ].join('\n'));
+      appLines = ['COPY --from=build /app ./'];
+    } else {
+      appLines = [comment('The source (it has no build script).'), 'COPY . .'];
+    }
   } else if (install.kind === 'vendored') {
     stages.push([
       comment('The dependencies come with the source (node_modules/): copied in their own layer, so', 'a change to the source alone reuses it. Nothing is downloaded.'),
@@ -65,33 +88,39 @@ export function nodeDockerfile(facts: NodeFacts, images: BaseImages): string {
       'WORKDIR /app',
       'COPY node_modules ./node_modules',
     ].join('\n'));
+    if (facts.build) {
+      stages.push([
+        comment('The build, on the vendored dependencies.'),
+        'FROM deps AS build',
+        ...copySourceWithoutModules(facts, dockerfilePath),
+        'RUN npm run build',
+        comment('node_modules comes from the deps stage, in its own layer.'),
+        'RUN rm -rf node_modules',
+      ].join('\n'));
+      appLines = ['COPY --from=build /app ./'];
+    } else {
+      appLines = copySourceWithoutModules(facts, dockerfilePath);
+    }
+  } else if (facts.build) {
     stages.push([
-      comment('The source, built if it has a build script.'),
+      comment('package.json lists no dependencies: nothing to install. The source, then its build script.'),
       `FROM ${image} AS build`,
       'WORKDIR /app',
       'COPY . .',
-      ...(facts.build ? ['RUN npm run build'] : []),
-      comment('node_modules comes from the deps stage, in its own layer.'),
-      'RUN rm -rf node_modules',
+      'RUN npm run build',
     ].join('\n'));
+    appLines = ['COPY --from=build /app ./'];
   } else {
-    stages.push([
-      comment('package.json lists no dependencies: there is nothing to install.', facts.build ? 'The source, then its build script.' : 'The source, as it is.'),
-      `FROM ${image} AS build`,
-      'WORKDIR /app',
-      'COPY . .',
-      ...(facts.build ? ['RUN npm run build'] : []),
-    ].join('\n'));
+    appLines = [comment('package.json lists no dependencies and no build: one stage, the source as it is.'), 'COPY . .'];
   }
-  stages.push(finalStage(facts, image, images));
+  stages.push(finalStage(facts, image, images, appLines));
   return stages.join('\n\n');
 }
 
-function finalStage(facts: NodeFacts, image: string, images: BaseImages): string {
+function finalStage(facts: NodeFacts, image: string, images: BaseImages, appLines: string[]): string {
   const { install, output } = facts;
-  const modules = install.kind === 'none' ? [] : ['COPY --from=deps /app/node_modules ./node_modules'];
   if (output.kind === 'static') {
-    const dir = safePath(output.dir, 'the build output');
+    const dir = output.dir === 'build' ? 'build' : 'dist';
     return [
       comment(`The build's output (${dir}/) is a static site: served by busybox httpd, with no Node at run time.`),
       `FROM ${images.static}`,
@@ -122,8 +151,8 @@ function finalStage(facts: NodeFacts, image: string, images: BaseImages): string
     `FROM ${image}`,
     'WORKDIR /app',
     'ENV NODE_ENV=production',
-    ...modules,
-    'COPY --from=build /app ./',
+    ...(install.kind === 'none' ? [] : ['COPY --from=deps /app/node_modules ./node_modules']),
+    ...appLines,
     comment("Run as the image's unprivileged node user; the app's files stay owned by root, read-only to it."),
     'USER node',
     ...portLines(),

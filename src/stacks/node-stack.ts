@@ -42,7 +42,10 @@ export function detectNode(tree: SourceTree): Detection | null {
   const buildScript = pkg.scripts['build'];
   if (buildScript !== undefined) reasons.push(`scripts.build "${buildScript}" → runs in the build stage`);
   const output = nodeOutput(tree, pkg, deps, buildScript !== undefined, reasons);
-  return { facts: { stack: 'node', install, installFiles, nodeMajor, build: buildScript !== undefined, output }, reasons };
+  const root = tree.children('').filter((name) => name !== 'node_modules' && name !== '.dockerignore');
+  const rootDirs = root.filter((name) => tree.isDirectory(name));
+  const rootFiles = root.filter((name) => !tree.isDirectory(name));
+  return { facts: { stack: 'node', install, installFiles, nodeMajor, build: buildScript !== undefined, output, rootFiles, rootDirs }, reasons };
 }
 
 function readPackageJson(tree: SourceTree): PackageJson {

@@ -50,6 +50,9 @@ export interface NodeFacts {
   readonly nodeMajor: string | undefined;
   /** The `build` script runs. */
   readonly build: boolean;
+  /** The root's files and directories besides node_modules/ (copied one by one when node_modules is vendored). */
+  readonly rootFiles: readonly string[];
+  readonly rootDirs: readonly string[];
   readonly output: NodeOutput;
 }
 
