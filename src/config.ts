@@ -62,6 +62,8 @@ export interface Config {
   readonly buildMemoryBytes: number;
   readonly buildNanoCpus: number;
   readonly buildPidsLimit: number;
+  /** SLIPWAY_BASE_IMAGE_NODE|PYTHON|GO|RUN|STATIC: the base images of generated Dockerfiles (decisions §24). */
+  readonly baseImages: { readonly node: string; readonly python: string; readonly go: string; readonly run: string; readonly static: string };
   /** SLIPWAY_PUBLIC_URL: how users reach this server (scheme, host and port of app URLs); default http://<domain>:<port>. */
   readonly publicUrl: URL;
   /** SLIPWAY_TUNNELS_PER_KEY / SLIPWAY_TUNNEL_STREAMS: limits on live tunnels per API key and streams per tunnel. */
@@ -149,6 +151,8 @@ export interface ClientEnv {
   readonly apiKey: string | undefined;
   /** Where the CLI keeps its credentials: $XDG_CONFIG_HOME/slipway (default ~/.config/slipway). */
   readonly configDir: string;
+  /** SLIPWAY_BASE_IMAGE_*: what `slipway dockerfile` generates on (the server's defaults when absent). */
+  readonly baseImages?: Config['baseImages'];
 }
 
 /** Raised when the environment holds a value Slipway cannot use; the message names the variable. */
@@ -331,6 +335,7 @@ export function loadConfig(env: Env = process.env): Config {
     buildMemoryBytes: integer(env, 'SLIPWAY_BUILD_MEMORY_MB', 2048, 64, 1_048_576) * 1024 * 1024,
     buildNanoCpus: cpus(env, 'SLIPWAY_BUILD_CPUS', 2),
     buildPidsLimit: integer(env, 'SLIPWAY_BUILD_PIDS_LIMIT', 1024, 16, 1_000_000),
+    baseImages: baseImages(env),
     publicUrl,
     tunnelsPerKey: integer(env, 'SLIPWAY_TUNNELS_PER_KEY', 5, 1, 1000),
     streamsPerTunnel: integer(env, 'SLIPWAY_TUNNEL_STREAMS', 256, 1, 100_000),
@@ -482,6 +487,17 @@ function cpus(env: Env, name: string, fallback: number): number {
   return Math.round(value * 1e9);
 }
 
+/** SLIPWAY_BASE_IMAGE_*: the base images of generated Dockerfiles (decisions §24). */
+function baseImages(env: Env): Config['baseImages'] {
+  return {
+    node: imageRef(env, 'SLIPWAY_BASE_IMAGE_NODE', 'node:20-bookworm-slim'),
+    python: imageRef(env, 'SLIPWAY_BASE_IMAGE_PYTHON', 'python:3.11-slim-bookworm'),
+    go: imageRef(env, 'SLIPWAY_BASE_IMAGE_GO', 'golang:1.22-bookworm'),
+    run: imageRef(env, 'SLIPWAY_BASE_IMAGE_RUN', 'debian:bookworm-slim'),
+    static: imageRef(env, 'SLIPWAY_BASE_IMAGE_STATIC', 'busybox:1.36'),
+  };
+}
+
 /** Parses the CLI's environment. */
 export function loadClientEnv(env: Env = process.env): ClientEnv {
   const xdg = text(env, 'XDG_CONFIG_HOME');
@@ -490,6 +506,7 @@ export function loadClientEnv(env: Env = process.env): ClientEnv {
     url: text(env, 'SLIPWAY_URL'),
     apiKey: text(env, 'SLIPWAY_API_KEY'),
     configDir: path.join(xdg ?? path.join(home, '.config'), 'slipway'),
+    baseImages: baseImages(env),
   };
 }
 

@@ -233,7 +233,18 @@ export interface BuildQueueTable {
   taken_at: string | null;
 }
 
+/** The Dockerfile a build used: the source's own, or the one generated for it (decisions §24). */
+export interface BuildDockerfilesTable {
+  build_id: string;
+  path: string;
+  dockerfile: string;
+  generated: number;
+  /** JSON array of the detection's lines; null for the source's own Dockerfile. */
+  detection: string | null;
+}
+
 export interface Database {
+  build_dockerfiles: BuildDockerfilesTable;
   build_queue: BuildQueueTable;
   build_log_chunks: BuildLogChunksTable;
   instance: InstanceTable;

@@ -77,7 +77,10 @@ export async function runBuildPipeline(
     if (unreadable !== undefined) throw new DomainError('build_failed', unreadable);
     cancel.throwIfAborted();
     try {
-      image = await buildReleaseImage({ engine, settings, restoreUpload: deps.restoreUpload, sources: deps.sources }, dep, build, vars, workDir, cancel, log);
+      image = await buildReleaseImage(
+        { engine, settings, restoreUpload: deps.restoreUpload, sources: deps.sources, recordDockerfile: (id, used) => store.recordDockerfile(id, used) },
+        dep, build, vars, workDir, cancel, log,
+      );
       await store.setImage(build.id, image);
     } finally {
       releaseSlot();

@@ -139,6 +139,7 @@ export async function lifecyclePart(deps: LifecyclePartDeps): Promise<Part<Lifec
       build: { network: config.buildNetwork, memoryBytes: config.buildMemoryBytes, nanoCpus: config.buildNanoCpus, pidsLimit: config.buildPidsLimit },
       maxConcurrentBuilds: config.maxConcurrentBuilds,
       recoveryConcurrency: config.recoveryConcurrency,
+      baseImages: config.baseImages,
       gitEnv,
     },
   });
