@@ -2,7 +2,9 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { busyboxArchive, createArchiveApp, deployAndWait, eventually } from '../helpers/apps.js';
+import fsp from 'node:fs/promises';
+import { busyboxArchive, createArchiveApp, deployAndWait, eventually, tempDir } from '../helpers/apps.js';
+import { cli } from '../helpers/cli.js';
 import { startHttpReceiver, startSmtpReceiver, type HttpReceiver, type SmtpReceiver } from '../helpers/receivers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -153,5 +155,31 @@ describe('notifications delivered for real', () => {
     assert.equal(refused.json.ok, false);
     assert.equal(refused.json.status_code, 550);
     assert.match(refused.json.error, /refuse/);
+  });
+
+  test('slipway notify add, ls, test, deliveries, rm', async () => {
+    const home = tempDir('notify-cli');
+    const env = { SLIPWAY_URL: ts.url, SLIPWAY_API_KEY: user.apiKey };
+    try {
+      const added = await cli(['notify', 'add', 'cli-hook', '--type', 'webhook', '--url', `${receiver.url}/cli`, '--events', 'all'], { home, env });
+      assert.equal(added.code, 0, added.stderr);
+      assert.match(added.stdout, /Added webhook channel cli-hook .* for deploy\.succeeded, deploy\.failed, app\.crashed, backup\.failed, backup\.verified, job\.failed, certificate\.failed, node\.down/);
+      assert.match(added.stdout, /Signing secret \(shown once[^\n]*\n  whsec_/);
+      const listed = await cli(['notify', 'ls'], { home, env });
+      assert.equal(listed.code, 0, listed.stderr);
+      assert.match(listed.stdout, /cli-hook\s+webhook\s+http:\/\/127\.0\.0\.1:\d+\/…/);
+      const tested = await cli(['notify', 'test', 'cli-hook'], { home, env });
+      assert.equal(tested.code, 0, tested.stderr);
+      assert.match(tested.stdout, /Sent to cli-hook \(answered 200\)/);
+      assert.equal(receiver.on('/cli').length, 1);
+      const log = await cli(['notify', 'deliveries', 'hook'], { home, env });
+      assert.equal(log.code, 0, log.stderr);
+      assert.match(log.stdout, /deploy\.succeeded\s+delivered\s+1\s+200/);
+      const removed = await cli(['notify', 'rm', 'cli-hook'], { home, env });
+      assert.equal(removed.code, 0, removed.stderr);
+      assert.match(removed.stdout, /Deleted channel cli-hook/);
+    } finally {
+      await fsp.rm(home, { recursive: true, force: true });
+    }
   });
 });
