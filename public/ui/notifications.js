@@ -22,8 +22,11 @@ export function renderNotifications(view, ctx) {
     target.type = email ? 'email' : 'url';
     target.placeholder = email ? 'oncall@example.com' : 'https://…';
   };
-  const boxes = EVENTS.map(([value, label]) => h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'events', value, checked: value === 'deploy.failed' || value === 'app.crashed' }), ` ${label}`));
+  const boxes = EVENTS.map(([value, label]) => h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'events', value }), ` ${label}`));
   const secret = h('pre', { class: 'snippet', id: 'channel-secret', hidden: true });
+  const status = h('p', { id: 'channel-status', role: 'status' });
+  const DEFAULT_EVENTS = ['deploy.failed', 'app.crashed'];
+  const resetEvents = () => { for (const b of boxes) { const i = b.querySelector('input'); i.checked = DEFAULT_EVENTS.includes(i.value); } };
   const team = teamForNewApp();
   const form = h('form', { id: 'channel-form' },
     h('div', { class: 'row' }, h('label', {}, 'Name', name), h('label', {}, 'Type', type), targetLabel),
@@ -36,6 +39,7 @@ export function renderNotifications(view, ctx) {
     h('h1', { text: 'Notifications' }),
     form,
     secret,
+    status,
     h('table', { class: 'stack' }, h('thead', {}, h('tr', {}, ['Name', 'Type', 'To', 'Events', ''].map((t) => h('th', { scope: 'col', text: t })))), rows),
     empty,
     details));
@@ -47,6 +51,7 @@ export function renderNotifications(view, ctx) {
       const body = { name: name.value, type: type.value, events, ...(type.value === 'email' ? { email: target.value } : { url: target.value }), ...(team ? { team_id: team } : {}) };
       const created = await call('POST', '/notification-channels', body);
       form.reset();
+      resetEvents();
       type.onchange();
       secret.hidden = !created.secret;
       secret.textContent = created.secret ? `Signing secret of ${created.name} (shown once; each delivery carries X-Slipway-Signature-256: sha256=<HMAC-SHA256 of the body>):\n${created.secret}` : '';
@@ -55,6 +60,7 @@ export function renderNotifications(view, ctx) {
     });
   });
 
+  resetEvents();
   let last = '';
   let open = null;
   const load = async (signal) => {
@@ -73,10 +79,7 @@ export function renderNotifications(view, ctx) {
         h('button', { 'data-key': `test-${c.id}`, text: 'Test', onclick: () => ctx.run(async () => {
           const result = await call('POST', `/notification-channels/${c.id}/test`);
           ctx.report(result.ok ? null : { message: `test to ${c.name} failed: ${result.error ?? result.status_code}` });
-          if (result.ok) {
-            secret.hidden = false;
-            secret.textContent = `Test message sent to ${c.name}${result.status_code ? ` (answered ${result.status_code})` : ''}.`;
-          }
+          status.textContent = result.ok ? `Test message sent to ${c.name}${result.status_code ? ` (answered ${result.status_code})` : ''}.` : '';
         }) }),
         ' ',
         h('button', { 'data-key': `open-${c.id}`, text: open === c.id ? 'Hide' : 'Deliveries', onclick: () => ctx.run(async () => {
