@@ -2,6 +2,7 @@
 import type { AppEventType } from '../domain/app-events.js';
 import type { Channel, ChannelType, ClaimedDelivery, Delivery, DeliveryOutcome, NotificationStore } from '../notifications/notification-store.js';
 import type { ValueCipher } from '../secrets/value-cipher.js';
+import { appendRecord } from './audit-log.js';
 import type { Db } from './database.js';
 import type { NotificationChannelsTable } from './schema.js';
 
@@ -29,11 +30,14 @@ export function databaseNotificationStore(db: Db, cipher: ValueCipher): Notifica
   const delivery = (row: Omit<Delivery, 'outcome'> & { outcome: string }): Delivery => ({ ...row, outcome: row.outcome as DeliveryOutcome });
 
   return {
-    async createChannel(channel) {
-      await db
-        .insertInto('notification_channels')
-        .values({ ...channel, url: seal(channel.id, 'url', channel.url), secret: seal(channel.id, 'secret', channel.secret), events: JSON.stringify(channel.events) })
-        .execute();
+    async createChannel(channel, audit) {
+      await db.transaction().execute(async (trx) => {
+        await trx
+          .insertInto('notification_channels')
+          .values({ ...channel, url: seal(channel.id, 'url', channel.url), secret: seal(channel.id, 'secret', channel.secret), events: JSON.stringify(channel.events) })
+          .execute();
+        await appendRecord(trx, audit);
+      });
     },
 
     async channel(id) {
@@ -52,18 +56,24 @@ export function databaseNotificationStore(db: Db, cipher: ValueCipher): Notifica
       return rows.map(open);
     },
 
-    async updateChannel(id, changes, at) {
+    async updateChannel(id, changes, at, audit) {
       const set: Partial<NotificationChannelsTable> = { updated_at: at };
       if (changes.name !== undefined) set.name = changes.name;
       if (changes.url !== undefined) set.url = seal(id, 'url', changes.url);
       if (changes.email !== undefined) set.email = changes.email;
       if (changes.secret !== undefined) set.secret = seal(id, 'secret', changes.secret);
       if (changes.events !== undefined) set.events = JSON.stringify(changes.events);
-      await db.updateTable('notification_channels').set(set).where('id', '=', id).execute();
+      await db.transaction().execute(async (trx) => {
+        await trx.updateTable('notification_channels').set(set).where('id', '=', id).execute();
+        await appendRecord(trx, audit);
+      });
     },
 
-    async deleteChannel(id) {
-      await db.deleteFrom('notification_channels').where('id', '=', id).execute();
+    async deleteChannel(id, audit) {
+      await db.transaction().execute(async (trx) => {
+        await trx.deleteFrom('notification_channels').where('id', '=', id).execute();
+        await appendRecord(trx, audit);
+      });
     },
 
     async ownerOf(ref) {

@@ -4,6 +4,7 @@ import { DomainError } from '../core/errors.js';
 import { nowIso } from '../core/now.js';
 import type { Principal } from '../core/principal.js';
 import type { AppEventType } from '../domain/app-events.js';
+import { actorOf, type AuditRecord } from '../domain/audit.js';
 import { authorizeDeployment, authorizeTeam, type DeploymentAction } from '../domain/policy.js';
 import type { Notifier, TestResult } from './notifier.js';
 import { CHANNEL_TYPES, type Channel, type ChannelChanges, type ChannelType, type Delivery, type NotificationStore } from './notification-store.js';
@@ -78,6 +79,12 @@ export function presentChannel(channel: Channel, secret?: string): ChannelView {
   };
 }
 
+/** The audit entry of a change to a channel (named by id; never its URL or secret). */
+const record = (principal: Principal, channel: { id: string; team_id: string | null }, action: string): AuditRecord => ({
+  actor: actorOf(principal),
+  event: { action: `notification_channel.${action}`, targetType: 'notification_channel', targetId: channel.id, teamId: channel.team_id },
+});
+
 const newSecret = (): string => `whsec_${crypto.randomBytes(24).toString('base64url')}`;
 
 function checkName(name: string): string {
@@ -147,7 +154,7 @@ export async function createChannel(ctx: ChannelsContext, principal: Principal, 
   const secret = type === 'webhook' ? newSecret() : null;
   const at = nowIso();
   const channel: Channel = { id: crypto.randomUUID(), user_id: principal.userId, team_id: teamId, name, type, url, email, secret, events, created_at: at, updated_at: at };
-  await ctx.store.createChannel(channel);
+  await ctx.store.createChannel(channel, record(principal, channel, 'create'));
   return presentChannel(channel, secret ?? undefined);
 }
 
@@ -186,13 +193,13 @@ export async function updateChannel(ctx: ChannelsContext, principal: Principal, 
     changes.secret = secret;
   }
   const at = nowIso();
-  await ctx.store.updateChannel(channel.id, changes, at);
+  await ctx.store.updateChannel(channel.id, changes, at, record(principal, channel, secret === undefined ? 'update' : 'rotate_secret'));
   return presentChannel({ ...channel, ...changes, updated_at: at }, secret);
 }
 
 export async function deleteChannel(ctx: ChannelsContext, principal: Principal, id: string): Promise<void> {
   const channel = await authorizedChannel(ctx, principal, id, 'change');
-  await ctx.store.deleteChannel(channel.id);
+  await ctx.store.deleteChannel(channel.id, record(principal, channel, 'delete'));
 }
 
 /** `POST …/{id}/test`: a test message sent now; the answer says whether it arrived. */

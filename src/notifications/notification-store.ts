@@ -1,5 +1,6 @@
 // The notifications port: channels, the outbox of events, and deliveries with their claims (one implementation over the database, src/db/notification-store.ts).
 import type { AppEventType } from '../domain/app-events.js';
+import type { AuditRecord } from '../domain/audit.js';
 
 export const CHANNEL_TYPES = ['slack', 'discord', 'webhook', 'email'] as const;
 export type ChannelType = (typeof CHANNEL_TYPES)[number];
@@ -57,12 +58,13 @@ export interface OutboxEvent {
 }
 
 export interface NotificationStore {
-  createChannel(channel: Channel): Promise<void>;
+  /** Creation, change and deletion append their audit record in the same transaction. */
+  createChannel(channel: Channel, audit: AuditRecord): Promise<void>;
   channel(id: string): Promise<Channel | undefined>;
   /** The user's own channels and those of the teams given, oldest first. */
   listChannels(userId: string, teamIds: readonly string[]): Promise<Channel[]>;
-  updateChannel(id: string, changes: ChannelChanges, at: string): Promise<void>;
-  deleteChannel(id: string): Promise<void>;
+  updateChannel(id: string, changes: ChannelChanges, at: string, audit: AuditRecord): Promise<void>;
+  deleteChannel(id: string, audit: AuditRecord): Promise<void>;
   /** The owner of a deployment or a managed database (undefined when it no longer exists). */
   ownerOf(ref: { deploymentId?: string; databaseId?: string }): Promise<EventOwner | undefined>;
   /** The channels that subscribed to `type` and belong to `owner`. */

@@ -45,6 +45,9 @@ describe('notification channels', () => {
     const rotated = await s.request('PATCH', `${base}/${hook.json.id}`, { token: alice.token, body: { rotate_secret: true } });
     assert.equal(rotated.status, 200, rotated.text);
     assert.ok(typeof rotated.json.secret === 'string' && rotated.json.secret !== secret);
+    const audit = await s.request('GET', `/api/v1/audit?target_id=${hook.json.id}`, { token: alice.token });
+    assert.deepEqual((audit.json as Array<{ action: string }>).map((e) => e.action), ['notification_channel.rotate_secret', 'notification_channel.create']);
+    assert.ok(!audit.text.includes(secret) && !audit.text.includes('receiver.example'), 'the audit log names the channel by id only');
 
     const list = await s.request('GET', base, { token: alice.token });
     assert.deepEqual((list.json as Array<{ id: string }>).map((c) => c.id), [id, hook.json.id]);

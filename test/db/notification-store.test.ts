@@ -4,6 +4,7 @@ import crypto from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { databaseNotificationStore } from '../../src/db/notification-store.js';
 import type { Db } from '../../src/db/database.js';
+import type { AuditRecord } from '../../src/domain/audit.js';
 import type { Channel, NotificationStore, OutboxEvent } from '../../src/notifications/notification-store.js';
 import { ValueCipher } from '../../src/secrets/value-cipher.js';
 import { openTestDatabase } from '../helpers/server.js';
@@ -18,12 +19,13 @@ describe('notification store', () => {
     id: crypto.randomUUID(), user_id: USER, team_id: null, name: 'hook', type: 'webhook', url: 'https://receiver.example/hook?token=top-secret', email: null,
     secret: 'whsec_shh', events: ['app.crashed'], created_at: '2026-11-28T00:00:00.000Z', updated_at: '2026-11-28T00:00:00.000Z',
   };
+  const audit = (action: string): AuditRecord => ({ actor: { userId: USER, via: 'session', ip: null }, event: { action: `notification_channel.${action}`, targetType: 'notification_channel', targetId: channel.id, teamId: null } });
   const event = (key: string): OutboxEvent => ({ id: crypto.randomUUID(), dedupeKey: key, type: 'app.crashed', payload: '{}', at: new Date().toISOString() });
 
   before(async () => {
     ({ db, close } = await openTestDatabase('notification-store', [USER]));
     store = databaseNotificationStore(db, new ValueCipher(crypto.randomBytes(32)));
-    await store.createChannel(channel);
+    await store.createChannel(channel, audit('create'));
   });
   after(async () => {
     await close?.();
@@ -57,7 +59,7 @@ describe('notification store', () => {
     await store.recordAttempt(first?.[0]?.id ?? '', { outcome: 'delivered', attempts: 2, statusCode: 200, error: null });
     const [delivery] = await store.deliveries(channel.id, 10);
     assert.deepEqual([delivery?.outcome, delivery?.attempts, delivery?.status_code, delivery?.event], ['delivered', 2, 200, 'app.crashed']);
-    await store.deleteChannel(channel.id);
+    await store.deleteChannel(channel.id, audit('delete'));
     assert.deepEqual(await store.deliveries(channel.id, 10), [], 'its log goes with it');
   });
 });
