@@ -45,7 +45,7 @@ describe('notifications delivered for real', () => {
     eventually(async () => {
       const list = await deliveries(name);
       return list.length >= count && list.every((d) => d.outcome !== 'pending') ? list : undefined;
-    }, 30_000, `${name}'s deliveries`);
+    }, 60_000, `${name}'s deliveries`);
 
   before(async () => {
     receiver = await startHttpReceiver();
