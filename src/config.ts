@@ -28,6 +28,12 @@ export interface Config {
   readonly maxArchiveEntries: number;
   /** SLIPWAY_ALLOW_PRIVATE_GIT: allow file:// and loopback/private git hosts. */
   readonly allowPrivateGit: boolean;
+  /** SLIPWAY_ALLOW_PRIVATE_TARGETS: let outgoing requests a tenant chooses (notification channels, backup targets) reach loopback/private/link-local/metadata addresses. */
+  readonly allowPrivateTargets: boolean;
+  /** SLIPWAY_SMTP_URL: the mail server e-mail notifications go out through (`smtp://` or `smtps://`, credentials in the URL); undefined = no e-mail. */
+  readonly smtpUrl: string | undefined;
+  /** SLIPWAY_SMTP_FROM: the sender of e-mail notifications. */
+  readonly smtpFrom: string;
   /** DOCKER_HOST: the engine to use; undefined = the local socket. */
   readonly dockerHost: string | undefined;
   /** SLIPWAY_SESSION_TTL_HOURS: lifetime of a login session. */
@@ -238,6 +244,22 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
 }
 
+/** SLIPWAY_SMTP_URL: an smtp:// or smtps:// URL with a host. */
+function smtpUrl(env: Env): string | undefined {
+  const raw = text(env, 'SLIPWAY_SMTP_URL');
+  if (raw === undefined) return undefined;
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === undefined || (parsed.protocol !== 'smtp:' && parsed.protocol !== 'smtps:') || parsed.hostname === '') {
+    throw new ConfigError('SLIPWAY_SMTP_URL must be an smtp:// or smtps:// URL such as smtps://user:password@mail.example.com:465');
+  }
+  return raw;
+}
+
 /** Parses the server's environment once. Throws ConfigError with a clear message on a bad value. */
 export function loadConfig(env: Env = process.env): Config {
   const port = integer(env, 'SLIPWAY_PORT', 8080, 0, 65535);
@@ -309,6 +331,9 @@ export function loadConfig(env: Env = process.env): Config {
     maxExpandedBytes: integer(env, 'SLIPWAY_MAX_EXPANDED_BYTES', 2 * 1024 ** 3, 1, Number.MAX_SAFE_INTEGER),
     maxArchiveEntries: integer(env, 'SLIPWAY_MAX_ARCHIVE_ENTRIES', 100_000, 1, 10_000_000),
     allowPrivateGit: bool(env, 'SLIPWAY_ALLOW_PRIVATE_GIT', false),
+    allowPrivateTargets: bool(env, 'SLIPWAY_ALLOW_PRIVATE_TARGETS', false),
+    smtpUrl: smtpUrl(env),
+    smtpFrom: text(env, 'SLIPWAY_SMTP_FROM') ?? `Slipway <slipway@${domain}>`,
     dockerHost: text(env, 'DOCKER_HOST'),
     sessionTtlMs: integer(env, 'SLIPWAY_SESSION_TTL_HOURS', 24 * 7, 1, 24 * 365) * 3_600_000,
     auditRetentionDays: integer(env, 'SLIPWAY_AUDIT_RETENTION_DAYS', 365, 1, 36_500),
