@@ -1,5 +1,5 @@
 // The build_dockerfiles table: the Dockerfile each build used, written by the pipeline and read by the API.
-import type { UsedDockerfile } from '../domain/build-dockerfiles.js';
+import type { UsedDockerfile } from '../domain/used-dockerfile.js';
 import type { Db } from './database.js';
 
 /** Records (or, for a build run again, replaces) the Dockerfile a build uses. */

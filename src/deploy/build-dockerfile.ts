@@ -2,7 +2,7 @@
 import { lstat } from 'node:fs/promises';
 import path from 'node:path';
 import type { EnvVar } from '../domain/app-config.js';
-import type { UsedDockerfile } from '../domain/build-dockerfiles.js';
+import type { UsedDockerfile } from '../domain/used-dockerfile.js';
 import { EngineBuildError } from '../runtime/engine.js';
 import { readDockerfile } from '../runtime/read-dockerfile.js';
 import { STACK_VARIABLE } from '../stacks/detect-stack.js';

@@ -1,5 +1,5 @@
 // The deployment store: the port through which the lifecycle reads and writes deployments and builds.
-import type { UsedDockerfile } from '../domain/build-dockerfiles.js';
+import type { UsedDockerfile } from '../domain/used-dockerfile.js';
 import type { Upstream } from '../core/upstream.js';
 import type { AuditRecord } from '../domain/audit.js';
 import type { BuildRow } from '../domain/builds.js';

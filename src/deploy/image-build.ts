@@ -9,7 +9,7 @@ import type { DeploymentRow } from '../domain/deployments.js';
 import { LABEL_INSTANCE, LABEL_MANAGED, buildNetworkName, type BuildSandbox, type ContainerEngine } from '../runtime/engine.js';
 import { fetchCommit, redactCredentials, resolveCommit } from '../source/git.js';
 import type { SourceStore } from '../source/source-store.js';
-import type { UsedDockerfile } from '../domain/build-dockerfiles.js';
+import type { UsedDockerfile } from '../domain/used-dockerfile.js';
 import { buildArgsFor } from './build-args.js';
 import { chooseDockerfile } from './build-dockerfile.js';
 import { buildNetworkNotice, explainNetworkFailure } from './build-network.js';

@@ -3,17 +3,7 @@ import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import { getBuildRow } from './builds.js';
 import type { DeploymentCatalog } from './deployment-catalog.js';
-
-/** What a build was built from. */
-export interface UsedDockerfile {
-  /** Its path in the build context (the deployment's dockerfile_path). */
-  readonly path: string;
-  readonly dockerfile: string;
-  /** True when the source had none and Slipway generated it. */
-  readonly generated: boolean;
-  /** What was detected and why (the lines the build log shows); null for the source's own Dockerfile. */
-  readonly detection: readonly string[] | null;
-}
+import type { UsedDockerfile } from './used-dockerfile.js';
 
 /** The Dockerfile a build of a deployment the principal may read used; not_found before the build read one. */
 export async function getBuildDockerfile(catalog: DeploymentCatalog, principal: Principal, deploymentId: string, buildId: string): Promise<UsedDockerfile> {

@@ -1,5 +1,5 @@
 // The deployment catalog: the port through which the API's use-cases read deployments and builds and create or edit deployments.
-import type { UsedDockerfile } from './build-dockerfiles.js';
+import type { UsedDockerfile } from './used-dockerfile.js';
 import type { AuditRecord } from './audit.js';
 import type { BuildRow, DeploymentRow } from './deployment-rows.js';
 
