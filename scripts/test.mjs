@@ -17,6 +17,8 @@ if (!fs.existsSync('/usr/bin/pebble') || !fs.existsSync('/usr/bin/pebble-challte
 // The swarm suite (test/swarm) runs three engines in network namespaces (scripts/swarm-cluster.mjs)
 // with Debian's registry; containerd, dockerd and iproute2 come with the Docker setup above.
 if (!fs.existsSync('/usr/bin/docker-registry')) aptInstall(['docker-registry']);
+// `slipway server install`'s unit is checked with systemd-analyze verify (no running systemd needed).
+if (!fs.existsSync('/usr/bin/systemd-analyze')) aptInstall(['systemd']);
 // The database and build-base tests run the stand-in images (decisions §19): built from Debian's
 // packages when missing or out of date, skipped in a second or so when up to date.
 try {

@@ -513,3 +513,20 @@ export function appUrls(config: Pick<Config, 'publicUrl' | 'domain'>): (subdomai
   if (parts.length !== 2 || before === undefined || after === undefined) return (subdomain) => appUrl(config, subdomain);
   return (subdomain) => (/^[a-z0-9-]+$/.test(subdomain) ? before + subdomain + after : appUrl(config, subdomain));
 }
+
+/** Client-side or one-off settings that do not belong in a server's settings file. */
+const NOT_SERVER_SETTINGS = new Set(['SLIPWAY_URL', 'SLIPWAY_API_KEY', 'SLIPWAY_NEW_SECRET_KEY']);
+
+/**
+ * The server settings set in the environment (SLIPWAY_* and DOCKER_HOST, empty ones left out),
+ * with SLIPWAY_DATA_DIR made absolute: what `slipway server install` writes to the settings file.
+ */
+export function serverSettings(env: Env = process.env): Record<string, string> {
+  const settings: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined || value.trim() === '') continue;
+    if ((name.startsWith('SLIPWAY_') && !name.startsWith('SLIPWAY_TEST_') && !NOT_SERVER_SETTINGS.has(name)) || name === 'DOCKER_HOST') settings[name] = value;
+  }
+  settings['SLIPWAY_DATA_DIR'] = path.resolve(text(env, 'SLIPWAY_DATA_DIR') ?? './data');
+  return settings;
+}
