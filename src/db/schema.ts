@@ -233,6 +233,13 @@ export interface BuildQueueTable {
   taken_at: string | null;
 }
 
+/** Each Slipway version that ran on the database, with the newest migration it carried (src/db/schema-version.ts). */
+export interface SlipwayVersionsTable {
+  version: string;
+  schema: string;
+  first_started_at: string;
+}
+
 export interface Database {
   build_queue: BuildQueueTable;
   build_log_chunks: BuildLogChunksTable;
@@ -261,4 +268,5 @@ export interface Database {
   user_quotas: UserQuotasTable;
   managed_databases: ManagedDatabasesTable;
   database_links: DatabaseLinksTable;
+  slipway_versions: SlipwayVersionsTable;
 }
