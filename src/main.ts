@@ -20,6 +20,7 @@ import { runtimePart } from './runtime/runtime-part.js';
 import { httpsPart } from './tls/https-part.js';
 import { tunnelsPart } from './tunnel/tunnels-part.js';
 import { databasesPart } from './databases/databases-part.js';
+import { restoreRebuildsPart } from './operate/restore-rebuilds.js';
 import { authenticateBearer } from './domain/accounts.js';
 import { toErrorResponse } from './api/errors.js';
 import { endSocketWithError } from './api/socket-errors.js';
@@ -140,6 +141,7 @@ function addEdge(parts: Parts, config: Config, control: ControlPlane, log: Log):
   }));
   // Behind the listener: recovery never delays the first answer (the API, every app already up).
   parts.add('recovery', { offers: undefined, start: () => deploy.lifecycle.recoverInBackground(deploy.recovery) });
+  parts.add('restore rebuilds', restoreRebuildsPart({ dataDir: config.dataDir, deploy: (p, id, o) => deploy.lifecycle.deploy(p, id, o), log }));
   parts.add('certificate orders', { offers: undefined, start: () => https.orderCertificates() });
   return ports;
 }

@@ -115,6 +115,11 @@ export async function openDatabase(options: { file: string; url?: string | undef
   return db;
 }
 
+/** The newest migration this Slipway carries (what it records as its schema). */
+export function latestMigrationName(): string {
+  return latestMigration(Object.keys(MIGRATIONS));
+}
+
 /** True when the error is a unique-constraint violation (SQLite or PostgreSQL). */
 export function isUniqueViolation(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;
