@@ -21,6 +21,7 @@ import { httpsPart } from './tls/https-part.js';
 import { tunnelsPart } from './tunnel/tunnels-part.js';
 import { databasesPart } from './databases/databases-part.js';
 import { restoreRebuildsPart } from './operate/restore-rebuilds.js';
+import { scheduledSelfBackups } from './operate/self-backup-schedule.js';
 import { authenticateBearer } from './domain/accounts.js';
 import { toErrorResponse } from './api/errors.js';
 import { endSocketWithError } from './api/socket-errors.js';
@@ -95,6 +96,8 @@ async function addControlPlane(parts: Parts, config: Config, options: StartOptio
   const background = new Background(coordination, log);
   const stores = parts.add('stores', await storesPart({ config, db, cipher, coordination, runner, log }));
   background.add(stores.auditPruning);
+  const selfBackups = scheduledSelfBackups(config, log);
+  if (selfBackups !== undefined) background.add(selfBackups);
   const engineRuntime = parts.add('runtime', await runtimePart(config, instanceId, log, options.engine));
   // Managed databases (decisions §19): every release gets its linked databases through the runtime.
   const databases = parts.add('databases', await databasesPart({
