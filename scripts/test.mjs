@@ -17,6 +17,8 @@ if (!fs.existsSync('/usr/bin/pebble') || !fs.existsSync('/usr/bin/pebble-challte
 // The swarm suite (test/swarm) runs three engines in network namespaces (scripts/swarm-cluster.mjs)
 // with Debian's registry; containerd, dockerd and iproute2 come with the Docker setup above.
 if (!fs.existsSync('/usr/bin/docker-registry')) aptInstall(['docker-registry']);
+// `slipway server install`'s unit is checked with systemd-analyze verify (no running systemd needed).
+if (!fs.existsSync('/usr/bin/systemd-analyze')) aptInstall(['systemd']);
 // The database and build-base tests run the stand-in images (decisions §19): built from Debian's
 // packages when missing or out of date, skipped in a second or so when up to date.
 try {
@@ -49,7 +51,7 @@ const live = files.filter((file) => {
 const onlyPostgres = (file) => path.relative(path.join(root, 'dist', 'test'), file).startsWith(`ha${path.sep}`);
 // The longest files start first, so the run does not end on one of them alone (longest first
 // shortens the whole run); the rest keep their order.
-const SLOW_FIRST = ['swarm/swarm-runtime', 'e2e/recovery-at-scale', 'swarm/own-registry', 'swarm/swarm-nodes', 'e2e/crash-loop', 'dashboard/', 'e2e/recovery', 'runtime/docker-engine.test', 'fuzz/', 'swarm/', 'ha/', 'e2e/'];
+const SLOW_FIRST = ['swarm/swarm-runtime', 'e2e/recovery-at-scale', 'swarm/own-registry', 'swarm/swarm-nodes', 'e2e/crash-loop', 'dashboard/', 'e2e/recovery', 'upgrade/', 'operate/disaster', 'runtime/docker-engine.test', 'fuzz/', 'swarm/', 'ha/', 'e2e/'];
 const rank = (file) => {
   const at = SLOW_FIRST.findIndex((fragment) => file.includes(`${path.sep}test${path.sep}${fragment}`));
   return at === -1 ? SLOW_FIRST.length : at;
@@ -65,7 +67,7 @@ if (sqliteFiles.length > 0) {
 }
 
 // The same dialect-neutral suites once more on PostgreSQL (the tests above run on SQLite).
-const DIALECT_NEUTRAL = ['api/admin-users', 'api/teams', 'api/audit', 'api/two-factor', 'db/audit-atomicity', 'db/subdomain-claims', 'domain/custom-domain-store', 'db/instance-registry', 'db/upload-archives', 'deploy/coordination', 'tls/challenge-store', 'deploy/build-log-contract', 'deploy/build-queue-contract', 'api/instances', 'db/webhook-store', 'db/list-version', 'api/list-cache', 'api/deployments', 'api/api-keys', 'api/pagination', 'api/env', 'api/domains', 'api/isolation', 'api/webhooks', 'api/webhook-replays', 'api/previews', 'api/quotas', 'api/session-cookie', 'api/dashboard', 'e2e/archive-lifecycle', 'e2e/router', 'cli/reset-password', 'api/client-aborts', 'e2e/server-restarts', 'db/managed-database-store', 'api/databases', 'db/notification-store'];
+const DIALECT_NEUTRAL = ['api/admin-users', 'api/teams', 'api/audit', 'api/two-factor', 'db/audit-atomicity', 'db/subdomain-claims', 'domain/custom-domain-store', 'db/instance-registry', 'db/upload-archives', 'deploy/coordination', 'tls/challenge-store', 'deploy/build-log-contract', 'deploy/build-queue-contract', 'api/instances', 'db/webhook-store', 'db/list-version', 'api/list-cache', 'api/deployments', 'api/api-keys', 'api/pagination', 'api/env', 'api/domains', 'api/isolation', 'api/webhooks', 'api/webhook-replays', 'api/previews', 'api/quotas', 'api/session-cookie', 'api/dashboard', 'e2e/archive-lifecycle', 'e2e/router', 'cli/reset-password', 'api/client-aborts', 'e2e/server-restarts', 'db/managed-database-store', 'api/databases', 'db/notification-store', 'db/schema-version', 'upgrade/upgrade', 'operate/self-backup-store'];
 const neutral = byDuration(live).filter((file) => onlyPostgres(file) || DIALECT_NEUTRAL.some((name) => file.endsWith(`${name}.test.js`)));
 if (neutral.length > 0) {
   const databaseUrl = await ensurePostgres();

@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
+import { Cron } from 'croner';
 
 /** Server settings (decisions §1 plus the operational knobs documented in docs/configuration.md). */
 export interface Config {
@@ -109,8 +110,20 @@ export interface Config {
   readonly swarmNodeEngines: ReadonlyArray<{ readonly node: string; readonly url: string }>;
   /** SLIPWAY_SWARM_NODE_TLS: the client certificate and CA (read at start) that tcp:// and https:// node engines are dialled with. */
   readonly swarmNodeTls: { readonly ca: Buffer; readonly cert: Buffer; readonly key: Buffer } | undefined;
+  /** SLIPWAY_SELF_BACKUP_SCHEDULE / _DESTINATION: Slipway's own backups taken by the leader (contract §25); undefined = none. */
+  readonly selfBackup: SelfBackupSettings | undefined;
   /** SLIPWAY_SWARM_GUARD: under swarm, run the node guard (a global service keeping containers off every node's published ports); false removes it. */
   readonly swarmGuard: boolean;
+}
+
+/** Scheduled self-backups (docs/operating.md). */
+export interface SelfBackupSettings {
+  /** A cron expression (five fields, or six with seconds), in UTC. */
+  readonly schedule: string;
+  /** Where they go: a local directory (absolute path) for now; a §20 destination id once those exist. */
+  readonly directory: string;
+  /** Backups kept there (older ones are removed after each new one). */
+  readonly keep: number;
 }
 
 /** HTTPS settings (SLIPWAY_HTTPS_PORT and the ACME/operator certificate settings). */
@@ -382,6 +395,7 @@ export function loadConfig(env: Env = process.env): Config {
     swarmProbePath: absolutePath(env, 'SLIPWAY_SWARM_PROBE') ?? '/bin/busybox',
     ...swarmNodeEngines(env),
     swarmGuard: bool(env, 'SLIPWAY_SWARM_GUARD', true),
+    selfBackup: selfBackupSettings(env),
     secretKey: secretKey(env, 'SLIPWAY_SECRET_KEY'),
     newSecretKey: secretKey(env, 'SLIPWAY_NEW_SECRET_KEY'),
   };
@@ -434,6 +448,31 @@ function nodeEngineUrl(raw: string, tls: boolean): string {
   }
   if (url.protocol === 'https:' && !tls) throw bad('is https:// and needs SLIPWAY_SWARM_NODE_TLS (a directory with ca.pem, cert.pem and key.pem)');
   return `${url.protocol}//${url.host}`;
+}
+
+/** SLIPWAY_SELF_BACKUP_SCHEDULE and SLIPWAY_SELF_BACKUP_DESTINATION: both or neither. */
+function selfBackupSettings(env: Env): SelfBackupSettings | undefined {
+  const schedule = text(env, 'SLIPWAY_SELF_BACKUP_SCHEDULE');
+  const destination = text(env, 'SLIPWAY_SELF_BACKUP_DESTINATION');
+  if (schedule === undefined && destination === undefined) return undefined;
+  if (schedule === undefined || destination === undefined) throw new ConfigError('SLIPWAY_SELF_BACKUP_SCHEDULE and SLIPWAY_SELF_BACKUP_DESTINATION are set together');
+  const fields = schedule.split(/\s+/);
+  let valid = fields.length === 5 || fields.length === 6;
+  try {
+    // croner parses it as the scheduler will (ranges, steps, names); a paused job never fires.
+    if (valid) new Cron(fields.join(' '), { paused: true, timezone: 'UTC' }).stop();
+  } catch {
+    valid = false;
+  }
+  if (!valid) {
+    throw new ConfigError(`SLIPWAY_SELF_BACKUP_SCHEDULE must be a cron expression of five fields (or six, seconds first), such as "0 3 * * *", got "${schedule}"`);
+  }
+  if (!path.isAbsolute(destination)) {
+    throw new ConfigError(
+      `SLIPWAY_SELF_BACKUP_DESTINATION must be an absolute directory path in this version (backup destinations by id, decisions §20, are not available yet), got "${destination}"`,
+    );
+  }
+  return { schedule: fields.join(' '), directory: destination, keep: 14 };
 }
 
 /** An absolute file path, if set. */
@@ -554,4 +593,21 @@ export function appUrls(config: Pick<Config, 'publicUrl' | 'domain'>): (subdomai
   const [before, after] = parts;
   if (parts.length !== 2 || before === undefined || after === undefined) return (subdomain) => appUrl(config, subdomain);
   return (subdomain) => (/^[a-z0-9-]+$/.test(subdomain) ? before + subdomain + after : appUrl(config, subdomain));
+}
+
+/** Client-side or one-off settings that do not belong in a server's settings file. */
+const NOT_SERVER_SETTINGS = new Set(['SLIPWAY_URL', 'SLIPWAY_API_KEY', 'SLIPWAY_NEW_SECRET_KEY']);
+
+/**
+ * The server settings set in the environment (SLIPWAY_* and DOCKER_HOST, empty ones left out),
+ * with SLIPWAY_DATA_DIR made absolute: what `slipway server install` writes to the settings file.
+ */
+export function serverSettings(env: Env = process.env): Record<string, string> {
+  const settings: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined || value.trim() === '') continue;
+    if ((name.startsWith('SLIPWAY_') && !name.startsWith('SLIPWAY_TEST_') && !NOT_SERVER_SETTINGS.has(name)) || name === 'DOCKER_HOST') settings[name] = value;
+  }
+  settings['SLIPWAY_DATA_DIR'] = path.resolve(text(env, 'SLIPWAY_DATA_DIR') ?? './data');
+  return settings;
 }

@@ -20,6 +20,8 @@ import { runtimePart } from './runtime/runtime-part.js';
 import { httpsPart } from './tls/https-part.js';
 import { tunnelsPart } from './tunnel/tunnels-part.js';
 import { databasesPart } from './databases/databases-part.js';
+import { restoreRebuildsPart } from './operate/restore-rebuilds.js';
+import { scheduledSelfBackups } from './operate/self-backup-schedule.js';
 import { notificationsPart } from './notifications/notifications-part.js';
 import { authenticateBearer } from './domain/accounts.js';
 import { toErrorResponse } from './api/errors.js';
@@ -95,6 +97,8 @@ async function addControlPlane(parts: Parts, config: Config, options: StartOptio
   const background = new Background(coordination, log);
   const stores = parts.add('stores', await storesPart({ config, db, cipher, coordination, runner, log }));
   background.add(stores.auditPruning);
+  const selfBackups = scheduledSelfBackups(config, log);
+  if (selfBackups !== undefined) background.add(selfBackups);
   const engineRuntime = parts.add('runtime', await runtimePart(config, instanceId, log, options.engine));
   // Managed databases (decisions §19): every release gets its linked databases through the runtime.
   const databases = parts.add('databases', await databasesPart({
@@ -144,6 +148,7 @@ function addEdge(parts: Parts, config: Config, control: ControlPlane, log: Log):
   }));
   // Behind the listener: recovery never delays the first answer (the API, every app already up).
   parts.add('recovery', { offers: undefined, start: () => deploy.lifecycle.recoverInBackground(deploy.recovery) });
+  parts.add('restore rebuilds', restoreRebuildsPart({ dataDir: config.dataDir, deploy: (p, id, o) => deploy.lifecycle.deploy(p, id, o), log }));
   parts.add('certificate orders', { offers: undefined, start: () => https.orderCertificates() });
   return ports;
 }

@@ -14,6 +14,7 @@ import { registerNodeCommands } from './commands/node-commands.js';
 import { registerTeamCommands } from './commands/team-commands.js';
 import { registerTunnelCommand } from './commands/tunnel-command.js';
 import { registerDbCommands } from './commands/db-commands.js';
+import { registerServerOperateCommands } from './commands/server-operate-commands.js';
 import { registerDockerfileCommand } from './commands/dockerfile-command.js';
 import { registerNotifyCommands } from './commands/notify-commands.js';
 import { runServer } from './server-run.js';
@@ -84,6 +85,7 @@ Environment: SLIPWAY_URL and SLIPWAY_API_KEY override the saved login. See docs/
         'Examples:\n  slipway server cleanup\n  slipway server cleanup --remove-containers --host-firewall',
     )
     .action(async (options: { removeContainers?: boolean; hostFirewall?: boolean }) => (await import('./server-command.js')).runCleanup(io, options));
+  registerServerOperateCommands(server, io);
   registerAuthCommands(program, io);
   registerDeployCommand(program, io);
   registerCreateCommand(program, io);

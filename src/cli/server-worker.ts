@@ -13,7 +13,7 @@ async function runServerWorker(): Promise<void> {
     server = await startServer(config);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (err instanceof ConfigError || code === 'EADDRINUSE' || code === 'HAPROXY_START_FAILED') {
+    if (err instanceof ConfigError || code === 'EADDRINUSE' || code === 'HAPROXY_START_FAILED' || code === 'DATABASE_TOO_NEW') {
       process.stderr.write(`slipway: cannot start: ${err instanceof Error ? err.message : String(err)}\n`);
       process.exit(EXIT_CANNOT_START);
     }

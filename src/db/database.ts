@@ -25,6 +25,9 @@ import * as buildQueue from './migrations/2026-11-27-111-build-queue.js';
 import * as acmeChallenges from './migrations/2026-11-27-120-acme-challenges.js';
 import * as configPending from './migrations/2026-11-28-040-config-pending.js';
 import * as managedDatabases from './migrations/2026-11-28-050-managed-databases.js';
+import * as schemaVersion from './migrations/2026-11-28-100-schema-version.js';
+import { latestMigration, recordVersion, refuseNewerSchema } from './schema-version.js';
+import { VERSION } from '../version.js';
 import * as databaseWorker from './migrations/2026-11-28-055-database-worker.js';
 import * as notifications from './migrations/2026-11-28-080-notifications.js';
 import * as buildDockerfile from './migrations/2026-11-28-110-build-dockerfile.js';
@@ -54,6 +57,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-27-120-acme-challenges': acmeChallenges,
   '2026-11-28-040-config-pending': configPending,
   '2026-11-28-050-managed-databases': managedDatabases,
+  '2026-11-28-100-schema-version': schemaVersion,
   '2026-11-28-055-database-worker': databaseWorker,
   '2026-11-28-080-notifications': notifications,
   '2026-11-28-110-build-dockerfile': buildDockerfile,
@@ -101,13 +105,25 @@ async function postgresDialect(url: string): Promise<Dialect> {
 export async function openDatabase(options: { file: string; url?: string | undefined }): Promise<Db> {
   const dialect = options.url === undefined ? sqliteDialect(options.file) : await postgresDialect(options.url);
   const db = new Kysely<Database>({ dialect });
+  try {
+    await refuseNewerSchema(db, Object.keys(MIGRATIONS), VERSION);
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
   const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');
   if (error !== undefined || failed !== undefined) {
     await db.destroy();
     throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${String(error)}`);
   }
+  await recordVersion(db, VERSION, latestMigration(Object.keys(MIGRATIONS)));
   return db;
+}
+
+/** The newest migration this Slipway carries (what it records as its schema). */
+export function latestMigrationName(): string {
+  return latestMigration(Object.keys(MIGRATIONS));
 }
 
 /** True when the error is a unique-constraint violation (SQLite or PostgreSQL). */

@@ -233,6 +233,13 @@ export interface BuildQueueTable {
   taken_at: string | null;
 }
 
+/** Each Slipway version that ran on the database, with the newest migration it carried (src/db/schema-version.ts). */
+export interface SlipwayVersionsTable {
+  version: string;
+  schema: string;
+  first_started_at: string;
+}
+
 /** The Dockerfile a build used: the source's own, or the one generated for it (decisions §24). */
 export interface BuildDockerfilesTable {
   build_id: string;
@@ -312,6 +319,7 @@ export interface Database {
   user_quotas: UserQuotasTable;
   managed_databases: ManagedDatabasesTable;
   database_links: DatabaseLinksTable;
+  slipway_versions: SlipwayVersionsTable;
   notification_channels: NotificationChannelsTable;
   notification_events: NotificationEventsTable;
   notification_deliveries: NotificationDeliveriesTable;

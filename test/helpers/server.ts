@@ -302,9 +302,10 @@ export interface ServerProcess {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-export async function spawnServerProcess(env: Record<string, string>, nodeArgs: readonly string[] = [], options: { netns?: string } = {}): Promise<ServerProcess> {
+export async function spawnServerProcess(env: Record<string, string>, nodeArgs: readonly string[] = [], options: { netns?: string; root?: string } = {}): Promise<ServerProcess> {
   // The same V8 flag `npm start` runs the server with (a small young generation: less memory).
-  const argv = [process.execPath, '--max-semi-space-size=2', ...nodeArgs, path.join(PROJECT_ROOT, 'bin', 'slipway.js'), 'server'];
+  // `root`: another build of Slipway (the upgrade test runs the previous release).
+  const argv = [process.execPath, '--max-semi-space-size=2', ...nodeArgs, path.join(options.root ?? PROJECT_ROOT, 'bin', 'slipway.js'), 'server'];
   // In a network namespace (the swarm test cluster's manager): nsenter execs the server in place, so the pid is the server's.
   const [command, ...args] = options.netns === undefined ? argv : ['nsenter', `--net=/run/netns/${options.netns}`, '--', ...argv];
   const child = spawn(command ?? process.execPath, args, {

@@ -1,0 +1,78 @@
+// Scheduled self-backups: a leader-only background task that takes one on a cron schedule into a directory and keeps the newest 14.
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import type { Writable } from 'node:stream';
+import { Cron } from 'croner';
+import type { BackgroundTask } from '../core/background.js';
+import type { Config, SelfBackupSettings } from '../config.js';
+import { loadInstallationKey } from '../secrets/installation-key.js';
+import { VERSION } from '../version.js';
+import { takeSelfBackup } from './self-backup.js';
+
+/** Names of scheduled backups: sortable by time, recognisable among other files. */
+const PREFIX = 'slipway-self-backup-';
+const SUFFIX = '.slipway-backup';
+
+export interface SelfBackupScheduleDeps {
+  readonly settings: SelfBackupSettings;
+  /** Writes one backup to `out` (takeSelfBackup with this installation's settings). */
+  readonly take: (out: Writable) => Promise<unknown>;
+  readonly log: (level: 'info' | 'warn', msg: string, detail?: object) => void;
+}
+
+/** The backups of the directory, oldest first. */
+export async function scheduledBackups(directory: string): Promise<string[]> {
+  const names = await fsp.readdir(directory).catch(() => [] as string[]);
+  return names.filter((n) => n.startsWith(PREFIX) && n.endsWith(SUFFIX)).sort();
+}
+
+/** Takes one backup into the directory (a .partial renamed when whole), then removes all but the newest `keep`. */
+export async function takeScheduledBackup(deps: SelfBackupScheduleDeps, at: Date = new Date()): Promise<string> {
+  const { directory, keep } = deps.settings;
+  await fsp.mkdir(directory, { recursive: true, mode: 0o700 });
+  const file = path.join(directory, `${PREFIX}${at.toISOString().replace(/[:.]/g, '-')}${SUFFIX}`);
+  const partial = `${file}.partial`;
+  try {
+    await deps.take(fs.createWriteStream(partial, { mode: 0o600, flags: 'wx' }));
+    await fsp.rename(partial, file);
+  } catch (err) {
+    await fsp.rm(partial, { force: true });
+    throw err;
+  }
+  const all = await scheduledBackups(directory);
+  for (const old of all.slice(0, Math.max(0, all.length - keep))) await fsp.rm(path.join(directory, old), { force: true });
+  return file;
+}
+
+/**
+ * The task: while this instance leads, a cron job (UTC, never two rounds at once) takes a backup;
+ * losing leadership or stopping aborts the signal, which stops the job. A failed backup is logged
+ * as a warning with its reason and tried again at the next time the schedule gives.
+ */
+export function selfBackupTask(deps: SelfBackupScheduleDeps): BackgroundTask {
+  return {
+    name: 'scheduled self-backup',
+    scope: 'leaderOnly',
+    run(signal) {
+      const job = new Cron(deps.settings.schedule, { timezone: 'UTC', protect: true }, async () => {
+        try {
+          const file = await takeScheduledBackup(deps);
+          deps.log('info', `self-backup written to ${file}`);
+        } catch (err) {
+          deps.log('warn', `the scheduled self-backup into ${deps.settings.directory} failed`, { err });
+        }
+      });
+      signal.addEventListener('abort', () => job.stop(), { once: true });
+    },
+  };
+}
+
+/** The scheduled self-backup task of this installation, or undefined when none is configured. */
+export function scheduledSelfBackups(config: Config, log: SelfBackupScheduleDeps['log']): BackgroundTask | undefined {
+  const settings = config.selfBackup;
+  if (settings === undefined) return undefined;
+  const take = (out: Writable): Promise<unknown> =>
+    takeSelfBackup({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, installationKey: loadInstallationKey(config.secretKey, config.dataDir).key, version: VERSION }, out);
+  return selfBackupTask({ settings, take, log });
+}

@@ -1,0 +1,84 @@
+// Scheduled self-backups (contract §25): taken on the leader only, on the cron schedule, the newest 14 kept; the settings are checked at start.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { loadConfig } from '../../src/config.js';
+import { Background, type Leadership } from '../../src/core/background.js';
+import { scheduledBackups, selfBackupTask, takeScheduledBackup } from '../../src/operate/self-backup-schedule.js';
+
+function leadership(initial: boolean): Leadership & { set(leader: boolean): void } {
+  let leader = initial;
+  const listeners = new Set<(leader: boolean) => void>();
+  return {
+    isLeader: () => leader,
+    onLeadership: (listener) => {
+      listeners.add(listener);
+      listener(leader);
+      return () => listeners.delete(listener);
+    },
+    set(value) {
+      leader = value;
+      for (const l of listeners) l(value);
+    },
+  };
+}
+
+const write = async (out: NodeJS.WritableStream): Promise<void> => {
+  await new Promise<void>((resolve, reject) => out.end('backup bytes', () => resolve()).on('error', reject));
+};
+
+test('each backup lands whole in the directory, and only the newest 14 are kept', async () => {
+  const directory = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-scheduled-'));
+  try {
+    const deps = { settings: { schedule: '0 3 * * *', directory, keep: 14 }, take: write, log: () => undefined };
+    fs.writeFileSync(path.join(directory, 'unrelated.txt'), 'kept');
+    for (let day = 1; day <= 16; day++) await takeScheduledBackup(deps, new Date(Date.UTC(2026, 10, day, 3)));
+    const kept = await scheduledBackups(directory);
+    assert.equal(kept.length, 14);
+    assert.match(kept[0] ?? '', /2026-11-03T03-00-00-000Z/);
+    assert.ok(fs.existsSync(path.join(directory, 'unrelated.txt')));
+    assert.equal(fs.statSync(path.join(directory, kept[0] ?? '')).mode & 0o777, 0o600);
+    // A failed backup leaves no partial file behind.
+    await assert.rejects(takeScheduledBackup({ ...deps, take: async () => { throw new Error('disk full'); } }, new Date(Date.UTC(2026, 10, 20))), /disk full/);
+    assert.deepEqual(fs.readdirSync(directory).filter((n) => n.endsWith('.partial')), []);
+  } finally {
+    fs.rmSync(directory, { recursive: true, force: true });
+  }
+});
+
+test('the task runs on the leader only, on its schedule, and stops with leadership', async () => {
+  const directory = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-scheduled-'));
+  const leader = leadership(false);
+  const background = new Background(leader, () => undefined);
+  let taken = 0;
+  background.add(selfBackupTask({ settings: { schedule: '* * * * * *', directory, keep: 14 }, take: async (out) => { taken++; await write(out); }, log: () => undefined }));
+  background.start();
+  try {
+    await sleep(1500);
+    assert.equal(taken, 0, 'not the leader: no backup');
+    leader.set(true);
+    const deadline = Date.now() + 5000;
+    while (taken === 0 && Date.now() < deadline) await sleep(50);
+    assert.ok(taken >= 1, 'the leader took one');
+    leader.set(false);
+    await sleep(100);
+    const after = taken;
+    await sleep(1500);
+    assert.equal(taken, after, 'no more once leadership is lost');
+  } finally {
+    await background.stop();
+    fs.rmSync(directory, { recursive: true, force: true });
+  }
+});
+
+test('the settings: both or neither, a cron expression, an absolute directory', () => {
+  assert.equal(loadConfig({}).selfBackup, undefined);
+  assert.deepEqual(loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: ' 0 3  * * * ', SLIPWAY_SELF_BACKUP_DESTINATION: '/backups' }).selfBackup, { schedule: '0 3 * * *', directory: '/backups', keep: 14 });
+  assert.throws(() => loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '0 3 * * *' }), /set together/);
+  assert.throws(() => loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: 'daily', SLIPWAY_SELF_BACKUP_DESTINATION: '/b' }), /cron expression/);
+  assert.throws(() => loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '99 3 * * *', SLIPWAY_SELF_BACKUP_DESTINATION: '/b' }), /cron expression/);
+  assert.throws(() => loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '0 3 * * *', SLIPWAY_SELF_BACKUP_DESTINATION: 'dest-123' }), /absolute directory path/);
+});
