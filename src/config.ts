@@ -28,6 +28,8 @@ export interface Config {
   readonly maxArchiveEntries: number;
   /** SLIPWAY_ALLOW_PRIVATE_GIT: allow file:// and loopback/private git hosts. */
   readonly allowPrivateGit: boolean;
+  /** SLIPWAY_ALLOW_PRIVATE_TARGETS: allow outbound targets (backup destinations, notification endpoints) on loopback/private/link-local addresses. */
+  readonly allowPrivateTargets: boolean;
   /** DOCKER_HOST: the engine to use; undefined = the local socket. */
   readonly dockerHost: string | undefined;
   /** SLIPWAY_SESSION_TTL_HOURS: lifetime of a login session. */
@@ -305,6 +307,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxExpandedBytes: integer(env, 'SLIPWAY_MAX_EXPANDED_BYTES', 2 * 1024 ** 3, 1, Number.MAX_SAFE_INTEGER),
     maxArchiveEntries: integer(env, 'SLIPWAY_MAX_ARCHIVE_ENTRIES', 100_000, 1, 10_000_000),
     allowPrivateGit: bool(env, 'SLIPWAY_ALLOW_PRIVATE_GIT', false),
+    allowPrivateTargets: bool(env, 'SLIPWAY_ALLOW_PRIVATE_TARGETS', false),
     dockerHost: text(env, 'DOCKER_HOST'),
     sessionTtlMs: integer(env, 'SLIPWAY_SESSION_TTL_HOURS', 24 * 7, 1, 24 * 365) * 3_600_000,
     auditRetentionDays: integer(env, 'SLIPWAY_AUDIT_RETENTION_DAYS', 365, 1, 36_500),

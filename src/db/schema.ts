@@ -233,6 +233,55 @@ export interface BuildQueueTable {
   taken_at: string | null;
 }
 
+/** A backup destination (decisions §20): settings as JSON, its secret AES-256-GCM encrypted. */
+export interface BackupDestinationsTable {
+  seq: Generated<number>;
+  id: string;
+  name: string;
+  type: string;
+  user_id: string;
+  team_id: string | null;
+  owner_key: string;
+  settings: string;
+  secret: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A backup record (decisions §20); `source_counts` is JSON. */
+export interface BackupsTable {
+  seq: Generated<number>;
+  id: string;
+  database_id: string;
+  database_name: string;
+  engine: string;
+  image: string;
+  user_id: string;
+  team_id: string | null;
+  destination_id: string;
+  status: string;
+  trigger: string;
+  size_bytes: number | null;
+  sha256: string | null;
+  location: string;
+  source_counts: string | null;
+  runner: string | null;
+  due_at: string | null;
+  started_at: string;
+  finished_at: string | null;
+  verified_at: string | null;
+  error: string | null;
+}
+
+export interface BackupSchedulesTable {
+  database_id: string;
+  schedule: string;
+  destination_id: string;
+  keep: number;
+  pitr: number;
+  updated_at: string;
+}
+
 export interface Database {
   build_queue: BuildQueueTable;
   build_log_chunks: BuildLogChunksTable;
@@ -261,4 +310,7 @@ export interface Database {
   user_quotas: UserQuotasTable;
   managed_databases: ManagedDatabasesTable;
   database_links: DatabaseLinksTable;
+  backup_destinations: BackupDestinationsTable;
+  backups: BackupsTable;
+  backup_schedules: BackupSchedulesTable;
 }
