@@ -1,6 +1,6 @@
 // The port where backup destinations (their secret encrypted), backup records and schedules are kept (src/db/backup-store.ts).
 import type { AuditRecord } from '../domain/audit.js';
-import type { DatabaseEngineName } from '../databases/engine-adapter.js';
+import type { DatabaseEngineName, Inventory } from '../databases/engine-adapter.js';
 
 export const DESTINATION_TYPES = ['s3', 'local'] as const;
 export type DestinationType = (typeof DESTINATION_TYPES)[number];
@@ -33,8 +33,8 @@ export const BACKUP_STATUSES = ['running', 'succeeded', 'verified', 'failed'] as
 export type BackupStatus = (typeof BACKUP_STATUSES)[number];
 export type BackupTrigger = 'manual' | 'schedule' | 'safety';
 
-/** What a database held at dump time: each table's rows (SQL engines) or its key count (Redis). */
-export type SourceCounts = { readonly tables: Readonly<Record<string, number>> } | { readonly keys: number };
+/** What a database held just before and just after its dump (each table's rows, or its key count): the restored copy must match one of them or lie between. */
+export type SourceCounts = readonly Inventory[];
 
 export interface BackupRow {
   readonly id: string;

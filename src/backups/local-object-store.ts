@@ -37,7 +37,6 @@ export function localObjectStore(dir: string): ObjectStore {
         await fs.promises.mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
         await pipeline(body, fs.createWriteStream(partial, { mode: 0o600 }), { signal });
         await fs.promises.rename(partial, target);
-        return (await fs.promises.stat(target)).size;
       } catch (err) {
         await fs.promises.rm(partial, { force: true });
         if (signal.aborted) throw err;

@@ -22,9 +22,9 @@ export interface ObjectStore {
   authorize(signal: AbortSignal): Promise<void>;
   /**
    * Streams `body` into the object `key` (S3: a multipart upload). On any failure or abort nothing
-   * is left behind (the multipart upload is aborted, a partial file removed); resolves with its size.
+   * is left behind (the multipart upload is aborted, a partial file removed).
    */
-  put(key: string, body: Readable, signal: AbortSignal): Promise<number>;
+  put(key: string, body: Readable, signal: AbortSignal): Promise<void>;
   /** The object's bytes as a stream. */
   get(key: string, signal: AbortSignal): Promise<Readable>;
   /** Removes the object; one already gone is no error. */

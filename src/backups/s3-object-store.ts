@@ -67,10 +67,6 @@ export function s3ObjectStore(settings: S3Settings, secret: string, allowPrivate
     },
 
     async put(key, body, signal) {
-      let size = 0;
-      body.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-      });
       const upload = new Upload({
         client,
         params: { Bucket: settings.bucket, Key: full(key), Body: body },
@@ -83,7 +79,6 @@ export function s3ObjectStore(settings: S3Settings, secret: string, allowPrivate
       signal.addEventListener('abort', onAbort, { once: true });
       try {
         await upload.done();
-        return size;
       } catch (err) {
         body.destroy();
         if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new Error('aborted');

@@ -61,3 +61,38 @@ describe('backup stream format', () => {
     }
   });
 });
+
+describe('the standalone decrypt script (scripts/backup-decrypt.mjs)', () => {
+  test('decrypts with the installation key alone; refuses a cut object', async () => {
+    const { execFile } = await import('node:child_process');
+    const fs = await import('node:fs/promises');
+    const os = await import('node:os');
+    const path = await import('node:path');
+    const { PROJECT_ROOT } = await import('../helpers/server.js');
+    const { ValueCipher } = await import('../../src/secrets/value-cipher.js');
+    const { BACKUP_KEY_INFO } = await import('../../src/backups/backup-stream.js');
+    const installationKey = crypto.randomBytes(32);
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'slipway-decrypt-'));
+    try {
+      const keyFile = path.join(dir, 'secret.key');
+      await fs.writeFile(keyFile, `${installationKey.toString('base64')}\n`);
+      const plain = crypto.randomBytes(2_500_000);
+      const sealed = await collect(Readable.from([plain]).pipe(encryptStream(new ValueCipher(installationKey).deriveKey(BACKUP_KEY_INFO))));
+      const run = (input: Buffer): Promise<{ code: number; stdout: Buffer; stderr: string }> =>
+        new Promise((resolve) => {
+          const child = execFile(process.execPath, [path.join(PROJECT_ROOT, 'scripts', 'backup-decrypt.mjs'), '--key-file', keyFile], { encoding: 'buffer', maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) =>
+            resolve({ code: err === null ? 0 : Number((err as { code?: number }).code ?? 1), stdout, stderr: stderr.toString() }),
+          );
+          child.stdin!.end(input);
+        });
+      const ok = await run(sealed);
+      assert.equal(ok.code, 0, ok.stderr);
+      assert.ok(ok.stdout.equals(plain));
+      const cut = await run(sealed.subarray(0, sealed.length - 100));
+      assert.notEqual(cut.code, 0);
+      assert.match(cut.stderr, /tampered or corrupt/);
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+});
