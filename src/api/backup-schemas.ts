@@ -68,3 +68,25 @@ export const StartBackupBody = Type.Object(
 export type StartBackupBody = Static<typeof StartBackupBody>;
 
 export const BackupParams = Type.Object({ id: Type.String(), backup_id: Type.String() });
+
+export const RestoreBody = Type.Object(
+  {
+    backup_id: Type.Optional(Type.String({ maxLength: 100 })),
+    into: Type.Optional(Type.String({ maxLength: 100, description: 'a new database of this name gets the data; absent: the data is replaced in place (a safety backup first)' })),
+    at: Type.Optional(Type.String({ maxLength: 40, description: 'point-in-time recovery (PostgreSQL with pitr): not available on this version' })),
+  },
+  { additionalProperties: false },
+);
+export type RestoreBody = Static<typeof RestoreBody>;
+
+export const RestoreResponse = Type.Object({
+  id: Type.String(),
+  database_id: Type.String(),
+  backup_id: Type.String(),
+  target_database_id: Type.String({ description: 'the database whose data is replaced (in place: database_id), or the new one' }),
+  safety_backup_id: Nullable(Type.String({ description: 'the backup of the data replaced (in place)' })),
+  status: OneOf(['running', 'succeeded', 'failed'] as const),
+  error: Nullable(Type.String()),
+  started_at: Timestamp,
+  finished_at: Nullable(Timestamp),
+});

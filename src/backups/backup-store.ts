@@ -74,6 +74,19 @@ export interface BackupSchedule {
   readonly pitr: boolean;
 }
 
+/** A restore of a backup, in place (`target_database_id` = `database_id`) or into a new database. */
+export interface RestoreRow {
+  readonly id: string;
+  readonly database_id: string;
+  readonly backup_id: string;
+  readonly target_database_id: string;
+  readonly safety_backup_id: string | null;
+  readonly status: 'running' | 'succeeded' | 'failed';
+  readonly error: string | null;
+  readonly started_at: string;
+  readonly finished_at: string | null;
+}
+
 export interface BackupStore {
   /** `name_taken` when its owner has a destination of that name. */
   createDestination(row: Omit<DestinationRow, 'seq'>, secret: string | null, audit: AuditRecord): Promise<'created' | 'name_taken'>;
@@ -100,6 +113,10 @@ export interface BackupStore {
   runningOn(runners: readonly string[]): Promise<BackupRow[]>;
   /** Every backup running anywhere (to compare with the live instances). */
   allRunning(): Promise<BackupRow[]>;
+
+  createRestore(row: RestoreRow): Promise<void>;
+  updateRestore(id: string, changes: Partial<Pick<RestoreRow, 'status' | 'error' | 'finished_at' | 'safety_backup_id'>>): Promise<void>;
+  getRestore(id: string): Promise<RestoreRow | undefined>;
 
   getSchedule(databaseId: string): Promise<BackupSchedule | undefined>;
   setSchedule(schedule: BackupSchedule | { database_id: string; remove: true }): Promise<void>;

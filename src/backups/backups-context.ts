@@ -1,5 +1,6 @@
 // What the backup use-cases are handed: their store, the managed databases' context, the stream key, the events port and the work running here.
 import type { DatabasesContext } from '../databases/database-context.js';
+import type { Principal } from '../core/principal.js';
 import type { AppEvents } from '../domain/app-events.js';
 import type { BackupStore } from './backup-store.js';
 import type { BackupWork } from './backup-work.js';
@@ -19,4 +20,6 @@ export interface BackupsContext {
   /** Backups, verifications and restores running in the background here. */
   readonly work: BackupWork;
   readonly log: DatabasesContext['log'];
+  /** Restarts a deployment as `principal` (apps linked to a database whose data a restore replaced). */
+  readonly restartApp: (principal: Principal, deploymentId: string) => Promise<unknown>;
 }

@@ -20,6 +20,7 @@ export async function backupsPart(options: {
   readonly cipher: ValueCipher;
   readonly runner: string;
   readonly events: Pick<AppEvents, 'emit'>;
+  readonly restartApp: BackupsContext['restartApp'];
 }): Promise<Part<BackupsPart>> {
   const context: BackupsContext = {
     store: options.stores.backups,
@@ -31,6 +32,7 @@ export async function backupsPart(options: {
     events: options.events,
     work: new BackupWork(),
     log: options.databases.log,
+    restartApp: options.restartApp,
   };
   return { offers: { context }, stop: () => context.work.close() };
 }

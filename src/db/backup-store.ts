@@ -1,6 +1,6 @@
 // The backup store on the database: destinations in `backup_destinations` (secret AES-256-GCM encrypted, bound to its row), records in `backups`, schedules in `backup_schedules`.
 import type { Selectable, Transaction } from 'kysely';
-import type { BackupRow, BackupSchedule, BackupStore, DestinationRow, S3Settings } from '../backups/backup-store.js';
+import type { BackupRow, BackupSchedule, BackupStore, DestinationRow, RestoreRow, S3Settings } from '../backups/backup-store.js';
 import type { ValueCipher } from '../secrets/value-cipher.js';
 import { appendRecord } from './audit-log.js';
 import { isUniqueViolation, type Db } from './database.js';
@@ -185,6 +185,19 @@ export function databaseBackupStore(db: Db, cipher: ValueCipher): BackupStore {
 
     async allRunning() {
       return (await db.selectFrom('backups').selectAll().where('status', '=', 'running').execute()).map(toBackup);
+    },
+
+    async createRestore(row) {
+      await db.insertInto('backup_restores').values({ ...row }).execute();
+    },
+
+    async updateRestore(id, changes) {
+      await db.updateTable('backup_restores').set(changes).where('id', '=', id).execute();
+    },
+
+    async getRestore(id) {
+      const row = await db.selectFrom('backup_restores').selectAll().where('id', '=', id).executeTakeFirst();
+      return row === undefined ? undefined : { ...row, status: row.status as RestoreRow['status'] };
     },
 
     async getSchedule(databaseId) {

@@ -273,6 +273,18 @@ export interface BackupsTable {
   error: string | null;
 }
 
+export interface BackupRestoresTable {
+  id: string;
+  database_id: string;
+  backup_id: string;
+  target_database_id: string;
+  safety_backup_id: string | null;
+  status: string;
+  error: string | null;
+  started_at: string;
+  finished_at: string | null;
+}
+
 export interface BackupSchedulesTable {
   database_id: string;
   schedule: string;
@@ -313,4 +325,5 @@ export interface Database {
   backup_destinations: BackupDestinationsTable;
   backups: BackupsTable;
   backup_schedules: BackupSchedulesTable;
+  backup_restores: BackupRestoresTable;
 }

@@ -105,4 +105,50 @@ describe('PostgreSQL backups', () => {
       await fs.writeFile(file, original);
     }
   });
+
+  const waitForRestore = (id: string) =>
+    eventually(async () => {
+      const res = await s.request('GET', `/api/v1/databases/${dbId}/restores/${id}`, { token: alice.token });
+      return res.json?.status === 'running' ? undefined : res.json;
+    }, 180_000, `restore ${id} to end`);
+  const count = (container: string, credentials = creds) => psql(container, credentials, 'select count(*) from items').then((out) => Number(out.trim()));
+
+  test('restore in place (a safety backup first) and into a new database', async () => {
+    await psql(containerId, creds, 'delete from items where id > 100');
+    assert.equal(await count(containerId), 100);
+    const started = await s.request('POST', `/api/v1/databases/${dbId}/restore`, { token: alice.token, body: { backup_id: backupId } });
+    assert.equal(started.status, 202, started.text);
+    const done = await waitForRestore(started.json.id);
+    assert.equal(done.status, 'succeeded', done.error);
+    assert.equal(await count(containerId), 500, 'the backup\'s rows are back');
+    const safety = (await s.request('GET', `/api/v1/databases/${dbId}/backups/${done.safety_backup_id}`, { token: alice.token })).json;
+    assert.equal(safety.trigger, 'safety');
+    assert.equal(safety.status, 'succeeded', safety.error);
+
+    const into = await s.request('POST', `/api/v1/databases/${dbId}/restore`, { token: alice.token, body: { backup_id: backupId, into: 'shop-copy' } });
+    assert.equal(into.status, 202, into.text);
+    const copied = await waitForRestore(into.json.id);
+    assert.equal(copied.status, 'succeeded', copied.error);
+    const copyCreds = (await s.request('GET', `/api/v1/databases/${copied.target_database_id}/credentials`, { token: alice.token })).json;
+    assert.equal(await count((await databaseContainer(copied.target_database_id))!.Id, copyCreds), 500);
+  });
+
+  test('a tampered object restores nothing and fails the backup; a failed backup is refused', async () => {
+    await psql(containerId, creds, 'delete from items where id > 400');
+    const backup = (await s.request('GET', `/api/v1/databases/${dbId}/backups/${backupId}`, { token: alice.token })).json;
+    const file = objectFile(backup.location);
+    const tampered = await fs.readFile(file);
+    tampered[tampered.length - 3] = tampered[tampered.length - 3]! ^ 0x01;
+    await fs.writeFile(file, tampered);
+    const started = await s.request('POST', `/api/v1/databases/${dbId}/restore`, { token: alice.token, body: { backup_id: backupId } });
+    assert.equal(started.status, 202, started.text);
+    const done = await waitForRestore(started.json.id);
+    assert.equal(done.status, 'failed');
+    assert.match(done.error, /tampered or corrupt/);
+    assert.equal(await count(containerId), 400, 'nothing was restored');
+    const failed = (await s.request('GET', `/api/v1/databases/${dbId}/backups/${backupId}`, { token: alice.token })).json;
+    assert.equal(failed.status, 'failed');
+    assert.ok(events.some((e) => e.type === 'backup.failed' && e.backupId === backupId));
+    assertError(await s.request('POST', `/api/v1/databases/${dbId}/restore`, { token: alice.token, body: { backup_id: backupId } }), 409, 'invalid_state');
+  });
 });

@@ -6,7 +6,9 @@ import { deleteBackup, downloadBackup, getBackupRow, listBackups, presentBackup,
 import { PageQuery, isSeqPosition, listResponse, pageRequest, sendPage, type ListCursors, type ListRef } from '../list-pages.js';
 import { principalOf } from '../authenticate.js';
 import { IdParams, errorResponses } from '../schemas.js';
-import { BackupParams, BackupResponse, StartBackupBody } from '../backup-schemas.js';
+import { BackupParams, BackupResponse, RestoreBody, RestoreResponse, StartBackupBody } from '../backup-schemas.js';
+import { getRestore, startRestore } from '../../backups/restore-backup.js';
+import { DomainError } from '../../core/errors.js';
 import { clientGone } from './deployment-routes.js';
 
 type BackupRequest = { Params: { id: string; backup_id: string } };
@@ -78,5 +80,28 @@ export const databaseBackupRoutes =
           .header('Cache-Control', 'no-store')
           .send(stream);
       },
+    );
+
+    app.post<{ Params: { id: string }; Body: RestoreBody }>(
+      '/databases/:id/restore',
+      {
+        schema: {
+          tags,
+          summary: 'Restore a backup: in place (a safety backup first, linked apps restarted) or into a new database; 409 for a failed backup',
+          params: IdParams,
+          body: RestoreBody,
+          response: { 202: RestoreResponse, ...errorResponses(400, 401, 403, 404, 409) },
+        },
+      },
+      async (request, reply) => {
+        if (request.body.at !== undefined) throw new DomainError('validation_error', 'point-in-time recovery (at) is not available on this version: restore a backup by backup_id');
+        return reply.code(202).send(await startRestore(ctx, principalOf(request), request.params.id, request.body));
+      },
+    );
+
+    app.get<{ Params: { id: string; restore_id: string } }>(
+      '/databases/:id/restores/:restore_id',
+      { schema: { tags, summary: 'A restore: running, succeeded or failed with the step', params: Type.Object({ id: Type.String(), restore_id: Type.String() }), response: { 200: RestoreResponse, ...errorResponses(401, 404) } } },
+      async (request) => getRestore(ctx, principalOf(request), request.params.id, request.params.restore_id),
     );
   };

@@ -57,6 +57,19 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.createIndex('backups_database_due').unique().on('backups').columns(['database_id', 'due_at']).execute();
 
   await db.schema
+    .createTable('backup_restores')
+    .addColumn('id', 'text', (c) => c.primaryKey())
+    .addColumn('database_id', 'text', (c) => c.notNull())
+    .addColumn('backup_id', 'text', (c) => c.notNull())
+    .addColumn('target_database_id', 'text', (c) => c.notNull())
+    .addColumn('safety_backup_id', 'text')
+    .addColumn('status', 'text', (c) => c.notNull())
+    .addColumn('error', 'text')
+    .addColumn('started_at', 'text', (c) => c.notNull())
+    .addColumn('finished_at', 'text')
+    .execute();
+
+  await db.schema
     .createTable('backup_schedules')
     .addColumn('database_id', 'text', (c) => c.primaryKey().references('managed_databases.id').onDelete('cascade'))
     .addColumn('schedule', 'text', (c) => c.notNull())
@@ -70,6 +83,7 @@ export async function up(db: Kysely<any>): Promise<void> {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.dropTable('backup_schedules').execute();
+  await db.schema.dropTable('backup_restores').execute();
   await db.schema.dropTable('backups').execute();
   await db.schema.dropTable('backup_destinations').execute();
 }
