@@ -111,7 +111,8 @@ async function addControlPlane(parts: Parts, config: Config, options: StartOptio
     gitEnv: options.gitEnv,
   }));
   const backups = parts.add('backups', await backupsPart({ config, stores, cipher, runner, databases: databases.context, events: deploy.appEvents,
-    restartApp: (principal, deploymentId) => deploy.lifecycle.restart(principal, deploymentId) }));
+    restartApp: (principal, deploymentId) => deploy.lifecycle.restart(principal, deploymentId), liveIds: () => stores.registry.liveIds(new Date()) }));
+  background.add(backups.task);
   const { tunnels, acrossInstances, directory } = parts.add('tunnels', await tunnelsPart({
     config, log, self: runner, cipher, coordination, claims: stores.tunnelClaims, registry: stores.registry, accounts: stores.accounts,
     keyUsage: stores.keyUsage, table: planes.table, localPlane: planes.localPlane, dataPlane: deploy.dataPlane,

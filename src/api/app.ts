@@ -26,7 +26,7 @@ import { nodeRoutes } from './routes/node-routes.js';
 import { teamRoutes } from './routes/team-routes.js';
 import { twoFactorRoutes } from './routes/two-factor-routes.js';
 import { databaseRoutes } from './routes/database-routes.js';
-import { backupRoutes } from './routes/backup-routes.js';
+import { backupRoutes, backupScheduleHooks } from './routes/backup-routes.js';
 import { deploymentMetricsRoutes, serverMetricsRoutes } from './routes/metrics-routes.js';
 
 import type { ApiDeps } from './api-deps.js';
@@ -110,7 +110,7 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
     await scope.register(nodeRoutes(deps));
     await scope.register(teamRoutes(deps));
     await scope.register(twoFactorRoutes(deps));
-    if (deps.databases !== undefined) await scope.register(databaseRoutes(deps.databases, deps.cursors));
+    if (deps.databases !== undefined) await scope.register(databaseRoutes(deps.databases, deps.cursors, deps.backups === undefined ? undefined : backupScheduleHooks(deps.backups)));
     if (deps.backups !== undefined) await scope.register(backupRoutes(deps.backups, deps.cursors));
   }, { prefix: '/api/v1' });
   // GET /metrics sits beside the API (where scrapers look), behind the same bearer check.

@@ -72,6 +72,8 @@ export interface BackupSchedule {
   readonly destination_id: string;
   readonly keep: number;
   readonly pitr: boolean;
+  /** When it was last set: the reference for its first due time. */
+  readonly updated_at?: string;
 }
 
 /** A restore of a backup, in place (`target_database_id` = `database_id`) or into a new database. */
@@ -113,6 +115,12 @@ export interface BackupStore {
   runningOn(runners: readonly string[]): Promise<BackupRow[]>;
   /** Every backup running anywhere (to compare with the live instances). */
   allRunning(): Promise<BackupRow[]>;
+  /** The latest due time a scheduled backup of the database was recorded for. */
+  lastDue(databaseId: string): Promise<string | undefined>;
+  /** Frees a backup's due time (one lost with its instance: the schedule takes it again). */
+  releaseDue(id: string): Promise<void>;
+  /** The database's verified backups, newest first. */
+  verifiedBackups(databaseId: string): Promise<BackupRow[]>;
 
   createRestore(row: RestoreRow): Promise<void>;
   updateRestore(id: string, changes: Partial<Pick<RestoreRow, 'status' | 'error' | 'finished_at' | 'safety_backup_id'>>): Promise<void>;

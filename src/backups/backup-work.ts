@@ -18,6 +18,21 @@ export class BackupWork {
     return this.#running.has(key);
   }
 
+  readonly #held = new Set<string>();
+
+  /** Marks a backup as taken here from before its record exists until it ends (a round never takes it for lost). */
+  hold(backupId: string): void {
+    this.#held.add(backupId);
+  }
+
+  drop(backupId: string): void {
+    this.#held.delete(backupId);
+  }
+
+  holds(backupId: string): boolean {
+    return this.#held.has(backupId);
+  }
+
   /** Aborts what runs (a shutdown: a backup cut short is marked failed and retaken by the next start). */
   async close(): Promise<void> {
     this.#closed = true;

@@ -8,9 +8,13 @@ import type { BackupStore } from './backup-store.js';
 import { BACKUP_KEY_INFO } from './backup-stream.js';
 import { BackupWork } from './backup-work.js';
 import type { BackupsContext } from './backups-context.js';
+import { scheduleTask } from './scheduler.js';
+import type { BackgroundTask } from '../core/background.js';
 
 export interface BackupsPart {
   readonly context: BackupsContext;
+  /** The leader's round of scheduled backups, lost ones and retention. */
+  readonly task: BackgroundTask;
 }
 
 export async function backupsPart(options: {
@@ -21,6 +25,8 @@ export async function backupsPart(options: {
   readonly runner: string;
   readonly events: Pick<AppEvents, 'emit'>;
   readonly restartApp: BackupsContext['restartApp'];
+  /** The ids of the live instances (a backup running on another one is lost when it is not among them). */
+  readonly liveIds: () => Promise<string[]>;
 }): Promise<Part<BackupsPart>> {
   const context: BackupsContext = {
     store: options.stores.backups,
@@ -34,5 +40,5 @@ export async function backupsPart(options: {
     log: options.databases.log,
     restartApp: options.restartApp,
   };
-  return { offers: { context }, stop: () => context.work.close() };
+  return { offers: { context, task: scheduleTask(context, options.liveIds) }, stop: () => context.work.close() };
 }

@@ -64,6 +64,7 @@ export async function startBackup(ctx: BackupsContext, principal: Principal, dat
   const destination = await getDestinationRow(ctx, principal, destinationId, 'read');
   if (db.status !== 'running') throw new DomainError('invalid_state', `database "${db.name}" is ${db.status}: start it first (slipway db start ${db.name})`);
   const row = newBackupRow(ctx, db, destination.id, 'manual');
+  ctx.work.hold(row.id);
   await ctx.store.createBackup(row);
   const created = (await ctx.store.getBackup(row.id))!;
   ctx.work.run(row.id, (signal) => takeBackup(ctx, created, signal).then(() => undefined));

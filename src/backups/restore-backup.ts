@@ -73,6 +73,7 @@ async function runRestore(ctx: BackupsContext, principal: Principal, restore: Re
       const db = await ctx.databases.store.get(restore.database_id);
       if (db === undefined) throw new BackupStepError('restore', 'the database no longer exists');
       const safety = newBackupRow(ctx, db, backup.destination_id, 'safety');
+      ctx.work.hold(safety.id);
       await ctx.store.createBackup(safety);
       await ctx.store.updateRestore(restore.id, { safety_backup_id: safety.id });
       const outcome = await takeBackup(ctx, (await ctx.store.getBackup(safety.id))!, signal, { verify: false });

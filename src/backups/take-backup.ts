@@ -34,6 +34,7 @@ export function stepOf(err: unknown, fallback: string): { step: string; message:
  */
 export async function takeBackup(ctx: BackupsContext, backup: BackupRow, signal: AbortSignal, options: { verify: boolean } = { verify: true }): Promise<'verified' | 'succeeded' | 'failed'> {
   const cut = AbortSignal.any([signal, AbortSignal.timeout(BACKUP_TIMEOUT_MS)]);
+  ctx.work.hold(backup.id);
   try {
     const stored = await dumpAndUpload(ctx, backup, cut);
     const done = { ...backup, ...stored, status: 'succeeded' as const, finished_at: new Date().toISOString() };
@@ -47,6 +48,8 @@ export async function takeBackup(ctx: BackupsContext, backup: BackupRow, signal:
     const { step, message } = stepOf(err, 'dump');
     await failBackup(ctx, backup, step, cut.aborted && !signal.aborted ? `did not finish within ${BACKUP_TIMEOUT_MS / 3_600_000} h` : message);
     return 'failed';
+  } finally {
+    ctx.work.drop(backup.id);
   }
 }
 

@@ -37,12 +37,13 @@ function toBackup(r: Selectable<BackupsTable>): BackupRow {
   };
 }
 
-const toSchedule = (r: { database_id: string; schedule: string; destination_id: string; keep: number; pitr: number }): BackupSchedule => ({
+const toSchedule = (r: { database_id: string; schedule: string; destination_id: string; keep: number; pitr: number; updated_at: string }): BackupSchedule => ({
   database_id: r.database_id,
   schedule: r.schedule,
   destination_id: r.destination_id,
   keep: Number(r.keep),
   pitr: Number(r.pitr) === 1,
+  updated_at: r.updated_at,
 });
 
 /** BackupStore over its three tables, destination secrets sealed with `cipher`. */
@@ -200,6 +201,19 @@ export function databaseBackupStore(db: Db, cipher: ValueCipher): BackupStore {
       return row === undefined ? undefined : { ...row, status: row.status as RestoreRow['status'] };
     },
 
+    async lastDue(databaseId) {
+      const row = await db.selectFrom('backups').select((eb) => eb.fn.max('due_at').as('due')).where('database_id', '=', databaseId).executeTakeFirst();
+      return row?.due ?? undefined;
+    },
+
+    async releaseDue(id) {
+      await db.updateTable('backups').set({ due_at: null }).where('id', '=', id).execute();
+    },
+
+    async verifiedBackups(databaseId) {
+      return (await db.selectFrom('backups').selectAll().where('database_id', '=', databaseId).where('status', '=', 'verified').orderBy('seq', 'desc').execute()).map(toBackup);
+    },
+
     async getSchedule(databaseId) {
       const row = await db.selectFrom('backup_schedules').selectAll().where('database_id', '=', databaseId).executeTakeFirst();
       return row === undefined ? undefined : toSchedule(row);
@@ -210,7 +224,7 @@ export function databaseBackupStore(db: Db, cipher: ValueCipher): BackupStore {
         await db.deleteFrom('backup_schedules').where('database_id', '=', schedule.database_id).execute();
         return;
       }
-      const values = { ...schedule, pitr: schedule.pitr ? 1 : 0, updated_at: now() };
+      const values = { database_id: schedule.database_id, schedule: schedule.schedule, destination_id: schedule.destination_id, keep: schedule.keep, pitr: schedule.pitr ? 1 : 0, updated_at: now() };
       await db
         .insertInto('backup_schedules')
         .values(values)

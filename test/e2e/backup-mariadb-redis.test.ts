@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { eventually } from '../helpers/apps.js';
+import { assertError } from '../helpers/api-assert.js';
 import { STAND_IN_IMAGES, databaseContainer, runIn, waitForStatus } from '../helpers/databases.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -55,5 +56,24 @@ describe('MariaDB and Redis backups', () => {
     assert.equal(done.status, 'verified', done.error);
     const res = await s.request('POST', `/api/v1/databases/${ids['redis']}/restore`, { token: alice.token, body: { backup_id: done.id } });
     assert.equal(res.status, 409, 'restoring Redis in place is not offered on this version');
+  });
+
+  test('a schedule on the database (PATCH backup): checked, shown, and its destination cannot be deleted while used', async () => {
+    const path = `/api/v1/databases/${ids['redis']}`;
+    for (const bad of [{ schedule: 'often', destination_id: destinationId }, { schedule: '0 3 * * *', destination_id: destinationId, keep: 0 }, { schedule: '0 3 * * *', destination_id: destinationId, keep: 366 }]) {
+      assertError(await s.request('PATCH', path, { token: alice.token, body: { backup: bad } }), 400, 'validation_error', JSON.stringify(bad));
+    }
+    const bob = await s.newUser('bob');
+    const bobs = (await s.request('POST', '/api/v1/backup-destinations', { token: bob.token, body: { name: 'bobs', type: 'local' } })).json;
+    assertError(await s.request('PATCH', path, { token: alice.token, body: { backup: { schedule: '0 3 * * *', destination_id: bobs.id } } }), 404, 'not_found', "another user's destination");
+    const set = await s.request('PATCH', path, { token: alice.token, body: { backup: { schedule: '0 3 * * *', destination_id: destinationId, keep: 3 } } });
+    assert.equal(set.status, 200, set.text);
+    assert.deepEqual(set.json.backup, { schedule: '0 3 * * *', destination_id: destinationId, keep: 3, pitr: false });
+    const refused = await s.request('DELETE', `/api/v1/backup-destinations/${destinationId}`, { token: alice.token });
+    assertError(refused, 409, 'invalid_state');
+    assert.match(refused.json.message, /redis-db/);
+    const removed = await s.request('PATCH', path, { token: alice.token, body: { backup: null } });
+    assert.equal(removed.json.backup, null);
+    assert.equal((await s.request('DELETE', `/api/v1/backup-destinations/${destinationId}`, { token: alice.token })).status, 204);
   });
 });
