@@ -20,7 +20,8 @@ export async function runDbConnect(options: DbConnectOptions): Promise<void> {
   const endpoint = new URL(`/api/v1/databases/${encodeURIComponent(options.databaseId)}/connect`, options.serverUrl);
   endpoint.protocol = endpoint.protocol === 'https:' ? 'wss:' : 'ws:';
   const open = new Set<{ close(): void }>();
-  const server = net.createServer((local) => {
+  // No Nagle delay on the client's side either (small query-answer turns).
+  const server = net.createServer({ noDelay: true }, (local) => {
     const ws = new WebSocket(endpoint, { headers: { authorization: `Bearer ${options.bearer}` }, perMessageDeflate: false, handshakeTimeout: 15_000 });
     const entry = { close: () => { ws.terminate(); local.destroy(); } };
     open.add(entry);
@@ -42,6 +43,10 @@ export async function runDbConnect(options: DbConnectOptions): Promise<void> {
     ws.on('error', (err) => {
       options.onProblem(err.message);
       entry.close();
+    });
+    ws.on('close', (code, reason) => {
+      // The server ended the stream on purpose (a revoked key, a stopped database): say why.
+      if (code >= 4000) options.onProblem(reason.toString() || `the server closed the connection (${code})`);
     });
     ws.on('open', () => {
       const stream = createWebSocketStream(ws);
