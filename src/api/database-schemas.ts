@@ -17,6 +17,7 @@ export const DatabaseResponse = Type.Object({
   host: Type.String(),
   port: Type.Integer(),
   memory_mb: Nullable(Type.Integer({ description: 'memory limit; null: the installation default' })),
+  backup: Type.Optional(Nullable(Type.Object({ schedule: Type.String(), destination_id: Type.String(), keep: Type.Integer(), pitr: Type.Boolean() }))),
   cpus: Nullable(Type.Number({ description: 'CPU limit; null: the installation default' })),
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -34,8 +35,19 @@ export const CreateDatabaseBody = Type.Object(
 );
 export type CreateDatabaseBody = Static<typeof CreateDatabaseBody>;
 
+/** A database's backup schedule (decisions §20). */
+export const BackupScheduleField = Type.Object(
+  {
+    schedule: Type.String({ maxLength: 200, description: 'a cron expression, in UTC' }),
+    destination_id: Type.String({ maxLength: 100 }),
+    keep: Type.Optional(Type.Integer({ description: 'verified backups kept, 1 to 365 (default 7); older ones are deleted from the destination' })),
+    pitr: Type.Optional(Type.Boolean({ description: 'point-in-time recovery: not available on this version' })),
+  },
+  { additionalProperties: false },
+);
+
 export const UpdateDatabaseBody = Type.Object(
-  { memory_mb: Type.Optional(Nullable(Type.Integer())), cpus: Type.Optional(Nullable(Type.Number())) },
+  { memory_mb: Type.Optional(Nullable(Type.Integer())), cpus: Type.Optional(Nullable(Type.Number())), backup: Type.Optional(Nullable(BackupScheduleField)) },
   { additionalProperties: false },
 );
 export type UpdateDatabaseBody = Static<typeof UpdateDatabaseBody>;

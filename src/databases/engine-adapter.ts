@@ -43,7 +43,39 @@ export interface EngineAdapter {
   probe(credentials: DatabaseCredentials): ContainerCommand;
   /** Whether the probe's result means ready. */
   ready(result: ExecResult): boolean;
+  /** The engine's own dump tool writing the whole database to stdout (decisions §20). */
+  dump(credentials: DatabaseCredentials): ContainerCommand;
+  /**
+   * How a dump goes back in: `stream` pipes it into `restore`'s stdin; `file` writes it to
+   * `restoreFile` in a server started without its data (Redis loads an RDB file at start).
+   */
+  readonly restoreMode: 'stream' | 'file';
+  /** The restore command reading a dump on stdin (`clean`: replacing what the database holds). */
+  restore(credentials: DatabaseCredentials, options: { clean: boolean }): ContainerCommand;
+  /** Where a `file` restore writes the dump, and the server command that then loads it. */
+  readonly restoreFile?: string;
+  restoreCommand?(credentials: DatabaseCredentials): readonly string[];
+  /** A command whose output tells what the database holds: its tables (and rows) or its keys. */
+  inventory(credentials: DatabaseCredentials): ContainerCommand;
+  /** The inventory command's output, read. */
+  parseInventory(output: string): Inventory;
+  /** The file extension of a decrypted dump (downloads). */
+  readonly dumpExtension: string;
 }
+
+/** What a database holds, compared between a source and its restored backup. */
+export type Inventory = { readonly tables: Readonly<Record<string, number>> } | { readonly keys: number };
 
 /** A name that is a DNS label, as an identifier SQL accepts without quoting. */
 export const sqlIdentifier = (name: string): string => name.replace(/-/g, '_');
+
+/** `name<TAB>count` lines (a count may be absent: then -1, present but not counted) as a table map. */
+export function parseTableLines(output: string): Record<string, number> {
+  const tables: Record<string, number> = {};
+  for (const line of output.split('\n')) {
+    const [name, count] = line.trim().split('\t');
+    if (name === undefined || name === '') continue;
+    tables[name] = count === undefined || count === '' ? -1 : Number(count);
+  }
+  return tables;
+}

@@ -1,6 +1,10 @@
 // The PostgreSQL engine: the official image's POSTGRES_* contract, PGDATA, port 5432, probed with psql over TCP.
 import type { EngineAdapter } from './engine-adapter.js';
-import { sqlIdentifier } from './engine-adapter.js';
+import { parseTableLines, sqlIdentifier } from './engine-adapter.js';
+
+const INVENTORY_SQL =
+  "select table_schema || '.' || table_name, (xpath('/row/c/text()', query_to_xml(format('select count(*) as c from %I.%I', table_schema, table_name), false, true, '')))[1]::text " +
+  "from information_schema.tables where table_type = 'BASE TABLE' and table_schema not in ('pg_catalog', 'information_schema') order by 1";
 
 export const postgresAdapter: EngineAdapter = {
   engine: 'postgres',
@@ -21,4 +25,17 @@ export const postgresAdapter: EngineAdapter = {
   // success means the final server accepts these credentials.
   probe: (c) => ({ argv: ['psql', '-h', '127.0.0.1', '-p', '5432', '-U', c.username, '-d', c.database, '-Atc', 'select 1'], env: { PGPASSWORD: c.password } }),
   ready: (result) => result.exitCode === 0 && result.output.trim().endsWith('1'),
+  dump: (c) => ({ argv: ['pg_dump', '-Fc', '-h', '127.0.0.1', '-p', '5432', '-U', c.username, '-d', c.database], env: { PGPASSWORD: c.password } }),
+  restoreMode: 'stream',
+  restore: (c, options) => ({
+    argv: ['pg_restore', '--no-owner', '--no-privileges', '--exit-on-error', ...(options.clean ? ['--clean', '--if-exists', '--single-transaction'] : []), '-h', '127.0.0.1', '-p', '5432', '-U', c.username, '-d', c.database],
+    env: { PGPASSWORD: c.password },
+  }),
+  // Every table outside the system schemas with its exact row count, one `schema.table<TAB>rows` line each.
+  inventory: (c) => ({
+    argv: ['psql', '-h', '127.0.0.1', '-p', '5432', '-U', c.username, '-d', c.database, '-v', 'ON_ERROR_STOP=1', '-AtF', '\t', '-c', INVENTORY_SQL],
+    env: { PGPASSWORD: c.password },
+  }),
+  parseInventory: (output) => ({ tables: parseTableLines(output) }),
+  dumpExtension: 'dump',
 };

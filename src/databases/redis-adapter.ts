@@ -13,4 +13,15 @@ export const redisAdapter: EngineAdapter = {
   url: (c, host) => `redis://${c.username}:${encodeURIComponent(c.password)}@${host}:6379/${c.database}`,
   probe: (c) => ({ argv: ['redis-cli', '-h', '127.0.0.1', '-p', '6379', 'ping'], env: { REDISCLI_AUTH: c.password } }),
   ready: (result) => result.exitCode === 0 && result.output.includes('PONG'),
+  // An RDB snapshot streamed by the replication protocol to stdout.
+  dump: (c) => ({ argv: ['redis-cli', '-h', '127.0.0.1', '-p', '6379', '--no-auth-warning', '--rdb', '-'], env: { REDISCLI_AUTH: c.password } }),
+  restoreMode: 'file',
+  restore: () => ({ argv: ['dd', 'of=/data/dump.rdb', 'bs=1M', 'status=none'], env: {} }),
+  restoreFile: '/data/dump.rdb',
+  // Started from the RDB file without the append-only file and without saving over it; the
+  // append-only file is switched on afterwards (CONFIG SET rewrites it from the loaded data).
+  restoreCommand: (c) => ['redis-server', '--requirepass', c.password, '--appendonly', 'no', '--save', '', '--dir', '/data', '--dbfilename', 'dump.rdb'],
+  inventory: (c) => ({ argv: ['redis-cli', '-h', '127.0.0.1', '-p', '6379', '--no-auth-warning', 'dbsize'], env: { REDISCLI_AUTH: c.password } }),
+  parseInventory: (output) => ({ keys: Number(/(\d+)/.exec(output)?.[1] ?? Number.NaN) }),
+  dumpExtension: 'rdb',
 };

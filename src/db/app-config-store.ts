@@ -11,6 +11,7 @@ import { reencryptCertificates } from './certificate-store.js';
 import { lockDeployment } from './deployment-store.js';
 import { reencryptWebhooks } from './webhook-store.js';
 import { reencryptDatabaseCredentials } from './managed-database-store.js';
+import { reencryptDestinationSecrets } from './backup-store.js';
 
 /** Associated data of a variable: a ciphertext only opens in the row it was written to. */
 const varContext = (deploymentId: string, key: string): string => `env:${deploymentId}:${key}`;
@@ -156,6 +157,7 @@ export async function reencryptAll(db: Db, from: ValueCipher, to: ValueCipher): 
     count += await reencryptCertificates(trx, from, to);
     count += await reencryptWebhooks(trx, from, to);
     count += await reencryptDatabaseCredentials(trx, from, to);
+    count += await reencryptDestinationSecrets(trx, from, to);
     await trx.updateTable('instance').set({ key_check: to.keyCheck() }).execute();
     return count;
   });

@@ -31,6 +31,7 @@ import { VERSION } from '../version.js';
 import * as databaseWorker from './migrations/2026-11-28-055-database-worker.js';
 import * as notifications from './migrations/2026-11-28-080-notifications.js';
 import * as buildDockerfile from './migrations/2026-11-28-110-build-dockerfile.js';
+import * as backups from './migrations/2026-11-28-120-backups.js';
 import { withStatementCache } from './statement-cache.js';
 import crypto from 'node:crypto';
 
@@ -57,10 +58,11 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-27-120-acme-challenges': acmeChallenges,
   '2026-11-28-040-config-pending': configPending,
   '2026-11-28-050-managed-databases': managedDatabases,
-  '2026-11-28-100-schema-version': schemaVersion,
   '2026-11-28-055-database-worker': databaseWorker,
   '2026-11-28-080-notifications': notifications,
+  '2026-11-28-100-schema-version': schemaVersion,
   '2026-11-28-110-build-dockerfile': buildDockerfile,
+  '2026-11-28-120-backups': backups,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -290,6 +290,67 @@ export interface NotificationDeliveriesTable {
   claimed_until: string | null;
 }
 
+/** A backup destination (decisions §20): settings as JSON, its secret AES-256-GCM encrypted. */
+export interface BackupDestinationsTable {
+  seq: Generated<number>;
+  id: string;
+  name: string;
+  type: string;
+  user_id: string;
+  team_id: string | null;
+  owner_key: string;
+  settings: string;
+  secret: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A backup record (decisions §20); `source_counts` is JSON. */
+export interface BackupsTable {
+  seq: Generated<number>;
+  id: string;
+  database_id: string;
+  database_name: string;
+  engine: string;
+  image: string;
+  user_id: string;
+  team_id: string | null;
+  destination_id: string;
+  status: string;
+  trigger: string;
+  size_bytes: number | null;
+  sha256: string | null;
+  location: string;
+  source_counts: string | null;
+  runner: string | null;
+  due_at: string | null;
+  started_at: string;
+  finished_at: string | null;
+  verified_at: string | null;
+  error: string | null;
+}
+
+export interface BackupRestoresTable {
+  id: string;
+  database_id: string;
+  backup_id: string;
+  target_database_id: string;
+  safety_backup_id: string | null;
+  status: string;
+  error: string | null;
+  started_at: string;
+  finished_at: string | null;
+}
+
+export interface BackupSchedulesTable {
+  database_id: string;
+  schedule: string;
+  destination_id: string;
+  keep: number;
+  pitr: number;
+  updated_at: string;
+}
+
 export interface Database {
   build_dockerfiles: BuildDockerfilesTable;
   build_queue: BuildQueueTable;
@@ -323,4 +384,8 @@ export interface Database {
   notification_channels: NotificationChannelsTable;
   notification_events: NotificationEventsTable;
   notification_deliveries: NotificationDeliveriesTable;
+  backup_destinations: BackupDestinationsTable;
+  backups: BackupsTable;
+  backup_schedules: BackupSchedulesTable;
+  backup_restores: BackupRestoresTable;
 }

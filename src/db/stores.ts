@@ -31,6 +31,7 @@ import { databaseTeamStore } from './team-store.js';
 import { databaseTunnelClaimStore } from './tunnel-claim-store.js';
 import { databaseSharedUploads } from './upload-archives.js';
 import { databaseWebhookStore } from './webhook-store.js';
+import { databaseBackupStore } from './backup-store.js';
 
 export interface StoresDeps {
   readonly config: Config;
@@ -90,6 +91,7 @@ async function buildStores({ config, db, cipher, coordination, runner, log }: St
     catalog: databaseDeploymentCatalog(db),
     quotaStore: databaseQuotaStore(db),
     managedDatabases: databaseManagedDatabaseStore(db, cipher),
+    backups: databaseBackupStore(db, cipher),
     webhooks: databaseWebhookStore(db, cipher),
     notificationStore: databaseNotificationStore(db, cipher),
     previews: databasePreviewCatalog(db),

@@ -112,6 +112,14 @@ export interface RunContainerOptions {
   command?: readonly string[];
 }
 
+/** A command running inside a container, its stdout a stream (see ContainerEngine.execStream). */
+export interface ExecStream {
+  /** Its stdout; a consumer that stops reading stalls the command (backpressure). */
+  readonly stdout: import('node:stream').Readable;
+  /** Resolves once it ended: its exit code and the tail of its stderr. */
+  readonly done: Promise<ExecResult>;
+}
+
 /** What a command run inside a container ended with. */
 export interface ExecResult {
   readonly exitCode: number;
@@ -258,6 +266,11 @@ export interface ContainerEngine {
    * Optional: services that probe themselves (databases) need it.
    */
   execInContainer?(id: string, argv: readonly string[], options: { env?: Record<string, string>; timeoutMs: number }): Promise<ExecResult>;
+  /**
+   * Runs `argv` inside a running container with its stdout as a stream and `stdin` (if given) piped
+   * in: database dumps and restores that are never held whole in memory. Optional.
+   */
+  execStream?(id: string, argv: readonly string[], options: { env?: Record<string, string>; stdin?: import('node:stream').Readable; signal: AbortSignal }): Promise<ExecStream>;
   /** Attaches a container to a network (answering to `aliases` there); a no-op when already attached. Optional. */
   connectNetwork?(network: string, containerId: string, aliases?: readonly string[]): Promise<void>;
   /** Detaches a container from a network, ignoring one that is gone or not attached. Optional. */

@@ -8,6 +8,7 @@ import {
   databaseMetrics,
   deleteDatabase,
   getDatabase,
+  getDatabaseRow,
   listDatabases,
   presentDatabase,
   readCredentials,
@@ -32,11 +33,19 @@ import {
   UpdateDatabaseBody,
 } from '../database-schemas.js';
 import { clientGone, sendText } from './deployment-routes.js';
+import { DomainError } from '../../core/errors.js';
+import type { Principal } from '../../core/principal.js';
 
 type IdRequest = { Params: { id: string } };
 
+/** A database's backup schedule set (or, null, removed) and read back: the backups part's, when it runs. */
+export interface BackupScheduleHooks {
+  set(principal: Principal, databaseId: string, backup: object | null): Promise<void>;
+  get(databaseId: string): Promise<{ schedule: string; destination_id: string; keep: number; pitr: boolean } | null>;
+}
+
 export const databaseRoutes =
-  (ctx: DatabasesContext, cursors: ListCursors): FastifyPluginAsync =>
+  (ctx: DatabasesContext, cursors: ListCursors, schedules?: BackupScheduleHooks): FastifyPluginAsync =>
   async (app) => {
     const tags = ['databases'];
     const one = { 200: DatabaseResponse, ...errorResponses(401, 403, 404) };
@@ -75,7 +84,17 @@ export const databaseRoutes =
     app.patch<IdRequest & { Body: UpdateDatabaseBody }>(
       '/databases/:id',
       { schema: { tags, summary: 'Change its memory and CPU limits (applied at its next start)', params: IdParams, body: UpdateDatabaseBody, response: { ...one, ...errorResponses(400) } } },
-      async (request) => presentDatabase(await updateDatabase(ctx, principalOf(request), request.params.id, request.body)),
+      async (request) => {
+        const principal = principalOf(request);
+        const { backup, ...limits } = request.body;
+        if (backup === undefined || Object.keys(limits).length > 0) await updateDatabase(ctx, principal, request.params.id, limits);
+        if (backup !== undefined) {
+          if (schedules === undefined) throw new DomainError('invalid_state', 'backups are not available on this server');
+          await schedules.set(principal, request.params.id, backup);
+        }
+        const row = await getDatabaseRow(ctx, principal, request.params.id, 'read');
+        return { ...presentDatabase(row), ...(schedules === undefined ? {} : { backup: await schedules.get(row.id) }) };
+      },
     );
 
     app.delete<IdRequest & { Querystring: { force?: string } }>(

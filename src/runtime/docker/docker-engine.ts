@@ -12,6 +12,7 @@ import type {
   ContainerInfo,
   ContainerStats,
   ExecResult,
+  ExecStream,
   ImageInfo,
   NetworkInfo,
   NetworkOptions,
@@ -29,6 +30,7 @@ import { LogDemuxer } from './log-demuxer.js';
 import { parseStampedLogs } from './stamped-logs.js';
 import { statsFigures, type EngineStatsSample } from './container-stats.js';
 import { connectTo, disconnectFrom, execIn, pull } from './service-calls.js';
+import { execStream } from './exec-stream.js';
 import { PUBLISH_HOST, bridgeOf, checkNetwork, fromInspect, labelFilters, parseDieEvents, pullFailure } from './engine-answers.js';
 import { abortError, engineMessage, ignoreStatus, statusCode, timeoutError, withTimeout } from './engine-calls.js';
 
@@ -693,6 +695,10 @@ export class DockerEngine implements ContainerEngine {
 
   execInContainer(id: string, argv: readonly string[], options: { env?: Record<string, string>; timeoutMs: number }): Promise<ExecResult> {
     return execIn(this.#docker, id, argv, options);
+  }
+
+  execStream(id: string, argv: readonly string[], options: { env?: Record<string, string>; stdin?: Readable; signal: AbortSignal }): Promise<ExecStream> {
+    return execStream(this.#docker, id, argv, options);
   }
 
   connectNetwork(network: string, containerId: string, aliases?: readonly string[]): Promise<void> {

@@ -1,0 +1,108 @@
+// Taking a backup (decisions §20), a pipeline of named steps: reach the destination, list the source, dump with the engine's own tool → encrypt → hash → multipart upload, record, then verify by restore.
+import type { Readable } from 'node:stream';
+import { ENGINES } from '../databases/engines.js';
+import { serviceContainer } from '../runtime/service.js';
+import type { BackupRow } from './backup-store.js';
+import { BackupStepError, HashingCounter, chain, lastLine, takeInventory } from './backup-steps.js';
+import { encryptStream } from './backup-stream.js';
+import type { BackupsContext } from './backups-context.js';
+import { openDestination } from './destinations.js';
+import { DestinationError, errorDetail } from './object-store.js';
+import { verifyBackup } from './verify-backup.js';
+
+/** Time a whole backup (dump and upload) may take. */
+const BACKUP_TIMEOUT_MS = 6 * 3_600_000;
+
+/** Records a backup as failed with its step and message and tells the events port (backup.failed). */
+export async function failBackup(ctx: Pick<BackupsContext, 'store' | 'events' | 'log'>, backup: BackupRow, step: string, message: string): Promise<void> {
+  await ctx.store.updateBackup(backup.id, { status: 'failed', error: `${step}: ${message}`, finished_at: backup.finished_at ?? new Date().toISOString(), runner: null });
+  ctx.log('warn', `backup ${backup.id} of database ${backup.database_name} failed at ${step}`, { message });
+  ctx.events.emit({ type: 'backup.failed', databaseId: backup.database_id, databaseName: backup.database_name, backupId: backup.id, step, message });
+}
+
+/** The step and message of any failure of the pipeline. */
+export function stepOf(err: unknown, fallback: string): { step: string; message: string } {
+  if (err instanceof BackupStepError) return { step: err.step, message: err.message };
+  if (err instanceof DestinationError) return { step: err.step === 'write' ? 'upload' : err.step, message: err.message };
+  return { step: fallback, message: errorDetail(err) };
+}
+
+/**
+ * Runs a recorded (`running`) backup to its end: `succeeded` then `verified`, or `failed` with the
+ * step. Nothing is held whole in memory or written to local disk; a failed upload leaves nothing
+ * in the destination. `verify: false` stops after the upload (a safety backup before a restore).
+ */
+export async function takeBackup(ctx: BackupsContext, backup: BackupRow, signal: AbortSignal, options: { verify: boolean } = { verify: true }): Promise<'verified' | 'succeeded' | 'failed'> {
+  const cut = AbortSignal.any([signal, AbortSignal.timeout(BACKUP_TIMEOUT_MS)]);
+  ctx.work.hold(backup.id);
+  try {
+    const stored = await dumpAndUpload(ctx, backup, cut);
+    const done = { ...backup, ...stored, status: 'succeeded' as const, finished_at: new Date().toISOString() };
+    await ctx.store.updateBackup(backup.id, { status: 'succeeded', ...stored, finished_at: done.finished_at });
+    if (!options.verify) {
+      await ctx.store.updateBackup(backup.id, { runner: null });
+      return 'succeeded';
+    }
+    return await verifyAndRecord(ctx, done, cut);
+  } catch (err) {
+    const { step, message } = stepOf(err, 'dump');
+    await failBackup(ctx, backup, step, cut.aborted && !signal.aborted ? `did not finish within ${BACKUP_TIMEOUT_MS / 3_600_000} h` : message);
+    return 'failed';
+  } finally {
+    ctx.work.drop(backup.id);
+  }
+}
+
+/** Verifies a stored backup and records the outcome (verified, or failed naming the step), telling the events port. */
+export async function verifyAndRecord(ctx: BackupsContext, backup: BackupRow, signal: AbortSignal): Promise<'verified' | 'failed'> {
+  try {
+    await verifyBackup(ctx, backup, signal);
+  } catch (err) {
+    const { step, message } = stepOf(err, 'verify');
+    await failBackup(ctx, backup, step.startsWith('verify') ? step : `verify: ${step}`, message);
+    return 'failed';
+  }
+  await ctx.store.updateBackup(backup.id, { status: 'verified', verified_at: new Date().toISOString(), runner: null, error: null });
+  ctx.events.emit({ type: 'backup.verified', databaseId: backup.database_id, databaseName: backup.database_name, backupId: backup.id });
+  return 'verified';
+}
+
+async function dumpAndUpload(ctx: BackupsContext, backup: BackupRow, signal: AbortSignal): Promise<Pick<BackupRow, 'size_bytes' | 'sha256' | 'source_counts'>> {
+  const { engine, instanceId } = ctx.databases;
+  const adapter = ENGINES[backup.engine];
+  const destination = await ctx.store.getDestination(backup.destination_id);
+  if (destination === undefined) throw new BackupStepError('resolve', 'the backup destination no longer exists');
+  const objects = await openDestination(ctx, destination);
+  await objects.reach(signal);
+  await objects.authorize(signal);
+
+  const container = await serviceContainer(engine, instanceId, backup.database_id);
+  if (container === undefined || !container.running) throw new BackupStepError('dump', `database "${backup.database_name}" is not running: start it first`);
+  const credentials = await ctx.databases.store.credentials(backup.database_id);
+  if (credentials === undefined) throw new BackupStepError('dump', 'the database no longer exists');
+  if (engine.execStream === undefined) throw new BackupStepError('dump', 'this engine cannot stream a command\'s output');
+
+  const before = await takeInventory(engine, container.id, adapter.inventory(credentials), adapter.parseInventory, 'dump');
+  const command = adapter.dump(credentials);
+  const dumpCut = new AbortController();
+  const cut = AbortSignal.any([signal, dumpCut.signal]);
+  const exec = await engine.execStream(container.id, command.argv, { env: command.env, signal: cut });
+  const counter = new HashingCounter();
+  const body: Readable = chain(chain(exec.stdout, encryptStream(ctx.streamKey)), counter);
+  try {
+    await objects.put(backup.location, body, cut);
+  } catch (err) {
+    dumpCut.abort(new Error('the upload failed'));
+    // The dump's own failure explains a cut stream better than the upload's.
+    const ended = await Promise.race([exec.done.catch(() => undefined), new Promise<undefined>((r) => setTimeout(() => r(undefined), 2000).unref())]);
+    if (ended !== undefined && ended.exitCode !== 0) throw new BackupStepError('dump', `${command.argv[0]} exited with ${ended.exitCode}: ${lastLine(ended.output)}`);
+    throw err;
+  }
+  const ended = await exec.done;
+  if (ended.exitCode !== 0) {
+    await objects.delete(backup.location, AbortSignal.timeout(30_000)).catch(() => undefined);
+    throw new BackupStepError('dump', `${command.argv[0]} exited with ${ended.exitCode}: ${lastLine(ended.output)}`);
+  }
+  const after = await takeInventory(engine, container.id, adapter.inventory(credentials), adapter.parseInventory, 'dump');
+  return { size_bytes: counter.bytes, sha256: counter.digest(), source_counts: [before, after] };
+}

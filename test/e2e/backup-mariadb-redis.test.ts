@@ -1,0 +1,79 @@
+// End to end, MariaDB and Redis backups (decisions §20) into a local destination: each verified by a restore into a throwaway container of its image (tables for MariaDB, the key count for Redis).
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { eventually } from '../helpers/apps.js';
+import { assertError } from '../helpers/api-assert.js';
+import { STAND_IN_IMAGES, databaseContainer, runIn, waitForStatus } from '../helpers/databases.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+type User = Awaited<ReturnType<TestServer['newUser']>>;
+
+describe('MariaDB and Redis backups', () => {
+  let s: TestServer;
+  let alice: User;
+  let destinationId: string;
+  const ids: Record<string, string> = {};
+
+  before(async () => {
+    s = await startTestServer(STAND_IN_IMAGES);
+    alice = await s.newUser('alice');
+    destinationId = (await s.request('POST', '/api/v1/backup-destinations', { token: alice.token, body: { name: 'here', type: 'local' } })).json.id;
+    for (const engine of ['mysql', 'redis']) {
+      const created = await s.request('POST', '/api/v1/databases', { token: alice.token, body: { name: `${engine}-db`, engine } });
+      assert.equal(created.status, 201, created.text);
+      ids[engine] = created.json.id;
+    }
+    for (const id of Object.values(ids)) assert.equal((await waitForStatus(s, alice.token, id)).status, 'running');
+  });
+  after(async () => {
+    await s?.close();
+  });
+
+  const backupAndWait = async (id: string) => {
+    const started = await s.request('POST', `/api/v1/databases/${id}/backups`, { token: alice.token, body: { destination_id: destinationId } });
+    assert.equal(started.status, 202, started.text);
+    return eventually(async () => {
+      const res = await s.request('GET', `/api/v1/databases/${id}/backups/${started.json.id}`, { token: alice.token });
+      return res.json?.status === 'running' || res.json?.status === 'succeeded' ? undefined : res.json;
+    }, 120_000, 'the backup to end');
+  };
+
+  test('MariaDB: mariadb-dump, verified by an import whose tables match', async () => {
+    const creds = (await s.request('GET', `/api/v1/databases/${ids['mysql']}/credentials`, { token: alice.token })).json;
+    const container = (await databaseContainer(ids['mysql']!))!.Id;
+    await runIn(container, ['mariadb', '--protocol=TCP', '-h', '127.0.0.1', '-u', creds.username, creds.database, '-e', 'create table a (id int); insert into a values (1),(2); create table b (v text);'], { MYSQL_PWD: creds.password });
+    const done = await backupAndWait(ids['mysql']!);
+    assert.equal(done.status, 'verified', done.error);
+    const download = await s.request('GET', `/api/v1/databases/${ids['mysql']}/backups/${done.id}/download`, { token: alice.token });
+    assert.match(download.text, /CREATE TABLE `a`/);
+  });
+
+  test('Redis: an RDB snapshot, verified by loading it and counting its keys', async () => {
+    const creds = (await s.request('GET', `/api/v1/databases/${ids['redis']}/credentials`, { token: alice.token })).json;
+    const container = (await databaseContainer(ids['redis']!))!.Id;
+    for (const key of ['k1', 'k2', 'k3']) await runIn(container, ['redis-cli', '--no-auth-warning', 'set', key, 'v'], { REDISCLI_AUTH: creds.password });
+    const done = await backupAndWait(ids['redis']!);
+    assert.equal(done.status, 'verified', done.error);
+    const res = await s.request('POST', `/api/v1/databases/${ids['redis']}/restore`, { token: alice.token, body: { backup_id: done.id } });
+    assert.equal(res.status, 409, 'restoring Redis in place is not offered on this version');
+  });
+
+  test('a schedule on the database (PATCH backup): checked, shown, and its destination cannot be deleted while used', async () => {
+    const path = `/api/v1/databases/${ids['redis']}`;
+    for (const bad of [{ schedule: 'often', destination_id: destinationId }, { schedule: '0 3 * * *', destination_id: destinationId, keep: 0 }, { schedule: '0 3 * * *', destination_id: destinationId, keep: 366 }]) {
+      assertError(await s.request('PATCH', path, { token: alice.token, body: { backup: bad } }), 400, 'validation_error', JSON.stringify(bad));
+    }
+    const bob = await s.newUser('bob');
+    const bobs = (await s.request('POST', '/api/v1/backup-destinations', { token: bob.token, body: { name: 'bobs', type: 'local' } })).json;
+    assertError(await s.request('PATCH', path, { token: alice.token, body: { backup: { schedule: '0 3 * * *', destination_id: bobs.id } } }), 404, 'not_found', "another user's destination");
+    const set = await s.request('PATCH', path, { token: alice.token, body: { backup: { schedule: '0 3 * * *', destination_id: destinationId, keep: 3 } } });
+    assert.equal(set.status, 200, set.text);
+    assert.deepEqual(set.json.backup, { schedule: '0 3 * * *', destination_id: destinationId, keep: 3, pitr: false });
+    const refused = await s.request('DELETE', `/api/v1/backup-destinations/${destinationId}`, { token: alice.token });
+    assertError(refused, 409, 'invalid_state');
+    assert.match(refused.json.message, /redis-db/);
+    const removed = await s.request('PATCH', path, { token: alice.token, body: { backup: null } });
+    assert.equal(removed.json.backup, null);
+    assert.equal((await s.request('DELETE', `/api/v1/backup-destinations/${destinationId}`, { token: alice.token })).status, 204);
+  });
+});
