@@ -20,6 +20,8 @@ import { runtimePart } from './runtime/runtime-part.js';
 import { httpsPart } from './tls/https-part.js';
 import { tunnelsPart } from './tunnel/tunnels-part.js';
 import { databasesPart } from './databases/databases-part.js';
+import { jobsPart } from './jobs/jobs-part.js';
+import { databaseJobStore } from './db/job-store.js';
 import { authenticateBearer } from './domain/accounts.js';
 import { toErrorResponse } from './api/errors.js';
 import { endSocketWithError } from './api/socket-errors.js';
@@ -109,6 +111,12 @@ async function addControlPlane(parts: Parts, config: Config, options: StartOptio
     buildSlots: options.buildSlots,
     gitEnv: options.gitEnv,
   }));
+  // Scheduled jobs (decisions §22): one-off runs of the live release through the runtime, each due time once across instances.
+  const jobs = parts.add('jobs', jobsPart({
+    store: databaseJobStore(db), deployments: stores.catalog, configs: stores.configs, runtime: runtime.runtime, self: runner, events: deploy.appEvents, background, log, engineUp: runtime.engineUp,
+    settings: { instanceId, defaultMemoryBytes: config.defaultMemoryBytes, defaultNanoCpus: config.defaultNanoCpus, appPidsLimit: config.appPidsLimit },
+    liveInstances: async () => new Set([runner, ...(await stores.registry.liveUrls(new Date())).keys()]),
+  }));
   const { tunnels, acrossInstances, directory } = parts.add('tunnels', await tunnelsPart({
     config, log, self: runner, cipher, coordination, claims: stores.tunnelClaims, registry: stores.registry, accounts: stores.accounts,
     keyUsage: stores.keyUsage, table: planes.table, localPlane: planes.localPlane, dataPlane: deploy.dataPlane,
@@ -117,7 +125,7 @@ async function addControlPlane(parts: Parts, config: Config, options: StartOptio
   const https = parts.add('https', await httpsPart({ config, log, self: runner, coordination, challenges: stores.challenges, repository: stores.certificates, table: planes.table }));
   const api = parts.add('api', await apiPart({
     ...stores, config, log, metrics, cipher, coordination, self: runner, gitEnv: deploy.gitEnv,
-    deployments: stores.catalog, store: stores.sources, operations: deploy.lifecycle, appHealth: deploy.appHealth, quotas: deploy.quotas, tunnels: directory, databases: databases.context,
+    deployments: stores.catalog, store: stores.sources, operations: deploy.lifecycle, appHealth: deploy.appHealth, quotas: deploy.quotas, tunnels: directory, databases: databases.context, jobs,
     hosts: deploy.hosts, certificates: https.domainCertificates, instances: stores.registry, nodes: deploy.nodes,
     checks: {
       pingDatabase: stores.ping,
