@@ -14,6 +14,7 @@ import { registerNodeCommands } from './commands/node-commands.js';
 import { registerTeamCommands } from './commands/team-commands.js';
 import { registerTunnelCommand } from './commands/tunnel-command.js';
 import { registerDbCommands } from './commands/db-commands.js';
+import { registerJobsCommands } from './commands/jobs-commands.js';
 import { runServer } from './server-run.js';
 import { registerCreateCommand } from './commands/create-command.js';
 import { VERSION } from '../version.js';
@@ -95,6 +96,7 @@ Environment: SLIPWAY_URL and SLIPWAY_API_KEY override the saved login. See docs/
   registerTeamCommands(program, io);
   registerTunnelCommand(program, io);
   registerDbCommands(program, io);
+  registerJobsCommands(program, io);
   return program;
 }
 

@@ -1,9 +1,12 @@
 // End-to-end test of scheduled jobs (decisions §22) on the real engine and SQLite: bad input, run now with its log followed, a failing exit code, a timeout, forbid, a stopped deployment.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { assertError } from '../helpers/api-assert.js';
 import { busyboxArchive, createArchiveApp, deployAndWait, eventually, testEngine } from '../helpers/apps.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { cli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/apps.js';
 import type { AppEvent } from '../../src/domain/app-events.js';
 import { LABEL_JOB_RUN } from '../../src/runtime/docker/one-off-run.js';
 import { LABEL_INSTANCE } from '../../src/runtime/engine.js';
@@ -113,6 +116,24 @@ describe('scheduled jobs', () => {
     assert.ok(events.some((e) => e.type === 'job.failed' && e.runId === slow.id && e.status === 'timed_out'));
     const left = await testEngine().listContainers({ [LABEL_INSTANCE]: s.server.instanceId, [LABEL_JOB_RUN]: String(slow.id) });
     assert.equal(left.length, 0, 'the killed container is removed');
+  });
+
+  test('the CLI: jobs add, ls, run --follow (its exit code the run\'s), runs, rm', async () => {
+    const home = tempDir('jobs-cli');
+    const run = (args: string[]) => cli(args, { home, env: { SLIPWAY_URL: s.url, SLIPWAY_API_KEY: alice.apiKey } });
+    const added = await run(['jobs', 'add', app.subdomain, 'cli-job', '--schedule', '@daily', '--timeout', '30', '--', 'sh', '-c', 'echo from-the-cli; exit 4']);
+    assert.equal(added.code, 0, added.stderr);
+    assert.match(added.stdout, /cli-job scheduled/);
+    assert.match((await run(['jobs', 'ls', app.subdomain])).stdout, /cli-job\s+@daily\s+sh -c echo from-the-cli; exit 4/);
+    const ran = await run(['jobs', 'run', app.subdomain, 'cli-job', '--follow']);
+    assert.equal(ran.code, 1, ran.stderr);
+    assert.match(ran.stdout, /from-the-cli\n/);
+    assert.match(ran.stderr, /failed with exit code 4/);
+    assert.match((await run(['jobs', 'runs', app.subdomain, 'cli-job'])).stdout, /failed\s+manual\s+4/);
+    assert.match((await run(['jobs', 'logs', app.subdomain, 'cli-job'])).stdout, /from-the-cli/);
+    assert.equal((await run(['jobs', 'rm', app.subdomain, 'cli-job'])).code, 0);
+    assert.equal((await run(['jobs', 'run', app.subdomain, 'cli-job'])).code, 1, 'gone');
+    fs.rmSync(home, { recursive: true, force: true });
   });
 
   test('forbid: a run asked while one goes is skipped; a stopped deployment runs no job (skipped, saying why)', async () => {
