@@ -64,6 +64,17 @@ export function databaseJobStore(db: Db): JobStore {
       const row = await db.selectFrom('job_runs').select((eb) => eb.fn.countAll<number>().as('n')).where('job_id', '=', jobId).where('status', '=', 'running').executeTakeFirst();
       return Number(row?.n ?? 0);
     },
+    async startedCount(jobId, exceptRunId) {
+      const row = await db
+        .selectFrom('job_runs')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('job_id', '=', jobId)
+        .where('status', '=', 'running')
+        .where('container_id', 'is not', null)
+        .where('id', '!=', exceptRunId)
+        .executeTakeFirst();
+      return Number(row?.n ?? 0);
+    },
     async lastDueAt(jobId) {
       const row = await db.selectFrom('job_runs').select((eb) => eb.fn.max('due_at').as('due')).where('job_id', '=', jobId).executeTakeFirst();
       return row?.due ?? undefined;

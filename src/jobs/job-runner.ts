@@ -46,8 +46,11 @@ export class JobRunner {
    */
   async start(job: JobRow, trigger: RunTrigger, dueAt: Date | null): Promise<RunRow | null> {
     const { store } = this.#deps;
-    const startedAt = (this.#deps.now?.() ?? new Date()).toISOString();
-    const busy = job.concurrency === 'forbid' && (await store.runningCount(job.id)) > 0;
+    const now = this.#deps.now?.() ?? new Date();
+    // A due time still to come (the scheduler claims a moment ahead): prepared now, started at it; forbid is checked then.
+    const ahead = dueAt !== null && dueAt.getTime() > now.getTime();
+    const startedAt = (ahead ? dueAt : now).toISOString();
+    const busy = !ahead && job.concurrency === 'forbid' && (await store.runningCount(job.id)) > 0;
     const run: NewRun = {
       id: crypto.randomUUID(),
       job_id: job.id,
@@ -55,7 +58,7 @@ export class JobRunner {
       status: busy ? 'skipped' : 'running',
       trigger,
       due_at: dueAt?.toISOString() ?? null,
-      message: busy ? 'the previous run was still going (concurrency forbid)' : null,
+      message: busy ? STILL_GOING : null,
       instance: this.#deps.self,
       started_at: startedAt,
     };
@@ -65,7 +68,7 @@ export class JobRunner {
       await store.pruneRuns(job.id, RUNS_KEPT);
       return row;
     }
-    const running = this.#execute(job, row).catch((err: unknown) => this.#deps.log('warn', `job run ${row.id.slice(0, 8)} could not be recorded`, { err }));
+    const running = this.#execute(job, row, ahead ? dueAt : null).catch((err: unknown) => this.#deps.log('warn', `job run ${row.id.slice(0, 8)} could not be recorded`, { err }));
     this.#inFlight.add(running);
     void running.finally(() => this.#inFlight.delete(running));
     return row;
@@ -82,7 +85,7 @@ export class JobRunner {
     await Promise.all([...this.#inFlight]);
   }
 
-  async #execute(job: JobRow, run: RunRow): Promise<void> {
+  async #execute(job: JobRow, run: RunRow, startAt: Date | null): Promise<void> {
     const { store, deployments, configs, runtime } = this.#deps;
     const signal = this.#controller.signal;
     const writer = runLogWriter(store, run.id, this.#deps.wakeups, (msg, detail) => this.#deps.log('warn', msg, detail));
@@ -104,11 +107,15 @@ export class JobRunner {
           const result = await runtime.runOnce(target, {
             timeoutMs: job.timeout_seconds * 1000,
             signal,
+            startAt: startAt?.getTime(),
+            ready: startAt === null || job.concurrency !== 'forbid' ? undefined : async () => (await store.startedCount(job.id, run.id)) === 0,
             onStarted: (id) => void store.setRunContainer(run.id, id).catch(() => undefined),
             onOutput: (text) => writer.append(redact.push(text)),
           });
           writer.append(redact.flush());
-          ending = result.timedOut
+          ending = !result.started
+            ? skipped(STILL_GOING)
+            : result.timedOut
             ? { status: 'timed_out', exit_code: result.exitCode, message: `killed after ${job.timeout_seconds} s (its timeout_seconds)` }
             : result.exitCode === 0
               ? { status: 'succeeded', exit_code: 0, message: null }
@@ -133,6 +140,8 @@ export class JobRunner {
     }
   }
 }
+
+const STILL_GOING = 'the previous run was still going (concurrency forbid)';
 
 const skipped = (message: string): Ending => ({ status: 'skipped', exit_code: null, message });
 

@@ -7,12 +7,19 @@ import { JobSchedule } from './job-schedule.js';
 export const MAX_LATE_MS = 3_600_000;
 /** How often the jobs are read again (jobs made or changed on another instance). */
 const REFRESH_MS = 5000;
+/**
+ * How long before its due time a run is claimed and its container created (started at the due
+ * time): the engine's start is then the only call left between the due time and the run.
+ */
+export const LEAD_MS = 1500;
 
 export interface JobSchedulerDeps {
   readonly store: Pick<JobStore, 'allJobs' | 'lastDueAt'>;
   /** Claims and starts the run of `job` for `dueAt` (the store makes it once across instances). */
   readonly start: (job: JobRow, dueAt: Date) => Promise<unknown>;
   readonly log: Log;
+  /** How far ahead due times are claimed (default LEAD_MS). */
+  readonly leadMs?: number;
 }
 
 interface Entry {
@@ -69,11 +76,16 @@ export class JobScheduler {
     this.#stale = false;
   }
 
-  /** Starts, for each job, the latest due time reached since its cursor (earlier ones missed in between are not run twice). */
+  get #lead(): number {
+    return this.#deps.leadMs ?? LEAD_MS;
+  }
+
+  /** Starts, for each job, the latest due time reached (or coming within the lead) since its cursor (earlier ones missed in between are not run twice). */
   async tick(now: Date): Promise<void> {
     const starts: Array<Promise<unknown>> = [];
+    const horizon = new Date(now.getTime() + this.#lead);
     for (const entry of this.#entries.values()) {
-      const due = entry.schedule.latestIn(entry.cursor, now);
+      const due = entry.schedule.latestIn(entry.cursor, horizon);
       if (due === null) continue;
       entry.cursor = due;
       if (now.getTime() - due.getTime() >= MAX_LATE_MS) continue;
@@ -102,7 +114,7 @@ export class JobScheduler {
       } catch (err) {
         if (!signal.aborted) this.#deps.log('warn', 'the job scheduler failed a round', { err });
       }
-      const next = this.nextDue()?.getTime() ?? Infinity;
+      const next = (this.nextDue()?.getTime() ?? Infinity) - this.#lead;
       const until = Math.min(next, this.#refreshedAt + REFRESH_MS, Date.now() + REFRESH_MS);
       await this.#sleep(Math.max(0, until - Date.now()), signal);
     }

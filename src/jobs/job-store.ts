@@ -59,6 +59,8 @@ export interface JobStore {
   claimRun(run: NewRun): Promise<boolean>;
   /** How many runs of the job are `running`. */
   runningCount(jobId: string): Promise<number>;
+  /** How many runs of the job other than `runId` are `running` with their container started. */
+  startedCount(jobId: string, exceptRunId: string): Promise<number>;
   /** The latest due time recorded for the job (any outcome). */
   lastDueAt(jobId: string): Promise<string | undefined>;
   setRunContainer(runId: string, containerId: string): Promise<void>;

@@ -79,6 +79,13 @@ export interface OneOffOptions {
   readonly timeoutMs: number;
   /** Aborting kills the run and removes it; the promise then rejects with the signal's reason. */
   readonly signal: AbortSignal;
+  /**
+   * When to start it (ms since the epoch): everything before the start (the container created on
+   * its networks) is done now, the start itself at that moment. Absent: at once.
+   */
+  readonly startAt?: number | undefined;
+  /** Asked just before the start: false leaves the run unstarted (removed; the result says `started: false`). */
+  readonly ready?: (() => Promise<boolean>) | undefined;
   /** Told the run's id (for `removeRelease`) as soon as it runs. */
   readonly onStarted?: ((id: string) => void) | undefined;
   /** Its output as it comes (stdout and stderr together). */
@@ -91,6 +98,8 @@ export interface OneOffResult {
   /** Null when the engine could not tell (the container vanished). */
   readonly exitCode: number | null;
   readonly timedOut: boolean;
+  /** False when `ready` said no (nothing ran). */
+  readonly started: boolean;
 }
 
 /**

@@ -33,6 +33,9 @@ class FakeStore {
     this.runs.push({ ...run, exit_code: null, container_id: null, finished_at: null });
     return true;
   }
+  async startedCount(jobId: string, except: string): Promise<number> {
+    return this.runs.filter((r) => r.job_id === jobId && r.id !== except && r.status === 'running' && r.container_id !== null).length;
+  }
   async runningCount(jobId: string): Promise<number> {
     return this.runs.filter((r) => r.job_id === jobId && r.status === 'running').length;
   }
@@ -131,9 +134,10 @@ describe('the job scheduler', () => {
       configs: { buildConfig: async () => [], current: async () => [] },
       runtime: {
         runOnce: async (_target, options) => {
+          if (options.ready !== undefined && !(await options.ready())) return { id: 'c2', exitCode: null, timedOut: false, started: false };
           options.onStarted?.('c1');
           await new Promise<void>((resolve) => (release = resolve));
-          return { id: 'c1', exitCode: 0, timedOut: false };
+          return { id: 'c1', exitCode: 0, timedOut: false, started: true };
         },
       },
       settings: { instanceId: 'i', defaultMemoryBytes: 1, defaultNanoCpus: 1, appPidsLimit: 1 },
@@ -143,7 +147,9 @@ describe('the job scheduler', () => {
       log: quiet,
     });
     (store as unknown as { appendLog: () => Promise<void>; setRunContainer: () => Promise<void> }).appendLog = async () => undefined;
-    (store as unknown as { setRunContainer: () => Promise<void> }).setRunContainer = async () => undefined;
+    (store as unknown as { setRunContainer: (runId: string, id: string) => Promise<void> }).setRunContainer = async (runId, id) => {
+      store.runs = store.runs.map((r) => (r.id === runId ? { ...r, container_id: id } : r));
+    };
     const first = await runner.start(forbid, 'schedule', at(2000));
     const second = await runner.start(forbid, 'schedule', at(4000));
     assert.equal(first?.status, 'running');
@@ -151,6 +157,11 @@ describe('the job scheduler', () => {
     assert.match(String(second?.message), /still going/);
     assert.equal(await runner.start(forbid, 'schedule', at(4000)), null, 'a due time claimed already is not run again');
     await new Promise((r) => setTimeout(r, 10));
+    // A due time still to come is claimed ahead and prepared; forbid is checked at its start, when the first run still goes.
+    const ahead = await runner.start(forbid, 'schedule', new Date(Date.now() + 30));
+    assert.equal(ahead?.status, 'running', 'claimed ahead');
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(store.runs.find((r) => r.id === ahead?.id)?.status, 'skipped');
     release();
     await new Promise((r) => setTimeout(r, 10));
     assert.equal(store.runs.find((r) => r.id === first?.id)?.status, 'succeeded');
