@@ -28,6 +28,8 @@ async function main(): Promise<void> {
   const events = await docker.getEvents({ since: Math.floor(Date.now() / 1000), filters: { type: ['container'], event: ['start'] } });
   const started = new Map<string, number>();
   let buffered = '';
+  events.on('error', (err: Error) => console.error(`engine events: ${err.message}`));
+  events.on('end', () => console.error('engine events: the stream ended'));
   events.on('data', (chunk: Buffer) => {
     buffered += chunk.toString();
     const lines = buffered.split('\n');
@@ -83,8 +85,12 @@ async function main(): Promise<void> {
       const at = started.get(`floor:${due}`);
       if (at !== undefined) floorLags.push(at - due);
     }
+    const statuses: Record<string, number> = {};
+    for (const run of runs) statuses[run.status] = (statuses[run.status] ?? 0) + 1;
     const report = {
       runs: RUNS,
+      job_runs_recorded: statuses,
+      start_events_seen: started.size,
       job: { measured: jobLags.length, median_s: seconds(quantile(jobLags, 0.5)), p99_s: seconds(quantile(jobLags, 0.99)) },
       floor: { measured: floorLags.length, median_s: seconds(quantile(floorLags, 0.5)), p99_s: seconds(quantile(floorLags, 0.99)) },
       median_ratio: (quantile(jobLags, 0.5) / quantile(floorLags, 0.5)).toFixed(2),
