@@ -101,7 +101,15 @@ async function main(): Promise<void> {
   } finally {
     (events as unknown as { destroy(): void }).destroy();
     await server.kill('SIGTERM');
-    await removeEngineObjects(dataDir);
+    // A loaded engine may time out a removal: tried again before giving up.
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      try {
+        await removeEngineObjects(dataDir);
+        break;
+      } catch (err) {
+        if (attempt === 3) console.error(`could not remove the bench's engine objects: ${String(err)}`);
+      }
+    }
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }
