@@ -56,6 +56,20 @@ export class JobSchedule {
     return this.#cron.nextRun(after);
   }
 
+  /** Every due time in (`after`, `until`], oldest first (the last `limit` when there are more). */
+  dueIn(after: Date, until: Date, limit: number): Date[] {
+    const due: Date[] = [];
+    let at = after;
+    for (let step = 0; step < MAX_STEPS; step++) {
+      const next = this.#cron.nextRun(at);
+      if (next === null || next.getTime() > until.getTime()) break;
+      due.push(next);
+      if (due.length > limit) due.shift();
+      at = next;
+    }
+    return due;
+  }
+
   /** The latest due time in (`after`, `until`], or null when none falls in it. */
   latestIn(after: Date, until: Date): Date | null {
     let latest: Date | null = null;

@@ -5,6 +5,13 @@ import { JobSchedule } from './job-schedule.js';
 
 /** A due time later than this is never run (decisions §22: a missed run runs once at start if it is less than an hour late). */
 export const MAX_LATE_MS = 3_600_000;
+/**
+ * While instances run, a due time up to this late (a slow round, a busy event loop) still runs;
+ * older ones missed in between collapse into one run, as at start.
+ */
+const CATCH_UP_MS = 60_000;
+/** Due times one look at one job starts at most. */
+const MAX_PER_TICK = 100;
 /** How often the jobs are read again (jobs made or changed on another instance). */
 const REFRESH_MS = 5000;
 /**
@@ -27,6 +34,8 @@ interface Entry {
   schedule: JobSchedule;
   /** Due times up to this one are handled (run, claimed elsewhere, or too late). */
   cursor: Date;
+  /** Not looked at since it was first read: its past due times (missed) run once, the latest. */
+  fresh: boolean;
 }
 
 /**
@@ -69,7 +78,7 @@ export class JobScheduler {
       }
       const changedAt = Date.parse(job.updated_at);
       const floor = known === undefined ? Math.max(changedAt, now.getTime() - MAX_LATE_MS, Date.parse((await this.#deps.store.lastDueAt(job.id)) ?? '') || 0) : Math.max(changedAt, known.cursor.getTime());
-      this.#entries.set(job.id, { job, schedule, cursor: new Date(floor) });
+      this.#entries.set(job.id, { job, schedule, cursor: new Date(floor), fresh: known === undefined });
     }
     for (const id of this.#entries.keys()) if (!seen.has(id)) this.#entries.delete(id);
     this.#refreshedAt = now.getTime();
@@ -80,16 +89,26 @@ export class JobScheduler {
     return this.#deps.leadMs ?? LEAD_MS;
   }
 
-  /** Starts, for each job, the latest due time reached (or coming within the lead) since its cursor (earlier ones missed in between are not run twice). */
+  /** Starts, for each job, the due times reached (or coming within the lead) since its cursor; missed ones run once (their latest). */
   async tick(now: Date): Promise<void> {
     const starts: Array<Promise<unknown>> = [];
     const horizon = new Date(now.getTime() + this.#lead);
     for (const entry of this.#entries.values()) {
-      const due = entry.schedule.latestIn(entry.cursor, horizon);
-      if (due === null) continue;
-      entry.cursor = due;
-      if (now.getTime() - due.getTime() >= MAX_LATE_MS) continue;
-      starts.push(this.#deps.start(entry.job, due).catch((err: unknown) => this.#deps.log('warn', `job ${entry.job.name} could not start`, { err })));
+      const dues = entry.schedule.dueIn(entry.cursor, horizon, MAX_PER_TICK);
+      const fresh = entry.fresh;
+      entry.fresh = false;
+      const last = dues.at(-1);
+      if (last === undefined) continue;
+      entry.cursor = last;
+      // Each due time runs; those missed (before this instance looked, or long ago) collapse into their latest.
+      const missedBefore = fresh ? now.getTime() : now.getTime() - CATCH_UP_MS;
+      const missed = dues.filter((d) => d.getTime() < missedBefore);
+      const current = dues.filter((d) => d.getTime() >= missedBefore);
+      const chosen = current.length > 0 ? current : missed.slice(-1);
+      for (const due of chosen) {
+        if (now.getTime() - due.getTime() >= MAX_LATE_MS) continue;
+        starts.push(this.#deps.start(entry.job, due).catch((err: unknown) => this.#deps.log('warn', `job ${entry.job.name} could not start`, { err })));
+      }
     }
     await Promise.all(starts);
   }
