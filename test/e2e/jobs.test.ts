@@ -42,7 +42,7 @@ describe('scheduled jobs', () => {
       const runs = await s.request('GET', `${jobsPath()}/${jobId}/runs`, { token: alice.token });
       const run = (runs.json as Array<Record<string, unknown>>).find((r) => r.id === started.json.id);
       return run !== undefined && run.status !== 'running' ? run : undefined;
-    }, 30_000, 'the run ended');
+    }, 60_000, 'the run ended');
   };
 
   test('bad input: a job before any release (409), bad schedule, timezone, command and timeout (400 naming the field), another user (404)', async () => {
@@ -149,7 +149,7 @@ describe('scheduled jobs', () => {
     await eventually(async () => {
       const runs = (await s.request('GET', `${jobsPath()}/${jobId}/runs`, { token: alice.token })).json as Array<Record<string, unknown>>;
       return runs.find((r) => r.id === first.json.id)?.status === 'succeeded' ? true : undefined;
-    }, 20_000, 'the first run succeeded');
+    }, 60_000, 'the first run succeeded');
 
     assert.equal((await s.request('POST', `/api/v1/deployments/${app.id}/stop`, { token: alice.token })).status, 200);
     // Every second, by the scheduler: the stopped deployment's due times are recorded skipped.
@@ -158,7 +158,7 @@ describe('scheduled jobs', () => {
     const run = await eventually(async () => {
       const runs = (await s.request('GET', `${jobsPath()}/${every.json.id}/runs`, { token: alice.token })).json as Array<Record<string, unknown>>;
       return runs.find((r) => r.status !== 'running');
-    }, 10_000, 'a scheduled run');
+    }, 30_000, 'a scheduled run');
     assert.equal(run.status, 'skipped');
     assert.equal(run.trigger, 'schedule');
     assert.match(String(run.message), /stopped/);
