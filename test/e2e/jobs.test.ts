@@ -92,7 +92,7 @@ describe('scheduled jobs', () => {
     assert.equal(started.status, 202, started.text);
     assert.equal(started.json.status, 'running');
     assert.equal(started.json.trigger, 'manual');
-    const res = await fetch(`${s.url}${jobsPath()}/${jobId}/runs/${started.json.id}/logs?follow=true`, { headers: { authorization: `Bearer ${alice.token}` }, signal: AbortSignal.timeout(30_000) });
+    const res = await fetch(`${s.url}${jobsPath()}/${jobId}/runs/${started.json.id}/logs?follow=true`, { headers: { authorization: `Bearer ${alice.token}` }, signal: AbortSignal.timeout(60_000) });
     assert.equal(res.status, 200);
     const text = await res.text();
     assert.match(text, /hello from-the-app-vars\n/);
