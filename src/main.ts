@@ -22,6 +22,7 @@ import { tunnelsPart } from './tunnel/tunnels-part.js';
 import { databasesPart } from './databases/databases-part.js';
 import { jobsPart } from './jobs/jobs-part.js';
 import { databaseJobStore } from './db/job-store.js';
+import { notificationsPart } from './notifications/notifications-part.js';
 import { authenticateBearer } from './domain/accounts.js';
 import { toErrorResponse } from './api/errors.js';
 import { endSocketWithError } from './api/socket-errors.js';
@@ -99,7 +100,8 @@ async function addControlPlane(parts: Parts, config: Config, options: StartOptio
   const engineRuntime = parts.add('runtime', await runtimePart(config, instanceId, log, options.engine));
   // Managed databases (decisions §19): every release gets its linked databases through the runtime.
   const databases = parts.add('databases', await databasesPart({
-    config, log, stores, instanceId, engine: engineRuntime.engine, engineUp: engineRuntime.engineUp,
+    config, log, stores, instanceId, self: runner, background, engine: engineRuntime.engine, engineUp: engineRuntime.engineUp,
+    liveInstances: () => stores.registry.liveIds(new Date()),
     authenticate: (bearer) => authenticateBearer(stores.accounts, stores.keyUsage, bearer),
     refuse: (socket, err) => { const { status, body } = toErrorResponse(err); endSocketWithError(socket, status, body); },
     leadsAlone: async () => coordination.isLeader() && (config.databaseUrl === undefined || ![...(await stores.registry.liveUrls(new Date())).keys()].some((id) => id !== runner)),
@@ -117,16 +119,18 @@ async function addControlPlane(parts: Parts, config: Config, options: StartOptio
     settings: { instanceId, defaultMemoryBytes: config.defaultMemoryBytes, defaultNanoCpus: config.defaultNanoCpus, appPidsLimit: config.appPidsLimit },
     liveInstances: async () => new Set([runner, ...(await stores.registry.liveUrls(new Date())).keys()]),
   }));
+  // Notifications (decisions §23): every instance writes the events it sees to the shared outbox.
+  const notifications = parts.add('notifications', notificationsPart({ config, log, self: runner, store: stores.notificationStore, appEvents: deploy.appEvents, background }));
   const { tunnels, acrossInstances, directory } = parts.add('tunnels', await tunnelsPart({
     config, log, self: runner, cipher, coordination, claims: stores.tunnelClaims, registry: stores.registry, accounts: stores.accounts,
     keyUsage: stores.keyUsage, table: planes.table, localPlane: planes.localPlane, dataPlane: deploy.dataPlane,
   }));
   liveTunnels = () => tunnels.connectedCount();
-  const https = parts.add('https', await httpsPart({ config, log, self: runner, coordination, challenges: stores.challenges, repository: stores.certificates, table: planes.table }));
+  const https = parts.add('https', await httpsPart({ config, log, self: runner, coordination, challenges: stores.challenges, repository: stores.certificates, table: planes.table, events: deploy.appEvents }));
   const api = parts.add('api', await apiPart({
     ...stores, config, log, metrics, cipher, coordination, self: runner, gitEnv: deploy.gitEnv,
     deployments: stores.catalog, store: stores.sources, operations: deploy.lifecycle, appHealth: deploy.appHealth, quotas: deploy.quotas, tunnels: directory, databases: databases.context, jobs,
-    hosts: deploy.hosts, certificates: https.domainCertificates, instances: stores.registry, nodes: deploy.nodes,
+    hosts: deploy.hosts, certificates: https.domainCertificates, instances: stores.registry, nodes: deploy.nodes, notifications,
     checks: {
       pingDatabase: stores.ping,
       coordinationProblem: () => coordination.problem(),

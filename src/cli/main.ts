@@ -15,6 +15,8 @@ import { registerTeamCommands } from './commands/team-commands.js';
 import { registerTunnelCommand } from './commands/tunnel-command.js';
 import { registerDbCommands } from './commands/db-commands.js';
 import { registerJobsCommands } from './commands/jobs-commands.js';
+import { registerDockerfileCommand } from './commands/dockerfile-command.js';
+import { registerNotifyCommands } from './commands/notify-commands.js';
 import { runServer } from './server-run.js';
 import { registerCreateCommand } from './commands/create-command.js';
 import { VERSION } from '../version.js';
@@ -97,6 +99,8 @@ Environment: SLIPWAY_URL and SLIPWAY_API_KEY override the saved login. See docs/
   registerTunnelCommand(program, io);
   registerDbCommands(program, io);
   registerJobsCommands(program, io);
+  registerDockerfileCommand(program, io);
+  registerNotifyCommands(program, io);
   return program;
 }
 

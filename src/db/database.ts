@@ -25,7 +25,10 @@ import * as buildQueue from './migrations/2026-11-27-111-build-queue.js';
 import * as acmeChallenges from './migrations/2026-11-27-120-acme-challenges.js';
 import * as configPending from './migrations/2026-11-28-040-config-pending.js';
 import * as managedDatabases from './migrations/2026-11-28-050-managed-databases.js';
+import * as databaseWorker from './migrations/2026-11-28-055-database-worker.js';
 import * as jobs from './migrations/2026-11-28-070-jobs.js';
+import * as notifications from './migrations/2026-11-28-080-notifications.js';
+import * as buildDockerfile from './migrations/2026-11-28-110-build-dockerfile.js';
 import { withStatementCache } from './statement-cache.js';
 import crypto from 'node:crypto';
 
@@ -52,7 +55,10 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-27-120-acme-challenges': acmeChallenges,
   '2026-11-28-040-config-pending': configPending,
   '2026-11-28-050-managed-databases': managedDatabases,
+  '2026-11-28-055-database-worker': databaseWorker,
   '2026-11-28-070-jobs': jobs,
+  '2026-11-28-080-notifications': notifications,
+  '2026-11-28-110-build-dockerfile': buildDockerfile,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

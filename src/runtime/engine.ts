@@ -27,6 +27,11 @@ export interface BuildImageOptions {
   sandbox: BuildSandbox;
   /** Build arguments (`--build-arg`): only for ARGs the Dockerfile declares, never secrets. */
   buildArgs?: Record<string, string>;
+  /**
+   * A Dockerfile the source does not have (generated, decisions §24): used instead of reading
+   * `dockerfile`, sent at that path in the context, and checked by the same policy as any other.
+   */
+  dockerfileText?: string;
 }
 
 /** A named engine volume mounted into a container. */
