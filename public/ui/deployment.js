@@ -10,6 +10,7 @@ import { renderMetricsTab } from './metrics-tab.js';
 import { renderOverviewTab } from './overview-tab.js';
 import { renderDomainsTab, renderSettingsTab, renderSourcePanel } from './settings.js';
 import { renderPreviewsTab } from './previews-tab.js';
+import { renderJobsTab } from './jobs-tab.js';
 
 /**
  * The tabs of an app's page, in order. A tab is `{id, label, render(panel, page), shown?(dep)}`:
@@ -25,6 +26,8 @@ export const APP_TABS = [
   { id: 'logs', label: 'Logs', render: renderLogsTab },
   { id: 'metrics', label: 'Metrics', render: renderMetricsTab },
   { id: 'settings', label: 'Settings', render: renderSettingsTab },
+  // Scheduled jobs (decisions §22).
+  { id: 'jobs', label: 'Jobs', render: renderJobsTab },
   { id: 'domains', label: 'Domains', render: renderDomainsTab },
   // Pull request previews (decisions §17): git apps only.
   { id: 'previews', label: 'Previews', render: renderPreviewsTab, shown: (dep) => dep.source_type === 'git' },

@@ -25,6 +25,7 @@ import type { HealthCheck } from './routes/health-routes.js';
 import type { HealthReader } from '../domain/app-health.js';
 import type { DatabasesContext } from '../databases/database-context.js';
 import type { BackupsContext } from '../backups/backups-context.js';
+import type { JobsContext } from '../jobs/jobs.js';
 import type { ChannelsContext } from '../notifications/channels.js';
 
 export interface TunnelListing {
@@ -107,6 +108,8 @@ export interface ApiDeps {
   readonly databases?: DatabasesContext | undefined;
   /** Backups of managed databases (decisions §20); absent: their routes are not served. */
   readonly backups?: BackupsContext | undefined;
+  /** Scheduled jobs (decisions §22); absent: their routes are not served. */
+  readonly jobs?: JobsContext | undefined;
   /** Notification channels (decisions §23); absent: their routes are not served. */
   readonly notifications?: ChannelsContext | undefined;
   /** Where internal errors are logged with their detail; default: Fastify's logger (off unless enabled). */

@@ -27,6 +27,7 @@ import { teamRoutes } from './routes/team-routes.js';
 import { twoFactorRoutes } from './routes/two-factor-routes.js';
 import { databaseRoutes } from './routes/database-routes.js';
 import { backupRoutes, backupScheduleHooks } from './routes/backup-routes.js';
+import { jobRoutes } from './routes/job-routes.js';
 import { notificationRoutes } from './routes/notification-routes.js';
 import { deploymentMetricsRoutes, serverMetricsRoutes } from './routes/metrics-routes.js';
 
@@ -113,6 +114,7 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
     await scope.register(twoFactorRoutes(deps));
     if (deps.databases !== undefined) await scope.register(databaseRoutes(deps.databases, deps.cursors, deps.backups === undefined ? undefined : backupScheduleHooks(deps.backups)));
     if (deps.backups !== undefined) await scope.register(backupRoutes(deps.backups, deps.cursors));
+    if (deps.jobs !== undefined) await scope.register(jobRoutes(deps.jobs));
     if (deps.notifications !== undefined) await scope.register(notificationRoutes(deps.notifications));
   }, { prefix: '/api/v1' });
   // GET /metrics sits beside the API (where scrapers look), behind the same bearer check.

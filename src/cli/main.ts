@@ -15,6 +15,7 @@ import { registerTeamCommands } from './commands/team-commands.js';
 import { registerTunnelCommand } from './commands/tunnel-command.js';
 import { registerDbCommands } from './commands/db-commands.js';
 import { registerServerOperateCommands } from './commands/server-operate-commands.js';
+import { registerJobsCommands } from './commands/jobs-commands.js';
 import { registerDockerfileCommand } from './commands/dockerfile-command.js';
 import { registerNotifyCommands } from './commands/notify-commands.js';
 import { runServer } from './server-run.js';
@@ -99,6 +100,7 @@ Environment: SLIPWAY_URL and SLIPWAY_API_KEY override the saved login. See docs/
   registerTeamCommands(program, io);
   registerTunnelCommand(program, io);
   registerDbCommands(program, io);
+  registerJobsCommands(program, io);
   registerDockerfileCommand(program, io);
   registerNotifyCommands(program, io);
   return program;

@@ -11,7 +11,7 @@ export type LinkedParts = (deploymentId: string) => Promise<{ vars: EnvVar[]; ne
  * joins each linked database's network. Every other call passes through unchanged.
  */
 export function withLinkedDatabases(runtime: AppRuntime, linked: LinkedParts): AppRuntime {
-  const withLinks = async (target: ReleaseTarget): Promise<ReleaseTarget> => {
+  const withLinks = async <T extends Pick<ReleaseTarget, 'deploymentId' | 'vars' | 'networks'>>(target: T): Promise<T> => {
     const parts = await linked(target.deploymentId);
     if (parts.vars.length === 0 && parts.networks.length === 0) return target;
     const keys = new Set(parts.vars.map((v) => v.key));
@@ -33,6 +33,11 @@ export function withLinkedDatabases(runtime: AppRuntime, linked: LinkedParts): A
   if (runtime.removeDeployment !== undefined) {
     const remove = runtime.removeDeployment.bind(runtime);
     wrapped.removeDeployment = (instanceId, deploymentId) => remove(instanceId, deploymentId);
+  }
+  if (runtime.runOnce !== undefined) {
+    const runOnce = runtime.runOnce.bind(runtime);
+    // A job's run gets the links like a release (decisions §22).
+    wrapped.runOnce = async (target, options) => runOnce(await withLinks(target), options);
   }
   if (runtime.releaseExits !== undefined) {
     const exits = runtime.releaseExits.bind(runtime);

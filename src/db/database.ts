@@ -29,6 +29,7 @@ import * as schemaVersion from './migrations/2026-11-28-100-schema-version.js';
 import { latestMigration, recordVersion, refuseNewerSchema } from './schema-version.js';
 import { VERSION } from '../version.js';
 import * as databaseWorker from './migrations/2026-11-28-055-database-worker.js';
+import * as jobs from './migrations/2026-11-28-070-jobs.js';
 import * as notifications from './migrations/2026-11-28-080-notifications.js';
 import * as buildDockerfile from './migrations/2026-11-28-110-build-dockerfile.js';
 import * as backups from './migrations/2026-11-28-120-backups.js';
@@ -59,6 +60,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-28-040-config-pending': configPending,
   '2026-11-28-050-managed-databases': managedDatabases,
   '2026-11-28-055-database-worker': databaseWorker,
+  '2026-11-28-070-jobs': jobs,
   '2026-11-28-080-notifications': notifications,
   '2026-11-28-100-schema-version': schemaVersion,
   '2026-11-28-110-build-dockerfile': buildDockerfile,

@@ -5,6 +5,7 @@ import type { ApiKeyRow } from '../domain/api-keys.js';
 import type { CustomDomainRow } from '../domain/custom-domains.js';
 import type { BuildRow, DeploymentRow } from '../domain/deployment-rows.js';
 import type { DatabaseRow } from '../databases/database-store.js';
+import type { JobRow, RunRow } from '../jobs/job-store.js';
 
 /** A domain row as a table: the columns `K` have defaults (or are assigned) in the database. */
 type Stored<Row, K extends keyof Row> = Omit<Row, K> & { [P in K]: Generated<Row[P]> };
@@ -240,6 +241,20 @@ export interface SlipwayVersionsTable {
   first_started_at: string;
 }
 
+/** A scheduled job (decisions §22); `command` is its argv as JSON. */
+export type JobsTable = Omit<JobRow, 'command'> & { command: string };
+
+/** A job's run; `seq` orders them. */
+export type JobRunsTable = RunRow & { seq: Generated<number> };
+
+/** A piece of a run's log, in `id` order; `final` (1) closes it. */
+export interface JobRunLogsTable {
+  id: Generated<number>;
+  run_id: string;
+  data: Buffer;
+  final: number;
+}
+
 /** The Dockerfile a build used: the source's own, or the one generated for it (decisions §24). */
 export interface BuildDockerfilesTable {
   build_id: string;
@@ -381,6 +396,9 @@ export interface Database {
   managed_databases: ManagedDatabasesTable;
   database_links: DatabaseLinksTable;
   slipway_versions: SlipwayVersionsTable;
+  jobs: JobsTable;
+  job_runs: JobRunsTable;
+  job_run_logs: JobRunLogsTable;
   notification_channels: NotificationChannelsTable;
   notification_events: NotificationEventsTable;
   notification_deliveries: NotificationDeliveriesTable;

@@ -66,6 +66,42 @@ export interface ReplicaStats extends ContainerStats {
   readonly replica: number;
 }
 
+/** One container of a release's image run to its end (a scheduled job's run): never routed, never restarted. */
+export interface OneOffTarget extends Omit<ReleaseTarget, 'replicas' | 'healthCheckPath'> {
+  /** The run's id, labelled on its container. */
+  readonly runId: string;
+  /** The image's command replaced by this argv (its entrypoint kept). */
+  readonly command: readonly string[];
+}
+
+export interface OneOffOptions {
+  /** The run is killed past this (the result says `timedOut`). */
+  readonly timeoutMs: number;
+  /** Aborting kills the run and removes it; the promise then rejects with the signal's reason. */
+  readonly signal: AbortSignal;
+  /**
+   * When to start it (ms since the epoch): everything before the start (the container created on
+   * its networks) is done now, the start itself at that moment. Absent: at once.
+   */
+  readonly startAt?: number | undefined;
+  /** Asked just before the start: false leaves the run unstarted (removed; the result says `started: false`). */
+  readonly ready?: (() => Promise<boolean>) | undefined;
+  /** Told the run's id (for `removeRelease`) as soon as it runs. */
+  readonly onStarted?: ((id: string) => void) | undefined;
+  /** Its output as it comes (stdout and stderr together). */
+  readonly onOutput: (text: string) => void;
+}
+
+/** How a one-off run ended (its container is removed by then). */
+export interface OneOffResult {
+  readonly id: string;
+  /** Null when the engine could not tell (the container vanished). */
+  readonly exitCode: number | null;
+  readonly timedOut: boolean;
+  /** False when `ready` said no (nothing ran). */
+  readonly started: boolean;
+}
+
 /**
  * The runtime of apps at the level of a release. `docker` (src/runtime/docker/) runs a release as
  * containers on one engine; other runtimes sit beside it. Ids are the runtime's own and opaque.
@@ -104,6 +140,13 @@ export interface AppRuntime {
    * (their apps are then always reported healthy).
    */
   releaseExits?(instanceId: string, ids: readonly string[], sinceMs: number, untilMs: number, signal?: AbortSignal): Promise<Map<string, ReleaseExit[]>>;
+  /**
+   * Runs one container of `target.image` with `target.command` to its end, on the deployment's
+   * networks with its variables, volumes and limits, unpublished; its output goes to `onOutput`.
+   * A run left behind (its instance died) is removed with `removeRelease(id)`. Runtimes that
+   * cannot run one-offs leave it out (jobs are then refused with 409, see docs/jobs.md).
+   */
+  runOnce?(target: OneOffTarget, options: OneOffOptions): Promise<OneOffResult>;
   /** Each running replica's resource use; empty when none runs. */
   releaseStats(id: string, signal?: AbortSignal): Promise<ReplicaStats[]>;
 }

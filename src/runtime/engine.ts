@@ -110,6 +110,8 @@ export interface RunContainerOptions {
   capabilities?: readonly string[];
   /** The image's command, replaced (an argv: never a shell string). */
   command?: readonly string[];
+  /** False: created (and joined to its networks) but not started; `startContainer` starts it. Default true. */
+  start?: boolean;
 }
 
 /** A command running inside a container, its stdout a stream (see ContainerEngine.execStream). */

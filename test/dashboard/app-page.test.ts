@@ -100,7 +100,7 @@ test('tabs: one panel at a time, arrow keys move between them, the URL keeps the
   await logIn(page, `#/d/${app.id}`);
   const tabs = page.getByRole('tab');
   await tabs.first().waitFor();
-  assert.deepEqual(await tabs.allInnerTexts(), ['Overview', 'Builds', 'Logs', 'Metrics', 'Settings', 'Domains']);
+  assert.deepEqual(await tabs.allInnerTexts(), ['Overview', 'Builds', 'Logs', 'Metrics', 'Settings', 'Jobs', 'Domains']);
   assert.equal(await page.getByRole('tab', { name: 'Overview' }).getAttribute('aria-selected'), 'true');
   assert.equal(await page.locator('#panel-builds').isHidden(), true);
   // Keyboard only: Tab reaches the selected tab (one stop for the whole list), arrows move.

@@ -390,7 +390,7 @@ export class DockerEngine implements ContainerEngine {
     );
     try {
       for (const network of options.extraNetworks ?? []) await connectTo(this.#docker, network, container.id);
-      await withTimeout(`start container ${options.name}`, CALL_TIMEOUT_MS, (s) => container.start({ abortSignal: s }));
+      if (options.start !== false) await withTimeout(`start container ${options.name}`, CALL_TIMEOUT_MS, (s) => container.start({ abortSignal: s }));
     } catch (err) {
       await this.removeContainer(container.id).catch(() => undefined);
       throw err;

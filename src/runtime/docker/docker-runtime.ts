@@ -1,11 +1,12 @@
 // The docker runtime: a release is `replicas` containers on one engine, each published on loopback.
 import { appPort, lastOutput, ReleaseError, startReplica, waitHealthy } from '../release.js';
 import type { ReleaseExit } from '../../domain/app-health.js';
-import type { AppRuntime, ReleaseState, ReleaseTarget, ReplicaStats, StartedRelease, StartReleaseOptions } from '../app-runtime.js';
+import type { AppRuntime, OneOffOptions, OneOffResult, OneOffTarget, ReleaseState, ReleaseTarget, ReplicaStats, StartedRelease, StartReleaseOptions } from '../app-runtime.js';
 import { immediateTurn } from '../app-runtime.js';
 import type { ContainerEngine } from '../engine.js';
 import { LABEL_INSTANCE, LABEL_MANAGED } from '../engine.js';
 import { mergeReplicaLogs } from '../replica-logs.js';
+import { runOneOff } from './one-off-run.js';
 
 /** A release's id under `docker`: its containers' ids, in replica order, joined by commas (one id: one container). */
 export function containerIdsOf(releaseId: string): string[] {
@@ -126,6 +127,10 @@ export class DockerRuntime implements AppRuntime {
   async releaseStats(id: string, signal?: AbortSignal): Promise<ReplicaStats[]> {
     const stats = await Promise.all(containerIdsOf(id).map((c) => this.#engine.containerStats(c, signal)));
     return stats.flatMap((s, i) => (s === null ? [] : [{ ...s, replica: i + 1 }]));
+  }
+
+  runOnce(target: OneOffTarget, options: OneOffOptions): Promise<OneOffResult> {
+    return runOneOff(this.#engine, target, options);
   }
 
   /** The last lines a release's first replica printed (for messages); empty when unavailable. */

@@ -1,0 +1,167 @@
+// End-to-end test of scheduled jobs (decisions §22) on the real engine and SQLite: bad input, run now with its log followed, a failing exit code, a timeout, forbid, a stopped deployment.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { assertError } from '../helpers/api-assert.js';
+import { busyboxArchive, createArchiveApp, deployAndWait, eventually, testEngine } from '../helpers/apps.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { cli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/apps.js';
+import type { AppEvent } from '../../src/domain/app-events.js';
+import { LABEL_JOB_RUN } from '../../src/runtime/docker/one-off-run.js';
+import { LABEL_INSTANCE } from '../../src/runtime/engine.js';
+
+type User = Awaited<ReturnType<TestServer['newUser']>>;
+
+describe('scheduled jobs', () => {
+  let s: TestServer;
+  let alice: User;
+  let bob: User;
+  let app: { id: string; subdomain: string };
+  const events: AppEvent[] = [];
+
+  before(async () => {
+    s = await startTestServer();
+    s.server.appEvents.onAny((event) => events.push(event));
+    alice = await s.newUser('alice');
+    bob = await s.newUser('bob');
+    const { archive } = await busyboxArchive();
+    app = await createArchiveApp(s, alice.token, archive);
+  });
+  after(async () => {
+    await s?.close();
+  });
+
+  const jobsPath = (): string => `/api/v1/deployments/${app.id}/jobs`;
+  const createJob = (body: Record<string, unknown>, token = alice.token) => s.request('POST', jobsPath(), { token, body });
+  /** Runs a job now and waits for its end; resolves with the run as listed. */
+  const runToEnd = async (jobId: string): Promise<Record<string, unknown>> => {
+    const started = await s.request('POST', `${jobsPath()}/${jobId}/runs`, { token: alice.token });
+    assert.equal(started.status, 202, started.text);
+    return eventually(async () => {
+      const runs = await s.request('GET', `${jobsPath()}/${jobId}/runs`, { token: alice.token });
+      const run = (runs.json as Array<Record<string, unknown>>).find((r) => r.id === started.json.id);
+      return run !== undefined && run.status !== 'running' ? run : undefined;
+    }, 60_000, 'the run ended');
+  };
+
+  test('bad input: a job before any release (409), bad schedule, timezone, command and timeout (400 naming the field), another user (404)', async () => {
+    const good = { name: 'nightly', schedule: '0 3 * * *', command: ['echo', 'hi'] };
+    const early = await createJob(good);
+    assertError(early, 409, 'invalid_state');
+    assert.match(early.json.message, /release/);
+
+    await s.request('PATCH', `/api/v1/deployments/${app.id}/env`, { token: alice.token, body: { vars: { GREETING: 'from-the-app-vars' } } });
+    const deployed = await deployAndWait(s, alice.token, app.id);
+    assert.equal(deployed.status, 200, deployed.text);
+
+    for (const [body, field] of [
+      [{ ...good, schedule: '61 * * * *' }, 'schedule'],
+      [{ ...good, schedule: '* * *' }, 'schedule'],
+      [{ ...good, schedule: '@reboot' }, 'schedule'],
+      [{ ...good, timezone: 'Mars/Olympus' }, 'timezone'],
+      [{ ...good, command: 'echo hi' }, 'command'],
+      [{ ...good, command: [] }, 'command'],
+      [{ ...good, timeout_seconds: 0 }, 'timeout_seconds'],
+      [{ ...good, timeout_seconds: 86_401 }, 'timeout_seconds'],
+      [{ ...good, concurrency: 'sometimes' }, 'concurrency'],
+    ] as const) {
+      const res = await createJob(body);
+      assertError(res, 400, 'validation_error', JSON.stringify(body));
+      assert.match(res.json.message, new RegExp(`^${field}`), JSON.stringify(body));
+    }
+    assert.deepEqual((await s.request('GET', jobsPath(), { token: alice.token })).json, [], 'nothing was created');
+
+    const created = await createJob({ ...good, timezone: 'Europe/Paris' });
+    assert.equal(created.status, 201, created.text);
+    assert.equal(created.json.timeout_seconds, 3600);
+    assert.equal(created.json.concurrency, 'forbid');
+    assert.equal(typeof created.json.next_run_at, 'string');
+    assertError(await s.request('GET', jobsPath(), { token: bob.token }), 404, 'not_found');
+    assertError(await s.request('GET', `${jobsPath()}/${created.json.id}`, { token: bob.token }), 404, 'not_found');
+    assertError(await s.request('POST', `${jobsPath()}/${created.json.id}/runs`, { token: bob.token }), 404, 'not_found');
+    assertError(await createJob(good), 409, 'invalid_state', 'the name is taken');
+    assert.equal((await s.request('DELETE', `${jobsPath()}/${created.json.id}`, { token: alice.token })).status, 204);
+  });
+
+  test("run now: the live release's image with the app's variables, its log followed to the end; a failing exit code; a timeout kills it", async () => {
+    const created = await createJob({ name: 'greet', schedule: '@monthly', command: ['sh', '-c', 'echo "hello $GREETING"; sleep 1; echo second line >&2'] });
+    assert.equal(created.status, 201, created.text);
+    const jobId = created.json.id as string;
+    const started = await s.request('POST', `${jobsPath()}/${jobId}/runs`, { token: alice.token });
+    assert.equal(started.status, 202, started.text);
+    assert.equal(started.json.status, 'running');
+    assert.equal(started.json.trigger, 'manual');
+    const res = await fetch(`${s.url}${jobsPath()}/${jobId}/runs/${started.json.id}/logs?follow=true`, { headers: { authorization: `Bearer ${alice.token}` }, signal: AbortSignal.timeout(60_000) });
+    assert.equal(res.status, 200);
+    const text = await res.text();
+    assert.match(text, /hello from-the-app-vars\n/);
+    assert.match(text, /second line\n/);
+    assert.match(text, /==> the run succeeded/);
+    const runs = (await s.request('GET', `${jobsPath()}/${jobId}/runs`, { token: alice.token })).json as Array<Record<string, unknown>>;
+    assert.equal(runs[0]?.status, 'succeeded');
+    assert.equal(runs[0]?.exit_code, 0);
+    assert.equal(typeof runs[0]?.finished_at, 'string');
+
+    assert.equal((await s.request('PATCH', `${jobsPath()}/${jobId}`, { token: alice.token, body: { command: ['sh', '-c', 'echo failing; exit 7'] } })).status, 200);
+    const failed = await runToEnd(jobId);
+    assert.equal(failed.status, 'failed');
+    assert.equal(failed.exit_code, 7);
+    await eventually(async () => (events.some((e) => e.type === 'job.failed' && e.runId === failed.id && e.exitCode === 7) ? true : undefined), 5000, 'job.failed');
+
+    assert.equal((await s.request('PATCH', `${jobsPath()}/${jobId}`, { token: alice.token, body: { command: ['sleep', '60'], timeout_seconds: 1 } })).status, 200);
+    const slow = await runToEnd(jobId);
+    assert.equal(slow.status, 'timed_out');
+    assert.match(String(slow.message), /1 s/);
+    assert.ok(events.some((e) => e.type === 'job.failed' && e.runId === slow.id && e.status === 'timed_out'));
+    const left = await testEngine().listContainers({ [LABEL_INSTANCE]: s.server.instanceId, [LABEL_JOB_RUN]: String(slow.id) });
+    assert.equal(left.length, 0, 'the killed container is removed');
+  });
+
+  test('the CLI: jobs add, ls, run --follow (its exit code the run\'s), runs, rm', async () => {
+    const home = tempDir('jobs-cli');
+    const run = (args: string[]) => cli(args, { home, env: { SLIPWAY_URL: s.url, SLIPWAY_API_KEY: alice.apiKey } });
+    const added = await run(['jobs', 'add', app.subdomain, 'cli-job', '--schedule', '@daily', '--timeout', '30', '--', 'sh', '-c', 'echo from-the-cli; exit 4']);
+    assert.equal(added.code, 0, added.stderr);
+    assert.match(added.stdout, /cli-job scheduled/);
+    assert.match((await run(['jobs', 'ls', app.subdomain])).stdout, /cli-job\s+@daily\s+sh -c echo from-the-cli; exit 4/);
+    const ran = await run(['jobs', 'run', app.subdomain, 'cli-job', '--follow']);
+    assert.equal(ran.code, 1, ran.stderr);
+    assert.match(ran.stdout, /from-the-cli\n/);
+    assert.match(ran.stderr, /failed with exit code 4/);
+    assert.match((await run(['jobs', 'runs', app.subdomain, 'cli-job'])).stdout, /failed\s+manual\s+4/);
+    assert.match((await run(['jobs', 'logs', app.subdomain, 'cli-job'])).stdout, /from-the-cli/);
+    assert.equal((await run(['jobs', 'rm', app.subdomain, 'cli-job'])).code, 0);
+    assert.equal((await run(['jobs', 'run', app.subdomain, 'cli-job'])).code, 1, 'gone');
+    fs.rmSync(home, { recursive: true, force: true });
+  });
+
+  test('forbid: a run asked while one goes is skipped; a stopped deployment runs no job (skipped, saying why)', async () => {
+    const created = await createJob({ name: 'long', schedule: '@monthly', command: ['sleep', '3'] });
+    assert.equal(created.status, 201, created.text);
+    const jobId = created.json.id as string;
+    const first = await s.request('POST', `${jobsPath()}/${jobId}/runs`, { token: alice.token });
+    assert.equal(first.json.status, 'running');
+    const second = await s.request('POST', `${jobsPath()}/${jobId}/runs`, { token: alice.token });
+    assert.equal(second.status, 202);
+    assert.equal(second.json.status, 'skipped');
+    assert.match(second.json.message, /still going/);
+    await eventually(async () => {
+      const runs = (await s.request('GET', `${jobsPath()}/${jobId}/runs`, { token: alice.token })).json as Array<Record<string, unknown>>;
+      return runs.find((r) => r.id === first.json.id)?.status === 'succeeded' ? true : undefined;
+    }, 60_000, 'the first run succeeded');
+
+    assert.equal((await s.request('POST', `/api/v1/deployments/${app.id}/stop`, { token: alice.token })).status, 200);
+    // Every second, by the scheduler: the stopped deployment's due times are recorded skipped.
+    const every = await createJob({ name: 'every-second', schedule: '* * * * * *', command: ['true'], concurrency: 'allow' });
+    assert.equal(every.status, 201, every.text);
+    const run = await eventually(async () => {
+      const runs = (await s.request('GET', `${jobsPath()}/${every.json.id}/runs`, { token: alice.token })).json as Array<Record<string, unknown>>;
+      return runs.find((r) => r.status !== 'running');
+    }, 30_000, 'a scheduled run');
+    assert.equal(run.status, 'skipped');
+    assert.equal(run.trigger, 'schedule');
+    assert.match(String(run.message), /stopped/);
+    assert.equal((await s.request('DELETE', `${jobsPath()}/${every.json.id}`, { token: alice.token })).status, 204);
+  });
+});
