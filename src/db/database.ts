@@ -24,6 +24,7 @@ import * as buildLogChunks from './migrations/2026-11-27-110-build-log-chunks.js
 import * as buildQueue from './migrations/2026-11-27-111-build-queue.js';
 import * as acmeChallenges from './migrations/2026-11-27-120-acme-challenges.js';
 import * as configPending from './migrations/2026-11-28-040-config-pending.js';
+import * as compose from './migrations/2026-11-28-090-compose.js';
 import * as managedDatabases from './migrations/2026-11-28-050-managed-databases.js';
 import { withStatementCache } from './statement-cache.js';
 import crypto from 'node:crypto';
@@ -51,6 +52,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-27-120-acme-challenges': acmeChallenges,
   '2026-11-28-040-config-pending': configPending,
   '2026-11-28-050-managed-databases': managedDatabases,
+  '2026-11-28-090-compose': compose,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
