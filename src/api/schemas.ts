@@ -261,6 +261,7 @@ export const RuntimeLogsQuery = Type.Object(
   {
     follow: queryFlag('true: stream new output'),
     tail: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$', description: `the last N lines (at most ${MAX_TAIL_LINES})` })),
+    service: Type.Optional(Type.String({ maxLength: 100, description: "a compose deployment: that service's lines only (each line is prefixed [service])" })),
   },
   { additionalProperties: false },
 );

@@ -87,6 +87,10 @@ export function databaseDeploymentStore(db: Db, runner: string): DeploymentStore
       await db.updateTable('builds').set({ image_id: image }).where('id', '=', buildId).execute();
     },
 
+    async setReleaseSet(buildId, set) {
+      await db.updateTable('builds').set({ release_set: set }).where('id', '=', buildId).execute();
+    },
+
     async finishBuild(buildId, status, error) {
       await db
         .updateTable('builds')

@@ -13,6 +13,8 @@ import type { SourceStore } from '../source/source-store.js';
 import { buildArgsFor } from './build-args.js';
 import { buildNetworkNotice, explainNetworkFailure } from './build-network.js';
 import { imageTag } from './images.js';
+import { buildComposeSet } from './compose-build.js';
+import type { ReleaseSet } from '../runtime/release-set.js';
 import type { LifecycleSettings } from './lifecycle-settings.js';
 
 /** Time limit of `git ls-remote` at trigger time. */
@@ -61,6 +63,8 @@ export interface ImageBuildDeps {
   readonly settings: LifecycleSettings;
   readonly sources: SourceStore;
   readonly restoreUpload: RestoreUpload | undefined;
+  /** Whether the runtime releases sets of services (compose deployments, contract §21). */
+  readonly setsSupported?: boolean | undefined;
 }
 
 /**
@@ -76,7 +80,7 @@ export async function buildReleaseImage(
   workDir: string,
   cancel: AbortSignal,
   log: (text: string) => void,
-): Promise<string> {
+): Promise<{ image: string; set: ReleaseSet | null }> {
   const { engine, settings } = deps;
   const buildSignal = AbortSignal.any([cancel, AbortSignal.timeout(settings.buildTimeoutMs)]);
   let contextDir: string;
@@ -101,6 +105,11 @@ export async function buildReleaseImage(
       await deps.restoreUpload(dep.id, build.source_ref, dep.dockerfile_path, buildSignal);
     }
   }
+  if (dep.compose_path !== null && dep.compose_path !== undefined) {
+    const sandbox = buildSandbox(settings);
+    const tag = imageTag(settings.instanceId, dep.id, build.id);
+    return buildComposeSet({ engine, settings, sandbox, setsSupported: deps.setsSupported === true }, dep.compose_path, contextDir, tag, vars, buildSignal, log);
+  }
   if (!fs.existsSync(path.join(contextDir, dep.dockerfile_path))) {
     throw new EngineBuildError('no Dockerfile', `Dockerfile not found at "${dep.dockerfile_path}" in the source`);
   }
@@ -123,5 +132,5 @@ export async function buildReleaseImage(
   }).catch((err: unknown) => {
     throw explainNetworkFailure(err, settings.build.network);
   });
-  return tag;
+  return { image: tag, set: null };
 }

@@ -299,6 +299,7 @@ export const deploymentRoutes =
           tail: request.query.tail === undefined ? undefined : Math.min(Number(request.query.tail), MAX_TAIL_LINES),
           follow: isFlagSet(request.query.follow),
           signal: clientGone(reply),
+          service: request.query.service,
         });
         return sendText(reply, chunks);
       },
