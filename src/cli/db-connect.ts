@@ -43,6 +43,10 @@ export async function runDbConnect(options: DbConnectOptions): Promise<void> {
       options.onProblem(err.message);
       entry.close();
     });
+    ws.on('close', (code, reason) => {
+      // The server ended the stream on purpose (a revoked key, a stopped database): say why.
+      if (code >= 4000) options.onProblem(reason.toString() || `the server closed the connection (${code})`);
+    });
     ws.on('open', () => {
       const stream = createWebSocketStream(ws);
       const end = (): void => {

@@ -1,5 +1,6 @@
 // End-to-end: `slipway db connect`'s listener carries a client's connection through the API's WebSocket to a database that publishes no port; refusals say why.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { runDbConnect } from '../../src/cli/db-connect.js';
@@ -29,6 +30,35 @@ function talk(port: number, text: string, until: RegExp): Promise<string> {
       resolve(got);
     });
     socket.on('error', reject);
+  });
+}
+
+/** Runs the host's psql against `port` on loopback with `sql`, piping `input` in; resolves with the number of bytes it printed and their last 200 characters (no 100 MiB string is held). */
+function hostPsql(port: number, creds: { username: string; password: string; database: string }, sql: string, input?: () => AsyncIterable<Buffer>): Promise<{ bytes: number; tail: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('psql', ['-h', '127.0.0.1', '-p', String(port), '-U', creds.username, '-d', creds.database, '-v', 'ON_ERROR_STOP=1', '-Atc', sql], {
+      env: { ...process.env, PGPASSWORD: creds.password, PGCONNECT_TIMEOUT: '20' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let bytes = 0;
+    let tail = '';
+    let err = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+      tail = (tail + chunk.toString()).slice(-200);
+    });
+    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve({ bytes, tail }) : reject(new Error(`psql exited with ${code}: ${err}`))));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 240_000);
+    child.on('close', () => clearTimeout(timer));
+    if (input === undefined) child.stdin.end();
+    else {
+      void (async () => {
+        for await (const chunk of input()) if (!child.stdin.write(chunk)) await new Promise((r) => child.stdin.once('drain', r));
+        child.stdin.end();
+      })().catch(reject);
+    }
   });
 }
 
@@ -71,6 +101,32 @@ describe('slipway db connect', () => {
     await assert.rejects(talk(port, 'PING\r\n', /PONG/), /ECONNREFUSED/);
   });
 
+  test('revoking the key ends an open connection at once, and the CLI says why', async () => {
+    const creds = (await s.request('GET', `/api/v1/databases/${id}/credentials`, { token: user.token })).json;
+    const key = await s.request('POST', '/api/v1/api-keys', { token: user.token, body: { name: 'short-lived' } });
+    assert.equal(key.status, 201, key.text);
+    const problems: string[] = [];
+    const { port, stop } = await listen(key.json.key, problems);
+    try {
+      const socket = net.connect(port, '127.0.0.1');
+      let got = '';
+      socket.on('data', (chunk: Buffer) => (got += chunk.toString()));
+      const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+      socket.on('error', () => undefined);
+      socket.write(`AUTH default ${creds.password}\r\nPING\r\n`);
+      const deadline = Date.now() + 20_000;
+      while (!got.includes('PONG') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.equal(got, '+OK\r\n+PONG\r\n', problems.join('; '));
+      assert.equal((await s.request('DELETE', `/api/v1/api-keys/${key.json.api_key.id}`, { token: user.token })).status, 204);
+      // The stream is looked at again every few seconds: the connection ends without a byte more.
+      const ended = await Promise.race([closed.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 20_000))]);
+      assert.equal(ended, true, 'the carried connection should close after the key was revoked');
+      assert.match(problems.join(';'), /API key was revoked/);
+    } finally {
+      await stop();
+    }
+  });
+
   test("another user's key is refused as if the database did not exist; a stopped database says how to start it", async () => {
     const problems: string[] = [];
     const outsider = await listen(other.apiKey, problems);
@@ -84,5 +140,38 @@ describe('slipway db connect', () => {
     assert.equal(await talk(stopped.port, 'PING\r\n', /PONG/), '');
     await stopped.stop();
     assert.match(stoppedProblems.join(';'), /is stopped: start it first/);
+  });
+
+  test("the host's psql through the listener: a 100 MiB COPY each way arrives whole", async () => {
+    const created = await s.request('POST', '/api/v1/databases', { token: user.token, body: { name: 'bulk', engine: 'postgres' } });
+    assert.equal(created.status, 201, created.text);
+    const pgId = created.json.id as string;
+    assert.equal((await waitForStatus(s, user.token, pgId)).status, 'running');
+    const creds = (await s.request('GET', `/api/v1/databases/${pgId}/credentials`, { token: user.token })).json;
+    const controller = new AbortController();
+    let port = 0;
+    let listening!: () => void;
+    const up = new Promise<void>((resolve) => (listening = resolve));
+    const problems: string[] = [];
+    const done = runDbConnect({ serverUrl: s.url, bearer: user.apiKey, databaseId: pgId, port: 0, signal: controller.signal, onListening: (p) => { port = p; listening(); }, onProblem: (m) => problems.push(m) });
+    await up;
+    try {
+      // 102400 lines of 1023 characters and a newline: 100 MiB out of the database.
+      const out = await hostPsql(port, creds, "COPY (SELECT repeat('x', 1023) FROM generate_series(1, 102400)) TO STDOUT");
+      assert.equal(out.bytes, 100 * 1024 * 1024, problems.join('; '));
+      // And 100 MiB in: streamed from here, counted there.
+      await hostPsql(port, creds, 'CREATE TABLE bulk (line text)');
+      const line = Buffer.from(`${'y'.repeat(1023)}\n`);
+      const block = Buffer.concat(Array.from({ length: 64 }, () => line));
+      const lines = async function* (): AsyncIterable<Buffer> {
+        for (let i = 0; i < 1600; i += 1) yield block;
+      };
+      await hostPsql(port, creds, 'COPY bulk FROM STDIN', lines);
+      const counted = await hostPsql(port, creds, 'SELECT count(*), sum(length(line)) FROM bulk');
+      assert.equal(counted.tail.trim(), `${1600 * 64}|${1600 * 64 * 1023}`);
+    } finally {
+      controller.abort();
+      await done;
+    }
   });
 });

@@ -117,7 +117,7 @@ for (const plane of PLANES) describe(`router follows a crashed container (${plan
     const ts = await startTestServer({ SLIPWAY_DATA_PLANE: plane });
     try {
       const { token } = await ts.newUser('crash');
-      const crashOnce = 'if [ -f /tmp/crashed ]; then exec httpd -f -p "$PORT" -h /www; fi; httpd -f -p "$PORT" -h /www & sleep 2; touch /tmp/crashed; exit 1';
+      const crashOnce = 'if [ -f /www/.crashed ]; then exec httpd -f -p "$PORT" -h /www; fi; httpd -f -p "$PORT" -h /www & sleep 2; touch /www/.crashed; exit 1';
       const app = await busyboxArchive({ body: 'phoenix\n' });
       const { id, subdomain } = await createArchiveApp(ts, token, app.archive);
       await upload(ts, token, id, app.archive, [
