@@ -7,18 +7,16 @@
 // and client processes spend per small request is printed too: on a shared machine it is steadier
 // than requests/s.
 import { nodeDataPlane } from '../src/proxy/node-data-plane.js';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { mkdtemp, rm, writeFile, chmod, copyFile, mkdir } from 'node:fs/promises';
+import { readFileSync, readdirSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { Agent, createServer, request } from 'node:http';
-import { connect, createServer as createTcpServer, type AddressInfo } from 'node:net';
-import { tmpdir, userInfo } from 'node:os';
+import { createServer as createTcpServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { loadConfig } from '../src/config.js';
 import { AppProxy } from '../src/proxy/app-proxy.js';
 import { findHaproxy } from '../src/proxy/haproxy/haproxy-binary.js';
@@ -31,8 +29,8 @@ import { runTunnelClient } from '../src/tunnel/tunnel-client.js';
 import { TunnelServer, type TunnelOwner } from '../src/tunnel/tunnel-server.js';
 import { freePort } from '../test/helpers/net.js';
 import { hasWrk, wrk } from './wrk.js';
+import { startSshForward } from './throwaway-ssh.js';
 
-const run = promisify(execFile);
 const SELF = fileURLToPath(import.meta.url);
 const MiB = 1024 * 1024;
 /** Seconds per measured run, unless `--seconds` says otherwise. */
@@ -189,8 +187,6 @@ async function roleClient(serverPort: number, appPort: number): Promise<void> {
 // ---- orchestration -------------------------------------------------------------------------------
 
 const children: ChildProcess[] = [];
-/** OpenSSH's server (Debian: openssh-server), for the `ssh -R` comparison. */
-const SSHD = '/usr/sbin/sshd';
 
 /** Starts this file in another role; resolves with its first JSON line and the process. */
 async function startRole(args: string[], nodeArgs: string[] = []): Promise<{ info: Record<string, unknown>; child: ChildProcess }> {
@@ -256,24 +252,6 @@ async function loadWithNode(target: Target, path: string, connections: number, s
   return { rps: latencies.length / seconds, p99Ms: latencies[Math.floor(latencies.length * 0.99)] ?? Number.NaN, errors, errorText: errors > 0 ? `${errors} failed requests` : '' };
 }
 
-async function waitForPort(port: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, '127.0.0.1');
-      socket.once('connect', () => {
-        socket.destroy();
-        resolve(true);
-      });
-      socket.once('error', () => resolve(false));
-    });
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`nothing listens on ${port} after ${timeoutMs} ms`);
-    await sleep(100);
-  }
-}
-
-
 /** sshd and ssh (for their CPU time: sshd forks a process per connection, counted as its descendant). */
 const sshPids: number[] = [];
 
@@ -309,43 +287,10 @@ function treeCpuUs(roots: readonly number[]): number {
 
 /** An OpenSSH reverse tunnel (`ssh -R`) through a throwaway sshd on loopback; the forwarded port. */
 async function startSshTunnel(appPort: number, dir: string): Promise<number> {
-  // Named up front: spawning a missing program emits an 'error' event that would end the whole run (ENOENT).
-  if (!existsSync(SSHD)) throw new Error(`${SSHD} not found: install Debian's openssh-server (apt-get install openssh-server) to compare with ssh -R`);
-  const hostKey = join(dir, 'host_key');
-  const userKey = join(dir, 'user_key');
-  const authorized = join(dir, 'authorized_keys');
-  const config = join(dir, 'sshd_config');
-  await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', hostKey]);
-  await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', userKey]);
-  await copyFile(`${userKey}.pub`, authorized);
-  await chmod(authorized, 0o600);
-  await writeFile(config, ['PidFile none', 'UsePAM no', 'StrictModes no', 'PasswordAuthentication no', 'KbdInteractiveAuthentication no', 'PermitRootLogin prohibit-password', 'AllowTcpForwarding yes', 'LogLevel ERROR', ''].join('\n'));
-  await mkdir('/run/sshd', { recursive: true }).catch(() => {}); // sshd's privilege-separation directory
-  const sshPort = await freePort();
-  const sshd = spawn(SSHD, ['-D', '-e', '-f', config, '-p', String(sshPort), '-o', 'ListenAddress=127.0.0.1', '-h', hostKey, '-o', `AuthorizedKeysFile=${authorized}`], { stdio: ['ignore', 'ignore', 'pipe'] });
-  children.push(sshd);
-  sshPids.push(sshd.pid ?? 0);
-  let sshdErr = '';
-  sshd.on('error', (err) => (sshdErr += `${err.message}\n`));
-  sshd.stderr?.on('data', (chunk: Buffer) => (sshdErr += chunk.toString()));
-  await waitForPort(sshPort, 5000).catch((err: Error) => {
-    throw new Error(`${err.message}; sshd said: ${sshdErr.trim() || '(nothing)'}`);
-  });
-  const remotePort = await freePort();
-  const ssh = spawn(
-    'ssh',
-    ['-N', '-T', '-p', String(sshPort), '-i', userKey, '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'BatchMode=yes', '-o', 'ExitOnForwardFailure=yes', '-o', 'LogLevel=ERROR', '-R', `127.0.0.1:${remotePort}:127.0.0.1:${appPort}`, '--', `${userInfo().username}@127.0.0.1`],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  children.push(ssh);
-  sshPids.push(ssh.pid ?? 0);
-  let sshErr = '';
-  ssh.on('error', (err) => (sshErr += `${err.message}\n`));
-  ssh.stderr?.on('data', (chunk: Buffer) => (sshErr += chunk.toString()));
-  await waitForPort(remotePort, 10_000).catch((err: Error) => {
-    throw new Error(`${err.message}; ssh said: ${sshErr.trim() || '(nothing)'}; sshd said: ${sshdErr.trim() || '(nothing)'}`);
-  });
-  return remotePort;
+  const forward = await startSshForward('-R', appPort, dir);
+  children.push(...forward.processes);
+  sshPids.push(...forward.pids);
+  return forward.port;
 }
 
 function fmt(value: number, digits = 0): string {

@@ -48,28 +48,30 @@ const live = files.filter((file) => {
 // test/ha (several instances, decisions §15) needs PostgreSQL: it runs in the PostgreSQL pass only.
 const onlyPostgres = (file) => path.relative(path.join(root, 'dist', 'test'), file).startsWith(`ha${path.sep}`);
 // The longest files start first, so the run does not end on one of them alone (longest first
-// shortens the whole run on two workers); the rest keep their order.
+// shortens the whole run); the rest keep their order.
 const SLOW_FIRST = ['swarm/swarm-runtime', 'e2e/recovery-at-scale', 'swarm/own-registry', 'swarm/swarm-nodes', 'e2e/crash-loop', 'dashboard/', 'e2e/recovery', 'runtime/docker-engine.test', 'fuzz/', 'swarm/', 'ha/', 'e2e/'];
 const rank = (file) => {
   const at = SLOW_FIRST.findIndex((fragment) => file.includes(`${path.sep}test${path.sep}${fragment}`));
   return at === -1 ? SLOW_FIRST.length : at;
 };
 const byDuration = (files) => files.map((file, at) => ({ file, at })).sort((a, b) => rank(a.file) - rank(b.file) || a.at - b.at).map(({ file }) => file);
+// Three files at a time: most of a file's time is spent waiting on the engine (builds, container starts), so
+// a third one uses what two leave idle on a two-core machine.
 const sqliteFiles = byDuration(live.filter((file) => !onlyPostgres(file)));
 if (sqliteFiles.length > 0) {
-  run(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=300000', ...sqliteFiles], {
+  run(process.execPath, ['--test', '--test-concurrency=3', '--test-timeout=300000', ...sqliteFiles], {
     env: { ...process.env, SLIPWAY_ALLOW_PRIVATE_GIT: 'true' },
   });
 }
 
 // The same dialect-neutral suites once more on PostgreSQL (the tests above run on SQLite).
-const DIALECT_NEUTRAL = ['api/admin-users', 'api/teams', 'api/audit', 'api/two-factor', 'db/audit-atomicity', 'db/subdomain-claims', 'domain/custom-domain-store', 'db/instance-registry', 'db/upload-archives', 'deploy/coordination', 'tls/challenge-store', 'deploy/build-log-contract', 'deploy/build-queue-contract', 'api/instances', 'db/webhook-store', 'db/list-version', 'api/list-cache', 'api/deployments', 'api/api-keys', 'api/pagination', 'api/env', 'api/domains', 'api/isolation', 'api/webhooks', 'api/webhook-replays', 'api/previews', 'api/quotas', 'api/session-cookie', 'api/dashboard', 'e2e/archive-lifecycle', 'e2e/router', 'cli/reset-password', 'api/client-aborts', 'e2e/server-restarts', 'db/managed-database-store', 'api/databases'];
+const DIALECT_NEUTRAL = ['api/admin-users', 'api/teams', 'api/audit', 'api/two-factor', 'db/audit-atomicity', 'db/subdomain-claims', 'domain/custom-domain-store', 'db/instance-registry', 'db/upload-archives', 'deploy/coordination', 'tls/challenge-store', 'deploy/build-log-contract', 'deploy/build-queue-contract', 'api/instances', 'db/webhook-store', 'db/list-version', 'api/list-cache', 'api/deployments', 'api/api-keys', 'api/pagination', 'api/env', 'api/domains', 'api/isolation', 'api/webhooks', 'api/webhook-replays', 'api/previews', 'api/quotas', 'api/session-cookie', 'api/dashboard', 'e2e/archive-lifecycle', 'e2e/router', 'cli/reset-password', 'api/client-aborts', 'e2e/server-restarts', 'db/managed-database-store', 'api/databases', 'db/notification-store'];
 const neutral = byDuration(live).filter((file) => onlyPostgres(file) || DIALECT_NEUTRAL.some((name) => file.endsWith(`${name}.test.js`)));
 if (neutral.length > 0) {
   const databaseUrl = await ensurePostgres();
   if (databaseUrl !== null) {
     process.stderr.write(`[setup] running ${neutral.length} suites again on PostgreSQL\n`);
-    run(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=300000', ...neutral], {
+    run(process.execPath, ['--test', '--test-concurrency=3', '--test-timeout=300000', ...neutral], {
       env: { ...process.env, SLIPWAY_ALLOW_PRIVATE_GIT: 'true', SLIPWAY_TEST_DATABASE_URL: databaseUrl },
     });
   }

@@ -28,6 +28,12 @@ export interface Config {
   readonly maxArchiveEntries: number;
   /** SLIPWAY_ALLOW_PRIVATE_GIT: allow file:// and loopback/private git hosts. */
   readonly allowPrivateGit: boolean;
+  /** SLIPWAY_ALLOW_PRIVATE_TARGETS: let outgoing requests a tenant chooses (notification channels, backup targets) reach loopback/private/link-local/metadata addresses. */
+  readonly allowPrivateTargets: boolean;
+  /** SLIPWAY_SMTP_URL: the mail server e-mail notifications go out through (`smtp://` or `smtps://`, credentials in the URL); undefined = no e-mail. */
+  readonly smtpUrl: string | undefined;
+  /** SLIPWAY_SMTP_FROM: the sender of e-mail notifications. */
+  readonly smtpFrom: string;
   /** DOCKER_HOST: the engine to use; undefined = the local socket. */
   readonly dockerHost: string | undefined;
   /** SLIPWAY_SESSION_TTL_HOURS: lifetime of a login session. */
@@ -62,6 +68,8 @@ export interface Config {
   readonly buildMemoryBytes: number;
   readonly buildNanoCpus: number;
   readonly buildPidsLimit: number;
+  /** SLIPWAY_BASE_IMAGE_NODE|PYTHON|GO|RUN|STATIC: the base images of generated Dockerfiles (decisions §24). */
+  readonly baseImages: { readonly node: string; readonly python: string; readonly go: string; readonly run: string; readonly static: string };
   /** SLIPWAY_PUBLIC_URL: how users reach this server (scheme, host and port of app URLs); default http://<domain>:<port>. */
   readonly publicUrl: URL;
   /** SLIPWAY_TUNNELS_PER_KEY / SLIPWAY_TUNNEL_STREAMS: limits on live tunnels per API key and streams per tunnel. */
@@ -149,6 +157,8 @@ export interface ClientEnv {
   readonly apiKey: string | undefined;
   /** Where the CLI keeps its credentials: $XDG_CONFIG_HOME/slipway (default ~/.config/slipway). */
   readonly configDir: string;
+  /** SLIPWAY_BASE_IMAGE_*: what `slipway dockerfile` generates on (the server's defaults when absent). */
+  readonly baseImages?: Config['baseImages'];
 }
 
 /** Raised when the environment holds a value Slipway cannot use; the message names the variable. */
@@ -234,6 +244,22 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
 }
 
+/** SLIPWAY_SMTP_URL: an smtp:// or smtps:// URL with a host. */
+function smtpUrl(env: Env): string | undefined {
+  const raw = text(env, 'SLIPWAY_SMTP_URL');
+  if (raw === undefined) return undefined;
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === undefined || (parsed.protocol !== 'smtp:' && parsed.protocol !== 'smtps:') || parsed.hostname === '') {
+    throw new ConfigError('SLIPWAY_SMTP_URL must be an smtp:// or smtps:// URL such as smtps://user:password@mail.example.com:465');
+  }
+  return raw;
+}
+
 /** Parses the server's environment once. Throws ConfigError with a clear message on a bad value. */
 export function loadConfig(env: Env = process.env): Config {
   const port = integer(env, 'SLIPWAY_PORT', 8080, 0, 65535);
@@ -305,6 +331,9 @@ export function loadConfig(env: Env = process.env): Config {
     maxExpandedBytes: integer(env, 'SLIPWAY_MAX_EXPANDED_BYTES', 2 * 1024 ** 3, 1, Number.MAX_SAFE_INTEGER),
     maxArchiveEntries: integer(env, 'SLIPWAY_MAX_ARCHIVE_ENTRIES', 100_000, 1, 10_000_000),
     allowPrivateGit: bool(env, 'SLIPWAY_ALLOW_PRIVATE_GIT', false),
+    allowPrivateTargets: bool(env, 'SLIPWAY_ALLOW_PRIVATE_TARGETS', false),
+    smtpUrl: smtpUrl(env),
+    smtpFrom: text(env, 'SLIPWAY_SMTP_FROM') ?? `Slipway <slipway@${domain}>`,
     dockerHost: text(env, 'DOCKER_HOST'),
     sessionTtlMs: integer(env, 'SLIPWAY_SESSION_TTL_HOURS', 24 * 7, 1, 24 * 365) * 3_600_000,
     auditRetentionDays: integer(env, 'SLIPWAY_AUDIT_RETENTION_DAYS', 365, 1, 36_500),
@@ -331,6 +360,7 @@ export function loadConfig(env: Env = process.env): Config {
     buildMemoryBytes: integer(env, 'SLIPWAY_BUILD_MEMORY_MB', 2048, 64, 1_048_576) * 1024 * 1024,
     buildNanoCpus: cpus(env, 'SLIPWAY_BUILD_CPUS', 2),
     buildPidsLimit: integer(env, 'SLIPWAY_BUILD_PIDS_LIMIT', 1024, 16, 1_000_000),
+    baseImages: baseImages(env),
     publicUrl,
     tunnelsPerKey: integer(env, 'SLIPWAY_TUNNELS_PER_KEY', 5, 1, 1000),
     streamsPerTunnel: integer(env, 'SLIPWAY_TUNNEL_STREAMS', 256, 1, 100_000),
@@ -482,6 +512,17 @@ function cpus(env: Env, name: string, fallback: number): number {
   return Math.round(value * 1e9);
 }
 
+/** SLIPWAY_BASE_IMAGE_*: the base images of generated Dockerfiles (decisions §24). */
+function baseImages(env: Env): Config['baseImages'] {
+  return {
+    node: imageRef(env, 'SLIPWAY_BASE_IMAGE_NODE', 'node:20-bookworm-slim'),
+    python: imageRef(env, 'SLIPWAY_BASE_IMAGE_PYTHON', 'python:3.11-slim-bookworm'),
+    go: imageRef(env, 'SLIPWAY_BASE_IMAGE_GO', 'golang:1.22-bookworm'),
+    run: imageRef(env, 'SLIPWAY_BASE_IMAGE_RUN', 'debian:bookworm-slim'),
+    static: imageRef(env, 'SLIPWAY_BASE_IMAGE_STATIC', 'busybox:1.36'),
+  };
+}
+
 /** Parses the CLI's environment. */
 export function loadClientEnv(env: Env = process.env): ClientEnv {
   const xdg = text(env, 'XDG_CONFIG_HOME');
@@ -490,6 +531,7 @@ export function loadClientEnv(env: Env = process.env): ClientEnv {
     url: text(env, 'SLIPWAY_URL'),
     apiKey: text(env, 'SLIPWAY_API_KEY'),
     configDir: path.join(xdg ?? path.join(home, '.config'), 'slipway'),
+    baseImages: baseImages(env),
   };
 }
 

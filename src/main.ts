@@ -20,6 +20,7 @@ import { runtimePart } from './runtime/runtime-part.js';
 import { httpsPart } from './tls/https-part.js';
 import { tunnelsPart } from './tunnel/tunnels-part.js';
 import { databasesPart } from './databases/databases-part.js';
+import { notificationsPart } from './notifications/notifications-part.js';
 import { authenticateBearer } from './domain/accounts.js';
 import { toErrorResponse } from './api/errors.js';
 import { endSocketWithError } from './api/socket-errors.js';
@@ -97,7 +98,8 @@ async function addControlPlane(parts: Parts, config: Config, options: StartOptio
   const engineRuntime = parts.add('runtime', await runtimePart(config, instanceId, log, options.engine));
   // Managed databases (decisions §19): every release gets its linked databases through the runtime.
   const databases = parts.add('databases', await databasesPart({
-    config, log, stores, instanceId, engine: engineRuntime.engine, engineUp: engineRuntime.engineUp,
+    config, log, stores, instanceId, self: runner, background, engine: engineRuntime.engine, engineUp: engineRuntime.engineUp,
+    liveInstances: () => stores.registry.liveIds(new Date()),
     authenticate: (bearer) => authenticateBearer(stores.accounts, stores.keyUsage, bearer),
     refuse: (socket, err) => { const { status, body } = toErrorResponse(err); endSocketWithError(socket, status, body); },
     leadsAlone: async () => coordination.isLeader() && (config.databaseUrl === undefined || ![...(await stores.registry.liveUrls(new Date())).keys()].some((id) => id !== runner)),
@@ -109,16 +111,18 @@ async function addControlPlane(parts: Parts, config: Config, options: StartOptio
     buildSlots: options.buildSlots,
     gitEnv: options.gitEnv,
   }));
+  // Notifications (decisions §23): every instance writes the events it sees to the shared outbox.
+  const notifications = parts.add('notifications', notificationsPart({ config, log, self: runner, store: stores.notificationStore, appEvents: deploy.appEvents, background }));
   const { tunnels, acrossInstances, directory } = parts.add('tunnels', await tunnelsPart({
     config, log, self: runner, cipher, coordination, claims: stores.tunnelClaims, registry: stores.registry, accounts: stores.accounts,
     keyUsage: stores.keyUsage, table: planes.table, localPlane: planes.localPlane, dataPlane: deploy.dataPlane,
   }));
   liveTunnels = () => tunnels.connectedCount();
-  const https = parts.add('https', await httpsPart({ config, log, self: runner, coordination, challenges: stores.challenges, repository: stores.certificates, table: planes.table }));
+  const https = parts.add('https', await httpsPart({ config, log, self: runner, coordination, challenges: stores.challenges, repository: stores.certificates, table: planes.table, events: deploy.appEvents }));
   const api = parts.add('api', await apiPart({
     ...stores, config, log, metrics, cipher, coordination, self: runner, gitEnv: deploy.gitEnv,
     deployments: stores.catalog, store: stores.sources, operations: deploy.lifecycle, appHealth: deploy.appHealth, quotas: deploy.quotas, tunnels: directory, databases: databases.context,
-    hosts: deploy.hosts, certificates: https.domainCertificates, instances: stores.registry, nodes: deploy.nodes,
+    hosts: deploy.hosts, certificates: https.domainCertificates, instances: stores.registry, nodes: deploy.nodes, notifications,
     checks: {
       pingDatabase: stores.ping,
       coordinationProblem: () => coordination.problem(),

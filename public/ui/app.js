@@ -8,6 +8,7 @@ import { loadSwitcher, renderTeam, renderTeams } from './teams.js';
 import { renderAudit } from './audit.js';
 import { renderTunnels } from './tunnels.js';
 import { renderDatabases } from './databases.js';
+import { renderNotifications } from './notifications.js';
 import { renderAllTunnels, renderUsers } from './admin.js';
 import { phoneMenu } from './phone-menu.js';
 
@@ -56,6 +57,7 @@ const ROUTES = [
   [/^#\/audit(?:\?(.*))?$/, 'audit', (view, m, ctx) => renderAudit(view, ctx, new URLSearchParams(m[1] || ''))],
   [/^#\/tunnels$/, 'tunnels', (view, m, ctx) => renderTunnels(view, ctx)],
   [/^#\/databases$/, 'databases', (view, m, ctx) => renderDatabases(view, ctx)],
+  [/^#\/notifications$/, 'notifications', (view, m, ctx) => renderNotifications(view, ctx)],
   [/^#\/admin\/users$/, 'users', (view, m, ctx) => renderUsers(view, ctx)],
   [/^#\/admin\/tunnels$/, 'all-tunnels', (view, m, ctx) => renderAllTunnels(view, ctx)],
 ];

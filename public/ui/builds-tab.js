@@ -2,6 +2,7 @@
 import { streamText } from './api.js';
 import { badge, duration, h, replaceKeepingFocus, when } from './dom.js';
 import { terminal } from './terminal.js';
+import { buildDockerfileSection } from './build-dockerfile.js';
 
 /**
  * Fills `panel`. `page.rollback(build)` asks and rolls back; `update(dep, builds, allowed)` redraws
@@ -12,10 +13,11 @@ export function renderBuildsTab(panel, page) {
   const buildRows = h('tbody', { id: 'build-rows' });
   const logTitle = h('h3', { id: 'log-title', text: 'Build log' });
   const buildLog = h('pre', { class: 'log', id: 'build-log', tabindex: '0', 'aria-label': 'Build log', 'aria-live': 'off' });
+  const dockerfile = buildDockerfileSection();
   panel.append(h('section', { class: 'card', 'aria-labelledby': 'builds-title' },
     h('h2', { id: 'builds-title', text: 'Builds' }),
     h('table', { class: 'stack' }, h('thead', {}, h('tr', {}, ['Build', 'Status', 'Commit', 'Started', 'Took', ''].map((t) => h('th', { scope: 'col', text: t })))), buildRows),
-    logTitle, buildLog));
+    logTitle, buildLog, dockerfile.section));
 
   let followLatest = true;
   let shownBuild = null;
@@ -30,7 +32,9 @@ export function renderBuildsTab(panel, page) {
     buildTerm.clear();
     logTitle.textContent = `Build log of ${build.id.slice(0, 8)}`;
     for (const tr of buildRows.children) tr.classList.toggle('selected', tr.dataset.id === build.id);
+    void dockerfile.show(id, build.id, signal);
     streamText(`/deployments/${id}/builds/${build.id}/logs?follow=true`, (text) => buildTerm.append(text), signal)
+      .then(() => dockerfile.show(id, build.id, signal))
       .catch((err) => { if (err.name !== 'AbortError') buildTerm.append(`\n[${err.message}]\n`); });
   }
 

@@ -24,6 +24,7 @@ import type { ErrorLog } from './errors.js';
 import type { HealthCheck } from './routes/health-routes.js';
 import type { HealthReader } from '../domain/app-health.js';
 import type { DatabasesContext } from '../databases/database-context.js';
+import type { ChannelsContext } from '../notifications/channels.js';
 
 export interface TunnelListing {
   id: string;
@@ -103,6 +104,8 @@ export interface ApiDeps {
   readonly metrics: { render(): string | Promise<string> };
   /** Managed databases (decisions §19); absent: their routes are not served. */
   readonly databases?: DatabasesContext | undefined;
+  /** Notification channels (decisions §23); absent: their routes are not served. */
+  readonly notifications?: ChannelsContext | undefined;
   /** Where internal errors are logged with their detail; default: Fastify's logger (off unless enabled). */
   readonly log?: ErrorLog;
 }

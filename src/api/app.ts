@@ -26,6 +26,7 @@ import { nodeRoutes } from './routes/node-routes.js';
 import { teamRoutes } from './routes/team-routes.js';
 import { twoFactorRoutes } from './routes/two-factor-routes.js';
 import { databaseRoutes } from './routes/database-routes.js';
+import { notificationRoutes } from './routes/notification-routes.js';
 import { deploymentMetricsRoutes, serverMetricsRoutes } from './routes/metrics-routes.js';
 
 import type { ApiDeps } from './api-deps.js';
@@ -110,6 +111,7 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
     await scope.register(teamRoutes(deps));
     await scope.register(twoFactorRoutes(deps));
     if (deps.databases !== undefined) await scope.register(databaseRoutes(deps.databases, deps.cursors));
+    if (deps.notifications !== undefined) await scope.register(notificationRoutes(deps.notifications));
   }, { prefix: '/api/v1' });
   // GET /metrics sits beside the API (where scrapers look), behind the same bearer check.
   await app.register(async (scope) => {

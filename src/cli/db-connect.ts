@@ -20,7 +20,8 @@ export async function runDbConnect(options: DbConnectOptions): Promise<void> {
   const endpoint = new URL(`/api/v1/databases/${encodeURIComponent(options.databaseId)}/connect`, options.serverUrl);
   endpoint.protocol = endpoint.protocol === 'https:' ? 'wss:' : 'ws:';
   const open = new Set<{ close(): void }>();
-  const server = net.createServer((local) => {
+  // No Nagle delay on the client's side either (small query-answer turns).
+  const server = net.createServer({ noDelay: true }, (local) => {
     const ws = new WebSocket(endpoint, { headers: { authorization: `Bearer ${options.bearer}` }, perMessageDeflate: false, handshakeTimeout: 15_000 });
     const entry = { close: () => { ws.terminate(); local.destroy(); } };
     open.add(entry);

@@ -14,6 +14,8 @@ import { registerNodeCommands } from './commands/node-commands.js';
 import { registerTeamCommands } from './commands/team-commands.js';
 import { registerTunnelCommand } from './commands/tunnel-command.js';
 import { registerDbCommands } from './commands/db-commands.js';
+import { registerDockerfileCommand } from './commands/dockerfile-command.js';
+import { registerNotifyCommands } from './commands/notify-commands.js';
 import { runServer } from './server-run.js';
 import { registerCreateCommand } from './commands/create-command.js';
 import { VERSION } from '../version.js';
@@ -95,6 +97,8 @@ Environment: SLIPWAY_URL and SLIPWAY_API_KEY override the saved login. See docs/
   registerTeamCommands(program, io);
   registerTunnelCommand(program, io);
   registerDbCommands(program, io);
+  registerDockerfileCommand(program, io);
+  registerNotifyCommands(program, io);
   return program;
 }
 

@@ -121,7 +121,8 @@ export function databaseConnector(
           return;
         }
         wss.handleUpgrade(req, socket, head, (ws) => {
-          const tcp = net.connect({ host: target.host, port: target.port, timeout: DIAL_TIMEOUT_MS });
+          // No Nagle delay: a database's small request-answer turns (pgbench -S) must not wait for ACKs.
+          const tcp = net.connect({ host: target.host, port: target.port, timeout: DIAL_TIMEOUT_MS, noDelay: true });
           const entry: OpenStream = { tcp, ws, bearer, databaseId, lastPong: Date.now(), checking: false, closing: false };
           open.add(entry);
           ws.on('pong', () => (entry.lastPong = Date.now()));

@@ -15,6 +15,8 @@ export interface DatabasesContext {
   readonly quotas: QuotaGuard;
   readonly engine: ContainerEngine;
   readonly instanceId: string;
+  /** This instance's runner id (instances.id), recorded on the databases it brings up. */
+  readonly self: string;
   /** SLIPWAY_DB_IMAGE_*: the image of each engine. */
   readonly images: Readonly<Record<DatabaseEngineName, string>>;
   /** Resource defaults and ceilings, as for apps. */

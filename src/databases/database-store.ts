@@ -23,12 +23,14 @@ export interface DatabaseRow {
   readonly container_id: string | null;
   /** Bytes of its data directory, as last measured. */
   readonly size_bytes: number;
+  /** The instance (runner id) bringing it up; when that instance is gone, the leader finishes the work. */
+  readonly worker_instance: string | null;
   readonly created_at: string;
   readonly updated_at: string;
 }
 
 export type NewDatabase = Omit<DatabaseRow, 'seq'>;
-export type DatabaseChanges = Partial<Pick<DatabaseRow, 'name' | 'status' | 'error' | 'memory_bytes' | 'nano_cpus' | 'container_id' | 'size_bytes' | 'image'>>;
+export type DatabaseChanges = Partial<Pick<DatabaseRow, 'name' | 'status' | 'error' | 'memory_bytes' | 'nano_cpus' | 'container_id' | 'size_bytes' | 'image' | 'worker_instance'>>;
 
 /** A database linked to a deployment: the variable its URL reaches the app as. */
 export interface DatabaseLink {

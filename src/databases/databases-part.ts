@@ -11,6 +11,8 @@ import { DatabaseWork } from './database-work.js';
 import { withLinkedDatabases } from './linked-runtime.js';
 import { reconcileDatabases } from './reconcile-databases.js';
 import { databaseConnector } from './database-connect.js';
+import { takeoverTask } from './database-takeover.js';
+import type { BackgroundTask } from '../core/background.js';
 import type { Principal } from '../core/principal.js';
 import type { Part } from '../core/parts.js';
 import type http from 'node:http';
@@ -35,9 +37,13 @@ export interface DatabasesPart {
 export async function databasesPart(options: Parameters<typeof createDatabasesPart>[0] & {
   /** Whether this instance may reconcile now: it leads and no other instance is live. */
   readonly leadsAlone: () => Promise<boolean>;
+  /** The runner ids of the instances whose heartbeat is fresh. */
+  readonly liveInstances: () => Promise<readonly string[]>;
+  readonly background: { add(task: BackgroundTask): void };
   readonly engineUp: boolean;
 }): Promise<Part<DatabasesPart>> {
   const part = createDatabasesPart(options);
+  if (options.engineUp) options.background.add(takeoverTask(part.context, options.liveInstances));
   return {
     offers: part,
     start: async () => {
@@ -53,6 +59,8 @@ export function createDatabasesPart(options: {
   readonly engine: ContainerEngine;
   readonly config: Config;
   readonly instanceId: string;
+  /** This instance's runner id (instances.id). */
+  readonly self: string;
   readonly log: DatabaseLog;
   /** The principal of a bearer token (401 otherwise), for WebSocket upgrades. */
   readonly authenticate: (bearer: string | undefined) => Promise<Principal>;
@@ -66,6 +74,7 @@ export function createDatabasesPart(options: {
     quotas: new QuotaGuard(options.stores.quotaStore, config.quotas),
     engine: options.engine,
     instanceId: options.instanceId,
+    self: options.self,
     images: config.databaseImages,
     limits: { defaultMemoryBytes: config.defaultMemoryBytes, defaultNanoCpus: config.defaultNanoCpus, maxMemoryMb: config.maxMemoryMb, maxCpus: config.maxCpus },
     subnetPool: config.databaseSubnetPool,

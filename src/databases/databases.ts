@@ -102,6 +102,7 @@ export async function createDatabase(ctx: DatabasesContext, principal: Principal
     nano_cpus: nanoCpus,
     container_id: null,
     size_bytes: 0,
+    worker_instance: ctx.self,
     created_at: now,
     updated_at: now,
   };

@@ -13,6 +13,7 @@ async function provision(ctx: DatabasesContext, id: string, signal: AbortSignal)
   if (row === undefined) return;
   const credentials = await ctx.store.credentials(id);
   if (credentials === undefined) return;
+  if (row.worker_instance !== ctx.self) await ctx.store.update(id, { worker_instance: ctx.self });
   const adapter = ENGINES[row.engine];
   try {
     const containerId = await startDatabaseContainer(

@@ -26,6 +26,9 @@ import * as acmeChallenges from './migrations/2026-11-27-120-acme-challenges.js'
 import * as configPending from './migrations/2026-11-28-040-config-pending.js';
 import * as compose from './migrations/2026-11-28-090-compose.js';
 import * as managedDatabases from './migrations/2026-11-28-050-managed-databases.js';
+import * as databaseWorker from './migrations/2026-11-28-055-database-worker.js';
+import * as notifications from './migrations/2026-11-28-080-notifications.js';
+import * as buildDockerfile from './migrations/2026-11-28-110-build-dockerfile.js';
 import { withStatementCache } from './statement-cache.js';
 import crypto from 'node:crypto';
 
@@ -52,6 +55,9 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-27-120-acme-challenges': acmeChallenges,
   '2026-11-28-040-config-pending': configPending,
   '2026-11-28-050-managed-databases': managedDatabases,
+  '2026-11-28-055-database-worker': databaseWorker,
+  '2026-11-28-080-notifications': notifications,
+  '2026-11-28-110-build-dockerfile': buildDockerfile,
   '2026-11-28-090-compose': compose,
 };
 

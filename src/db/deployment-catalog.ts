@@ -1,4 +1,5 @@
 // The deployment catalog over the database (SQLite or PostgreSQL): the API's reads of deployments and builds, and deployments' create and edit.
+import { readBuildDockerfile } from './build-dockerfiles.js';
 import { appendRecord } from './audit-log.js';
 import { SHOWN_BUILD_COLUMNS, SHOWN_DEPLOYMENT_COLUMNS, type DeploymentCatalog } from '../domain/deployment-catalog.js';
 import { isUniqueViolation, nowIso, type Db } from './database.js';
@@ -111,5 +112,7 @@ export function databaseDeploymentCatalog(db: Db): DeploymentCatalog {
       const row = await db.selectFrom('builds').select('status').where('id', '=', buildId).executeTakeFirst();
       return row?.status;
     },
+
+    buildDockerfile: (buildId) => readBuildDockerfile(db, buildId),
   };
 }

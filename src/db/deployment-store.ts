@@ -1,4 +1,5 @@
 // The deployment store over the database (SQLite or PostgreSQL): the only writer of deployments' lifecycle and of builds.
+import { recordBuildDockerfile } from './build-dockerfiles.js';
 import { parseUpstreams, storeUpstreams } from '../core/upstream.js';
 import type { DeploymentStore, LiveContainer, NewBuild, RetiredContainer, RouteFact } from '../deploy/deployment-store.js';
 import type { DeploymentStatus } from '../deploy/state-table.js';
@@ -90,6 +91,8 @@ export function databaseDeploymentStore(db: Db, runner: string): DeploymentStore
     async setReleaseSet(buildId, set) {
       await db.updateTable('builds').set({ release_set: set }).where('id', '=', buildId).execute();
     },
+
+    recordDockerfile: (buildId, used) => recordBuildDockerfile(db, buildId, used),
 
     async finishBuild(buildId, status, error) {
       await db

@@ -13,7 +13,7 @@ const credentialsContext = (databaseId: string): string => `database:${databaseI
 /** Names are unique per owner: the team's when it has one, else its creator's. */
 const ownerKey = (row: { user_id: string; team_id: string | null }): string => (row.team_id === null ? `user:${row.user_id}` : `team:${row.team_id}`);
 
-const COLUMNS = ['id', 'seq', 'name', 'engine', 'image', 'status', 'error', 'user_id', 'team_id', 'memory_bytes', 'nano_cpus', 'container_id', 'size_bytes', 'created_at', 'updated_at'] as const;
+const COLUMNS = ['id', 'seq', 'name', 'engine', 'image', 'status', 'error', 'user_id', 'team_id', 'memory_bytes', 'nano_cpus', 'container_id', 'size_bytes', 'worker_instance', 'created_at', 'updated_at'] as const;
 
 const now = (): string => new Date().toISOString();
 

@@ -233,7 +233,58 @@ export interface BuildQueueTable {
   taken_at: string | null;
 }
 
+/** The Dockerfile a build used: the source's own, or the one generated for it (decisions §24). */
+export interface BuildDockerfilesTable {
+  build_id: string;
+  path: string;
+  dockerfile: string;
+  generated: number;
+  /** JSON array of the detection's lines; null for the source's own Dockerfile. */
+  detection: string | null;
+}
+
+/** A notification channel (decisions §23); `url` and `secret` are AES-256-GCM ciphertext. */
+export interface NotificationChannelsTable {
+  id: string;
+  user_id: string;
+  team_id: string | null;
+  name: string;
+  type: string;
+  url: string | null;
+  email: string | null;
+  secret: string | null;
+  events: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** An event in the notifications outbox: one row per event across instances (`dedupe_key` is unique). */
+export interface NotificationEventsTable {
+  id: string;
+  dedupe_key: string;
+  type: string;
+  payload: string;
+  at: string;
+}
+
+/** One message to one channel: retried in place (its id stays), claimed by the instance sending it. */
+export interface NotificationDeliveriesTable {
+  id: string;
+  channel_id: string;
+  event_id: string;
+  event: string;
+  at: string;
+  outcome: string;
+  attempts: Generated<number>;
+  status_code: number | null;
+  error: string | null;
+  next_attempt_at: string;
+  claimed_by: string | null;
+  claimed_until: string | null;
+}
+
 export interface Database {
+  build_dockerfiles: BuildDockerfilesTable;
   build_queue: BuildQueueTable;
   build_log_chunks: BuildLogChunksTable;
   instance: InstanceTable;
@@ -261,4 +312,7 @@ export interface Database {
   user_quotas: UserQuotasTable;
   managed_databases: ManagedDatabasesTable;
   database_links: DatabaseLinksTable;
+  notification_channels: NotificationChannelsTable;
+  notification_events: NotificationEventsTable;
+  notification_deliveries: NotificationDeliveriesTable;
 }

@@ -22,6 +22,7 @@ import { customDomainRoutes, databaseCustomDomainStore } from './custom-domain-s
 import type { Db } from './database.js';
 import { databaseDeploymentCatalog } from './deployment-catalog.js';
 import { databaseManagedDatabaseStore } from './managed-database-store.js';
+import { databaseNotificationStore } from './notification-store.js';
 import { databaseDeploymentStore } from './deployment-store.js';
 import { databaseInstanceRegistry } from './instance-registry.js';
 import { databasePreviewCatalog } from './preview-catalog.js';
@@ -90,6 +91,7 @@ async function buildStores({ config, db, cipher, coordination, runner, log }: St
     quotaStore: databaseQuotaStore(db),
     managedDatabases: databaseManagedDatabaseStore(db, cipher),
     webhooks: databaseWebhookStore(db, cipher),
+    notificationStore: databaseNotificationStore(db, cipher),
     previews: databasePreviewCatalog(db),
     domains: databaseCustomDomainStore(db),
     customDomainRoutes: () => customDomainRoutes(db),

@@ -79,7 +79,10 @@ export async function runBuildPipeline(
     if (unreadable !== undefined) throw new DomainError('build_failed', unreadable);
     cancel.throwIfAborted();
     try {
-      const built = await buildReleaseImage({ engine, settings, restoreUpload: deps.restoreUpload, sources: deps.sources, setsSupported: runtime.releasesSets }, dep, build, vars, workDir, cancel, log);
+      const built = await buildReleaseImage(
+        { engine, settings, restoreUpload: deps.restoreUpload, sources: deps.sources, recordDockerfile: (id, used) => store.recordDockerfile(id, used), setsSupported: runtime.releasesSets },
+        dep, build, vars, workDir, cancel, log,
+      );
       image = built.image;
       set = built.set;
       await store.setImage(build.id, image);
@@ -115,6 +118,7 @@ export async function runBuildPipeline(
       releaseLock();
     }
     log(`==> live at build ${build.id}\n`);
+    deps.events?.emit({ type: 'deploy.succeeded', deploymentId: dep.id, subdomain: dep.subdomain, buildId: build.id });
     deps.log('info', `${what} succeeded in ${seconds(startedAt)} s`);
     deps.onBuildEnd?.('succeeded', (Date.now() - startedAt) / 1000);
   } catch (err) {
@@ -149,6 +153,7 @@ async function recordFailure(
   if (!cancelled && !isExpectedFailure(err)) deps.log('error', 'build failed unexpectedly', { buildId: build.id, err: redactError(redactor, err) });
   log(`==> ${cancelled ? 'cancelled' : 'failed'}: ${message}\n`);
   await store.finishBuild(build.id, cancelled ? 'cancelled' : 'failed', message);
+  if (!cancelled) deps.events?.emit({ type: 'deploy.failed', deploymentId: dep.id, subdomain: dep.subdomain, buildId: build.id, message });
   if (image !== undefined) await deps.engine.removeImage(image).catch(() => undefined);
   await store.setImage(build.id, null);
   if (!cancelled) {

@@ -1,4 +1,5 @@
 // The deployment store: the port through which the lifecycle reads and writes deployments and builds.
+import type { UsedDockerfile } from '../domain/used-dockerfile.js';
 import type { Upstream } from '../core/upstream.js';
 import type { AuditRecord } from '../domain/audit.js';
 import type { BuildRow } from '../domain/builds.js';
@@ -54,6 +55,8 @@ export interface DeploymentStore {
   setImage(buildId: string, image: string | null): Promise<void>;
   /** Records the set of services a build releases (JSON, src/runtime/release-set.ts). Optional: stores without it hold single images only. */
   setReleaseSet?(buildId: string, set: string): Promise<void>;
+  /** The Dockerfile a build uses, its own or generated (decisions §24). */
+  recordDockerfile(buildId: string, used: UsedDockerfile): Promise<void>;
   /** Ends a build that is still `building` as failed or cancelled; a build already ended is left as it is. */
   finishBuild(buildId: string, status: 'failed' | 'cancelled', error: string): Promise<void>;
   /**

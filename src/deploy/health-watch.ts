@@ -121,8 +121,8 @@ export const HEALTH_LOOK_MS = 5_000;
  * The app event emitter (crash loops are logged, and Part four's notifications subscribe to it),
  * the watcher over the runtime, and its round as background work on every instance.
  */
-export function createHealthWatch(deps: Omit<HealthWatchDeps, 'events'>, intervalMs = HEALTH_LOOK_MS): { appEvents: AppEvents; healthWatch: HealthWatch; task: BackgroundTask } {
-  const appEvents = new AppEvents((err, event) => deps.log('warn', `a listener of ${event.type} failed`, { err }));
+export function createHealthWatch(deps: Omit<HealthWatchDeps, 'events'> & { readonly events?: AppEvents }, intervalMs = HEALTH_LOOK_MS): { appEvents: AppEvents; healthWatch: HealthWatch; task: BackgroundTask } {
+  const appEvents = deps.events ?? new AppEvents((err, event) => deps.log('warn', `a listener of ${event.type} failed`, { err }));
   // The last line is left out of the server log: it is the app's output, shown to its owner only.
   appEvents.on('app.crashed', (event) =>
     deps.log('warn', `${event.subdomain} is crash-looping: ${event.restarts} restarts since ${event.since}${event.exitCode === null ? '' : `, exit code ${event.exitCode}`}`),

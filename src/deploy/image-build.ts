@@ -6,11 +6,12 @@ import { DomainError } from '../core/errors.js';
 import type { EnvVar } from '../domain/app-config.js';
 import type { BuildRow } from '../domain/builds.js';
 import type { DeploymentRow } from '../domain/deployments.js';
-import { EngineBuildError, LABEL_INSTANCE, LABEL_MANAGED, buildNetworkName, type BuildSandbox, type ContainerEngine } from '../runtime/engine.js';
-import { readDockerfile } from '../runtime/read-dockerfile.js';
+import { LABEL_INSTANCE, LABEL_MANAGED, buildNetworkName, type BuildSandbox, type ContainerEngine } from '../runtime/engine.js';
 import { fetchCommit, redactCredentials, resolveCommit } from '../source/git.js';
 import type { SourceStore } from '../source/source-store.js';
+import type { UsedDockerfile } from '../domain/used-dockerfile.js';
 import { buildArgsFor } from './build-args.js';
+import { chooseDockerfile } from './build-dockerfile.js';
 import { buildNetworkNotice, explainNetworkFailure } from './build-network.js';
 import { imageTag } from './images.js';
 import { buildComposeSet } from './compose-build.js';
@@ -65,6 +66,8 @@ export interface ImageBuildDeps {
   readonly restoreUpload: RestoreUpload | undefined;
   /** Whether the runtime releases sets of services (compose deployments, contract §21). */
   readonly setsSupported?: boolean | undefined;
+  /** Records the Dockerfile a build uses (decisions §24). */
+  readonly recordDockerfile?: (buildId: string, used: UsedDockerfile) => Promise<void>;
 }
 
 /**
@@ -110,12 +113,11 @@ export async function buildReleaseImage(
     const tag = imageTag(settings.instanceId, dep.id, build.id);
     return buildComposeSet({ engine, settings, sandbox, setsSupported: deps.setsSupported === true }, dep.compose_path, contextDir, tag, vars, buildSignal, log);
   }
-  if (!fs.existsSync(path.join(contextDir, dep.dockerfile_path))) {
-    throw new EngineBuildError('no Dockerfile', `Dockerfile not found at "${dep.dockerfile_path}" in the source`);
-  }
+  // The source's Dockerfile (read as the engine reads it: never through a symbolic link), or one generated from its stack.
+  const used = await chooseDockerfile(contextDir, dep.dockerfile_path, vars, settings.baseImages, log);
+  await deps.recordDockerfile?.(build.id, used);
   // Non-secret variables fill the ARGs the Dockerfile declares; secrets never reach a build.
-  // Read as the engine reads it: never through a symbolic link (a git source may carry one to anywhere).
-  const buildArgs = buildArgsFor(await readDockerfile(contextDir, dep.dockerfile_path), vars);
+  const buildArgs = buildArgsFor(used.dockerfile, vars);
   const argNames = Object.keys(buildArgs);
   log(`==> building image (${dep.dockerfile_path})${argNames.length === 0 ? '' : ` with build arguments ${argNames.join(', ')}`}\n`);
   log(buildNetworkNotice(settings.build.network));
@@ -129,6 +131,7 @@ export async function buildReleaseImage(
     onOutput: log,
     sandbox: buildSandbox(settings),
     buildArgs,
+    ...(used.generated ? { dockerfileText: used.dockerfile } : {}),
   }).catch((err: unknown) => {
     throw explainNetworkFailure(err, settings.build.network);
   });

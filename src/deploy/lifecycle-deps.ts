@@ -1,5 +1,6 @@
 // What the deployment lifecycle is built from: its stores, engine, runtime, data plane, queue and settings (wired in main.ts).
 import type { AppConfigStore } from '../domain/app-config.js';
+import type { AppEvents } from '../domain/app-events.js';
 import type { MetricsHistory } from '../domain/metrics-history.js';
 import type { QuotaGuard } from '../domain/quotas.js';
 import type { DataPlane } from '../proxy/data-plane.js';
@@ -39,6 +40,8 @@ export interface LifecycleDeps {
   readonly restoreUpload?: RestoreUpload;
   /** Per-deployment locks across instances (default: in memory, one instance). */
   readonly coordination?: Coordination;
+  /** Where `deploy.succeeded` and `deploy.failed` are told (default: nowhere). */
+  readonly events?: Pick<AppEvents, 'emit'>;
   /** The sampled resource use of the last hour (default: none kept). */
   readonly metricsHistory?: MetricsHistory;
 }

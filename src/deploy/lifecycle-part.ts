@@ -4,7 +4,7 @@ import { watcherTask, type BackgroundTask } from '../core/background.js';
 import type { Log } from '../core/log.js';
 import type { Part } from '../core/parts.js';
 import type { AppConfigStore } from '../domain/app-config.js';
-import type { AppEvents } from '../domain/app-events.js';
+import { AppEvents } from '../domain/app-events.js';
 import type { HostRoutes } from '../domain/custom-domains.js';
 import type { InstanceRegistry } from '../domain/instances.js';
 import { MetricsHistory } from '../domain/metrics-history.js';
@@ -27,6 +27,7 @@ import { instanceHeartbeat, takeOverBuildsTask } from './instance-heartbeat.js';
 import { DeploymentLifecycle } from './lifecycle.js';
 import { metricsSamplingTask } from './metrics-sampler.js';
 import { drainingNodes, type NodeDrainDeps } from './node-drain.js';
+import { nodeWatchTask } from './node-watch.js';
 import { planRecovery, type RecoveryPlan } from './reconcile.js';
 import { announcingDataPlane, syncRoutes } from './route-sync.js';
 
@@ -108,7 +109,10 @@ export async function lifecyclePart(deps: LifecyclePartDeps): Promise<Part<Lifec
   const metricsHistory = new MetricsHistory({ capacity: Math.ceil(3_600_000 / config.metricsIntervalMs) });
   const { sharedUploads, buildQueue } = stores;
   const archiveLimits = { maxExpandedBytes: config.maxExpandedBytes, maxEntries: config.maxArchiveEntries };
+  // What happens to apps (deploys here, crash loops in the health watch), for whoever subscribes (notifications).
+  const appEvents = new AppEvents((err, event) => log('warn', `a listener of ${event.type} failed`, { err }));
   const lifecycle = new DeploymentLifecycle({
+    events: appEvents,
     quotas,
     metricsHistory,
     store: stores.deployments,
@@ -140,15 +144,19 @@ export async function lifecyclePart(deps: LifecyclePartDeps): Promise<Part<Lifec
       build: { network: config.buildNetwork, memoryBytes: config.buildMemoryBytes, nanoCpus: config.buildNanoCpus, pidsLimit: config.buildPidsLimit },
       maxConcurrentBuilds: config.maxConcurrentBuilds,
       recoveryConcurrency: config.recoveryConcurrency,
+      baseImages: config.baseImages,
       gitEnv,
     },
   });
   await lifecycleBackground(deps, lifecycle, dataPlane, metricsHistory);
   // Every instance keeps each app's health; the leader alone announces a crash loop (`app.crashed`).
-  const { appEvents, healthWatch, task: healthTask } = createHealthWatch({
+  const { healthWatch, task: healthTask } = createHealthWatch({
+    events: appEvents,
     store: stores.deployments, runtime: runtime.runtime, configs: stores.configs, instanceId, announces: () => coordination.isLeader(), log,
   });
   deps.background.add(healthTask);
+  // Under swarm the leader tells `node.down` when a node stops answering.
+  if (config.runtime === 'swarm') deps.background.add(nodeWatchTask(runtime.nodes, appEvents));
   const swarm = runtime.swarm;
   return {
     offers: {

@@ -1,4 +1,5 @@
 // What the deployment lifecycle is configured with (from src/config.ts, wired in main.ts).
+import type { BaseImages } from '../stacks/stack-types.js';
 
 export interface LifecycleSettings {
   /** This installation's id (labels its engine objects). */
@@ -19,6 +20,8 @@ export interface LifecycleSettings {
   readonly maxConcurrentBuilds: number;
   /** Releases started again at once by recovery (server start, containers found stopped). */
   readonly recoveryConcurrency: number;
+  /** Base images of generated Dockerfiles (decisions §24); the defaults when absent. */
+  readonly baseImages?: BaseImages;
   /** Base environment of git processes ({ PATH, HOME }). */
   readonly gitEnv: Record<string, string>;
 }

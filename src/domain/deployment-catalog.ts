@@ -1,4 +1,5 @@
 // The deployment catalog: the port through which the API's use-cases read deployments and builds and create or edit deployments.
+import type { UsedDockerfile } from './used-dockerfile.js';
 import type { AuditRecord } from './audit.js';
 import type { BuildRow, DeploymentRow } from './deployment-rows.js';
 
@@ -86,4 +87,6 @@ export interface DeploymentCatalog {
   build(deploymentId: string, buildId: string): Promise<BuildRow | undefined>;
   /** A build's status (undefined: no such build). */
   buildStatus(buildId: string): Promise<BuildRow['status'] | undefined>;
+  /** The Dockerfile a build used (undefined: not recorded). */
+  buildDockerfile(buildId: string): Promise<UsedDockerfile | undefined>;
 }

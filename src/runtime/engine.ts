@@ -29,6 +29,11 @@ export interface BuildImageOptions {
   buildArgs?: Record<string, string>;
   /** The stage of a multi-stage Dockerfile built (compose `build.target`); absent: the last one. */
   target?: string;
+  /**
+   * A Dockerfile the source does not have (generated, decisions §24): used instead of reading
+   * `dockerfile`, sent at that path in the context, and checked by the same policy as any other.
+   */
+  dockerfileText?: string;
 }
 
 /** A named engine volume mounted into a container. */

@@ -32,6 +32,8 @@ export interface CertificateManagerOptions {
   readonly announce?: (hostname: string) => void;
   /** Whether this instance renews and retries (the leader's chore); default: always (one instance). */
   readonly isLeader?: () => boolean;
+  /** Told each time an issuance or renewal fails, with the reason shown to the domain's owner (`certificate.failed`). */
+  readonly onFailure?: (hostname: string, message: string) => void;
   readonly now?: () => Date;
 }
 
@@ -54,6 +56,7 @@ export class CertificateManager implements CertificateSource, DomainCertificates
   readonly #lock: CertificateManagerOptions['lock'];
   readonly #announce: (hostname: string) => void;
   readonly #isLeader: () => boolean;
+  readonly #onFailure: CertificateManagerOptions['onFailure'];
   readonly #held = new Map<string, { certificate: TlsCertificate; context: tls.SecureContext }>();
   readonly #listeners = new Set<(hostname: string, certificate: TlsCertificate | undefined) => void>();
   /** Hosts waiting for the worker, in order. */
@@ -66,6 +69,7 @@ export class CertificateManager implements CertificateSource, DomainCertificates
   constructor(options: CertificateManagerOptions) {
     this.#repository = options.repository;
     this.#issuer = options.issuer;
+    this.#onFailure = options.onFailure;
     this.#operator = options.operator;
     this.#operatorContext = options.operator === undefined ? undefined : secureContext(options.operator.certificate);
     this.#isServed = options.isServed;
@@ -277,6 +281,7 @@ export class CertificateManager implements CertificateSource, DomainCertificates
       const error = describeFailure(err);
       await this.#repository.saveFailure(host, { status: stillValid ? 'active' : 'failed', error, attempts, nextAttemptAt: new Date(this.#now().getTime() + delay) });
       this.#log('warn', `could not obtain a certificate for ${host} (attempt ${attempts}; next in ${Math.round(delay / 1000)} s): ${error}`);
+      this.#onFailure?.(host, error);
     }
   }
 

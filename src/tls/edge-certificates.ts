@@ -1,6 +1,7 @@
 // HTTPS at the edge (decisions §8, §15): the certificate manager for the hosts Slipway serves, kept in step with the routing table and with the other instances.
 import type { Config } from '../config.js';
 import type { Coordination } from '../deploy/coordination.js';
+import type { AppEvents } from '../domain/app-events.js';
 import type { AcmeIssuerOptions } from './acme-issuer.js';
 import { CertificateManager } from './certificate-manager.js';
 import { certificateAnnouncer, syncCertificates } from './certificate-sync.js';
@@ -15,7 +16,7 @@ const FOLLOWER_ENSURE_DELAY_MS = 3_000;
 export interface ServedHosts {
   subscribe(listener: (subdomain: string, route: { readonly kind: string; readonly state?: string } | undefined) => void): () => void;
   subscribeHosts(listener: (hostname: string, alias: unknown) => void): () => void;
-  resolveHost(host: string): { readonly route?: { readonly kind: string } | undefined } | null;
+  resolveHost(host: string): { readonly route?: { readonly kind: string; readonly deploymentId?: string } | undefined } | null;
   entries(): Iterable<readonly [string, { readonly kind: string; readonly state?: string }]>;
   hosts(): Iterable<readonly [string, unknown]>;
 }
@@ -35,6 +36,8 @@ export interface EdgeCertificatesDeps {
   readonly shared: boolean;
   readonly resyncMs: number;
   readonly log: (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
+  /** Where `certificate.failed` is told (notifications). */
+  readonly events?: Pick<AppEvents, 'emit'> | undefined;
 }
 
 /** The manager, wired: it orders for app and custom hosts as they come, drops them as they go, and follows the other instances. */
@@ -51,6 +54,7 @@ export function startEdgeCertificates(deps: EdgeCertificatesDeps): { certificate
     lock: (host, signal) => coordination.lockHost(host, signal),
     announce: certificateAnnouncer(coordination, deps.self),
     isLeader: () => coordination.isLeader(),
+    onFailure: (hostname, message) => deps.events?.emit({ type: 'certificate.failed', hostname, deploymentId: table.resolveHost(hostname)?.route?.deploymentId ?? null, message }),
   });
   const dropped = (err: unknown): void => log('warn', 'could not drop a certificate', { error: err });
   const appHost = (subdomain: string): string => `${subdomain}.${config.domain}`;

@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import type { Log } from '../core/log.js';
 import type { Part } from '../core/parts.js';
 import type { Coordination } from '../deploy/coordination.js';
+import type { AppEvents } from '../domain/app-events.js';
 import { NO_CERTIFICATES, type DomainCertificates } from '../domain/custom-domains.js';
 import { requestHeadProblem } from '../proxy/request-guard.js';
 import type { CertificateManager } from './certificate-manager.js';
@@ -24,6 +25,8 @@ export interface HttpsPartDeps {
   readonly challenges: ChallengeStore;
   readonly repository: CertificateRepository;
   readonly table: ServedHosts;
+  /** Where `certificate.failed` is told (notifications). */
+  readonly events?: Pick<AppEvents, 'emit'>;
 }
 
 /** HTTPS at the edge, while it is on. */
@@ -61,6 +64,7 @@ export async function httpsPart(deps: HttpsPartDeps): Promise<Part<HttpsOffers>>
     shared: config.databaseUrl !== undefined,
     resyncMs: RESYNC_MS,
     log,
+    events: deps.events,
   });
   const { certificates } = managed;
   const edge: EdgeHttps = {

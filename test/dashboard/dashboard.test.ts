@@ -174,6 +174,10 @@ describe('dashboard', () => {
     const atBottom = () => log.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight < 24);
     // A log longer than the box ends scrolled to its bottom.
     if (await log.evaluate((el) => el.scrollHeight > el.clientHeight)) assert.equal(await atBottom(), true);
+    // Under the log: the Dockerfile the build used (the folder's own here, so nothing was detected).
+    await page.locator('#build-dockerfile-section summary', { hasText: 'Dockerfile (Dockerfile, from the source)' }).waitFor();
+    assert.match((await page.locator('#build-dockerfile').textContent()) ?? '', /^FROM /m);
+    assert.equal(await page.locator('#build-detection li').count(), 0);
     await page.close();
   });
 

@@ -26,6 +26,7 @@ function newRow(user: string, name: string, teamId: string | null = null): NewDa
     name,
     engine: 'postgres',
     image: 'postgres:16-alpine',
+    worker_instance: null,
     status: 'creating',
     error: null,
     user_id: user,

@@ -58,6 +58,8 @@ describe('certificate manager', () => {
     const clock = (): Date => now;
     const issuer = new FakeIssuer(pem, clock);
     const repository = new DbCertificateStore(db, cipher);
+    /** What `onFailure` was told (each becomes a `certificate.failed` notification). */
+    const failures: Array<[string, string]> = [];
     const operator = options.operatorNames === undefined ? undefined : operatorCertificate({ certPem: pem.certPem, keyPem: fs.readFileSync(pem.keyFile, 'utf8'), expiresAt: new Date('2028-01-01T00:00:00Z') }, options.operatorNames);
     const manager = new CertificateManager({
       repository,
@@ -69,6 +71,7 @@ describe('certificate manager', () => {
       retryMaxMs: 3_600_000,
       pollMs: 3_600_000,
       now: clock,
+      onFailure: (host, message) => failures.push([host, message]),
     });
     await manager.start();
     /** Runs the worker until it is idle. */
@@ -76,7 +79,7 @@ describe('certificate manager', () => {
       for (let i = 0; i < 50; i++) await new Promise((resolve) => setImmediate(resolve));
       await new Promise((resolve) => setTimeout(resolve, 50));
     };
-    return { manager, issuer, repository, settle, advance: (ms: number) => (now = new Date(now.getTime() + ms)) };
+    return { manager, issuer, repository, settle, failures, advance: (ms: number) => (now = new Date(now.getTime() + ms)) };
   }
 
   test('a flood of names that are not served never reaches the CA', async () => {
@@ -111,7 +114,7 @@ describe('certificate manager', () => {
   });
 
   test('failures are recorded (failed + tls_error) and retried with doubling backoff; a failed renewal keeps the valid certificate active', async () => {
-    const { manager, issuer, settle, advance } = await setup(new Set(['b.example.com']));
+    const { manager, issuer, settle, advance, failures } = await setup(new Set(['b.example.com']));
     issuer.plan = () => new Error('urn:ietf:params:acme:error:connection: refused');
     manager.ensure('b.example.com');
     await settle();
@@ -145,6 +148,10 @@ describe('certificate manager', () => {
     status = (await manager.statuses(['b.example.com'])).get('b.example.com');
     assert.deepEqual([status?.tls_status, status?.tls_error], ['active', 'CA down']);
     assert.equal(manager.hasCertificate('b.example.com'), true);
+    // Each failed attempt (issuance or renewal) was told once, with the reason the owner sees.
+    assert.deepEqual(failures.map(([host]) => host), ['b.example.com', 'b.example.com', 'b.example.com']);
+    assert.match(failures[0]?.[1] ?? '', /refused/);
+    assert.equal(failures[2]?.[1], 'CA down');
     await manager.close();
   });
 

@@ -105,7 +105,10 @@ async function deploy(io: CliIo, dirArg: string, options: DeployOptions, signal:
       // A different --dockerfile on an existing app is sent as the upload's `dockerfile` part.
       const override = linked !== undefined && dockerfileOption !== undefined && dockerfileOption !== (linked.dockerfile_path ?? 'Dockerfile');
       const dockerfileText = await readFile(path.join(dir, dockerfile), 'utf8').catch(() => {
-        throw new CliError(`no ${dockerfile} in ${dir}: add one, or name it with --dockerfile PATH`);
+        if (dockerfileOption !== undefined) throw new CliError(`no ${dockerfile} in ${dir}: add one, or name it with --dockerfile PATH`);
+        // Decisions §24: the server detects the stack and generates one.
+        note(`No ${dockerfile} in ${dir}: Slipway generates one from the stack it detects (\`slipway dockerfile\` shows it)`);
+        return '';
       });
       let size: SourceSize | undefined;
       // Packed again when a linked app vanished meanwhile and a new one is created instead.
@@ -259,7 +262,7 @@ async function findOrCreateApp(
     note(`note: ${LINK_FILE} links this folder to an app on ${link.server}; creating one on ${client.url}`);
   }
   const effectiveDockerfile = dockerfile ?? 'Dockerfile';
-  if (!(await stat(path.join(dir, effectiveDockerfile)).then((s) => s.isFile(), () => false))) {
+  if (dockerfile !== undefined && !(await stat(path.join(dir, effectiveDockerfile)).then((s) => s.isFile(), () => false))) {
     throw new CliError(`no ${effectiveDockerfile} in ${dir}: add one, or name it with --dockerfile PATH`);
   }
   await prepare(undefined);

@@ -11,9 +11,10 @@ import { EngineBuildError } from '../engine.js';
  * The context directory as an uncompressed tar stream, filtered by its `.dockerignore`
  * (the Dockerfile and .dockerignore themselves are always sent, as the docker CLI does).
  * Symbolic links are archived as links, never followed; a .dockerignore that is not a regular
- * file fails the build (EngineBuildError).
+ * file fails the build (EngineBuildError). `generated`: the text of a Dockerfile the source does
+ * not have (decisions §24), sent at `dockerfile` ahead of the directory; the source is not touched.
  */
-export async function buildContext(contextDir: string, dockerfile: string): Promise<Readable> {
+export async function buildContext(contextDir: string, dockerfile: string, generated?: string): Promise<Readable> {
   let ignore: string | null = null;
   // lstat, never stat: a .dockerignore that is a link (to /etc/shadow, say) is not read through.
   const ignoreStat = await lstat(path.join(contextDir, '.dockerignore')).catch(() => null);
@@ -36,7 +37,23 @@ export async function buildContext(contextDir: string, dockerfile: string): Prom
     },
     ['.'],
   );
-  return Readable.from(pack, { objectMode: false });
+  if (generated === undefined) return Readable.from(pack, { objectMode: false });
+  return Readable.from(leadingFile(dockerfile, generated, pack), { objectMode: false });
+}
+
+/** A tar entry for `file` with `text`, then the rest of the archive (which carries the end-of-archive blocks). */
+async function* leadingFile(file: string, text: string, rest: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  const data = Buffer.from(text, 'utf8');
+  if (Buffer.byteLength(file) > 99) throw refused(`the Dockerfile path "${file}" is too long for a generated Dockerfile (99 bytes at most)`);
+  // A fixed time and owner: the same text gives the same entry, so the engine's layer cache holds.
+  const header = new tar.Header({ path: file, mode: 0o644, uid: 0, gid: 0, size: data.length, mtime: new Date(0), type: 'File' });
+  header.encode();
+  if (header.block === undefined) throw refused('the generated Dockerfile could not be added to the build context');
+  yield header.block;
+  yield data;
+  const pad = (512 - (data.length % 512)) % 512;
+  if (pad > 0) yield Buffer.alloc(pad);
+  yield* rest;
 }
 
 /**

@@ -187,7 +187,7 @@ export class DockerEngine implements ContainerEngine {
     if (signal.aborted) throw abortError('build', signal);
     const dockerfile = options.dockerfile.replace(/\\/g, '/').replace(/^\.\//, '');
     // What the engine would fetch itself, from the host's network, is checked first (see dockerfile-policy).
-    const text = await readDockerfile(options.contextDir, dockerfile);
+    const text = options.dockerfileText ?? (await readDockerfile(options.contextDir, dockerfile));
     const resolve = (host: string): Promise<string[]> =>
       withTimeout(`resolving ${host}`, RESOLVE_TIMEOUT_MS, async () => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address), signal);
     const buildArgs = options.buildArgs ?? {};
@@ -245,7 +245,7 @@ export class DockerEngine implements ContainerEngine {
 
   async #build(options: BuildImageOptions, dockerfile: string, sandbox: Record<string, unknown>): Promise<{ imageId: string }> {
     const { signal } = options;
-    const context = await buildContext(options.contextDir, dockerfile);
+    const context = await buildContext(options.contextDir, dockerfile, options.dockerfileText);
     const output = new OutputTail();
 
     let response: Readable;
