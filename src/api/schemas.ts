@@ -112,6 +112,7 @@ export const CreateDeploymentBody = Type.Object(
     repo_url: Type.Optional(Type.String({ maxLength: 4096 })),
     branch: Type.Optional(Type.String({ maxLength: 1000 })),
     dockerfile_path: Type.Optional(Type.String({ maxLength: 1000 })),
+    compose_path: Type.Optional(Type.String({ maxLength: 1000, description: 'a compose file in the source: the deployment releases its services as one set (exclusive with dockerfile_path)' })),
     health_check_path: Type.Optional(Type.String({ maxLength: 1000, description: 'path that must answer 2xx/3xx before traffic moves' })),
     memory_mb: Type.Optional(
       Type.Integer({ description: 'memory limit in MiB: 16 to SLIPWAY_MAX_MEMORY_MB (default ceiling 2048); default SLIPWAY_DEFAULT_MEMORY_MB (512)' }),
@@ -132,7 +133,8 @@ export const UpdateDeploymentBody = Type.Object(
     name: Type.Optional(Type.String({ maxLength: 1000 })),
     repo_url: Type.Optional(Type.String({ maxLength: 4096 })),
     branch: Type.Optional(Type.Union([Type.String({ maxLength: 1000 }), Type.Null()], { description: 'null: the remote default branch' })),
-    dockerfile_path: Type.Optional(Type.String({ maxLength: 1000 })),
+    dockerfile_path: Type.Optional(Type.String({ maxLength: 1000, description: 'also switches a compose deployment back to this Dockerfile' })),
+    compose_path: Type.Optional(Type.Union([Type.String({ maxLength: 1000 }), Type.Null()], { description: 'a compose file in the source (exclusive with dockerfile_path); null: back to the Dockerfile' })),
     health_check_path: Type.Optional(Type.Union([Type.String({ maxLength: 1000 }), Type.Null()])),
     memory_mb: Type.Optional(
       Type.Union([Type.Integer(), Type.Null()], { description: 'MiB, 16 to SLIPWAY_MAX_MEMORY_MB (default ceiling 2048); null: the default' }),
@@ -171,6 +173,7 @@ export const DeploymentSchema = Type.Object(
     repo_url: Type.Optional(Type.String()),
     branch: Type.Optional(Nullable(Type.String())),
     dockerfile_path: Type.Optional(Type.String()),
+    compose_path: Type.Optional(Nullable(Type.String())),
     url: Type.Optional(Type.String()),
     live_build_id: Type.Optional(Nullable(Uuid)),
     health_check_path: Type.Optional(Nullable(Type.String())),
@@ -258,6 +261,7 @@ export const RuntimeLogsQuery = Type.Object(
   {
     follow: queryFlag('true: stream new output'),
     tail: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$', description: `the last N lines (at most ${MAX_TAIL_LINES})` })),
+    service: Type.Optional(Type.String({ maxLength: 100, description: "a compose deployment: that service's lines only (each line is prefixed [service])" })),
   },
   { additionalProperties: false },
 );

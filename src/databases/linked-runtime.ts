@@ -22,6 +22,7 @@ export function withLinkedDatabases(runtime: AppRuntime, linked: LinkedParts): A
     };
   };
   const wrapped: AppRuntime = {
+    ...(runtime.releasesSets === undefined ? {} : { releasesSets: runtime.releasesSets }),
     startRelease: async (target, options) => runtime.startRelease(await withLinks(target), options),
     resumeRelease: (id, check, options) => runtime.resumeRelease(id, check, options),
     inspectReleases: (instanceId, ids) => runtime.inspectReleases(instanceId, ids),

@@ -24,6 +24,7 @@ import * as buildLogChunks from './migrations/2026-11-27-110-build-log-chunks.js
 import * as buildQueue from './migrations/2026-11-27-111-build-queue.js';
 import * as acmeChallenges from './migrations/2026-11-27-120-acme-challenges.js';
 import * as configPending from './migrations/2026-11-28-040-config-pending.js';
+import * as compose from './migrations/2026-11-28-130-compose.js';
 import * as managedDatabases from './migrations/2026-11-28-050-managed-databases.js';
 import * as schemaVersion from './migrations/2026-11-28-100-schema-version.js';
 import { latestMigration, recordVersion, refuseNewerSchema } from './schema-version.js';
@@ -65,6 +66,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-28-100-schema-version': schemaVersion,
   '2026-11-28-110-build-dockerfile': buildDockerfile,
   '2026-11-28-120-backups': backups,
+  '2026-11-28-130-compose': compose,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

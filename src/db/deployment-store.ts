@@ -88,6 +88,10 @@ export function databaseDeploymentStore(db: Db, runner: string): DeploymentStore
       await db.updateTable('builds').set({ image_id: image }).where('id', '=', buildId).execute();
     },
 
+    async setReleaseSet(buildId, set) {
+      await db.updateTable('builds').set({ release_set: set }).where('id', '=', buildId).execute();
+    },
+
     recordDockerfile: (buildId, used) => recordBuildDockerfile(db, buildId, used),
 
     async finishBuild(buildId, status, error) {

@@ -51,6 +51,7 @@ export function databasePreviewCatalog(db: Db): PreviewCatalog {
           pr_same_repo: head.sameRepo ? 1 : 0,
           repo_url: settings.repo_url,
           dockerfile_path: settings.dockerfile_path,
+          compose_path: settings.compose_path ?? null,
           health_check_path: settings.health_check_path,
           memory_bytes: settings.memory_bytes,
           nano_cpus: settings.nano_cpus,

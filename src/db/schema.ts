@@ -30,11 +30,11 @@ export type ApiKeysTable = ApiKeyRow;
 /** A deployment as stored: its row (src/domain/deployment-rows.ts), with the columns the database fills in. */
 export type DeploymentsTable = Stored<
   DeploymentRow,
-  'volumes' | 'replicas' | 'auto_deploy' | 'previews' | 'parent_id' | 'pr_number' | 'pr_head_sha' | 'pr_head_repo' | 'pr_same_repo' | 'config_pending' | 'seq'
+  'volumes' | 'replicas' | 'auto_deploy' | 'previews' | 'parent_id' | 'pr_number' | 'pr_head_sha' | 'pr_head_repo' | 'pr_same_repo' | 'config_pending' | 'compose_path' | 'seq'
 >;
 
 /** A build as stored: its row, with the control-plane instance that runs (ran) it (null before instances were recorded). */
-export type BuildsTable = Stored<BuildRow & { runner: string | null }, 'seq'>;
+export type BuildsTable = Stored<BuildRow & { runner: string | null }, 'seq' | 'release_set'>;
 
 export interface TunnelsTable {
   id: string;

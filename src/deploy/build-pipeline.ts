@@ -7,6 +7,7 @@ import type { EnvVar } from '../domain/app-config.js';
 import type { BuildRow } from '../domain/builds.js';
 import type { DeploymentRow } from '../domain/deployments.js';
 import { releaseTarget } from '../runtime/release.js';
+import { serializeReleaseSet, type ReleaseSet } from '../runtime/release-set.js';
 import { redactError, redactorFor, type SecretRedactor } from '../secrets/redact.js';
 import type { TakenBuild } from './build-queue.js';
 import { describeFailure, failedStep, isExpectedFailure, summarizeFailure } from './failures.js';
@@ -68,6 +69,7 @@ export async function runBuildPipeline(
   };
   const workDir = path.join(settings.dataDir, 'work', build.id);
   let image: string | undefined;
+  let set: ReleaseSet | null = null;
   const startedAt = Date.now();
   const what = `deploy of ${dep.name} (${dep.subdomain}, build ${build.id.slice(0, 8)})`;
   deps.log('info', `${what} started`);
@@ -77,17 +79,20 @@ export async function runBuildPipeline(
     if (unreadable !== undefined) throw new DomainError('build_failed', unreadable);
     cancel.throwIfAborted();
     try {
-      image = await buildReleaseImage(
-        { engine, settings, restoreUpload: deps.restoreUpload, sources: deps.sources, recordDockerfile: (id, used) => store.recordDockerfile(id, used) },
+      const built = await buildReleaseImage(
+        { engine, settings, restoreUpload: deps.restoreUpload, sources: deps.sources, recordDockerfile: (id, used) => store.recordDockerfile(id, used), setsSupported: runtime.releasesSets },
         dep, build, vars, workDir, cancel, log,
       );
+      image = built.image;
+      set = built.set;
       await store.setImage(build.id, image);
+      if (set !== null) await store.setReleaseSet?.(build.id, serializeReleaseSet(set));
     } finally {
       releaseSlot();
       await fsp.rm(workDir, { recursive: true, force: true });
     }
 
-    const container = await runtime.startRelease(releaseTarget(dep, { id: build.id, image, vars }, settings), {
+    const container = await runtime.startRelease(releaseTarget(dep, { id: build.id, image, vars, set }, settings), {
       timeoutMs: settings.startupTimeoutMs,
       signal: cancel,
       onOutput: log,

@@ -53,6 +53,8 @@ export interface DeploymentStore {
   setStatus(deploymentId: string, status: DeploymentStatus, audit?: AuditRecord): Promise<void>;
   /** The image a build produced (null: removed). */
   setImage(buildId: string, image: string | null): Promise<void>;
+  /** Records the set of services a build releases (JSON, src/runtime/release-set.ts). Optional: stores without it hold single images only. */
+  setReleaseSet?(buildId: string, set: string): Promise<void>;
   /** The Dockerfile a build uses, its own or generated (decisions §24). */
   recordDockerfile(buildId: string, used: UsedDockerfile): Promise<void>;
   /** Ends a build that is still `building` as failed or cancelled; a build already ended is left as it is. */

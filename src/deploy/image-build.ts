@@ -14,6 +14,8 @@ import { buildArgsFor } from './build-args.js';
 import { chooseDockerfile } from './build-dockerfile.js';
 import { buildNetworkNotice, explainNetworkFailure } from './build-network.js';
 import { imageTag } from './images.js';
+import { buildComposeSet } from './compose-build.js';
+import type { ReleaseSet } from '../runtime/release-set.js';
 import type { LifecycleSettings } from './lifecycle-settings.js';
 
 /** Time limit of `git ls-remote` at trigger time. */
@@ -62,6 +64,8 @@ export interface ImageBuildDeps {
   readonly settings: LifecycleSettings;
   readonly sources: SourceStore;
   readonly restoreUpload: RestoreUpload | undefined;
+  /** Whether the runtime releases sets of services (compose deployments, contract §21). */
+  readonly setsSupported?: boolean | undefined;
   /** Records the Dockerfile a build uses (decisions §24). */
   readonly recordDockerfile?: (buildId: string, used: UsedDockerfile) => Promise<void>;
 }
@@ -79,7 +83,7 @@ export async function buildReleaseImage(
   workDir: string,
   cancel: AbortSignal,
   log: (text: string) => void,
-): Promise<string> {
+): Promise<{ image: string; set: ReleaseSet | null }> {
   const { engine, settings } = deps;
   const buildSignal = AbortSignal.any([cancel, AbortSignal.timeout(settings.buildTimeoutMs)]);
   let contextDir: string;
@@ -104,6 +108,11 @@ export async function buildReleaseImage(
       await deps.restoreUpload(dep.id, build.source_ref, dep.dockerfile_path, buildSignal);
     }
   }
+  if (dep.compose_path !== null && dep.compose_path !== undefined) {
+    const sandbox = buildSandbox(settings);
+    const tag = imageTag(settings.instanceId, dep.id, build.id);
+    return buildComposeSet({ engine, settings, sandbox, setsSupported: deps.setsSupported === true }, dep.compose_path, contextDir, tag, vars, buildSignal, log);
+  }
   // The source's Dockerfile (read as the engine reads it: never through a symbolic link), or one generated from its stack.
   const used = await chooseDockerfile(contextDir, dep.dockerfile_path, vars, settings.baseImages, log);
   await deps.recordDockerfile?.(build.id, used);
@@ -126,5 +135,5 @@ export async function buildReleaseImage(
   }).catch((err: unknown) => {
     throw explainNetworkFailure(err, settings.build.network);
   });
-  return tag;
+  return { image: tag, set: null };
 }

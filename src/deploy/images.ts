@@ -22,6 +22,11 @@ export async function pruneImages(store: DeploymentStore, engine: ContainerEngin
   for (const old of succeeded.slice(keep)) {
     if (old.id === dep?.live_build_id) continue;
     await engine.removeImage(old.image_id);
+    // A compose build's other services' images share its tag with their names added (`<tag>-<service>`).
+    if (old.image_id.includes(`:${old.id}-`)) {
+      const prefix = old.image_id.slice(0, old.image_id.indexOf(`:${old.id}-`) + old.id.length + 2);
+      for (const image of await engine.listImages({})) for (const tag of image.tags) if (tag.startsWith(prefix)) await engine.removeImage(tag);
+    }
     await store.setImage(old.id, null);
   }
 }

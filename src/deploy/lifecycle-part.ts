@@ -140,6 +140,7 @@ export async function lifecyclePart(deps: LifecyclePartDeps): Promise<Part<Lifec
       defaultMemoryBytes: config.defaultMemoryBytes,
       defaultNanoCpus: config.defaultNanoCpus,
       appPidsLimit: config.appPidsLimit,
+      subnetPool: config.databaseSubnetPool,
       build: { network: config.buildNetwork, memoryBytes: config.buildMemoryBytes, nanoCpus: config.buildNanoCpus, pidsLimit: config.buildPidsLimit },
       maxConcurrentBuilds: config.maxConcurrentBuilds,
       recoveryConcurrency: config.recoveryConcurrency,

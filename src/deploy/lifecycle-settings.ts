@@ -13,6 +13,8 @@ export interface LifecycleSettings {
   readonly defaultNanoCpus: number;
   /** Pids limit of every app container. */
   readonly appPidsLimit: number;
+  /** The IPv4 range a compose release's own network takes a /26 of (SLIPWAY_DB_SUBNET_POOL). */
+  readonly subnetPool?: string | undefined;
   /** How builds' RUN steps are confined (the network is this installation's build network). */
   readonly build: { readonly network: 'confined' | 'none'; readonly memoryBytes: number; readonly nanoCpus: number; readonly pidsLimit: number };
   readonly maxConcurrentBuilds: number;

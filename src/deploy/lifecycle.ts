@@ -100,13 +100,13 @@ export class DeploymentLifecycle implements DeploymentOperations {
   async runtimeLogs(
     principal: Principal,
     deploymentId: string,
-    options: { tail: number | undefined; follow: boolean; signal: AbortSignal },
+    options: { tail: number | undefined; follow: boolean; signal: AbortSignal; service?: string | undefined },
   ): Promise<AsyncIterable<string>> {
     const { deps, runtime } = this.#parts;
     const dep = await ownedDeployment(this.#parts, principal, deploymentId, 'read');
     const live = await liveBuildOf(this.#parts, dep);
     if (live?.container_id == null) throw new DomainError('invalid_state', 'no container has run for this deployment yet');
-    const lines = runtime.releaseLogs(live.container_id, { tail: options.tail, follow: options.follow, signal: options.signal });
+    const lines = runtime.releaseLogs(live.container_id, { tail: options.tail, follow: options.follow, signal: options.signal, service: options.service });
     // Secret values are write-only: the app printing one does not make it readable here.
     const released = (await deps.configs.buildConfig(live.id)) ?? [];
     const current = await deps.configs.current(dep.id);

@@ -1,4 +1,5 @@
 // Starting a live release again after its replicas stopped (a server restart, an engine restart, a host reboot).
+import { parseReleaseSet } from '../runtime/release-set.js';
 import type { AppConfigStore } from '../domain/app-config.js';
 import type { BuildRow } from '../domain/builds.js';
 import type { DeploymentRow } from '../domain/deployments.js';
@@ -48,7 +49,7 @@ export async function recoverRelease(
   }
   if (image === null) return null;
   const vars = (await deps.configs.buildConfig(live.id)) ?? (await deps.configs.current(dep.id));
-  const fresh = await runtime.startRelease(releaseTarget(dep, { id: live.id, image, vars }, settings), { timeoutMs, signal, engineTurn });
+  const fresh = await runtime.startRelease(releaseTarget(dep, { id: live.id, image, vars, set: parseReleaseSet(live.release_set) }, settings), { timeoutMs, signal, engineTurn });
   if (live.container_id !== null) await runtime.removeRelease(live.container_id).catch(() => undefined);
   return fresh;
 }

@@ -1,4 +1,5 @@
 // The release switch: a build's image started as a new release, traffic moved to it, the old release drained and retired.
+import { parseReleaseSet } from '../runtime/release-set.js';
 import { DomainError } from '../core/errors.js';
 import type { Upstream } from '../core/upstream.js';
 import type { EnvVar } from '../domain/app-config.js';
@@ -31,7 +32,7 @@ export class ReleaseSwitch {
     if (build.image_id === null) throw new DomainError('invalid_state', 'the build has no image');
     let container;
     try {
-      container = await runtime.startRelease(releaseTarget(dep, { id: build.id, image: build.image_id, vars }, deps.settings), {
+      container = await runtime.startRelease(releaseTarget(dep, { id: build.id, image: build.image_id, vars, set: parseReleaseSet(build.release_set) }, deps.settings), {
         timeoutMs: deps.settings.startupTimeoutMs,
         signal,
       });

@@ -15,6 +15,7 @@ export const SHOWN_DEPLOYMENT_COLUMNS = [
   'repo_url',
   'branch',
   'dockerfile_path',
+  'compose_path',
   'live_build_id',
   'health_check_path',
   'memory_bytes',
@@ -42,7 +43,7 @@ export type NewDeployment = Omit<DeploymentRow, 'seq' | 'config_pending'>;
 
 /** Settings of a deployment a use-case may change. */
 export type DeploymentChanges = Partial<
-  Pick<DeploymentRow, 'name' | 'repo_url' | 'branch' | 'dockerfile_path' | 'health_check_path' | 'memory_bytes' | 'nano_cpus' | 'volumes' | 'replicas' | 'auto_deploy' | 'previews' | 'config_pending'>
+  Pick<DeploymentRow, 'name' | 'repo_url' | 'branch' | 'dockerfile_path' | 'compose_path' | 'health_check_path' | 'memory_bytes' | 'nano_cpus' | 'volumes' | 'replicas' | 'auto_deploy' | 'previews' | 'config_pending'>
 >;
 
 /**

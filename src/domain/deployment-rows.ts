@@ -9,6 +9,8 @@ export interface DeploymentRow {
   repo_url: string | null;
   branch: string | null;
   dockerfile_path: string;
+  /** The compose file's path in the source (contract §21); null: the deployment builds its Dockerfile. */
+  compose_path?: string | null;
   status: 'pending' | 'building' | 'running' | 'stopped' | 'failed';
   /** Directory name (under uploads/<deployment>) of the current validated upload, if any. */
   upload_id: string | null;
@@ -57,6 +59,8 @@ export interface BuildRow {
   source_ref: string;
   error: string | null;
   image_id: string | null;
+  /** JSON of the set of services the build releases (src/runtime/release-set.ts); null: a single image. */
+  release_set?: string | null;
   /** The release the build runs as now (the runtime's id for it), null when none. */
   container_id: string | null;
   /** JSON `[{host, port}]`: where the release's replicas serve HTTP (null with no release). */

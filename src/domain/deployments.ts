@@ -1,4 +1,5 @@
 // Deployment use-cases on the control plane: create, list, get, delete, and how a deployment is shown.
+import { composePathChange, composePathOnCreate } from './compose-path.js';
 import { deploymentRecord } from './audit.js';
 import crypto from 'node:crypto';
 import { nowIso } from '../core/now.js';
@@ -48,6 +49,8 @@ export interface CreateDeploymentInput {
   repo_url?: string | undefined;
   branch?: string | undefined;
   dockerfile_path?: string | undefined;
+  /** The compose file (contract §21), exclusive with dockerfile_path. */
+  compose_path?: string | undefined;
   health_check_path?: string | undefined;
   memory_mb?: number | undefined;
   cpus?: number | undefined;
@@ -151,6 +154,7 @@ function validateCreate(input: CreateDeploymentInput, allowFile: boolean, limits
     repo_url: repoUrl,
     branch,
     dockerfile_path: dockerfilePath,
+    compose_path: composePathOnCreate(input),
     status: 'pending',
     upload_id: null,
     upload_size: null,
@@ -183,6 +187,8 @@ export interface UpdateDeploymentInput {
   repo_url?: string | undefined;
   branch?: string | null | undefined;
   dockerfile_path?: string | undefined;
+  /** A compose file (contract §21); null: back to the Dockerfile. Exclusive with dockerfile_path. */
+  compose_path?: string | null | undefined;
   health_check_path?: string | null | undefined;
   memory_mb?: number | null | undefined;
   cpus?: number | null | undefined;
@@ -208,6 +214,7 @@ export async function updateDeployment(
   const changes: DeploymentChanges = {};
   if (input.name !== undefined) changes.name = checkName(input.name);
   if (input.dockerfile_path !== undefined) changes.dockerfile_path = normalizeDockerfilePath(input.dockerfile_path);
+  Object.assign(changes, composePathChange(input));
   if (input.health_check_path !== undefined) {
     changes.health_check_path = input.health_check_path === null ? null : checkHealthCheckPath(input.health_check_path);
   }
@@ -309,6 +316,7 @@ export interface DeploymentView {
   repo_url?: string;
   branch?: string | null;
   dockerfile_path?: string;
+  compose_path?: string | null;
   url?: string;
   live_build_id?: string | null;
   health_check_path?: string | null;
@@ -361,6 +369,7 @@ export function presentDeployment(row: ShownDeployment, urlFor: (subdomain: stri
       repo_url: row.repo_url ?? '',
       branch: row.branch,
       dockerfile_path: row.dockerfile_path,
+      compose_path: row.compose_path ?? null,
       url: urlFor(row.subdomain),
       live_build_id: row.live_build_id,
       health_check_path: row.health_check_path,
@@ -385,6 +394,7 @@ export function presentDeployment(row: ShownDeployment, urlFor: (subdomain: stri
     created_at: row.created_at,
     updated_at: row.updated_at,
     dockerfile_path: row.dockerfile_path,
+    compose_path: row.compose_path ?? null,
     url: urlFor(row.subdomain),
     live_build_id: row.live_build_id,
     health_check_path: row.health_check_path,

@@ -26,6 +26,8 @@ export interface ReplicaMetrics {
 /** A live release's figures: each replica's, and their sums (started_at: the earliest). */
 export interface DeploymentMetrics extends ReplicaMetrics {
   replicas: Array<ReplicaMetrics & { replica: number }>;
+  /** A release of several services (compose): each service's figures summed. */
+  services?: Array<ReplicaMetrics & { service: string; replicas: number }>;
 }
 
 /**
@@ -57,6 +59,6 @@ export interface DeploymentOperations {
   runtimeLogs(
     principal: Principal,
     deploymentId: string,
-    options: { tail: number | undefined; follow: boolean; signal: AbortSignal },
+    options: { tail: number | undefined; follow: boolean; signal: AbortSignal; service?: string | undefined },
   ): Promise<AsyncIterable<string>>;
 }

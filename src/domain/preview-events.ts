@@ -155,6 +155,7 @@ function newPreviewRow(parent: DeploymentRow, event: Event, subdomain: string): 
     repo_url: parent.repo_url,
     branch: event.headBranch,
     dockerfile_path: parent.dockerfile_path,
+    compose_path: parent.compose_path ?? null,
     status: 'pending',
     upload_id: null,
     upload_size: null,

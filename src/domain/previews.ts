@@ -12,7 +12,7 @@ import type { DeploymentOperations } from './operations.js';
 export const MAX_PREVIEWS = 10;
 
 /** A preview's settings that follow its deployment, refreshed at every rebuild. */
-export type PreviewSettings = Pick<DeploymentRow, 'repo_url' | 'dockerfile_path' | 'health_check_path' | 'memory_bytes' | 'nano_cpus'>;
+export type PreviewSettings = Pick<DeploymentRow, 'repo_url' | 'dockerfile_path' | 'compose_path' | 'health_check_path' | 'memory_bytes' | 'nano_cpus'>;
 
 /** The head a preview shows now. */
 export interface PreviewHead {

@@ -4,6 +4,7 @@ import type { EnvVar } from '../domain/app-config.js';
 import type { ReleaseExit } from '../domain/app-health.js';
 import type { VolumeSpec } from '../domain/volumes.js';
 import type { ContainerStats } from './engine.js';
+import type { ReleaseSet } from './release-set.js';
 
 /** Everything a runtime needs to run one build of a deployment. */
 export interface ReleaseTarget {
@@ -24,6 +25,13 @@ export interface ReleaseTarget {
   readonly replicas: number;
   /** Further networks its containers join: those of the databases linked to it (src/databases/). */
   readonly networks?: readonly string[] | undefined;
+  /**
+   * The services released together (a compose file, contract §21); absent: the set of one, `image`
+   * served with `replicas` copies. Every service gets `vars` and `networks`.
+   */
+  readonly set?: ReleaseSet | undefined;
+  /** The IPv4 range a set's own network takes a /26 of (defaults to SLIPWAY_DB_SUBNET_POOL's default). */
+  readonly subnetPool?: string | undefined;
 }
 
 /**
@@ -64,6 +72,8 @@ export interface ReleaseState {
 /** One replica's resource use (see ContainerStats), with its number (1-based). */
 export interface ReplicaStats extends ContainerStats {
   readonly replica: number;
+  /** The service it runs, in a release of several services. */
+  readonly service?: string | undefined;
 }
 
 /** One container of a release's image run to its end (a scheduled job's run): never routed, never restarted. */
@@ -107,6 +117,8 @@ export interface OneOffResult {
  * containers on one engine; other runtimes sit beside it. Ids are the runtime's own and opaque.
  */
 export interface AppRuntime {
+  /** True when the runtime releases sets of services (compose deployments, contract §21). */
+  readonly releasesSets?: boolean;
   /**
    * Starts `target` and waits until every replica answers HTTP (2xx/3xx on the health-check path
    * when one is set) within `timeoutMs`. On failure or abort nothing of it is left; a failed
@@ -133,7 +145,7 @@ export interface AppRuntime {
    * The release's output as text: with one replica as the app wrote it; with more, every line
    * prefixed `[n] ` (its replica number) and the lines already written merged in time order.
    */
-  releaseLogs(id: string, options: { tail?: number | undefined; follow: boolean; signal: AbortSignal }): AsyncIterable<string>;
+  releaseLogs(id: string, options: { tail?: number | undefined; follow: boolean; signal: AbortSignal; service?: string | undefined }): AsyncIterable<string>;
   /**
    * The crashes of the releases named between two times (ms since the epoch), each release's oldest
    * first: one look at the runtime whatever their number. Runtimes that cannot tell leave it out

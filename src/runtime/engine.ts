@@ -27,6 +27,8 @@ export interface BuildImageOptions {
   sandbox: BuildSandbox;
   /** Build arguments (`--build-arg`): only for ARGs the Dockerfile declares, never secrets. */
   buildArgs?: Record<string, string>;
+  /** The stage of a multi-stage Dockerfile built (compose `build.target`); absent: the last one. */
+  target?: string;
   /**
    * A Dockerfile the source does not have (generated, decisions §24): used instead of reading
    * `dockerfile`, sent at that path in the context, and checked by the same policy as any other.
@@ -40,6 +42,8 @@ export interface VolumeMount {
   readonly source: string;
   /** Absolute path inside the container. */
   readonly target: string;
+  /** Mounted read-only (compose `:ro`). */
+  readonly readOnly?: boolean;
 }
 
 export interface VolumeOptions {
@@ -112,6 +116,14 @@ export interface RunContainerOptions {
   command?: readonly string[];
   /** False: created (and joined to its networks) but not started; `startContainer` starts it. Default true. */
   start?: boolean;
+  /** The image's entrypoint, replaced (an argv). */
+  entrypoint?: readonly string[];
+  workingDir?: string;
+  user?: string;
+  /** A health check the engine runs inside the container (its state shows in ContainerInfo.health). */
+  healthcheck?: { test: readonly string[]; intervalMs: number; timeoutMs: number; retries: number; startPeriodMs: number };
+  /** A further network joined before the start, answering to `aliases` there (a release set's own network). */
+  aliasedNetwork?: { name: string; aliases: readonly string[] };
 }
 
 /** A command running inside a container, its stdout a stream (see ContainerEngine.execStream). */
@@ -166,6 +178,8 @@ export interface ContainerInfo {
   labels: Record<string, string>;
   /** Engine state: created, running, restarting, exited, paused, dead, removing. */
   state: string;
+  /** The engine's health check state (starting, healthy, unhealthy); undefined when the container has none. */
+  health?: string;
 }
 
 /** One exit of a container, from the engine's event log. */

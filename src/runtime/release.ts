@@ -5,7 +5,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Upstream } from '../core/upstream.js';
 import type { EnvVar } from '../domain/app-config.js';
 import { parseStoredVolumes } from '../domain/volumes.js';
-import type { ContainerEngine, ContainerInfo } from './engine.js';
+import type { ContainerEngine, ContainerInfo, RunContainerOptions } from './engine.js';
+import type { ReleaseSet } from './release-set.js';
 import { immediateTurn, type EngineTurn, type ReleaseTarget } from './app-runtime.js';
 import { LABEL_BUILD, LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED, appNetworkName, containerName } from './engine.js';
 import { prepareVolumes } from './volumes.js';
@@ -44,6 +45,8 @@ export interface ReleaseSettings {
   readonly defaultMemoryBytes: number;
   readonly defaultNanoCpus: number;
   readonly appPidsLimit: number;
+  /** The IPv4 range a release set's own network takes a /26 of. */
+  readonly subnetPool?: string | undefined;
 }
 
 /**
@@ -52,7 +55,7 @@ export interface ReleaseSettings {
  */
 export function releaseTarget(
   dep: { id: string; health_check_path: string | null; memory_bytes: number | null; nano_cpus: number | null; volumes: string; replicas: number },
-  build: { id: string; image: string; vars: readonly EnvVar[] },
+  build: { id: string; image: string; vars: readonly EnvVar[]; set?: ReleaseSet | null | undefined },
   settings: ReleaseSettings,
 ): ReleaseTarget {
   return {
@@ -67,7 +70,17 @@ export function releaseTarget(
     vars: build.vars,
     volumes: parseStoredVolumes(dep.volumes),
     replicas: dep.replicas,
+    ...(build.set === null || build.set === undefined ? {} : { set: build.set }),
+    ...(settings.subnetPool === undefined ? {} : { subnetPool: settings.subnetPool }),
   };
+}
+
+/** The web service of a release set: what its containers get beyond a single image's (see start-set). */
+export interface WebOfSet {
+  readonly port: number | null;
+  readonly environment: Readonly<Record<string, string>>;
+  readonly run: Partial<Pick<RunContainerOptions, 'command' | 'entrypoint' | 'workingDir' | 'user' | 'healthcheck' | 'aliasedNetwork'>>;
+  readonly volumes?: RunContainerOptions['volumes'];
 }
 
 /** The marker line before the app's own output in a build log (the CLI finds it there). */
@@ -85,12 +98,12 @@ export { immediateTurn, type EngineTurn, type ReleaseTarget };
 export async function startReplica(
   engine: ContainerEngine,
   target: ReleaseTarget,
-  options: { timeoutMs: number; signal: AbortSignal; onOutput?: (text: string) => void; engineTurn?: EngineTurn },
+  options: { timeoutMs: number; signal: AbortSignal; onOutput?: (text: string) => void; engineTurn?: EngineTurn; web?: WebOfSet },
 ): Promise<ContainerInfo & { upstream: Upstream }> {
   const say = options.onOutput ?? ((): void => undefined);
   // On trial, the engine does not restart the app: a crash is reported from the first run's output alone.
   const onTrial = engine.keepRestarting !== undefined;
-  const { port, container } = await (options.engineTurn ?? immediateTurn)(() => runTarget(engine, target, say, onTrial));
+  const { port, container } = await (options.engineTurn ?? immediateTurn)(() => runTarget(engine, target, say, onTrial, options.web));
   const output = new OutputCopy(engine, container.id, say, options.signal);
   try {
     const healthy = await waitHealthy(engine, container, {
@@ -132,8 +145,9 @@ async function runTarget(
   target: ReleaseTarget,
   say: (text: string) => void,
   onTrial: boolean,
+  web: WebOfSet | undefined,
 ): Promise<{ port: number; container: ContainerInfo }> {
-  const port = await appPort(engine, target.image);
+  const port = web?.port ?? (await appPort(engine, target.image));
   say(`==> starting the app: it must answer HTTP on port ${port} (the PORT environment variable)\n`);
   const network = appNetworkName(target.instanceId);
   await engine.ensureNetwork({
@@ -153,7 +167,7 @@ async function runTarget(
       [LABEL_DEPLOYMENT]: target.deploymentId,
       [LABEL_BUILD]: target.buildId,
     },
-    env: releaseEnv(target.vars, port),
+    env: web === undefined ? releaseEnv(target.vars, port) : { ...web.environment, ...releaseEnv(target.vars, port) },
     containerPort: port,
     memoryBytes: target.memoryBytes,
     nanoCpus: target.nanoCpus,
@@ -162,6 +176,8 @@ async function runTarget(
     volumes,
     ...(target.networks === undefined ? {} : { extraNetworks: target.networks }),
     restartOnCrash: !onTrial,
+    ...web?.run,
+    ...(web?.volumes === undefined ? {} : { volumes: [...volumes, ...web.volumes] }),
   });
   return { port, container };
 }

@@ -40,6 +40,7 @@ async function* lines(chunks: AsyncIterable<string>): AsyncIterable<string> {
 export async function* mergeReplicaLogs(
   sources: readonly ReplicaLogSource[],
   options: { tail?: number | undefined; follow: boolean; signal: AbortSignal },
+  labels: readonly string[] = sources.map((_, i) => String(i + 1)),
 ): AsyncIterable<string> {
   const { signal } = options;
   const written: Array<{ key: bigint; order: number; text: string }> = [];
@@ -48,7 +49,7 @@ export async function* mergeReplicaLogs(
     sources.map(async (source, i) => {
       for await (const line of lines(source({ tail: options.tail, follow: false, signal }))) {
         const { key, text } = splitStamp(line);
-        written.push({ key: key ?? 0n, order: order++, text: `[${i + 1}] ${text}` });
+        written.push({ key: key ?? 0n, order: order++, text: `[${labels[i] ?? i + 1}] ${text}` });
       }
     }),
   );
@@ -68,7 +69,7 @@ export async function* mergeReplicaLogs(
   for (const [i, source] of sources.entries()) {
     void (async () => {
       try {
-        for await (const line of lines(source({ tail: 0, follow: true, signal }))) push(`[${i + 1}] ${splitStamp(line).text}\n`);
+        for await (const line of lines(source({ tail: 0, follow: true, signal }))) push(`[${labels[i] ?? i + 1}] ${splitStamp(line).text}\n`);
       } catch {
         // One replica's stream broke (it was removed): the others go on.
       } finally {

@@ -140,7 +140,7 @@ export const deploymentRoutes =
       {
         schema: {
           tags: ['deployments'],
-          summary: 'Change settings (name, repo_url, branch, dockerfile_path, health_check_path, memory_mb, cpus, volumes, replicas, auto_deploy); they apply at the next deploy, restart or rollback',
+          summary: 'Change settings (name, repo_url, branch, dockerfile_path, compose_path, health_check_path, memory_mb, cpus, volumes, replicas, auto_deploy); they apply at the next deploy, restart or rollback',
           params: IdParams,
           body: UpdateDeploymentBody,
           response: { 200: Type.Ref('Deployment'), ...errorResponses(400, 401, 403, 404) },
@@ -299,6 +299,7 @@ export const deploymentRoutes =
           tail: request.query.tail === undefined ? undefined : Math.min(Number(request.query.tail), MAX_TAIL_LINES),
           follow: isFlagSet(request.query.follow),
           signal: clientGone(reply),
+          service: request.query.service,
         });
         return sendText(reply, chunks);
       },

@@ -22,6 +22,11 @@ export const DeploymentMetricsResponse = Type.Object({
   replicas: Type.Array(Type.Object({ replica: Type.Integer({ minimum: 1 }), ...ReplicaFigures }), {
     description: "each running replica's own figures; the fields above are their sums (started_at: the earliest)",
   }),
+  services: Type.Optional(
+    Type.Array(Type.Object({ service: Type.String(), replicas: Type.Integer({ minimum: 1 }), ...ReplicaFigures }), {
+      description: 'a compose deployment (contract §21): each service\'s figures summed over its running containers',
+    }),
+  ),
 });
 
 const Rate = Type.Union([Type.Integer(), Type.Null()], { description: 'bytes per second since the previous sample; null for a container\'s first sample' });

@@ -262,6 +262,7 @@ export class DockerEngine implements ContainerEngine {
         version: '1',
         ...sandbox,
         ...(options.buildArgs === undefined || Object.keys(options.buildArgs).length === 0 ? {} : { buildargs: options.buildArgs }),
+        ...(options.target === undefined ? {} : { target: options.target }),
         abortSignal: signal,
       })) as Readable; // dockerode hands back the http.IncomingMessage
     } catch (err) {
@@ -362,6 +363,10 @@ export class DockerEngine implements ContainerEngine {
         Labels: options.labels,
         ExposedPorts: { [port]: {} },
         ...(options.command === undefined ? {} : { Cmd: [...options.command] }),
+        ...(options.entrypoint === undefined ? {} : { Entrypoint: [...options.entrypoint] }),
+        ...(options.workingDir === undefined ? {} : { WorkingDir: options.workingDir }),
+        ...(options.user === undefined ? {} : { User: options.user }),
+        ...(options.healthcheck === undefined ? {} : { Healthcheck: engineHealthcheck(options.healthcheck) }),
         ...(options.networkAliases === undefined ? {} : { NetworkingConfig: { EndpointsConfig: { [options.network]: { Aliases: [...options.networkAliases] } } } }),
         Tty: false, // keeps stdout/stderr multiplexed, which containerLogs demultiplexes
         AttachStdin: false,
@@ -383,13 +388,14 @@ export class DockerEngine implements ContainerEngine {
           // An init (tini) as PID 1 forwards SIGTERM and reaps zombies: an app that ignores signals
           // as PID 1 would otherwise wait out the whole stop timeout.
           Init: true,
-          Mounts: (options.volumes ?? []).map((v) => ({ Type: 'volume' as const, Source: v.source, Target: v.target, ReadOnly: false })),
+          Mounts: (options.volumes ?? []).map((v) => ({ Type: 'volume' as const, Source: v.source, Target: v.target, ReadOnly: v.readOnly === true })),
         },
         abortSignal: s,
       }),
     );
     try {
       for (const network of options.extraNetworks ?? []) await connectTo(this.#docker, network, container.id);
+      if (options.aliasedNetwork !== undefined) await connectTo(this.#docker, options.aliasedNetwork.name, container.id, options.aliasedNetwork.aliases);
       if (options.start !== false) await withTimeout(`start container ${options.name}`, CALL_TIMEOUT_MS, (s) => container.start({ abortSignal: s }));
     } catch (err) {
       await this.removeContainer(container.id).catch(() => undefined);
@@ -741,4 +747,10 @@ export class DockerEngine implements ContainerEngine {
 function isLocal(docker: Dockerode): boolean {
   const socketPath: unknown = (docker.modem as { socketPath?: unknown }).socketPath;
   return typeof socketPath === 'string' && socketPath !== '';
+}
+
+/** A health check as the engine takes it (durations in nanoseconds). */
+function engineHealthcheck(check: NonNullable<RunContainerOptions['healthcheck']>): Dockerode.HealthConfig {
+  const ns = (ms: number): number => Math.round(ms * 1e6);
+  return { Test: [...check.test], Interval: ns(check.intervalMs), Timeout: ns(check.timeoutMs), Retries: check.retries, StartPeriod: ns(check.startPeriodMs) };
 }

@@ -1,5 +1,5 @@
 // The docker runtime: a release is `replicas` containers on one engine, each published on loopback.
-import { appPort, lastOutput, ReleaseError, startReplica, waitHealthy } from '../release.js';
+import { appPort, lastOutput, ReleaseError, waitHealthy } from '../release.js';
 import type { ReleaseExit } from '../../domain/app-health.js';
 import type { AppRuntime, OneOffOptions, OneOffResult, OneOffTarget, ReleaseState, ReleaseTarget, ReplicaStats, StartedRelease, StartReleaseOptions } from '../app-runtime.js';
 import { immediateTurn } from '../app-runtime.js';
@@ -7,50 +7,25 @@ import type { ContainerEngine } from '../engine.js';
 import { LABEL_INSTANCE, LABEL_MANAGED } from '../engine.js';
 import { mergeReplicaLogs } from '../replica-logs.js';
 import { runOneOff } from './one-off-run.js';
+import { allContainerIds, parseReleaseId, webContainerIds } from './set-release-id.js';
+import { startSet } from './start-set.js';
 
-/** A release's id under `docker`: its containers' ids, in replica order, joined by commas (one id: one container). */
+/** Every container of a release under `docker` (see set-release-id: a single image's are its replicas, in order). */
 export function containerIdsOf(releaseId: string): string[] {
-  return releaseId.split(',').filter((id) => id !== '');
+  return allContainerIds(releaseId);
 }
 
 /** Runs releases as containers on one engine (decisions §5, §16). */
 export class DockerRuntime implements AppRuntime {
   readonly #engine: ContainerEngine;
+  readonly releasesSets = true;
 
   constructor(engine: ContainerEngine) {
     this.#engine = engine;
   }
 
   async startRelease(target: ReleaseTarget, options: StartReleaseOptions): Promise<StartedRelease> {
-    const count = Math.max(1, target.replicas);
-    // One replica's failure ends the others' waits at once: the release failed.
-    const failed = new AbortController();
-    const signal = AbortSignal.any([options.signal, failed.signal]);
-    const started = await Promise.allSettled(
-      Array.from({ length: count }, async (_, i) => {
-        try {
-          return await startReplica(this.#engine, target, {
-            timeoutMs: options.timeoutMs,
-            signal,
-            // The build log follows the first replica's output; another's failure still ends with its last line.
-            ...(i === 0 && options.onOutput !== undefined ? { onOutput: options.onOutput } : {}),
-            engineTurn: options.engineTurn ?? immediateTurn,
-          });
-        } catch (err) {
-          failed.abort(err);
-          throw err;
-        }
-      }),
-    );
-    const healthy = started.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
-    if (healthy.length === count) {
-      if (count > 1) options.onOutput?.(`==> all ${count} replicas answer\n`);
-      return { id: healthy.map((c) => c.id).join(','), upstreams: healthy.map((c) => c.upstream) };
-    }
-    await Promise.all(healthy.map((c) => this.#engine.removeContainer(c.id).catch(() => undefined)));
-    // The first failure is the reason; the others were ended by it (or by the caller's abort).
-    options.signal.throwIfAborted();
-    throw failed.signal.reason ?? new ReleaseError('a replica did not start');
+    return startSet(this.#engine, target, options);
   }
 
   async resumeRelease(
@@ -61,8 +36,16 @@ export class DockerRuntime implements AppRuntime {
     const turn = options.engineTurn ?? immediateTurn;
     // The port only names what was waited for in messages; a pruned image must not stop the start.
     const port = check.image === null ? 8080 : await appPort(this.#engine, check.image).catch(() => 8080);
+    // A set's other services first, in start order (their health is waited for by the engine's own checks).
+    for (const group of parseReleaseId(id).groups) {
+      if (group.web) continue;
+      for (const containerId of group.ids) {
+        const info = await turn(() => this.#engine.startContainer(containerId));
+        if (!info.running) throw new ReleaseError(`service "${group.service ?? ''}" did not start again`);
+      }
+    }
     const healthy = await Promise.all(
-      containerIdsOf(id).map(async (containerId) => {
+      webContainerIds(id).map(async (containerId) => {
         // Starting a running container is a no-op; starting one that is gone throws.
         const info = await turn(() => this.#engine.startContainer(containerId));
         return waitHealthy(this.#engine, info, { port, healthPath: check.healthCheckPath, timeoutMs: options.timeoutMs, signal: options.signal });
@@ -77,14 +60,16 @@ export class DockerRuntime implements AppRuntime {
     const containers = await this.#engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instanceId });
     const byId = new Map(containers.map((c) => [c.id, c]));
     for (const id of ids) {
-      const replicas = containerIdsOf(id).map((containerId) => byId.get(containerId));
-      if (replicas.every((c) => c === undefined)) continue;
+      const replicas = webContainerIds(id).map((containerId) => byId.get(containerId));
+      const all = containerIdsOf(id).map((containerId) => byId.get(containerId));
+      if (all.every((c) => c === undefined)) continue;
       out.set(id, {
         id,
         replicas: replicas.length,
         upstreams: replicas.flatMap((c) => (c?.running === true && c.upstream !== null ? [c.upstream] : [])),
         // `restarting`: the engine's restart policy is bringing a crashed replica back; left to the engine.
-        lost: replicas.filter((c) => c === undefined || (!c.running && c.state !== 'restarting')).length,
+        // A set's other services count too: one gone means the set must be recovered.
+        lost: all.filter((c) => c === undefined || (!c.running && c.state !== 'restarting')).length,
       });
     }
     return out;
@@ -96,17 +81,24 @@ export class DockerRuntime implements AppRuntime {
 
   async removeRelease(id: string): Promise<void> {
     await Promise.all(containerIdsOf(id).map((c) => this.#engine.removeContainer(c)));
+    const { network } = parseReleaseId(id);
+    if (network !== null) await this.#engine.removeNetwork(network);
   }
 
-  releaseLogs(id: string, options: { tail?: number | undefined; follow: boolean; signal: AbortSignal }): AsyncIterable<string> {
-    const ids = containerIdsOf(id);
+  releaseLogs(id: string, options: { tail?: number | undefined; follow: boolean; signal: AbortSignal; service?: string | undefined }): AsyncIterable<string> {
+    const parsed = parseReleaseId(id);
     const tail = options.tail === undefined ? {} : { tail: options.tail };
-    if (ids.length === 1) return this.#engine.containerLogs(ids[0] ?? id, { ...tail, follow: options.follow, signal: options.signal });
-    const sources = ids.map(
-      (containerId) => (o: { tail?: number | undefined; follow: boolean; signal: AbortSignal }) =>
+    const single = parsed.network === null ? parsed.groups[0]?.ids ?? [] : [];
+    if (single.length === 1) return this.#engine.containerLogs(single[0] ?? id, { ...tail, follow: options.follow, signal: options.signal });
+    // A set's lines are prefixed with their service (and replica, when it has several); `service` keeps one service's.
+    const members = parsed.groups
+      .filter((g) => options.service === undefined || g.service === options.service)
+      .flatMap((g) => g.ids.map((containerId, i) => ({ containerId, label: g.service === null ? String(i + 1) : g.ids.length === 1 ? g.service : `${g.service}.${i + 1}` })));
+    const sources = members.map(
+      ({ containerId }) => (o: { tail?: number | undefined; follow: boolean; signal: AbortSignal }) =>
         this.#engine.containerLogs(containerId, { ...(o.tail === undefined ? {} : { tail: o.tail }), follow: o.follow, signal: o.signal, timestamps: true }),
     );
-    return mergeReplicaLogs(sources, options);
+    return mergeReplicaLogs(sources, options, members.map((m) => m.label));
   }
 
   async releaseExits(instanceId: string, ids: readonly string[], sinceMs: number, untilMs: number, signal?: AbortSignal): Promise<Map<string, ReleaseExit[]>> {
@@ -125,8 +117,13 @@ export class DockerRuntime implements AppRuntime {
   }
 
   async releaseStats(id: string, signal?: AbortSignal): Promise<ReplicaStats[]> {
-    const stats = await Promise.all(containerIdsOf(id).map((c) => this.#engine.containerStats(c, signal)));
-    return stats.flatMap((s, i) => (s === null ? [] : [{ ...s, replica: i + 1 }]));
+    const members = parseReleaseId(id).groups.flatMap((g) => g.ids.map((containerId, i) => ({ containerId, replica: i + 1, service: g.service })));
+    const stats = await Promise.all(members.map((m) => this.#engine.containerStats(m.containerId, signal)));
+    return stats.flatMap((s, i) => {
+      const m = members[i];
+      if (s === null || m === undefined) return [];
+      return [m.service === null ? { ...s, replica: m.replica } : { ...s, replica: m.replica, service: m.service }];
+    });
   }
 
   runOnce(target: OneOffTarget, options: OneOffOptions): Promise<OneOffResult> {
@@ -135,6 +132,6 @@ export class DockerRuntime implements AppRuntime {
 
   /** The last lines a release's first replica printed (for messages); empty when unavailable. */
   lastOutput(id: string): Promise<string> {
-    return lastOutput(this.#engine, containerIdsOf(id)[0] ?? id);
+    return lastOutput(this.#engine, webContainerIds(id)[0] ?? id);
   }
 }

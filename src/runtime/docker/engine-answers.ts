@@ -68,6 +68,7 @@ export function fromInspect(info: Dockerode.ContainerInspectInfo): ContainerInfo
     upstream: hostPort === null ? null : { host: PUBLISH_HOST, port: hostPort },
     labels: info.Config?.Labels ?? {},
     state,
+    ...(info.State.Health?.Status === undefined || info.State.Health.Status === '' || info.State.Health.Status === 'none' ? {} : { health: info.State.Health.Status }),
   };
 }
 

@@ -1,0 +1,180 @@
+// End to end on the real engine: a compose deployment (web + worker + redis) released as one set: served, health-gated, rolled back, refused, deleted.
+import assert from 'node:assert/strict';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { LABEL_DEPLOYMENT, LABEL_MANAGED } from '../../src/runtime/engine.js';
+import { appRequest, deployAndWait, eventually, tarGzOf, tempDir, testEngine, uniqueSubdomain, upload } from '../helpers/apps.js';
+import { BUSYBOX_IMAGE, ensureBusyboxImage, writeBusyboxApp } from '../helpers/busybox-image.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+/** The stack's compose file: web built from the source, a worker and redis taken from the engine. */
+function stackCompose(webCheck: readonly string[]): string {
+  return `
+x-slipway:
+  web: web
+services:
+  web:
+    build: ./web
+    expose: ["8080"]
+    environment:
+      CACHE_HOST: cache
+    depends_on:
+      cache:
+        condition: service_healthy
+    healthcheck:
+      test: ${JSON.stringify(webCheck)}
+      interval: 1s
+      timeout: 3s
+      retries: 2
+  worker:
+    image: ${BUSYBOX_IMAGE}
+    command: ["sh", "-c", "while true; do echo tick; sleep 1; done"]
+    depends_on: [cache]
+  cache:
+    image: slipway-stand-in/redis:7
+    networks: [default]
+    healthcheck:
+      test: ["CMD", "redis-cli", "ping"]
+      interval: 1s
+      retries: 20
+`;
+}
+
+/** The web's health check reaches redis by its service name (`$$`: not interpolated from the file): healthy proves the set's network resolves it. */
+const REACHES_CACHE = ['CMD-SHELL', 'printf "PING\\r\\n" | nc -w 2 "$$CACHE_HOST" 6379 | grep -q PONG'];
+
+/** A source archive: the compose file and the web service's context. */
+async function stackArchive(compose: string, body: string): Promise<Buffer> {
+  await ensureBusyboxImage(testEngine());
+  const dir = tempDir('compose');
+  try {
+    await writeBusyboxApp(path.join(dir, 'web'), { body });
+    await fsp.writeFile(path.join(dir, 'compose.yaml'), compose);
+    return await tarGzOf(dir);
+  } finally {
+    await fsp.rm(dir, { recursive: true, force: true });
+  }
+}
+
+describe('compose deployments on the engine', () => {
+  let ts: TestServer;
+  let token: string;
+  let id = '';
+  let subdomain = '';
+  const engine = testEngine();
+  const containers = () => engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_DEPLOYMENT]: id });
+
+  before(async () => {
+    // Three services' engine health checks on a shared, loaded machine: more time than one app's start.
+    ts = await startTestServer({ SLIPWAY_STARTUP_TIMEOUT_SECONDS: '90' });
+    token = (await ts.newUser('compose')).token;
+  });
+  after(async () => {
+    if (id !== '') await ts.request('DELETE', `/api/v1/deployments/${id}`, { token }).catch(() => undefined);
+    await ts.close();
+  });
+
+  const logOf = async (buildId: string): Promise<string> => (await ts.request('GET', `/api/v1/deployments/${id}/builds/${buildId}/logs`, { token })).text;
+  /** Deploys and waits: the build's outcome (a failed build answers 500 with its message), its id and log. */
+  const deploy = async (): Promise<{ status: string; message: string; buildId: string; log: string }> => {
+    const res = await deployAndWait(ts, token, id);
+    const newest = (await ts.request('GET', `/api/v1/deployments/${id}/builds?limit=1`, { token })).json[0];
+    return { status: newest.status, message: res.status === 200 ? '' : String(res.json.message), buildId: newest.id, log: await logOf(newest.id) };
+  };
+
+  test('compose_path: exclusive with dockerfile_path, stored and shown', async () => {
+    subdomain = uniqueSubdomain('compose');
+    const both = await ts.request('POST', '/api/v1/deployments', { token, body: { name: subdomain, subdomain, source_type: 'archive', compose_path: 'compose.yaml', dockerfile_path: 'Dockerfile' } });
+    assert.equal(both.status, 400, both.text);
+    assert.match(both.json.message, /compose_path and dockerfile_path are exclusive/);
+    assert.equal((await ts.request('POST', '/api/v1/deployments', { token, body: { name: subdomain, subdomain, source_type: 'archive', compose_path: '../x.yaml' } })).status, 400);
+    const created = await ts.request('POST', '/api/v1/deployments', { token, body: { name: subdomain, subdomain, source_type: 'archive', compose_path: './compose.yaml' } });
+    assert.equal(created.status, 201, created.text);
+    id = created.json.id;
+    assert.equal((await ts.request('GET', `/api/v1/deployments/${id}`, { token })).json.compose_path, 'compose.yaml');
+  });
+
+  test('the set is served at the subdomain, its other services unreachable from outside; logs and metrics by service', async () => {
+    assert.equal((await upload(ts, token, id, await stackArchive(stackCompose(REACHES_CACHE), 'set one\n'))).status, 200);
+    const built = await deploy();
+    const log = built.log;
+    assert.equal(built.status, 'succeeded', `${built.message}\n${log}`);
+    assert.match(log, /==> compose file compose\.yaml: 3 services \(cache, web, worker\); web: "web" on port 8080/);
+    assert.match(log, /warning: service "cache": "networks" is ignored \(line \d+\)/);
+    assert.match(log, /==> service "web": building web\/Dockerfile/);
+    assert.match(log, /==> service "cache": image slipway-stand-in\/redis:7/);
+    assert.match(log, /all 3 services are up and healthy/);
+    assert.equal((await appRequest(ts.port, subdomain)).body, 'set one\n');
+
+    const running = await containers();
+    assert.equal(running.length, 3);
+    // Only the web container is published (on loopback); the worker and redis have no host port at all.
+    assert.deepEqual(running.filter((c) => c.hostPort !== null).map((c) => c.upstream?.host), ['127.0.0.1']);
+
+    const logs = await eventually(async () => {
+      const text = (await ts.request('GET', `/api/v1/deployments/${id}/logs?tail=200`, { token })).text;
+      return /^\[worker\] tick$/m.test(text) ? text : undefined;
+    }, 20_000, 'worker lines in the merged logs');
+    assert.match(logs, /^\[web\] /m);
+    const onlyWorker = (await ts.request('GET', `/api/v1/deployments/${id}/logs?tail=20&service=worker`, { token })).text;
+    assert.ok(onlyWorker.trim().split('\n').every((line) => line.startsWith('[worker] ')), onlyWorker);
+
+    const metrics = await ts.request('GET', `/api/v1/deployments/${id}/metrics`, { token });
+    assert.equal(metrics.status, 200, metrics.text);
+    assert.deepEqual(metrics.json.services.map((s: { service: string }) => s.service).sort(), ['cache', 'web', 'worker']);
+    assert.equal(metrics.json.memory_bytes, metrics.json.services.reduce((t: number, s: { memory_bytes: number }) => t + s.memory_bytes, 0));
+  });
+
+  test('a redeploy whose web never becomes healthy fails naming it and leaves the old set serving; rollback re-releases a whole set', async () => {
+    const first = (await ts.request('GET', `/api/v1/deployments/${id}`, { token })).json.live_build_id as string;
+    const before = (await containers()).map((c) => c.id).sort();
+    assert.equal((await upload(ts, token, id, await stackArchive(stackCompose(['CMD', 'false']), 'set broken\n'))).status, 200);
+    const failed = await deploy();
+    assert.equal(failed.status, 'failed');
+    assert.match(failed.message, /service "web" is unhealthy: its health check failed/);
+    assert.equal((await appRequest(ts.port, subdomain)).body, 'set one\n');
+    assert.deepEqual((await containers()).map((c) => c.id).sort(), before, 'the new set was removed, the old one untouched');
+
+    assert.equal((await upload(ts, token, id, await stackArchive(stackCompose(REACHES_CACHE), 'set two\n'))).status, 200);
+    const second = await deploy();
+    assert.equal(second.status, 'succeeded', `${second.message}\n${second.log}`);
+    assert.equal((await appRequest(ts.port, subdomain)).body, 'set two\n');
+
+    const rolled = await ts.request('POST', `/api/v1/deployments/${id}/rollback`, { token, body: { build_id: first } });
+    assert.ok(rolled.status < 300, rolled.text);
+    await eventually(async () => ((await appRequest(ts.port, subdomain)).body === 'set one\n' ? true : undefined), 30_000, 'the first set served again');
+    // The replaced set is drained and removed: three containers again, all of the first build.
+    await eventually(async () => {
+      const list = await containers();
+      return list.length === 3 && list.every((c) => c.labels['dev.slipway.build'] === first) ? true : undefined;
+    }, 60_000, 'the second set removed');
+  });
+
+  test('privileges, host mounts and published ports fail the build before anything is built, each named', async () => {
+    const compose = `
+services:
+  web:
+    build: ./web
+    ports: ["8080:8080"]
+    privileged: true
+  agent:
+    image: ${BUSYBOX_IMAGE}
+    volumes: ["/var/run/docker.sock:/var/run/docker.sock"]
+`;
+    assert.equal((await upload(ts, token, id, await stackArchive(compose, 'refused\n'))).status, 200);
+    const refused = await deploy();
+    assert.equal(refused.status, 'failed');
+    assert.match(refused.message, /service "web", key ports \(line 5\): "8080:8080" publishes a host port/);
+    assert.match(refused.message, /service "web", key privileged \(line 6\)/);
+    assert.match(refused.message, /service "agent", key volumes \(line 9\): "\/var\/run\/docker\.sock:\/var\/run\/docker\.sock" mounts a host path or socket/);
+    assert.doesNotMatch(refused.log, /Step 1\//, 'nothing was built');
+    assert.equal((await appRequest(ts.port, subdomain)).body, 'set one\n');
+  });
+
+  test('delete removes every container of the set', async () => {
+    assert.equal((await ts.request('DELETE', `/api/v1/deployments/${id}`, { token })).status, 204);
+    await eventually(async () => ((await containers()).length === 0 ? true : undefined), 30_000, 'every container removed');
+    id = '';
+  });
+});
