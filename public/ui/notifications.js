@@ -13,14 +13,15 @@ const TYPES = [['slack', 'Slack'], ['discord', 'Discord'], ['webhook', 'Webhook 
 export function renderNotifications(view, ctx) {
   const name = h('input', { name: 'name', required: true, maxlength: '100', placeholder: 'ops', autocomplete: 'off' });
   const type = h('select', { name: 'type' }, TYPES.map(([value, label]) => h('option', { value, text: label })));
-  const target = h('input', { name: 'target', required: true, maxlength: '2048', placeholder: 'https://hooks.slack.com/services/…', autocomplete: 'off', 'aria-label': 'URL' });
+  const target = h('input', { name: 'target', required: true, maxlength: '2048', placeholder: 'the incoming-webhook URL (hooks.slack.com/services/…)', autocomplete: 'off', 'aria-label': 'URL' });
   const targetLabel = h('label', {}, h('span', { text: 'URL' }), target);
   type.onchange = () => {
     const email = type.value === 'email';
     targetLabel.firstChild.textContent = email ? 'E-mail address' : 'URL';
     target.setAttribute('aria-label', email ? 'E-mail address' : 'URL');
     target.type = email ? 'email' : 'url';
-    target.placeholder = email ? 'oncall@example.com' : 'https://…';
+    // No scheme written out: the dashboard's modules name no other origin (test/api/dashboard).
+    target.placeholder = email ? 'oncall@example.com' : 'the channel\'s URL';
   };
   const boxes = EVENTS.map(([value, label]) => h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'events', value }), ` ${label}`));
   const secret = h('pre', { class: 'snippet', id: 'channel-secret', hidden: true });
