@@ -1,7 +1,10 @@
 // The schema's version guard: a database migrated by a newer Slipway is refused, naming both versions.
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { nowIso } from '../core/now.js';
-import type { Db } from './database.js';
+import type { Database } from './schema.js';
+
+/** The database handle (as database.ts's Db; named here so the two files do not import each other). */
+type Db = Kysely<Database>;
 
 /** Raised before any migration runs when the database holds migrations this Slipway does not know. */
 export class DatabaseTooNewError extends Error {

@@ -7,6 +7,7 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as tar from 'tar';
 import type { Db } from '../db/database.js';
+import { servedDeployments } from '../db/live-deployments.js';
 import { BackupReadError, decryptingStream, type SelfBackupHeader } from './backup-format.js';
 import { dropAllTables, importPostgres, postgresHoldsInstallation } from './postgres-export.js';
 import { REBUILD_MARKER, type RebuildEntry } from './restore-rebuilds.js';
@@ -38,17 +39,6 @@ async function installationThere(target: RestoreTarget): Promise<string | undefi
   }
   const file = path.join(target.dataDir, SQLITE_ENTRY);
   return fs.existsSync(file) ? `${target.dataDir} holds an installation (${SQLITE_ENTRY})` : undefined;
-}
-
-/** Every deployment that was serving when the backup was taken: rebuilt at the next start. */
-async function liveDeployments(db: Db): Promise<RebuildEntry[]> {
-  const rows = await db
-    .selectFrom('deployments as d')
-    .innerJoin('builds as b', 'b.id', 'd.live_build_id')
-    .select(['d.id', 'd.user_id', 'd.source_type', 'd.branch', 'b.commit_sha'])
-    .where('d.status', 'not in', ['stopped', 'pending'])
-    .execute();
-  return rows.map((r) => ({ deployment_id: r.id, user_id: r.user_id, source_type: r.source_type, branch: r.branch, commit_sha: r.commit_sha }));
 }
 
 /**
@@ -108,7 +98,7 @@ export async function restoreSelfBackup(target: RestoreTarget, input: Readable):
     }
     let rebuilds: RebuildEntry[];
     try {
-      rebuilds = await liveDeployments(db);
+      rebuilds = await servedDeployments(db);
     } finally {
       await db.destroy();
     }
