@@ -33,7 +33,19 @@ export async function buildRelease(commit: string = PREVIOUS_RELEASE): Promise<s
   }
   const root = path.join(os.tmpdir(), `slipway-release-${full.slice(0, 12)}`);
   const done = path.join(root, '.built');
-  if (fs.existsSync(done)) return root;
+  if (fs.existsSync(done)) {
+    // The cached build runs on this tree's node_modules (a cache made by another checkout, since
+    // removed, would point at nothing): the link is replaced in one rename when it differs.
+    const modules = path.join(PROJECT_ROOT, 'node_modules');
+    const link = path.join(root, 'node_modules');
+    if ((fs.existsSync(link) ? fs.readlinkSync(link) : '') !== modules) {
+      const fresh = `${link}.${process.pid}`;
+      fs.rmSync(fresh, { force: true });
+      fs.symlinkSync(modules, fresh, 'dir');
+      fs.renameSync(fresh, link);
+    }
+    return root;
+  }
   const staging = `${root}.${process.pid}`;
   fs.rmSync(staging, { recursive: true, force: true });
   fs.mkdirSync(staging, { recursive: true });
