@@ -1,10 +1,13 @@
-// A deployment's compose file setting (contract §21): checked like dockerfile_path, and exclusive with it in a request.
+// A deployment's compose file setting (contract §21): a path in the source checked as dockerfile_path is, and exclusive with it in a request.
 import { DomainError } from '../core/errors.js';
 
 const invalid = (message: string): DomainError => new DomainError('validation_error', message);
 
-/** Checks a compose file path: relative, inside the source, no `..`. Returns it normalized. */
-export function normalizeComposePath(value: string): string {
+/**
+ * Checks a path in the source named by `field` (dockerfile_path, compose_path): relative, inside
+ * the source, no `..`. Returns it normalized.
+ */
+export function normalizeSourcePath(value: string, field: string): string {
   const path = value.trim().replace(/^\.\//, '');
   const segments = path.split('/');
   if (
@@ -15,9 +18,14 @@ export function normalizeComposePath(value: string): string {
     /[\u0000-\u001f\u007f]/.test(path) ||
     segments.some((s) => s === '..' || s === '' || s === '.')
   ) {
-    throw invalid('compose_path must be a relative path inside the source, without ".."');
+    throw invalid(`${field} must be a relative path inside the source, without ".."`);
   }
   return path;
+}
+
+/** Checks a compose file path: relative, inside the source, no `..`. Returns it normalized. */
+export function normalizeComposePath(value: string): string {
+  return normalizeSourcePath(value, 'compose_path');
 }
 
 const exclusive = (): DomainError =>

@@ -1,5 +1,5 @@
 // Deployment use-cases on the control plane: create, list, get, delete, and how a deployment is shown.
-import { composePathChange, composePathOnCreate } from './compose-path.js';
+import { composePathChange, composePathOnCreate, normalizeSourcePath } from './compose-path.js';
 import { deploymentRecord } from './audit.js';
 import crypto from 'node:crypto';
 import { nowIso } from '../core/now.js';
@@ -26,20 +26,7 @@ export function assertUuid(id: string, what: string): void {
 
 /** Checks a Dockerfile path: relative, inside the source, no `..`. Returns it normalized. */
 export function normalizeDockerfilePath(value: string | undefined): string {
-  if (value === undefined) return 'Dockerfile';
-  const path = value.trim().replace(/^\.\//, '');
-  const segments = path.split('/');
-  if (
-    path.length === 0 ||
-    path.length > 255 ||
-    path.startsWith('/') ||
-    path.includes('\\') ||
-    /[\u0000-\u001f\u007f]/.test(path) ||
-    segments.some((s) => s === '..' || s === '' || s === '.')
-  ) {
-    throw new DomainError('validation_error', 'dockerfile_path must be a relative path inside the source, without ".."');
-  }
-  return path;
+  return value === undefined ? 'Dockerfile' : normalizeSourcePath(value, 'dockerfile_path');
 }
 
 export interface CreateDeploymentInput {
