@@ -22,10 +22,7 @@ import { tunnelsPart } from './tunnel/tunnels-part.js';
 import { databasesPart } from './databases/databases-part.js';
 import { restoreRebuildsPart } from './operate/restore-rebuilds.js';
 import { scheduledSelfBackups } from './operate/self-backup-schedule.js';
-import { backupsPart } from './backups/backups-part.js';
-import { jobsPart } from './jobs/jobs-part.js';
-import { databaseJobStore } from './db/job-store.js';
-import { notificationsPart } from './notifications/notifications-part.js';
+import { addWorkloads } from './workload-parts.js';
 import { authenticateBearer } from './domain/accounts.js';
 import { toErrorResponse } from './api/errors.js';
 import { endSocketWithError } from './api/socket-errors.js';
@@ -94,7 +91,8 @@ async function addControlPlane(parts: Parts, config: Config, options: StartOptio
     // Live app traffic bypasses the Node proxy under HAProxy: its counters are read at each scrape.
     ...(planes.haproxyBinary === undefined ? {} : { haproxyServers: async () => (planes.haproxy === undefined ? [] : planes.haproxy.appStats(AbortSignal.timeout(2000))) }),
   });
-  const { db, instanceId, cipher } = parts.add('database', await databasePart(config));
+  const database = parts.add('database', await databasePart(config));
+  const { db, instanceId, cipher } = database;
   const coordination = parts.add('coordination', await coordinationPart(config, log));
   // Timers, watchers and leader-only work: registered by the parts below, started after them, stopped before them.
   const background = new Background(coordination, log);
@@ -118,17 +116,7 @@ async function addControlPlane(parts: Parts, config: Config, options: StartOptio
     buildSlots: options.buildSlots,
     gitEnv: options.gitEnv,
   }));
-  const backups = parts.add('backups', await backupsPart({ config, stores, cipher, runner, databases: databases.context, events: deploy.appEvents,
-    restartApp: (principal, deploymentId) => deploy.lifecycle.restart(principal, deploymentId), liveIds: () => stores.registry.liveIds(new Date()) }));
-  background.add(backups.task);
-  // Scheduled jobs (decisions §22): one-off runs of the live release through the runtime, each due time once across instances.
-  const jobs = parts.add('jobs', jobsPart({
-    store: databaseJobStore(db), deployments: stores.catalog, configs: stores.configs, runtime: runtime.runtime, self: runner, events: deploy.appEvents, background, log, engineUp: runtime.engineUp,
-    settings: { instanceId, defaultMemoryBytes: config.defaultMemoryBytes, defaultNanoCpus: config.defaultNanoCpus, appPidsLimit: config.appPidsLimit },
-    liveInstances: async () => new Set([runner, ...(await stores.registry.liveUrls(new Date())).keys()]),
-  }));
-  // Notifications (decisions §23): every instance writes the events it sees to the shared outbox.
-  const notifications = parts.add('notifications', notificationsPart({ config, log, self: runner, store: stores.notificationStore, appEvents: deploy.appEvents, background }));
+  const { backups, jobs, notifications } = await addWorkloads(parts, { config, log, runner, database, stores, background, databases, deploy, runtime });
   const { tunnels, acrossInstances, directory } = parts.add('tunnels', await tunnelsPart({
     config, log, self: runner, cipher, coordination, claims: stores.tunnelClaims, registry: stores.registry, accounts: stores.accounts,
     keyUsage: stores.keyUsage, table: planes.table, localPlane: planes.localPlane, dataPlane: deploy.dataPlane,
@@ -137,7 +125,7 @@ async function addControlPlane(parts: Parts, config: Config, options: StartOptio
   const https = parts.add('https', await httpsPart({ config, log, self: runner, coordination, challenges: stores.challenges, repository: stores.certificates, table: planes.table, events: deploy.appEvents }));
   const api = parts.add('api', await apiPart({
     ...stores, config, log, metrics, cipher, coordination, self: runner, gitEnv: deploy.gitEnv,
-    deployments: stores.catalog, store: stores.sources, operations: deploy.lifecycle, appHealth: deploy.appHealth, quotas: deploy.quotas, tunnels: directory, databases: databases.context, backups: backups.context, jobs,
+    deployments: stores.catalog, store: stores.sources, operations: deploy.lifecycle, appHealth: deploy.appHealth, quotas: deploy.quotas, tunnels: directory, databases: databases.context, backups, jobs,
     hosts: deploy.hosts, certificates: https.domainCertificates, instances: stores.registry, nodes: deploy.nodes, notifications,
     checks: {
       pingDatabase: stores.ping,
