@@ -1,5 +1,5 @@
 // Step three, per service: one compose service checked against §21's lists and read into what Slipway builds and runs.
-import type { SetHealthcheck, SetVolume } from '../runtime/release-set.js';
+import type { SetHealthcheck, SetService, SetVolume } from '../runtime/release-set.js';
 import type { ComposeProblem } from './compose-problems.js';
 import { REFUSED_SERVICE_KEYS, SUPPORTED_BUILD_KEYS, SUPPORTED_SERVICE_KEYS, isExtension } from './compose-keys.js';
 import { asMap, parseEnvFile, readArgv, readDuration, readEnvironment } from './compose-values.js';
@@ -17,23 +17,11 @@ export interface ServiceFile {
   readonly target: string;
 }
 
-/** One compose service as Slipway runs it, before its image exists. */
-export interface ComposeService {
-  readonly name: string;
+/** One compose service as Slipway runs it, before its image exists: a set's service with where its image comes from, and its files. */
+export type ComposeService = Omit<SetService, 'image'> & {
   readonly source: ServiceSource;
-  readonly command?: readonly string[] | undefined;
-  readonly entrypoint?: readonly string[] | undefined;
-  readonly environment: Readonly<Record<string, string>>;
-  readonly healthcheck?: SetHealthcheck | undefined;
-  readonly dependsOn: ReadonlyArray<{ readonly service: string; readonly condition: 'service_started' | 'service_healthy' }>;
-  readonly replicas: number;
-  /** Ports declared by `expose` and `ports` (container ports only). */
-  readonly ports: readonly number[];
-  readonly volumes: readonly SetVolume[];
   readonly files: readonly ServiceFile[];
-  readonly workingDir?: string | undefined;
-  readonly user?: string | undefined;
-}
+};
 
 /** What a service may refer to at the top level of the file, and how to look into the source. */
 export interface ServiceScope {
