@@ -168,7 +168,8 @@ export function serviceSpec(inputs: SpecInputs): ServiceSpec {
         Preferences: [{ Spread: { SpreadDescriptor: 'node.id' } }],
       },
       LogDriver: { Name: 'json-file', Options: { 'max-size': '10m', 'max-file': '3' } },
-      Networks: [{ Target: inputs.network }],
+      // Its own network, and those of the databases linked to it (it reaches each by its name there).
+      Networks: [{ Target: inputs.network }, ...(target.networks ?? []).map((n) => ({ Target: n }))],
       ForceUpdate: inputs.forceUpdate,
     },
     Mode: { Replicated: { Replicas: replicas } },

@@ -1,0 +1,161 @@
+// Managed databases under swarm on the real test cluster (decisions §19): one task pinned to the manager's node where its volume is, linked apps on other nodes reach it by name over the overlay, `db connect` relays to it, stop/start keep its data.
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { runDbConnect } from '../../src/cli/db-connect.js';
+import { createDockerEngine } from '../../src/runtime/docker/docker-engine.js';
+import { eventually, upload } from '../helpers/apps.js';
+import { ensureBusyboxImage } from '../helpers/busybox-image.js';
+import { STAND_IN_IMAGES, waitForStatus } from '../helpers/databases.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { clusterScript, copyImageToNode, nodeDocker, whoAppArchive, type ClusterLayout, type ClusterScript } from '../helpers/swarm-cluster.js';
+
+const REDIS = STAND_IN_IMAGES.SLIPWAY_DB_IMAGE_REDIS ?? '';
+
+/** Writes `text` to a loopback port and reads until `until` matches or 20 s pass. */
+function talk(port: number, text: string, until: RegExp): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let got = '';
+    const finish = (): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(got);
+    };
+    const timer = setTimeout(finish, 20_000);
+    socket.on('connect', () => socket.write(text));
+    socket.on('data', (chunk: Buffer) => {
+      got += chunk.toString();
+      if (until.test(got)) finish();
+    });
+    socket.on('close', finish);
+    socket.on('error', reject);
+  });
+}
+
+describe('managed databases under swarm', () => {
+  let cluster: ClusterScript;
+  let layout: ClusterLayout | undefined;
+  let ts: TestServer | undefined;
+  let user: Awaited<ReturnType<TestServer['newUser']>>;
+  let dbId = '';
+  let password = '';
+
+  const manager = (): NonNullable<ClusterLayout['nodes'][number]> => {
+    const node = layout?.nodes[0];
+    assert.ok(node !== undefined);
+    return node;
+  };
+  /** The swarm services of the database (by its label), as the manager lists them. */
+  const dbServices = (): Array<{ Spec: { Mode: { Replicated: { Replicas: number } }; TaskTemplate: { Placement: { Constraints: string[] } } } }> =>
+    JSON.parse(`[${nodeDocker(manager(), ['service', 'ls', '-q', '--filter', `label=dev.slipway.service=${dbId}`]).trim().split('\n').filter((l) => l !== '').map((sid) => nodeDocker(manager(), ['service', 'inspect', sid]).trim().slice(1, -1)).join(',')}]`);
+  /** Runs a command through `slipway db connect`'s listener: the answer to `text`. */
+  const throughConnect = async (text: string, until: RegExp): Promise<string> => {
+    assert.ok(ts !== undefined);
+    const controller = new AbortController();
+    const problems: string[] = [];
+    let port = 0;
+    let listening!: () => void;
+    const up = new Promise<void>((resolve) => (listening = resolve));
+    const done = runDbConnect({ serverUrl: ts.url, bearer: user.apiKey, databaseId: dbId, port: 0, signal: controller.signal, onListening: (p) => { port = p; listening(); }, onProblem: (m) => problems.push(m) });
+    await up;
+    try {
+      const answer = await talk(port, text, until);
+      assert.match(answer, until, problems.join('; '));
+      return answer;
+    } finally {
+      controller.abort();
+      await done;
+    }
+  };
+
+  before(async () => {
+    cluster = await clusterScript();
+    layout = await cluster.up(process.pid);
+    await ensureBusyboxImage(createDockerEngine(`unix://${manager().socket}`));
+    // The database's image is taken from the manager's engine (its task is pinned there): no registry, no pull.
+    await copyImageToNode(manager(), REDIS);
+    ts = await startTestServer({
+      ...STAND_IN_IMAGES,
+      DOCKER_HOST: `unix://${manager().socket}`,
+      SLIPWAY_RUNTIME: 'swarm',
+      SLIPWAY_REGISTRY: layout.registry,
+      SLIPWAY_BUILD_NETWORK: 'none',
+      SLIPWAY_STARTUP_TIMEOUT_SECONDS: '15',
+    });
+    user = await ts.newUser('swarm-db');
+  });
+  after(async () => {
+    await ts?.close();
+    if (layout !== undefined) await cluster.down(layout);
+  });
+
+  test('a database is one swarm task pinned to the manager, its volume there; db connect reaches it', async () => {
+    assert.ok(ts !== undefined);
+    const created = await ts.request('POST', '/api/v1/databases', { token: user.token, body: { name: 'cache', engine: 'redis' } });
+    assert.equal(created.status, 201, created.text);
+    dbId = created.json.id as string;
+    const running = await waitForStatus(ts, user.token, dbId);
+    assert.equal(running.status, 'running', running.error);
+    const services = dbServices();
+    assert.equal(services.length, 1);
+    const managerId = nodeDocker(manager(), ['info', '--format', '{{.Swarm.NodeID}}']).trim();
+    assert.deepEqual(services[0]?.Spec.TaskTemplate.Placement.Constraints, [`node.id==${managerId}`]);
+    assert.equal(services[0]?.Spec.Mode.Replicated.Replicas, 1);
+    assert.match(nodeDocker(manager(), ['volume', 'ls', '-q', '--filter', `label=dev.slipway.service=${dbId}`]), /svc/);
+    password = (await ts.request('GET', `/api/v1/databases/${dbId}/credentials`, { token: user.token })).json.password as string;
+    const answer = await throughConnect(`AUTH default ${password}\r\nSET greeting hello\r\nGET greeting\r\n`, /hello\r\n$/);
+    assert.equal(answer, '+OK\r\n+OK\r\n$5\r\nhello\r\n');
+  });
+
+  test('a linked app on another node reaches the database by its name over the overlay network', async () => {
+    assert.ok(ts !== undefined && layout !== undefined);
+    const subdomain = `swarm-db-${process.pid}`;
+    const app = await ts.request('POST', '/api/v1/deployments', { token: user.token, body: { name: subdomain, subdomain, source_type: 'archive', replicas: 2 } });
+    assert.equal(app.status, 201, app.text);
+    const appId = app.json.id as string;
+    const linked = await ts.request('POST', `/api/v1/deployments/${appId}/databases`, { token: user.token, body: { database_id: dbId, env: 'REDIS_URL' } });
+    assert.equal(linked.status, 201, linked.text);
+    assert.equal((await upload(ts, user.token, appId, await whoAppArchive('linked\n'))).status, 200);
+    const deployed = await ts.request('POST', `/api/v1/deployments/${appId}/deploy?wait=true`, { token: user.token });
+    assert.equal(deployed.status, 200, deployed.text);
+    // A replica on a worker (two replicas spread over the nodes: at least one is not on the manager).
+    const worker = layout.nodes.slice(1).find((n) => nodeDocker(n, ['ps', '-q', '--filter', `label=dev.slipway.deployment=${appId}`]).trim() !== '');
+    assert.ok(worker !== undefined, 'a replica should run on a worker');
+    const container = nodeDocker(worker, ['ps', '-q', '--filter', `label=dev.slipway.deployment=${appId}`]).trim().split('\n')[0] ?? '';
+    const env = nodeDocker(worker, ['exec', container, 'sh', '-c', 'echo "$REDIS_URL"']).trim();
+    assert.match(env, /^redis:\/\/default:.+@cache:6379\/0$/);
+    const answer = await eventually(async () => {
+      const out = nodeDocker(worker, ['exec', container, 'sh', '-c', 'printf "AUTH default %s\\r\\nGET greeting\\r\\n" "$0" | timeout 5 nc -w 2 cache 6379 || true', password]);
+      return out.includes('hello') ? out : undefined;
+    }, 20_000, 'the app to reach the database by its name');
+    assert.equal(answer, '+OK\r\n$5\r\nhello\r\n');
+    // Unlinked: the app's service leaves the database's network.
+    assert.equal((await ts.request('DELETE', `/api/v1/deployments/${appId}/databases/${dbId}`, { token: user.token })).status, 204);
+    const appService = nodeDocker(manager(), ['service', 'ls', '-q', '--filter', `label=dev.slipway.deployment=${appId}`]).trim();
+    const networks = nodeDocker(manager(), ['service', 'inspect', '--format', '{{json .Spec.TaskTemplate.Networks}}', appService]);
+    assert.equal((JSON.parse(networks) as unknown[]).length, 1, networks);
+  });
+
+  test('stop scales the task to none, start brings it back on the same node with its data', async () => {
+    assert.ok(ts !== undefined);
+    const stopped = await ts.request('POST', `/api/v1/databases/${dbId}/stop`, { token: user.token });
+    assert.equal(stopped.status, 200, stopped.text);
+    assert.equal(stopped.json.status, 'stopped');
+    assert.equal(dbServices()[0]?.Spec.Mode.Replicated.Replicas, 0);
+    const started = await ts.request('POST', `/api/v1/databases/${dbId}/start`, { token: user.token });
+    assert.equal(started.status, 200, started.text);
+    assert.equal(started.json.status, 'running', started.json.error);
+    const answer = await throughConnect(`AUTH default ${password}\r\nGET greeting\r\n`, /hello\r\n$/);
+    assert.equal(answer, '+OK\r\n$5\r\nhello\r\n');
+  });
+
+  test('delete removes the service, its network and its volume', async () => {
+    assert.ok(ts !== undefined);
+    const deleted = await ts.request('DELETE', `/api/v1/databases/${dbId}`, { token: user.token });
+    assert.equal(deleted.status, 204, deleted.text);
+    assert.equal(dbServices().length, 0);
+    assert.equal(nodeDocker(manager(), ['volume', 'ls', '-q', '--filter', `label=dev.slipway.service=${dbId}`]).trim(), '');
+    assert.equal(nodeDocker(manager(), ['network', 'ls', '-q', '--filter', `label=dev.slipway.service=${dbId}`]).trim(), '');
+  });
+});
