@@ -51,7 +51,7 @@ const live = files.filter((file) => {
 const onlyPostgres = (file) => path.relative(path.join(root, 'dist', 'test'), file).startsWith(`ha${path.sep}`);
 // The longest files start first, so the run does not end on one of them alone (longest first
 // shortens the whole run); the rest keep their order.
-const SLOW_FIRST = ['swarm/swarm-runtime', 'e2e/recovery-at-scale', 'swarm/own-registry', 'swarm/swarm-nodes', 'e2e/crash-loop', 'dashboard/', 'e2e/recovery', 'upgrade/', 'operate/disaster', 'runtime/docker-engine.test', 'fuzz/', 'swarm/', 'ha/', 'e2e/'];
+const SLOW_FIRST = ['swarm/swarm-runtime', 'e2e/recovery-at-scale', 'swarm/own-registry', 'swarm/swarm-stateful', 'swarm/swarm-nodes', 'e2e/crash-loop', 'dashboard/', 'e2e/recovery', 'upgrade/', 'operate/disaster', 'runtime/docker-engine.test', 'fuzz/', 'swarm/', 'ha/', 'e2e/'];
 const rank = (file) => {
   const at = SLOW_FIRST.findIndex((fragment) => file.includes(`${path.sep}test${path.sep}${fragment}`));
   return at === -1 ? SLOW_FIRST.length : at;

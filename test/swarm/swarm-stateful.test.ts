@@ -41,6 +41,17 @@ describe('managed databases under swarm', () => {
   let dbId = '';
   let password = '';
 
+  /** An API call; a keep-alive connection the server closed while this process was busy in a docker CLI call is dialled again. */
+  const api = async (...args: Parameters<TestServer['request']>): ReturnType<TestServer['request']> => {
+    assert.ok(ts !== undefined);
+    try {
+      return await ts.request(...args);
+    } catch (err) {
+      if (!(err instanceof TypeError)) throw err;
+      return ts.request(...args);
+    }
+  };
+  let appId = '';
   const manager = (): NonNullable<ClusterLayout['nodes'][number]> => {
     const node = layout?.nodes[0];
     assert.ok(node !== undefined);
@@ -92,7 +103,7 @@ describe('managed databases under swarm', () => {
 
   test('a database is one swarm task pinned to the manager, its volume there; db connect reaches it', async () => {
     assert.ok(ts !== undefined);
-    const created = await ts.request('POST', '/api/v1/databases', { token: user.token, body: { name: 'cache', engine: 'redis' } });
+    const created = await api('POST', '/api/v1/databases', { token: user.token, body: { name: 'cache', engine: 'redis' } });
     assert.equal(created.status, 201, created.text);
     dbId = created.json.id as string;
     const running = await waitForStatus(ts, user.token, dbId);
@@ -103,7 +114,7 @@ describe('managed databases under swarm', () => {
     assert.deepEqual(services[0]?.Spec.TaskTemplate.Placement.Constraints, [`node.id==${managerId}`]);
     assert.equal(services[0]?.Spec.Mode.Replicated.Replicas, 1);
     assert.match(nodeDocker(manager(), ['volume', 'ls', '-q', '--filter', `label=dev.slipway.service=${dbId}`]), /svc/);
-    password = (await ts.request('GET', `/api/v1/databases/${dbId}/credentials`, { token: user.token })).json.password as string;
+    password = (await api('GET', `/api/v1/databases/${dbId}/credentials`, { token: user.token })).json.password as string;
     const answer = await throughConnect(`AUTH default ${password}\r\nSET greeting hello\r\nGET greeting\r\n`, /hello\r\n$/);
     assert.equal(answer, '+OK\r\n+OK\r\n$5\r\nhello\r\n');
   });
@@ -111,13 +122,13 @@ describe('managed databases under swarm', () => {
   test('a linked app on another node reaches the database by its name over the overlay network', async () => {
     assert.ok(ts !== undefined && layout !== undefined);
     const subdomain = `swarm-db-${process.pid}`;
-    const app = await ts.request('POST', '/api/v1/deployments', { token: user.token, body: { name: subdomain, subdomain, source_type: 'archive', replicas: 2 } });
+    const app = await api('POST', '/api/v1/deployments', { token: user.token, body: { name: subdomain, subdomain, source_type: 'archive', replicas: 2 } });
     assert.equal(app.status, 201, app.text);
-    const appId = app.json.id as string;
-    const linked = await ts.request('POST', `/api/v1/deployments/${appId}/databases`, { token: user.token, body: { database_id: dbId, env: 'REDIS_URL' } });
+    appId = app.json.id as string;
+    const linked = await api('POST', `/api/v1/deployments/${appId}/databases`, { token: user.token, body: { database_id: dbId, env: 'REDIS_URL' } });
     assert.equal(linked.status, 201, linked.text);
     assert.equal((await upload(ts, user.token, appId, await whoAppArchive('linked\n'))).status, 200);
-    const deployed = await ts.request('POST', `/api/v1/deployments/${appId}/deploy?wait=true`, { token: user.token });
+    const deployed = await api('POST', `/api/v1/deployments/${appId}/deploy?wait=true`, { token: user.token });
     assert.equal(deployed.status, 200, deployed.text);
     // A replica on a worker (two replicas spread over the nodes: at least one is not on the manager).
     const worker = layout.nodes.slice(1).find((n) => nodeDocker(n, ['ps', '-q', '--filter', `label=dev.slipway.deployment=${appId}`]).trim() !== '');
@@ -131,19 +142,37 @@ describe('managed databases under swarm', () => {
     }, 20_000, 'the app to reach the database by its name');
     assert.equal(answer, '+OK\r\n$5\r\nhello\r\n');
     // Unlinked: the app's service leaves the database's network.
-    assert.equal((await ts.request('DELETE', `/api/v1/deployments/${appId}/databases/${dbId}`, { token: user.token })).status, 204);
+    assert.equal((await api('DELETE', `/api/v1/deployments/${appId}/databases/${dbId}`, { token: user.token })).status, 204);
     const appService = nodeDocker(manager(), ['service', 'ls', '-q', '--filter', `label=dev.slipway.deployment=${appId}`]).trim();
     const networks = nodeDocker(manager(), ['service', 'inspect', '--format', '{{json .Spec.TaskTemplate.Networks}}', appService]);
     assert.equal((JSON.parse(networks) as unknown[]).length, 1, networks);
   });
 
+  test("a job's run is a one-off swarm service of the live release: its output and exit code are recorded, and it is removed", async () => {
+    const job = await api('POST', `/api/v1/deployments/${appId}/jobs`, { token: user.token, body: { name: 'report', schedule: '@daily', command: ['sh', '-c', 'echo "job ran on $(hostname)"; exit 3'] } });
+    assert.equal(job.status, 201, job.text);
+    const jobId = job.json.id as string;
+    const started = await api('POST', `/api/v1/deployments/${appId}/jobs/${jobId}/runs`, { token: user.token });
+    assert.equal(started.status, 202, started.text);
+    const run = await eventually(async () => {
+      const runs = await api('GET', `/api/v1/deployments/${appId}/jobs/${jobId}/runs`, { token: user.token });
+      const first = (runs.json as Array<{ id: string; status: string; exit_code: number | null }>)[0];
+      return first !== undefined && first.status !== 'running' ? first : undefined;
+    }, 60_000, 'the run to end');
+    assert.equal(run.status, 'failed');
+    assert.equal(run.exit_code, 3);
+    const logs = await api('GET', `/api/v1/deployments/${appId}/jobs/${jobId}/runs/${run.id}/logs`, { token: user.token });
+    assert.match(logs.text, /job ran on /);
+    assert.equal(nodeDocker(manager(), ['service', 'ls', '-q', '--filter', 'label=dev.slipway.job-run']).trim(), '');
+  });
+
   test('stop scales the task to none, start brings it back on the same node with its data', async () => {
     assert.ok(ts !== undefined);
-    const stopped = await ts.request('POST', `/api/v1/databases/${dbId}/stop`, { token: user.token });
+    const stopped = await api('POST', `/api/v1/databases/${dbId}/stop`, { token: user.token });
     assert.equal(stopped.status, 200, stopped.text);
     assert.equal(stopped.json.status, 'stopped');
     assert.equal(dbServices()[0]?.Spec.Mode.Replicated.Replicas, 0);
-    const started = await ts.request('POST', `/api/v1/databases/${dbId}/start`, { token: user.token });
+    const started = await api('POST', `/api/v1/databases/${dbId}/start`, { token: user.token });
     assert.equal(started.status, 200, started.text);
     assert.equal(started.json.status, 'running', started.json.error);
     const answer = await throughConnect(`AUTH default ${password}\r\nGET greeting\r\n`, /hello\r\n$/);
@@ -152,7 +181,7 @@ describe('managed databases under swarm', () => {
 
   test('delete removes the service, its network and its volume', async () => {
     assert.ok(ts !== undefined);
-    const deleted = await ts.request('DELETE', `/api/v1/databases/${dbId}`, { token: user.token });
+    const deleted = await api('DELETE', `/api/v1/databases/${dbId}`, { token: user.token });
     assert.equal(deleted.status, 204, deleted.text);
     assert.equal(dbServices().length, 0);
     assert.equal(nodeDocker(manager(), ['volume', 'ls', '-q', '--filter', `label=dev.slipway.service=${dbId}`]).trim(), '');

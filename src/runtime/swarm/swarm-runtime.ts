@@ -5,7 +5,7 @@ import type Dockerode from 'dockerode';
 import type { Upstream } from '../../core/upstream.js';
 import { appPort, ReleaseError, releaseEnv } from '../release.js';
 import { prepareVolumes } from '../volumes.js';
-import type { AppRuntime, ReleaseState, ReleaseTarget, ReplicaStats, StartedRelease, StartReleaseOptions } from '../app-runtime.js';
+import type { AppRuntime, OneOffOptions, OneOffResult, OneOffTarget, ReleaseState, ReleaseTarget, ReplicaStats, StartedRelease, StartReleaseOptions } from '../app-runtime.js';
 import type { ContainerEngine } from '../engine.js';
 import { LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED } from '../engine.js';
 import { mergeReplicaLogs } from '../replica-logs.js';
@@ -14,6 +14,7 @@ import { deploymentNetworkName, LABEL_RELEASE, LABEL_REPLICAS, serviceSpec, serv
 import { serviceLogs, taskLogs } from './swarm-logs.js';
 import { NodeWarnings, readReplicaStats, type NodeEngines } from './replica-stats.js';
 import { statusCode } from '../docker/engine-calls.js';
+import { isJobService, runSwarmOneOff } from './swarm-one-off.js';
 
 export interface SwarmRuntimeOptions {
   readonly registry: RegistrySettings;
@@ -191,8 +192,16 @@ export class SwarmRuntime implements AppRuntime {
   async removeRelease(id: string): Promise<void> {
     const { serviceId, release } = parseReleaseId(id);
     const service = await this.#inspect(serviceId);
+    // A job's run left behind by its instance: its service goes (its task with it).
+    if (isJobService(service)) return this.#removeService(serviceId);
     if (service === undefined || service.Spec?.Labels?.[LABEL_RELEASE] !== release) return;
     await this.#removeWhole(service);
+  }
+
+  /** A job's run: a one-off service of the live release's image on the deployment's networks (src/runtime/swarm/swarm-one-off.ts). */
+  async runOnce(target: OneOffTarget, options: OneOffOptions): Promise<OneOffResult> {
+    const appService = await this.#serviceOf(target.instanceId, target.deploymentId);
+    return runSwarmOneOff({ docker: this.#docker, engine: this.#engine, registry: this.#options.registry, appService, localNodeId: () => this.#localNodeId() }, target, options);
   }
 
   async removeDeployment(instanceId: string, deploymentId: string): Promise<void> {

@@ -86,7 +86,8 @@ export class SwarmServiceHost implements ServiceHost {
     const deadline = Date.now() + 60_000;
     while ((await this.#engine.listContainers(labels)).length > 0 && Date.now() < deadline) await sleep(POLL_MS);
     const network = serviceNetworkName(instanceId, serviceId);
-    for (let attempt = 0; attempt < 10; attempt++) {
+    // An app just unlinked may still be rolling its tasks off the network (start-first, one at a time).
+    for (let attempt = 0; attempt < 60; attempt++) {
       try {
         await this.#docker.getNetwork(network).remove();
         break;
