@@ -1,16 +1,50 @@
-// Managed databases under swarm on the real test cluster (decisions §19): one task pinned to the manager's node where its volume is, linked apps on other nodes reach it by name over the overlay, `db connect` relays to it, stop/start keep its data.
+// Databases, compose sets and jobs under swarm on the real test cluster (decisions §19, §21, §22): a database pinned to the manager's node with its volume, reached by name over the overlay and through `db connect`; a compose set health-gated service by service; a job as a one-off service.
 import assert from 'node:assert/strict';
+import fsp from 'node:fs/promises';
 import net from 'node:net';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { runDbConnect } from '../../src/cli/db-connect.js';
 import { createDockerEngine } from '../../src/runtime/docker/docker-engine.js';
-import { eventually, upload } from '../helpers/apps.js';
-import { ensureBusyboxImage } from '../helpers/busybox-image.js';
+import { appRequest, eventually, tarGzOf, tempDir, upload } from '../helpers/apps.js';
+import { BUSYBOX_IMAGE, ensureBusyboxImage, writeBusyboxApp } from '../helpers/busybox-image.js';
 import { STAND_IN_IMAGES, waitForStatus } from '../helpers/databases.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { clusterScript, copyImageToNode, nodeDocker, whoAppArchive, type ClusterLayout, type ClusterScript } from '../helpers/swarm-cluster.js';
+import { clusterScript, copyImageToNode, nodeDocker, type ClusterLayout, type ClusterScript } from '../helpers/swarm-cluster.js';
 
 const REDIS = STAND_IN_IMAGES.SLIPWAY_DB_IMAGE_REDIS ?? '';
+
+/** The api service's health check: its page answers. */
+const API_HEALTHY = ['CMD', 'wget', '-q', '-O', '/dev/null', 'http://127.0.0.1:8081/'];
+
+/** A compose source: `web` built from ./web (two replicas, serving `body`), `api` from the busybox image (two replicas, `api one`, with `check`). */
+async function setArchive(body: string, check: readonly string[]): Promise<Buffer> {
+  const dir = tempDir('swarm-set');
+  try {
+    await writeBusyboxApp(path.join(dir, 'web'), { body });
+    await fsp.writeFile(path.join(dir, 'compose.yaml'), `
+services:
+  web:
+    build: ./web
+    expose: ["8080"]
+    deploy:
+      replicas: 2
+  api:
+    image: ${BUSYBOX_IMAGE}
+    command: ["sh", "-c", "mkdir -p /w && echo api one > /w/index.html && echo api starts && exec httpd -f -p 8081 -h /w"]
+    deploy:
+      replicas: 2
+    healthcheck:
+      test: ${JSON.stringify(check)}
+      interval: 1s
+      timeout: 3s
+      retries: 2
+`);
+    return await tarGzOf(dir);
+  } finally {
+    await fsp.rm(dir, { recursive: true, force: true });
+  }
+}
 
 /** Writes `text` to a loopback port and reads until `until` matches or 20 s pass. */
 function talk(port: number, text: string, until: RegExp): Promise<string> {
@@ -33,7 +67,7 @@ function talk(port: number, text: string, until: RegExp): Promise<string> {
   });
 }
 
-describe('managed databases under swarm', () => {
+describe('stateful workloads under swarm', () => {
   let cluster: ClusterScript;
   let layout: ClusterLayout | undefined;
   let ts: TestServer | undefined;
@@ -52,6 +86,7 @@ describe('managed databases under swarm', () => {
     }
   };
   let appId = '';
+  let subdomain = '';
   const manager = (): NonNullable<ClusterLayout['nodes'][number]> => {
     const node = layout?.nodes[0];
     assert.ok(node !== undefined);
@@ -119,33 +154,37 @@ describe('managed databases under swarm', () => {
     assert.equal(answer, '+OK\r\n+OK\r\n$5\r\nhello\r\n');
   });
 
-  test('a linked app on another node reaches the database by its name over the overlay network', async () => {
+  test('a compose set: each service a swarm service with its replicas on the overlay; the web one served; a linked database and the other service reached by name from a worker', async () => {
     assert.ok(ts !== undefined && layout !== undefined);
-    const subdomain = `swarm-db-${process.pid}`;
-    const app = await api('POST', '/api/v1/deployments', { token: user.token, body: { name: subdomain, subdomain, source_type: 'archive', replicas: 2 } });
+    subdomain = `swarm-set-${process.pid}`;
+    const app = await api('POST', '/api/v1/deployments', { token: user.token, body: { name: subdomain, subdomain, source_type: 'archive', compose_path: 'compose.yaml' } });
     assert.equal(app.status, 201, app.text);
     appId = app.json.id as string;
     const linked = await api('POST', `/api/v1/deployments/${appId}/databases`, { token: user.token, body: { database_id: dbId, env: 'REDIS_URL' } });
     assert.equal(linked.status, 201, linked.text);
-    assert.equal((await upload(ts, user.token, appId, await whoAppArchive('linked\n'))).status, 200);
+    assert.equal((await upload(ts, user.token, appId, await setArchive('set one\n', API_HEALTHY))).status, 200);
     const deployed = await api('POST', `/api/v1/deployments/${appId}/deploy?wait=true`, { token: user.token });
     assert.equal(deployed.status, 200, deployed.text);
-    // A replica on a worker (two replicas spread over the nodes: at least one is not on the manager).
+    assert.equal((await appRequest(ts.port, subdomain)).body, 'set one\n');
+    const replicasOf = (label: string): string => nodeDocker(manager(), ['service', 'ls', '--format', '{{.Replicas}}', '--filter', label]).trim();
+    assert.equal(replicasOf(`label=dev.slipway.deployment=${appId}`), '2/2');
+    assert.equal(replicasOf(`label=dev.slipway.set-deployment=${appId}`), '2/2');
+    // A web replica on a worker (two replicas spread over the nodes: at least one is not on the manager).
     const worker = layout.nodes.slice(1).find((n) => nodeDocker(n, ['ps', '-q', '--filter', `label=dev.slipway.deployment=${appId}`]).trim() !== '');
-    assert.ok(worker !== undefined, 'a replica should run on a worker');
+    assert.ok(worker !== undefined, 'a web replica should run on a worker');
     const container = nodeDocker(worker, ['ps', '-q', '--filter', `label=dev.slipway.deployment=${appId}`]).trim().split('\n')[0] ?? '';
-    const env = nodeDocker(worker, ['exec', container, 'sh', '-c', 'echo "$REDIS_URL"']).trim();
-    assert.match(env, /^redis:\/\/default:.+@cache:6379\/0$/);
+    assert.match(nodeDocker(worker, ['exec', container, 'sh', '-c', 'echo "$REDIS_URL"']).trim(), /^redis:\/\/default:.+@cache:6379\/0$/);
     const answer = await eventually(async () => {
       const out = nodeDocker(worker, ['exec', container, 'sh', '-c', 'printf "AUTH default %s\\r\\nGET greeting\\r\\n" "$0" | timeout 5 nc -w 2 cache 6379 || true', password]);
       return out.includes('hello') ? out : undefined;
     }, 20_000, 'the app to reach the database by its name');
     assert.equal(answer, '+OK\r\n$5\r\nhello\r\n');
-    // Unlinked: the app's service leaves the database's network.
-    assert.equal((await api('DELETE', `/api/v1/deployments/${appId}/databases/${dbId}`, { token: user.token })).status, 204);
-    const appService = nodeDocker(manager(), ['service', 'ls', '-q', '--filter', `label=dev.slipway.deployment=${appId}`]).trim();
-    const networks = nodeDocker(manager(), ['service', 'inspect', '--format', '{{json .Spec.TaskTemplate.Networks}}', appService]);
-    assert.equal((JSON.parse(networks) as unknown[]).length, 1, networks);
+    assert.equal(nodeDocker(worker, ['exec', container, 'wget', '-q', '-O', '-', 'http://api:8081/']).trim(), 'api one');
+    const logs = await eventually(async () => {
+      const text = (await api('GET', `/api/v1/deployments/${appId}/logs?tail=50`, { token: user.token })).text;
+      return /^\[api\] api starts$/m.test(text) ? text : undefined;
+    }, 20_000, 'the api service\'s lines in the merged logs');
+    assert.match(logs, /^\[web\] listening on 8080$/m);
   });
 
   test("a job's run is a one-off swarm service of the live release: its output and exit code are recorded, and it is removed", async () => {
@@ -164,6 +203,25 @@ describe('managed databases under swarm', () => {
     const logs = await api('GET', `/api/v1/deployments/${appId}/jobs/${jobId}/runs/${run.id}/logs`, { token: user.token });
     assert.match(logs.text, /job ran on /);
     assert.equal(nodeDocker(manager(), ['service', 'ls', '-q', '--filter', 'label=dev.slipway.job-run']).trim(), '');
+  });
+
+  test('a set whose other service is unhealthy fails naming it, and the previous set keeps serving; unlinking takes every service off the network', async () => {
+    assert.ok(ts !== undefined);
+    assert.equal((await upload(ts, user.token, appId, await setArchive('set two\n', ['CMD', 'false']))).status, 200);
+    const failed = await api('POST', `/api/v1/deployments/${appId}/deploy?wait=true`, { token: user.token });
+    assert.notEqual(failed.status, 200, failed.text);
+    assert.match(String(failed.json.message), /service "api"/);
+    assert.equal((await appRequest(ts.port, subdomain)).body, 'set one\n');
+    const companion = nodeDocker(manager(), ['service', 'ls', '-q', '--filter', `label=dev.slipway.set-deployment=${appId}`]).trim();
+    // Rolled back to the previous set's spec (its health check), its replicas serving.
+    assert.match(nodeDocker(manager(), ['service', 'inspect', '--format', '{{json .Spec.TaskTemplate.ContainerSpec.Healthcheck.Test}}', companion]), /wget/);
+    assert.equal(nodeDocker(manager(), ['service', 'ls', '--format', '{{.Replicas}}', '--filter', `label=dev.slipway.set-deployment=${appId}`]).trim(), '2/2');
+    assert.equal((await api('DELETE', `/api/v1/deployments/${appId}/databases/${dbId}`, { token: user.token })).status, 204);
+    for (const label of [`dev.slipway.deployment=${appId}`, `dev.slipway.set-deployment=${appId}`]) {
+      const service = nodeDocker(manager(), ['service', 'ls', '-q', '--filter', `label=${label}`]).trim();
+      const networks = nodeDocker(manager(), ['service', 'inspect', '--format', '{{json .Spec.TaskTemplate.Networks}}', service]);
+      assert.equal((JSON.parse(networks) as unknown[]).length, 1, networks);
+    }
   });
 
   test('stop scales the task to none, start brings it back on the same node with its data', async () => {

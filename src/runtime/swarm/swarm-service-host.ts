@@ -8,6 +8,7 @@ import type { ServiceDialer, ServiceHost } from '../service-host.js';
 import { serviceContainer, serviceLabels, serviceNetworkName, serviceVolumeName, type ServiceSpec as HostedSpec } from '../service.js';
 import { statusCode } from '../docker/engine-calls.js';
 import { pinnedServiceName, pinnedServiceSpec } from './pinned-service-spec.js';
+import { companionsOf } from './swarm-set.js';
 import { PROBE_TARGET, updateAtVersion, type ServiceSpec, type SwarmService, type SwarmTask } from './swarm-service.js';
 
 const POLL_MS = 500;
@@ -116,9 +117,11 @@ export class SwarmServiceHost implements ServiceHost {
     const id = await this.#networkId(name);
     if (id === undefined) return;
     for (const deploymentId of deploymentIds) {
-      const services = (await this.#docker.listServices({
-        filters: { label: [`${LABEL_MANAGED}=true`, `${LABEL_INSTANCE}=${instanceId}`, `${LABEL_DEPLOYMENT}=${deploymentId}`] },
-      })) as SwarmService[];
+      const services = [
+        ...((await this.#docker.listServices({ filters: { label: [`${LABEL_MANAGED}=true`, `${LABEL_INSTANCE}=${instanceId}`, `${LABEL_DEPLOYMENT}=${deploymentId}`] } })) as SwarmService[]),
+        // A compose set's other services.
+        ...(await companionsOf(this.#docker, instanceId, deploymentId)),
+      ];
       for (const service of services) {
         const joined = (service.Spec?.TaskTemplate?.['Networks'] as Array<{ Target?: string }> | undefined) ?? [];
         if (!joined.some((n) => n.Target === id || n.Target === name)) continue;
