@@ -118,17 +118,20 @@ describe('stateful workloads under swarm', () => {
   before(async () => {
     cluster = await clusterScript();
     layout = await cluster.up(process.pid);
-    await ensureBusyboxImage(createDockerEngine(`unix://${manager().socket}`));
-    // The database's image is taken from the manager's engine (its task is pinned there): no registry, no pull.
-    await copyImageToNode(manager(), REDIS);
-    ts = await startTestServer({
-      ...STAND_IN_IMAGES,
-      DOCKER_HOST: `unix://${manager().socket}`,
-      SLIPWAY_RUNTIME: 'swarm',
-      SLIPWAY_REGISTRY: layout.registry,
-      SLIPWAY_BUILD_NETWORK: 'none',
-      SLIPWAY_STARTUP_TIMEOUT_SECONDS: '15',
-    });
+    const [, , server] = await Promise.all([
+      ensureBusyboxImage(createDockerEngine(`unix://${manager().socket}`)),
+      // The database's image is taken from the manager's engine (its task is pinned there): no registry, no pull.
+      copyImageToNode(manager(), REDIS),
+      startTestServer({
+        ...STAND_IN_IMAGES,
+        DOCKER_HOST: `unix://${manager().socket}`,
+        SLIPWAY_RUNTIME: 'swarm',
+        SLIPWAY_REGISTRY: layout.registry,
+        SLIPWAY_BUILD_NETWORK: 'none',
+        SLIPWAY_STARTUP_TIMEOUT_SECONDS: '15',
+      }),
+    ]);
+    ts = server;
     user = await ts.newUser('swarm-db');
   });
   after(async () => {
