@@ -58,10 +58,12 @@ const rank = (file) => {
 };
 const byDuration = (files) => files.map((file, at) => ({ file, at })).sort((a, b) => rank(a.file) - rank(b.file) || a.at - b.at).map(({ file }) => file);
 // TAP on stdout (CI reads the counts), and on stderr at the end the slowest files and every failure with its file.
+// The timeout bounds each test and each file as a whole: 10 min, so a slow file on a busy machine
+// is not cut off while a hung one still ends the run in time.
 const NODE_TEST = [
   '--test',
   '--test-concurrency=3',
-  '--test-timeout=300000',
+  '--test-timeout=600000',
   '--test-reporter=tap',
   '--test-reporter-destination=stdout',
   `--test-reporter=${path.join(root, 'scripts', 'test-summary-reporter.mjs')}`,
