@@ -129,4 +129,6 @@ export interface BackupStore {
   getSchedule(databaseId: string): Promise<BackupSchedule | undefined>;
   setSchedule(schedule: BackupSchedule | { database_id: string; remove: true }): Promise<void>;
   allSchedules(): Promise<BackupSchedule[]>;
+  /** The schedules of these databases (a page of the list), those that have one. */
+  schedulesOf(databaseIds: readonly string[]): Promise<BackupSchedule[]>;
 }

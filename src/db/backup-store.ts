@@ -235,6 +235,11 @@ export function databaseBackupStore(db: Db, cipher: ValueCipher): BackupStore {
     async allSchedules() {
       return (await db.selectFrom('backup_schedules').selectAll().execute()).map(toSchedule);
     },
+
+    async schedulesOf(databaseIds) {
+      if (databaseIds.length === 0) return [];
+      return (await db.selectFrom('backup_schedules').selectAll().where('database_id', 'in', [...databaseIds]).execute()).map(toSchedule);
+    },
   };
 }
 
