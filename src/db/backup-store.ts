@@ -185,7 +185,8 @@ export function databaseBackupStore(db: Db, cipher: ValueCipher): BackupStore {
     },
 
     async allRunning() {
-      return (await db.selectFrom('backups').selectAll().where('status', '=', 'running').execute()).map(toBackup);
+      // `succeeded` with a runner: being verified.
+      return (await db.selectFrom('backups').selectAll().where((eb) => eb.or([eb('status', '=', 'running'), eb.and([eb('status', '=', 'succeeded'), eb('runner', 'is not', null)])])).execute()).map(toBackup);
     },
 
     async createRestore(row) {
