@@ -1,5 +1,5 @@
 // Commands on backups (decisions §20): db backups, backup, restore, backup-schedule, and destinations ls/add/test/rm.
-import { Option, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { ApiClient } from '../api-client.js';
 import { CliError } from '../cli-error.js';
 import type { CliIo } from '../cli-io.js';
@@ -50,7 +50,7 @@ const run = (io: CliIo, body: (client: ApiClient, signal: AbortSignal) => Promis
 /** Waiting options: how long at most (seconds), 0 = do not wait. */
 function timeoutOption(raw: string): number {
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < 0) throw new CliError('--timeout must be a whole number of seconds (0: do not wait)');
+  if (!/^\d{1,7}$/.test(raw)) throw new InvalidArgumentError('expected a whole number of seconds (0: do not wait)');
   return value;
 }
 
