@@ -57,11 +57,23 @@ const rank = (file) => {
   return at === -1 ? SLOW_FIRST.length : at;
 };
 const byDuration = (files) => files.map((file, at) => ({ file, at })).sort((a, b) => rank(a.file) - rank(b.file) || a.at - b.at).map(({ file }) => file);
+// TAP on stdout (CI reads the counts), and on stderr at the end the slowest files and every failure with its file.
+// The timeout bounds each test and each file as a whole: 10 min, so a slow file on a busy machine
+// is not cut off while a hung one still ends the run in time.
+const NODE_TEST = [
+  '--test',
+  '--test-concurrency=3',
+  '--test-timeout=600000',
+  '--test-reporter=tap',
+  '--test-reporter-destination=stdout',
+  `--test-reporter=${path.join(root, 'scripts', 'test-summary-reporter.mjs')}`,
+  '--test-reporter-destination=stderr',
+];
 // Three files at a time: most of a file's time is spent waiting on the engine (builds, container starts), so
 // a third one uses what two leave idle on a two-core machine.
 const sqliteFiles = byDuration(live.filter((file) => !onlyPostgres(file)));
 if (sqliteFiles.length > 0) {
-  run(process.execPath, ['--test', '--test-concurrency=3', '--test-timeout=300000', ...sqliteFiles], {
+  run(process.execPath, [...NODE_TEST, ...sqliteFiles], {
     env: { ...process.env, SLIPWAY_ALLOW_PRIVATE_GIT: 'true' },
   });
 }
@@ -73,7 +85,7 @@ if (neutral.length > 0) {
   const databaseUrl = await ensurePostgres();
   if (databaseUrl !== null) {
     process.stderr.write(`[setup] running ${neutral.length} suites again on PostgreSQL\n`);
-    run(process.execPath, ['--test', '--test-concurrency=3', '--test-timeout=300000', ...neutral], {
+    run(process.execPath, [...NODE_TEST, ...neutral], {
       env: { ...process.env, SLIPWAY_ALLOW_PRIVATE_GIT: 'true', SLIPWAY_TEST_DATABASE_URL: databaseUrl },
     });
   }
