@@ -74,7 +74,7 @@ async function allServing(h: Host, apps: Map<string, string>, since: number): Pr
   const pending = new Map(apps);
   while (pending.size > 0) {
     await Promise.all([...pending].map(async ([s, expected]) => ((await body(h.port, `${s}.localhost:${h.port}`)) === expected ? pending.delete(s) : undefined)));
-    if (performance.now() - since > 1_800_000) throw new Error(`${pending.size} apps never served`);
+    if (performance.now() - since > 600_000) throw new Error(`${pending.size} apps never served`);
     if (pending.size > 0) await new Promise((resolve) => setTimeout(resolve, 100));
   }
   return (performance.now() - since) / 1000;
@@ -94,8 +94,8 @@ async function deployAll(h: Host, archives: Map<string, Buffer>, apps: Map<strin
         const form = new FormData();
         form.append('archive', new Blob([archives.get(s)!]), 'a.tar.gz');
         await request(url, 'POST', `/api/v1/deployments/${id}/upload`, { token, raw: form });
-        const deployed = await request(url, 'POST', `/api/v1/deployments/${id}/deploy`, { token });
-        if (deployed.status >= 300) throw new Error(`deploy of ${s} failed: ${deployed.text}`);
+        const deployed = await request(url, 'POST', `/api/v1/deployments/${id}/deploy?wait=true`, { token });
+        if (deployed.status !== 200) throw new Error(`deploy of ${s} failed: ${deployed.text}`);
       }
     }),
   );
