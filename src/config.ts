@@ -122,8 +122,9 @@ export interface Config {
 export interface SelfBackupSettings {
   /** A cron expression (five fields, or six with seconds), in UTC. */
   readonly schedule: string;
-  /** Where they go: a local directory (absolute path) for now; a §20 destination id once those exist. */
-  readonly directory: string;
+  /** Where they go: a local directory (absolute path), or else a §20 backup destination (its id or name). */
+  readonly directory?: string;
+  readonly destination?: string;
   /** Backups kept there (older ones are removed after each new one). */
   readonly keep: number;
 }
@@ -470,12 +471,12 @@ function selfBackupSettings(env: Env): SelfBackupSettings | undefined {
   if (!valid) {
     throw new ConfigError(`SLIPWAY_SELF_BACKUP_SCHEDULE must be a cron expression of five fields (or six, seconds first), such as "0 3 * * *", got "${schedule}"`);
   }
-  if (!path.isAbsolute(destination)) {
-    throw new ConfigError(
-      `SLIPWAY_SELF_BACKUP_DESTINATION must be an absolute directory path in this version (backup destinations by id, decisions §20, are not available yet), got "${destination}"`,
-    );
+  if (path.isAbsolute(destination)) return { schedule: fields.join(' '), directory: destination, keep: 14 };
+  // A destination's id (a UUID) or its name (a DNS label, as the API allows).
+  if (!/^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)$/.test(destination.toLowerCase())) {
+    throw new ConfigError(`SLIPWAY_SELF_BACKUP_DESTINATION must be a backup destination's id or name, or an absolute directory path, got "${destination}"`);
   }
-  return { schedule: fields.join(' '), directory: destination, keep: 14 };
+  return { schedule: fields.join(' '), destination: destination.toLowerCase(), keep: 14 };
 }
 
 /** An absolute file path, if set. */

@@ -104,6 +104,11 @@ async function postgresDialect(url: string): Promise<Dialect> {
   return new PostgresDialect({ pool });
 }
 
+/** The database as it is, not migrated: for a command run beside a server (which owns the migrations) that only reads it. */
+export async function connectDatabase(options: { file: string; url?: string | undefined }): Promise<Db> {
+  return new Kysely<Database>({ dialect: options.url === undefined ? sqliteDialect(options.file) : await postgresDialect(options.url) });
+}
+
 /**
  * Opens the database — PostgreSQL when `url` is given, else the SQLite file (created if needed) —
  * and brings its schema up to date.
