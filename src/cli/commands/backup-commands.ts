@@ -5,9 +5,9 @@ import { CliError } from '../cli-error.js';
 import type { CliIo } from '../cli-io.js';
 import { connect, withInterrupt, withJson, type JsonOption } from '../command-context.js';
 import { confirmOrRefuse } from '../confirm.js';
-import { ago, printFields, printJson, printTable, shortId } from '../output.js';
+import { ago, humanBytes, printFields, printJson, printTable, shortId } from '../output.js';
 import { createPrompter } from '../prompt.js';
-import { findDatabase, humanBytes } from './db-commands.js';
+import { findDatabase } from '../find-database.js';
 import { findTeam } from './team-commands.js';
 
 interface Backup {
