@@ -46,7 +46,7 @@ export async function runScript(engine: ContainerEngine, containerId: string, co
 }
 
 /** Runs a short command in a container; its output, or an error with its last line. */
-async function run(engine: ContainerEngine, containerId: string, argv: readonly string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<string> {
+async function run(engine: ContainerEngine, containerId: string, argv: readonly string[], env: Record<string, string> = {}, timeoutMs = 30_000): Promise<string> {
   const result = await engine.execInContainer!(containerId, argv, { env, timeoutMs });
   if (result.exitCode !== 0) throw new Error(`${argv[0]} exited with ${result.exitCode}: ${lastLine(result.output)}`);
   return result.output;
@@ -62,16 +62,19 @@ export class WalArchiver {
   }
 
   /** One round: receivers of databases without `pitr` removed (their slot dropped), then each `pitr` database archived. */
-  async round(): Promise<void> {
+  async round(signal: AbortSignal = new AbortController().signal): Promise<void> {
     const ctx = this.#ctx;
     const schedules = new Map((await ctx.store.allSchedules()).filter((s) => s.pitr).map((s) => [s.database_id, s]));
     await this.#removeStale(schedules);
     for (const schedule of schedules.values()) {
+      if (signal.aborted) return;
       const db = await ctx.databases.store.get(schedule.database_id);
       if (db === undefined || db.status !== 'running' || ENGINES[db.engine].pointInTime === undefined) continue;
       try {
-        await this.archive(db, schedule);
+        await this.archive(db, schedule, signal);
       } catch (err) {
+        // A round cut short by a shutdown or a lost leadership is no failure of the archive.
+        if (signal.aborted) return;
         const message = errorDetail(err);
         ctx.log('warn', `the write-ahead log of database ${db.name} was not archived this round`, { message });
         await ctx.pitr.setArchivedUntil(db.id, null, message);
@@ -110,7 +113,7 @@ export class WalArchiver {
   }
 
   /** Archives one database: its receiver ensured, its log closed when written to, every completed file uploaded; then base backups as due. */
-  async archive(db: DatabaseRow, schedule: BackupSchedule): Promise<void> {
+  async archive(db: DatabaseRow, schedule: BackupSchedule, signal: AbortSignal): Promise<void> {
     const ctx = this.#ctx;
     const { engine, instanceId } = ctx.databases;
     const adapter = ENGINES[db.engine];
@@ -132,13 +135,13 @@ export class WalArchiver {
     const needed = (await run(engine, container.id, wal.switchLog(credentials).argv, wal.switchLog(credentials).env)).trim();
     const deadline = Date.now() + RECEIVE_WAIT_MS;
     for (;;) {
-      const archived = await this.#uploadCompleted(db, receiver, adapter.dataDir, wal, objects, schedule.destination_id);
+      const archived = await this.#uploadCompleted(db, receiver, adapter.dataDir, wal, objects, schedule.destination_id, signal);
       if (archived.has(needed) || archived.has(`${needed}.gz`)) {
         await ctx.pitr.setArchivedUntil(db.id, now.toISOString(), null);
         break;
       }
       if (Date.now() >= deadline) throw new Error(`the log receiver did not receive ${needed} within ${RECEIVE_WAIT_MS / 1000} s`);
-      await sleep(250);
+      await sleep(250, undefined, { signal });
     }
     await this.#baseBackupIfDue(db, schedule);
   }
@@ -179,7 +182,7 @@ export class WalArchiver {
   }
 
   /** Uploads every completed file the receiver holds that is not archived yet (then deletes it there); the names archived. */
-  async #uploadCompleted(db: DatabaseRow, receiverId: string, dir: string, wal: WalArchiving, objects: ObjectStore, destinationId: string): Promise<Set<string>> {
+  async #uploadCompleted(db: DatabaseRow, receiverId: string, dir: string, wal: WalArchiving, objects: ObjectStore, destinationId: string, stop: AbortSignal): Promise<Set<string>> {
     const ctx = this.#ctx;
     const { engine } = ctx.databases;
     const listing = await run(engine, receiverId, ['find', dir, '-maxdepth', '1', '-type', 'f', '-printf', '%f %T@\\n']);
@@ -192,7 +195,7 @@ export class WalArchiver {
     for (const [name, mtime] of files) {
       if (!archived.has(name)) {
         const key = walFileKey(db, name);
-        const signal = AbortSignal.timeout(UPLOAD_TIMEOUT_MS);
+        const signal = AbortSignal.any([stop, AbortSignal.timeout(UPLOAD_TIMEOUT_MS)]);
         const exec = await engine.execStream!(receiverId, ['cat', '--', `${dir}/${name}`], { signal });
         const counter = new HashingCounter();
         await objects.put(key, chain(chain(exec.stdout, encryptStream(ctx.streamKey)), counter), signal);
@@ -314,5 +317,5 @@ export async function pruneBaseBackups(ctx: BackupsContext, databaseId: string, 
 
 /** The archiver's round as a background task (the leader's, every SLIPWAY_PITR_ROUND_SECONDS). */
 export function walArchiveTask(archiver: WalArchiver, everyMs: number): BackgroundTask {
-  return { name: 'archiving write-ahead logs', scope: 'leaderOnly', everyMs, immediately: true, run: () => archiver.round() };
+  return { name: 'archiving write-ahead logs', scope: 'leaderOnly', everyMs, immediately: true, run: (signal) => archiver.round(signal) };
 }

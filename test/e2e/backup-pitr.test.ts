@@ -19,7 +19,7 @@ describe('point-in-time recovery (PostgreSQL)', () => {
   let containerId: string;
 
   before(async () => {
-    s = await startTestServer({ ...STAND_IN_IMAGES, SLIPWAY_PITR_ROUND_SECONDS: '2' });
+    s = await startTestServer({ ...STAND_IN_IMAGES, SLIPWAY_PITR_ROUND_SECONDS: '2' }, undefined, { log: (level, message, detail) => process.env['PITR_DEBUG'] === undefined || process.stderr.write(`[${level}] ${message} ${JSON.stringify(detail ?? {})}\n`) });
     alice = await s.newUser('alice');
     destinationId = (await s.request('POST', '/api/v1/backup-destinations', { token: alice.token, body: { name: 'here', type: 'local' } })).json.id;
     const created = await s.request('POST', '/api/v1/databases', { token: alice.token, body: { name: 'ledger', engine: 'postgres' } });
@@ -76,7 +76,7 @@ describe('point-in-time recovery (PostgreSQL)', () => {
     const done = await eventually(async () => {
       const r = await s.request('GET', `/api/v1/databases/${dbId}/restores/${started.json.id}`, { token: alice.token });
       return r.json.status === 'running' ? undefined : r.json;
-    }, 90_000, 'the point-in-time restore to end');
+    }, 240_000, 'the point-in-time restore to end');
     assert.equal(done.status, 'succeeded', done.error);
     assert.equal((await waitForStatus(s, alice.token, targetId)).status, 'running');
     const copyCreds = (await s.request('GET', `/api/v1/databases/${targetId}/credentials`, { token: alice.token })).json;
