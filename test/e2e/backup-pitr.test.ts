@@ -46,7 +46,7 @@ describe('point-in-time recovery (PostgreSQL)', () => {
     const first = await eventually(async () => {
       const w = await windowOf(dbId);
       return w.from !== null ? w : undefined;
-    }, 60_000, 'the first base backup and archived log');
+    }, 150_000, 'the first base backup and archived log');
     assert.equal(first.pitr, true);
     assert.equal(first.base_backups, 1);
     const [receiver] = await receivers();
@@ -61,7 +61,7 @@ describe('point-in-time recovery (PostgreSQL)', () => {
     const window = await eventually(async () => {
       const w = await windowOf(dbId);
       return w.until !== null && w.until > at ? w : undefined;
-    }, 30_000, 'the log up to the chosen time to be archived');
+    }, 60_000, 'the log up to the chosen time to be archived');
 
     // Refusals change nothing.
     assertError(await restore(dbId, { at }), 400, 'validation_error', 'at without into');
