@@ -101,15 +101,15 @@ export async function recover(ctx: BackupsContext, targetId: string, recovery: R
   const { engine, instanceId } = ctx.databases;
   const adapter = ENGINES[recovery.source.engine];
   const wal = adapter.pointInTime!;
-  await ctx.databases.work.settled(targetId);
-  const target = await ctx.databases.store.get(targetId);
-  if (target?.status !== 'running') throw new BackupStepError('create', `the new database did not start: ${target?.error ?? 'unknown'}`);
+  // Its first start is cut short (its fresh data would be thrown away): its network and volume are
+  // made; the recovered data takes the volume, and the database is started once, at the end.
+  await ctx.databases.work.abort(targetId);
   const credentials = await ctx.databases.store.credentials(targetId);
   if (credentials === undefined) throw new BackupStepError('create', 'the new database no longer exists');
-  // Its fresh data goes: the recovered data takes its place in the same volume.
   await ctx.databases.store.update(targetId, { status: 'creating', error: null });
   const fresh = await serviceContainer(engine, instanceId, targetId);
   if (fresh !== undefined) await engine.removeContainer(fresh.id);
+  await ctx.databases.engine.ensureVolume({ name: serviceVolumeName(instanceId, targetId), labels: serviceLabels(instanceId, targetId) });
 
   const volume = serviceVolumeName(instanceId, targetId);
   const dataDir = `${adapter.dataDir}/${wal.dataSubdir}`;
@@ -137,6 +137,7 @@ export async function recover(ctx: BackupsContext, targetId: string, recovery: R
   // 1. The base backup and the log, laid in the volume by a helper of the same image (its own user).
   const layer = await helper({ entrypoint: ['sleep'], command: ['infinity'], env: {}, user: wal.user });
   try {
+    await exec(engine, layer.id, ['mkdir', '-p', '-m', '700', '--', dataDir], 'lay out');
     await exec(engine, layer.id, ['find', dataDir, '-mindepth', '1', '-delete'], 'lay out');
     await pipeIn(engine, layer.id, ['tar', '-x', '-f', '-', '-C', dataDir], await openStored(ctx, recovery.base.destination_id, recovery.base.location, recovery.base.sha256, false, signal), 'base backup', signal);
     await exec(engine, layer.id, ['mkdir', '-p', '--', staging], 'lay out');
