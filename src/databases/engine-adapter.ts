@@ -56,6 +56,15 @@ export interface EngineAdapter {
   /** Where a `file` restore writes the dump, and the server command that then loads it. */
   readonly restoreFile?: string;
   restoreCommand?(credentials: DatabaseCredentials): readonly string[];
+  /**
+   * A `file` restore into a database's own volume: once a server run on `restoreCommand` has
+   * loaded the file, the commands that make it the server's own data again (Redis: its append-only
+   * file rewritten from it), run in order, then `adopted` polled until true.
+   */
+  adoptRestore?(credentials: DatabaseCredentials): readonly ContainerCommand[];
+  adoption?(credentials: DatabaseCredentials): ContainerCommand;
+  /** Whether the adoption's output says it ended; a string: it failed, and why. */
+  adopted?(result: ExecResult): boolean | string;
   /** A command whose output tells what the database holds: its tables (and rows) or its keys. */
   inventory(credentials: DatabaseCredentials): ContainerCommand;
   /** The inventory command's output, read. */

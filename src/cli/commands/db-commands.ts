@@ -1,4 +1,4 @@
-// Commands on managed databases (decisions §19): db create, ls, info, credentials, link, unlink, stop, start, rm.
+// Commands on managed databases (decisions §19): db create, ls, info, credentials, link, unlink, stop, start, rm (and the backup commands of backup-commands.ts).
 import { Option, type Command } from 'commander';
 import type { ApiClient } from '../api-client.js';
 import { CliError } from '../cli-error.js';
@@ -9,6 +9,7 @@ import { ago, printFields, printJson, printTable } from '../output.js';
 import { createPrompter } from '../prompt.js';
 import { resolveApp } from '../resolve-app.js';
 import { findTeam } from './team-commands.js';
+import { registerDbBackupCommands } from './backup-commands.js';
 
 interface ManagedDatabase {
   id: string;
@@ -300,4 +301,6 @@ Examples:
       io.stdout.write(`Deleted database ${found.name}.\n`);
     }),
   );
+
+  registerDbBackupCommands(db, io);
 }
