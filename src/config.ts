@@ -33,6 +33,8 @@ export interface Config {
   readonly insecureFastPasswordHashing: boolean;
   /** SLIPWAY_ALLOW_PRIVATE_TARGETS: let outgoing requests a tenant chooses (notification channels, backup targets) reach loopback/private/link-local/metadata addresses. */
   readonly allowPrivateTargets: boolean;
+  /** SLIPWAY_PITR_ROUND_SECONDS: how often a database with point-in-time recovery has its log closed (when written to) and archived (docs/backups.md). */
+  readonly pitrRoundSeconds: number;
   /** SLIPWAY_SMTP_URL: the mail server e-mail notifications go out through (`smtp://` or `smtps://`, credentials in the URL); undefined = no e-mail. */
   readonly smtpUrl: string | undefined;
   /** SLIPWAY_SMTP_FROM: the sender of e-mail notifications. */
@@ -349,6 +351,7 @@ export function loadConfig(env: Env = process.env): Config {
     allowPrivateGit: bool(env, 'SLIPWAY_ALLOW_PRIVATE_GIT', false),
     insecureFastPasswordHashing: bool(env, 'SLIPWAY_INSECURE_FAST_PASSWORD_HASHING', false),
     allowPrivateTargets: bool(env, 'SLIPWAY_ALLOW_PRIVATE_TARGETS', false),
+    pitrRoundSeconds: integer(env, 'SLIPWAY_PITR_ROUND_SECONDS', 20, 2, 50),
     smtpUrl: smtpUrl(env),
     smtpFrom: text(env, 'SLIPWAY_SMTP_FROM') ?? `Slipway <slipway@${domain}>`,
     dockerHost: text(env, 'DOCKER_HOST'),

@@ -3,6 +3,7 @@ import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import type { BackgroundTask } from '../core/background.js';
 import { getDatabaseRow } from '../databases/database-access.js';
+import { ENGINES } from '../databases/engines.js';
 import type { BackupsContext } from './backups-context.js';
 import type { BackupRow } from './backup-store.js';
 import { newBackupRow, recordAndTake } from './backups.js';
@@ -19,6 +20,7 @@ export async function setBackupSchedule(ctx: BackupsContext, principal: Principa
   if (input === null) return ctx.store.setSchedule({ database_id: db.id, remove: true });
   if (typeof input !== 'object') throw new DomainError('validation_error', 'backup must be an object {schedule, destination_id, keep} or null');
   const checked = checkSchedule(input);
+  if (checked.pitr && ENGINES[db.engine].pointInTime === undefined) throw new DomainError('validation_error', `backup.pitr (point-in-time recovery) is offered for PostgreSQL databases; "${db.name}" is ${db.engine}`);
   await getDestinationRow(ctx, principal, checked.destination_id, 'read');
   await ctx.store.setSchedule({ database_id: db.id, ...checked });
 }

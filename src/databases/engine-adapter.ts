@@ -1,5 +1,6 @@
 // One database engine behind one small interface (like Kysely's dialects): its image setting, environment, data directory, port, URL and health probe.
 import type { ExecResult } from '../runtime/engine.js';
+import type { WalArchiving } from './wal-archiving.js';
 
 export const DATABASE_ENGINES = ['postgres', 'mysql', 'redis'] as const;
 export type DatabaseEngineName = (typeof DATABASE_ENGINES)[number];
@@ -70,6 +71,8 @@ export interface EngineAdapter {
   parseInventory(output: string): Inventory;
   /** The file extension of a decrypted dump (downloads). */
   readonly dumpExtension: string;
+  /** Point-in-time recovery (`pitr`), for the engines that offer it. */
+  readonly pointInTime?: WalArchiving;
 }
 
 /** What a database holds, compared between a source and its restored backup. */

@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { databasePitrStore } from '../../src/db/pitr-store.js';
 import { databaseBackupStore } from '../../src/db/backup-store.js';
 import type { Db } from '../../src/db/database.js';
 import { ValueCipher } from '../../src/secrets/value-cipher.js';
@@ -36,6 +37,7 @@ describe('backups lost with their instance', () => {
     const database = { id: 'db1', seq: 1, name: 'main', engine: 'redis', image: 'img', status: 'running', error: null, user_id: 'u1', team_id: null, memory_bytes: null, nano_cpus: null, container_id: null, size_bytes: 0, worker_instance: null, created_at: now, updated_at: now };
     ctx = {
       store,
+      pitr: databasePitrStore(db),
       databases: { engine, instanceId: 'inst', limits: { defaultNanoCpus: 1e9 }, store: { get: async (id: string) => (id === 'db1' ? database : undefined), credentials: async () => undefined }, log: () => undefined } as never,
       dataDir,
       allowPrivateTargets: true,

@@ -92,7 +92,7 @@ describe('MariaDB and Redis backups', () => {
 
   test('a schedule on the database (PATCH backup): checked, shown, and its destination cannot be deleted while used', async () => {
     const path = `/api/v1/databases/${ids['redis']}`;
-    for (const bad of [{ schedule: 'often', destination_id: destinationId }, { schedule: '0 3 * * *', destination_id: destinationId, keep: 0 }, { schedule: '0 3 * * *', destination_id: destinationId, keep: 366 }]) {
+    for (const bad of [{ schedule: 'often', destination_id: destinationId }, { schedule: '0 3 * * *', destination_id: destinationId, keep: 0 }, { schedule: '0 3 * * *', destination_id: destinationId, keep: 366 }, { schedule: '0 3 * * *', destination_id: destinationId, pitr: true }]) {
       assertError(await s.request('PATCH', path, { token: alice.token, body: { backup: bad } }), 400, 'validation_error', JSON.stringify(bad));
     }
     const bob = await s.newUser('bob');
