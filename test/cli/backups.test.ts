@@ -85,6 +85,20 @@ describe('slipway backup commands', () => {
     assert.match(restored.stdout, new RegExp(`Restored backup ${id} into cache \\(the data before it is in backup [0-9a-f]{8}\\)`));
     assert.deepEqual(await keys(), ['a', 'b']);
 
+    // Point in time needs a moment and a new database, and is PostgreSQL's only (this one is Redis).
+    const neither = await run(['db', 'restore', 'cache', '--yes']);
+    assert.equal(neither.code, 1);
+    assert.match(neither.stderr, /--backup ID, or --at TIME --into NEW/);
+    const noInto = await run(['db', 'restore', 'cache', '--at', '2026-11-28T21:00:00Z', '--yes']);
+    assert.match(noInto.stderr, /goes into a new database: add --into NAME/);
+    const notPostgres = await run(['db', 'restore', 'cache', '--at', '2026-11-28T21:00:00Z', '--into', 'cache-then', '--yes']);
+    assert.equal(notPostgres.code, 1);
+    assert.match(notPostgres.stderr, /restore|point/i);
+    assert.equal((await server.request('GET', '/api/v1/databases', { token: user.token })).json.some((d: { name: string }) => d.name === 'cache-then'), false, 'no database created');
+    const pitrOnRedis = await run(['db', 'backup-schedule', 'cache', '--schedule', '0 3 * * *', '--destination', 'offsite', '--pitr']);
+    assert.equal(pitrOnRedis.code, 1);
+    assert.match(pitrOnRedis.stderr, /pitr|point/i);
+
     const off = await run(['db', 'backup-schedule', 'cache', '--off']);
     assert.match(off.stdout, /no backup schedule now/);
     const missing = await run(['db', 'restore', 'cache', '--backup', 'ffffffff', '--yes']);

@@ -152,25 +152,41 @@ export function registerDbBackupCommands(db: Command, io: CliIo): void {
     db
       .command('restore')
       .argument('<database>', 'name or id')
-      .requiredOption('-b, --backup <id>', 'the backup (its id, or the start of it as `slipway db backups` shows it)')
+      .option('-b, --backup <id>', 'the backup (its id, or the start of it as `slipway db backups` shows it)')
+      .option('--at <time>', 'PostgreSQL with point-in-time recovery: the moment to recover to (ISO 8601, e.g. 2026-11-28T21:05:00Z); needs --into')
       .option('--into <name>', 'restore into a new database of this name instead of replacing the data')
       .option('-y, --yes', 'do not ask for confirmation')
       .option('--timeout <seconds>', 'wait at most this long for it to end (0: do not wait)', timeoutOption, 3600)
-      .description("restore a backup: in place (a safety backup first; the data is replaced; linked apps restart) or --into a new database"),
-  ).action((ref: string, options: JsonOption & { backup: string; into?: string; yes?: boolean; timeout: number }) =>
+      .description("restore a backup: in place (a safety backup first; the data is replaced; linked apps restart) or --into a new database; or --at a moment --into a new database"),
+  ).action((ref: string, options: JsonOption & { backup?: string; at?: string; into?: string; yes?: boolean; timeout: number }) =>
     run(io, async (client, signal) => {
+      if ((options.backup === undefined) === (options.at === undefined)) throw new CliError('name what to restore: --backup ID, or --at TIME --into NEW (point in time)');
+      if (options.at !== undefined && options.into === undefined) throw new CliError('a point-in-time restore goes into a new database: add --into NAME');
       const found = await findDatabase(client, ref);
-      const backup = await findBackup(client, found.id, options.backup, found.name);
-      if (backup.status !== 'verified' && backup.status !== 'succeeded') throw new CliError(`backup ${shortId(backup.id)} is ${describeStatus(backup)}: it cannot be restored`);
-      const taken = new Date(backup.started_at).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+      // `what`: what the messages name; `replaced`: the in-place question's words for it.
+      let what: string;
+      let replaced = '';
+      let body: Record<string, string>;
+      if (options.at !== undefined) {
+        what = `${found.name} as it was at ${options.at}`;
+        body = { at: options.at, into: options.into as string };
+      } else {
+        const backup = await findBackup(client, found.id, options.backup as string, found.name);
+        if (backup.status !== 'verified' && backup.status !== 'succeeded') throw new CliError(`backup ${shortId(backup.id)} is ${describeStatus(backup)}: it cannot be restored`);
+        const taken = new Date(backup.started_at).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+        what = `backup ${shortId(backup.id)}`;
+        replaced = `backup ${shortId(backup.id)} taken ${taken}`;
+        if (options.into !== undefined) what = `backup ${shortId(backup.id)} of ${found.name} taken ${taken}`;
+        body = { backup_id: backup.id, ...(options.into === undefined ? {} : { into: options.into }) };
+      }
       if (options.yes !== true) {
         const question =
           options.into === undefined
-            ? `Replace ALL the data of database ${found.name} with backup ${shortId(backup.id)} taken ${taken}? A safety backup of the current data is taken first; apps linked to it restart. [y/N] `
-            : `Restore backup ${shortId(backup.id)} of ${found.name} taken ${taken} into a new database ${options.into}? [y/N] `;
+            ? `Replace ALL the data of database ${found.name} with ${replaced}? A safety backup of the current data is taken first; apps linked to it restart. [y/N] `
+            : `Restore ${what} into a new database ${options.into}? [y/N] `;
         await confirmOrRefuse(io, signal, question, 'not restored (answer "y" to confirm, or pass --yes)');
       }
-      const started = await client.request<Restore>('POST', `/api/v1/databases/${found.id}/restore`, { body: { backup_id: backup.id, ...(options.into === undefined ? {} : { into: options.into }) } });
+      const started = await client.request<Restore>('POST', `/api/v1/databases/${found.id}/restore`, { body });
       const quiet = options.json === true;
       const { value, ended } =
         options.timeout === 0
@@ -183,7 +199,7 @@ export function registerDbBackupCommands(db: Command, io: CliIo): void {
               signal,
             });
       if (options.json === true) printJson(io.stdout, value);
-      if (value.status === 'failed') throw new CliError(`restore of backup ${shortId(backup.id)} failed: ${value.error ?? 'no reason given'}`);
+      if (value.status === 'failed') throw new CliError(`restore of ${what} failed: ${value.error ?? 'no reason given'}`);
       if (!ended) {
         if (!quiet) io.stdout.write(`Restore ${shortId(value.id)} is ${value.status}.\n`);
         if (options.timeout > 0) throw new CliError(`the restore did not end within ${options.timeout} s (it goes on on the server)`);
@@ -192,8 +208,8 @@ export function registerDbBackupCommands(db: Command, io: CliIo): void {
       if (quiet) return;
       io.stdout.write(
         options.into === undefined
-          ? `Restored backup ${shortId(backup.id)} into ${found.name}${value.safety_backup_id === null ? '' : ` (the data before it is in backup ${shortId(value.safety_backup_id)})`}.\n`
-          : `Restored backup ${shortId(backup.id)} into the new database ${options.into}.\n`,
+          ? `Restored ${what} into ${found.name}${value.safety_backup_id === null ? '' : ` (the data before it is in backup ${shortId(value.safety_backup_id)})`}.\n`
+          : `Restored ${what} into the new database ${options.into}.\n`,
       );
     }),
   );
@@ -206,19 +222,23 @@ export function registerDbBackupCommands(db: Command, io: CliIo): void {
       .option('-d, --destination <destination>', 'where the backups go (name or id)')
       .option('-k, --keep <n>', 'verified backups kept, 1 to 365 (default 7); older ones are deleted from the destination')
       .option('--off', 'remove the schedule (its backups stay)')
+      .option('--pitr', 'PostgreSQL: stream the write-ahead log too, for point-in-time recovery (db restore --at)')
+      .option('--no-pitr', 'stop streaming the write-ahead log')
       .description('show, set or remove its backup schedule'),
-  ).action((ref: string, options: JsonOption & { schedule?: string; destination?: string; keep?: string; off?: boolean }) =>
+  ).action((ref: string, options: JsonOption & { schedule?: string; destination?: string; keep?: string; off?: boolean; pitr?: boolean }) =>
     run(io, async (client) => {
       const found = await findDatabase(client, ref);
       type WithBackup = { backup?: { schedule: string; destination_id: string; keep: number; pitr: boolean } | null };
       let current: WithBackup;
       if (options.off === true) {
         current = await client.request<WithBackup>('PATCH', `/api/v1/databases/${found.id}`, { body: { backup: null } });
-      } else if (options.schedule !== undefined || options.destination !== undefined || options.keep !== undefined) {
+      } else if (options.schedule !== undefined || options.destination !== undefined || options.keep !== undefined || options.pitr !== undefined) {
         if (options.schedule === undefined || options.destination === undefined) throw new CliError('set a schedule with both --schedule CRON and --destination DEST (and --keep N)');
         const keep = options.keep === undefined ? undefined : Number(options.keep);
         const destination = await findDestination(client, options.destination);
-        current = await client.request<WithBackup>('PATCH', `/api/v1/databases/${found.id}`, { body: { backup: { schedule: options.schedule, destination_id: destination.id, ...(keep === undefined ? {} : { keep }) } } });
+        current = await client.request<WithBackup>('PATCH', `/api/v1/databases/${found.id}`, {
+          body: { backup: { schedule: options.schedule, destination_id: destination.id, ...(keep === undefined ? {} : { keep }), ...(options.pitr === undefined ? {} : { pitr: options.pitr }) } },
+        });
       } else {
         current = await client.request<WithBackup>('GET', `/api/v1/databases/${found.id}`);
       }
@@ -230,6 +250,7 @@ export function registerDbBackupCommands(db: Command, io: CliIo): void {
         ['schedule', `${schedule.schedule} (UTC)`],
         ['destination', destination === undefined ? schedule.destination_id : destination.name],
         ['keep', `${schedule.keep} verified backups`],
+        ['point in time', schedule.pitr ? 'on (slipway db restore --at TIME --into NEW)' : 'off'],
       ]);
     }),
   );
