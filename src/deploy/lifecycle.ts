@@ -1,6 +1,7 @@
 // The deployment lifecycle on the engine: deploy (build + release), stop, restart, rollback, delete, logs and metrics, recovery.
 import type { BuildRow } from '../domain/builds.js';
-import type { DeployOptions, DeploymentMetrics, DeploymentOperations } from '../domain/operations.js';
+import type { DeployOptions, DeploymentMetrics, DeploymentOperations, ReleaseServiceView } from '../domain/operations.js';
+import { listReleaseServices } from './release-services.js';
 import type { MetricsPoint } from '../domain/metrics-history.js';
 import type { Principal } from '../core/principal.js';
 import type { DeploymentAction } from '../domain/policy.js';
@@ -90,6 +91,10 @@ export class DeploymentLifecycle implements DeploymentOperations {
     const stats = live?.container_id == null ? [] : await this.#parts.runtime.releaseStats(live.container_id, signal);
     if (stats.length === 0) throw new DomainError('invalid_state', `${dep.subdomain} has no running container`);
     return summedMetrics(stats);
+  }
+
+  services(principal: Principal, deploymentId: string): Promise<ReleaseServiceView[]> {
+    return listReleaseServices(this.#parts, principal, deploymentId);
   }
 
   async metricsHistory(principal: Principal, deploymentId: string): Promise<MetricsPoint[]> {

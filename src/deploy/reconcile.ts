@@ -5,6 +5,7 @@ import { parseUpstreams, sameUpstreams } from '../core/upstream.js';
 import type { DataPlane } from '../proxy/data-plane.js';
 import type { AppRuntime, ReleaseState } from '../runtime/app-runtime.js';
 import { containerIdsOf, DockerRuntime } from '../runtime/docker/docker-runtime.js';
+import { parseReleaseId } from '../runtime/docker/set-release-id.js';
 import type { ContainerEngine, ContainerInfo } from '../runtime/engine.js';
 import { LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED, appNetworkName, buildNetworkName } from '../runtime/engine.js';
 import { imageRepositoryPrefix, imageTag } from './images.js';
@@ -100,8 +101,13 @@ export async function planRecovery(deps: ReconcileDeps, engineUp: boolean): Prom
   // Engine objects labelled by this installation that no record accounts for, as they are now.
   const knownContainers = new Set(builds.flatMap((b) => (b.container_id === null ? [] : containerIdsOf(b.container_id))));
   const strayContainers = containers.filter((c) => !knownContainers.has(c.id));
-  // Networks are shared by the installation's containers; any other network carrying its label is a leftover.
+  // Networks are shared by the installation's containers, or a recorded release set's own; any other
+  // network carrying its label is a leftover (a set's, when a crash cut its release short).
   const networks = new Set([appNetworkName(deps.instanceId), buildNetworkName(deps.instanceId)]);
+  for (const b of builds) {
+    const network = b.container_id === null ? null : parseReleaseId(b.container_id).network;
+    if (network !== null) networks.add(network);
+  }
   const strayNetworks = (await engine.listNetworks(mine)).filter((n) => !networks.has(n.name));
   // Volumes hold app data: only those of deployments that no longer exist (a delete cut short) go.
   const knownDeployments = new Set(deployments.map((d) => d.id));
