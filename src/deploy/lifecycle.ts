@@ -159,7 +159,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
   recoverInBackground(plan: RecoveryPlan): void {
     this.#background.track(this.requeueInterrupted(plan.interrupted));
     this.#background.track(
-      this.recoverReleases(plan.pending).then(async () => {
+      (plan.freeVolumes?.() ?? Promise.resolve()).then(() => this.recoverReleases(plan.pending)).then(async () => {
         if (this.#closing.signal.aborted) return;
         if (plan.pending.length > 0) this.#parts.deps.log('info', `recovery done: ${plan.pending.length} release(s) handled`);
         await plan.sweep?.();

@@ -39,6 +39,11 @@ export interface RecoveryPlan {
   readonly pending: readonly PendingRelease[];
   /** Removes the engine objects no record accounts for (seen before anything could create new ones). */
   readonly sweep: (() => Promise<void>) | undefined;
+  /**
+   * Stops and removes, before any release is started again, the strays that hold a volume
+   * read-write (a set cut short while its holder had taken the volume over): one writer at a time.
+   */
+  readonly freeVolumes?: (() => Promise<void>) | undefined;
 }
 
 /**
@@ -118,6 +123,14 @@ export async function planRecovery(deps: ReconcileDeps, engineUp: boolean): Prom
   const prefix = imageRepositoryPrefix(deps.instanceId);
   const strayImages = (await engine.listImages({})).flatMap((image) => image.tags.filter((tag) => tag.startsWith(prefix) && !keptImages.has(tag)));
 
+  const holders = strayContainers.filter((c) => c.state !== 'exited' && c.state !== 'created' && (c.volumes ?? []).length > 0);
+  const freeVolumes = async (): Promise<void> => {
+    for (const container of holders) {
+      log('info', `stopping unknown container ${container.name}: it holds a volume a release may need`);
+      await engine.stopContainer(container.id, 10).catch((err: unknown) => log('warn', `could not stop container ${container.name}`, { err }));
+    }
+  };
+
   const sweep = async (): Promise<void> => {
     for (const container of strayContainers) {
       log('info', `removing unknown container ${container.name}`);
@@ -136,5 +149,5 @@ export async function planRecovery(deps: ReconcileDeps, engineUp: boolean): Prom
       await engine.removeImage(tag).catch((err: unknown) => log('warn', `could not remove image ${tag}`, { err }));
     }
   };
-  return { interrupted, pending, sweep };
+  return { interrupted, pending, sweep, freeVolumes };
 }

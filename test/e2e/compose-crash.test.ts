@@ -6,8 +6,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { LABEL_DEPLOYMENT, LABEL_MANAGED } from '../../src/runtime/engine.js';
-import { appRequest, eventually, tarGzOf, tempDir, testEngine } from '../helpers/apps.js';
-import { BUSYBOX_IMAGE, ensureBusyboxImage, writeBusyboxApp } from '../helpers/busybox-image.js';
+import { appRequest, eventually, testEngine } from '../helpers/apps.js';
+import { BUSYBOX_IMAGE } from '../helpers/busybox-image.js';
+import { composeArchive } from '../helpers/compose-stack.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, loginAs, removeEngineObjects, request, spawnServerProcess, testEnv, type ServerProcess } from '../helpers/server.js';
 
 /** web + a worker; `stuck` adds a worker whose health check never passes, so the release waits on it. */
@@ -24,17 +25,7 @@ services:
 ${stuck ? `    healthcheck: {test: ["CMD", "false"], interval: 2s, retries: 1000}\n` : ''}`;
 }
 
-async function archive(stuck: boolean, body: string): Promise<Buffer> {
-  await ensureBusyboxImage(testEngine());
-  const dir = tempDir('compose-crash');
-  try {
-    await writeBusyboxApp(path.join(dir, 'web'), { body });
-    await fsp.writeFile(path.join(dir, 'compose.yaml'), compose(stuck));
-    return await tarGzOf(dir);
-  } finally {
-    await fsp.rm(dir, { recursive: true, force: true });
-  }
-}
+const archive = (stuck: boolean, body: string): Promise<Buffer> => composeArchive(compose(stuck), body);
 
 describe('a compose release cut short by a crash', () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-compose-crash-'));
@@ -72,11 +63,15 @@ describe('a compose release cut short by a crash', () => {
     const building = await request(server.url, 'POST', `/api/v1/deployments/${id}/deploy`, { token });
     assert.equal(building.status, 202, building.text);
     // The new set is up but not healthy: its containers and its network exist, the switch waits.
+    await eventually(async () => {
+      const log = await request(server!.url, 'GET', `/api/v1/deployments/${id}/builds/${building.json.id as string}/logs`, { token });
+      return /==> starting service "worker"/.test(log.text) ? true : undefined;
+    }, 240_000, 'the new set starting');
     const cut = await eventually(async () => {
       const containers = (await engine.listContainers(mine)).filter((c) => !oldContainers.includes(c.id));
       const networks = (await engine.listNetworks(mine)).filter((n) => !oldNetworks.includes(n.name));
       return containers.length === 2 && networks.length === 1 ? { containers: containers.map((c) => c.id), network: networks[0]!.name } : undefined;
-    }, 120_000, 'the new set started');
+    }, 30_000, 'the new set started');
     await server.kill('SIGKILL');
     assert.equal((await engine.listContainers(mine)).filter((c) => cut.containers.includes(c.id)).length, 2, 'the crash left them behind');
 
