@@ -16,7 +16,7 @@ const serving = (text: string): string => `
     expose: ["80"]`;
 
 /** What busybox nc prints when nothing answers: nothing (the connection timed out), or why it could not connect. */
-const NO_ANSWER = /^(nc: can't connect to remote host \([^)]+\): (Connection refused|No route to host|Network is unreachable)\n)?exit=1\n$/;
+const NO_ANSWER = /^(nc: timed out\n|nc: can't connect to remote host \([^)]+\): (Connection refused|No route to host|Network is unreachable)\n)?exit=1\n$/;
 
 describe('compose sets: isolation between deployments', () => {
   let ts: TestServer;
