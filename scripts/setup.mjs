@@ -17,7 +17,7 @@ function log(message) {
 export function run(cmd, args, options = {}) {
   const result = spawnSync(cmd, args, { stdio: 'inherit', cwd: root, ...options });
   if (result.status !== 0) {
-    log(`${cmd} ${args.join(' ')} failed (exit ${result.status ?? result.signal})`);
+    log(`${[cmd, ...args.slice(0, 4)].join(' ')}${args.length > 4 ? ` … (${args.length - 4} more arguments)` : ''} failed (exit ${result.status ?? result.signal})`);
     process.exit(result.status ?? 1);
   }
 }

@@ -29,6 +29,8 @@ export interface Config {
   readonly maxArchiveEntries: number;
   /** SLIPWAY_ALLOW_PRIVATE_GIT: allow file:// and loopback/private git hosts. */
   readonly allowPrivateGit: boolean;
+  /** SLIPWAY_INSECURE_FAST_PASSWORD_HASHING: new password hashes at 1/96 of the standard scrypt work (test suites only: never in production). */
+  readonly insecureFastPasswordHashing: boolean;
   /** SLIPWAY_ALLOW_PRIVATE_TARGETS: let outgoing requests a tenant chooses (notification channels, backup targets) reach loopback/private/link-local/metadata addresses. */
   readonly allowPrivateTargets: boolean;
   /** SLIPWAY_SMTP_URL: the mail server e-mail notifications go out through (`smtp://` or `smtps://`, credentials in the URL); undefined = no e-mail. */
@@ -344,6 +346,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxExpandedBytes: integer(env, 'SLIPWAY_MAX_EXPANDED_BYTES', 2 * 1024 ** 3, 1, Number.MAX_SAFE_INTEGER),
     maxArchiveEntries: integer(env, 'SLIPWAY_MAX_ARCHIVE_ENTRIES', 100_000, 1, 10_000_000),
     allowPrivateGit: bool(env, 'SLIPWAY_ALLOW_PRIVATE_GIT', false),
+    insecureFastPasswordHashing: bool(env, 'SLIPWAY_INSECURE_FAST_PASSWORD_HASHING', false),
     allowPrivateTargets: bool(env, 'SLIPWAY_ALLOW_PRIVATE_TARGETS', false),
     smtpUrl: smtpUrl(env),
     smtpFrom: text(env, 'SLIPWAY_SMTP_FROM') ?? `Slipway <slipway@${domain}>`,

@@ -7,6 +7,7 @@ import type { Part } from '../core/parts.js';
 import { BuildLogStore, type BuildLogs } from '../deploy/build-logs.js';
 import type { Coordination } from '../deploy/coordination.js';
 import { bootstrapAdmin } from '../domain/accounts.js';
+import { useFastPasswordHashing } from '../domain/password-hashing.js';
 import { KeyUsage } from '../domain/key-usage.js';
 import type { ValueCipher } from '../secrets/value-cipher.js';
 import { SourceStore } from '../source/source-store.js';
@@ -63,6 +64,8 @@ async function buildStores({ config, db, cipher, coordination, runner, log }: St
   const buildLogs: BuildLogs = shared ? databaseBuildLogs(db, { maxBytes: config.buildLogMaxBytes, coordination, self: runner, fallback: diskLogs, log }) : diskLogs;
   const apiKeys = databaseApiKeyStore(db);
   const accounts = databaseAccountStore(db);
+  useFastPasswordHashing(config.insecureFastPasswordHashing);
+  if (config.insecureFastPasswordHashing) log('warn', 'SLIPWAY_INSECURE_FAST_PASSWORD_HASHING is set: new password hashes are weak (meant for test suites only)');
   const admin = await bootstrapAdmin(
     accounts,
     config.adminEmail !== undefined && config.adminPassword !== undefined ? { email: config.adminEmail, password: config.adminPassword } : undefined,

@@ -12,13 +12,27 @@ const scrypt = promisify(crypto.scrypt) as (
 // OWASP Password Storage Cheat Sheet lists equivalent scrypt settings; N=2^15, r=8, p=3 costs the
 // same work as N=2^17, p=1 with 32 MiB of memory per hash instead of 128 MiB, which keeps the
 // server's footprint small while several logins run at once.
-const SCRYPT = { N: 2 ** 15, r: 8, p: 3, keylen: 32 } as const;
+const STANDARD = { N: 2 ** 15, r: 8, p: 3 } as const;
+// SLIPWAY_INSECURE_FAST_PASSWORD_HASHING (test suites only): 1/96 of the work, so hundreds of
+// throwaway accounts do not spend minutes of CPU. Hashes name their parameters: either verifies.
+const FAST_FOR_TESTS = { N: 2 ** 10, r: 8, p: 1 } as const;
+const KEYLEN = 32;
 const SCRYPT_MAXMEM = 256 * 1024 * 1024;
+
+let SCRYPT: { readonly N: number; readonly r: number; readonly p: number } = STANDARD;
+
+/** Chooses the cost of new hashes for the whole process (a server sets it from its configuration as it starts; in a process with several servers, the last one started decides). */
+export function useFastPasswordHashing(fast: boolean): void {
+  const chosen = fast ? FAST_FOR_TESTS : STANDARD;
+  if (chosen === SCRYPT) return;
+  SCRYPT = chosen;
+  dummyHash = undefined;
+}
 
 /** Hashes a password as `scrypt$N$r$p$salt$hash` (base64 parts), so parameters can change later. */
 export async function hashPassword(password: string): Promise<string> {
   const salt = crypto.randomBytes(16);
-  const hash = await scrypt(password, salt, SCRYPT.keylen, { N: SCRYPT.N, r: SCRYPT.r, p: SCRYPT.p, maxmem: SCRYPT_MAXMEM });
+  const hash = await scrypt(password, salt, KEYLEN, { N: SCRYPT.N, r: SCRYPT.r, p: SCRYPT.p, maxmem: SCRYPT_MAXMEM });
   return ['scrypt', SCRYPT.N, SCRYPT.r, SCRYPT.p, salt.toString('base64'), hash.toString('base64')].join('$');
 }
 

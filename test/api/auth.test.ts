@@ -257,6 +257,17 @@ describe('accounts', () => {
     assert.equal((await s.request('GET', '/api/v1/users/me', { token: user.apiKey })).status, 200);
   });
 
+  test('a server without SLIPWAY_INSECURE_FAST_PASSWORD_HASHING stores the standard cost (the test servers use the cheap one)', async () => {
+    const standard = await startTestServer({ SLIPWAY_INSECURE_FAST_PASSWORD_HASHING: 'false' });
+    try {
+      const user = await standard.newUser('standard-cost');
+      const hash = withDb(standard.dataDir, (db) => (db.prepare('SELECT password_hash FROM users WHERE email = ?').get(user.email) as { password_hash: string }).password_hash);
+      assert.match(hash, /^scrypt\$32768\$8\$3\$/);
+    } finally {
+      await standard.close();
+    }
+  });
+
   test('passwords are stored as scrypt; API keys and session tokens only as SHA-256', async () => {
     const user = await s.newUser('storage');
     const created = await s.request('POST', '/api/v1/api-keys', { token: user.token, body: { name: 'stored' } });

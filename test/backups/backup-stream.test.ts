@@ -34,7 +34,8 @@ describe('backup stream format', () => {
       const plain = crypto.randomBytes(size);
       const sealed = await encrypt(plain);
       assert.ok(sealed.subarray(0, 8).equals(Buffer.from('SLIPWAYB')), 'the header starts with the magic');
-      assert.ok(!sealed.includes(plain.subarray(0, Math.min(16, size))) || size === 0, 'no plaintext in the object');
+      // 16 random bytes turn up in the object by chance with odds of about 2^-128 per offset; a shorter plaintext could (one byte nearly always does).
+      if (size >= 16) assert.ok(!sealed.includes(plain.subarray(0, 16)), 'no plaintext in the object');
       for (const piece of [1, 29, 4096]) assert.ok((await decrypt(sealed, key, piece)).equals(plain), `size ${size}, pieces of ${piece}`);
     }
   });

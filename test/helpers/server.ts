@@ -87,6 +87,8 @@ export function testEnv(dataDir: string, overrides: Record<string, string> = {})
     SLIPWAY_ADMIN_EMAIL: ADMIN_EMAIL,
     SLIPWAY_ADMIN_PASSWORD: ADMIN_PASSWORD,
     SLIPWAY_ALLOW_PRIVATE_GIT: 'true',
+    // Hundreds of throwaway accounts: cheap hashes (test/api/auth checks the standard cost on its own server).
+    SLIPWAY_INSECURE_FAST_PASSWORD_HASHING: 'true',
     SLIPWAY_LOG_LEVEL: 'silent',
     SLIPWAY_STARTUP_TIMEOUT_SECONDS: '20',
     // The routing suites run against both planes (test/helpers/planes.ts); the rest use Node's,
