@@ -55,10 +55,13 @@ describe('a compose release cut short by a crash', () => {
     const building = await request(server.url, 'POST', `/api/v1/deployments/${id}/deploy`, { token });
     assert.equal(building.status, 202, building.text);
     // The new set is up but not healthy: its containers and its network exist, the switch waits.
+    let buildLog = '';
     await eventually(async () => {
-      const log = await request(server!.url, 'GET', `/api/v1/deployments/${id}/builds/${building.json.id as string}/logs`, { token });
-      return /==> starting service "worker"/.test(log.text) ? true : undefined;
-    }, 240_000, 'the new set starting');
+      buildLog = (await request(server!.url, 'GET', `/api/v1/deployments/${id}/builds/${building.json.id as string}/logs`, { token })).text;
+      return /==> starting service "worker"/.test(buildLog) ? true : undefined;
+    }, 240_000, 'the new set starting').catch((err: unknown) => {
+      throw new Error(`${String(err)}; the build log:\n${buildLog.slice(-3000)}`);
+    });
     const cut = await eventually(async () => {
       const containers = await engine.listContainers(mine);
       const networks = await engine.listNetworks(mine);
