@@ -22,7 +22,7 @@ services:
   worker:
     image: ${BUSYBOX_IMAGE}
     command: ["sh", "-c", "while true; do sleep 1; done"]
-${stuck ? `    healthcheck: {test: ["CMD", "false"], interval: 2s, retries: 1000}\n` : ''}`;
+${stuck ? `    healthcheck: {test: ["CMD", "false"], interval: 2s, retries: 100}\n` : ''}`;
 }
 
 const archive = (stuck: boolean, body: string): Promise<Buffer> => composeArchive(compose(stuck), body);
@@ -58,6 +58,7 @@ describe('a compose release cut short by a crash', () => {
     let buildLog = '';
     await eventually(async () => {
       buildLog = (await request(server!.url, 'GET', `/api/v1/deployments/${id}/builds/${building.json.id as string}/logs`, { token })).text;
+      if (/^==> failed: /m.test(buildLog)) throw new Error('the build failed');
       return /==> starting service "worker"/.test(buildLog) ? true : undefined;
     }, 240_000, 'the new set starting').catch((err: unknown) => {
       throw new Error(`${String(err)}; the build log:\n${buildLog.slice(-3000)}`);
