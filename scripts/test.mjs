@@ -75,7 +75,7 @@ if (databaseUrl !== null) process.stderr.write(`[setup] ${postgresRuns.length} s
 
 // The longest files start first, so the run does not end on one of them alone (longest first
 // shortens the whole run); the rest keep their order.
-const SLOW_FIRST = ['swarm/swarm-runtime', 'e2e/recovery-at-scale', 'swarm/own-registry', 'swarm/swarm-nodes', 'e2e/crash-loop', 'ha/', 'dashboard/', 'e2e/recovery', 'upgrade/', 'operate/disaster', 'runtime/docker-engine.test', 'fuzz/', 'swarm/', 'e2e/'];
+const SLOW_FIRST = ['swarm/swarm-runtime', 'e2e/recovery-at-scale', 'swarm/own-registry', 'swarm/swarm-stateful', 'swarm/swarm-nodes', 'e2e/crash-loop', 'ha/', 'dashboard/', 'e2e/recovery', 'upgrade/', 'operate/disaster', 'runtime/docker-engine.test', 'fuzz/', 'swarm/', 'e2e/'];
 const testPath = (file) => path.relative(path.join(root, 'dist'), file).split(path.sep).slice(1).join('/');
 const rank = (file) => {
   const at = SLOW_FIRST.findIndex((fragment) => testPath(file).startsWith(fragment));

@@ -103,7 +103,7 @@ async function addControlPlane(parts: Parts, config: Config, options: StartOptio
   const engineRuntime = parts.add('runtime', await runtimePart(config, instanceId, log, options.engine));
   // Managed databases (decisions §19): every release gets its linked databases through the runtime.
   const databases = parts.add('databases', await databasesPart({
-    config, log, stores, instanceId, self: runner, background, engine: engineRuntime.engine, engineUp: engineRuntime.engineUp,
+    config, log, stores, instanceId, self: runner, background, engine: engineRuntime.engine, services: engineRuntime.services, engineUp: engineRuntime.engineUp,
     liveInstances: () => stores.registry.liveIds(new Date()),
     authenticate: (bearer) => authenticateBearer(stores.accounts, stores.keyUsage, bearer),
     refuse: (socket, err) => { const { status, body } = toErrorResponse(err); endSocketWithError(socket, status, body); },

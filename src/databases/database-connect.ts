@@ -1,11 +1,10 @@
 // `slipway db connect`'s server side: an authenticated WebSocket per client connection, carried to the database over its private network (no port is ever published).
-import net from 'node:net';
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, createWebSocketStream, type WebSocket } from 'ws';
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
-import { serviceContainer, serviceNetworkName } from '../runtime/service.js';
+import type { ServiceDialer } from '../runtime/service-host.js';
 import type { DatabasesContext } from './database-context.js';
 import { getDatabaseRow } from './database-access.js';
 import { ENGINES } from './engines.js';
@@ -23,7 +22,7 @@ export const ACCESS_ENDED = 4403;
 export const DATABASE_ENDED = 4409;
 
 interface OpenStream {
-  readonly tcp: net.Socket;
+  readonly tcp: Duplex;
   readonly ws: WebSocket;
   readonly bearer: string | undefined;
   readonly databaseId: string;
@@ -101,7 +100,7 @@ export function databaseConnector(
       const match = CONNECT_PATH.exec((req.url ?? '').split('?')[0] ?? '');
       if (match === null) return false;
       void (async () => {
-        let target: { host: string; port: number };
+        let dial: ServiceDialer;
         const header = req.headers.authorization;
         const bearer = header?.startsWith('Bearer ') === true ? header.slice(7) : undefined;
         let databaseId: string;
@@ -112,22 +111,18 @@ export function databaseConnector(
           if (row.status !== 'running') {
             throw new DomainError('invalid_state', `database "${row.name}" is ${row.status}: start it first (slipway db start ${row.name})`);
           }
-          const container = await serviceContainer(ctx.engine, ctx.instanceId, row.id);
-          const host = container === undefined ? null : ((await ctx.engine.containerAddress?.(container.id, serviceNetworkName(ctx.instanceId, row.id))) ?? null);
-          if (host === null) throw new DomainError('invalid_state', `database "${row.name}" has no running container`);
-          target = { host, port: ENGINES[row.engine].port };
+          const dialer = await ctx.services.dialer(ctx.instanceId, row.id, ENGINES[row.engine].port, DIAL_TIMEOUT_MS);
+          if (dialer === null) throw new DomainError('invalid_state', `database "${row.name}" has no running container`);
+          dial = dialer;
         } catch (err) {
           refuse(socket, err);
           return;
         }
         wss.handleUpgrade(req, socket, head, (ws) => {
-          // No Nagle delay: a database's small request-answer turns (pgbench -S) must not wait for ACKs.
-          const tcp = net.connect({ host: target.host, port: target.port, timeout: DIAL_TIMEOUT_MS, noDelay: true });
+          const tcp = dial();
           const entry: OpenStream = { tcp, ws, bearer, databaseId, lastPong: Date.now(), checking: false, closing: false };
           open.add(entry);
           ws.on('pong', () => (entry.lastPong = Date.now()));
-          tcp.once('connect', () => tcp.setTimeout(0));
-          tcp.once('timeout', () => tcp.destroy());
           const stream = createWebSocketStream(ws);
           const end = (): void => {
             open.delete(entry);

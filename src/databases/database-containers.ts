@@ -2,7 +2,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ContainerEngine } from '../runtime/engine.js';
 import { lastOutput, lastLine } from '../runtime/release.js';
-import { runService } from '../runtime/service.js';
+import type { ServiceHost } from '../runtime/service-host.js';
 import type { DatabaseCredentials, EngineAdapter } from './engine-adapter.js';
 
 /**
@@ -23,6 +23,7 @@ export class DatabaseStartError extends Error {
 
 export interface DatabaseRunContext {
   readonly engine: ContainerEngine;
+  readonly services: ServiceHost;
   readonly instanceId: string;
   readonly subnetPool: string;
 }
@@ -64,7 +65,7 @@ export async function startDatabaseContainer(
 ): Promise<string> {
   await ensureDatabaseImage(ctx.engine, adapter, db.image, signal);
   signal.throwIfAborted();
-  const container = await runService(ctx.engine, {
+  const container = await ctx.services.run({
     instanceId: ctx.instanceId,
     serviceId: db.id,
     image: db.image,

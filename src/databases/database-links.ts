@@ -5,8 +5,6 @@ import type { EnvVar } from '../domain/app-config.js';
 import { checkEnvKey } from '../domain/app-config.js';
 import { deploymentRecord } from '../domain/audit.js';
 import { getDeploymentRow } from '../domain/deployments.js';
-import { LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED } from '../runtime/engine.js';
-import { ensureServiceNetwork, serviceNetworkName } from '../runtime/service.js';
 import type { DatabasesContext } from './database-context.js';
 import type { DatabaseRow } from './database-store.js';
 import { ENGINES } from './engines.js';
@@ -39,7 +37,6 @@ export async function linkDatabase(ctx: DatabasesContext, principal: Principal, 
   const database = await getDatabaseRow(ctx, principal, input.database_id, 'change');
   const sameOwner = database.team_id === deployment.team_id && (database.team_id !== null || database.user_id === deployment.user_id);
   if (!sameOwner) throw notFound();
-  if (ctx.runtime !== 'docker') throw new DomainError('invalid_state', 'linking databases needs SLIPWAY_RUNTIME=docker on this version');
   const created_at = new Date().toISOString();
   const outcome = await ctx.store.link(
     { database_id: database.id, deployment_id: deployment.id, env, created_at },
@@ -70,12 +67,8 @@ export async function unlinkDatabase(ctx: DatabasesContext, principal: Principal
 }
 
 /** Takes the containers of `deploymentIds` off the database's network (access ends now, not at their next release). */
-export async function detachLinkedApps(ctx: Pick<DatabasesContext, 'engine' | 'instanceId'>, databaseId: string, deploymentIds: readonly string[]): Promise<void> {
-  const network = serviceNetworkName(ctx.instanceId, databaseId);
-  for (const deploymentId of deploymentIds) {
-    const containers = await ctx.engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: ctx.instanceId, [LABEL_DEPLOYMENT]: deploymentId });
-    for (const container of containers) await ctx.engine.disconnectNetwork?.(network, container.id);
-  }
+export async function detachLinkedApps(ctx: Pick<DatabasesContext, 'services' | 'instanceId'>, databaseId: string, deploymentIds: readonly string[]): Promise<void> {
+  await ctx.services.detach(ctx.instanceId, databaseId, deploymentIds);
 }
 
 /**
@@ -90,7 +83,7 @@ export async function linkedReleaseParts(ctx: DatabasesContext, deploymentId: st
     const credentials = database === undefined ? undefined : await ctx.store.credentials(database.id);
     if (database === undefined || credentials === undefined) continue;
     vars.push({ key: link.env, value: ENGINES[database.engine].url(credentials, database.name), secret: true, updated_at: link.created_at });
-    networks.push(await ensureServiceNetwork(ctx.engine, ctx.instanceId, database.id, ctx.subnetPool));
+    networks.push(await ctx.services.network(ctx.instanceId, database.id, ctx.subnetPool));
   }
   return { vars, networks };
 }

@@ -4,6 +4,7 @@ import type { DeploymentCatalog } from '../domain/deployment-catalog.js';
 import { QuotaGuard, type QuotaStore } from '../domain/quotas.js';
 import type { AppRuntime } from '../runtime/app-runtime.js';
 import type { ContainerEngine } from '../runtime/engine.js';
+import { engineServiceHost, type ServiceHost } from '../runtime/service-host.js';
 import type { DatabaseLog, DatabasesContext } from './database-context.js';
 import type { DatabaseStore } from './database-store.js';
 import { linkedReleaseParts } from './database-links.js';
@@ -57,6 +58,8 @@ export function createDatabasesPart(options: {
   /** The stores it reads and writes (built over the database by the stores part). */
   readonly stores: { readonly managedDatabases: DatabaseStore; readonly catalog: DeploymentCatalog; readonly quotaStore: QuotaStore };
   readonly engine: ContainerEngine;
+  /** Where databases run (the runtime part's); absent: containers on `engine`. */
+  readonly services?: ServiceHost | undefined;
   readonly config: Config;
   readonly instanceId: string;
   /** This instance's runner id (instances.id). */
@@ -73,6 +76,7 @@ export function createDatabasesPart(options: {
     deployments: options.stores.catalog,
     quotas: new QuotaGuard(options.stores.quotaStore, config.quotas),
     engine: options.engine,
+    services: options.services ?? engineServiceHost(options.engine),
     instanceId: options.instanceId,
     self: options.self,
     images: config.databaseImages,

@@ -7,7 +7,6 @@ import { pageFromRows, type Page, type PageRequest } from '../core/page.js';
 import { actorOf, type AuditRecord } from '../domain/audit.js';
 import { authorizeTeam } from '../domain/policy.js';
 import type { ContainerStats } from '../runtime/engine.js';
-import { serviceContainer } from '../runtime/service.js';
 import type { DatabasesContext } from './database-context.js';
 import type { DatabaseChanges, DatabaseRow } from './database-store.js';
 import { DATABASE_ENGINES, type DatabaseCredentials, type DatabaseEngineName } from './engine-adapter.js';
@@ -16,7 +15,6 @@ import { detachLinkedApps } from './database-links.js';
 import { getDatabaseRow } from './database-access.js';
 import { measureSize } from './database-containers.js';
 import { startInBackground, startNow } from './provisioning.js';
-import { removeService } from '../runtime/service.js';
 
 const invalid = (message: string): DomainError => new DomainError('validation_error', message);
 
@@ -83,9 +81,6 @@ export async function createDatabase(ctx: DatabasesContext, principal: Principal
   const engine = checkEngine(input.engine);
   const memoryBytes = input.memory_mb === undefined ? null : checkMemory(input.memory_mb, ctx.limits.maxMemoryMb);
   const nanoCpus = input.cpus === undefined ? null : checkCpus(input.cpus, ctx.limits.maxCpus);
-  if (ctx.runtime !== 'docker') {
-    throw new DomainError('invalid_state', 'managed databases need SLIPWAY_RUNTIME=docker on this version (see docs/databases.md)');
-  }
   await ctx.quotas.assertRoom(principal, 'databases');
   const id = crypto.randomUUID();
   const now = new Date().toISOString();
@@ -161,7 +156,7 @@ export async function deleteDatabase(ctx: DatabasesContext, principal: Principal
   }
   await ctx.work.abort(row.id);
   await detachLinkedApps(ctx, row.id, links.map((l) => l.deployment_id));
-  await removeService(ctx.engine, ctx.instanceId, row.id);
+  await ctx.services.remove(ctx.instanceId, row.id);
   await ctx.store.remove(row.id, databaseRecord(principal, row, 'database.delete'));
 }
 
@@ -170,8 +165,7 @@ export async function stopDatabase(ctx: DatabasesContext, principal: Principal, 
   const row = await getDatabaseRow(ctx, principal, id, 'change');
   if (row.status === 'creating') throw new DomainError('invalid_state', `database "${row.name}" is still being created`);
   if (row.status !== 'stopped') {
-    const container = await serviceContainer(ctx.engine, ctx.instanceId, row.id);
-    if (container !== undefined) await ctx.engine.stopContainer(container.id, 30);
+    await ctx.services.stop(ctx.instanceId, row.id, 30);
     await ctx.store.update(row.id, { status: 'stopped', error: null }, databaseRecord(principal, row, 'database.stop'));
   }
   return getDatabaseRow(ctx, principal, id, 'read');
@@ -206,7 +200,7 @@ export async function readCredentials(ctx: DatabasesContext, principal: Principa
 /** The running database's resource use (decisions §12's shape); invalid_state when it does not run. */
 export async function databaseMetrics(ctx: DatabasesContext, principal: Principal, id: string, signal?: AbortSignal): Promise<ContainerStats> {
   const row = await getDatabaseRow(ctx, principal, id, 'read');
-  const container = await serviceContainer(ctx.engine, ctx.instanceId, row.id);
+  const container = await ctx.services.container(ctx.instanceId, row.id);
   const stats = container === undefined ? null : await ctx.engine.containerStats(container.id, signal);
   if (stats === null) throw new DomainError('invalid_state', `database "${row.name}" is not running`);
   return stats;
@@ -220,7 +214,7 @@ export async function databaseLogs(
   options: { tail: number | undefined; follow: boolean; signal: AbortSignal },
 ): Promise<AsyncIterable<string>> {
   const row = await getDatabaseRow(ctx, principal, id, 'read');
-  const container = await serviceContainer(ctx.engine, ctx.instanceId, row.id);
+  const container = await ctx.services.container(ctx.instanceId, row.id);
   if (container === undefined) throw new DomainError('invalid_state', `database "${row.name}" has no container yet`);
   return ctx.engine.containerLogs(container.id, { ...(options.tail === undefined ? {} : { tail: options.tail }), follow: options.follow, signal: options.signal });
 }

@@ -1,5 +1,4 @@
 // Bringing a database to `running`: its container started from its record and credentials, the outcome recorded (`failed` with the reason, never a credential).
-import { serviceContainer } from '../runtime/service.js';
 import type { DatabasesContext } from './database-context.js';
 import { DatabaseStartError, measureSize, startDatabaseContainer } from './database-containers.js';
 import { ENGINES } from './engines.js';
@@ -37,8 +36,8 @@ async function provision(ctx: DatabasesContext, id: string, signal: AbortSignal)
       err instanceof DatabaseStartError ? err.message : `the database could not be started: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]?.slice(0, 300)}`;
     ctx.log('warn', `database ${row.id} failed to start`, { reason: message });
     // A failed database does not restart in a loop: its container stays, stopped, for its logs.
-    const container = await serviceContainer(ctx.engine, ctx.instanceId, row.id).catch(() => undefined);
-    if (container !== undefined) await ctx.engine.stopContainer(container.id, 5).catch(() => undefined);
+    await ctx.services.stop(ctx.instanceId, row.id, 5).catch(() => undefined);
+    const container = await ctx.services.container(ctx.instanceId, row.id).catch(() => undefined);
     await ctx.store.update(id, { status: 'failed', error: message, container_id: container?.id ?? null });
   }
 }

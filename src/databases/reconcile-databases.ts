@@ -1,5 +1,4 @@
 // At start: databases left `creating` (a server killed mid-creation) are finished, and `running` ones whose container is gone or stopped are started again.
-import { serviceContainer } from '../runtime/service.js';
 import type { DatabasesContext } from './database-context.js';
 import { startInBackground } from './provisioning.js';
 
@@ -16,7 +15,7 @@ export async function reconcileDatabases(ctx: DatabasesContext): Promise<number>
       startInBackground(ctx, row.id);
       begun += 1;
     } else if (row.status === 'running') {
-      const container = await serviceContainer(ctx.engine, ctx.instanceId, row.id);
+      const container = await ctx.services.container(ctx.instanceId, row.id);
       if (container === undefined || !container.running) {
         startInBackground(ctx, row.id);
         begun += 1;

@@ -44,7 +44,7 @@ export function jobsPart(deps: JobsPartDeps): Part<JobsContext> {
     runner,
     scheduler,
     wakeups,
-    // Swarm runs no one-off container yet (docs/jobs.md): jobs are refused rather than never run.
+    // A runtime that runs no one-off (both built-in ones do, docs/jobs.md) has its jobs refused rather than never run.
     unsupported: deps.runtime.runOnce === undefined ? 'scheduled jobs need SLIPWAY_RUNTIME=docker: this runtime does not run one-off containers (see docs/jobs.md)' : undefined,
   };
   const endOrphans = async (atStart: boolean): Promise<void> => {

@@ -6,10 +6,12 @@ import { createDockerClient, createDockerEngine } from './docker/docker-engine.j
 import { DockerRuntime } from './docker/docker-runtime.js';
 import { dockerNodes } from './docker/docker-nodes.js';
 import type { ContainerEngine } from './engine.js';
+import { engineServiceHost, type ServiceHost } from './service-host.js';
 import { startNodeGuard } from './swarm/guard-service.js';
 import { startOwnRegistry, type OwnRegistry } from './swarm/own-registry.js';
 import { configuredNodeEngines } from './swarm/replica-stats.js';
 import { SwarmRuntime } from './swarm/swarm-runtime.js';
+import { SwarmServiceHost } from './swarm/swarm-service-host.js';
 import { swarmNodes } from './swarm/swarm-nodes.js';
 
 type Log = (level: 'info' | 'warn' | 'error', msg: string, detail?: object) => void;
@@ -23,13 +25,15 @@ export interface SelectedRuntime {
   readonly ownRegistry: OwnRegistry | undefined;
   /** The node guard's upkeep (swarm): stopped with the server (its service and rules stay). */
   readonly guard: { stop: () => Promise<void> } | undefined;
+  /** Where managed databases run: the engine's containers, or swarm services pinned to the manager's node. */
+  readonly services: ServiceHost;
 }
 
 type RuntimeConfig = Pick<Config, 'runtime' | 'dockerHost' | 'registry' | 'registryPort' | 'dataDir' | 'swarmProbePath' | 'swarmNodeEngines' | 'swarmNodeTls' | 'swarmGuard'>;
 
 /** Builds the configured runtime over `engine` (under swarm, first starting Slipway's own registry when none is configured). */
 export async function selectRuntime(config: RuntimeConfig, engine: ContainerEngine, instanceId: string, log: Log): Promise<SelectedRuntime> {
-  if (config.runtime !== 'swarm') return { runtime: new DockerRuntime(engine), nodes: dockerNodes(engine, instanceId), swarm: undefined, ownRegistry: undefined, guard: undefined };
+  if (config.runtime !== 'swarm') return { runtime: new DockerRuntime(engine), nodes: dockerNodes(engine, instanceId), swarm: undefined, ownRegistry: undefined, guard: undefined, services: engineServiceHost(engine) };
   const manager = createDockerClient(config.dockerHost);
   const ownRegistry = config.registry === undefined ? await startOwnRegistry({ docker: manager, dataDir: config.dataDir, port: config.registryPort, log }) : undefined;
   const images = config.registry ?? { address: ownRegistry?.address ?? '' };
@@ -43,5 +47,6 @@ export async function selectRuntime(config: RuntimeConfig, engine: ContainerEngi
   const swarm = new SwarmRuntime(manager, engine, { registry: images, probePath: config.swarmProbePath, ...(registryReady === undefined ? {} : { registryReady }), ...nodeEngines, warn: (message) => log('warn', message) });
   // Tenants apart on every node (decisions §16): no container reaches a published port of its node or another's.
   const guard = startNodeGuard({ docker: manager, registry: images, registryReady, busybox: config.swarmProbePath, enabled: config.swarmGuard, log });
-  return { runtime: swarm, nodes: swarmNodes(manager, instanceId), swarm, ownRegistry, guard };
+  const services = new SwarmServiceHost(manager, engine, { probePath: config.swarmProbePath });
+  return { runtime: swarm, nodes: swarmNodes(manager, instanceId), swarm, ownRegistry, guard, services };
 }

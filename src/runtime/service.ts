@@ -108,9 +108,11 @@ export async function runService(engine: ContainerEngine, spec: ServiceSpec): Pr
   });
 }
 
-/** The service's container, if one exists. */
+/** The service's container, if one exists: the running one first. */
 export async function serviceContainer(engine: ContainerEngine, instanceId: string, serviceId: string): Promise<ContainerInfo | undefined> {
-  return (await engine.listContainers(serviceLabels(instanceId, serviceId)))[0];
+  // Under swarm a service's earlier tasks leave their stopped containers behind for a while: the running one counts.
+  const containers = await engine.listContainers(serviceLabels(instanceId, serviceId));
+  return containers.find((c) => c.running) ?? containers[0];
 }
 
 /** Removes the service's containers, network and (unless kept) volume with its data. Containers of others on the network must be detached first. */

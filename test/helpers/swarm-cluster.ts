@@ -75,3 +75,22 @@ export async function whoAppArchive(body: string): Promise<Buffer> {
     await fsp.rm(dir, { recursive: true, force: true });
   }
 }
+
+/** Copies `image` from this host's engine into one node's engine (`docker save | docker load`, argv only); skipped when the node has it. */
+export async function copyImageToNode(node: ClusterNode, image: string): Promise<void> {
+  try {
+    nodeDocker(node, ['image', 'inspect', '--format', '{{.Id}}', image]);
+    return;
+  } catch {
+    // Not there yet.
+  }
+  const { spawn } = await import('node:child_process');
+  await new Promise<void>((resolve, reject) => {
+    const save = spawn('docker', ['save', image], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const load = spawn('docker', ['-H', `unix://${node.socket}`, 'load', '-q'], { stdio: ['pipe', 'ignore', 'inherit'] });
+    save.stdout.pipe(load.stdin);
+    save.on('error', reject);
+    load.on('error', reject);
+    load.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`docker load of ${image} exited with ${code}`))));
+  });
+}

@@ -5,7 +5,7 @@ import type Dockerode from 'dockerode';
 import type { Upstream } from '../../core/upstream.js';
 import { appPort, ReleaseError, releaseEnv } from '../release.js';
 import { prepareVolumes } from '../volumes.js';
-import type { AppRuntime, ReleaseState, ReleaseTarget, ReplicaStats, StartedRelease, StartReleaseOptions } from '../app-runtime.js';
+import type { AppRuntime, OneOffOptions, OneOffResult, OneOffTarget, ReleaseState, ReleaseTarget, ReplicaStats, StartedRelease, StartReleaseOptions } from '../app-runtime.js';
 import type { ContainerEngine } from '../engine.js';
 import { LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED } from '../engine.js';
 import { mergeReplicaLogs } from '../replica-logs.js';
@@ -14,6 +14,9 @@ import { deploymentNetworkName, LABEL_RELEASE, LABEL_REPLICAS, serviceSpec, serv
 import { serviceLogs, taskLogs } from './swarm-logs.js';
 import { NodeWarnings, readReplicaStats, type NodeEngines } from './replica-stats.js';
 import { statusCode } from '../docker/engine-calls.js';
+import { isJobService, runSwarmOneOff } from './swarm-one-off.js';
+import { companionsOf, containerFields, LABEL_SET_SERVICE, releaseCompanions, removeCompanions, scaleCompanions, setMounts, type SetDeps } from './swarm-set.js';
+import { webService } from '../release-set.js';
 
 export interface SwarmRuntimeOptions {
   readonly registry: RegistrySettings;
@@ -50,6 +53,9 @@ export class SwarmRuntime implements AppRuntime {
   readonly #warnings: NodeWarnings;
   #localNode = '';
 
+  /** Compose sets: the web service is the deployment's service, the others its companions (swarm-set.ts). */
+  readonly releasesSets = true;
+
   constructor(docker: Dockerode, engine: ContainerEngine, options: SwarmRuntimeOptions) {
     this.#docker = docker;
     this.#engine = engine;
@@ -60,8 +66,11 @@ export class SwarmRuntime implements AppRuntime {
   async startRelease(target: ReleaseTarget, options: StartReleaseOptions): Promise<StartedRelease> {
     const say = options.onOutput ?? ((): void => undefined);
     const { signal } = options;
+    // A compose set's web service is the deployment's service, with its own replicas and fields (src/runtime/swarm/swarm-set.ts).
+    const web = target.set === undefined ? undefined : webService(target.set);
+    if (web !== undefined) target = { ...target, replicas: web.replicas };
     if (target.volumes.length > 0 && target.replicas > 1) throw new ReleaseError('a deployment with volumes runs one replica (its volumes are local to one node)');
-    const port = await appPort(this.#engine, target.image);
+    const port = target.set?.port ?? (await appPort(this.#engine, target.image));
     const image = registryRef(this.#options.registry, target.deploymentId, target.buildId);
     say(`==> pushing the image to ${this.#options.registry.address} (${image})\n`);
     const ready = this.#options.registryReady?.(signal) ?? Promise.resolve();
@@ -79,6 +88,11 @@ export class SwarmRuntime implements AppRuntime {
       pinnedNode = constraint?.slice('node.id=='.length) ?? (await this.#localNodeId());
       volumes = await prepareVolumes(this.#engine, target.instanceId, target.deploymentId, target.volumes);
     }
+    if (web !== undefined && web.volumes.length > 0) {
+      const set = await setMounts(this.#setDeps(), target, web);
+      volumes = [...volumes, ...set.mounts.map((m) => ({ source: String(m['Source']), target: String(m['Target']) }))];
+      pinnedNode ??= existing?.Spec?.TaskTemplate?.Placement?.Constraints?.find((c) => c.startsWith('node.id=='))?.slice('node.id=='.length) ?? set.pinnedNode;
+    }
     const name = existing?.Spec?.Name ?? `slipway-${crypto.createHash('sha256').update(target.instanceId).digest('hex').slice(0, 8)}-${target.deploymentId}`;
     const network = await this.#ensureNetwork(deploymentNetworkName(name), target);
     const spec = serviceSpec({
@@ -88,23 +102,31 @@ export class SwarmRuntime implements AppRuntime {
       release,
       image,
       port,
-      env: releaseEnv(target.vars, port),
+      env: web === undefined ? releaseEnv(target.vars, port) : { ...web.environment, ...releaseEnv(target.vars, port) },
+      web: web === undefined ? undefined : { container: containerFields(web), alias: web.name, labels: { [LABEL_SET_SERVICE]: web.name } },
       startupTimeoutMs: options.timeoutMs,
       probeSource: this.#options.probePath,
       volumes,
       pinnedNode,
       forceUpdate: (existing?.Spec?.TaskTemplate?.ForceUpdate ?? 0) + 1,
     });
+    // A set's other services first, each healthy before the next (the previous set keeps serving meanwhile).
+    const companions = await releaseCompanions(this.#setDeps(), target, { webName: name, network, release, deadline: Date.now() + options.timeoutMs + ROLLOUT_MARGIN_MS, signal, say });
     const replicas = Math.max(1, target.replicas);
-    say(`==> rolling out ${replicas} replica${replicas === 1 ? '' : 's'} (start-first: each new one answers its health check before an old one stops)\n`);
+    say(`==> rolling out ${replicas} replica${replicas === 1 ? '' : 's'}${web === undefined ? '' : ` of service "${web.name}"`} (start-first: each new one answers its health check before an old one stops)\n`);
     let serviceId: string;
     const since = Date.now();
-    if (existing === undefined) {
-      const created = (await this.#docker.createService({ ...spec, authconfig: registryAuth(this.#options.registry) } as unknown as Dockerode.CreateServiceOptions)) as { id?: string; ID?: string };
-      serviceId = created.id ?? created.ID ?? '';
-    } else {
-      serviceId = existing.ID;
-      await this.#update(serviceId, () => spec);
+    try {
+      if (existing === undefined) {
+        const created = (await this.#docker.createService({ ...spec, authconfig: registryAuth(this.#options.registry) } as unknown as Dockerode.CreateServiceOptions)) as { id?: string; ID?: string };
+        serviceId = created.id ?? created.ID ?? '';
+      } else {
+        serviceId = existing.ID;
+        await this.#update(serviceId, () => spec);
+      }
+    } catch (err) {
+      await companions.undo();
+      throw err;
     }
     const id = `${serviceId}/${release}`;
     try {
@@ -119,6 +141,7 @@ export class SwarmRuntime implements AppRuntime {
       // Nothing of a failed release is left: a new service goes, an update is rolled back to what served.
       if (existing === undefined) await this.#removeService(serviceId).catch(() => undefined);
       else await this.#rollBack(serviceId, release).catch(() => undefined);
+      await companions.undo();
       throw err;
     }
   }
@@ -128,6 +151,7 @@ export class SwarmRuntime implements AppRuntime {
     const service = await this.#inspect(serviceId);
     if (service === undefined || service.Spec?.Labels?.[LABEL_RELEASE] !== release) throw new ReleaseError('the release\'s service is gone');
     const replicas = Number(service.Spec.Labels[LABEL_REPLICAS] ?? '1');
+    await scaleCompanions(this.#setDeps(), service.Spec.Labels[LABEL_INSTANCE] ?? '', service.Spec.Labels[LABEL_DEPLOYMENT] ?? '', release, 'released');
     if ((service.Spec.Mode?.Replicated?.Replicas ?? 0) !== replicas) {
       await this.#update(serviceId, (spec) => ({ ...spec, Mode: { Replicated: { Replicas: replicas } } }));
     }
@@ -180,6 +204,7 @@ export class SwarmRuntime implements AppRuntime {
     // A later release took the service over: this one's tasks are already gone.
     if (service === undefined || service.Spec?.Labels?.[LABEL_RELEASE] !== release) return;
     await this.#update(serviceId, (spec) => ({ ...spec, Mode: { Replicated: { Replicas: 0 } } }));
+    await scaleCompanions(this.#setDeps(), service.Spec.Labels[LABEL_INSTANCE] ?? '', service.Spec.Labels[LABEL_DEPLOYMENT] ?? '', release, 'zero');
     const deadline = Date.now() + (timeoutSeconds + 30) * 1000;
     while (Date.now() < deadline) {
       const tasks = (await this.#docker.listTasks({ filters: { service: [serviceId] } })) as SwarmTask[];
@@ -191,8 +216,19 @@ export class SwarmRuntime implements AppRuntime {
   async removeRelease(id: string): Promise<void> {
     const { serviceId, release } = parseReleaseId(id);
     const service = await this.#inspect(serviceId);
+    // A job's run left behind by its instance: its service goes (its task with it).
+    if (isJobService(service)) return this.#removeService(serviceId);
+    // A superseded release's companions that the new set no longer has (the others were updated to it).
+    const labels = service?.Spec?.Labels;
+    if (labels !== undefined) await removeCompanions(this.#docker, labels[LABEL_INSTANCE] ?? '', labels[LABEL_DEPLOYMENT] ?? '', release);
     if (service === undefined || service.Spec?.Labels?.[LABEL_RELEASE] !== release) return;
     await this.#removeWhole(service);
+  }
+
+  /** A job's run: a one-off service of the live release's image on the deployment's networks (src/runtime/swarm/swarm-one-off.ts). */
+  async runOnce(target: OneOffTarget, options: OneOffOptions): Promise<OneOffResult> {
+    const appService = await this.#serviceOf(target.instanceId, target.deploymentId);
+    return runSwarmOneOff({ docker: this.#docker, engine: this.#engine, registry: this.#options.registry, appService, localNodeId: () => this.#localNodeId() }, target, options);
   }
 
   async removeDeployment(instanceId: string, deploymentId: string): Promise<void> {
@@ -204,6 +240,7 @@ export class SwarmRuntime implements AppRuntime {
   async #removeWhole(service: SwarmService): Promise<void> {
     const serviceId = service.ID;
     const spec = service.Spec ?? {};
+    await removeCompanions(this.#docker, spec.Labels?.[LABEL_INSTANCE] ?? '', spec.Labels?.[LABEL_DEPLOYMENT] ?? '');
     await this.#removeService(serviceId);
     // Swarm removes the tasks' containers after the service: wait for those on this node (where a
     // deployment with volumes runs), so its volumes can go with it.
@@ -248,12 +285,21 @@ export class SwarmRuntime implements AppRuntime {
     }
   }
 
-  releaseLogs(id: string, options: { tail?: number | undefined; follow: boolean; signal: AbortSignal }): AsyncIterable<string> {
-    const { serviceId } = parseReleaseId(id);
+  releaseLogs(id: string, options: { tail?: number | undefined; follow: boolean; signal: AbortSignal; service?: string | undefined }): AsyncIterable<string> {
+    const { serviceId, release } = parseReleaseId(id);
     const docker = this.#docker;
     const nodes = (): Promise<Map<string, SwarmNode>> => this.#nodes();
     return (async function* logs(): AsyncIterable<string> {
       const service = (await docker.getService(serviceId).inspect()) as SwarmService;
+      const webName = service.Spec?.Labels?.[LABEL_SET_SERVICE];
+      if (webName !== undefined) {
+        // A compose set: every service's lines prefixed `[service]`, merged in time order; `service` keeps one.
+        const companions = (await companionsOf(docker, service.Spec?.Labels?.[LABEL_INSTANCE] ?? '', service.Spec?.Labels?.[LABEL_DEPLOYMENT] ?? '')).filter((c) => c.Spec?.Labels?.[LABEL_RELEASE] === release);
+        const members = [{ id: serviceId, name: webName }, ...companions.map((c) => ({ id: c.ID, name: c.Spec?.Labels?.[LABEL_SET_SERVICE] ?? c.ID }))].filter((m) => options.service === undefined || m.name === options.service);
+        const sources = members.map((m) => (o: { tail?: number | undefined; follow: boolean; signal: AbortSignal }) => serviceLogs(docker, m.id, { ...o, timestamps: true }));
+        yield* mergeReplicaLogs(sources, options, members.map((m) => m.name));
+        return;
+      }
       const replicas = Number(service.Spec?.Labels?.[LABEL_REPLICAS] ?? '1');
       if (replicas <= 1) {
         yield* serviceLogs(docker, serviceId, options);
@@ -275,10 +321,27 @@ export class SwarmRuntime implements AppRuntime {
       this.#options.nodeEngines === undefined ? new Map<string, SwarmNode>() : this.#allNodes(),
     ]);
     // The manager's engine reads the replicas it runs itself; a worker's, that worker's engine when configured (docs/swarm.md).
-    return await readReplicaStats(tasks, nodes, { localNodeId, local: this.#engine, nodeEngines: this.#options.nodeEngines, warnings: this.#warnings, signal });
+    const options = { localNodeId, local: this.#engine, nodeEngines: this.#options.nodeEngines, warnings: this.#warnings, ...(signal === undefined ? {} : { signal }) };
+    const web = await readReplicaStats(tasks, nodes, options);
+    const service = await this.#inspect(serviceId);
+    const webName = service?.Spec?.Labels?.[LABEL_SET_SERVICE];
+    if (webName === undefined) return web;
+    // A compose set: each service's replicas, named.
+    const companions = (await companionsOf(this.#docker, service?.Spec?.Labels?.[LABEL_INSTANCE] ?? '', service?.Spec?.Labels?.[LABEL_DEPLOYMENT] ?? '')).filter((c) => c.Spec?.Labels?.[LABEL_RELEASE] === parseReleaseId(id).release);
+    const others = await Promise.all(
+      companions.map(async (c) => {
+        const own = (await this.#docker.listTasks({ filters: { service: [c.ID], 'desired-state': ['running'] } })) as SwarmTask[];
+        return (await readReplicaStats(own, nodes, options)).map((s) => ({ ...s, service: c.Spec?.Labels?.[LABEL_SET_SERVICE] ?? c.ID }));
+      }),
+    );
+    return [...web.map((s) => ({ ...s, service: webName })), ...others.flat()];
   }
 
   // ---- internals ----
+
+  #setDeps(): SetDeps {
+    return { docker: this.#docker, engine: this.#engine, registry: this.#options.registry, localNodeId: () => this.#localNodeId() };
+  }
 
   async #serviceOf(instanceId: string, deploymentId: string): Promise<SwarmService | undefined> {
     const services = (await this.#docker.listServices({

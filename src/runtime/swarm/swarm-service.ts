@@ -129,6 +129,8 @@ export interface SpecInputs {
   readonly forceUpdate: number;
   /** The deployment's own overlay network (tenants apart: a task reaches no other deployment's). */
   readonly network: string;
+  /** The web service of a compose set: its own ContainerSpec fields, its name on the network, and labels naming it. */
+  readonly web?: { readonly container: Record<string, unknown>; readonly alias: string; readonly labels: Record<string, string> } | undefined;
 }
 
 /** The service spec of a release: replicas tasks, start-first updates that roll back on failure, dnsrr, the port published in host mode. */
@@ -143,10 +145,11 @@ export function serviceSpec(inputs: SpecInputs): ServiceSpec {
   const replicas = Math.max(1, target.replicas);
   return {
     Name: inputs.name,
-    Labels: { [LABEL_MANAGED]: 'true', ...labels, [LABEL_REPLICAS]: String(replicas) },
+    Labels: { [LABEL_MANAGED]: 'true', ...labels, [LABEL_REPLICAS]: String(replicas), ...(inputs.web?.labels ?? {}) },
     TaskTemplate: {
       ContainerSpec: {
         Image: inputs.image,
+        ...(inputs.web?.container ?? {}),
         // Not LABEL_MANAGED: a task's container is swarm's to remove, never the start-up sweep's
         // (which removes the installation's managed containers that no record names).
         Labels: labels,
@@ -168,7 +171,8 @@ export function serviceSpec(inputs: SpecInputs): ServiceSpec {
         Preferences: [{ Spread: { SpreadDescriptor: 'node.id' } }],
       },
       LogDriver: { Name: 'json-file', Options: { 'max-size': '10m', 'max-file': '3' } },
-      Networks: [{ Target: inputs.network }],
+      // Its own network, and those of the databases linked to it (it reaches each by its name there).
+      Networks: [{ Target: inputs.network, ...(inputs.web === undefined ? {} : { Aliases: [inputs.web.alias] }) }, ...(target.networks ?? []).map((n) => ({ Target: n }))],
       ForceUpdate: inputs.forceUpdate,
     },
     Mode: { Replicated: { Replicas: replicas } },
