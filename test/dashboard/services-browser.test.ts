@@ -52,6 +52,8 @@ services:
 
   const page = await browser.newPage();
   await page.goto(`${ts.url}/#/d/${id}/services`);
+  // The page asks the server whether a session exists before it shows the login form (slow on a loaded host).
+  await page.locator('#login-form input[name=email]').waitFor({ state: 'visible', timeout: 120_000 });
   await page.locator('#login-form input[name=email]').fill(user.email);
   await page.locator('#login-form input[name=password]').fill(user.password);
   await page.getByRole('button', { name: 'Log in' }).click();
