@@ -33,6 +33,8 @@ export interface Config {
   readonly insecureFastPasswordHashing: boolean;
   /** SLIPWAY_ALLOW_PRIVATE_TARGETS: let outgoing requests a tenant chooses (notification channels, backup targets) reach loopback/private/link-local/metadata addresses. */
   readonly allowPrivateTargets: boolean;
+  /** SLIPWAY_PITR_ROUND_SECONDS: how often a database with point-in-time recovery has its log closed (when written to) and archived (docs/backups.md). */
+  readonly pitrRoundSeconds: number;
   /** SLIPWAY_SMTP_URL: the mail server e-mail notifications go out through (`smtp://` or `smtps://`, credentials in the URL); undefined = no e-mail. */
   readonly smtpUrl: string | undefined;
   /** SLIPWAY_SMTP_FROM: the sender of e-mail notifications. */
@@ -122,8 +124,9 @@ export interface Config {
 export interface SelfBackupSettings {
   /** A cron expression (five fields, or six with seconds), in UTC. */
   readonly schedule: string;
-  /** Where they go: a local directory (absolute path) for now; a §20 destination id once those exist. */
-  readonly directory: string;
+  /** Where they go: a local directory (absolute path), or else a §20 backup destination (its id or name). */
+  readonly directory?: string;
+  readonly destination?: string;
   /** Backups kept there (older ones are removed after each new one). */
   readonly keep: number;
 }
@@ -348,6 +351,7 @@ export function loadConfig(env: Env = process.env): Config {
     allowPrivateGit: bool(env, 'SLIPWAY_ALLOW_PRIVATE_GIT', false),
     insecureFastPasswordHashing: bool(env, 'SLIPWAY_INSECURE_FAST_PASSWORD_HASHING', false),
     allowPrivateTargets: bool(env, 'SLIPWAY_ALLOW_PRIVATE_TARGETS', false),
+    pitrRoundSeconds: integer(env, 'SLIPWAY_PITR_ROUND_SECONDS', 20, 2, 50),
     smtpUrl: smtpUrl(env),
     smtpFrom: text(env, 'SLIPWAY_SMTP_FROM') ?? `Slipway <slipway@${domain}>`,
     dockerHost: text(env, 'DOCKER_HOST'),
@@ -470,12 +474,12 @@ function selfBackupSettings(env: Env): SelfBackupSettings | undefined {
   if (!valid) {
     throw new ConfigError(`SLIPWAY_SELF_BACKUP_SCHEDULE must be a cron expression of five fields (or six, seconds first), such as "0 3 * * *", got "${schedule}"`);
   }
-  if (!path.isAbsolute(destination)) {
-    throw new ConfigError(
-      `SLIPWAY_SELF_BACKUP_DESTINATION must be an absolute directory path in this version (backup destinations by id, decisions §20, are not available yet), got "${destination}"`,
-    );
+  if (path.isAbsolute(destination)) return { schedule: fields.join(' '), directory: destination, keep: 14 };
+  // A destination's id (a UUID) or its name (a DNS label, as the API allows).
+  if (!/^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)$/.test(destination.toLowerCase())) {
+    throw new ConfigError(`SLIPWAY_SELF_BACKUP_DESTINATION must be a backup destination's id or name, or an absolute directory path, got "${destination}"`);
   }
-  return { schedule: fields.join(' '), directory: destination, keep: 14 };
+  return { schedule: fields.join(' '), destination: destination.toLowerCase(), keep: 14 };
 }
 
 /** An absolute file path, if set. */

@@ -98,7 +98,7 @@ async function addControlPlane(parts: Parts, config: Config, options: StartOptio
   const background = new Background(coordination, log);
   const stores = parts.add('stores', await storesPart({ config, db, cipher, coordination, runner, log }));
   background.add(stores.auditPruning);
-  const selfBackups = scheduledSelfBackups(config, log);
+  const selfBackups = scheduledSelfBackups(config, log, database);
   if (selfBackups !== undefined) background.add(selfBackups);
   const engineRuntime = parts.add('runtime', await runtimePart(config, instanceId, log, options.engine));
   // Managed databases (decisions §19): every release gets its linked databases through the runtime.

@@ -32,6 +32,7 @@ export async function addWorkloads(parts: Parts, deps: WorkloadDeps) {
   const backups = parts.add('backups', await backupsPart({ config, stores, cipher: database.cipher, runner, databases: databases.context, events: deploy.appEvents,
     restartApp: (principal, deploymentId) => deploy.lifecycle.restart(principal, deploymentId), liveIds: () => stores.registry.liveIds(new Date()) }));
   background.add(backups.task);
+  background.add(backups.walTask);
   // Scheduled jobs (decisions §22): one-off runs of the live release through the runtime, each due time once across instances.
   const jobs = parts.add('jobs', jobsPart({
     store: databaseJobStore(database.db), deployments: stores.catalog, configs: stores.configs, runtime: runtime.runtime, self: runner, events: deploy.appEvents, background, log, engineUp: runtime.engineUp,

@@ -1,5 +1,6 @@
-// The Databases page: create a managed database, its status and size kept current, credentials revealed on demand, its links, a command to copy, stop/start/delete.
+// The Databases page: create a managed database, its status and size kept current, credentials revealed on demand, its links, a command to copy, stop/start/delete; its backups and the destinations (backups.js).
 import { call, callAll } from './api.js';
+import { renderDatabaseBackups, renderDestinations } from './backups.js';
 import { badge, bytes, confirmAction, h, replaceKeepingFocus, when } from './dom.js';
 
 const ENGINES = [['postgres', 'PostgreSQL'], ['mysql', 'MySQL (MariaDB)'], ['redis', 'Redis']];
@@ -25,6 +26,9 @@ export function renderDatabases(view, ctx) {
     h('table', { class: 'stack' }, h('thead', {}, h('tr', {}, ['Name', 'Engine', 'Status', 'Size', 'Created', ''].map((t) => h('th', { scope: 'col', text: t })))), rows),
     empty,
     details));
+  let backups = null;
+  let backupsOpen = new AbortController();
+  view.append(renderDestinations(ctx, () => backups?.destinationsChanged()));
 
   let last = '';
   let open = null;
@@ -43,6 +47,8 @@ export function renderDatabases(view, ctx) {
       h('td', {}, h('button', { 'data-key': `open-${db.id}`, text: open === db.id ? 'Hide' : 'Details', onclick: () => ctx.run(async () => {
         open = open === db.id ? null : db.id;
         last = '';
+        backupsOpen.abort();
+        backups = null;
         if (open) await showDetails(db); else details.replaceChildren();
         await load(ctx.signal);
       }) })))));
@@ -66,6 +72,7 @@ export function renderDatabases(view, ctx) {
       if (verb === 'delete') {
         if (!(await confirmAction({ title: `Delete ${db.name}?`, body: 'Its container and ALL its data are deleted. Linked apps lose it.', confirm: 'Delete database' }))) return;
         await call('DELETE', `/databases/${db.id}?force=true`);
+        backupsOpen.abort();
         open = null;
         details.replaceChildren();
       } else {
@@ -81,7 +88,8 @@ export function renderDatabases(view, ctx) {
       h('p', {}, 'Link it to an app (its URL reaches the app as a secret variable from the next deploy or restart):'),
       h('pre', { class: 'snippet', text: `slipway db link ${db.name} --app APP\nslipway db credentials ${db.name}\n# from a linked app's shell:\n${clientCommand(db)}` }),
       reveal, secret,
-      h('div', { class: 'row' }, action('Stop', 'stop'), action('Start', 'start'), action('Delete', 'delete', true))));
+      h('div', { class: 'row' }, action('Stop', 'stop'), action('Start', 'start'), action('Delete', 'delete', true)),
+      (backups = renderDatabaseBackups(db, ctx, (backupsOpen = new AbortController()).signal)).section));
   };
 
   form.addEventListener('submit', (event) => {

@@ -73,7 +73,7 @@ export const RestoreBody = Type.Object(
   {
     backup_id: Type.Optional(Type.String({ maxLength: 100 })),
     into: Type.Optional(Type.String({ maxLength: 100, description: 'a new database of this name gets the data; absent: the data is replaced in place (a safety backup first)' })),
-    at: Type.Optional(Type.String({ maxLength: 40, description: 'point-in-time recovery (PostgreSQL with pitr): not available on this version' })),
+    at: Type.Optional(Type.String({ maxLength: 40, description: 'point-in-time recovery (PostgreSQL with pitr): an ISO 8601 time inside the recoverable window; needs into, not backup_id' })),
   },
   { additionalProperties: false },
 );
@@ -82,11 +82,20 @@ export type RestoreBody = Static<typeof RestoreBody>;
 export const RestoreResponse = Type.Object({
   id: Type.String(),
   database_id: Type.String(),
-  backup_id: Type.String(),
+  backup_id: Type.String({ description: 'the backup restored (point in time: the base backup recovered from)' }),
   target_database_id: Type.String({ description: 'the database whose data is replaced (in place: database_id), or the new one' }),
   safety_backup_id: Nullable(Type.String({ description: 'the backup of the data replaced (in place)' })),
   status: OneOf(['running', 'succeeded', 'failed'] as const),
   error: Nullable(Type.String()),
   started_at: Timestamp,
   finished_at: Nullable(Timestamp),
+});
+
+/** A database's point-in-time recovery: whether it is on and the window a restore {at, into} may name. */
+export const RecoveryWindowResponse = Type.Object({
+  pitr: Type.Boolean(),
+  from: Nullable(Type.String({ description: 'the end of the oldest kept base backup (null while there is no window)' })),
+  until: Nullable(Type.String({ description: 'every write committed before this time is in the destination' })),
+  base_backups: Type.Integer(),
+  error: Nullable(Type.String({ description: "the archiver's last error, if its last round failed" })),
 });

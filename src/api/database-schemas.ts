@@ -41,7 +41,7 @@ export const BackupScheduleField = Type.Object(
     schedule: Type.String({ maxLength: 200, description: 'a cron expression, in UTC' }),
     destination_id: Type.String({ maxLength: 100 }),
     keep: Type.Optional(Type.Integer({ description: 'verified backups kept, 1 to 365 (default 7); older ones are deleted from the destination' })),
-    pitr: Type.Optional(Type.Boolean({ description: 'point-in-time recovery: not available on this version' })),
+    pitr: Type.Optional(Type.Boolean({ description: 'point-in-time recovery (PostgreSQL): the write-ahead log streamed to the destination and a base backup each schedule; restore {at, into}' })),
   },
   { additionalProperties: false },
 );

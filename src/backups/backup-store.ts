@@ -113,7 +113,7 @@ export interface BackupStore {
   removeBackup(id: string): Promise<void>;
   /** Backups `running` on one of `runners` (instances that are gone). */
   runningOn(runners: readonly string[]): Promise<BackupRow[]>;
-  /** Every backup running anywhere (to compare with the live instances). */
+  /** Every backup running anywhere, or being verified (`succeeded` with a runner), to compare with the live instances. */
   allRunning(): Promise<BackupRow[]>;
   /** The latest due time a scheduled backup of the database was recorded for. */
   lastDue(databaseId: string): Promise<string | undefined>;
@@ -129,4 +129,6 @@ export interface BackupStore {
   getSchedule(databaseId: string): Promise<BackupSchedule | undefined>;
   setSchedule(schedule: BackupSchedule | { database_id: string; remove: true }): Promise<void>;
   allSchedules(): Promise<BackupSchedule[]>;
+  /** The schedules of these databases (a page of the list), those that have one. */
+  schedulesOf(databaseIds: readonly string[]): Promise<BackupSchedule[]>;
 }

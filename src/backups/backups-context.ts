@@ -4,9 +4,12 @@ import type { Principal } from '../core/principal.js';
 import type { AppEvents } from '../domain/app-events.js';
 import type { BackupStore } from './backup-store.js';
 import type { BackupWork } from './backup-work.js';
+import type { PitrStore } from './pitr-store.js';
 
 export interface BackupsContext {
   readonly store: BackupStore;
+  /** Point-in-time recovery's base backups, archived log files and how far each log is archived. */
+  readonly pitr: PitrStore;
   readonly databases: DatabasesContext;
   /** SLIPWAY_DATA_DIR: where `local` destinations keep their objects. */
   readonly dataDir: string;

@@ -10,15 +10,19 @@ import { BackupWork } from './backup-work.js';
 import type { BackupsContext } from './backups-context.js';
 import { scheduleTask } from './scheduler.js';
 import type { BackgroundTask } from '../core/background.js';
+import type { PitrStore } from './pitr-store.js';
+import { WalArchiver, walArchiveTask } from './wal-archiver.js';
 
 export interface BackupsPart {
   readonly context: BackupsContext;
   /** The leader's round of scheduled backups, lost ones and retention. */
   readonly task: BackgroundTask;
+  /** The leader's round of point-in-time recovery: log receivers, archived log, base backups. */
+  readonly walTask: BackgroundTask;
 }
 
 export async function backupsPart(options: {
-  readonly stores: { readonly backups: BackupStore };
+  readonly stores: { readonly backups: BackupStore; readonly pitr: PitrStore };
   readonly databases: DatabasesContext;
   readonly config: Config;
   readonly cipher: ValueCipher;
@@ -30,6 +34,7 @@ export async function backupsPart(options: {
 }): Promise<Part<BackupsPart>> {
   const context: BackupsContext = {
     store: options.stores.backups,
+    pitr: options.stores.pitr,
     databases: options.databases,
     dataDir: options.config.dataDir,
     allowPrivateTargets: options.config.allowPrivateTargets,
@@ -40,5 +45,5 @@ export async function backupsPart(options: {
     log: options.databases.log,
     restartApp: options.restartApp,
   };
-  return { offers: { context, task: scheduleTask(context, options.liveIds) }, stop: () => context.work.close() };
+  return { offers: { context, task: scheduleTask(context, options.liveIds), walTask: walArchiveTask(new WalArchiver(context), options.config.pitrRoundSeconds * 1000) }, stop: () => context.work.close() };
 }

@@ -10,7 +10,8 @@ import { ENGINES } from '../databases/engines.js';
 import { assertUuid } from '../domain/deployments.js';
 import type { BackupRow, BackupTrigger } from './backup-store.js';
 import type { BackupsContext } from './backups-context.js';
-import { getDestinationRow, openDestination } from './destinations.js';
+import { getDestinationRow } from './destinations.js';
+import { removeBackupObject } from './retention.js';
 import { errorDetail } from './object-store.js';
 import { takeBackup } from './take-backup.js';
 import { openBackupPlaintext } from './verify-backup.js';
@@ -63,9 +64,18 @@ export async function startBackup(ctx: BackupsContext, principal: Principal, dat
   if (destinationId === undefined) throw new DomainError('validation_error', 'name a destination_id (or set the database\'s backup schedule first)');
   const destination = await getDestinationRow(ctx, principal, destinationId, 'read');
   if (db.status !== 'running') throw new DomainError('invalid_state', `database "${db.name}" is ${db.status}: start it first (slipway db start ${db.name})`);
-  const row = newBackupRow(ctx, db, destination.id, 'manual');
+  const created = await recordAndTake(ctx, newBackupRow(ctx, db, destination.id, 'manual'));
+  return created!;
+}
+
+/** Records a new backup and takes it in the background; undefined when its due time was taken already (another instance). */
+export async function recordAndTake(ctx: BackupsContext, row: Omit<BackupRow, 'seq'>): Promise<BackupRow | undefined> {
   ctx.work.hold(row.id);
-  await ctx.store.createBackup(row);
+  // A scheduled backup's claim: (database, due time) is unique, so one instance alone records it.
+  if ((await ctx.store.createBackup(row)) === 'due_taken') {
+    ctx.work.drop(row.id);
+    return undefined;
+  }
   const created = (await ctx.store.getBackup(row.id))!;
   ctx.work.run(row.id, (signal) => takeBackup(ctx, created, signal).then(() => undefined));
   return created;
@@ -99,18 +109,6 @@ export async function deleteBackup(ctx: BackupsContext, principal: Principal, da
   if (backup.status === 'running') throw new DomainError('invalid_state', 'the backup is still running: wait for it to end');
   await removeBackupObject(ctx, backup);
   await ctx.store.removeBackup(backup.id);
-}
-
-/** Deletes a backup's object; a destination that is gone leaves nothing to delete. */
-export async function removeBackupObject(ctx: BackupsContext, backup: BackupRow): Promise<void> {
-  const destination = await ctx.store.getDestination(backup.destination_id);
-  if (destination === undefined) return;
-  const objects = await openDestination(ctx, destination);
-  try {
-    await objects.delete(backup.location, AbortSignal.timeout(30_000));
-  } catch (err) {
-    throw new DomainError('invalid_state', `the backup's object could not be deleted from its destination: ${errorDetail(err)}`);
-  }
 }
 
 /** The backup's dump, decrypted, as a stream (owner or developer); a failed or running backup has none. */

@@ -57,7 +57,7 @@ function text(body: Record<string, unknown>, key: string, required: boolean, max
 }
 
 /** The S3 settings of a create or change (`base`: the current ones for a change), the endpoint checked against the address rule. */
-async function checkS3(ctx: Pick<BackupsContext, 'allowPrivateTargets'>, body: Record<string, unknown>, base: S3Settings | undefined): Promise<S3Settings> {
+export async function checkS3(ctx: Pick<BackupsContext, 'allowPrivateTargets'>, body: Record<string, unknown>, base: S3Settings | undefined): Promise<S3Settings> {
   const required = base === undefined;
   const endpoint = text(body, 'endpoint', required) ?? base!.endpoint;
   let url: URL;

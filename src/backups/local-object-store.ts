@@ -52,6 +52,19 @@ export function localObjectStore(dir: string): ObjectStore {
       }
       return fs.createReadStream(target);
     },
+    async list(prefix) {
+      // Keys with a directory part are listed in that directory; written-but-unfinished objects are not objects.
+      const slash = prefix.lastIndexOf('/');
+      const folder = slash < 0 ? '' : prefix.slice(0, slash + 1);
+      let names: string[];
+      try {
+        names = await fs.promises.readdir(folder === '' ? dir : file(folder));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+        throw new DestinationError('read', `listing the destination failed: ${errorDetail(err)}`);
+      }
+      return names.map((name) => folder + name).filter((key) => key.startsWith(prefix) && !key.endsWith('.partial'));
+    },
     async delete(key) {
       try {
         await fs.promises.rm(file(key), { force: true });

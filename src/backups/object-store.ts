@@ -27,6 +27,8 @@ export interface ObjectStore {
   put(key: string, body: Readable, signal: AbortSignal): Promise<void>;
   /** The object's bytes as a stream. */
   get(key: string, signal: AbortSignal): Promise<Readable>;
+  /** The keys of the objects whose key starts with `prefix` (in no particular order). */
+  list(prefix: string, signal: AbortSignal): Promise<string[]>;
   /** Removes the object; one already gone is no error. */
   delete(key: string, signal: AbortSignal): Promise<void>;
 }

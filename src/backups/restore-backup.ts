@@ -12,6 +12,7 @@ import type { BackupsContext } from './backups-context.js';
 import { getBackupRow, newBackupRow } from './backups.js';
 import { failBackup, stepOf, takeBackup } from './take-backup.js';
 import { checkBackupObject, loadDump, openBackupPlaintext } from './verify-backup.js';
+import { restoreFileIntoService } from './restore-file.js';
 
 /** Time a whole restore may take. */
 const RESTORE_TIMEOUT_MS = 6 * 3_600_000;
@@ -30,10 +31,6 @@ export async function startRestore(ctx: BackupsContext, principal: Principal, da
   const backup = await getBackupRow(ctx, principal, databaseId, input.backup_id, 'change');
   if (backup.status === 'failed') throw new DomainError('invalid_state', `backup ${backup.id} failed (${backup.error ?? 'unknown'}): it cannot be restored`);
   if (backup.status === 'running') throw new DomainError('invalid_state', `backup ${backup.id} is still running`);
-  const adapter = ENGINES[backup.engine];
-  if (adapter.restoreMode !== 'stream') {
-    throw new DomainError('invalid_state', `restoring a ${backup.engine} backup is not supported on this version: download it (slipway db backups) and load it by hand (see docs/backups.md)`);
-  }
   const source = await getDatabaseRow(ctx.databases, principal, databaseId, 'change');
   let targetId = source.id;
   if (input.into !== undefined) {
@@ -88,7 +85,9 @@ async function runRestore(ctx: BackupsContext, principal: Principal, restore: Re
     const credentials = await ctx.databases.store.credentials(restore.target_database_id);
     if (container === undefined || credentials === undefined) throw new BackupStepError('restore', 'the database has no running container');
     const adapter = ENGINES[backup.engine];
-    await loadDump(engine, container.id, adapter, credentials, await openBackupPlaintext(ctx, backup, signal), { clean: inPlace, signal });
+    const dump = await openBackupPlaintext(ctx, backup, signal);
+    if (adapter.restoreMode === 'file') await restoreFileIntoService(ctx, restore.target_database_id, backup, dump, signal);
+    else await loadDump(engine, container.id, adapter, credentials, dump, { clean: inPlace, signal });
     if (inPlace) await restartLinkedApps(ctx, principal, restore.database_id);
     await ctx.store.updateRestore(restore.id, { status: 'succeeded', finished_at: new Date().toISOString() });
     ctx.log('info', `backup ${backup.id} restored into database ${restore.target_database_id}`);

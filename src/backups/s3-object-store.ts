@@ -98,6 +98,21 @@ export function s3ObjectStore(settings: S3Settings, secret: string, allowPrivate
       }
     },
 
+    async list(prefix, signal) {
+      const keys: string[] = [];
+      let token: string | undefined;
+      try {
+        do {
+          const page = await client.send(new ListObjectsV2Command({ Bucket: settings.bucket, Prefix: full(prefix), ContinuationToken: token }), { abortSignal: signal });
+          for (const item of page.Contents ?? []) if (item.Key !== undefined) keys.push(item.Key.slice(settings.prefix.length));
+          token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
+        } while (token !== undefined);
+      } catch (err) {
+        throw new DestinationError('read', `listing ${where} failed: ${errorDetail(err)}`, { cause: err });
+      }
+      return keys;
+    },
+
     async delete(key, signal) {
       try {
         await client.send(new DeleteObjectCommand({ Bucket: settings.bucket, Key: full(key) }), { abortSignal: signal });

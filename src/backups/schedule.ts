@@ -13,8 +13,8 @@ export interface ScheduleInput {
   readonly pitr?: unknown;
 }
 
-/** A checked schedule (`pitr` is refused: point-in-time recovery is not on this version). */
-export function checkSchedule(input: ScheduleInput): { schedule: string; destination_id: string; keep: number; pitr: false } {
+/** A checked schedule (`pitr`: point-in-time recovery, whose engine the caller checks). */
+export function checkSchedule(input: ScheduleInput): { schedule: string; destination_id: string; keep: number; pitr: boolean } {
   if (typeof input.schedule !== 'string' || input.schedule.trim() === '') throw invalid('backup.schedule must be a cron expression, e.g. "0 3 * * *"');
   const schedule = input.schedule.trim();
   try {
@@ -25,8 +25,9 @@ export function checkSchedule(input: ScheduleInput): { schedule: string; destina
   if (typeof input.destination_id !== 'string') throw invalid('backup.destination_id is required');
   const keep = input.keep ?? 7;
   if (typeof keep !== 'number' || !Number.isInteger(keep) || keep < 1 || keep > 365) throw invalid('backup.keep must be a whole number from 1 to 365');
-  if (input.pitr === true) throw invalid('backup.pitr (point-in-time recovery) is not available on this version');
-  return { schedule, destination_id: input.destination_id, keep, pitr: false };
+  const pitr = input.pitr ?? false;
+  if (typeof pitr !== 'boolean') throw invalid('backup.pitr must be true or false');
+  return { schedule, destination_id: input.destination_id, keep, pitr };
 }
 
 /** The latest due time of `expression` after `since` and not after `now` (UTC), if any: the one backup owed. */

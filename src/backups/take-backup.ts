@@ -9,6 +9,7 @@ import type { BackupsContext } from './backups-context.js';
 import { openDestination } from './destinations.js';
 import { DestinationError, errorDetail } from './object-store.js';
 import { verifyBackup } from './verify-backup.js';
+import { applyRetention } from './retention.js';
 
 /** Time a whole backup (dump and upload) may take. */
 const BACKUP_TIMEOUT_MS = 6 * 3_600_000;
@@ -64,6 +65,7 @@ export async function verifyAndRecord(ctx: BackupsContext, backup: BackupRow, si
   }
   await ctx.store.updateBackup(backup.id, { status: 'verified', verified_at: new Date().toISOString(), runner: null, error: null });
   ctx.events.emit({ type: 'backup.verified', databaseId: backup.database_id, databaseName: backup.database_name, backupId: backup.id });
+  await applyRetention(ctx, backup.database_id);
   return 'verified';
 }
 

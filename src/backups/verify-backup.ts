@@ -90,6 +90,16 @@ export async function startThrowaway(ctx: BackupsContext, adapter: EngineAdapter
  * (Redis) gets the file written, then its server restarted to load it. Errors name `step`.
  */
 export async function loadDump(engine: ContainerEngine, containerId: string, adapter: EngineAdapter, credentials: DatabaseCredentials, dump: Readable, options: { clean: boolean; signal: AbortSignal }): Promise<void> {
+  await pipeDump(engine, containerId, adapter, credentials, dump, options);
+  if (adapter.restoreMode === 'file') {
+    await engine.stopContainer(containerId, 30);
+    await engine.startContainer(containerId);
+    await waitReady(engine, containerId, adapter, credentials, THROWAWAY_START_MS, options.signal);
+  }
+}
+
+/** Streams `dump` into the adapter's restore command (a `file` engine's writes the file); errors name the step `restore`. */
+export async function pipeDump(engine: ContainerEngine, containerId: string, adapter: EngineAdapter, credentials: DatabaseCredentials, dump: Readable, options: { clean: boolean; signal: AbortSignal }): Promise<void> {
   const command = adapter.restore(credentials, { clean: options.clean });
   let corrupt: unknown;
   dump.on('error', (err) => {
@@ -105,11 +115,6 @@ export async function loadDump(engine: ContainerEngine, containerId: string, ada
   }
   if (corrupt !== undefined) throw asStepError(corrupt, 'restore');
   if (result.exitCode !== 0) throw new BackupStepError('restore', `${command.argv[0]} exited with ${result.exitCode}: ${lastLine(result.output)}`);
-  if (adapter.restoreMode === 'file') {
-    await engine.stopContainer(containerId, 30);
-    await engine.startContainer(containerId);
-    await waitReady(engine, containerId, adapter, credentials, THROWAWAY_START_MS, options.signal);
-  }
 }
 
 /** Restores `backup` into a throwaway container of its image and checks it; throws BackupStepError naming the failed step. */

@@ -14,6 +14,7 @@ import { registerNodeCommands } from './commands/node-commands.js';
 import { registerTeamCommands } from './commands/team-commands.js';
 import { registerTunnelCommand } from './commands/tunnel-command.js';
 import { registerDbCommands } from './commands/db-commands.js';
+import { registerDestinationCommands } from './commands/backup-commands.js';
 import { registerServerOperateCommands } from './commands/server-operate-commands.js';
 import { registerJobsCommands } from './commands/jobs-commands.js';
 import { registerDockerfileCommand } from './commands/dockerfile-command.js';
@@ -100,6 +101,7 @@ Environment: SLIPWAY_URL and SLIPWAY_API_KEY override the saved login. See docs/
   registerTeamCommands(program, io);
   registerTunnelCommand(program, io);
   registerDbCommands(program, io);
+  registerDestinationCommands(program, io);
   registerJobsCommands(program, io);
   registerDockerfileCommand(program, io);
   registerNotifyCommands(program, io);

@@ -63,3 +63,15 @@ export async function copyStream(io: Pick<CliIo, 'stdout'>, chunks: AsyncIterabl
 function oneLine(text: string): string {
   return text.replace(/\s*\n\s*/g, ' ');
 }
+
+/** Bytes as people read them. */
+export function humanBytes(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${unit === 0 ? value : value.toFixed(1)} ${units[unit]}`;
+}

@@ -1,16 +1,35 @@
-// `slipway server backup` and `slipway server restore`: Slipway's own state to and from an encrypted file.
+// `slipway server backup` and `slipway server restore`: Slipway's own state to and from an encrypted file or a backup destination.
 import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { lockDataDir } from '../data-dir-lock.js';
-import { latestMigrationName, openDatabase } from '../db/database.js';
-import { BackupReadError } from '../operate/backup-format.js';
-import { takeSelfBackup } from '../operate/self-backup.js';
+import type { Readable, Writable } from 'node:stream';
+import { localDestinationDir, localObjectStore } from '../backups/local-object-store.js';
+import { DestinationError, type ObjectStore } from '../backups/object-store.js';
+import { connectDatabase, latestMigrationName, openDatabase } from '../db/database.js';
+import { BackupReadError, type SelfBackupHeader } from '../operate/backup-format.js';
+import { postgresHoldsInstallation } from '../operate/postgres-export.js';
+import { SQLITE_ENTRY, takeSelfBackup } from '../operate/self-backup.js';
+import {
+  listSelfBackups,
+  openDescribedDestination,
+  openSelfBackupDestination,
+  putSelfBackup,
+  readSelfBackup,
+  selfBackupName,
+  SelfBackupDestinationError,
+  type DestinationOpening,
+} from '../operate/self-backup-destination.js';
 import { RestoreRefused, restoreSelfBackup } from '../operate/self-restore.js';
 import { KEY_FILE, readKeyFile } from '../secrets/installation-key.js';
+import { ValueCipher } from '../secrets/value-cipher.js';
 import { VERSION } from '../version.js';
 import { CliError, EXIT_USAGE } from './cli-error.js';
 import type { CliIo } from './cli-io.js';
+
+/** Time a backup to, or a restore from, a destination may take. */
+const BACKUP_TIMEOUT_MS = 6 * 3_600_000;
+const RESTORE_TIMEOUT_MS = 6 * 3_600_000;
 
 function serverConfig(): Config {
   try {
@@ -31,16 +50,56 @@ function installationKey(config: Config, what: string): Buffer {
   return readKeyFile(file);
 }
 
-function noDestinations(): never {
-  throw new CliError('backup destinations (--destination, decisions §20) are not available in this version yet; use --file PATH', { exitCode: EXIT_USAGE });
+/** Runs `use` with the installation's database as it is (not migrated: a server may be running on it) and its cipher. */
+async function withInstallation<T>(config: Config, key: Buffer, use: (at: DestinationOpening) => Promise<T>): Promise<T> {
+  const db = await connectDatabase({ file: path.join(config.dataDir, SQLITE_ENTRY), url: config.databaseUrl });
+  try {
+    return await use({ db, cipher: new ValueCipher(key), dataDir: config.dataDir, allowPrivateTargets: config.allowPrivateTargets });
+  } finally {
+    await db.destroy();
+  }
 }
 
-/** `slipway server backup --file PATH`: works while the server runs; the file is written whole or not at all (0600). */
+/** A destination's or a lookup's failure as the command's message. */
+function destinationFailure(err: unknown, what: string): CliError {
+  if (err instanceof SelfBackupDestinationError) return new CliError(`${what}: ${err.message}`);
+  if (err instanceof DestinationError) return new CliError(`${what}: the destination ${err.step === 'resolve' ? 'cannot be reached' : err.step === 'auth' ? 'refused the credentials' : `failed (${err.step})`}: ${err.message}`);
+  return new CliError(`${what}: ${err instanceof Error ? err.message : String(err)}`);
+}
+
+/** `slipway server backup --destination ID|NAME`: one object in a §20 destination, named by the time it was taken. */
+async function backupToDestination(io: CliIo, config: Config, key: Buffer, reference: string): Promise<void> {
+  const started = Date.now();
+  const name = selfBackupName(new Date(started));
+  let header: SelfBackupHeader | undefined;
+  try {
+    const where = await withInstallation(config, key, async (at) => {
+      const { row, objects } = await openSelfBackupDestination(at, reference);
+      const take = async (out: Writable): Promise<void> => {
+        header = await takeSelfBackup({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, installationKey: key, version: VERSION }, out);
+      };
+      await putSelfBackup(objects, name, take, AbortSignal.timeout(BACKUP_TIMEOUT_MS));
+      return `backup destination "${row.name}" (${objects.describe})`;
+    });
+    io.stdout.write(`${name}\n`);
+    io.stderr.write(
+      `Backed up Slipway ${header?.version ?? VERSION} (${header?.database ?? ''}, schema ${header?.schema ?? ''}) to ${where} as ${name} in ${((Date.now() - started) / 1000).toFixed(1)} s. ` +
+        `Restore it with: slipway server restore --destination ${reference} --backup ${name}. It is encrypted under the installation key, which it does not hold: keep a copy of the key apart.\n`,
+    );
+  } catch (err) {
+    throw destinationFailure(err, 'backup failed');
+  }
+}
+
+/** `slipway server backup --file PATH | --destination ID|NAME`: works while the server runs; the file is written whole or not at all (0600). */
 export async function runSelfBackup(io: CliIo, options: { file?: string; destination?: string }): Promise<void> {
-  if (options.destination !== undefined) noDestinations();
-  if (options.file === undefined) throw new CliError('say where the backup goes: --file PATH', { exitCode: EXIT_USAGE });
+  if ((options.file === undefined) === (options.destination === undefined)) throw new CliError('say where the backup goes: --file PATH or --destination ID|NAME (one of them)', { exitCode: EXIT_USAGE });
   const config = serverConfig();
-  const file = path.resolve(io.cwd, options.file);
+  if (options.destination !== undefined) {
+    if (!fs.existsSync(path.join(config.dataDir, SQLITE_ENTRY)) && config.databaseUrl === undefined) throw new CliError(`no installation in ${config.dataDir} (no ${SQLITE_ENTRY}): nothing to back up`);
+    return backupToDestination(io, config, installationKey(config, 'a backup'), options.destination);
+  }
+  const file = path.resolve(io.cwd, options.file ?? '');
   if (fs.existsSync(file)) throw new CliError(`${file} exists; choose another name (a backup never overwrites one)`);
   const key = installationKey(config, 'a backup');
   const partial = `${file}.partial`;
@@ -58,13 +117,70 @@ export async function runSelfBackup(io: CliIo, options: { file?: string; destina
   }
 }
 
-/** `slipway server restore --file PATH [--force]`: with the server stopped, onto an empty data directory (or database). */
-export async function runSelfRestore(io: CliIo, options: { file?: string; destination?: string; backup?: string; force?: boolean }): Promise<void> {
-  if (options.destination !== undefined) noDestinations();
-  if (options.file === undefined) throw new CliError('say which backup to restore: --file PATH', { exitCode: EXIT_USAGE });
+/** Whether the target already holds an installation a destination can be looked up in. */
+async function installationAt(config: Config): Promise<boolean> {
+  if (config.databaseUrl !== undefined) return (await postgresHoldsInstallation(config.databaseUrl)) !== undefined;
+  return fs.existsSync(path.join(config.dataDir, SQLITE_ENTRY));
+}
+
+interface RestoreOptions {
+  file?: string;
+  destination?: string;
+  destinationSettings?: string;
+  backup?: string;
+  force?: boolean;
+}
+
+/**
+ * The backup object to restore from a destination: named in the installation found at the target
+ * (restoring over it with --force), or described by --destination-settings (an empty new host,
+ * whose database is not there to name it).
+ */
+async function destinationInput(io: CliIo, config: Config, key: Buffer, options: RestoreOptions): Promise<{ input: Readable; what: string }> {
+  let objects: ObjectStore;
+  if (options.destinationSettings !== undefined) {
+    const file = path.resolve(io.cwd, options.destinationSettings);
+    let body: unknown;
+    try {
+      body = JSON.parse(fs.readFileSync(file, 'utf8'));
+    } catch (err) {
+      throw new CliError(`cannot read the destination settings ${file}: ${err instanceof Error ? err.message : String(err)}`, { exitCode: EXIT_USAGE });
+    }
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new CliError(`${file} must hold a JSON object (the fields of POST /api/v1/backup-destinations)`, { exitCode: EXIT_USAGE });
+    objects = await openDescribedDestination(body as Record<string, unknown>, config.allowPrivateTargets);
+  } else {
+    const reference = options.destination ?? '';
+    const copiedLocal = localDestinationDir(config.dataDir, reference.toLowerCase());
+    const there = await installationAt(config);
+    if (!there && /^[0-9a-f-]{36}$/i.test(reference) && fs.existsSync(copiedLocal)) {
+      // A local destination's directory copied onto the new host: its objects are there, no database needed.
+      objects = localObjectStore(copiedLocal);
+    } else if (!there) {
+      throw new CliError(
+        `${config.databaseUrl === undefined ? config.dataDir : 'the PostgreSQL database'} holds no installation to look backup destination "${reference}" up in: ` +
+          'on a new host, describe the destination with --destination-settings FILE (a JSON object: type, endpoint, region, bucket, prefix, access_key_id, secret_access_key, force_path_style). Nothing was written.',
+        { exitCode: EXIT_USAGE },
+      );
+    } else {
+      objects = await withInstallation(config, key, async (at) => (await openSelfBackupDestination(at, reference)).objects);
+    }
+  }
+  if (options.backup === undefined) {
+    const newest = (await listSelfBackups(objects, AbortSignal.timeout(60_000))).slice(-5).reverse();
+    throw new CliError(`say which backup to restore: --backup NAME (${objects.describe} holds ${newest.length === 0 ? 'none' : `${newest.join(', ')}${newest.length === 5 ? ', …' : ''}`})`, { exitCode: EXIT_USAGE });
+  }
+  return { input: await readSelfBackup(objects, options.backup, AbortSignal.timeout(RESTORE_TIMEOUT_MS)), what: `${options.backup} from ${objects.describe}` };
+}
+
+/** `slipway server restore --file PATH | --destination ID|NAME --backup NAME [--force]`: with the server stopped, onto an empty data directory (or database). */
+export async function runSelfRestore(io: CliIo, options: RestoreOptions): Promise<void> {
+  const fromDestination = options.destination !== undefined || options.destinationSettings !== undefined;
+  if ((options.file === undefined) === !fromDestination) {
+    throw new CliError('say which backup to restore: --file PATH, or --destination ID|NAME (or --destination-settings FILE) with --backup NAME', { exitCode: EXIT_USAGE });
+  }
   const config = serverConfig();
-  const file = path.resolve(io.cwd, options.file);
-  if (!fs.existsSync(file)) throw new CliError(`${file} does not exist`);
+  const file = options.file === undefined ? undefined : path.resolve(io.cwd, options.file);
+  if (file !== undefined && !fs.existsSync(file)) throw new CliError(`${file} does not exist`);
   const key = installationKey(config, 'a restore');
   let lock;
   try {
@@ -73,17 +189,28 @@ export async function runSelfRestore(io: CliIo, options: { file?: string; destin
     if (err instanceof ConfigError) throw new CliError(`cannot restore while a server runs: ${err.message}`);
     throw err;
   }
+  let what = file ?? options.backup ?? '';
   try {
+    let input: Readable;
+    if (file !== undefined) {
+      input = fs.createReadStream(file);
+    } else {
+      ({ input, what } = await destinationInput(io, config, key, options));
+    }
     const { header, rebuilds } = await restoreSelfBackup(
       { dataDir: config.dataDir, databaseUrl: config.databaseUrl, installationKey: key, force: options.force === true, version: VERSION, schema: latestMigrationName(), openDatabase },
-      fs.createReadStream(file),
+      input,
     );
     io.stderr.write(
       `Restored the backup of ${header.created_at} (Slipway ${header.version}) into ${config.databaseUrl === undefined ? config.dataDir : 'the PostgreSQL database'}. ` +
         `Start the server: ${rebuilds} deployment${rebuilds === 1 ? '' : 's'} that were live will be rebuilt and released.\n`,
     );
   } catch (err) {
-    if (err instanceof BackupReadError || err instanceof RestoreRefused) throw new CliError(`cannot restore ${file}: ${err.message}. Nothing was written.`);
+    if (err instanceof BackupReadError || err instanceof RestoreRefused) throw new CliError(`cannot restore ${what}: ${err.message}. Nothing was written.`);
+    if (err instanceof SelfBackupDestinationError || err instanceof DestinationError) {
+      const failure = destinationFailure(err, `cannot restore ${what}`);
+      throw new CliError(`${failure.message}. Nothing was written.`);
+    }
     throw err;
   } finally {
     lock.release();

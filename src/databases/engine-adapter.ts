@@ -1,5 +1,6 @@
 // One database engine behind one small interface (like Kysely's dialects): its image setting, environment, data directory, port, URL and health probe.
 import type { ExecResult } from '../runtime/engine.js';
+import type { WalArchiving } from './wal-archiving.js';
 
 export const DATABASE_ENGINES = ['postgres', 'mysql', 'redis'] as const;
 export type DatabaseEngineName = (typeof DATABASE_ENGINES)[number];
@@ -55,12 +56,23 @@ export interface EngineAdapter {
   /** Where a `file` restore writes the dump, and the server command that then loads it. */
   readonly restoreFile?: string;
   restoreCommand?(credentials: DatabaseCredentials): readonly string[];
+  /**
+   * A `file` restore into a database's own volume: once a server run on `restoreCommand` has
+   * loaded the file, the commands that make it the server's own data again (Redis: its append-only
+   * file rewritten from it), run in order, then `adopted` polled until true.
+   */
+  adoptRestore?(credentials: DatabaseCredentials): readonly ContainerCommand[];
+  adoption?(credentials: DatabaseCredentials): ContainerCommand;
+  /** Whether the adoption's output says it ended; a string: it failed, and why. */
+  adopted?(result: ExecResult): boolean | string;
   /** A command whose output tells what the database holds: its tables (and rows) or its keys. */
   inventory(credentials: DatabaseCredentials): ContainerCommand;
   /** The inventory command's output, read. */
   parseInventory(output: string): Inventory;
   /** The file extension of a decrypted dump (downloads). */
   readonly dumpExtension: string;
+  /** Point-in-time recovery (`pitr`), for the engines that offer it. */
+  readonly pointInTime?: WalArchiving;
 }
 
 /** What a database holds, compared between a source and its restored backup. */

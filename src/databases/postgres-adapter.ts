@@ -1,6 +1,7 @@
 // The PostgreSQL engine: the official image's POSTGRES_* contract, PGDATA, port 5432, probed with psql over TCP.
 import type { EngineAdapter } from './engine-adapter.js';
 import { parseTableLines, sqlIdentifier } from './engine-adapter.js';
+import { postgresWal } from './postgres-wal.js';
 
 const INVENTORY_SQL =
   "select table_schema || '.' || table_name, (xpath('/row/c/text()', query_to_xml(format('select count(*) as c from %I.%I', table_schema, table_name), false, true, '')))[1]::text " +
@@ -38,4 +39,5 @@ export const postgresAdapter: EngineAdapter = {
   }),
   parseInventory: (output) => ({ tables: parseTableLines(output) }),
   dumpExtension: 'dump',
+  pointInTime: postgresWal,
 };

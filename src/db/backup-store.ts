@@ -185,7 +185,8 @@ export function databaseBackupStore(db: Db, cipher: ValueCipher): BackupStore {
     },
 
     async allRunning() {
-      return (await db.selectFrom('backups').selectAll().where('status', '=', 'running').execute()).map(toBackup);
+      // `succeeded` with a runner: being verified.
+      return (await db.selectFrom('backups').selectAll().where((eb) => eb.or([eb('status', '=', 'running'), eb.and([eb('status', '=', 'succeeded'), eb('runner', 'is not', null)])])).execute()).map(toBackup);
     },
 
     async createRestore(row) {
@@ -234,6 +235,11 @@ export function databaseBackupStore(db: Db, cipher: ValueCipher): BackupStore {
 
     async allSchedules() {
       return (await db.selectFrom('backup_schedules').selectAll().execute()).map(toSchedule);
+    },
+
+    async schedulesOf(databaseIds) {
+      if (databaseIds.length === 0) return [];
+      return (await db.selectFrom('backup_schedules').selectAll().where('database_id', 'in', [...databaseIds]).execute()).map(toSchedule);
     },
   };
 }

@@ -25,6 +25,7 @@ import * as buildQueue from './migrations/2026-11-27-111-build-queue.js';
 import * as acmeChallenges from './migrations/2026-11-27-120-acme-challenges.js';
 import * as configPending from './migrations/2026-11-28-040-config-pending.js';
 import * as compose from './migrations/2026-11-28-130-compose.js';
+import * as pointInTime from './migrations/2026-11-28-140-point-in-time.js';
 import * as managedDatabases from './migrations/2026-11-28-050-managed-databases.js';
 import * as schemaVersion from './migrations/2026-11-28-100-schema-version.js';
 import { latestMigration, recordVersion, refuseNewerSchema } from './schema-version.js';
@@ -67,6 +68,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-28-110-build-dockerfile': buildDockerfile,
   '2026-11-28-120-backups': backups,
   '2026-11-28-130-compose': compose,
+  '2026-11-28-140-point-in-time': pointInTime,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
@@ -102,6 +104,11 @@ async function postgresDialect(url: string): Promise<Dialect> {
   // one) fails instead, and the pool drops the connection when it comes back.
   pool.on('connect', (client) => client.on('error', () => undefined));
   return new PostgresDialect({ pool });
+}
+
+/** The database as it is, not migrated: for a command run beside a server (which owns the migrations) that only reads it. */
+export async function connectDatabase(options: { file: string; url?: string | undefined }): Promise<Db> {
+  return new Kysely<Database>({ dialect: options.url === undefined ? sqliteDialect(options.file) : await postgresDialect(options.url) });
 }
 
 /**

@@ -366,6 +366,41 @@ export interface BackupSchedulesTable {
   updated_at: string;
 }
 
+/** A base backup of a database with point-in-time recovery (decisions §20). */
+export interface PitrBaseBackupsTable {
+  id: string;
+  database_id: string;
+  destination_id: string;
+  location: string;
+  start_wal: string;
+  status: string;
+  size_bytes: number | null;
+  sha256: string | null;
+  runner: string | null;
+  error: string | null;
+  started_at: string;
+  finished_at: string | null;
+}
+
+/** A write-ahead log file archived to a destination. */
+export interface PitrWalFilesTable {
+  database_id: string;
+  name: string;
+  destination_id: string;
+  location: string;
+  closed_at: string;
+  size_bytes: number;
+  sha256: string;
+  uploaded_at: string;
+}
+
+export interface PitrStateTable {
+  database_id: string;
+  archived_until: string | null;
+  error: string | null;
+  updated_at: string;
+}
+
 export interface Database {
   build_dockerfiles: BuildDockerfilesTable;
   build_queue: BuildQueueTable;
@@ -406,4 +441,7 @@ export interface Database {
   backups: BackupsTable;
   backup_schedules: BackupSchedulesTable;
   backup_restores: BackupRestoresTable;
+  pitr_base_backups: PitrBaseBackupsTable;
+  pitr_wal_files: PitrWalFilesTable;
+  pitr_state: PitrStateTable;
 }

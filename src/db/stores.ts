@@ -33,6 +33,7 @@ import { databaseTunnelClaimStore } from './tunnel-claim-store.js';
 import { databaseSharedUploads } from './upload-archives.js';
 import { databaseWebhookStore } from './webhook-store.js';
 import { databaseBackupStore } from './backup-store.js';
+import { databasePitrStore } from './pitr-store.js';
 
 export interface StoresDeps {
   readonly config: Config;
@@ -95,6 +96,7 @@ async function buildStores({ config, db, cipher, coordination, runner, log }: St
     quotaStore: databaseQuotaStore(db),
     managedDatabases: databaseManagedDatabaseStore(db, cipher),
     backups: databaseBackupStore(db, cipher),
+    pitr: databasePitrStore(db),
     webhooks: databaseWebhookStore(db, cipher),
     notificationStore: databaseNotificationStore(db, cipher),
     previews: databasePreviewCatalog(db),

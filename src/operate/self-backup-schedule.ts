@@ -1,4 +1,4 @@
-// Scheduled self-backups: a leader-only background task that takes one on a cron schedule into a directory and keeps the newest 14.
+// Scheduled self-backups: a leader-only background task that takes one on a cron schedule into a directory or a backup destination and keeps the newest 14.
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
@@ -8,30 +8,44 @@ import type { BackgroundTask } from '../core/background.js';
 import type { Config, SelfBackupSettings } from '../config.js';
 import { loadInstallationKey } from '../secrets/installation-key.js';
 import { VERSION } from '../version.js';
+import type { ObjectStore } from '../backups/object-store.js';
+import type { Db } from '../db/database.js';
+import type { ValueCipher } from '../secrets/value-cipher.js';
 import { takeSelfBackup } from './self-backup.js';
+import { isSelfBackupName, openSelfBackupDestination, pruneSelfBackups, putSelfBackup, selfBackupName } from './self-backup-destination.js';
 
-/** Names of scheduled backups: sortable by time, recognisable among other files. */
-const PREFIX = 'slipway-self-backup-';
-const SUFFIX = '.slipway-backup';
+/** Time one scheduled backup into a destination may take. */
+const DESTINATION_TIMEOUT_MS = 6 * 3_600_000;
 
 export interface SelfBackupScheduleDeps {
   readonly settings: SelfBackupSettings;
   /** Writes one backup to `out` (takeSelfBackup with this installation's settings). */
   readonly take: (out: Writable) => Promise<unknown>;
   readonly log: (level: 'info' | 'warn', msg: string, detail?: object) => void;
+  /** With `settings.destination`: opens it (looked up at each backup: it may have been changed). */
+  readonly destination?: () => Promise<ObjectStore>;
 }
 
 /** The backups of the directory, oldest first. */
 export async function scheduledBackups(directory: string): Promise<string[]> {
   const names = await fsp.readdir(directory).catch(() => [] as string[]);
-  return names.filter((n) => n.startsWith(PREFIX) && n.endsWith(SUFFIX)).sort();
+  return names.filter(isSelfBackupName).sort();
 }
 
 /** Takes one backup into the directory (a .partial renamed when whole), then removes all but the newest `keep`. */
 export async function takeScheduledBackup(deps: SelfBackupScheduleDeps, at: Date = new Date()): Promise<string> {
   const { directory, keep } = deps.settings;
+  if (directory === undefined) {
+    if (deps.destination === undefined) throw new Error('no destination to write the backup to');
+    const signal = AbortSignal.timeout(DESTINATION_TIMEOUT_MS);
+    const objects = await deps.destination();
+    const name = selfBackupName(at);
+    await putSelfBackup(objects, name, deps.take, signal);
+    await pruneSelfBackups(objects, keep, signal);
+    return `${objects.describe}: ${name}`;
+  }
   await fsp.mkdir(directory, { recursive: true, mode: 0o700 });
-  const file = path.join(directory, `${PREFIX}${at.toISOString().replace(/[:.]/g, '-')}${SUFFIX}`);
+  const file = path.join(directory, selfBackupName(at));
   const partial = `${file}.partial`;
   try {
     await deps.take(fs.createWriteStream(partial, { mode: 0o600, flags: 'wx' }));
@@ -60,7 +74,7 @@ export function selfBackupTask(deps: SelfBackupScheduleDeps): BackgroundTask {
           const file = await takeScheduledBackup(deps);
           deps.log('info', `self-backup written to ${file}`);
         } catch (err) {
-          deps.log('warn', `the scheduled self-backup into ${deps.settings.directory} failed`, { err });
+          deps.log('warn', `the scheduled self-backup into ${deps.settings.directory ?? `backup destination "${deps.settings.destination ?? ''}"`} failed`, { err });
         }
       });
       signal.addEventListener('abort', () => job.stop(), { once: true });
@@ -69,10 +83,15 @@ export function selfBackupTask(deps: SelfBackupScheduleDeps): BackgroundTask {
 }
 
 /** The scheduled self-backup task of this installation, or undefined when none is configured. */
-export function scheduledSelfBackups(config: Config, log: SelfBackupScheduleDeps['log']): BackgroundTask | undefined {
+export function scheduledSelfBackups(config: Config, log: SelfBackupScheduleDeps['log'], database: { db: Db; cipher: ValueCipher }): BackgroundTask | undefined {
   const settings = config.selfBackup;
   if (settings === undefined) return undefined;
   const take = (out: Writable): Promise<unknown> =>
     takeSelfBackup({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, installationKey: loadInstallationKey(config.secretKey, config.dataDir).key, version: VERSION }, out);
-  return selfBackupTask({ settings, take, log });
+  const reference = settings.destination;
+  const destination =
+    reference === undefined
+      ? undefined
+      : async (): Promise<ObjectStore> => (await openSelfBackupDestination({ ...database, dataDir: config.dataDir, allowPrivateTargets: config.allowPrivateTargets }, reference)).objects;
+  return selfBackupTask({ settings, take, log, ...(destination === undefined ? {} : { destination }) });
 }

@@ -16,6 +16,10 @@ export const serviceVolumeName = (instanceId: string, serviceId: string): string
 
 export const serviceLabels = (instanceId: string, serviceId: string): Record<string, string> => ({ [LABEL_SERVICE]: serviceId, [LABEL_SERVICE_OF]: instanceId });
 
+/** The service a companion container or volume serves (a database's log receiver): a label of its own, so the service's own container is never mistaken for it. */
+export const LABEL_COMPANION_OF = 'dev.slipway.companion-of';
+export const companionLabels = (instanceId: string, serviceId: string): Record<string, string> => ({ [LABEL_COMPANION_OF]: serviceId, [LABEL_SERVICE_OF]: instanceId });
+
 export interface ServiceSpec {
   readonly instanceId: string;
   readonly serviceId: string;
@@ -118,7 +122,9 @@ export async function serviceContainer(engine: ContainerEngine, instanceId: stri
 /** Removes the service's containers, network and (unless kept) volume with its data. Containers of others on the network must be detached first. */
 export async function removeService(engine: ContainerEngine, instanceId: string, serviceId: string): Promise<void> {
   const labels = serviceLabels(instanceId, serviceId);
-  for (const container of await engine.listContainers(labels)) await engine.removeContainer(container.id);
+  const companions = companionLabels(instanceId, serviceId);
+  for (const container of [...(await engine.listContainers(labels)), ...(await engine.listContainers(companions))]) await engine.removeContainer(container.id);
+  for (const volume of await engine.listVolumes(companions)) await engine.removeVolume(volume.name);
   await engine.removeNetwork(serviceNetworkName(instanceId, serviceId));
   await engine.removeVolume(serviceVolumeName(instanceId, serviceId));
 }

@@ -172,6 +172,25 @@ describe('preview deployments: API', () => {
     assert.equal(log[3]?.build_id, opened.json.id);
   });
 
+  test("a preview build's Dockerfile: GET …/previews/{n}/builds/{id}/dockerfile gives the one it used, as text or JSON; another build id → 404", async () => {
+    const app = await previewApp();
+    const dockerfile = 'FROM scratch\nCOPY change.txt /change.txt\n';
+    await git.commit(app.repo, { Dockerfile: dockerfile }, { branch: 'feature-7' });
+    const head = await pullHead(app, 7);
+    const opened = await deliver(app, 'github', { action: 'opened', number: 7, headSha: head, headBranch: 'feature-7' });
+    assert.equal(opened.status, 202, opened.text);
+    await ended(app, 7, opened.json.id);
+    const route = `/api/v1/deployments/${app.id}/previews/7/builds/${opened.json.id}/dockerfile`;
+    const text = await s.request('GET', route, { token: user.token });
+    assert.equal(text.status, 200, text.text);
+    assert.equal(text.text, dockerfile);
+    assert.match(text.headers.get('content-type') ?? '', /^text\/plain/);
+    const json = await s.request('GET', route, { token: user.token, headers: { accept: 'application/json' } });
+    assert.deepEqual([json.json.dockerfile, json.json.generated, json.json.path], [dockerfile, false, 'Dockerfile']);
+    assertError(await s.request('GET', `/api/v1/deployments/${app.id}/previews/7/builds/${crypto.randomUUID()}/dockerfile`, { token: user.token }), 404, 'not_found');
+    assertError(await s.request('GET', `/api/v1/deployments/${app.id}/previews/8/builds/${opened.json.id}/dockerfile`, { token: user.token }), 404, 'not_found');
+  });
+
   test('a head ref that cannot be fetched: the preview is made and its build fails with git\'s error in its log', async () => {
     const app = await previewApp();
     const sha = crypto.randomBytes(20).toString('hex');

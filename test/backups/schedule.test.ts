@@ -12,9 +12,10 @@ describe('backup schedules', () => {
     assert.equal(dueTime('*/5 * * * *', at('2026-11-28T10:00:00Z'), at('2026-11-28T10:07:00Z'))?.toISOString(), '2026-11-28T10:05:00.000Z');
   });
 
-  test('the backup field: a cron expression, a destination, keep 1 to 365; pitr refused', () => {
+  test('the backup field: a cron expression, a destination, keep 1 to 365; pitr a boolean', () => {
     assert.deepEqual(checkSchedule({ schedule: '0 3 * * *', destination_id: 'd', keep: 7 }), { schedule: '0 3 * * *', destination_id: 'd', keep: 7, pitr: false });
-    for (const bad of [{ schedule: 'every day', destination_id: 'd' }, { schedule: '0 3 * * *' }, { schedule: '0 3 * * *', destination_id: 'd', keep: 0 }, { schedule: '0 3 * * *', destination_id: 'd', keep: 366 }, { schedule: '0 3 * * *', destination_id: 'd', keep: 1.5 }, { schedule: '0 3 * * *', destination_id: 'd', pitr: true }]) {
+    assert.deepEqual(checkSchedule({ schedule: '0 3 * * *', destination_id: 'd', pitr: true }), { schedule: '0 3 * * *', destination_id: 'd', keep: 7, pitr: true });
+    for (const bad of [{ schedule: 'every day', destination_id: 'd' }, { schedule: '0 3 * * *' }, { schedule: '0 3 * * *', destination_id: 'd', keep: 0 }, { schedule: '0 3 * * *', destination_id: 'd', keep: 366 }, { schedule: '0 3 * * *', destination_id: 'd', keep: 1.5 }, { schedule: '0 3 * * *', destination_id: 'd', pitr: 'yes' }]) {
       assert.throws(() => checkSchedule(bad), { code: 'validation_error' }, JSON.stringify(bad));
     }
   });

@@ -48,19 +48,51 @@ describe('MariaDB and Redis backups', () => {
     assert.match(download.text, /CREATE TABLE `a`/);
   });
 
-  test('Redis: an RDB snapshot, verified by loading it and counting its keys', async () => {
-    const creds = (await s.request('GET', `/api/v1/databases/${ids['redis']}/credentials`, { token: alice.token })).json;
-    const container = (await databaseContainer(ids['redis']!))!.Id;
-    for (const key of ['k1', 'k2', 'k3']) await runIn(container, ['redis-cli', '--no-auth-warning', 'set', key, 'v'], { REDISCLI_AUTH: creds.password });
-    const done = await backupAndWait(ids['redis']!);
+  const restoreAndWait = async (id: string, body: object) => {
+    const started = await s.request('POST', `/api/v1/databases/${id}/restore`, { token: alice.token, body });
+    assert.equal(started.status, 202, started.text);
+    return eventually(async () => {
+      const res = await s.request('GET', `/api/v1/databases/${id}/restores/${started.json.id}`, { token: alice.token });
+      return res.json?.status === 'running' ? undefined : res.json;
+    }, 180_000, 'the restore to end');
+  };
+  const redisKeys = async (id: string): Promise<string[]> => {
+    const creds = (await s.request('GET', `/api/v1/databases/${id}/credentials`, { token: alice.token })).json;
+    const out = await runIn((await databaseContainer(id))!.Id, ['redis-cli', '--no-auth-warning', 'keys', '*'], { REDISCLI_AUTH: creds.password });
+    return out.split('\n').map((k) => k.trim()).filter(Boolean).sort();
+  };
+
+  test('Redis: an RDB snapshot, verified by loading it and counting its keys; restored in place (its data replaced, kept across a restart) and into a new database', async () => {
+    const redis = ids['redis']!;
+    const creds = (await s.request('GET', `/api/v1/databases/${redis}/credentials`, { token: alice.token })).json;
+    const cli = async (...args: string[]) => runIn((await databaseContainer(redis))!.Id, ['redis-cli', '--no-auth-warning', ...args], { REDISCLI_AUTH: creds.password });
+    await cli('mset', 'k1', 'v', 'k2', 'v', 'k3', 'v');
+    const done = await backupAndWait(redis);
     assert.equal(done.status, 'verified', done.error);
-    const res = await s.request('POST', `/api/v1/databases/${ids['redis']}/restore`, { token: alice.token, body: { backup_id: done.id } });
-    assert.equal(res.status, 409, 'restoring Redis in place is not offered on this version');
+    await cli('del', 'k1');
+    await cli('mset', 'k4', 'v', 'k5', 'v');
+
+    const inPlace = await restoreAndWait(redis, { backup_id: done.id });
+    assert.equal(inPlace.status, 'succeeded', inPlace.error);
+    assert.ok(inPlace.safety_backup_id, 'a safety backup was taken first');
+    assert.deepEqual(await redisKeys(redis), ['k1', 'k2', 'k3']);
+    // The restored data is the server's own: a write after it and the restored keys survive a restart.
+    await cli('set', 'k6', 'v');
+    assert.equal((await s.request('POST', `/api/v1/databases/${redis}/stop`, { token: alice.token })).status, 200);
+    assert.equal((await s.request('POST', `/api/v1/databases/${redis}/start`, { token: alice.token })).json.status, 'running');
+    assert.deepEqual(await redisKeys(redis), ['k1', 'k2', 'k3', 'k6']);
+    const safety = (await s.request('GET', `/api/v1/databases/${redis}/backups/${inPlace.safety_backup_id}`, { token: alice.token })).json;
+    assert.equal(safety.trigger, 'safety');
+
+    const into = await restoreAndWait(redis, { backup_id: done.id, into: 'redis-copy' });
+    assert.equal(into.status, 'succeeded', into.error);
+    assert.notEqual(into.target_database_id, redis);
+    assert.deepEqual(await redisKeys(into.target_database_id), ['k1', 'k2', 'k3']);
   });
 
   test('a schedule on the database (PATCH backup): checked, shown, and its destination cannot be deleted while used', async () => {
     const path = `/api/v1/databases/${ids['redis']}`;
-    for (const bad of [{ schedule: 'often', destination_id: destinationId }, { schedule: '0 3 * * *', destination_id: destinationId, keep: 0 }, { schedule: '0 3 * * *', destination_id: destinationId, keep: 366 }]) {
+    for (const bad of [{ schedule: 'often', destination_id: destinationId }, { schedule: '0 3 * * *', destination_id: destinationId, keep: 0 }, { schedule: '0 3 * * *', destination_id: destinationId, keep: 366 }, { schedule: '0 3 * * *', destination_id: destinationId, pitr: true }]) {
       assertError(await s.request('PATCH', path, { token: alice.token, body: { backup: bad } }), 400, 'validation_error', JSON.stringify(bad));
     }
     const bob = await s.newUser('bob');
@@ -69,11 +101,16 @@ describe('MariaDB and Redis backups', () => {
     const set = await s.request('PATCH', path, { token: alice.token, body: { backup: { schedule: '0 3 * * *', destination_id: destinationId, keep: 3 } } });
     assert.equal(set.status, 200, set.text);
     assert.deepEqual(set.json.backup, { schedule: '0 3 * * *', destination_id: destinationId, keep: 3, pitr: false });
+    assert.deepEqual((await s.request('GET', path, { token: alice.token })).json.backup, set.json.backup, 'GET shows the schedule');
+    const listed = (await s.request('GET', '/api/v1/databases', { token: alice.token })).json;
+    assert.deepEqual(listed.find((d: { id: string }) => d.id === ids['redis']).backup, set.json.backup, 'the list shows it');
+    assert.equal(listed.find((d: { id: string }) => d.id === ids['mysql']).backup, null, 'a database without a schedule shows null');
     const refused = await s.request('DELETE', `/api/v1/backup-destinations/${destinationId}`, { token: alice.token });
     assertError(refused, 409, 'invalid_state');
     assert.match(refused.json.message, /redis-db/);
     const removed = await s.request('PATCH', path, { token: alice.token, body: { backup: null } });
     assert.equal(removed.json.backup, null);
+    assert.equal((await s.request('GET', path, { token: alice.token })).json.backup, null);
     assert.equal((await s.request('DELETE', `/api/v1/backup-destinations/${destinationId}`, { token: alice.token })).status, 204);
   });
 });

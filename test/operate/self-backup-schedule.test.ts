@@ -7,6 +7,8 @@ import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../../src/config.js';
 import { Background, type Leadership } from '../../src/core/background.js';
+import { localObjectStore } from '../../src/backups/local-object-store.js';
+import { listSelfBackups, SELF_BACKUP_FOLDER } from '../../src/operate/self-backup-destination.js';
 import { scheduledBackups, selfBackupTask, takeScheduledBackup } from '../../src/operate/self-backup-schedule.js';
 
 function leadership(initial: boolean): Leadership & { set(leader: boolean): void } {
@@ -49,6 +51,24 @@ test('each backup lands whole in the directory, and only the newest 14 are kept'
   }
 });
 
+test('into a backup destination: each backup one object under slipway-self-backups/, the newest 14 kept, a failed one leaves nothing', async () => {
+  const directory = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-scheduled-dest-'));
+  try {
+    const objects = localObjectStore(directory);
+    const deps = { settings: { schedule: '0 3 * * *', destination: 'offsite', keep: 14 }, take: write, log: () => undefined, destination: async () => objects };
+    for (let day = 1; day <= 16; day++) await takeScheduledBackup(deps, new Date(Date.UTC(2026, 10, day, 3)));
+    const kept = await listSelfBackups(objects, AbortSignal.timeout(5000));
+    assert.equal(kept.length, 14);
+    assert.match(kept[0] ?? '', /2026-11-03T03-00-00-000Z/);
+    assert.equal(fs.readFileSync(path.join(directory, SELF_BACKUP_FOLDER, kept[13] ?? ''), 'utf8'), 'backup bytes');
+    await assert.rejects(takeScheduledBackup({ ...deps, take: async () => { throw new Error('disk full'); } }, new Date(Date.UTC(2026, 10, 20))), /disk full/);
+    assert.equal((await listSelfBackups(objects, AbortSignal.timeout(5000))).length, 14);
+    assert.deepEqual(fs.readdirSync(path.join(directory, SELF_BACKUP_FOLDER)).filter((n) => !n.startsWith('slipway-self-backup-2026-11-')), []);
+  } finally {
+    fs.rmSync(directory, { recursive: true, force: true });
+  }
+});
+
 test('the task runs on the leader only, on its schedule, and stops with leadership', async () => {
   const directory = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-scheduled-'));
   const leader = leadership(false);
@@ -80,5 +100,6 @@ test('the settings: both or neither, a cron expression, an absolute directory', 
   assert.throws(() => loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '0 3 * * *' }), /set together/);
   assert.throws(() => loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: 'daily', SLIPWAY_SELF_BACKUP_DESTINATION: '/b' }), /cron expression/);
   assert.throws(() => loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '99 3 * * *', SLIPWAY_SELF_BACKUP_DESTINATION: '/b' }), /cron expression/);
-  assert.throws(() => loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '0 3 * * *', SLIPWAY_SELF_BACKUP_DESTINATION: 'dest-123' }), /absolute directory path/);
+  assert.deepEqual(loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '0 3 * * *', SLIPWAY_SELF_BACKUP_DESTINATION: 'Offsite' }).selfBackup, { schedule: '0 3 * * *', destination: 'offsite', keep: 14 });
+  assert.throws(() => loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '0 3 * * *', SLIPWAY_SELF_BACKUP_DESTINATION: 'backups/self' }), /id or name, or an absolute directory path/);
 });

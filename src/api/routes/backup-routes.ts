@@ -17,8 +17,8 @@ export const backupRoutes =
 /** The PATCH database `backup` field, served by the backups part. */
 export const backupScheduleHooks = (ctx: BackupsContext): BackupScheduleHooks => ({
   set: (principal, databaseId, backup) => setBackupSchedule(ctx, principal, databaseId, backup),
-  get: async (databaseId) => {
-    const s = await ctx.store.getSchedule(databaseId);
-    return s === undefined ? null : { schedule: s.schedule, destination_id: s.destination_id, keep: s.keep, pitr: s.pitr };
+  get: async (databaseIds) => {
+    const found = new Map((await ctx.store.schedulesOf(databaseIds)).map((s) => [s.database_id, { schedule: s.schedule, destination_id: s.destination_id, keep: s.keep, pitr: s.pitr }]));
+    return databaseIds.map((id) => found.get(id) ?? null);
   },
 });

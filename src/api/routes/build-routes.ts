@@ -8,14 +8,7 @@ import { principalOf } from '../authenticate.js';
 import { BuildParams, FollowQuery, IdParams, TextResponse, errorResponses, isFlagSet } from '../schemas.js';
 import { clientGone, sendText } from './deployment-routes.js';
 import { getBuildDockerfile } from '../../domain/build-dockerfiles.js';
-
-/** A build's Dockerfile as JSON (Accept: application/json): the text, where it sat, whether Slipway generated it and why. */
-const BuildDockerfile = Type.Object({
-  path: Type.String(),
-  generated: Type.Boolean(),
-  detection: Type.Union([Type.Array(Type.String()), Type.Null()]),
-  dockerfile: Type.String(),
-});
+import { dockerfileResponses, sendDockerfile } from './dockerfile-response.js';
 
 export const buildRoutes =
   (deps: ApiDeps): FastifyPluginAsync =>
@@ -60,17 +53,12 @@ export const buildRoutes =
           tags: ['builds'],
           summary: "The Dockerfile a build used: the source's own, or the one Slipway generated (text; JSON with the detection for Accept: application/json)",
           params: BuildParams,
-          response: {
-            200: { description: 'the Dockerfile', content: { 'text/plain': { schema: Type.String() }, 'application/json': { schema: BuildDockerfile } } },
-            ...errorResponses(401, 404),
-          },
+          response: dockerfileResponses,
         },
       },
       async (request, reply) => {
         const used = await getBuildDockerfile(deps.deployments, principalOf(request), request.params.id, request.params.build_id);
-        reply.header('Cache-Control', 'no-store').header('X-Slipway-Dockerfile-Generated', String(used.generated));
-        if (prefersJson(request.headers.accept)) return reply.type('application/json; charset=utf-8').send({ ...used });
-        return reply.type('text/plain; charset=utf-8').header('X-Content-Type-Options', 'nosniff').send(used.dockerfile);
+        return sendDockerfile(reply, request.headers.accept, used);
       },
     );
 
@@ -97,10 +85,3 @@ export const buildRoutes =
     );
   };
 
-/** Whether an Accept header asks for JSON before plain text (no header, or `*\/*`: text). */
-function prefersJson(accept: string | undefined): boolean {
-  if (accept === undefined) return false;
-  const json = accept.indexOf('application/json');
-  const text = accept.indexOf('text/plain');
-  return json >= 0 && (text < 0 || json < text);
-}

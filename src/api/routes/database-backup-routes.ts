@@ -6,9 +6,9 @@ import { deleteBackup, downloadBackup, getBackupRow, listBackups, presentBackup,
 import { PageQuery, isSeqPosition, listResponse, pageRequest, sendPage, type ListCursors, type ListRef } from '../list-pages.js';
 import { principalOf } from '../authenticate.js';
 import { IdParams, errorResponses } from '../schemas.js';
-import { BackupParams, BackupResponse, RestoreBody, RestoreResponse, StartBackupBody } from '../backup-schemas.js';
+import { BackupParams, BackupResponse, RecoveryWindowResponse, RestoreBody, RestoreResponse, StartBackupBody } from '../backup-schemas.js';
 import { getRestore, startRestore } from '../../backups/restore-backup.js';
-import { DomainError } from '../../core/errors.js';
+import { getRecoveryWindow, startPointInTimeRestore } from '../../backups/point-in-time.js';
 import { clientGone } from './deployment-routes.js';
 
 type BackupRequest = { Params: { id: string; backup_id: string } };
@@ -87,16 +87,32 @@ export const databaseBackupRoutes =
       {
         schema: {
           tags,
-          summary: 'Restore a backup: in place (a safety backup first, linked apps restarted) or into a new database; 409 for a failed backup',
+          summary: 'Restore a backup: in place (a safety backup first, linked apps restarted) or into a new database; 409 for a failed backup. {at, into}: point-in-time recovery (PostgreSQL with pitr) into a new database; 400 naming the recoverable window',
           params: IdParams,
           body: RestoreBody,
           response: { 202: RestoreResponse, ...errorResponses(400, 401, 403, 404, 409) },
         },
       },
       async (request, reply) => {
-        if (request.body.at !== undefined) throw new DomainError('validation_error', 'point-in-time recovery (at) is not available on this version: restore a backup by backup_id');
+        if (request.body.at !== undefined) return reply.code(202).send(await startPointInTimeRestore(ctx, principalOf(request), request.params.id, request.body));
         return reply.code(202).send(await startRestore(ctx, principalOf(request), request.params.id, request.body));
       },
+    );
+
+    app.get<{ Params: { id: string } }>(
+      '/databases/:id/recovery-window',
+      {
+        schema: {
+          tags,
+          summary: 'Point-in-time recovery (PostgreSQL with pitr): the window a restore {at, into} may name (null while there is none), and the archiver\'s last error',
+          params: IdParams,
+          response: {
+            200: RecoveryWindowResponse,
+            ...errorResponses(401, 404),
+          },
+        },
+      },
+      async (request) => getRecoveryWindow(ctx, principalOf(request), request.params.id),
     );
 
     app.get<{ Params: { id: string; restore_id: string } }>(

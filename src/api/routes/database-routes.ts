@@ -35,13 +35,21 @@ import {
 import { clientGone, sendText } from './deployment-routes.js';
 import { DomainError } from '../../core/errors.js';
 import type { Principal } from '../../core/principal.js';
+import type { DatabaseRow } from '../../databases/database-store.js';
 
 type IdRequest = { Params: { id: string } };
 
 /** A database's backup schedule set (or, null, removed) and read back: the backups part's, when it runs. */
 export interface BackupScheduleHooks {
   set(principal: Principal, databaseId: string, backup: object | null): Promise<void>;
-  get(databaseId: string): Promise<{ schedule: string; destination_id: string; keep: number; pitr: boolean } | null>;
+  /** The schedules of these databases, in their order (null: none). */
+  get(databaseIds: readonly string[]): Promise<Array<{ schedule: string; destination_id: string; keep: number; pitr: boolean } | null>>;
+}
+
+/** Databases as the API shows them, each with its `backup` schedule when the backups part runs. */
+async function presentWithBackup(rows: readonly DatabaseRow[], schedules: BackupScheduleHooks | undefined): Promise<Array<ReturnType<typeof presentDatabase> & { backup?: Awaited<ReturnType<BackupScheduleHooks['get']>>[number] }>> {
+  const backups = schedules === undefined ? undefined : await schedules.get(rows.map((r) => r.id));
+  return rows.map((row, i) => ({ ...presentDatabase(row), ...(backups === undefined ? {} : { backup: backups[i] ?? null }) }));
 }
 
 export const databaseRoutes =
@@ -71,14 +79,14 @@ export const databaseRoutes =
         const ref: ListRef<DatabasePosition> = { cursors, path: '/api/v1/databases', list: 'databases', scope: principal.userId, valid: isSeqPosition };
         const page = pageRequest(ref, request.query);
         const result = await listDatabases(ctx, principal, page);
-        return sendPage(request, reply, ref, page, result.items.map(presentDatabase), result.next);
+        return sendPage(request, reply, ref, page, await presentWithBackup(result.items, schedules), result.next);
       },
     );
 
     app.get<IdRequest>(
       '/databases/:id',
       { schema: { tags, summary: 'One database (its size measured again while it runs)', params: IdParams, response: one } },
-      async (request) => presentDatabase(await getDatabase(ctx, principalOf(request), request.params.id)),
+      async (request) => (await presentWithBackup([await getDatabase(ctx, principalOf(request), request.params.id)], schedules))[0],
     );
 
     app.patch<IdRequest & { Body: UpdateDatabaseBody }>(
@@ -92,8 +100,7 @@ export const databaseRoutes =
           if (schedules === undefined) throw new DomainError('invalid_state', 'backups are not available on this server');
           await schedules.set(principal, request.params.id, backup);
         }
-        const row = await getDatabaseRow(ctx, principal, request.params.id, 'read');
-        return { ...presentDatabase(row), ...(schedules === undefined ? {} : { backup: await schedules.get(row.id) }) };
+        return (await presentWithBackup([await getDatabaseRow(ctx, principal, request.params.id, 'read')], schedules))[0];
       },
     );
 

@@ -1,4 +1,4 @@
-// Routes: a deployment's previews (decisions §17) — list, one, delete, and each one's builds, build logs and runtime logs.
+// Routes: a deployment's previews (decisions §17) — list, one, delete, and each one's builds, build logs, build Dockerfiles and runtime logs.
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { appUrl } from '../../config.js';
@@ -22,6 +22,8 @@ import {
   isFlagSet,
 } from '../schemas.js';
 import { clientGone, sendText } from './deployment-routes.js';
+import { usedDockerfile } from '../../domain/build-dockerfiles.js';
+import { dockerfileResponses, sendDockerfile } from './dockerfile-response.js';
 
 type PreviewRequest = { Params: { id: string; number: string } };
 type PreviewBuildRequest = { Params: { id: string; number: string; build_id: string } };
@@ -110,6 +112,19 @@ export const previewRoutes =
       '/deployments/:id/previews/:number/builds/:build_id',
       { schema: { tags, summary: 'One build of a preview', params: PreviewBuildParams, response: { 200: Type.Ref('Build'), ...errorResponses(401, 404) } } },
       async (request) => presentBuild((await previewBuild(request)).build),
+    );
+
+    app.get<PreviewBuildRequest>(
+      '/deployments/:id/previews/:number/builds/:build_id/dockerfile',
+      {
+        schema: {
+          tags,
+          summary: "The Dockerfile a preview build used: the source's own, or the one Slipway generated (text; JSON with the detection for Accept: application/json)",
+          params: PreviewBuildParams,
+          response: dockerfileResponses,
+        },
+      },
+      async (request, reply) => sendDockerfile(reply, request.headers.accept, await usedDockerfile(deps.deployments, (await previewBuild(request)).build.id)),
     );
 
     app.get<PreviewBuildRequest & { Querystring: FollowQuery }>(

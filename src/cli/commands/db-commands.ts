@@ -1,31 +1,17 @@
-// Commands on managed databases (decisions §19): db create, ls, info, credentials, link, unlink, stop, start, rm.
+// Commands on managed databases (decisions §19): db create, ls, info, credentials, link, unlink, stop, start, rm (and the backup commands of backup-commands.ts).
 import { Option, type Command } from 'commander';
 import type { ApiClient } from '../api-client.js';
 import { CliError } from '../cli-error.js';
 import type { CliIo } from '../cli-io.js';
 import { connect, currentLogin, withInterrupt, withJson, type JsonOption } from '../command-context.js';
 import { runDbConnect } from '../db-connect.js';
-import { ago, printFields, printJson, printTable } from '../output.js';
+import { findDatabase, type ManagedDatabase } from '../find-database.js';
+import { ago, humanBytes, printFields, printJson, printTable } from '../output.js';
 import { createPrompter } from '../prompt.js';
 import { resolveApp } from '../resolve-app.js';
 import { findTeam } from './team-commands.js';
+import { registerDbBackupCommands } from './backup-commands.js';
 
-interface ManagedDatabase {
-  id: string;
-  name: string;
-  engine: string;
-  image: string;
-  status: string;
-  error: string | null;
-  team_id: string | null;
-  size_bytes: number;
-  host: string;
-  port: number;
-  memory_mb: number | null;
-  cpus: number | null;
-  created_at: string;
-  updated_at: string;
-}
 interface Credentials {
   username: string;
   password: string;
@@ -46,30 +32,6 @@ interface Link {
 
 const run = (io: CliIo, body: (client: ApiClient, signal: AbortSignal) => Promise<void>): Promise<void> =>
   withInterrupt(io, async (signal) => body(await connect(io, signal), signal));
-
-/** A database by id or name among the caller's (and their teams'). */
-export async function findDatabase(client: ApiClient, ref: string): Promise<ManagedDatabase> {
-  const all = await client.list<ManagedDatabase>('/api/v1/databases');
-  const byId = all.find((d) => d.id === ref.toLowerCase());
-  const byName = all.filter((d) => d.name === ref.toLowerCase());
-  const found = byId ?? (byName.length === 1 ? byName[0] : undefined);
-  if (found === undefined) {
-    throw new CliError(byName.length > 1 ? `several of your databases are named "${ref}" (yours and a team's): use the id (see \`slipway db ls\`)` : `no database "${ref}" among yours (see \`slipway db ls\`)`);
-  }
-  return found;
-}
-
-/** Bytes as people read them. */
-export function humanBytes(bytes: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit += 1;
-  }
-  return `${unit === 0 ? value : value.toFixed(1)} ${units[unit]}`;
-}
 
 /** Waits (printing nothing) until a new database leaves `creating`, at most `timeoutMs`. */
 async function waitCreated(client: ApiClient, id: string, signal: AbortSignal, timeoutMs: number): Promise<ManagedDatabase> {
@@ -300,4 +262,6 @@ Examples:
       io.stdout.write(`Deleted database ${found.name}.\n`);
     }),
   );
+
+  registerDbBackupCommands(db, io);
 }

@@ -20,26 +20,28 @@ export function registerServerOperateCommands(server: Command, io: CliIo): void 
     .command('backup')
     .description("write an encrypted snapshot of Slipway's own state (database, uploaded sources, build logs; never the key) while it runs")
     .option('--file <path>', 'the file to write (never overwritten; 0600)')
-    .option('--destination <id>', 'a backup destination (decisions §20; not available in this version yet)')
+    .option('--destination <id|name>', 'a backup destination (decisions §20): the backup becomes one object in it, its name printed')
     .addHelpText(
       'after',
       '\nRun it on the server host with the server\'s settings (SLIPWAY_DATA_DIR, SLIPWAY_DATABASE_URL, the key).\n' +
         'The file is encrypted under a key derived from the installation key, which it does not hold: keep the key apart.\n\n' +
-        'Example:\n  slipway server backup --file /backups/slipway-$(date +%F).slipway-backup',
+        'Examples:\n  slipway server backup --file /backups/slipway-$(date +%F).slipway-backup\n  slipway server backup --destination offsite',
     )
     .action(async (options: { file?: string; destination?: string }) => (await import('../server-backup.js')).runSelfBackup(io, options));
   server
     .command('restore')
     .description('bring a self-backup back onto an empty data directory (server stopped, same installation key)')
     .option('--file <path>', 'the backup file')
-    .option('--destination <id>', 'a backup destination (decisions §20; not available in this version yet)')
-    .option('--backup <name>', 'with --destination: the backup to restore')
+    .option('--destination <id|name>', 'a backup destination of the installation in the data directory (with --force)')
+    .option('--destination-settings <file>', 'on a new host: the destination as a JSON object (the fields of POST /api/v1/backup-destinations, the secret included)')
+    .option('--backup <name>', 'with --destination or --destination-settings: the backup to restore (printed by `server backup`)')
     .option('--force', 'replace the installation found in the data directory (or database)')
     .addHelpText(
       'after',
       '\nOn a new host: copy the old secret.key into the new data directory (or set SLIPWAY_SECRET_KEY), restore, start.\n' +
         'Every deployment that was live is rebuilt and released at that start.\n\n' +
-        'Example:\n  SLIPWAY_DATA_DIR=/var/lib/slipway slipway server restore --file slipway-2026-11-28.slipway-backup',
+        'Examples:\n  SLIPWAY_DATA_DIR=/var/lib/slipway slipway server restore --file slipway-2026-11-28.slipway-backup\n' +
+        '  SLIPWAY_DATA_DIR=/var/lib/slipway slipway server restore --destination-settings offsite.json --backup slipway-self-backup-2026-11-28T03-00-00-000Z.slipway-backup',
     )
-    .action(async (options: { file?: string; destination?: string; backup?: string; force?: boolean }) => (await import('../server-backup.js')).runSelfRestore(io, options));
+    .action(async (options: { file?: string; destination?: string; destinationSettings?: string; backup?: string; force?: boolean }) => (await import('../server-backup.js')).runSelfRestore(io, options));
 }
