@@ -1,4 +1,4 @@
-// One app's page: a header with status, actions (as the state table allows) and pending changes, over tabs (Overview, Builds, Logs, Metrics, Settings, Domains, Previews).
+// One app's page: a header with status, actions (as the state table allows) and pending changes, over tabs (Overview, Services, Builds, Logs, Metrics, Settings, Domains, Previews).
 import { call } from './api.js';
 import { badge, confirmAction, h } from './dom.js';
 import { pendingChanges } from './pending-changes.js';
@@ -11,6 +11,7 @@ import { renderOverviewTab } from './overview-tab.js';
 import { renderDomainsTab, renderSettingsTab, renderSourcePanel } from './settings.js';
 import { renderPreviewsTab } from './previews-tab.js';
 import { renderJobsTab } from './jobs-tab.js';
+import { renderServicesTab } from './services-tab.js';
 
 /**
  * The tabs of an app's page, in order. A tab is `{id, label, render(panel, page), shown?(dep)}`:
@@ -19,6 +20,8 @@ import { renderJobsTab } from './jobs-tab.js';
  */
 export const APP_TABS = [
   { id: 'overview', label: 'Overview', render: renderOverviewTab },
+  // A compose app's set (contract §21).
+  { id: 'services', label: 'Services', render: renderServicesTab, shown: (dep) => Boolean(dep.compose_path) },
   { id: 'builds', label: 'Builds', render: (panel, page) => {
     if (page.dep().source_type === 'archive') renderSourcePanel(panel, page);
     return renderBuildsTab(panel, page);

@@ -30,6 +30,7 @@ import { backupRoutes, backupScheduleHooks } from './routes/backup-routes.js';
 import { jobRoutes } from './routes/job-routes.js';
 import { notificationRoutes } from './routes/notification-routes.js';
 import { deploymentMetricsRoutes, serverMetricsRoutes } from './routes/metrics-routes.js';
+import { releaseServicesRoutes } from './routes/services-routes.js';
 
 import type { ApiDeps } from './api-deps.js';
 
@@ -108,6 +109,7 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
     await scope.register(previewRoutes(deps));
     await scope.register(tunnelRoutes(deps));
     await scope.register(deploymentMetricsRoutes(deps));
+    await scope.register(releaseServicesRoutes(deps));
     await scope.register(instanceRoutes(deps));
     await scope.register(nodeRoutes(deps));
     await scope.register(teamRoutes(deps));

@@ -40,6 +40,10 @@ export function withLinkedDatabases(runtime: AppRuntime, linked: LinkedParts): A
     // A job's run gets the links like a release (decisions §22).
     wrapped.runOnce = async (target, options) => runOnce(await withLinks(target), options);
   }
+  if (runtime.releaseServices !== undefined) {
+    const services = runtime.releaseServices.bind(runtime);
+    wrapped.releaseServices = (instanceId, id) => services(instanceId, id);
+  }
   if (runtime.releaseExits !== undefined) {
     const exits = runtime.releaseExits.bind(runtime);
     wrapped.releaseExits = (instanceId, ids, sinceMs, untilMs, signal) => exits(instanceId, ids, sinceMs, untilMs, signal);

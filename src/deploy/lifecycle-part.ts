@@ -99,7 +99,7 @@ export async function lifecyclePart(deps: LifecyclePartDeps): Promise<Part<Lifec
   // Strays are removed only by a leader alone: with other instances live, a container not yet
   // recorded may be another instance's build in flight.
   const othersLive = shared && [...(await stores.registry.liveUrls(new Date())).keys()].some((id) => id !== self);
-  const recovery = coordination.isLeader() && !othersLive ? planned : { ...planned, sweep: undefined };
+  const recovery = coordination.isLeader() && !othersLive ? planned : { ...planned, sweep: undefined, freeVolumes: undefined };
   const dataPlane = announcingDataPlane(planes.localPlane, coordination, self);
   // Custom domains follow their deployment's route (the table resolves them to its subdomain).
   for (const d of await stores.customDomainRoutes()) dataPlane.publishHost(d.hostname, { subdomain: d.subdomain, deploymentId: d.deploymentId });

@@ -1,6 +1,7 @@
 // The deployment lifecycle on the engine: deploy (build + release), stop, restart, rollback, delete, logs and metrics, recovery.
 import type { BuildRow } from '../domain/builds.js';
-import type { DeployOptions, DeploymentMetrics, DeploymentOperations } from '../domain/operations.js';
+import type { DeployOptions, DeploymentMetrics, DeploymentOperations, ReleaseServiceView } from '../domain/operations.js';
+import { listReleaseServices } from './release-services.js';
 import type { MetricsPoint } from '../domain/metrics-history.js';
 import type { Principal } from '../core/principal.js';
 import type { DeploymentAction } from '../domain/policy.js';
@@ -92,6 +93,10 @@ export class DeploymentLifecycle implements DeploymentOperations {
     return summedMetrics(stats);
   }
 
+  services(principal: Principal, deploymentId: string): Promise<ReleaseServiceView[]> {
+    return listReleaseServices(this.#parts, principal, deploymentId);
+  }
+
   async metricsHistory(principal: Principal, deploymentId: string): Promise<MetricsPoint[]> {
     const dep = await ownedDeployment(this.#parts, principal, deploymentId, 'read');
     return this.#parts.deps.metricsHistory?.points(dep.id) ?? [];
@@ -154,7 +159,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
   recoverInBackground(plan: RecoveryPlan): void {
     this.#background.track(this.requeueInterrupted(plan.interrupted));
     this.#background.track(
-      this.recoverReleases(plan.pending).then(async () => {
+      (plan.freeVolumes?.() ?? Promise.resolve()).then(() => this.recoverReleases(plan.pending)).then(async () => {
         if (this.#closing.signal.aborted) return;
         if (plan.pending.length > 0) this.#parts.deps.log('info', `recovery done: ${plan.pending.length} release(s) handled`);
         await plan.sweep?.();

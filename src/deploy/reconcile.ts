@@ -5,6 +5,7 @@ import { parseUpstreams, sameUpstreams } from '../core/upstream.js';
 import type { DataPlane } from '../proxy/data-plane.js';
 import type { AppRuntime, ReleaseState } from '../runtime/app-runtime.js';
 import { containerIdsOf, DockerRuntime } from '../runtime/docker/docker-runtime.js';
+import { parseReleaseId } from '../runtime/docker/set-release-id.js';
 import type { ContainerEngine, ContainerInfo } from '../runtime/engine.js';
 import { LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED, appNetworkName, buildNetworkName } from '../runtime/engine.js';
 import { imageRepositoryPrefix, imageTag } from './images.js';
@@ -38,6 +39,11 @@ export interface RecoveryPlan {
   readonly pending: readonly PendingRelease[];
   /** Removes the engine objects no record accounts for (seen before anything could create new ones). */
   readonly sweep: (() => Promise<void>) | undefined;
+  /**
+   * Stops and removes, before any release is started again, the strays that hold a volume
+   * read-write (a set cut short while its holder had taken the volume over): one writer at a time.
+   */
+  readonly freeVolumes?: (() => Promise<void>) | undefined;
 }
 
 /**
@@ -100,8 +106,13 @@ export async function planRecovery(deps: ReconcileDeps, engineUp: boolean): Prom
   // Engine objects labelled by this installation that no record accounts for, as they are now.
   const knownContainers = new Set(builds.flatMap((b) => (b.container_id === null ? [] : containerIdsOf(b.container_id))));
   const strayContainers = containers.filter((c) => !knownContainers.has(c.id));
-  // Networks are shared by the installation's containers; any other network carrying its label is a leftover.
+  // Networks are shared by the installation's containers, or a recorded release set's own; any other
+  // network carrying its label is a leftover (a set's, when a crash cut its release short).
   const networks = new Set([appNetworkName(deps.instanceId), buildNetworkName(deps.instanceId)]);
+  for (const b of builds) {
+    const network = b.container_id === null ? null : parseReleaseId(b.container_id).network;
+    if (network !== null) networks.add(network);
+  }
   const strayNetworks = (await engine.listNetworks(mine)).filter((n) => !networks.has(n.name));
   // Volumes hold app data: only those of deployments that no longer exist (a delete cut short) go.
   const knownDeployments = new Set(deployments.map((d) => d.id));
@@ -111,6 +122,14 @@ export async function planRecovery(deps: ReconcileDeps, engineUp: boolean): Prom
   for (const b of interrupted) keptImages.add(imageTag(deps.instanceId, b.deploymentId, b.buildId));
   const prefix = imageRepositoryPrefix(deps.instanceId);
   const strayImages = (await engine.listImages({})).flatMap((image) => image.tags.filter((tag) => tag.startsWith(prefix) && !keptImages.has(tag)));
+
+  const holders = strayContainers.filter((c) => c.state !== 'exited' && c.state !== 'created' && (c.volumes ?? []).length > 0);
+  const freeVolumes = async (): Promise<void> => {
+    for (const container of holders) {
+      log('info', `stopping unknown container ${container.name}: it holds a volume a release may need`);
+      await engine.stopContainer(container.id, 10).catch((err: unknown) => log('warn', `could not stop container ${container.name}`, { err }));
+    }
+  };
 
   const sweep = async (): Promise<void> => {
     for (const container of strayContainers) {
@@ -130,5 +149,5 @@ export async function planRecovery(deps: ReconcileDeps, engineUp: boolean): Prom
       await engine.removeImage(tag).catch((err: unknown) => log('warn', `could not remove image ${tag}`, { err }));
     }
   };
-  return { interrupted, pending, sweep };
+  return { interrupted, pending, sweep, freeVolumes };
 }

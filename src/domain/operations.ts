@@ -34,6 +34,22 @@ export interface DeploymentMetrics extends ReplicaMetrics {
  * Lifecycle use-cases of one user's deployments. Each authorizes the principal first (another
  * user's deployment is `not_found`) and follows the state table of decisions §4.
  */
+/** GET /deployments/{id}/services: one service of a compose deployment's live set. */
+export interface ReleaseServiceView {
+  readonly name: string;
+  /** The one served at the subdomain. */
+  readonly web: boolean;
+  readonly image: string;
+  /** Containers it is released with (`deploy.replicas`). */
+  readonly replicas: number;
+  /** Containers running now. */
+  readonly running: number;
+  /** running: all of them; degraded: some; down: none (stopped: the deployment is stopped). */
+  readonly state: 'running' | 'degraded' | 'down' | 'stopped';
+  /** Its health check's state over its containers (the worst); null without one. */
+  readonly health: 'healthy' | 'unhealthy' | 'starting' | null;
+}
+
 export interface DeploymentOperations {
   /**
    * Creates a build record (`building`) and starts the release; with `wait`, resolves when it ends
@@ -55,6 +71,8 @@ export interface DeploymentOperations {
   metrics(principal: Principal, deploymentId: string, signal?: AbortSignal): Promise<DeploymentMetrics>;
   /** The sampled resource use of the last hour, oldest first (empty when none was sampled). */
   metricsHistory(principal: Principal, deploymentId: string): Promise<MetricsPoint[]>;
+  /** The services of a compose deployment's live set, as they run now (empty for any other deployment). */
+  services?(principal: Principal, deploymentId: string): Promise<ReleaseServiceView[]>;
   /** The live container's output. */
   runtimeLogs(
     principal: Principal,

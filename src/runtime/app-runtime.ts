@@ -76,6 +76,15 @@ export interface ReplicaStats extends ContainerStats {
   readonly service?: string | undefined;
 }
 
+/** One service of a running set as the runtime sees it now (GET …/services). */
+export interface ServiceState {
+  readonly service: string;
+  /** Containers running now. */
+  readonly running: number;
+  /** The engine's health check over its containers: the worst of them; null when it has none. */
+  readonly health: 'healthy' | 'unhealthy' | 'starting' | null;
+}
+
 /** One container of a release's image run to its end (a scheduled job's run): never routed, never restarted. */
 export interface OneOffTarget extends Omit<ReleaseTarget, 'replicas' | 'healthCheckPath'> {
   /** The run's id, labelled on its container. */
@@ -119,6 +128,8 @@ export interface OneOffResult {
 export interface AppRuntime {
   /** True when the runtime releases sets of services (compose deployments, contract §21). */
   readonly releasesSets?: boolean;
+  /** Each service of a set's release, as it runs now (undefined: the runtime cannot tell). */
+  releaseServices?(instanceId: string, id: string): Promise<ServiceState[]>;
   /**
    * Starts `target` and waits until every replica answers HTTP (2xx/3xx on the health-check path
    * when one is set) within `timeoutMs`. On failure or abort nothing of it is left; a failed

@@ -180,6 +180,8 @@ export interface ContainerInfo {
   state: string;
   /** The engine's health check state (starting, healthy, unhealthy); undefined when the container has none. */
   health?: string;
+  /** Named volumes it mounts read-write (filled by listContainers; undefined where the engine does not say). */
+  volumes?: string[];
 }
 
 /** One exit of a container, from the engine's event log. */

@@ -63,12 +63,19 @@ export function serviceSubnet(pool: string, serviceId: string, attempt: number):
 /**
  * Creates the service's network unless it exists: internal, confined like the apps', on a /26 of
  * `pool` (one network per database would soon exhaust the engine's default pools of /16s and /20s).
+ * `labels` default to the service's; a release set's network carries its deployment's instead.
  */
-export async function ensureServiceNetwork(engine: ContainerEngine, instanceId: string, serviceId: string, pool: string): Promise<string> {
+export async function ensureServiceNetwork(
+  engine: ContainerEngine,
+  instanceId: string,
+  serviceId: string,
+  pool: string,
+  labels: Record<string, string> = serviceLabels(instanceId, serviceId),
+): Promise<string> {
   const name = serviceNetworkName(instanceId, serviceId);
   for (let attempt = 0; ; attempt++) {
     try {
-      await engine.ensureNetwork({ name, labels: serviceLabels(instanceId, serviceId), isolated: false, internal: true, confined: true, subnet: serviceSubnet(pool, serviceId, attempt) });
+      await engine.ensureNetwork({ name, labels, isolated: false, internal: true, confined: true, subnet: serviceSubnet(pool, serviceId, attempt) });
       return name;
     } catch (err) {
       // Another network holds that subnet: the next one.

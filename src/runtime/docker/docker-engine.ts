@@ -575,6 +575,8 @@ export class DockerEngine implements ContainerEngine {
         upstream: published === undefined ? null : { host: PUBLISH_HOST, port: published.PublicPort },
         labels: c.Labels ?? {},
         state: c.State,
+        volumes: (c.Mounts ?? []).flatMap((m) => (m.Type === 'volume' && m.RW && m.Name !== undefined ? [m.Name] : [])),
+        ...healthOfStatus(c.Status),
       };
     });
   }
@@ -753,4 +755,10 @@ function isLocal(docker: Dockerode): boolean {
 function engineHealthcheck(check: NonNullable<RunContainerOptions['healthcheck']>): Dockerode.HealthConfig {
   const ns = (ms: number): number => Math.round(ms * 1e6);
   return { Test: [...check.test], Interval: ns(check.intervalMs), Timeout: ns(check.timeoutMs), Retries: check.retries, StartPeriod: ns(check.startPeriodMs) };
+}
+
+/** The health the engine's list shows in a container's status (`Up 3 s (healthy)`); none when it has no check. */
+function healthOfStatus(status: string | undefined): { health?: string } {
+  const found = /\((healthy|unhealthy|health: starting)\)/.exec(status ?? '');
+  return found?.[1] === undefined ? {} : { health: found[1] === 'health: starting' ? 'starting' : found[1] };
 }

@@ -1,7 +1,7 @@
 // The docker runtime: a release is `replicas` containers on one engine, each published on loopback.
 import { appPort, lastOutput, ReleaseError, waitHealthy } from '../release.js';
 import type { ReleaseExit } from '../../domain/app-health.js';
-import type { AppRuntime, OneOffOptions, OneOffResult, OneOffTarget, ReleaseState, ReleaseTarget, ReplicaStats, StartedRelease, StartReleaseOptions } from '../app-runtime.js';
+import type { AppRuntime, OneOffOptions, OneOffResult, OneOffTarget, ReleaseState, ReleaseTarget, ReplicaStats, ServiceState, StartedRelease, StartReleaseOptions } from '../app-runtime.js';
 import { immediateTurn } from '../app-runtime.js';
 import type { ContainerEngine } from '../engine.js';
 import { LABEL_INSTANCE, LABEL_MANAGED } from '../engine.js';
@@ -9,6 +9,7 @@ import { mergeReplicaLogs } from '../replica-logs.js';
 import { runOneOff } from './one-off-run.js';
 import { allContainerIds, parseReleaseId, webContainerIds } from './set-release-id.js';
 import { startSet } from './start-set.js';
+import { HandedOver } from './volume-handoff.js';
 
 /** Every container of a release under `docker` (see set-release-id: a single image's are its replicas, in order). */
 export function containerIdsOf(releaseId: string): string[] {
@@ -18,6 +19,8 @@ export function containerIdsOf(releaseId: string): string[] {
 /** Runs releases as containers on one engine (decisions §5, §16). */
 export class DockerRuntime implements AppRuntime {
   readonly #engine: ContainerEngine;
+  /** Containers stopped to hand a named volume over to a starting set (start-set.ts). */
+  readonly #handedOver = new HandedOver();
   readonly releasesSets = true;
 
   constructor(engine: ContainerEngine) {
@@ -25,7 +28,7 @@ export class DockerRuntime implements AppRuntime {
   }
 
   async startRelease(target: ReleaseTarget, options: StartReleaseOptions): Promise<StartedRelease> {
-    return startSet(this.#engine, target, options);
+    return startSet(this.#engine, target, options, this.#handedOver);
   }
 
   async resumeRelease(
@@ -69,10 +72,25 @@ export class DockerRuntime implements AppRuntime {
         upstreams: replicas.flatMap((c) => (c?.running === true && c.upstream !== null ? [c.upstream] : [])),
         // `restarting`: the engine's restart policy is bringing a crashed replica back; left to the engine.
         // A set's other services count too: one gone means the set must be recovered.
-        lost: all.filter((c) => c === undefined || (!c.running && c.state !== 'restarting')).length,
+        // One stopped to hand its volume to a starting set is not lost: starting it again would make two writers.
+        lost: all.filter((c) => c === undefined || (!c.running && c.state !== 'restarting' && !this.#handedOver.held(c.id))).length,
       });
     }
     return out;
+  }
+
+  async releaseServices(instanceId: string, id: string): Promise<ServiceState[]> {
+    const containers = await this.#engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instanceId });
+    const byId = new Map(containers.map((c) => [c.id, c]));
+    return parseReleaseId(id).groups.map((g) => {
+      const running = g.ids.flatMap((containerId) => {
+        const c = byId.get(containerId);
+        return c?.running === true ? [c] : [];
+      });
+      const checks = running.map((c) => c.health).filter((h): h is string => h !== undefined);
+      const health = checks.length === 0 ? null : checks.includes('unhealthy') ? 'unhealthy' : checks.includes('starting') ? 'starting' : 'healthy';
+      return { service: g.service ?? 'web', running: running.length, health };
+    });
   }
 
   async stopRelease(id: string, timeoutSeconds: number): Promise<void> {
@@ -108,7 +126,7 @@ export class DockerRuntime implements AppRuntime {
     const exits = await this.#engine.containerExits({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instanceId }, sinceMs, untilMs, signal);
     for (const exit of exits) {
       const release = releaseOf.get(exit.id);
-      if (release === undefined) continue;
+      if (release === undefined || this.#handedOver.stoppedBy(exit.id, exit.at)) continue;
       const list = out.get(release) ?? [];
       list.push({ key: `${exit.id}@${exit.atNs}`, exitCode: exit.exitCode, at: exit.at });
       out.set(release, list);

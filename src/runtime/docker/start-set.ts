@@ -9,6 +9,7 @@ import type { SetService } from '../release-set.js';
 import { ensureServiceNetwork } from '../service.js';
 import { engineVolumeName } from '../volumes.js';
 import { formatReleaseId, type ReleaseGroup } from './set-release-id.js';
+import { HandedOver, VolumeHandoff } from './volume-handoff.js';
 
 /** The range a set's network takes a /26 of when the target names none (SLIPWAY_DB_SUBNET_POOL's default). */
 const DEFAULT_SUBNET_POOL = '10.213.0.0/16';
@@ -20,8 +21,10 @@ const POLL_MS = 200;
  * of `target.set` in order. A service waited on with `service_healthy` is healthy before its
  * dependants start; the release is returned only once the web service answers HTTP and every
  * service with a health check is healthy. On any failure or abort, nothing of it is left.
+ * A service that mounts a named volume read-write starts only once the deployment's other
+ * containers holding that volume are stopped (recorded in `handedOver`); they start again if the set fails.
  */
-export async function startSet(engine: ContainerEngine, target: ReleaseTarget, options: StartReleaseOptions): Promise<StartedRelease> {
+export async function startSet(engine: ContainerEngine, target: ReleaseTarget, options: StartReleaseOptions, handedOver = new HandedOver()): Promise<StartedRelease> {
   const set = target.set;
   if (set === undefined) {
     const web = await startWebReplicas(engine, target, Math.max(1, target.replicas), options, undefined);
@@ -31,10 +34,15 @@ export async function startSet(engine: ContainerEngine, target: ReleaseTarget, o
   const deadline = Date.now() + options.timeoutMs;
   const groups: ReleaseGroup[] = [];
   let upstreams: Upstream[] = [];
-  const network = await ensureServiceNetwork(engine, target.instanceId, `set${crypto.randomBytes(5).toString('hex')}`, target.subnetPool ?? DEFAULT_SUBNET_POOL);
+  // Labelled like the deployment's containers: the start-up sweep removes one that no release accounts for.
+  const labels = { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: target.instanceId, [LABEL_DEPLOYMENT]: target.deploymentId };
+  const network = await ensureServiceNetwork(engine, target.instanceId, `set${crypto.randomBytes(5).toString('hex')}`, target.subnetPool ?? DEFAULT_SUBNET_POOL, labels);
+  const handoff = new VolumeHandoff(engine, handedOver);
   try {
     for (const service of set.services) {
       options.signal.throwIfAborted();
+      const written = service.volumes.filter((v) => !v.readOnly).map((v) => engineVolumeName(target.instanceId, target.deploymentId, `compose-${v.name}`));
+      await handoff.take(target, written, new Set(groups.flatMap((g) => g.ids)), say);
       for (const dep of service.dependsOn) {
         if (dep.condition !== 'service_healthy') continue;
         const waited = set.services.find((s) => s.name === dep.service);
@@ -62,8 +70,11 @@ export async function startSet(engine: ContainerEngine, target: ReleaseTarget, o
     say(`==> all ${set.services.length} services are up${set.services.some((s) => s.healthcheck !== undefined) ? ' and healthy' : ''}\n`);
     return { id: formatReleaseId(network, groups), upstreams };
   } catch (err) {
-    await Promise.all(groups.flatMap((g) => g.ids).map((id) => engine.removeContainer(id).catch(() => undefined)));
+    const started = groups.flatMap((g) => g.ids);
+    if (handoff.tookAny) await handoff.stopCleanly(started);
+    await Promise.all(started.map((id) => engine.removeContainer(id).catch(() => undefined)));
     await engine.removeNetwork(network).catch(() => undefined);
+    await handoff.giveBack(say);
     throw err;
   }
 }

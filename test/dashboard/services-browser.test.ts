@@ -1,0 +1,78 @@
+// The Services tab of a compose app in a real browser: each service with its role, state, health and containers; a service's Logs opens the Logs tab filtered to it.
+import assert from 'node:assert/strict';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { deployAndWait, tarGzOf, tempDir, testEngine, uniqueSubdomain, upload } from '../helpers/apps.js';
+import { launchBrowser, type TestBrowser } from '../helpers/browser.js';
+import { BUSYBOX_IMAGE, ensureBusyboxImage, writeBusyboxApp } from '../helpers/busybox-image.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+let ts: TestServer;
+let browser: TestBrowser;
+let user: Awaited<ReturnType<TestServer['newUser']>>;
+let id = '';
+
+before(async () => {
+  ts = await startTestServer({ SLIPWAY_STARTUP_TIMEOUT_SECONDS: '90' });
+  user = await ts.newUser('ui-services');
+  browser = await launchBrowser();
+});
+after(async () => {
+  await browser?.close();
+  if (id !== '') await ts?.request('DELETE', `/api/v1/deployments/${id}`, { token: user.token }).catch(() => undefined);
+  await ts?.close();
+});
+
+test("a compose app's page lists its services and filters its logs by service", async () => {
+  await ensureBusyboxImage(testEngine());
+  const dir = tempDir('ui-services');
+  await writeBusyboxApp(path.join(dir, 'web'), { body: 'ui web\n' });
+  await fsp.writeFile(path.join(dir, 'compose.yaml'), `
+x-slipway: {web: web}
+services:
+  web:
+    build: ./web
+    expose: ["8080"]
+  worker:
+    image: ${BUSYBOX_IMAGE}
+    command: ["sh", "-c", "while true; do echo worker tick; sleep 1; done"]
+    healthcheck: {test: ["CMD", "true"], interval: 1s}
+    deploy: {replicas: 2}
+`);
+  const archive = await tarGzOf(dir);
+  await fsp.rm(dir, { recursive: true, force: true });
+  const subdomain = uniqueSubdomain('ui-svc');
+  const created = await ts.request('POST', '/api/v1/deployments', { token: user.token, body: { name: subdomain, subdomain, source_type: 'archive', compose_path: 'compose.yaml' } });
+  assert.equal(created.status, 201, created.text);
+  id = created.json.id;
+  assert.equal((await upload(ts, user.token, id, archive)).status, 200);
+  const built = await deployAndWait(ts, user.token, id);
+  assert.equal(built.status, 200, built.text);
+
+  const page = await browser.newPage();
+  await page.goto(`${ts.url}/#/d/${id}/services`);
+  // The page asks the server whether a session exists before it shows the login form (slow on a loaded host).
+  await page.locator('#login-form input[name=email]').waitFor({ state: 'visible', timeout: 120_000 });
+  await page.locator('#login-form input[name=email]').fill(user.email);
+  await page.locator('#login-form input[name=password]').fill(user.password);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.locator('#who', { hasText: user.email }).waitFor();
+
+  const web = page.locator('#service-rows tr[data-service="web"]');
+  const worker = page.locator('#service-rows tr[data-service="worker"]');
+  await worker.waitFor();
+  assert.equal(await web.locator('td[data-label="Role"]').textContent(), 'web (served)');
+  assert.equal(await web.locator('td[data-label="Health"]').textContent(), 'no health check');
+  assert.equal(await worker.locator('td[data-label="Role"]').textContent(), 'internal');
+  assert.equal(await worker.locator('td[data-label="State"] .badge').textContent(), 'running');
+  assert.equal(await worker.locator('td[data-label="Containers"]').textContent(), '2 of 2 running');
+  await worker.locator('td[data-label="Health"]', { hasText: 'healthy' }).waitFor();
+
+  await worker.getByRole('button', { name: 'Logs of worker' }).click();
+  assert.equal(await page.locator('#tab-logs').getAttribute('aria-selected'), 'true');
+  assert.equal(await page.locator('#logs-service').inputValue(), 'worker');
+  await page.locator('#runtime-log', { hasText: '[worker.1] worker tick' }).waitFor();
+  assert.doesNotMatch((await page.locator('#runtime-log').textContent()) ?? '', /\[web\]/, "only the worker's lines");
+  assert.match(page.url(), /#\/d\/[0-9a-f-]+\/logs$/);
+});
