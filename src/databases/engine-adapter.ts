@@ -1,24 +1,12 @@
 // One database engine behind one small interface (like Kysely's dialects): its image setting, environment, data directory, port, URL and health probe.
 import type { ExecResult } from '../runtime/engine.js';
 import type { WalArchiving } from './wal-archiving.js';
+import type { ContainerCommand, DatabaseCredentials } from './container-command.js';
+
+export type { ContainerCommand, DatabaseCredentials } from './container-command.js';
 
 export const DATABASE_ENGINES = ['postgres', 'mysql', 'redis'] as const;
 export type DatabaseEngineName = (typeof DATABASE_ENGINES)[number];
-
-/** What a database's clients log in with; generated at creation, stored encrypted. */
-export interface DatabaseCredentials {
-  readonly username: string;
-  readonly password: string;
-  /** The database (schema) inside the server; Redis: the logical database number. */
-  readonly database: string;
-}
-
-/** A command run inside the database's container, and how to read its outcome. */
-export interface ContainerCommand {
-  readonly argv: readonly string[];
-  /** Added to the command's environment (passwords go here, never into argv). */
-  readonly env: Record<string, string>;
-}
 
 /**
  * The engine-specific part of a managed database. Adding an engine is adding one file with one of

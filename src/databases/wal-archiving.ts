@@ -1,5 +1,5 @@
 // What an engine offers for point-in-time recovery (decisions §20, `pitr`): commands to make its server stream its write-ahead log, receive it in a companion, take a base backup and recover to a moment.
-import type { ContainerCommand, DatabaseCredentials } from './engine-adapter.js';
+import type { ContainerCommand, DatabaseCredentials } from './container-command.js';
 
 /** A command with SQL fed on its stdin (secrets stay out of argv). */
 export interface ScriptCommand extends ContainerCommand {
