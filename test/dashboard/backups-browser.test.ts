@@ -1,7 +1,7 @@
 // Backups on the Databases page in a real browser: a destination added and tested, a database's schedule, "back up now" to verified, the download, a restore confirmed by a dialog that names what is replaced.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { launchBrowser, type TestBrowser } from '../helpers/browser.js';
+import { launchBrowser, openPage, signIn, type TestBrowser } from '../helpers/browser.js';
 import { STAND_IN_IMAGES, databaseContainer, runIn, waitForStatus } from '../helpers/databases.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -28,11 +28,8 @@ test('destination, schedule, back up now, download and restore from the page', a
   await redis('mset', 'a', '1', 'b', '2');
 
   const page = await browser.newPage();
-  await page.goto(ts.url);
-  await page.locator('#login-form input[name=email]').fill(user.email);
-  await page.locator('#login-form input[name=password]').fill(user.password);
-  await page.getByRole('button', { name: 'Log in' }).click();
-  await page.locator('#who', { hasText: user.email }).waitFor();
+  await openPage(page, ts.url);
+  await signIn(page, user.email, user.password);
   await page.getByRole('link', { name: 'Databases' }).click();
 
   // A destination on this server, tested.

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { launchBrowser, type TestBrowser } from '../helpers/browser.js';
+import { launchBrowser, openPage, signIn, type TestBrowser } from '../helpers/browser.js';
 import { STAND_IN_IMAGES } from '../helpers/databases.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -23,11 +23,8 @@ after(async () => {
 
 test('a database is created, runs, shows its credentials only when asked, stops and is deleted from the page', async () => {
   const page = await browser.newPage();
-  await page.goto(ts.url);
-  await page.locator('#login-form input[name=email]').fill(user.email);
-  await page.locator('#login-form input[name=password]').fill(user.password);
-  await page.getByRole('button', { name: 'Log in' }).click();
-  await page.locator('#who', { hasText: user.email }).waitFor();
+  await openPage(page, ts.url);
+  await signIn(page, user.email, user.password);
 
   await page.getByRole('link', { name: 'Databases' }).click();
   await page.locator('#databases-empty').waitFor();

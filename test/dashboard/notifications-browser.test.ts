@@ -4,7 +4,7 @@ import crypto from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { launchBrowser, type TestBrowser } from '../helpers/browser.js';
+import { launchBrowser, openPage, signIn, type TestBrowser } from '../helpers/browser.js';
 import { startHttpReceiver, type HttpReceiver } from '../helpers/receivers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -27,11 +27,8 @@ after(async () => {
 
 test('a channel is added with its events, tested, shows its deliveries and is deleted from the page', async () => {
   const page = await browser.newPage();
-  await page.goto(ts.url);
-  await page.locator('#login-form input[name=email]').fill(user.email);
-  await page.locator('#login-form input[name=password]').fill(user.password);
-  await page.getByRole('button', { name: 'Log in' }).click();
-  await page.locator('#who', { hasText: user.email }).waitFor();
+  await openPage(page, ts.url);
+  await signIn(page, user.email, user.password);
 
   await page.getByRole('link', { name: 'Notifications' }).click();
   await page.locator('#channels-empty').waitFor();

@@ -4,7 +4,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { deployAndWait, tarGzOf, tempDir, testEngine, uniqueSubdomain, upload } from '../helpers/apps.js';
-import { launchBrowser, type TestBrowser } from '../helpers/browser.js';
+import { launchBrowser, openPage, signIn, type TestBrowser } from '../helpers/browser.js';
 import { BUSYBOX_IMAGE, ensureBusyboxImage, writeBusyboxApp } from '../helpers/busybox-image.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -51,13 +51,8 @@ services:
   assert.equal(built.status, 200, built.text);
 
   const page = await browser.newPage();
-  await page.goto(`${ts.url}/#/d/${id}/services`);
-  // The page asks the server whether a session exists before it shows the login form (slow on a loaded host).
-  await page.locator('#login-form input[name=email]').waitFor({ state: 'visible', timeout: 120_000 });
-  await page.locator('#login-form input[name=email]').fill(user.email);
-  await page.locator('#login-form input[name=password]').fill(user.password);
-  await page.getByRole('button', { name: 'Log in' }).click();
-  await page.locator('#who', { hasText: user.email }).waitFor();
+  await openPage(page, `${ts.url}/#/d/${id}/services`);
+  await signIn(page, user.email, user.password);
 
   const web = page.locator('#service-rows tr[data-service="web"]');
   const worker = page.locator('#service-rows tr[data-service="worker"]');

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import jsqr from 'jsqr';
-import { launchBrowser, type TestBrowser } from '../helpers/browser.js';
+import { launchBrowser, openPage, type TestBrowser } from '../helpers/browser.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { base32Decode, hotp, stepAt } from '../../src/domain/totp.js';
 
@@ -30,7 +30,7 @@ after(async () => {
 async function open(): Promise<Page> {
   const page = await browser.newPage();
   page.on('request', (request) => requests.push(request.url()));
-  await page.goto(ts.url);
+  await openPage(page, ts.url);
   return page;
 }
 
