@@ -1,5 +1,4 @@
 // Scheduled self-backups: a leader-only background task that takes one on a cron schedule into a directory or a backup destination and keeps the newest 14.
-import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
@@ -47,10 +46,14 @@ export async function takeScheduledBackup(deps: SelfBackupScheduleDeps, at: Date
   await fsp.mkdir(directory, { recursive: true, mode: 0o700 });
   const file = path.join(directory, selfBackupName(at));
   const partial = `${file}.partial`;
+  // Opened before the backup starts (a stream opens its file later, after a quick failure's clean-up could run).
+  const handle = await fsp.open(partial, 'wx', 0o600);
+  const out = handle.createWriteStream();
   try {
-    await deps.take(fs.createWriteStream(partial, { mode: 0o600, flags: 'wx' }));
+    await deps.take(out);
     await fsp.rename(partial, file);
   } catch (err) {
+    if (!out.closed) await new Promise<void>((resolve) => out.once('close', () => resolve()).destroy());
     await fsp.rm(partial, { force: true });
     throw err;
   }
