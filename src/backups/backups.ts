@@ -8,7 +8,7 @@ import { getDatabaseRow } from '../databases/database-access.js';
 import type { DatabaseRow } from '../databases/database-store.js';
 import { ENGINES } from '../databases/engines.js';
 import { assertUuid } from '../domain/deployments.js';
-import type { BackupRow, BackupTrigger } from './backup-store.js';
+import type { BackupRow, BackupTrigger, RestoreRow } from './backup-store.js';
 import type { BackupsContext } from './backups-context.js';
 import { getDestinationRow } from './destinations.js';
 import { removeBackupObject } from './retention.js';
@@ -23,6 +23,21 @@ const notFound = (): DomainError => new DomainError('not_found', 'backup not fou
 export function backupKey(db: Pick<DatabaseRow, 'id' | 'name' | 'engine'>, backupId: string, at: Date): string {
   const stamp = at.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
   return `${db.name}-${db.id.slice(0, 8)}/${stamp}-${backupId}.${ENGINES[db.engine].dumpExtension}.slwb`;
+}
+
+/** A new `running` restore record: `backupId` of database `databaseId` into `targetId` (the same database, or a new one). */
+export function newRestoreRow(databaseId: string, backupId: string, targetId: string): RestoreRow {
+  return {
+    id: crypto.randomUUID(),
+    database_id: databaseId,
+    backup_id: backupId,
+    target_database_id: targetId,
+    safety_backup_id: null,
+    status: 'running',
+    error: null,
+    started_at: new Date().toISOString(),
+    finished_at: null,
+  };
 }
 
 /** A new `running` backup record of `db` into destination `destinationId` (not yet started). */

@@ -22,6 +22,7 @@ import { BackupCorruptError, decryptStream } from './backup-stream.js';
 import type { BackupsContext } from './backups-context.js';
 import { openDestination } from './destinations.js';
 import { errorDetail } from './object-store.js';
+import { newRestoreRow } from './backups.js';
 import type { BaseBackupRow, WalFileRow } from './pitr-store.js';
 import { checkRecoveryTime, chooseBaseBackup, recoverableWindow, walFilesFor } from './point-in-time-window.js';
 import { stepOf } from './take-backup.js';
@@ -55,17 +56,7 @@ export async function startPointInTimeRestore(ctx: BackupsContext, principal: Pr
   const sourceCredentials = await ctx.databases.store.credentials(source.id);
   if (sourceCredentials === undefined) throw new DomainError('not_found', 'database not found');
   const target = await createDatabase(ctx.databases, principal, { name: input.into, engine: source.engine, team_id: source.team_id });
-  const row: RestoreRow = {
-    id: crypto.randomUUID(),
-    database_id: source.id,
-    backup_id: base.id,
-    target_database_id: target.id,
-    safety_backup_id: null,
-    status: 'running',
-    error: null,
-    started_at: new Date().toISOString(),
-    finished_at: null,
-  };
+  const row = newRestoreRow(source.id, base.id, target.id);
   await ctx.store.createRestore(row);
   const files = walFilesFor(await ctx.pitr.walFiles(source.id), base, at);
   ctx.work.run(`restore-${row.id}`, (signal) =>

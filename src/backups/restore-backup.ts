@@ -1,5 +1,4 @@
 // Restoring a backup (decisions §20): in place (the object checked whole first, a safety backup of the current data, then the data replaced and linked apps restarted) or into a new database.
-import crypto from 'node:crypto';
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import { getDatabaseRow } from '../databases/database-access.js';
@@ -9,7 +8,7 @@ import { serviceContainer } from '../runtime/service.js';
 import type { BackupRow, RestoreRow } from './backup-store.js';
 import { BackupStepError } from './backup-steps.js';
 import type { BackupsContext } from './backups-context.js';
-import { getBackupRow, newBackupRow } from './backups.js';
+import { getBackupRow, newBackupRow, newRestoreRow } from './backups.js';
 import { failBackup, stepOf, takeBackup } from './take-backup.js';
 import { checkBackupObject, loadDump, openBackupPlaintext } from './verify-backup.js';
 import { restoreFileIntoService } from './restore-file.js';
@@ -39,17 +38,7 @@ export async function startRestore(ctx: BackupsContext, principal: Principal, da
   } else if (source.status !== 'running') {
     throw new DomainError('invalid_state', `database "${source.name}" is ${source.status}: start it first (slipway db start ${source.name})`);
   }
-  const row: RestoreRow = {
-    id: crypto.randomUUID(),
-    database_id: source.id,
-    backup_id: backup.id,
-    target_database_id: targetId,
-    safety_backup_id: null,
-    status: 'running',
-    error: null,
-    started_at: new Date().toISOString(),
-    finished_at: null,
-  };
+  const row = newRestoreRow(source.id, backup.id, targetId);
   await ctx.store.createRestore(row);
   ctx.work.run(`restore-${row.id}`, (signal) => runRestore(ctx, principal, row, backup, AbortSignal.any([signal, AbortSignal.timeout(RESTORE_TIMEOUT_MS)])));
   return row;

@@ -134,6 +134,19 @@ export interface SpecInputs {
 }
 
 /** The service spec of a release: replicas tasks, start-first updates that roll back on failure, dnsrr, the port published in host mode. */
+/** What every task of an app's services shares: its limits, restarts, placement (pinned to a node, else spread) and log rotation. */
+export function appTaskPolicy(target: Pick<ReleaseTarget, 'nanoCpus' | 'memoryBytes' | 'pidsLimit'>, pinnedNode: string | null): Record<string, unknown> {
+  return {
+    Resources: { Limits: { NanoCPUs: target.nanoCpus, MemoryBytes: target.memoryBytes, Pids: target.pidsLimit } },
+    RestartPolicy: { Condition: 'any', Delay: SECOND_NS, MaxAttempts: 0 },
+    Placement: {
+      Constraints: pinnedNode === null ? [] : [`node.id==${pinnedNode}`],
+      Preferences: [{ Spread: { SpreadDescriptor: 'node.id' } }],
+    },
+    LogDriver: { Name: 'json-file', Options: { 'max-size': '10m', 'max-file': '3' } },
+  };
+}
+
 export function serviceSpec(inputs: SpecInputs): ServiceSpec {
   const { target } = inputs;
   const labels = {
@@ -164,13 +177,7 @@ export function serviceSpec(inputs: SpecInputs): ServiceSpec {
           ...inputs.volumes.map((v) => ({ Type: 'volume', Source: v.source, Target: v.target, ReadOnly: false })),
         ],
       },
-      Resources: { Limits: { NanoCPUs: target.nanoCpus, MemoryBytes: target.memoryBytes, Pids: target.pidsLimit } },
-      RestartPolicy: { Condition: 'any', Delay: SECOND_NS, MaxAttempts: 0 },
-      Placement: {
-        Constraints: inputs.pinnedNode === null ? [] : [`node.id==${inputs.pinnedNode}`],
-        Preferences: [{ Spread: { SpreadDescriptor: 'node.id' } }],
-      },
-      LogDriver: { Name: 'json-file', Options: { 'max-size': '10m', 'max-file': '3' } },
+      ...appTaskPolicy(target, inputs.pinnedNode),
       // Its own network, and those of the databases linked to it (it reaches each by its name there).
       Networks: [{ Target: inputs.network, ...(inputs.web === undefined ? {} : { Aliases: [inputs.web.alias] }) }, ...(target.networks ?? []).map((n) => ({ Target: n }))],
       ForceUpdate: inputs.forceUpdate,

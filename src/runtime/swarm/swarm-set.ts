@@ -8,7 +8,7 @@ import type { SetHealthcheck, SetService } from '../release-set.js';
 import { engineVolumeName } from '../volumes.js';
 import { statusCode } from '../docker/engine-calls.js';
 import { pushImage, registryAuth, registryRef, type RegistrySettings } from './registry-push.js';
-import { LABEL_RELEASE, LABEL_REPLICAS, updateAtVersion, type ServiceSpec, type SwarmService, type SwarmTask } from './swarm-service.js';
+import { appTaskPolicy, LABEL_RELEASE, LABEL_REPLICAS, updateAtVersion, type ServiceSpec, type SwarmService, type SwarmTask } from './swarm-service.js';
 
 /** The deployment a companion belongs to. Not LABEL_DEPLOYMENT: the look-up of a deployment's (web) service must never find a companion. */
 export const LABEL_SET_DEPLOYMENT = 'dev.slipway.set-deployment';
@@ -86,13 +86,7 @@ export function companionSpec(inputs: CompanionInputs): ServiceSpec {
         ...(service.healthcheck === undefined ? {} : { Healthcheck: swarmHealthcheck(service.healthcheck) }),
         Mounts: [...inputs.mounts],
       },
-      Resources: { Limits: { NanoCPUs: target.nanoCpus, MemoryBytes: target.memoryBytes, Pids: target.pidsLimit } },
-      RestartPolicy: { Condition: 'any', Delay: SECOND_NS, MaxAttempts: 0 },
-      Placement: {
-        Constraints: inputs.pinnedNode === null ? [] : [`node.id==${inputs.pinnedNode}`],
-        Preferences: [{ Spread: { SpreadDescriptor: 'node.id' } }],
-      },
-      LogDriver: { Name: 'json-file', Options: { 'max-size': '10m', 'max-file': '3' } },
+      ...appTaskPolicy(target, inputs.pinnedNode),
       Networks: [{ Target: inputs.network, Aliases: [service.name] }, ...(target.networks ?? []).map((n) => ({ Target: n }))],
       ForceUpdate: inputs.forceUpdate,
     },
