@@ -91,11 +91,6 @@ export function testEnv(dataDir: string, overrides: Record<string, string> = {})
     SLIPWAY_INSECURE_FAST_PASSWORD_HASHING: 'true',
     SLIPWAY_LOG_LEVEL: 'silent',
     SLIPWAY_STARTUP_TIMEOUT_SECONDS: '20',
-    // A test process busy for seconds (a docker CLI call, packing an archive on a loaded machine)
-    // can send its next request into a kept-alive connection the server closed meanwhile after the
-    // default 5 s: "fetch failed", which no client can tell from a real failure. The edge tests that
-    // check the timeout set their own.
-    SLIPWAY_KEEP_ALIVE_TIMEOUT_SECONDS: '60',
     // The routing suites run against both planes (test/helpers/planes.ts); the rest use Node's,
     // unless SLIPWAY_TEST_DATA_PLANE=haproxy runs them behind HAProxy too.
     SLIPWAY_DATA_PLANE: process.env['SLIPWAY_TEST_DATA_PLANE'] === 'haproxy' ? 'haproxy' : 'node',
