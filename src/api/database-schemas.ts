@@ -54,6 +54,7 @@ export type UpdateDatabaseBody = Static<typeof UpdateDatabaseBody>;
 
 export const DeleteDatabaseQuery = Type.Object({
   force: Type.Optional(Type.String({ enum: ['true', 'false', '1', '0'], description: 'true: unlink it from its deployments and delete it' })),
+  delete_backups: Type.Optional(Type.String({ enum: ['true', 'false', '1', '0'], description: 'true: its backups are deleted too (objects and records); default: they are kept' })),
 });
 
 export const CredentialsResponse = Type.Object({

@@ -105,12 +105,12 @@ export interface BackupStore {
   backupsIn(destinationId: string): Promise<number>;
 
   /** Records a backup; `due_taken` when a scheduled one for the same (database, due time) exists already. */
-  createBackup(row: Omit<BackupRow, 'seq'>): Promise<'created' | 'due_taken'>;
+  createBackup(row: Omit<BackupRow, 'seq'>, audit?: AuditRecord): Promise<'created' | 'due_taken'>;
   getBackup(id: string): Promise<BackupRow | undefined>;
   /** Up to `limit` backups of a database with `seq` below `before`, newest first. */
   listBackups(databaseId: string, before: number | undefined, limit: number): Promise<BackupRow[]>;
   updateBackup(id: string, changes: BackupChanges): Promise<void>;
-  removeBackup(id: string): Promise<void>;
+  removeBackup(id: string, audit?: AuditRecord): Promise<void>;
   /** Backups `running` on one of `runners` (instances that are gone). */
   runningOn(runners: readonly string[]): Promise<BackupRow[]>;
   /** Every backup running anywhere, or being verified (`succeeded` with a runner), to compare with the live instances. */
@@ -122,12 +122,13 @@ export interface BackupStore {
   /** The database's verified backups, newest first. */
   verifiedBackups(databaseId: string): Promise<BackupRow[]>;
 
-  createRestore(row: RestoreRow): Promise<void>;
+  /** With `audit` (as createBackup, removeBackup and setSchedule), its entry is appended in the same transaction. */
+  createRestore(row: RestoreRow, audit?: AuditRecord): Promise<void>;
   updateRestore(id: string, changes: Partial<Pick<RestoreRow, 'status' | 'error' | 'finished_at' | 'safety_backup_id'>>): Promise<void>;
   getRestore(id: string): Promise<RestoreRow | undefined>;
 
   getSchedule(databaseId: string): Promise<BackupSchedule | undefined>;
-  setSchedule(schedule: BackupSchedule | { database_id: string; remove: true }): Promise<void>;
+  setSchedule(schedule: BackupSchedule | { database_id: string; remove: true }, audit?: AuditRecord): Promise<void>;
   allSchedules(): Promise<BackupSchedule[]>;
   /** The schedules of these databases (a page of the list), those that have one. */
   schedulesOf(databaseIds: readonly string[]): Promise<BackupSchedule[]>;

@@ -6,6 +6,8 @@ import type { Principal } from '../core/principal.js';
 import { pageFromRows, type Page, type PageRequest } from '../core/page.js';
 import { getDatabaseRow } from '../databases/database-access.js';
 import type { DatabaseRow } from '../databases/database-store.js';
+import { databaseRecord } from '../databases/databases.js';
+import type { AuditRecord } from '../domain/audit.js';
 import { ENGINES } from '../databases/engines.js';
 import { assertUuid } from '../domain/deployments.js';
 import type { BackupRow, BackupTrigger, RestoreRow } from './backup-store.js';
@@ -79,15 +81,15 @@ export async function startBackup(ctx: BackupsContext, principal: Principal, dat
   if (destinationId === undefined) throw new DomainError('validation_error', 'name a destination_id (or set the database\'s backup schedule first)');
   const destination = await getDestinationRow(ctx, principal, destinationId, 'read');
   if (db.status !== 'running') throw new DomainError('invalid_state', `database "${db.name}" is ${db.status}: start it first (slipway db start ${db.name})`);
-  const created = await recordAndTake(ctx, newBackupRow(ctx, db, destination.id, 'manual'));
+  const created = await recordAndTake(ctx, newBackupRow(ctx, db, destination.id, 'manual'), databaseRecord(principal, db, 'database.backup.create'));
   return created!;
 }
 
 /** Records a new backup and takes it in the background; undefined when its due time was taken already (another instance). */
-export async function recordAndTake(ctx: BackupsContext, row: Omit<BackupRow, 'seq'>): Promise<BackupRow | undefined> {
+export async function recordAndTake(ctx: BackupsContext, row: Omit<BackupRow, 'seq'>, audit?: AuditRecord): Promise<BackupRow | undefined> {
   ctx.work.hold(row.id);
   // A scheduled backup's claim: (database, due time) is unique, so one instance alone records it.
-  if ((await ctx.store.createBackup(row)) === 'due_taken') {
+  if ((await ctx.store.createBackup(row, audit)) === 'due_taken') {
     ctx.work.drop(row.id);
     return undefined;
   }
@@ -123,7 +125,7 @@ export async function deleteBackup(ctx: BackupsContext, principal: Principal, da
   const backup = await getBackupRow(ctx, principal, databaseId, backupId, 'change');
   if (backup.status === 'running') throw new DomainError('invalid_state', 'the backup is still running: wait for it to end');
   await removeBackupObject(ctx, backup);
-  await ctx.store.removeBackup(backup.id);
+  await ctx.store.removeBackup(backup.id, databaseRecord(principal, { id: backup.database_id, team_id: backup.team_id }, 'database.backup.delete'));
 }
 
 /** The backup's dump, decrypted, as a stream (owner or developer); a failed or running backup has none. */

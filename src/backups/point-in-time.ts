@@ -8,7 +8,7 @@ import type { Principal } from '../core/principal.js';
 import { getDatabaseRow } from '../databases/database-access.js';
 import { DATABASE_CAPABILITIES, DATABASE_PIDS_LIMIT } from '../databases/database-containers.js';
 import type { DatabaseRow } from '../databases/database-store.js';
-import { createDatabase } from '../databases/databases.js';
+import { createDatabase, databaseRecord } from '../databases/databases.js';
 import type { DatabaseCredentials } from '../databases/engine-adapter.js';
 import { ENGINES } from '../databases/engines.js';
 import { startNow } from '../databases/provisioning.js';
@@ -57,7 +57,7 @@ export async function startPointInTimeRestore(ctx: BackupsContext, principal: Pr
   if (sourceCredentials === undefined) throw new DomainError('not_found', 'database not found');
   const target = await createDatabase(ctx.databases, principal, { name: input.into, engine: source.engine, team_id: source.team_id });
   const row = newRestoreRow(source.id, base.id, target.id);
-  await ctx.store.createRestore(row);
+  await ctx.store.createRestore(row, databaseRecord(principal, source, 'database.restore'));
   const files = walFilesFor(await ctx.pitr.walFiles(source.id), base, at);
   ctx.work.run(`restore-${row.id}`, (signal) =>
     recoverInto(ctx, row, { source, sourceDatabase: sourceCredentials.database, base, files, at }, AbortSignal.any([signal, AbortSignal.timeout(RECOVERY_TIMEOUT_MS)])),

@@ -2,7 +2,7 @@
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import { getDatabaseRow } from '../databases/database-access.js';
-import { createDatabase } from '../databases/databases.js';
+import { createDatabase, databaseRecord } from '../databases/databases.js';
 import { ENGINES } from '../databases/engines.js';
 import { serviceContainer } from '../runtime/service.js';
 import type { BackupRow, RestoreRow } from './backup-store.js';
@@ -39,7 +39,7 @@ export async function startRestore(ctx: BackupsContext, principal: Principal, da
     throw new DomainError('invalid_state', `database "${source.name}" is ${source.status}: start it first (slipway db start ${source.name})`);
   }
   const row = newRestoreRow(source.id, backup.id, targetId);
-  await ctx.store.createRestore(row);
+  await ctx.store.createRestore(row, databaseRecord(principal, source, 'database.restore'));
   ctx.work.run(`restore-${row.id}`, (signal) => runRestore(ctx, principal, row, backup, AbortSignal.any([signal, AbortSignal.timeout(RESTORE_TIMEOUT_MS)])));
   return row;
 }

@@ -1,4 +1,5 @@
 // The schedules' round (the leader's, every 30 s): backups lost with their instance failed and retaken (or verified again), each due time taken once (a claim in the database).
+import { databaseRecord } from '../databases/databases.js';
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import type { BackgroundTask } from '../core/background.js';
@@ -17,12 +18,13 @@ export const SCHEDULE_ROUND_MS = 30_000;
 /** Sets (or with null removes) a database's backup schedule, as PATCH `backup` does. */
 export async function setBackupSchedule(ctx: BackupsContext, principal: Principal, databaseId: string, input: ScheduleInput | null): Promise<void> {
   const db = await getDatabaseRow(ctx.databases, principal, databaseId, 'change');
-  if (input === null) return ctx.store.setSchedule({ database_id: db.id, remove: true });
+  const audit = databaseRecord(principal, db, 'database.backup_schedule.set');
+  if (input === null) return ctx.store.setSchedule({ database_id: db.id, remove: true }, { ...audit, event: { ...audit.event, action: 'database.backup_schedule.remove' } });
   if (typeof input !== 'object') throw new DomainError('validation_error', 'backup must be an object {schedule, destination_id, keep} or null');
   const checked = checkSchedule(input);
   if (checked.pitr && ENGINES[db.engine].pointInTime === undefined) throw new DomainError('validation_error', `backup.pitr (point-in-time recovery) is offered for PostgreSQL databases; "${db.name}" is ${db.engine}`);
   await getDestinationRow(ctx, principal, checked.destination_id, 'read');
-  await ctx.store.setSchedule({ database_id: db.id, ...checked });
+  await ctx.store.setSchedule({ database_id: db.id, ...checked }, audit);
 }
 
 /**

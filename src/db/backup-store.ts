@@ -142,12 +142,15 @@ export function databaseBackupStore(db: Db, cipher: ValueCipher): BackupStore {
       return Number(row?.n ?? 0);
     },
 
-    async createBackup(row) {
+    async createBackup(row, audit) {
       try {
-        await db
-          .insertInto('backups')
-          .values({ ...row, source_counts: row.source_counts === null ? null : JSON.stringify(row.source_counts) })
-          .execute();
+        await db.transaction().execute(async (trx) => {
+          await trx
+            .insertInto('backups')
+            .values({ ...row, source_counts: row.source_counts === null ? null : JSON.stringify(row.source_counts) })
+            .execute();
+          await appendRecord(trx, audit);
+        });
         return 'created';
       } catch (err) {
         if (isUniqueViolation(err)) return 'due_taken';
@@ -175,8 +178,11 @@ export function databaseBackupStore(db: Db, cipher: ValueCipher): BackupStore {
         .execute();
     },
 
-    async removeBackup(id) {
-      await db.deleteFrom('backups').where('id', '=', id).execute();
+    async removeBackup(id, audit) {
+      await db.transaction().execute(async (trx) => {
+        await trx.deleteFrom('backups').where('id', '=', id).execute();
+        await appendRecord(trx, audit);
+      });
     },
 
     async runningOn(runners) {
@@ -189,8 +195,11 @@ export function databaseBackupStore(db: Db, cipher: ValueCipher): BackupStore {
       return (await db.selectFrom('backups').selectAll().where((eb) => eb.or([eb('status', '=', 'running'), eb.and([eb('status', '=', 'succeeded'), eb('runner', 'is not', null)])])).execute()).map(toBackup);
     },
 
-    async createRestore(row) {
-      await db.insertInto('backup_restores').values({ ...row }).execute();
+    async createRestore(row, audit) {
+      await db.transaction().execute(async (trx) => {
+        await trx.insertInto('backup_restores').values({ ...row }).execute();
+        await appendRecord(trx, audit);
+      });
     },
 
     async updateRestore(id, changes) {
@@ -220,17 +229,20 @@ export function databaseBackupStore(db: Db, cipher: ValueCipher): BackupStore {
       return row === undefined ? undefined : toSchedule(row);
     },
 
-    async setSchedule(schedule) {
-      if ('remove' in schedule) {
-        await db.deleteFrom('backup_schedules').where('database_id', '=', schedule.database_id).execute();
-        return;
-      }
-      const values = { database_id: schedule.database_id, schedule: schedule.schedule, destination_id: schedule.destination_id, keep: schedule.keep, pitr: schedule.pitr ? 1 : 0, updated_at: now() };
-      await db
-        .insertInto('backup_schedules')
-        .values(values)
-        .onConflict((oc) => oc.column('database_id').doUpdateSet({ schedule: values.schedule, destination_id: values.destination_id, keep: values.keep, pitr: values.pitr, updated_at: values.updated_at }))
-        .execute();
+    async setSchedule(schedule, audit) {
+      await db.transaction().execute(async (trx) => {
+        if ('remove' in schedule) {
+          await trx.deleteFrom('backup_schedules').where('database_id', '=', schedule.database_id).execute();
+        } else {
+          const values = { database_id: schedule.database_id, schedule: schedule.schedule, destination_id: schedule.destination_id, keep: schedule.keep, pitr: schedule.pitr ? 1 : 0, updated_at: now() };
+          await trx
+            .insertInto('backup_schedules')
+            .values(values)
+            .onConflict((oc) => oc.column('database_id').doUpdateSet({ schedule: values.schedule, destination_id: values.destination_id, keep: values.keep, pitr: values.pitr, updated_at: values.updated_at }))
+            .execute();
+        }
+        await appendRecord(trx, audit);
+      });
     },
 
     async allSchedules() {

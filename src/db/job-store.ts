@@ -1,6 +1,7 @@
 // The job store on the database: `jobs`, `job_runs` (a unique (job, due time) claims a scheduled run once across instances) and `job_run_logs`.
 import type { JobRow, JobStore, RunRow } from '../jobs/job-store.js';
 import { isUniqueViolation, type Db } from './database.js';
+import { appendRecord } from './audit-log.js';
 
 const JOB_COLUMNS = ['id', 'deployment_id', 'name', 'schedule', 'command', 'timezone', 'timeout_seconds', 'concurrency', 'created_at', 'updated_at'] as const;
 const RUN_COLUMNS = ['id', 'job_id', 'deployment_id', 'status', 'trigger', 'due_at', 'exit_code', 'message', 'instance', 'container_id', 'started_at', 'finished_at'] as const;
@@ -15,9 +16,12 @@ export function databaseJobStore(db: Db): JobStore {
   const jobs = () => db.selectFrom('jobs').select([...JOB_COLUMNS]);
   const runs = () => db.selectFrom('job_runs').select([...RUN_COLUMNS]);
   return {
-    async create(job) {
+    async create(job, audit) {
       try {
-        await db.insertInto('jobs').values({ ...job, command: JSON.stringify(job.command) }).execute();
+        await db.transaction().execute(async (trx) => {
+          await trx.insertInto('jobs').values({ ...job, command: JSON.stringify(job.command) }).execute();
+          await appendRecord(trx, audit);
+        });
         return 'created';
       } catch (err) {
         if (isUniqueViolation(err)) return 'name_taken';
@@ -34,22 +38,28 @@ export function databaseJobStore(db: Db): JobStore {
     async allJobs() {
       return (await jobs().execute()).map(toJob);
     },
-    async update(jobId, changes, updatedAt) {
+    async update(jobId, changes, updatedAt, audit) {
       const { command, ...rest } = changes;
       try {
-        await db
-          .updateTable('jobs')
-          .set({ ...rest, ...(command === undefined ? {} : { command: JSON.stringify(command) }), updated_at: updatedAt })
-          .where('id', '=', jobId)
-          .execute();
+        await db.transaction().execute(async (trx) => {
+          await trx
+            .updateTable('jobs')
+            .set({ ...rest, ...(command === undefined ? {} : { command: JSON.stringify(command) }), updated_at: updatedAt })
+            .where('id', '=', jobId)
+            .execute();
+          await appendRecord(trx, audit);
+        });
         return 'updated';
       } catch (err) {
         if (isUniqueViolation(err)) return 'name_taken';
         throw err;
       }
     },
-    async remove(jobId) {
-      await db.deleteFrom('jobs').where('id', '=', jobId).execute();
+    async remove(jobId, audit) {
+      await db.transaction().execute(async (trx) => {
+        await trx.deleteFrom('jobs').where('id', '=', jobId).execute();
+        await appendRecord(trx, audit);
+      });
     },
     async claimRun(run) {
       try {

@@ -1,4 +1,5 @@
 // The job store port (decisions §22): jobs, their runs (one row per due time, claimed once across instances) and the runs' logs.
+import type { AuditRecord } from '../domain/audit.js';
 
 export type JobConcurrency = 'forbid' | 'allow';
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'timed_out' | 'skipped';
@@ -43,15 +44,15 @@ export interface RunRow {
 export type NewRun = Pick<RunRow, 'id' | 'job_id' | 'deployment_id' | 'status' | 'trigger' | 'due_at' | 'message' | 'instance' | 'started_at'>;
 
 export interface JobStore {
-  /** 'name_taken' when the deployment has a job of that name. */
-  create(job: JobRow): Promise<'created' | 'name_taken'>;
+  /** 'name_taken' when the deployment has a job of that name. With `audit`, its entry is appended in the same transaction (as for update and remove). */
+  create(job: JobRow, audit?: AuditRecord): Promise<'created' | 'name_taken'>;
   job(deploymentId: string, jobId: string): Promise<JobRow | undefined>;
   jobs(deploymentId: string): Promise<JobRow[]>;
   /** Every job of every deployment (the scheduler's view). */
   allJobs(): Promise<JobRow[]>;
-  update(jobId: string, changes: JobChanges, updatedAt: string): Promise<'updated' | 'name_taken'>;
+  update(jobId: string, changes: JobChanges, updatedAt: string, audit?: AuditRecord): Promise<'updated' | 'name_taken'>;
   /** Removes the job with its runs and their logs. */
-  remove(jobId: string): Promise<void>;
+  remove(jobId: string, audit?: AuditRecord): Promise<void>;
   /**
    * Records a run. A scheduled run's `(job_id, due_at)` is unique across instances: false when
    * another instance recorded that due time first (the caller then does nothing).

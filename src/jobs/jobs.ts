@@ -5,6 +5,7 @@ import type { Principal } from '../core/principal.js';
 import type { DeploymentCatalog } from '../domain/deployment-catalog.js';
 import { assertUuid, getDeploymentRow } from '../domain/deployments.js';
 import type { DeploymentAction } from '../domain/policy.js';
+import { deploymentRecord, type AuditRecord } from '../domain/audit.js';
 import type { DeploymentRow } from '../domain/deployment-rows.js';
 import type { JobRunner } from './job-runner.js';
 import { checkTimezone, JobSchedule } from './job-schedule.js';
@@ -90,6 +91,9 @@ async function jobOf(ctx: JobsContext, principal: Principal, deploymentId: strin
   return { dep, job };
 }
 
+/** The audit entry of `action` on a job of `dep` (decisions §18: every change is in the audit log). */
+const jobRecord = (principal: Principal, dep: DeploymentRow, jobId: string, action: string): AuditRecord => deploymentRecord(principal, dep, `job.${action}`, 'job', jobId);
+
 function refuseUnsupported(ctx: JobsContext): void {
   if (ctx.unsupported !== undefined) throw new DomainError('invalid_state', ctx.unsupported);
 }
@@ -103,11 +107,10 @@ export async function createJob(ctx: JobsContext, principal: Principal, deployme
   const timeout = input.timeout_seconds === undefined ? DEFAULT_TIMEOUT_SECONDS : checkTimeout(input.timeout_seconds);
   const concurrency = input.concurrency === undefined ? 'forbid' : checkConcurrency(input.concurrency);
   refuseUnsupported(ctx);
-  // A git deployment gets its release from its repository; an archive one never deployed has nothing to run yet.
-  if (dep.source_type === 'archive' && dep.live_build_id === null) throw new DomainError('invalid_state', 'a job runs in the live release: this deployment needs a release first (upload and deploy it)');
+  // A deployment without a live release yet may get jobs (contract §22: 201): their runs are `skipped` until it has one.
   const now = new Date().toISOString();
   const job: JobRow = { id: crypto.randomUUID(), deployment_id: dep.id, name, schedule, command, timezone, timeout_seconds: timeout, concurrency, created_at: now, updated_at: now };
-  if ((await ctx.store.create(job)) === 'name_taken') throw new DomainError('invalid_state', `the deployment already has a job named ${name}`);
+  if ((await ctx.store.create(job, jobRecord(principal, dep, job.id, 'create'))) === 'name_taken') throw new DomainError('invalid_state', `the deployment already has a job named ${name}`);
   ctx.scheduler.changed();
   return job;
 }
@@ -122,7 +125,7 @@ export async function getJob(ctx: JobsContext, principal: Principal, deploymentI
 }
 
 export async function updateJob(ctx: JobsContext, principal: Principal, deploymentId: string, jobId: string, input: JobInput): Promise<JobRow> {
-  const { job } = await jobOf(ctx, principal, deploymentId, jobId, 'change');
+  const { dep, job } = await jobOf(ctx, principal, deploymentId, jobId, 'change');
   const timezone = input.timezone === undefined ? job.timezone : checkZone(input.timezone);
   const schedule = checkSchedule(input.schedule ?? job.schedule, timezone);
   const changes: JobChanges = {
@@ -134,14 +137,14 @@ export async function updateJob(ctx: JobsContext, principal: Principal, deployme
     ...(input.concurrency === undefined ? {} : { concurrency: checkConcurrency(input.concurrency) }),
   };
   const updatedAt = new Date().toISOString();
-  if ((await ctx.store.update(job.id, changes, updatedAt)) === 'name_taken') throw new DomainError('invalid_state', `the deployment already has a job named ${changes.name ?? job.name}`);
+  if ((await ctx.store.update(job.id, changes, updatedAt, jobRecord(principal, dep, job.id, 'update'))) === 'name_taken') throw new DomainError('invalid_state', `the deployment already has a job named ${changes.name ?? job.name}`);
   ctx.scheduler.changed();
   return { ...job, ...changes, updated_at: updatedAt };
 }
 
 export async function deleteJob(ctx: JobsContext, principal: Principal, deploymentId: string, jobId: string): Promise<void> {
-  const { job } = await jobOf(ctx, principal, deploymentId, jobId, 'change');
-  await ctx.store.remove(job.id);
+  const { dep, job } = await jobOf(ctx, principal, deploymentId, jobId, 'change');
+  await ctx.store.remove(job.id, jobRecord(principal, dep, job.id, 'delete'));
   ctx.scheduler.changed();
 }
 

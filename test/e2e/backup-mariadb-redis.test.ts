@@ -1,5 +1,7 @@
 // End to end, MariaDB and Redis backups (decisions §20) into a local destination: each verified by a restore into a throwaway container of its image (tables for MariaDB, the key count for Redis).
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { eventually } from '../helpers/apps.js';
 import { assertError } from '../helpers/api-assert.js';
@@ -88,6 +90,23 @@ describe('MariaDB and Redis backups', () => {
     assert.equal(into.status, 'succeeded', into.error);
     assert.notEqual(into.target_database_id, redis);
     assert.deepEqual(await redisKeys(into.target_database_id), ['k1', 'k2', 'k3']);
+  });
+
+  test("DELETE ?delete_backups=true deletes its backups with it (their objects in the destination), not another database's", async () => {
+    const copy = (await s.request('GET', '/api/v1/databases', { token: alice.token })).json.find((d: { name: string }) => d.name === 'redis-copy');
+    const done = await backupAndWait(copy.id);
+    assert.equal(done.status, 'verified', done.error);
+    const object = path.join(s.dataDir, 'backups', destinationId, done.location);
+    assert.ok(fs.existsSync(object), 'the backup is in the destination');
+    const bad = await s.request('DELETE', `/api/v1/databases/${copy.id}?delete_backups=maybe`, { token: alice.token });
+    assertError(bad, 400, 'validation_error');
+    assert.equal((await s.request('GET', `/api/v1/databases/${copy.id}`, { token: alice.token })).status, 200, 'a refused delete changes nothing');
+    const deleted = await s.request('DELETE', `/api/v1/databases/${copy.id}?delete_backups=true`, { token: alice.token });
+    assert.equal(deleted.status, 204, deleted.text);
+    assert.equal(fs.existsSync(object), false, 'its backup object is deleted');
+    // The Redis database's own backups (taken above) stay in the destination: they were not asked for.
+    const kept = (await s.request('GET', `/api/v1/databases/${ids['redis']}/backups`, { token: alice.token })).json;
+    assert.ok(kept.length > 0 && kept.every((b: { location: string }) => fs.existsSync(path.join(s.dataDir, 'backups', destinationId, b.location))));
   });
 
   test('a schedule on the database (PATCH backup): checked, shown, and its destination cannot be deleted while used', async () => {

@@ -45,11 +45,18 @@ describe('scheduled jobs', () => {
     }, 60_000, 'the run ended');
   };
 
-  test('bad input: a job before any release (409), bad schedule, timezone, command and timeout (400 naming the field), another user (404)', async () => {
+  test('a job before any release (201, its run skipped saying why), bad schedule, timezone, command and timeout (400 naming the field), another user (404), every change in the audit log', async () => {
     const good = { name: 'nightly', schedule: '0 3 * * *', command: ['echo', 'hi'] };
     const early = await createJob(good);
-    assertError(early, 409, 'invalid_state');
-    assert.match(early.json.message, /release/);
+    assert.equal(early.status, 201, early.text);
+    const skipped = await runToEnd(early.json.id);
+    assert.equal(skipped.status, 'skipped');
+    assert.match(String(skipped.message), /release/);
+    assert.equal((await s.request('PATCH', `${jobsPath()}/${early.json.id}`, { token: alice.token, body: { schedule: '@daily' } })).status, 200);
+    assert.equal((await s.request('DELETE', `${jobsPath()}/${early.json.id}`, { token: alice.token })).status, 204);
+    const audit = await s.request('GET', `/api/v1/audit?target_id=${early.json.id}`, { token: alice.token });
+    assert.deepEqual(audit.json.map((e: { action: string }) => e.action).sort(), ['job.create', 'job.delete', 'job.update']);
+    assert.ok(audit.json.every((e: { target_type: string; actor_id: string }) => e.target_type === 'job' && e.actor_id === alice.userId));
 
     await s.request('PATCH', `/api/v1/deployments/${app.id}/env`, { token: alice.token, body: { vars: { GREETING: 'from-the-app-vars' } } });
     const deployed = await deployAndWait(s, alice.token, app.id);

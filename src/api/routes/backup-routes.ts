@@ -6,6 +6,7 @@ import { backupDestinationRoutes } from './backup-destination-routes.js';
 import { databaseBackupRoutes } from './database-backup-routes.js';
 import type { BackupScheduleHooks } from './database-routes.js';
 import { setBackupSchedule } from '../../backups/scheduler.js';
+import { deleteDatabaseBackups } from '../../backups/delete-database-backups.js';
 
 export const backupRoutes =
   (ctx: BackupsContext, cursors: ListCursors): FastifyPluginAsync =>
@@ -21,4 +22,5 @@ export const backupScheduleHooks = (ctx: BackupsContext): BackupScheduleHooks =>
     const found = new Map((await ctx.store.schedulesOf(databaseIds)).map((s) => [s.database_id, { schedule: s.schedule, destination_id: s.destination_id, keep: s.keep, pitr: s.pitr }]));
     return databaseIds.map((id) => found.get(id) ?? null);
   },
+  deleteAll: (databaseId) => deleteDatabaseBackups(ctx, databaseId),
 });

@@ -44,6 +44,8 @@ export interface BackupScheduleHooks {
   set(principal: Principal, databaseId: string, backup: object | null): Promise<void>;
   /** The schedules of these databases, in their order (null: none). */
   get(databaseIds: readonly string[]): Promise<Array<{ schedule: string; destination_id: string; keep: number; pitr: boolean } | null>>;
+  /** Deletes every backup of a database just deleted (`?delete_backups=true`). */
+  deleteAll(databaseId: string): Promise<void>;
 }
 
 /** Databases as the API shows them, each with its `backup` schedule when the backups part runs. */
@@ -104,12 +106,12 @@ export const databaseRoutes =
       },
     );
 
-    app.delete<IdRequest & { Querystring: { force?: string } }>(
+    app.delete<IdRequest & { Querystring: { force?: string; delete_backups?: string } }>(
       '/databases/:id',
       {
         schema: {
           tags,
-          summary: 'Delete it with its container and volume (its data); 409 while linked unless force=true',
+          summary: 'Delete it with its container and volume (its data); its backups are kept unless delete_backups=true; 409 while linked unless force=true',
           params: IdParams,
           querystring: DeleteDatabaseQuery,
           response: { 204: { type: 'null' }, ...errorResponses(401, 403, 404, 409) },
@@ -117,6 +119,7 @@ export const databaseRoutes =
       },
       async (request, reply) => {
         await deleteDatabase(ctx, principalOf(request), request.params.id, { force: isFlagSet(request.query.force) });
+        if (isFlagSet(request.query.delete_backups)) await schedules?.deleteAll(request.params.id);
         return reply.code(204).send();
       },
     );
