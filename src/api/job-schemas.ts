@@ -17,6 +17,7 @@ export const JobResponse = Type.Object({
   timezone: Type.String({ description: 'the IANA time zone the schedule is read in' }),
   timeout_seconds: Type.Integer(),
   concurrency: OneOf(['forbid', 'allow'] as const),
+  service: Nullable(Type.String({ description: 'compose: the service whose image it runs in (null: the web service)' })),
   next_run_at: Nullable(Timestamp),
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -42,10 +43,11 @@ const fields = {
   timezone: Type.String({ maxLength: 64 }),
   timeout_seconds: Type.Integer({ description: '1–86400, default 3600' }),
   concurrency: Type.String({ maxLength: 10, description: 'forbid (default) or allow' }),
+  service: Nullable(Type.String({ maxLength: 100, description: "compose: the service whose image the job runs in (default: the web service's)" })),
 };
 
 export const CreateJobBody = Type.Object(
-  { name: fields.name, schedule: fields.schedule, command: Type.Unknown({ description: fields.command.description }), timezone: Type.Optional(fields.timezone), timeout_seconds: Type.Optional(fields.timeout_seconds), concurrency: Type.Optional(fields.concurrency) },
+  { name: fields.name, schedule: fields.schedule, command: Type.Unknown({ description: fields.command.description }), timezone: Type.Optional(fields.timezone), timeout_seconds: Type.Optional(fields.timeout_seconds), concurrency: Type.Optional(fields.concurrency), service: Type.Optional(fields.service) },
   { additionalProperties: false },
 );
 export type CreateJobBody = Static<typeof CreateJobBody>;
@@ -58,6 +60,7 @@ export const UpdateJobBody = Type.Object(
     timezone: Type.Optional(fields.timezone),
     timeout_seconds: Type.Optional(fields.timeout_seconds),
     concurrency: Type.Optional(fields.concurrency),
+    service: Type.Optional(fields.service),
   },
   { additionalProperties: false },
 );

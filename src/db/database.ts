@@ -35,6 +35,7 @@ import * as jobs from './migrations/2026-11-28-070-jobs.js';
 import * as notifications from './migrations/2026-11-28-080-notifications.js';
 import * as buildDockerfile from './migrations/2026-11-28-110-build-dockerfile.js';
 import * as backups from './migrations/2026-11-28-120-backups.js';
+import * as jobService from './migrations/2026-11-28-191-job-service.js';
 import { withStatementCache } from './statement-cache.js';
 import crypto from 'node:crypto';
 
@@ -69,6 +70,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026-11-28-120-backups': backups,
   '2026-11-28-130-compose': compose,
   '2026-11-28-140-point-in-time': pointInTime,
+  '2026-11-28-191-job-service': jobService,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

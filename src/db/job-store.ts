@@ -3,7 +3,7 @@ import type { JobRow, JobStore, RunRow } from '../jobs/job-store.js';
 import { isUniqueViolation, type Db } from './database.js';
 import { appendRecord } from './audit-log.js';
 
-const JOB_COLUMNS = ['id', 'deployment_id', 'name', 'schedule', 'command', 'timezone', 'timeout_seconds', 'concurrency', 'created_at', 'updated_at'] as const;
+const JOB_COLUMNS = ['id', 'deployment_id', 'name', 'schedule', 'command', 'timezone', 'timeout_seconds', 'concurrency', 'service', 'created_at', 'updated_at'] as const;
 const RUN_COLUMNS = ['id', 'job_id', 'deployment_id', 'status', 'trigger', 'due_at', 'exit_code', 'message', 'instance', 'container_id', 'started_at', 'finished_at'] as const;
 
 type StoredJob = Omit<JobRow, 'command'> & { command: string };

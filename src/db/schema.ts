@@ -242,7 +242,7 @@ export interface SlipwayVersionsTable {
 }
 
 /** A scheduled job (decisions §22); `command` is its argv as JSON. */
-export type JobsTable = Omit<JobRow, 'command'> & { command: string };
+export type JobsTable = Omit<JobRow, 'command' | 'service'> & { command: string; service: string | null };
 
 /** A job's run; `seq` orders them. */
 export type JobRunsTable = RunRow & { seq: Generated<number> };

@@ -6,6 +6,7 @@ import type { AppEvent } from '../domain/app-events.js';
 import type { DeploymentCatalog } from '../domain/deployment-catalog.js';
 import type { AppRuntime } from '../runtime/app-runtime.js';
 import { releaseTarget, type ReleaseSettings } from '../runtime/release.js';
+import { parseReleaseSet } from '../runtime/release-set.js';
 import { redactorFor } from '../secrets/redact.js';
 import type { JobRow, JobStore, NewRun, RunRow, RunStatus, RunTrigger } from './job-store.js';
 import { runLogWriter, type RunLogWakeups } from './run-logs.js';
@@ -91,6 +92,7 @@ export class JobRunner {
     const writer = runLogWriter(store, run.id, this.#deps.wakeups, (msg, detail) => this.#deps.log('warn', msg, detail));
     let ending: Ending;
     let subdomain: string | undefined;
+    let image: string | { error: string };
     try {
       const dep = await deployments.deployment(job.deployment_id);
       subdomain = dep?.subdomain;
@@ -99,10 +101,11 @@ export class JobRunner {
       else if (dep.status === 'stopped') ending = skipped('the deployment is stopped: a stopped app runs no job (start it again)');
       else if (build?.image_id == null) ending = skipped('the deployment has no live release yet: deploy it first');
       else if (runtime.runOnce === undefined) ending = { status: 'failed', exit_code: null, message: 'this runtime does not run jobs (see docs/jobs.md)' };
+      else if (typeof (image = jobImage(job, { image_id: build.image_id, release_set: build.release_set })) !== 'string') ending = { status: 'failed', exit_code: null, message: image.error };
       else {
         const vars = (await configs.buildConfig(build.id)) ?? (await configs.current(dep.id));
         const redact = redactorFor(vars).stream();
-        const target = { ...releaseTarget(dep, { id: build.id, image: build.image_id, vars }, this.#deps.settings), runId: run.id, command: job.command };
+        const target = { ...releaseTarget(dep, { id: build.id, image, vars }, this.#deps.settings), runId: run.id, command: job.command };
         try {
           const result = await runtime.runOnce(target, {
             timeoutMs: job.timeout_seconds * 1000,
@@ -151,4 +154,14 @@ function describeEnding(ending: Ending): string {
   if (ending.status === 'timed_out') return `the run timed out: ${ending.message ?? ''}`;
   if (ending.status === 'skipped') return `the run was skipped: ${ending.message ?? ''}`;
   return ending.exit_code === null ? `the run failed: ${ending.message ?? ''}` : `the run failed with exit code ${ending.exit_code}`;
+}
+
+/** The image a run of `job` starts from: its compose `service`'s in the live release, else the release's image. */
+export function jobImage(job: Pick<JobRow, 'service'>, build: { image_id: string; release_set?: string | null }): string | { error: string } {
+  if (job.service == null) return build.image_id;
+  const set = parseReleaseSet(build.release_set);
+  if (set === null) return { error: `the job names service "${job.service}", but the live release is not a compose release (set service to null)` };
+  const found = set.services.find((s) => s.name === job.service);
+  if (found === undefined) return { error: `the live release has no service "${job.service}" (it has ${set.services.map((s) => s.name).join(', ')})` };
+  return found.image;
 }

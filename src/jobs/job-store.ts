@@ -15,12 +15,14 @@ export interface JobRow {
   readonly timezone: string;
   readonly timeout_seconds: number;
   readonly concurrency: JobConcurrency;
+  /** The compose service whose image it runs in (null or absent: the web service's, or the only image). */
+  readonly service?: string | null;
   readonly created_at: string;
   /** When its schedule last changed (due times before it are never run late). */
   readonly updated_at: string;
 }
 
-export type JobChanges = Partial<Pick<JobRow, 'name' | 'schedule' | 'command' | 'timezone' | 'timeout_seconds' | 'concurrency'>>;
+export type JobChanges = Partial<Pick<JobRow, 'name' | 'schedule' | 'command' | 'timezone' | 'timeout_seconds' | 'concurrency' | 'service'>>;
 
 export interface RunRow {
   readonly id: string;

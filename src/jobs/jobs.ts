@@ -31,6 +31,7 @@ export interface JobInput {
   timezone?: unknown;
   timeout_seconds?: unknown;
   concurrency?: unknown;
+  service?: unknown;
 }
 
 const DEFAULT_TIMEOUT_SECONDS = 3600;
@@ -64,6 +65,13 @@ function checkTimeout(value: unknown): number {
 
 function checkConcurrency(value: unknown): JobConcurrency {
   if (value !== 'forbid' && value !== 'allow') throw invalid('concurrency', '"forbid" (a due time while a run goes is skipped) or "allow"');
+  return value;
+}
+
+/** A compose service's name (checked against the live release when a run starts: the source may change). */
+function checkService(value: unknown): string | null {
+  if (value === null) return null;
+  if (typeof value !== 'string' || !/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/.test(value)) throw invalid('service', 'the name of a service of the compose file (letters, digits, ".", "_", "-"), or null for the web service');
   return value;
 }
 
@@ -106,10 +114,11 @@ export async function createJob(ctx: JobsContext, principal: Principal, deployme
   const command = checkCommand(input.command);
   const timeout = input.timeout_seconds === undefined ? DEFAULT_TIMEOUT_SECONDS : checkTimeout(input.timeout_seconds);
   const concurrency = input.concurrency === undefined ? 'forbid' : checkConcurrency(input.concurrency);
+  const service = input.service === undefined ? null : checkService(input.service);
   refuseUnsupported(ctx);
   // A deployment without a live release yet may get jobs (contract §22: 201): their runs are `skipped` until it has one.
   const now = new Date().toISOString();
-  const job: JobRow = { id: crypto.randomUUID(), deployment_id: dep.id, name, schedule, command, timezone, timeout_seconds: timeout, concurrency, created_at: now, updated_at: now };
+  const job: JobRow = { id: crypto.randomUUID(), deployment_id: dep.id, name, schedule, command, timezone, timeout_seconds: timeout, concurrency, service, created_at: now, updated_at: now };
   if ((await ctx.store.create(job, jobRecord(principal, dep, job.id, 'create'))) === 'name_taken') throw new DomainError('invalid_state', `the deployment already has a job named ${name}`);
   ctx.scheduler.changed();
   return job;
@@ -135,6 +144,7 @@ export async function updateJob(ctx: JobsContext, principal: Principal, deployme
     ...(input.command === undefined ? {} : { command: checkCommand(input.command) }),
     ...(input.timeout_seconds === undefined ? {} : { timeout_seconds: checkTimeout(input.timeout_seconds) }),
     ...(input.concurrency === undefined ? {} : { concurrency: checkConcurrency(input.concurrency) }),
+    ...(input.service === undefined ? {} : { service: checkService(input.service) }),
   };
   const updatedAt = new Date().toISOString();
   if ((await ctx.store.update(job.id, changes, updatedAt, jobRecord(principal, dep, job.id, 'update'))) === 'name_taken') throw new DomainError('invalid_state', `the deployment already has a job named ${changes.name ?? job.name}`);
@@ -180,7 +190,7 @@ export function presentJob(job: JobRow): Record<string, unknown> {
   }
   return {
     id: job.id, deployment_id: job.deployment_id, name: job.name, schedule: job.schedule, command: [...job.command], timezone: job.timezone,
-    timeout_seconds: job.timeout_seconds, concurrency: job.concurrency, next_run_at: next, created_at: job.created_at, updated_at: job.updated_at,
+    timeout_seconds: job.timeout_seconds, concurrency: job.concurrency, service: job.service ?? null, next_run_at: next, created_at: job.created_at, updated_at: job.updated_at,
   };
 }
 

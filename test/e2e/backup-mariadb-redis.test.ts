@@ -131,5 +131,8 @@ describe('MariaDB and Redis backups', () => {
     assert.equal(removed.json.backup, null);
     assert.equal((await s.request('GET', path, { token: alice.token })).json.backup, null);
     assert.equal((await s.request('DELETE', `/api/v1/backup-destinations/${destinationId}`, { token: alice.token })).status, 204);
+    // Every change is in the audit log (Part four): backups taken, restores, the schedule set and removed.
+    const actions = new Set((await s.request('GET', `/api/v1/audit?target_id=${ids['redis']}&limit=500`, { token: alice.token })).json.map((e: { action: string }) => e.action));
+    for (const action of ['database.backup.create', 'database.restore', 'database.backup_schedule.set', 'database.backup_schedule.remove']) assert.ok(actions.has(action), `${action} in ${[...actions].join(', ')}`);
   });
 });

@@ -72,6 +72,7 @@ describe('scheduled jobs', () => {
       [{ ...good, timeout_seconds: 0 }, 'timeout_seconds'],
       [{ ...good, timeout_seconds: 86_401 }, 'timeout_seconds'],
       [{ ...good, concurrency: 'sometimes' }, 'concurrency'],
+      [{ ...good, service: 'not a service!' }, 'service'],
     ] as const) {
       const res = await createJob(body);
       assertError(res, 400, 'validation_error', JSON.stringify(body));
@@ -83,6 +84,7 @@ describe('scheduled jobs', () => {
     assert.equal(created.status, 201, created.text);
     assert.equal(created.json.timeout_seconds, 3600);
     assert.equal(created.json.concurrency, 'forbid');
+    assert.equal(created.json.service, null, 'no compose service named: the release image');
     assert.equal(typeof created.json.next_run_at, 'string');
     assertError(await s.request('GET', jobsPath(), { token: bob.token }), 404, 'not_found');
     assertError(await s.request('GET', `${jobsPath()}/${created.json.id}`, { token: bob.token }), 404, 'not_found');

@@ -5,7 +5,7 @@ import { DomainError } from '../../src/core/errors.js';
 import { checkTimezone, JobSchedule } from '../../src/jobs/job-schedule.js';
 import { JobScheduler, MAX_LATE_MS } from '../../src/jobs/job-scheduler.js';
 import type { JobRow, JobStore, NewRun, RunRow } from '../../src/jobs/job-store.js';
-import { JobRunner } from '../../src/jobs/job-runner.js';
+import { JobRunner, jobImage } from '../../src/jobs/job-runner.js';
 import { endOrphanedRuns } from '../../src/jobs/reconcile-runs.js';
 import { RunLogWakeups } from '../../src/jobs/run-logs.js';
 
@@ -49,6 +49,18 @@ class FakeStore {
 }
 
 describe('job schedules', () => {
+  test("a job's image: its compose service's in the live release (contract §22), else the release's; a service the release lacks is an error naming the ones it has", () => {
+    const service = (name: string, image: string) => ({ name, image, environment: {}, dependsOn: [], replicas: 1, ports: [], volumes: [] });
+    const set = JSON.stringify({ web: 'web', port: 8080, services: [service('web', 'img-web'), service('worker', 'img-worker')] });
+    assert.equal(jobImage({ service: null }, { image_id: 'img-web', release_set: set }), 'img-web');
+    assert.equal(jobImage({}, { image_id: 'plain', release_set: null }), 'plain');
+    assert.equal(jobImage({ service: 'worker' }, { image_id: 'img-web', release_set: set }), 'img-worker');
+    const missing = jobImage({ service: 'cron' }, { image_id: 'img-web', release_set: set });
+    assert.ok(typeof missing !== 'string' && /no service "cron".*web, worker/.test(missing.error));
+    const single = jobImage({ service: 'worker' }, { image_id: 'plain', release_set: null });
+    assert.ok(typeof single !== 'string' && /not a compose release/.test(single.error));
+  });
+
   test('5 and 6 fields and the four nicknames read; anything else is a 400 naming schedule', () => {
     assert.equal(JobSchedule.parse('0 3 * * *', 'UTC').next(at(0))?.toISOString(), '2026-11-29T03:00:00.000Z');
     assert.equal(JobSchedule.parse('*/2 * * * * *', 'UTC').next(at(0))?.toISOString(), '2026-11-28T10:00:02.000Z');

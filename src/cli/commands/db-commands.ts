@@ -240,8 +240,9 @@ Examples:
       .argument('<database>', 'name or id')
       .option('-y, --yes', 'do not ask for confirmation')
       .option('--force', 'unlink it from its apps first (otherwise a linked database is not deleted)')
+      .option('--delete-backups', 'delete its backups too (by default they are kept)')
       .description('delete a database with its data'),
-  ).action((ref: string, options: JsonOption & { yes?: boolean; force?: boolean }) =>
+  ).action((ref: string, options: JsonOption & { yes?: boolean; force?: boolean; deleteBackups?: boolean }) =>
     run(io, async (client, signal) => {
       const found = await findDatabase(client, ref);
       if (options.yes !== true) {
@@ -257,7 +258,8 @@ Examples:
         }
         if (!/^y(es)?$/i.test(answer.trim())) throw new CliError('not deleted (answer "y" to confirm, or pass --yes)');
       }
-      await client.request('DELETE', `/api/v1/databases/${found.id}${options.force === true ? '?force=true' : ''}`, { timeoutMs: 120_000 });
+      const query = new URLSearchParams({ ...(options.force === true ? { force: 'true' } : {}), ...(options.deleteBackups === true ? { delete_backups: 'true' } : {}) }).toString();
+      await client.request('DELETE', `/api/v1/databases/${found.id}${query === '' ? '' : `?${query}`}`, { timeoutMs: 120_000 });
       if (options.json === true) return printJson(io.stdout, { deleted: found.id });
       io.stdout.write(`Deleted database ${found.name}.\n`);
     }),

@@ -79,14 +79,15 @@ Examples:
       .requiredOption('-s, --schedule <cron>', 'e.g. "0 3 * * *", "*/30 * * * * *", @daily')
       .option('--timezone <zone>', 'IANA time zone the schedule is read in (default UTC)')
       .option('--timeout <seconds>', 'kill a run after this (1–86400, default 3600)')
-      .addOption(new Option('--concurrency <mode>', 'a due time while a run goes: forbid skips it, allow runs it').choices(['forbid', 'allow'])),
-  ).action((ref: string, name: string, command: string[], options: JsonOption & { schedule: string; timezone?: string; timeout?: string; concurrency?: string }) =>
+      .addOption(new Option('--concurrency <mode>', 'a due time while a run goes: forbid skips it, allow runs it').choices(['forbid', 'allow']))
+      .option('--service <name>', "compose: the service whose image it runs in (default: the web service's)"),
+  ).action((ref: string, name: string, command: string[], options: JsonOption & { schedule: string; timezone?: string; timeout?: string; concurrency?: string; service?: string }) =>
     run(async (client) => {
       const app = await appFor(client, io, ref);
       const timeout = options.timeout === undefined ? undefined : Number(options.timeout);
       if (timeout !== undefined && !Number.isInteger(timeout)) throw usageError('--timeout takes a whole number of seconds');
       const job = await client.request<Job>('POST', jobsPath(app.id), {
-        body: { name, schedule: options.schedule, command, ...(options.timezone === undefined ? {} : { timezone: options.timezone }), ...(timeout === undefined ? {} : { timeout_seconds: timeout }), ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }) },
+        body: { name, schedule: options.schedule, command, ...(options.timezone === undefined ? {} : { timezone: options.timezone }), ...(timeout === undefined ? {} : { timeout_seconds: timeout }), ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }), ...(options.service === undefined ? {} : { service: options.service }) },
       });
       if (options.json === true) return printJson(io.stdout, job);
       io.stdout.write(`Job ${job.name} scheduled (${job.schedule}); next run ${job.next_run_at ?? 'never'}.\n`);
