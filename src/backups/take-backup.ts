@@ -84,15 +84,11 @@ async function dumpAndUpload(ctx: BackupsContext, backup: BackupRow, signal: Abo
   const objects = reached.value;
   const { containerId, credentials, session } = opened.value;
   const { engine } = ctx.databases;
-  const T0 = performance.now(); // TIMING
   try {
     const before = session === undefined ? await takeInventory(engine, containerId, adapter.inventory(credentials), adapter.parseInventory, 'dump') : undefined;
     const command = session === undefined ? adapter.dump(credentials) : adapter.snapshotDump!.dump(credentials, session.snapshot);
-    const T1 = performance.now(); // TIMING
     const stored = await dumpInto(ctx, objects, backup, command, containerId, signal);
-    const T2 = performance.now(); // TIMING
     const counts = session === undefined ? [before!, await takeInventory(engine, containerId, adapter.inventory(credentials), adapter.parseInventory, 'dump')] : [await session.finish()];
-    ctx.log('info', `TIMING backup ${backup.id}: before ${Math.round(T1 - T0)} ms, dump+upload ${Math.round(T2 - T1)} ms, counts after ${Math.round(performance.now() - T2)} ms`); // TIMING
     return { ...stored, source_counts: counts };
   } catch (err) {
     session?.abort();
@@ -134,9 +130,6 @@ async function dumpInto(ctx: BackupsContext, objects: ObjectStore, backup: Backu
   const cut = AbortSignal.any([signal, dumpCut.signal]);
   const exec = await engine.execStream!(containerId, command.argv, { env: command.env, signal: cut });
   const counter = new HashingCounter();
-  const T0 = performance.now(); // TIMING
-  exec.stdout.once('data', () => ctx.log('info', `TIMING first byte ${Math.round(performance.now() - T0)} ms`)); // TIMING
-  exec.stdout.once('end', () => ctx.log('info', `TIMING dump end ${Math.round(performance.now() - T0)} ms`)); // TIMING
   const body: Readable = chain(chain(exec.stdout, encryptStream(ctx.streamKey)), counter);
   try {
     await objects.put(backup.location, body, cut);
@@ -147,7 +140,6 @@ async function dumpInto(ctx: BackupsContext, objects: ObjectStore, backup: Backu
     if (ended !== undefined && ended.exitCode !== 0) throw new BackupStepError('dump', `${command.argv[0]} exited with ${ended.exitCode}: ${lastLine(ended.output)}`);
     throw err;
   }
-  ctx.log('info', `TIMING upload done ${Math.round(performance.now() - T0)} ms`); // TIMING
   const ended = await exec.done;
   if (ended.exitCode !== 0) {
     await objects.delete(backup.location, AbortSignal.timeout(30_000)).catch(() => undefined);
