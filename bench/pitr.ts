@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { STAND_IN_IMAGES, databaseContainer, runIn, waitForStatus } from '../test/helpers/databases.js';
 import { startTestServer } from '../test/helpers/server.js';
+import { createDockerEngine } from '../src/runtime/docker/docker-engine.js';
 
 const { values } = parseArgs({
   options: {
@@ -29,7 +30,9 @@ async function main(): Promise<void> {
     const env = { PGPASSWORD: creds.password };
     const sql = (statement: string) => runIn(container, ['psql', '-h', '127.0.0.1', '-U', creds.username, '-d', creds.database, '-Atc', statement], env);
     let t = Date.now();
-    await runIn(container, ['pgbench', '-i', '-q', '-s', values.scale!, '-h', '127.0.0.1', '-U', creds.username, creds.database], env);
+    // The fill takes minutes at large scales: beyond runIn's 30 s.
+    const fill = await createDockerEngine().execInContainer!(container, ['pgbench', '-i', '-q', '-s', values.scale!, '-h', '127.0.0.1', '-U', creds.username, creds.database], { env, timeoutMs: 3_600_000 });
+    if (fill.exitCode !== 0) throw new Error(`pgbench exited with ${fill.exitCode}: ${fill.output}`);
     const size = (await sql(`select pg_size_pretty(pg_database_size(current_database()))`)).trim();
     console.log(`pgbench -i -s ${values.scale}: ${size} in ${((Date.now() - t) / 1000).toFixed(1)} s`);
 

@@ -1,5 +1,6 @@
 // Taking a backup (decisions §20), a pipeline of named steps: reach the destination, list the source, dump with the engine's own tool → encrypt → hash → multipart upload, record, then verify by restore.
 import type { Readable } from 'node:stream';
+import type { ContainerCommand, DatabaseCredentials } from '../databases/engine-adapter.js';
 import { ENGINES } from '../databases/engines.js';
 import { serviceContainer } from '../runtime/service.js';
 import type { BackupRow } from './backup-store.js';
@@ -7,7 +8,8 @@ import { BackupStepError, HashingCounter, chain, lastLine, takeInventory } from 
 import { encryptStream } from './backup-stream.js';
 import type { BackupsContext } from './backups-context.js';
 import { openDestination } from './destinations.js';
-import { DestinationError, errorDetail } from './object-store.js';
+import { DestinationError, errorDetail, type ObjectStore } from './object-store.js';
+import { openSnapshotSession, type SnapshotSession } from './snapshot-session.js';
 import { verifyBackup } from './verify-backup.js';
 import { applyRetention } from './retention.js';
 
@@ -70,25 +72,63 @@ export async function verifyAndRecord(ctx: BackupsContext, backup: BackupRow, si
 }
 
 async function dumpAndUpload(ctx: BackupsContext, backup: BackupRow, signal: AbortSignal): Promise<Pick<BackupRow, 'size_bytes' | 'sha256' | 'source_counts'>> {
-  const { engine, instanceId } = ctx.databases;
   const adapter = ENGINES[backup.engine];
+  // The destination is checked while the source is made ready (the two are independent); its
+  // failure is the one named when both fail, and nothing is dumped unless it passed.
+  const [reached, opened] = await Promise.allSettled([reachDestination(ctx, backup, signal), openSource(ctx, backup, signal)]);
+  if (reached.status === 'rejected') {
+    if (opened.status === 'fulfilled') opened.value.session?.abort();
+    throw reached.reason;
+  }
+  if (opened.status === 'rejected') throw opened.reason;
+  const objects = reached.value;
+  const { containerId, credentials, session } = opened.value;
+  const { engine } = ctx.databases;
+  try {
+    const before = session === undefined ? await takeInventory(engine, containerId, adapter.inventory(credentials), adapter.parseInventory, 'dump') : undefined;
+    const command = session === undefined ? adapter.dump(credentials) : adapter.snapshotDump!.dump(credentials, session.snapshot);
+    const stored = await dumpInto(ctx, objects, backup, command, containerId, signal);
+    const counts = session === undefined ? [before!, await takeInventory(engine, containerId, adapter.inventory(credentials), adapter.parseInventory, 'dump')] : [await session.finish()];
+    return { ...stored, source_counts: counts };
+  } catch (err) {
+    session?.abort();
+    throw err;
+  }
+}
+
+/** The backup's destination, reached and its credentials checked (steps `resolve`, `auth`). */
+async function reachDestination(ctx: BackupsContext, backup: BackupRow, signal: AbortSignal): Promise<ObjectStore> {
   const destination = await ctx.store.getDestination(backup.destination_id);
   if (destination === undefined) throw new BackupStepError('resolve', 'the backup destination no longer exists');
   const objects = await openDestination(ctx, destination);
   await objects.reach(signal);
   await objects.authorize(signal);
+  return objects;
+}
 
+/**
+ * The source's running container and credentials; where the engine can share a snapshot, a session
+ * holding it, whose inventory (counted once, in the dump's own snapshot, while the dump runs)
+ * replaces the counts before and after the dump that a plain dump needs (a restored count must lie between).
+ */
+async function openSource(ctx: BackupsContext, backup: BackupRow, signal: AbortSignal): Promise<{ containerId: string; credentials: DatabaseCredentials; session: SnapshotSession | undefined }> {
+  const { engine, instanceId } = ctx.databases;
+  const adapter = ENGINES[backup.engine];
   const container = await serviceContainer(engine, instanceId, backup.database_id);
   if (container === undefined || !container.running) throw new BackupStepError('dump', `database "${backup.database_name}" is not running: start it first`);
   const credentials = await ctx.databases.store.credentials(backup.database_id);
   if (credentials === undefined) throw new BackupStepError('dump', 'the database no longer exists');
   if (engine.execStream === undefined) throw new BackupStepError('dump', 'this engine cannot stream a command\'s output');
+  const session = adapter.snapshotDump === undefined ? undefined : await openSnapshotSession(engine, container.id, adapter.snapshotDump, credentials, adapter.parseInventory, signal);
+  return { containerId: container.id, credentials, session };
+}
 
-  const before = await takeInventory(engine, container.id, adapter.inventory(credentials), adapter.parseInventory, 'dump');
-  const command = adapter.dump(credentials);
+/** Streams `command`'s output through the encryption and the hash into the object; a failed dump leaves no object. */
+async function dumpInto(ctx: BackupsContext, objects: ObjectStore, backup: BackupRow, command: ContainerCommand, containerId: string, signal: AbortSignal): Promise<Pick<BackupRow, 'size_bytes' | 'sha256'>> {
+  const { engine } = ctx.databases;
   const dumpCut = new AbortController();
   const cut = AbortSignal.any([signal, dumpCut.signal]);
-  const exec = await engine.execStream(container.id, command.argv, { env: command.env, signal: cut });
+  const exec = await engine.execStream!(containerId, command.argv, { env: command.env, signal: cut });
   const counter = new HashingCounter();
   const body: Readable = chain(chain(exec.stdout, encryptStream(ctx.streamKey)), counter);
   try {
@@ -105,6 +145,5 @@ async function dumpAndUpload(ctx: BackupsContext, backup: BackupRow, signal: Abo
     await objects.delete(backup.location, AbortSignal.timeout(30_000)).catch(() => undefined);
     throw new BackupStepError('dump', `${command.argv[0]} exited with ${ended.exitCode}: ${lastLine(ended.output)}`);
   }
-  const after = await takeInventory(engine, container.id, adapter.inventory(credentials), adapter.parseInventory, 'dump');
-  return { size_bytes: counter.bytes, sha256: counter.digest(), source_counts: [before, after] };
+  return { size_bytes: counter.bytes, sha256: counter.digest() };
 }

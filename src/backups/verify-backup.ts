@@ -61,12 +61,14 @@ export async function startThrowaway(ctx: BackupsContext, adapter: EngineAdapter
   const { engine, instanceId } = ctx.databases;
   // The source's database name (a MariaDB dump names its database), with a password of its own.
   const credentials = adapter.credentials(databaseName, newPassword());
+  const fast = adapter.restoreMode === 'stream' ? adapter.throwaway?.(credentials) : undefined;
+  const command = adapter.restoreMode === 'file' && adapter.restoreCommand !== undefined ? adapter.restoreCommand(credentials) : (fast?.command ?? adapter.command(credentials));
   const container = await engine.runContainer({
     image,
     name: `slipway-verify-${tag.replace(/[^a-z0-9]/g, '').slice(0, 12)}-${crypto.randomBytes(4).toString('hex')}`,
     labels: serviceLabels(instanceId, `verify-${tag}`),
-    env: adapter.environment(credentials),
-    ...(adapter.restoreMode === 'file' && adapter.restoreCommand !== undefined ? { command: adapter.restoreCommand(credentials) } : adapter.command(credentials) === undefined ? {} : { command: adapter.command(credentials)! }),
+    env: { ...adapter.environment(credentials), ...fast?.env },
+    ...(command === undefined ? {} : { command }),
     containerPort: adapter.port,
     publish: false,
     restartOnCrash: false,

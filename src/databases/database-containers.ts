@@ -16,6 +16,9 @@ export const DATABASE_PIDS_LIMIT = 1024;
 /** Time a database has to accept logins after its container starts (first start: the engine initializes its data). */
 export const DATABASE_START_TIMEOUT_MS = 180_000;
 
+/** Pause between readiness probes (each is an exec of the engine's client): a restore into a new database waits on it. */
+const READY_POLL_MS = 200;
+
 /** A database that did not start; the message is the user's to read (it never holds a credential). */
 export class DatabaseStartError extends Error {
   override readonly name = 'DatabaseStartError';
@@ -110,7 +113,7 @@ export async function waitReady(
       if (result !== undefined && adapter.ready(result)) return;
     }
     if (Date.now() >= deadline) throw new DatabaseStartError(`the database did not accept logins within ${Math.round(timeoutMs / 1000)} s`);
-    await sleep(500, undefined, { signal });
+    await sleep(READY_POLL_MS, undefined, { signal });
   }
 }
 

@@ -57,10 +57,37 @@ export interface EngineAdapter {
   inventory(credentials: DatabaseCredentials): ContainerCommand;
   /** The inventory command's output, read. */
   parseInventory(output: string): Inventory;
+  /**
+   * A dump that reads a snapshot another session holds (engines that can share one): the inventory
+   * is then taken once, in the dump's own snapshot, while the dump runs (exact counts of what the
+   * dump holds) instead of before and after it.
+   */
+  readonly snapshotDump?: SnapshotDump;
+  /** Settings of a throwaway copy (verification): it is removed after its check, so nothing it writes needs to survive a crash. */
+  throwaway?(credentials: DatabaseCredentials): { readonly env: Record<string, string>; readonly command: readonly string[] };
   /** The file extension of a decrypted dump (downloads). */
   readonly dumpExtension: string;
   /** Point-in-time recovery (`pitr`), for the engines that offer it. */
   readonly pointInTime?: WalArchiving;
+}
+
+/** What `SnapshotDump.open` prints on stderr before the snapshot's name, on a line of its own. */
+export const SNAPSHOT_MARK = 'slipway-snapshot';
+
+/**
+ * A session (a client reading statements on stdin) that holds a transaction open and shares its
+ * snapshot with a dump. Its stdout carries only the inventory's output (read once the session ended).
+ */
+export interface SnapshotDump {
+  session(credentials: DatabaseCredentials): ContainerCommand;
+  /** Opens the transaction and prints `SNAPSHOT_MARK <name>` on stderr (unbuffered, unlike a pipe's stdout). */
+  readonly open: string;
+  /** Prints the inventory as `parseInventory` reads it, in the transaction's snapshot. */
+  readonly inventory: string;
+  /** Ends the transaction. */
+  readonly close: string;
+  /** The dump to stdout, reading the data as of snapshot `name`. */
+  dump(credentials: DatabaseCredentials, name: string): ContainerCommand;
 }
 
 /** What a database holds, compared between a source and its restored backup. */

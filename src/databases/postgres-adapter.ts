@@ -1,6 +1,6 @@
 // The PostgreSQL engine: the official image's POSTGRES_* contract, PGDATA, port 5432, probed with psql over TCP.
 import type { EngineAdapter } from './engine-adapter.js';
-import { parseTableLines, sqlIdentifier } from './engine-adapter.js';
+import { SNAPSHOT_MARK, parseTableLines, sqlIdentifier } from './engine-adapter.js';
 import { postgresWal } from './postgres-wal.js';
 
 const INVENTORY_SQL =
@@ -38,6 +38,22 @@ export const postgresAdapter: EngineAdapter = {
     env: { PGPASSWORD: c.password },
   }),
   parseInventory: (output) => ({ tables: parseTableLines(output) }),
+  // pg_export_snapshot: the dump imports it (--snapshot); the session counts in it while the dump runs.
+  snapshotDump: {
+    session: (c) => ({
+      argv: ['psql', '-X', '-q', '-At', '-F', '\t', '-v', 'ON_ERROR_STOP=1', '-h', '127.0.0.1', '-p', '5432', '-U', c.username, '-d', c.database],
+      env: { PGPASSWORD: c.password },
+    }),
+    open: `begin transaction isolation level repeatable read, read only;\nselect pg_export_snapshot() as slipway_snapshot \\gset\n\\warn ${SNAPSHOT_MARK} :slipway_snapshot\n`,
+    inventory: `${INVENTORY_SQL};\n`,
+    close: 'commit;\n',
+    dump: (c, name) => ({ argv: ['pg_dump', '-Fc', `--snapshot=${name}`, '-h', '127.0.0.1', '-p', '5432', '-U', c.username, '-d', c.database], env: { PGPASSWORD: c.password } }),
+  },
+  // Verification's copy: no initdb sync, no fsync, no full-page images (it is removed after its check).
+  throwaway: () => ({
+    env: { POSTGRES_INITDB_ARGS: '--no-sync' },
+    command: ['postgres', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'],
+  }),
   dumpExtension: 'dump',
   pointInTime: postgresWal,
 };

@@ -286,9 +286,10 @@ export interface ContainerEngine {
   execInContainer?(id: string, argv: readonly string[], options: { env?: Record<string, string>; timeoutMs: number }): Promise<ExecResult>;
   /**
    * Runs `argv` inside a running container with its stdout as a stream and `stdin` (if given) piped
-   * in: database dumps and restores that are never held whole in memory. Optional.
+   * in: database dumps and restores that are never held whole in memory. `onStderr` hears its stderr
+   * as it comes (a session that reports on stderr while it runs). Optional.
    */
-  execStream?(id: string, argv: readonly string[], options: { env?: Record<string, string>; stdin?: import('node:stream').Readable; signal: AbortSignal }): Promise<ExecStream>;
+  execStream?(id: string, argv: readonly string[], options: { env?: Record<string, string>; stdin?: import('node:stream').Readable; signal: AbortSignal; onStderr?: (text: string) => void }): Promise<ExecStream>;
   /** Attaches a container to a network (answering to `aliases` there); a no-op when already attached. Optional. */
   connectNetwork?(network: string, containerId: string, aliases?: readonly string[]): Promise<void>;
   /** Detaches a container from a network, ignoring one that is gone or not attached. Optional. */

@@ -705,7 +705,7 @@ export class DockerEngine implements ContainerEngine {
     return execIn(this.#docker, id, argv, options);
   }
 
-  execStream(id: string, argv: readonly string[], options: { env?: Record<string, string>; stdin?: Readable; signal: AbortSignal }): Promise<ExecStream> {
+  execStream(id: string, argv: readonly string[], options: { env?: Record<string, string>; stdin?: Readable; signal: AbortSignal; onStderr?: (text: string) => void }): Promise<ExecStream> {
     return execStream(this.#docker, id, argv, options);
   }
 

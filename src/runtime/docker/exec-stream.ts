@@ -14,13 +14,20 @@ class ExecDemuxer extends Transform {
   #pending: Buffer = Buffer.alloc(0);
   stderr = '';
 
+  constructor(readonly onStderr?: (text: string) => void) {
+    super();
+  }
+
   override _transform(data: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
     let buffer = this.#pending.length === 0 ? data : Buffer.concat([this.#pending, data]);
     while (buffer.length >= 8) {
       const length = buffer.readUInt32BE(4);
       if (buffer.length < 8 + length) break;
       const payload = buffer.subarray(8, 8 + length);
-      if (buffer[0] === 2) this.stderr = (this.stderr + payload.toString('utf8')).slice(-STDERR_MAX);
+      if (buffer[0] === 2) {
+        this.stderr = (this.stderr + payload.toString('utf8')).slice(-STDERR_MAX);
+        this.onStderr?.(payload.toString('utf8'));
+      }
       else if (payload.length > 0) this.push(payload);
       buffer = buffer.subarray(8 + length);
     }
@@ -32,14 +39,15 @@ class ExecDemuxer extends Transform {
 /**
  * Runs `argv` (never through a shell) in container `id`. Its stdout is `stdout` (read it, or the
  * command stalls: backpressure reaches it); `stdin`, when given, is piped in and closed at its end.
- * `done` resolves with the exit code and the stderr tail once the command ended. Aborting `signal`
+ * `done` resolves with the exit code and the stderr tail once the command ended (`onStderr` hears
+ * stderr as it comes). Aborting `signal`
  * cuts the connection (the command gets EPIPE / SIGPIPE on its next write).
  */
 export async function execStream(
   docker: Dockerode,
   id: string,
   argv: readonly string[],
-  options: { env?: Record<string, string>; stdin?: Readable; signal: AbortSignal },
+  options: { env?: Record<string, string>; stdin?: Readable; signal: AbortSignal; onStderr?: (text: string) => void },
 ): Promise<ExecStream> {
   const env = Object.entries(options.env ?? {}).map(([key, value]) => `${key}=${value}`);
   const exec = await docker.getContainer(id).exec({
@@ -51,7 +59,7 @@ export async function execStream(
     Tty: false,
   });
   const socket = (await exec.start({ hijack: true, stdin: options.stdin !== undefined })) as Duplex;
-  const demux = new ExecDemuxer();
+  const demux = new ExecDemuxer(options.onStderr);
   const onAbort = (): void => {
     socket.destroy();
     demux.destroy(options.signal.reason instanceof Error ? options.signal.reason : new Error('aborted'));
