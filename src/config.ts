@@ -537,7 +537,7 @@ function edgeLimits(env: Env): EdgeLimits {
     requestTimeoutMs: seconds('SLIPWAY_REQUEST_TIMEOUT_SECONDS', 60, 86_400),
     uploadTimeoutMs: seconds('SLIPWAY_UPLOAD_TIMEOUT_SECONDS', 3600, 86_400),
     bodyIdleTimeoutMs: seconds('SLIPWAY_BODY_IDLE_TIMEOUT_SECONDS', 30, 3600),
-    keepAliveTimeoutMs: seconds('SLIPWAY_KEEP_ALIVE_TIMEOUT_SECONDS', 5, 3600),
+    keepAliveTimeoutMs: seconds('SLIPWAY_KEEP_ALIVE_TIMEOUT_SECONDS', 65, 3600),
     maxConnections: integer(env, 'SLIPWAY_MAX_CONNECTIONS', 10_000, 1, 1_000_000),
     maxConnectionsPerAddress: integer(env, 'SLIPWAY_MAX_CONNECTIONS_PER_ADDRESS', 512, 1, 1_000_000),
   };

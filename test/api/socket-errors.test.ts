@@ -1,5 +1,6 @@
 // Requests refused before any route runs (by Node's parser, an Expect header, an upgrade nobody serves, a broken tunnel handshake) still get `{error, message}` JSON.
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
@@ -105,5 +106,32 @@ describe('errors answered on the socket', () => {
     // The refused handshake claimed no name: a deployment can take it.
     const created = await ts.request('POST', '/api/v1/deployments', { token: apiKey, body: { name: 'n', subdomain: 'handshake-a', source_type: 'archive' } });
     assert.equal(created.status, 201, created.text);
+  });
+
+  // Issue 33 item 11: a client that pauses between calls (waiting on something else, or on a failed-over
+  // instance) sent its next request into a kept-alive connection the server closed at that instant after
+  // 5 s, and got no answer at all. With the default settings the connection outlasts such pauses.
+  test('a kept-alive connection idle for 6 s still carries the next request, and answers say how long it stays open', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const get = (): Promise<{ status: number; reused: boolean; keepAlive: string }> => new Promise((resolve, reject) => {
+      const req = http.get(`${ts.url}/healthz`, { agent }, (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket, keepAlive: String(res.headers['keep-alive']) }));
+      });
+      req.on('error', reject);
+      req.setTimeout(10_000, () => req.destroy(new Error('no answer in 10 s')));
+    });
+    try {
+      const first = await get();
+      assert.equal(first.status, 200);
+      assert.equal(first.reused, false);
+      assert.equal(first.keepAlive, 'timeout=65');
+      await sleep(6_000);
+      const second = await get();
+      assert.equal(second.status, 200);
+      assert.equal(second.reused, true, 'the same connection answered after 6 s idle');
+    } finally {
+      agent.destroy();
+    }
   });
 });

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { appRequest, createArchiveApp, deployAndWait, eventually, tarGzOf, tempDir, testEngine } from '../helpers/apps.js';
-import { launchBrowser, openPage, signIn, type TestBrowser } from '../helpers/browser.js';
+import { launchBrowser, openPage, reloadPage, signIn, type TestBrowser } from '../helpers/browser.js';
 import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../helpers/busybox-image.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -71,7 +71,7 @@ test('a variable added in the dashboard reaches the running app through the pend
   // The bar stays in view on every tab, and after a reload.
   await page.getByRole('tab', { name: 'Overview' }).click();
   await bar.waitFor();
-  await page.reload();
+  await reloadPage(page);
   await bar.waitFor();
   await page.getByRole('button', { name: 'Restart to apply' }).click();
   await bar.waitFor({ state: 'hidden', timeout: 120_000 });
@@ -117,7 +117,7 @@ test('tabs: one panel at a time, arrow keys move between them, the URL keeps the
   await page.keyboard.press('ArrowLeft');
   await page.keyboard.press('Tab');
   assert.equal(await page.evaluate<string | null>('document.activeElement?.closest("[role=tabpanel]")?.id ?? null'), 'panel-domains', 'Tab leaves the list into the panel');
-  await page.reload();
+  await reloadPage(page);
   assert.equal(await page.getByRole('tab', { name: 'Domains' }).getAttribute('aria-selected'), 'true', 'a reload opens the same tab');
   await page.close();
 });

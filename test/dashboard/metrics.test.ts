@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { busyboxArchive, createArchiveApp, deployAndWait, eventually, testEngine } from '../helpers/apps.js';
-import { launchBrowser, openPage, signIn, type TestBrowser } from '../helpers/browser.js';
+import { launchBrowser, openPage, reloadPage, signIn, type TestBrowser } from '../helpers/browser.js';
 import { ensureBusyboxImage } from '../helpers/busybox-image.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -84,8 +84,8 @@ test('the time labels under the charts never overlap, at 1280 and 390 px (issue 
   await signIn(page, user.email, user.password);
   for (const width of [1280, 390]) {
     await page.setViewportSize({ width, height: 900 });
-    await page.reload();
-    await page.locator('#chart-cpu .uplot canvas').first().waitFor();
+    await reloadPage(page);
+    await page.locator('#chart-cpu .uplot canvas').first().waitFor({ timeout: 60_000 });
     // Where each label of the time axis is drawn, and how wide it is in the axis font.
     const labels = await eventually(async () => {
       const found = await page.evaluate<Array<{ text: string; x: number; width: number }>>(`(() => {

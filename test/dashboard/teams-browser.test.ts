@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import jsqr from 'jsqr';
-import { launchBrowser, openPage, type TestBrowser } from '../helpers/browser.js';
+import { launchBrowser, openPage, reloadPage, type TestBrowser } from '../helpers/browser.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { base32Decode, hotp, stepAt } from '../../src/domain/totp.js';
 
@@ -87,7 +87,7 @@ test('an owner sets up a team: members and roles, a team app in the switcher, th
   const mine = await ts.request('POST', '/api/v1/deployments', { token: owner.token, body: { name: 'mine', subdomain: `ui-mine-${process.pid}`, source_type: 'archive' } });
   const theirs = await ts.request('POST', '/api/v1/deployments', { token: owner.token, body: { name: 'team app', subdomain: `ui-team-${process.pid}`, source_type: 'archive', team_id: team.id } });
   assert.equal(theirs.status, 201, theirs.text);
-  await page.reload();
+  await reloadPage(page);
   await page.locator('#team-switch option', { hasText: 'acme (owner)' }).waitFor({ state: 'attached' });
   await page.getByRole('link', { name: 'Apps' }).click();
   await page.locator(`#app-rows tr[data-id="${mine.json.id}"]`).waitFor();

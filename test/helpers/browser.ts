@@ -67,6 +67,15 @@ const DROPPED = /ERR_NETWORK_CHANGED|ERR_NETWORK_IO_SUSPENDED|ERR_CONNECTION_RES
  * request lost without an error event leaves the page inert.
  */
 export async function openPage(page: Page, url: string): Promise<void> {
+  await loadPage(page, url, false);
+}
+
+/** Loads the page again (a new page load, as the browser's reload button does), as sturdily as {@link openPage}. */
+export async function reloadPage(page: Page): Promise<void> {
+  await loadPage(page, page.url(), true);
+}
+
+async function loadPage(page: Page, url: string, reload: boolean): Promise<void> {
   const problems: string[] = [];
   for (let attempt = 1; attempt <= 4; attempt += 1) {
     const dropped: string[] = [];
@@ -75,7 +84,7 @@ export async function openPage(page: Page, url: string): Promise<void> {
     };
     page.on('requestfailed', onFailed);
     try {
-      if (attempt === 1 || page.url() !== url) await page.goto(url, { timeout: 90_000 });
+      if (page.url() !== url || (attempt === 1 && !reload)) await page.goto(url, { timeout: 90_000 });
       else await page.reload({ timeout: 90_000 });
       await page.locator('html[data-ready]').waitFor({ state: 'attached', timeout: 60_000 });
       if (dropped.length === 0) return;

@@ -91,11 +91,6 @@ export function testEnv(dataDir: string, overrides: Record<string, string> = {})
     SLIPWAY_INSECURE_FAST_PASSWORD_HASHING: 'true',
     SLIPWAY_LOG_LEVEL: 'silent',
     SLIPWAY_STARTUP_TIMEOUT_SECONDS: '20',
-    // A test process busy for seconds (a docker CLI call, packing an archive on a loaded machine)
-    // can send its next request into a kept-alive connection the server closed meanwhile after the
-    // default 5 s: "fetch failed", which no client can tell from a real failure. The edge tests that
-    // check the timeout set their own.
-    SLIPWAY_KEEP_ALIVE_TIMEOUT_SECONDS: '60',
     // The routing suites run against both planes (test/helpers/planes.ts); the rest use Node's,
     // unless SLIPWAY_TEST_DATA_PLANE=haproxy runs them behind HAProxy too.
     SLIPWAY_DATA_PLANE: process.env['SLIPWAY_TEST_DATA_PLANE'] === 'haproxy' ? 'haproxy' : 'node',
@@ -246,23 +241,39 @@ export async function removeEngineObjects(dataDir: string): Promise<void> {
 export async function removeInstanceObjects(instance: string): Promise<void> {
   const engine = createDockerEngine();
   for (const container of await engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instance })) {
-    await engine.removeContainer(container.id);
+    await patiently(() => engine.removeContainer(container.id));
   }
   for (const volume of await engine.listVolumes({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instance })) {
-    await engine.removeVolume(volume.name);
+    await patiently(() => engine.removeVolume(volume.name));
   }
   const prefix = imageRepositoryPrefix(instance);
   for (const image of await engine.listImages({})) {
-    for (const tag of image.tags) if (tag.startsWith(prefix)) await engine.removeImage(tag);
+    for (const tag of image.tags) if (tag.startsWith(prefix)) await patiently(() => engine.removeImage(tag));
   }
   for (const network of await engine.listNetworks({ [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instance })) {
     await removeNetworkWhenFree(engine, network.id);
   }
   // Managed databases' services (src/runtime/service.ts) carry labels of their own.
   const services = { [LABEL_SERVICE_OF]: instance };
-  for (const container of await engine.listContainers(services)) await engine.removeContainer(container.id);
+  for (const container of await engine.listContainers(services)) await patiently(() => engine.removeContainer(container.id));
   for (const network of await engine.listNetworks(services)) await removeNetworkWhenFree(engine, network.id);
-  for (const volume of await engine.listVolumes(services)) await engine.removeVolume(volume.name);
+  for (const volume of await engine.listVolumes(services)) await patiently(() => engine.removeVolume(volume.name));
+}
+
+/**
+ * Runs a removal again when the engine did not finish it within the call's time limit: on a loaded
+ * host deleting an image's layers can take longer, and the engine goes on with it meanwhile (the
+ * next attempt finds it done). Three attempts; other errors at once.
+ */
+async function patiently(remove: () => Promise<void>): Promise<void> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await remove();
+      return;
+    } catch (err) {
+      if (attempt >= 3 || (err as Error).name !== 'TimeoutError') throw err;
+    }
+  }
 }
 
 /**
