@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { openDatabase } from '../src/db/database.js';
+import { fileSink } from '../src/operate/file-sink.js';
 import { takeSelfBackup } from '../src/operate/self-backup.js';
 
 const rowsArg = process.argv.indexOf('--rows');
@@ -27,7 +28,7 @@ try {
     const plainMs = Date.now() - started;
     const plainSize = fs.statSync(path.join(dir, 'plain.db')).size;
     started = Date.now();
-    await takeSelfBackup({ dataDir: dir, databaseUrl: undefined, installationKey: crypto.randomBytes(32), version: 'bench' }, fs.createWriteStream(path.join(dir, 'self.backup')));
+    await takeSelfBackup({ dataDir: dir, databaseUrl: undefined, installationKey: crypto.randomBytes(32), version: 'bench' }, fileSink(fs.openSync(path.join(dir, 'self.backup'), 'wx', 0o600)));
     const selfMs = Date.now() - started;
     const selfSize = fs.statSync(path.join(dir, 'self.backup')).size;
     process.stdout.write(`round ${round}: sqlite .backup ${plainMs} ms ${plainSize} B; self-backup ${selfMs} ms ${selfSize} B; time ×${(selfMs / plainMs).toFixed(2)}, size ×${(selfSize / plainSize).toFixed(3)}; load ${os.loadavg()[0]?.toFixed(1)}\n`);

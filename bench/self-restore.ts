@@ -1,5 +1,5 @@
 // Benchmark: seconds from `slipway server restore` to every app serving again on a new host (data directory, containers and images gone), against deploying the same apps from scratch through the API.
-// Run: node dist/bench/self-restore.js [--apps 50] [--builds 4]
+// Run: node dist/bench/self-restore.js [--apps 50] [--builds 4] [--log DIR] (--log: each server's log, lines stamped with seconds since the bench started)
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -10,10 +10,12 @@ import { parseArgs } from 'node:util';
 import { busyboxArchive } from '../test/helpers/apps.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, PROJECT_ROOT, loginAs, removeEngineObjects, request, testEnv } from '../test/helpers/server.js';
 
-const { values } = parseArgs({ options: { apps: { type: 'string', default: '50' }, builds: { type: 'string', default: '4' } } });
+const { values } = parseArgs({ options: { apps: { type: 'string', default: '50' }, builds: { type: 'string', default: '4' }, log: { type: 'string' } } });
 const count = Number(values.apps);
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-bench-self-restore-'));
 const BIN = path.join(PROJECT_ROOT, 'bin', 'slipway.js');
+const benchStart = performance.now();
+if (values.log !== undefined) fs.mkdirSync(values.log, { recursive: true });
 
 async function freePort(): Promise<number> {
   const server = net.createServer();
@@ -47,7 +49,7 @@ interface Host {
 function host(name: string, port: number): Host {
   const dataDir = path.join(root, name);
   fs.mkdirSync(dataDir, { mode: 0o700 });
-  return { dataDir, port, env: { ...testEnv(dataDir, { SLIPWAY_PORT: String(port), SLIPWAY_MAX_CONCURRENT_BUILDS: values.builds, SLIPWAY_STARTUP_TIMEOUT_SECONDS: '120' }), SLIPWAY_LOG_LEVEL: 'silent' } };
+  return { dataDir, port, env: { ...testEnv(dataDir, { SLIPWAY_PORT: String(port), SLIPWAY_MAX_CONCURRENT_BUILDS: values.builds, SLIPWAY_STARTUP_TIMEOUT_SECONDS: '120' }), SLIPWAY_LOG_LEVEL: values.log === undefined ? 'silent' : 'info' } };
 }
 
 function run(h: Host, args: string[]): Promise<number | null> {
@@ -56,7 +58,17 @@ function run(h: Host, args: string[]): Promise<number | null> {
 }
 
 async function start(h: Host): Promise<void> {
-  h.child = spawn(process.execPath, ['--max-semi-space-size=2', BIN, 'server'], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: root, ...h.env }, stdio: ['ignore', 'ignore', 'ignore'] });
+  h.child = spawn(process.execPath, ['--max-semi-space-size=2', BIN, 'server'], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: root, ...h.env }, stdio: ['ignore', 'ignore', values.log === undefined ? 'ignore' : 'pipe'] });
+  if (values.log !== undefined && h.child.stderr !== null) {
+    const out = fs.createWriteStream(path.join(values.log, `${path.basename(h.dataDir)}.log`), { flags: 'a' });
+    let rest = '';
+    h.child.stderr.on('data', (chunk: Buffer) => {
+      const lines = (rest + chunk.toString()).split('\n');
+      rest = lines.pop() ?? '';
+      for (const line of lines) out.write(`${((performance.now() - benchStart) / 1000).toFixed(1)} ${line}\n`);
+    });
+    out.write(`${((performance.now() - benchStart) / 1000).toFixed(1)} (bench) server started\n`);
+  }
   while ((await body(h.port, `127.0.0.1:${h.port}`, '/healthz')) === undefined) await new Promise((resolve) => setTimeout(resolve, 20));
 }
 
@@ -134,11 +146,12 @@ try {
   hosts.push(fresh);
   fs.writeFileSync(path.join(fresh.dataDir, 'secret.key'), key, { mode: 0o600 });
   since = performance.now();
+  console.log(`[${((since - benchStart) / 1000).toFixed(1)}] restore starts`);
   if ((await run(fresh, ['server', 'restore', '--file', file])) !== 0) throw new Error('restore failed');
   const restored = (performance.now() - since) / 1000;
   await start(fresh);
   const restore = await allServing(fresh, apps, since);
-  console.log(`restore: ${restored.toFixed(2)} s; from \`slipway server restore\` to all ${count} apps serving: ${restore.toFixed(1)} s`);
+  console.log(`[${((performance.now() - benchStart) / 1000).toFixed(1)}] restore: ${restored.toFixed(2)} s; from \`slipway server restore\` to all ${count} apps serving: ${restore.toFixed(1)} s`);
   await stop(fresh);
   await removeEngineObjects(fresh.dataDir);
 

@@ -9,6 +9,7 @@ import { DestinationError, type ObjectStore } from '../backups/object-store.js';
 import { connectDatabase, latestMigrationName, openDatabase } from '../db/database.js';
 import { BackupReadError, type SelfBackupHeader } from '../operate/backup-format.js';
 import { postgresHoldsInstallation } from '../operate/postgres-export.js';
+import { fileSink } from '../operate/file-sink.js';
 import { SQLITE_ENTRY, takeSelfBackup } from '../operate/self-backup.js';
 import {
   listSelfBackups,
@@ -105,7 +106,7 @@ export async function runSelfBackup(io: CliIo, options: { file?: string; destina
   const partial = `${file}.partial`;
   const started = Date.now();
   try {
-    const out = fs.createWriteStream(partial, { mode: 0o600, flags: 'wx' });
+    const out = fileSink(fs.openSync(partial, 'wx', 0o600));
     const header = await takeSelfBackup({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, installationKey: key, version: VERSION }, out);
     fs.renameSync(partial, file);
     const size = fs.statSync(file).size;

@@ -14,6 +14,8 @@ import { Transform, type TransformCallback } from 'node:stream';
  */
 export const MAGIC = Buffer.from('SLIPWAY-SELF-BACKUP1\n', 'ascii');
 const FRAME_BYTES = 1024 * 1024;
+/** The plaintext a frame is sealed in per cipher update (the frame stays one GCM message). */
+const SEAL_PIECE_BYTES = 64 * 1024;
 const FINAL = 0x8000_0000;
 const TAG_BYTES = 16;
 const MAX_HEADER_BYTES = 64 * 1024;
@@ -90,7 +92,10 @@ export function encryptingStream(header: SelfBackupHeader, key: Buffer): Transfo
     const prefix = Buffer.allocUnsafe(4);
     prefix.writeUInt32BE((final ? FINAL : 0) + plain.length);
     stream.push(prefix);
-    stream.push(cipher.update(plain));
+    // In pieces: each update's output is a new buffer, and a small one is recycled memory where a
+    // 1 MiB one is fresh pages every time (on the bench's VM, faulting them in cost more than the AES;
+    // 64 KiB stays under glibc's 128 KiB mmap threshold and measured a little faster than 16 KiB).
+    for (let at = 0; at < plain.length; at += SEAL_PIECE_BYTES) stream.push(cipher.update(plain.subarray(at, at + SEAL_PIECE_BYTES)));
     cipher.final();
     stream.push(cipher.getAuthTag());
   };

@@ -24,8 +24,8 @@ export interface RestoreRebuildDeps {
 }
 
 /**
- * Reads the marker at start and queues a deploy of each listed deployment (the build queue bounds
- * how many build at once): a git app builds exactly the commit that was live, an archive app its
+ * Reads the marker at start and queues a deploy of each listed deployment, all at once (the build
+ * queue bounds how many build at once): a git app builds exactly the commit that was live, an archive app its
  * stored upload. The images and containers of the lost host are not needed. The marker goes once
  * every deploy is queued, so a crash before that queues them again at the next start.
  */
@@ -42,15 +42,20 @@ export function restoreRebuildsPart(deps: RestoreRebuildDeps): Part<undefined> {
         deps.log('warn', `${file} is not readable; no deployment is rebuilt after the restore`, { err });
         return;
       }
-      for (const entry of entries) {
-        // The owner's deploy, with an administrator's reach: a team's app is rebuilt whatever the owner's role now.
-        const principal: Principal = { userId: entry.user_id, isAdmin: true, via: 'session', sessionId: undefined, apiKeyId: undefined };
-        const options: DeployOptions =
-          entry.source_type === 'git' && entry.branch !== null && /^[0-9a-f]{40}$/.test(entry.commit_sha)
-            ? { wait: false, commit: { sha: entry.commit_sha, branch: entry.branch } }
-            : { wait: false };
-        await deps.deploy(principal, entry.deployment_id, options).catch((err: unknown) => deps.log('warn', `could not rebuild deployment ${entry.deployment_id} after the restore`, { err }));
-      }
+      // All queued at once, as many deploys through the API would be: the build queue's slots and its
+      // fairness decide the order, and no deploy waits for the one before it to be recorded (one
+      // deployment's lock, held by its recovery attempt, used to hold up every deployment after it).
+      await Promise.all(
+        entries.map((entry) => {
+          // The owner's deploy, with an administrator's reach: a team's app is rebuilt whatever the owner's role now.
+          const principal: Principal = { userId: entry.user_id, isAdmin: true, via: 'session', sessionId: undefined, apiKeyId: undefined };
+          const options: DeployOptions =
+            entry.source_type === 'git' && entry.branch !== null && /^[0-9a-f]{40}$/.test(entry.commit_sha)
+              ? { wait: false, commit: { sha: entry.commit_sha, branch: entry.branch } }
+              : { wait: false };
+          return deps.deploy(principal, entry.deployment_id, options).catch((err: unknown) => deps.log('warn', `could not rebuild deployment ${entry.deployment_id} after the restore`, { err }));
+        }),
+      );
       deps.log('info', `restore: ${entries.length} deployment${entries.length === 1 ? '' : 's'} that were live are being rebuilt`);
       await fsp.rm(file, { force: true });
     },

@@ -10,6 +10,7 @@ import { VERSION } from '../version.js';
 import type { ObjectStore } from '../backups/object-store.js';
 import type { Db } from '../db/database.js';
 import type { ValueCipher } from '../secrets/value-cipher.js';
+import { fileSink } from './file-sink.js';
 import { takeSelfBackup } from './self-backup.js';
 import { isSelfBackupName, openSelfBackupDestination, pruneSelfBackups, putSelfBackup, selfBackupName } from './self-backup-destination.js';
 
@@ -48,12 +49,14 @@ export async function takeScheduledBackup(deps: SelfBackupScheduleDeps, at: Date
   const partial = `${file}.partial`;
   // Opened before the backup starts (a stream opens its file later, after a quick failure's clean-up could run).
   const handle = await fsp.open(partial, 'wx', 0o600);
-  const out = handle.createWriteStream();
+  const out = fileSink(handle.fd, { closeFd: false });
   try {
     await deps.take(out);
+    await handle.close();
     await fsp.rename(partial, file);
   } catch (err) {
     if (!out.closed) await new Promise<void>((resolve) => out.once('close', () => resolve()).destroy());
+    await handle.close().catch(() => undefined);
     await fsp.rm(partial, { force: true });
     throw err;
   }

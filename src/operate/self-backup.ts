@@ -9,6 +9,7 @@ import SQLite from 'better-sqlite3';
 import * as tar from 'tar';
 import { encryptingStream, newHeader, type SelfBackupHeader } from './backup-format.js';
 import { exportPostgres } from './postgres-export.js';
+import { pinFileSnapshot, type FileSnapshot } from './sqlite-file-snapshot.js';
 
 /** The directories of the data directory a backup carries beside the database (the key, locks, work and caches stay out). */
 export const BACKED_UP_DIRS = ['uploads', 'logs'] as const;
@@ -31,6 +32,8 @@ function schemaOf(db: SQLite.Database): string {
   return row?.name ?? '';
 }
 
+/** Tries at pinning the database file before copying it through SQLite instead. */
+const PIN_ATTEMPTS = 3;
 /** A SQLite database up to this size (file and WAL) is snapshotted into memory rather than into a staging file. */
 const IN_MEMORY_MAX_BYTES = 128 * 1024 * 1024;
 /** Slices of an in-memory snapshot handed to the encryption: it seals a few frames at a time. */
@@ -38,47 +41,80 @@ const SLICE_BYTES = 4 * 1024 * 1024;
 
 const sizeOf = (file: string): number => (fs.existsSync(file) ? fs.statSync(file).size : 0);
 
+/** The SQLite snapshot: its schema and where its bytes come from (the pinned file, memory, or the staging copy); `close` ends it. */
+interface SqliteSnapshot {
+  readonly schema: string;
+  readonly pinned: FileSnapshot | undefined;
+  readonly inMemory: Buffer | undefined;
+  close(): void;
+}
+
 /**
- * A consistent copy of the SQLite database: in memory (sqlite3_serialize, in one read transaction)
- * when it is small enough, else through the online backup API into `staging` (all pages in one
- * step, in one read transaction: in WAL mode writers go on meanwhile, and the copy never restarts,
- * whereas stepping 100 pages at a time, the default, starts over whenever the server writes between
- * two steps). The in-memory copy saves writing the database to disk and reading it back, which was
- * most of a backup's time on a busy host (bench/self-backup.ts).
+ * A consistent copy of the SQLite database. First choice: the database file itself, pinned by a
+ * read transaction and read in small pieces while the backup is written (sqlite-file-snapshot.ts;
+ * no copy of the database in memory or on disk). Else, in memory (sqlite3_serialize, in one read
+ * transaction) when it is small enough, else through the online backup API into `staging` (all
+ * pages in one step, in one read transaction: in WAL mode writers go on meanwhile, and the copy
+ * never restarts, whereas stepping 100 pages at a time, the default, starts over whenever the
+ * server writes between two steps).
  */
-async function snapshotSqlite(file: string, staging: string): Promise<{ schema: string; inMemory: Buffer | undefined }> {
+async function snapshotSqlite(file: string, staging: string): Promise<SqliteSnapshot> {
   const live = new SQLite(file, { fileMustExist: true });
+  const close = (): void => {
+    if (live.open) live.close();
+  };
   try {
     live.pragma('busy_timeout = 5000');
+    // A server committing between the checkpoint and the pin spoils a try; a few tries, then the copies below.
+    for (let attempt = 0; attempt < PIN_ATTEMPTS; attempt++) {
+      const pin = pinFileSnapshot(live, file, () => schemaOf(live));
+      if (pin !== undefined) {
+        return { schema: pin.value, pinned: pin.snapshot, inMemory: undefined, close: () => { pin.snapshot.release(); close(); } };
+      }
+    }
     if (sizeOf(file) + sizeOf(`${file}-wal`) <= IN_MEMORY_MAX_BYTES) {
       // One read transaction for both: the schema named is the copy's.
       const snapshot = live.transaction(() => ({ schema: schemaOf(live), inMemory: live.serialize() }));
-      return snapshot.deferred();
+      return { ...snapshot.deferred(), pinned: undefined, close };
     }
     await live.backup(path.join(staging, SQLITE_ENTRY), { progress: () => ALL_PAGES });
-  } finally {
-    live.close();
+  } catch (err) {
+    close();
+    throw err;
   }
+  close();
   const copy = new SQLite(path.join(staging, SQLITE_ENTRY), { readonly: true, fileMustExist: true });
   try {
-    return { schema: schemaOf(copy), inMemory: undefined };
+    return { schema: schemaOf(copy), pinned: undefined, inMemory: undefined, close: () => undefined };
   } finally {
     copy.close();
   }
 }
 
-/** The tar stream of the payload: the in-memory database as its first entry (if any), then `entries` of `staging` read by tar. */
-function payload(staging: string, entries: string[], inMemory: Buffer | undefined): NodeJS.ReadableStream {
+/** The database's tar entry: header, bytes, padding to the 512-byte block. */
+async function* sqliteEntry(size: number, bytes: AsyncIterable<Buffer> | Iterable<Buffer>): AsyncGenerator<Buffer> {
+  const block = Buffer.alloc(512);
+  new tar.Header({ path: SQLITE_ENTRY, mode: 0o600, size, mtime: new Date(), type: 'File' }).encode(block, 0);
+  yield block;
+  yield* bytes;
+  const padding = (512 - (size % 512)) % 512;
+  if (padding > 0) yield Buffer.alloc(padding);
+}
+
+function* slices(inMemory: Buffer): Generator<Buffer> {
+  for (let at = 0; at < inMemory.length; at += SLICE_BYTES) yield inMemory.subarray(at, at + SLICE_BYTES);
+}
+
+/** The tar stream of the payload: the pinned or in-memory database as its first entry (if any), then `entries` of `staging` read by tar. */
+function payload(staging: string, entries: string[], snapshot: SqliteSnapshot | undefined): NodeJS.ReadableStream {
   const files = (): NodeJS.ReadableStream => tar.c({ cwd: staging, portable: true, follow: true }, entries) as unknown as NodeJS.ReadableStream;
-  if (inMemory === undefined) return files();
+  const first = snapshot?.pinned !== undefined ? sqliteEntry(snapshot.pinned.size, snapshot.pinned.pieces()) : snapshot?.inMemory !== undefined ? sqliteEntry(snapshot.inMemory.length, slices(snapshot.inMemory)) : undefined;
+  if (first === undefined) return files();
   return Readable.from(
     (async function* () {
-      const block = Buffer.alloc(512);
-      new tar.Header({ path: SQLITE_ENTRY, mode: 0o600, size: inMemory.length, mtime: new Date(), type: 'File' }).encode(block, 0);
-      yield block;
-      for (let at = 0; at < inMemory.length; at += SLICE_BYTES) yield inMemory.subarray(at, at + SLICE_BYTES);
-      const padding = (512 - (inMemory.length % 512)) % 512;
-      if (padding > 0) yield Buffer.alloc(padding);
+      yield* first;
+      // The pinned snapshot is read whole: its read transaction ends before the directories are read.
+      snapshot?.close();
       // The rest of the archive: tar's own, which ends it; or, with nothing else, the two zero blocks that end one.
       if (entries.length > 0) yield* files() as AsyncIterable<Buffer>;
       else yield Buffer.alloc(1024);
@@ -89,22 +125,23 @@ function payload(staging: string, entries: string[], inMemory: Buffer | undefine
 
 /**
  * Writes a backup of the installation to `out` while the server may be running. SQLite: a
- * consistent snapshot taken in one read transaction (snapshotSqlite); PostgreSQL: every table read
+ * consistent snapshot held by one read transaction (snapshotSqlite); PostgreSQL: every table read
  * in one REPEATABLE READ transaction (postgres-export.ts). Resolves with the header written.
  */
 export async function takeSelfBackup(source: SelfBackupSource, out: Writable): Promise<SelfBackupHeader> {
   const staging = await fsp.mkdtemp(path.join(os.tmpdir(), 'slipway-self-backup-'));
+  let snapshot: SqliteSnapshot | undefined;
   try {
     await fsp.chmod(staging, 0o700);
     let schema: string;
     let database: SelfBackupHeader['database'];
-    let inMemory: Buffer | undefined;
     const entries: string[] = [];
     if (source.databaseUrl === undefined) {
       const file = path.join(source.dataDir, SQLITE_ENTRY);
       if (!fs.existsSync(file)) throw new Error(`no installation in ${source.dataDir} (no slipway.db): nothing to back up`);
-      ({ schema, inMemory } = await snapshotSqlite(file, staging));
-      if (inMemory === undefined) entries.push(SQLITE_ENTRY);
+      snapshot = await snapshotSqlite(file, staging);
+      schema = snapshot.schema;
+      if (snapshot.pinned === undefined && snapshot.inMemory === undefined) entries.push(SQLITE_ENTRY);
       database = 'sqlite';
     } else {
       schema = await exportPostgres(source.databaseUrl, path.join(staging, POSTGRES_ENTRY));
@@ -121,9 +158,10 @@ export async function takeSelfBackup(source: SelfBackupSource, out: Writable): P
       entries.push(dir);
     }
     const { header, key } = newHeader(source.installationKey, { version: source.version, schema, database });
-    await pipeline(payload(staging, entries, inMemory), encryptingStream(header, key), out);
+    await pipeline(payload(staging, entries, snapshot), encryptingStream(header, key), out);
     return header;
   } finally {
+    snapshot?.close();
     await fsp.rm(staging, { recursive: true, force: true });
   }
 }
