@@ -25,6 +25,8 @@ export function describeFailure(err: unknown, cancel: AbortSignal, buildTimeoutM
     return stripAnsi(err.message.startsWith('image build failed') ? err.message : `image build failed: ${lastLine(err.outputTail) || err.message}`);
   }
   if (err instanceof ReleaseError || err instanceof DomainError) return err.message;
+  // One engine call that outlasted its own limit says which (it is not the build's time limit).
+  if (err instanceof Error && err.name === 'TimeoutError' && err.message.startsWith('Docker engine: ')) return err.message;
   if (err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError')) {
     return `the build exceeded its time limit of ${Math.round(buildTimeoutMs / 1000)} s`;
   }
