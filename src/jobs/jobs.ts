@@ -119,7 +119,7 @@ export async function createJob(ctx: JobsContext, principal: Principal, deployme
   // A deployment without a live release yet may get jobs (contract §22: 201): their runs are `skipped` until it has one.
   const now = new Date().toISOString();
   const job: JobRow = { id: crypto.randomUUID(), deployment_id: dep.id, name, schedule, command, timezone, timeout_seconds: timeout, concurrency, service, created_at: now, updated_at: now };
-  if ((await ctx.store.create(job, jobRecord(principal, dep, job.id, 'create'))) === 'name_taken') throw new DomainError('invalid_state', `the deployment already has a job named ${name}`);
+  if ((await ctx.store.create(job, jobRecord(principal, dep, job.id, 'create'))) === 'name_taken') throw new DomainError('validation_error', `name: the deployment already has a job named ${name}`);
   ctx.scheduler.changed();
   return job;
 }
@@ -147,7 +147,7 @@ export async function updateJob(ctx: JobsContext, principal: Principal, deployme
     ...(input.service === undefined ? {} : { service: checkService(input.service) }),
   };
   const updatedAt = new Date().toISOString();
-  if ((await ctx.store.update(job.id, changes, updatedAt, jobRecord(principal, dep, job.id, 'update'))) === 'name_taken') throw new DomainError('invalid_state', `the deployment already has a job named ${changes.name ?? job.name}`);
+  if ((await ctx.store.update(job.id, changes, updatedAt, jobRecord(principal, dep, job.id, 'update'))) === 'name_taken') throw new DomainError('validation_error', `name: the deployment already has a job named ${changes.name ?? job.name}`);
   ctx.scheduler.changed();
   return { ...job, ...changes, updated_at: updatedAt };
 }

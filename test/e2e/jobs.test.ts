@@ -89,7 +89,7 @@ describe('scheduled jobs', () => {
     assertError(await s.request('GET', jobsPath(), { token: bob.token }), 404, 'not_found');
     assertError(await s.request('GET', `${jobsPath()}/${created.json.id}`, { token: bob.token }), 404, 'not_found');
     assertError(await s.request('POST', `${jobsPath()}/${created.json.id}/runs`, { token: bob.token }), 404, 'not_found');
-    assertError(await createJob(good), 409, 'invalid_state', 'the name is taken');
+    assertError(await createJob(good), 400, 'validation_error', 'the name is taken');
     assert.equal((await s.request('DELETE', `${jobsPath()}/${created.json.id}`, { token: alice.token })).status, 204);
   });
 
