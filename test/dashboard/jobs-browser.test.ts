@@ -1,10 +1,9 @@
 // The Jobs tab in a real browser (issue 37): a job added from the form (a bad schedule refused with the field named), run now with its log followed to the end, its run listed with its exit code, deleted after a confirmation; at 1280 and 390 px.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { busyboxArchive, createArchiveApp, deployAndWait, testEngine } from '../helpers/apps.js';
-import { launchBrowser, openPage, signIn, type TestBrowser } from '../helpers/browser.js';
-import { ensureBusyboxImage } from '../helpers/busybox-image.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { openPage, signIn, type TestBrowser } from '../helpers/browser.js';
+import { startWithRunningApp } from '../helpers/browser-app.js';
+import type { TestServer } from '../helpers/server.js';
 
 let ts: TestServer;
 let browser: TestBrowser;
@@ -12,12 +11,7 @@ let user: Awaited<ReturnType<TestServer['newUser']>>;
 let app: { id: string };
 
 before(async () => {
-  await ensureBusyboxImage(testEngine());
-  [ts, browser] = await Promise.all([startTestServer(), launchBrowser()]);
-  user = await ts.newUser('ui-jobs');
-  app = await createArchiveApp(ts, user.token, (await busyboxArchive()).archive);
-  const done = await deployAndWait(ts, user.token, app.id);
-  assert.equal(done.json.status, 'succeeded', done.text);
+  ({ ts, browser, user, app } = await startWithRunningApp('ui-jobs'));
 });
 after(async () => {
   await browser?.close();

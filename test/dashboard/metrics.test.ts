@@ -3,10 +3,10 @@
 // 1280 and 390 px, with a table for keyboard users; nothing is loaded from another host.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { busyboxArchive, createArchiveApp, deployAndWait, eventually, testEngine } from '../helpers/apps.js';
-import { launchBrowser, openPage, reloadPage, signIn, type TestBrowser } from '../helpers/browser.js';
-import { ensureBusyboxImage } from '../helpers/busybox-image.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { eventually } from '../helpers/apps.js';
+import { openPage, reloadPage, signIn, type TestBrowser } from '../helpers/browser.js';
+import { startWithRunningApp } from '../helpers/browser-app.js';
+import type { TestServer } from '../helpers/server.js';
 
 let ts: TestServer;
 let browser: TestBrowser;
@@ -15,14 +15,9 @@ let app: { id: string; subdomain: string };
 const requested: string[] = [];
 
 before(async () => {
-  await ensureBusyboxImage(testEngine());
   // One sample a second, so the history fills within the test.
-  [ts, browser] = await Promise.all([startTestServer({ SLIPWAY_METRICS_INTERVAL_SECONDS: '1' }), launchBrowser()]);
+  ({ ts, browser, user, app } = await startWithRunningApp('metrics', { SLIPWAY_METRICS_INTERVAL_SECONDS: '1' }));
   browser.context.on('request', (req) => requested.push(req.url()));
-  user = await ts.newUser('metrics');
-  app = await createArchiveApp(ts, user.token, (await busyboxArchive()).archive);
-  const done = await deployAndWait(ts, user.token, app.id);
-  assert.equal(done.json.status, 'succeeded', done.text);
 });
 after(async () => {
   await browser?.close();

@@ -25,10 +25,10 @@ class ExecDemuxer extends Transform {
       if (buffer.length < 8 + length) break;
       const payload = buffer.subarray(8, 8 + length);
       if (buffer[0] === 2) {
-        this.stderr = (this.stderr + payload.toString('utf8')).slice(-STDERR_MAX);
-        this.onStderr?.(payload.toString('utf8'));
-      }
-      else if (payload.length > 0) this.push(payload);
+        const text = payload.toString('utf8');
+        this.stderr = (this.stderr + text).slice(-STDERR_MAX);
+        this.onStderr?.(text);
+      } else if (payload.length > 0) this.push(payload);
       buffer = buffer.subarray(8 + length);
     }
     this.#pending = Buffer.from(buffer);
@@ -40,8 +40,8 @@ class ExecDemuxer extends Transform {
  * Runs `argv` (never through a shell) in container `id`. Its stdout is `stdout` (read it, or the
  * command stalls: backpressure reaches it); `stdin`, when given, is piped in and closed at its end.
  * `done` resolves with the exit code and the stderr tail once the command ended (`onStderr` hears
- * stderr as it comes). Aborting `signal`
- * cuts the connection (the command gets EPIPE / SIGPIPE on its next write).
+ * stderr as it comes). Aborting `signal` cuts the connection (the command gets EPIPE / SIGPIPE on
+ * its next write).
  */
 export async function execStream(
   docker: Dockerode,

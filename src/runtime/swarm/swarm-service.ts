@@ -133,7 +133,6 @@ export interface SpecInputs {
   readonly web?: { readonly container: Record<string, unknown>; readonly alias: string; readonly labels: Record<string, string> } | undefined;
 }
 
-/** The service spec of a release: replicas tasks, start-first updates that roll back on failure, dnsrr, the port published in host mode. */
 /** What every task of an app's services shares: its limits, restarts, placement (pinned to a node, else spread) and log rotation. */
 export function appTaskPolicy(target: Pick<ReleaseTarget, 'nanoCpus' | 'memoryBytes' | 'pidsLimit'>, pinnedNode: string | null): Record<string, unknown> {
   return {
@@ -147,6 +146,7 @@ export function appTaskPolicy(target: Pick<ReleaseTarget, 'nanoCpus' | 'memoryBy
   };
 }
 
+/** The service spec of a release: replicas tasks, start-first updates that roll back on failure, dnsrr, the port published in host mode. */
 export function serviceSpec(inputs: SpecInputs): ServiceSpec {
   const { target } = inputs;
   const labels = {
