@@ -61,9 +61,16 @@ export function databaseJobStore(db: Db): JobStore {
         await appendRecord(trx, audit);
       });
     },
-    async claimRun(run) {
+    async claimRun(run, audit) {
+      const values = { ...run, exit_code: null, container_id: null, finished_at: null };
       try {
-        await db.insertInto('job_runs').values({ ...run, exit_code: null, container_id: null, finished_at: null }).execute();
+        if (audit === undefined) await db.insertInto('job_runs').values(values).execute();
+        else {
+          await db.transaction().execute(async (trx) => {
+            await trx.insertInto('job_runs').values(values).execute();
+            await appendRecord(trx, audit);
+          });
+        }
         return true;
       } catch (err) {
         if (isUniqueViolation(err)) return false;

@@ -67,6 +67,15 @@ export async function runBuildPipeline(
   const log = (text: string): void => {
     if (logOpen) buildLogs.append(dep.id, build.id, redacted.push(plain.push(text)));
   };
+  // Writes what the redactor holds and closes the log: before a failed build is marked ended, so
+  // whoever sees it ended reads its whole log (the failure line included).
+  const sealLog = async (): Promise<void> => {
+    if (!logOpen) return;
+    const rest = redacted.flush();
+    if (rest !== '') buildLogs.append(dep.id, build.id, rest);
+    logOpen = false;
+    await buildLogs.close(build.id);
+  };
   const workDir = path.join(settings.dataDir, 'work', build.id);
   let image: string | undefined;
   let set: ReleaseSet | null = null;
@@ -122,16 +131,13 @@ export async function runBuildPipeline(
     deps.log('info', `${what} succeeded in ${seconds(startedAt)} s`);
     deps.onBuildEnd?.('succeeded', (Date.now() - startedAt) / 1000);
   } catch (err) {
-    await recordFailure(parts, dep, build, image, err, cancel, log, redactor);
+    await recordFailure(parts, dep, build, image, err, cancel, log, sealLog, redactor);
     const verb = cancel.aborted ? 'cancelled' : 'failed';
     deps.onBuildEnd?.(verb, (Date.now() - startedAt) / 1000);
     deps.log('info', `${what} ${verb} after ${seconds(startedAt)} s: ${summarizeFailure(err, cancel, settings.buildTimeoutMs)}`);
   } finally {
     releaseSlot();
-    const rest = redacted.flush();
-    if (rest !== '') buildLogs.append(dep.id, build.id, rest);
-    logOpen = false;
-    await buildLogs.close(build.id);
+    await sealLog();
   }
 }
 
@@ -144,6 +150,7 @@ async function recordFailure(
   err: unknown,
   cancel: AbortSignal,
   log: (text: string) => void,
+  sealLog: () => Promise<void>,
   redactor: SecretRedactor,
 ): Promise<void> {
   const { deps } = parts;
@@ -152,6 +159,7 @@ async function recordFailure(
   const message = redactor.redact(describeFailure(err, cancel, deps.settings.buildTimeoutMs));
   if (!cancelled && !isExpectedFailure(err)) deps.log('error', 'build failed unexpectedly', { buildId: build.id, err: redactError(redactor, err) });
   log(`==> ${cancelled ? 'cancelled' : 'failed'}: ${message}\n`);
+  await sealLog();
   await store.finishBuild(build.id, cancelled ? 'cancelled' : 'failed', message);
   if (!cancelled) deps.events?.emit({ type: 'deploy.failed', deploymentId: dep.id, subdomain: dep.subdomain, buildId: build.id, message });
   if (image !== undefined) await deps.engine.removeImage(image).catch(() => undefined);

@@ -20,6 +20,8 @@ export class KeyUsage {
   readonly #intervalMs: number;
   /** Key id → ISO time of its latest use not yet written. */
   #pending = new Map<string, string>();
+  /** The batch being written now: still shown from here until the write is done, so no read sees the older stored value. */
+  #writing = new Map<string, string>();
   #timer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> = Promise.resolve();
   #log: (msg: string, detail: object) => void;
@@ -44,7 +46,7 @@ export class KeyUsage {
 
   /** The latest use of `keyId` not yet written, if any (newer than what the database holds). */
   unwritten(keyId: string): string | undefined {
-    return this.#pending.get(keyId);
+    return this.#pending.get(keyId) ?? this.#writing.get(keyId);
   }
 
   /** Writes every pending use (one statement per key, in one transaction). */
@@ -53,12 +55,15 @@ export class KeyUsage {
       if (this.#pending.size === 0) return;
       const batch = this.#pending;
       this.#pending = new Map();
+      this.#writing = batch;
       try {
         await this.#writer.recordUses(batch);
       } catch (err) {
         this.#log('recording API key use failed', { err });
         // Keep what was not written, unless a newer use replaced it meanwhile.
         for (const [id, at] of batch) if (!this.#pending.has(id)) this.#pending.set(id, at);
+      } finally {
+        this.#writing = new Map();
       }
     });
     return this.#flushing;

@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import type { Log } from '../core/log.js';
 import type { AppConfigStore } from '../domain/app-config.js';
 import type { AppEvent } from '../domain/app-events.js';
+import type { AuditRecord } from '../domain/audit.js';
 import type { DeploymentCatalog } from '../domain/deployment-catalog.js';
 import type { AppRuntime } from '../runtime/app-runtime.js';
 import { releaseTarget, type ReleaseSettings } from '../runtime/release.js';
@@ -45,7 +46,7 @@ export class JobRunner {
    * Resolves with the run as recorded, or null when another instance had claimed that due time.
    * With `forbid` and a run going, the run is recorded `skipped`, saying why.
    */
-  async start(job: JobRow, trigger: RunTrigger, dueAt: Date | null): Promise<RunRow | null> {
+  async start(job: JobRow, trigger: RunTrigger, dueAt: Date | null, audit?: AuditRecord): Promise<RunRow | null> {
     const { store } = this.#deps;
     const now = this.#deps.now?.() ?? new Date();
     // A due time still to come (the scheduler claims a moment ahead): prepared now, started at it; forbid is checked then.
@@ -63,7 +64,7 @@ export class JobRunner {
       instance: this.#deps.self,
       started_at: startedAt,
     };
-    if (!(await store.claimRun(run))) return null;
+    if (!(await store.claimRun(run, audit))) return null;
     const row: RunRow = { ...run, exit_code: null, container_id: null, finished_at: busy ? startedAt : null };
     if (busy) {
       await store.pruneRuns(job.id, RUNS_KEPT);

@@ -57,9 +57,10 @@ export interface JobStore {
   remove(jobId: string, audit?: AuditRecord): Promise<void>;
   /**
    * Records a run. A scheduled run's `(job_id, due_at)` is unique across instances: false when
-   * another instance recorded that due time first (the caller then does nothing).
+   * another instance recorded that due time first (the caller then does nothing). With `audit` (a
+   * run someone started), its entry is appended in the same transaction.
    */
-  claimRun(run: NewRun): Promise<boolean>;
+  claimRun(run: NewRun, audit?: AuditRecord): Promise<boolean>;
   /** How many runs of the job are `running`. */
   runningCount(jobId: string): Promise<number>;
   /** How many runs of the job other than `runId` are `running` with their container started. */

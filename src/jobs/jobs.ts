@@ -160,9 +160,9 @@ export async function deleteJob(ctx: JobsContext, principal: Principal, deployme
 
 /** Starts a run now (trigger `manual`): recorded at once, `running` or `skipped` (forbid while one goes). */
 export async function runJobNow(ctx: JobsContext, principal: Principal, deploymentId: string, jobId: string): Promise<RunRow> {
-  const { job } = await jobOf(ctx, principal, deploymentId, jobId, 'change');
+  const { dep, job } = await jobOf(ctx, principal, deploymentId, jobId, 'change');
   refuseUnsupported(ctx);
-  const run = await ctx.runner.start(job, 'manual', null);
+  const run = await ctx.runner.start(job, 'manual', null, jobRecord(principal, dep, job.id, 'run'));
   // A manual run has no due time: nothing can claim it first.
   if (run === null) throw new DomainError('internal_error', 'the run could not be recorded');
   return run;

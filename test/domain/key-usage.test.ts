@@ -68,3 +68,28 @@ test('a busy key costs one write per interval, not one per use', async () => {
   await usage.close();
   assert.equal(writes, 2);
 });
+
+test('a use stays visible while its write is in flight (a read never sees the older stored value)', async () => {
+  let release: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const written: Array<ReadonlyMap<string, string>> = [];
+  const usage = new KeyUsage(
+    {
+      recordUses: async (uses) => {
+        await gate;
+        written.push(uses);
+      },
+    },
+    { intervalMs: 60_000 },
+  );
+  usage.record('k1', '2026-01-03T00:00:00.000Z');
+  const flushing = usage.flush();
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(written.length, 0, 'the write is still in flight');
+  assert.equal(usage.unwritten('k1'), '2026-01-03T00:00:00.000Z');
+  release();
+  await flushing;
+  assert.equal(written.length, 1);
+  assert.equal(usage.unwritten('k1'), undefined);
+  await usage.close();
+});

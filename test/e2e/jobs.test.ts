@@ -55,7 +55,7 @@ describe('scheduled jobs', () => {
     assert.equal((await s.request('PATCH', `${jobsPath()}/${early.json.id}`, { token: alice.token, body: { schedule: '@daily' } })).status, 200);
     assert.equal((await s.request('DELETE', `${jobsPath()}/${early.json.id}`, { token: alice.token })).status, 204);
     const audit = await s.request('GET', `/api/v1/audit?target_id=${early.json.id}`, { token: alice.token });
-    assert.deepEqual(audit.json.map((e: { action: string }) => e.action).sort(), ['job.create', 'job.delete', 'job.update']);
+    assert.deepEqual(audit.json.map((e: { action: string }) => e.action).sort(), ['job.create', 'job.delete', 'job.run', 'job.update']);
     assert.ok(audit.json.every((e: { target_type: string; actor_id: string }) => e.target_type === 'job' && e.actor_id === alice.userId));
 
     await s.request('PATCH', `/api/v1/deployments/${app.id}/env`, { token: alice.token, body: { vars: { GREETING: 'from-the-app-vars' } } });
