@@ -53,7 +53,7 @@ export const UpdateDatabaseBody = Type.Object(
 export type UpdateDatabaseBody = Static<typeof UpdateDatabaseBody>;
 
 export const DeleteDatabaseQuery = Type.Object({
-  force: Type.Optional(Type.String({ enum: ['true', 'false', '1', '0'], description: 'true: unlink it from its deployments and delete it' })),
+  force: Type.Optional(Type.String({ enum: ['true', 'false', '1', '0'], description: 'accepted for compatibility: a deletion always unlinks the database from its deployments' })),
   delete_backups: Type.Optional(Type.String({ enum: ['true', 'false', '1', '0'], description: 'true: its backups are deleted too (objects and records); default: they are kept' })),
 });
 

@@ -144,16 +144,13 @@ export async function updateDatabase(ctx: DatabasesContext, principal: Principal
 }
 
 /**
- * Deletes a database: its container, network and volume (its data) go, then its record. A database
- * linked to deployments is refused (409 naming them) unless `force`, which unlinks them first.
+ * Deletes a database (contract §19: DELETE removes it): its links go first (the linked apps' running
+ * containers leave its network at once; their variable goes at their next release), then its
+ * container, network and volume (its data), then its record.
  */
-export async function deleteDatabase(ctx: DatabasesContext, principal: Principal, id: string, options: { force: boolean }): Promise<void> {
+export async function deleteDatabase(ctx: DatabasesContext, principal: Principal, id: string): Promise<void> {
   const row = await getDatabaseRow(ctx, principal, id, 'manage');
   const links = await ctx.store.linksOfDatabase(row.id);
-  if (links.length > 0 && !options.force) {
-    const names = links.map((l) => `"${l.deployment_name}" (${l.deployment_id})`).join(', ');
-    throw new DomainError('invalid_state', `database "${row.name}" is linked to ${names}: unlink it first, or delete with ?force=true`);
-  }
   await ctx.work.abort(row.id);
   await detachLinkedApps(ctx, row.id, links.map((l) => l.deployment_id));
   await ctx.services.remove(ctx.instanceId, row.id);

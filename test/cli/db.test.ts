@@ -45,17 +45,18 @@ describe('slipway db', () => {
     assert.match(linked.stdout, /Linked cache to web as REDIS_URL/);
     const info = JSON.parse((await run(['db', 'info', 'cache', '--json'])).stdout);
     assert.deepEqual(info.links, [{ name: 'web', env: 'REDIS_URL' }]);
-    const refused = await run(['db', 'rm', 'cache', '--yes']);
-    assert.notEqual(refused.code, 0, 'a linked database is not deleted');
-    assert.match(refused.stderr, /linked to "web"/);
     assert.equal((await run(['db', 'unlink', 'cache', '--app', 'web'])).code, 0);
+    assert.deepEqual(JSON.parse((await run(['db', 'info', 'cache', '--json'])).stdout).links, []);
+    assert.equal((await run(['db', 'link', 'cache', '--app', 'web', '--env', 'REDIS_URL'])).code, 0);
 
     const stopped = await run(['db', 'stop', 'cache']);
     assert.match(stopped.stdout, /stopped/);
     const started = await run(['db', 'start', 'cache']);
     assert.match(started.stdout, /is running/);
+    // Linked: deleted all the same (contract §19), its link with it.
     const removed = await run(['db', 'rm', 'cache', '--yes']);
     assert.equal(removed.code, 0, removed.stderr);
+    assert.deepEqual((await server.request('GET', `/api/v1/deployments/${app.json.id}/databases`, { token: user.token })).json, []);
     assert.match((await run(['db', 'ls'])).stdout, /No databases/);
     const missing = await run(['db', 'info', 'cache']);
     assert.notEqual(missing.code, 0);

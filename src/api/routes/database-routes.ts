@@ -111,14 +111,14 @@ export const databaseRoutes =
       {
         schema: {
           tags,
-          summary: 'Delete it with its container and volume (its data); its backups are kept unless delete_backups=true; 409 while linked unless force=true',
+          summary: 'Delete it with its container and volume (its data), unlinking it from its deployments; its backups are kept unless delete_backups=true',
           params: IdParams,
           querystring: DeleteDatabaseQuery,
-          response: { 204: { type: 'null' }, ...errorResponses(401, 403, 404, 409) },
+          response: { 204: { type: 'null' }, ...errorResponses(401, 403, 404) },
         },
       },
       async (request, reply) => {
-        await deleteDatabase(ctx, principalOf(request), request.params.id, { force: isFlagSet(request.query.force) });
+        await deleteDatabase(ctx, principalOf(request), request.params.id);
         if (isFlagSet(request.query.delete_backups)) await schedules?.deleteAll(request.params.id);
         return reply.code(204).send();
       },

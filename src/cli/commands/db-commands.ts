@@ -239,7 +239,7 @@ Examples:
       .alias('delete')
       .argument('<database>', 'name or id')
       .option('-y, --yes', 'do not ask for confirmation')
-      .option('--force', 'unlink it from its apps first (otherwise a linked database is not deleted)')
+      .option('--force', 'accepted for compatibility (a deletion always unlinks the database from its apps)')
       .option('--delete-backups', 'delete its backups too (by default they are kept)')
       .description('delete a database with its data'),
   ).action((ref: string, options: JsonOption & { yes?: boolean; force?: boolean; deleteBackups?: boolean }) =>
@@ -249,7 +249,7 @@ Examples:
         const prompter = createPrompter(io, signal);
         let answer: string;
         try {
-          answer = await prompter.ask(`Delete database ${found.name} and ALL its data? [y/N] `);
+          answer = await prompter.ask(`Delete database ${found.name} and ALL its data (apps linked to it lose it)? [y/N] `);
         } catch (err) {
           if (err instanceof CliError && err.exitCode !== 1) throw err;
           answer = '';
@@ -258,7 +258,7 @@ Examples:
         }
         if (!/^y(es)?$/i.test(answer.trim())) throw new CliError('not deleted (answer "y" to confirm, or pass --yes)');
       }
-      const query = new URLSearchParams({ ...(options.force === true ? { force: 'true' } : {}), ...(options.deleteBackups === true ? { delete_backups: 'true' } : {}) }).toString();
+      const query = new URLSearchParams(options.deleteBackups === true ? { delete_backups: 'true' } : {}).toString();
       await client.request('DELETE', `/api/v1/databases/${found.id}${query === '' ? '' : `?${query}`}`, { timeoutMs: 120_000 });
       if (options.json === true) return printJson(io.stdout, { deleted: found.id });
       io.stdout.write(`Deleted database ${found.name}.\n`);
