@@ -7,6 +7,8 @@ import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../secrets/private-data-dir
 
 /** Room kept in the cap for the marker line. */
 const MARKER_RESERVE = 128;
+/** How long a read of an ended build waits for its log to be closed (its last lines written) on this instance. */
+const CLOSE_GRACE_MS = 10_000;
 /** Smallest cap that leaves a useful head and tail. */
 export const MIN_BUILD_LOG_BYTES = 1024;
 
@@ -197,9 +199,13 @@ export class BuildLogStore implements BuildLogs {
   async *read(deploymentId: string, buildId: string, options: BuildLogReadOptions = {}): AsyncGenerator<Buffer> {
     const file = this.file(deploymentId, buildId);
     let offset = 0;
+    let endedSince: number | undefined;
     for (;;) {
       if (options.signal?.aborted) return;
-      const finished = options.isFinished === undefined ? true : (await options.isFinished()) && !this.#open.has(buildId);
+      const ended = options.isFinished === undefined ? true : await options.isFinished();
+      // An ended build's log is closed a moment later (its last lines written): waited for, within a grace.
+      if (ended) endedSince ??= Date.now();
+      const finished = ended && (!this.#open.has(buildId) || Date.now() - (endedSince ?? 0) > CLOSE_GRACE_MS);
       const chunk = await readFrom(file, offset);
       if (chunk.length > 0) {
         offset += chunk.length;

@@ -62,3 +62,13 @@ export async function isBuildFinished(catalog: DeploymentCatalog, buildId: strin
   const status = await catalog.buildStatus(buildId);
   return status === undefined || status !== 'building';
 }
+
+/**
+ * When a read of a build's log ends: followed, once the build has ended; an ended build's, once its
+ * log is closed (its last lines are written a moment after its status, so a reader who saw the
+ * status never gets a log without them); a running build's unfollowed, at what is there now.
+ */
+export function logReadEnd(catalog: DeploymentCatalog, build: Pick<BuildRow, 'id' | 'status'>, follow: boolean): { isFinished?: () => Promise<boolean> } {
+  if (follow) return { isFinished: () => isBuildFinished(catalog, build.id) };
+  return build.status === 'building' ? {} : { isFinished: async () => true };
+}

@@ -90,6 +90,26 @@ function contract(name: string, open: () => Promise<Pair>): void {
       }
     });
 
+    it("a read of a build that has ended waits for its log's close, so it gets the last lines (the held tail)", async () => {
+      const pair = await open();
+      try {
+        const [dep, build] = [nextId('dep'), nextId('build')];
+        // Past the head: what follows is held in memory until the close.
+        for (let i = 0; i < 400; i++) pair.writer.append(dep, build, `output line ${i}\n`);
+        pair.writer.append(dep, build, '==> the last line\n');
+        let closed = false;
+        const read = collect(pair.reader.read(dep, build, { isFinished: async () => true, pollMs: 50 })).then((text) => ({ text, closed }));
+        await sleep(300);
+        closed = true;
+        await pair.writer.close(build);
+        const { text, closed: closedFirst } = await read;
+        assert.equal(closedFirst, true, 'the read ended only after the close');
+        assert.match(text, /==> the last line\n$/);
+      } finally {
+        await pair.close();
+      }
+    });
+
     it('keeps the cap: the head, a marker counting what was cut, and the tail', async () => {
       const pair = await open();
       try {

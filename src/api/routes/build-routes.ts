@@ -1,7 +1,7 @@
 // Routes: a deployment's build records and their logs.
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { getBuildRow, isBuildFinished, listBuilds, presentBuild, type BuildPosition } from '../../domain/builds.js';
+import { getBuildRow, listBuilds, logReadEnd, presentBuild, type BuildPosition } from '../../domain/builds.js';
 import { PageQuery, isSeqPosition, listResponse, pageRequest, sendPage, type ListRef } from '../list-pages.js';
 import type { ApiDeps } from '../api-deps.js';
 import { principalOf } from '../authenticate.js';
@@ -77,7 +77,7 @@ export const buildRoutes =
         const { deployment, build } = await getBuildRow(deps.deployments, principalOf(request), request.params.id, request.params.build_id);
         const follow = isFlagSet(request.query.follow);
         const chunks = deps.buildLogs.read(deployment.id, build.id, {
-          ...(follow ? { isFinished: () => isBuildFinished(deps.deployments, build.id) } : {}),
+          ...logReadEnd(deps.deployments, build, follow),
           signal: clientGone(reply),
         });
         return sendText(reply, chunks);

@@ -3,7 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { appUrl } from '../../config.js';
 import { DomainError } from '../../core/errors.js';
-import { isBuildFinished, presentBuild, type BuildPosition } from '../../domain/builds.js';
+import { logReadEnd, presentBuild, type BuildPosition } from '../../domain/builds.js';
 import { assertUuid } from '../../domain/deployments.js';
 import { deletePreview, getPreview, listPreviews, presentPreview } from '../../domain/previews.js';
 import { pageFromRows } from '../../core/page.js';
@@ -141,7 +141,7 @@ export const previewRoutes =
       async (request, reply) => {
         const { preview, build } = await previewBuild(request);
         const chunks = deps.buildLogs.read(preview.id, build.id, {
-          ...(isFlagSet(request.query.follow) ? { isFinished: () => isBuildFinished(deps.deployments, build.id) } : {}),
+          ...logReadEnd(deps.deployments, build, isFlagSet(request.query.follow)),
           signal: clientGone(reply),
         });
         return sendText(reply, chunks);
