@@ -5,7 +5,8 @@ const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..')
 const SLOWEST = 12;
 const MAX_FAILURES = 30;
 
-const short = (file) => (file ? path.relative(path.join(root, 'dist'), file) : '(unknown file)');
+// A file runs through its wrapper in dist/test-order/NNNN/ (scripts/test.mjs): named by the file it runs.
+const short = (file) => (file ? path.relative(path.join(root, 'dist'), file).replace(/^test-order\/\d+\//, '') : '(unknown file)');
 
 function firstLine(error) {
   const cause = error?.cause ?? error;
