@@ -1,5 +1,6 @@
 // End to end on the real engine, as an attack: from inside another deployment's containers, a compose set's services, its linked database and its containers are neither resolved nor reached.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { LABEL_DEPLOYMENT, LABEL_MANAGED, type ContainerInfo } from '../../src/runtime/engine.js';
 import { appRequest, busyboxArchive, createArchiveApp, deployAndWait, testEngine, uniqueSubdomain, upload } from '../helpers/apps.js';
@@ -35,6 +36,27 @@ describe('compose sets: isolation between deployments', () => {
   /** An HTTP request from inside `container` by busybox nc (this static busybox's wget crashes resolving names): its output and exit code. */
   const dial = (container: string, host: string, port = 80): Promise<string> =>
     execIn(docker, container, ['sh', '-c', 'printf "GET / HTTP/1.0\\r\\n\\r\\n" | nc -w 3 "$0" "$1" 2>&1; echo "exit=$?"', host, String(port)]);
+
+  /** The attacker's networks and routes, the vault's networks, and the host's isolation rules: said when an attack got through. */
+  const whereItWent = async (attacker: string, vault: Awaited<ReturnType<ReturnType<typeof docker.getContainer>['inspect']>>): Promise<string> => {
+    const run = (file: string, args: string[]): string => {
+      try {
+        return execFileSync(file, args, { encoding: 'utf8' });
+      } catch (err) {
+        return String(err);
+      }
+    };
+    const networks = async (id: string) => Object.entries((await docker.getContainer(id).inspect()).NetworkSettings.Networks).map(([name, n]) => `${name} ${n.IPAddress} gw ${n.Gateway}`);
+    return [
+      `attacker: ${(await networks(attacker)).join('; ')}`,
+      `attacker's routes: ${await execIn(docker, attacker, ['ip', 'route']).catch((err: unknown) => String(err))}`,
+      `vault: ${(await networks(vault.Id)).join('; ')}`,
+      run('iptables', ['-w', '5', '-S', 'DOCKER-ISOLATION-STAGE-1']),
+      run('iptables', ['-w', '5', '-S', 'FORWARD']),
+      run('iptables', ['-w', '5', '-S', 'DOCKER-USER']),
+      `bridge-nf-call-iptables: ${run('cat', ['/proc/sys/net/bridge/bridge-nf-call-iptables'])}`,
+    ].join('\n');
+  };
 
   before(async () => {
     ts = await startTestServer({ ...STAND_IN_IMAGES, SLIPWAY_STARTUP_TIMEOUT_SECONDS: '90' });
@@ -108,7 +130,11 @@ services:
       // By the container's engine name (the apps network's DNS knows container names): it may resolve; nothing answers.
       assert.match(await dial(attacker.id, aVault.name), NO_ANSWER, `${attacker.who}: by container name`);
       // By address, on each of the vault's networks, and the database's: nothing answers.
-      for (const address of vaultAddresses) assert.match(await dial(attacker.id, address), NO_ANSWER, `${attacker.who}: ${address}`);
+      for (const address of vaultAddresses) {
+        const answer = await dial(attacker.id, address);
+        // Seen once under a full suite's load (2026-11-29, not reproduced alone): what the host's filter held then, to find why.
+        assert.match(answer, NO_ANSWER, NO_ANSWER.test(answer) ? '' : `${attacker.who}: ${address}\n${await whereItWent(attacker.id, vault)}`);
+      }
       assert.match(await dial(attacker.id, dbAddress, 6379), NO_ANSWER, `${attacker.who}: the database at ${dbAddress}`);
     }
     // A name both sets use resolves, in bob's, to bob's own service only.
