@@ -5,8 +5,7 @@ const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..')
 const SLOWEST = 12;
 const MAX_FAILURES = 30;
 
-// A file runs through its wrapper in dist/test-order/NNNN/ (scripts/test.mjs): named by the file it runs.
-const short = (file) => (file ? path.relative(path.join(root, 'dist'), file).replace(/^test-order\/\d+\//, '') : '(unknown file)');
+const short = (file) => (file ? path.relative(path.join(root, 'dist'), file) : '(unknown file)');
 
 function firstLine(error) {
   const cause = error?.cause ?? error;
