@@ -62,15 +62,11 @@ export function databaseJobStore(db: Db): JobStore {
       });
     },
     async claimRun(run, audit) {
-      const values = { ...run, exit_code: null, container_id: null, finished_at: null };
       try {
-        if (audit === undefined) await db.insertInto('job_runs').values(values).execute();
-        else {
-          await db.transaction().execute(async (trx) => {
-            await trx.insertInto('job_runs').values(values).execute();
-            await appendRecord(trx, audit);
-          });
-        }
+        await db.transaction().execute(async (trx) => {
+          await trx.insertInto('job_runs').values({ ...run, exit_code: null, container_id: null, finished_at: null }).execute();
+          await appendRecord(trx, audit);
+        });
         return true;
       } catch (err) {
         if (isUniqueViolation(err)) return false;
