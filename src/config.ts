@@ -35,6 +35,8 @@ export interface Config {
   readonly allowPrivateTargets: boolean;
   /** SLIPWAY_PITR_ROUND_SECONDS: how often a database with point-in-time recovery has its log closed (when written to) and archived (docs/backups.md). */
   readonly pitrRoundSeconds: number;
+  /** SLIPWAY_INSTANCE_LOST_SECONDS: an instance silent this long is `lost` (its builds and half-created databases taken over); it beats every sixth of it. */
+  readonly instanceLostMs: number;
   /** SLIPWAY_SMTP_URL: the mail server e-mail notifications go out through (`smtp://` or `smtps://`, credentials in the URL); undefined = no e-mail. */
   readonly smtpUrl: string | undefined;
   /** SLIPWAY_SMTP_FROM: the sender of e-mail notifications. */
@@ -352,6 +354,7 @@ export function loadConfig(env: Env = process.env): Config {
     insecureFastPasswordHashing: bool(env, 'SLIPWAY_INSECURE_FAST_PASSWORD_HASHING', false),
     allowPrivateTargets: bool(env, 'SLIPWAY_ALLOW_PRIVATE_TARGETS', false),
     pitrRoundSeconds: integer(env, 'SLIPWAY_PITR_ROUND_SECONDS', 20, 2, 50),
+    instanceLostMs: integer(env, 'SLIPWAY_INSTANCE_LOST_SECONDS', 30, 3, 3600) * 1000,
     smtpUrl: smtpUrl(env),
     smtpFrom: text(env, 'SLIPWAY_SMTP_FROM') ?? `Slipway <slipway@${domain}>`,
     dockerHost: text(env, 'DOCKER_HOST'),

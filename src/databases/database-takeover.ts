@@ -25,12 +25,12 @@ export async function takeOverOrphans(ctx: DatabasesContext, liveInstances: () =
   return taken;
 }
 
-/** The leader-only background task that runs `takeOverOrphans` every few seconds. */
-export function takeoverTask(ctx: DatabasesContext, liveInstances: () => Promise<readonly string[]>): BackgroundTask {
+/** The leader-only background task that runs `takeOverOrphans` every few seconds (`everyMs`). */
+export function takeoverTask(ctx: DatabasesContext, liveInstances: () => Promise<readonly string[]>, everyMs = TAKEOVER_EVERY_MS): BackgroundTask {
   return {
     name: 'finishing databases left half-created by a lost instance',
     scope: 'leaderOnly',
-    everyMs: TAKEOVER_EVERY_MS,
+    everyMs,
     run: async () => {
       await takeOverOrphans(ctx, liveInstances);
     },

@@ -1,6 +1,7 @@
 // The managed-databases part of the server, built in one call from what main.ts has: the context the API uses, the runtime wrapper for links, reconciliation and shutdown.
 import type { Config } from '../config.js';
 import type { DeploymentCatalog } from '../domain/deployment-catalog.js';
+import { heartbeatEvery } from '../domain/instances.js';
 import { QuotaGuard, type QuotaStore } from '../domain/quotas.js';
 import type { AppRuntime } from '../runtime/app-runtime.js';
 import type { ContainerEngine } from '../runtime/engine.js';
@@ -44,7 +45,7 @@ export async function databasesPart(options: Parameters<typeof createDatabasesPa
   readonly engineUp: boolean;
 }): Promise<Part<DatabasesPart>> {
   const part = createDatabasesPart(options);
-  if (options.engineUp) options.background.add(takeoverTask(part.context, options.liveInstances));
+  if (options.engineUp) options.background.add(takeoverTask(part.context, options.liveInstances, heartbeatEvery(options.config.instanceLostMs)));
   return {
     offers: part,
     start: async () => {

@@ -2,8 +2,8 @@
 import type { Db } from './database.js';
 import { DROPPED_AFTER_MS, LOST_AFTER_MS, type InstanceBeat, type InstanceRegistry, type InstanceView } from '../domain/instances.js';
 
-/** The registry of the instances sharing `db`. */
-export function databaseInstanceRegistry(db: Db): InstanceRegistry {
+/** The registry of the instances sharing `db`; one silent for `lostAfterMs` is lost. */
+export function databaseInstanceRegistry(db: Db, lostAfterMs = LOST_AFTER_MS): InstanceRegistry {
   const since = (now: Date, ms: number): string => new Date(now.getTime() - ms).toISOString();
   return {
     async heartbeat(beat: InstanceBeat): Promise<void> {
@@ -31,7 +31,7 @@ export function databaseInstanceRegistry(db: Db): InstanceRegistry {
         .orderBy('started_at')
         .orderBy('id')
         .execute();
-      const liveSince = since(now, LOST_AFTER_MS);
+      const liveSince = since(now, lostAfterMs);
       return rows.map((row) => {
         const live = row.last_seen_at >= liveSince;
         return {
@@ -48,11 +48,11 @@ export function databaseInstanceRegistry(db: Db): InstanceRegistry {
       });
     },
     async liveUrls(now: Date): Promise<Map<string, string>> {
-      const rows = await db.selectFrom('instances').select(['id', 'url']).where('last_seen_at', '>=', since(now, LOST_AFTER_MS)).execute();
+      const rows = await db.selectFrom('instances').select(['id', 'url']).where('last_seen_at', '>=', since(now, lostAfterMs)).execute();
       return new Map(rows.flatMap((row) => (row.url === null ? [] : [[row.id, row.url] as const])));
     },
     async liveIds(now: Date): Promise<string[]> {
-      const rows = await db.selectFrom('instances').select('id').where('last_seen_at', '>=', since(now, LOST_AFTER_MS)).execute();
+      const rows = await db.selectFrom('instances').select('id').where('last_seen_at', '>=', since(now, lostAfterMs)).execute();
       return rows.map((row) => row.id);
     },
     async prune(now: Date): Promise<number> {

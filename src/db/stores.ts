@@ -85,7 +85,7 @@ async function buildStores({ config, db, cipher, coordination, runner, log }: St
     apiKeys,
     accounts,
     keyUsage: new KeyUsage(apiKeys, { log: (msg, detail) => log('warn', msg, detail) }),
-    registry: databaseInstanceRegistry(db),
+    registry: databaseInstanceRegistry(db, config.instanceLostMs),
     // On PostgreSQL uploads are kept in the database too: any instance can build one (decisions §15).
     sharedUploads: shared ? databaseSharedUploads(db) : undefined,
     // On PostgreSQL builds wait in one queue in the database; any instance with a free slot takes the next (decisions §15).

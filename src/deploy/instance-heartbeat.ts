@@ -6,7 +6,7 @@ import { VERSION } from '../version.js';
 import type { Coordination } from './coordination.js';
 import type { DeploymentStore } from './deployment-store.js';
 
-/** How often an instance records itself in the registry (it is `lost` after 30 s of silence). */
+/** How often an instance records itself in the registry by default (it is `lost` after 30 s of silence). */
 export const HEARTBEAT_MS = 5_000;
 
 export interface HeartbeatDeps {
@@ -18,6 +18,8 @@ export interface HeartbeatDeps {
   readonly startedAt: string;
   buildsRunning(): number;
   readonly log: Log;
+  /** Between two beats (HEARTBEAT_MS unless SLIPWAY_INSTANCE_LOST_SECONDS says otherwise). */
+  readonly everyMs?: number;
 }
 
 /** Records this instance now; the leader drops instances gone for a day (every 720th beat: an hour). */
@@ -29,7 +31,7 @@ export function instanceHeartbeat(deps: HeartbeatDeps): { beat(): Promise<void>;
     if (leader && beats++ % 720 === 0) await deps.registry.prune(new Date());
   };
   const tasks: BackgroundTask[] = [
-    { name: 'the instance heartbeat', scope: 'everyInstance', everyMs: HEARTBEAT_MS, run: beat },
+    { name: 'the instance heartbeat', scope: 'everyInstance', everyMs: deps.everyMs ?? HEARTBEAT_MS, run: beat },
     {
       // A change of leader shows in the registry at once, not at the next beat.
       name: 'the heartbeat on a change of leader',
@@ -51,14 +53,16 @@ export interface TakeOverDeps {
   /** The shared build queue's chore: slots held by lost instances are free again. */
   readonly queue: { forgetLost(live: readonly string[]): Promise<void> } | undefined;
   takeOver(deploymentId: string, buildId: string, from: string): Promise<unknown>;
+  /** Between two looks (HEARTBEAT_MS unless SLIPWAY_INSTANCE_LOST_SECONDS says otherwise). */
+  readonly everyMs?: number;
 }
 
-/** The leader takes over builds of instances gone silent (lost after 30 s): built again from the start here. */
+/** The leader takes over builds of instances gone silent (lost after 30 s by default): built again from the start here. */
 export function takeOverBuildsTask(deps: TakeOverDeps): BackgroundTask {
   return {
     name: 'taking over the builds of a lost instance',
     scope: 'leaderOnly',
-    everyMs: HEARTBEAT_MS,
+    everyMs: deps.everyMs ?? HEARTBEAT_MS,
     run: async () => {
       const live = await deps.registry.liveIds(new Date());
       // Slots held by lost instances are free again; their builds are queued again below.

@@ -6,7 +6,7 @@ import type { Part } from '../core/parts.js';
 import type { AppConfigStore } from '../domain/app-config.js';
 import { AppEvents } from '../domain/app-events.js';
 import type { HostRoutes } from '../domain/custom-domains.js';
-import type { InstanceRegistry } from '../domain/instances.js';
+import { heartbeatEvery, type InstanceRegistry } from '../domain/instances.js';
 import { MetricsHistory } from '../domain/metrics-history.js';
 import type { NodeDirectory } from '../domain/nodes.js';
 import { QuotaGuard, type QuotaStore } from '../domain/quotas.js';
@@ -193,7 +193,7 @@ export async function lifecyclePart(deps: LifecyclePartDeps): Promise<Part<Lifec
 /** The lifecycle's background work: the registry's heartbeat, the live-route watcher, metrics, route sync, take-overs. */
 async function lifecycleBackground(deps: LifecyclePartDeps, lifecycle: DeploymentLifecycle, localChanges: ReturnType<typeof announcingDataPlane>, history: MetricsHistory): Promise<void> {
   const { config, log, self, coordination, stores, runtime, planes, background } = deps;
-  const heartbeat = instanceHeartbeat({ registry: stores.registry, coordination, self, url: config.instanceUrl, startedAt: new Date().toISOString(), buildsRunning: () => lifecycle.buildsRunning, log });
+  const heartbeat = instanceHeartbeat({ registry: stores.registry, coordination, self, url: config.instanceUrl, startedAt: new Date().toISOString(), buildsRunning: () => lifecycle.buildsRunning, log, everyMs: heartbeatEvery(config.instanceLostMs) });
   await heartbeat.beat();
   const tasks: BackgroundTask[] = [
     ...heartbeat.tasks,
@@ -208,7 +208,7 @@ async function lifecycleBackground(deps: LifecyclePartDeps, lifecycle: Deploymen
   ];
   if (config.databaseUrl !== undefined) {
     tasks.push(
-      takeOverBuildsTask({ registry: stores.registry, store: stores.deployments, queue: stores.buildQueue, takeOver: (d, b, from) => lifecycle.takeOver(d, b, from) }),
+      takeOverBuildsTask({ registry: stores.registry, store: stores.deployments, queue: stores.buildQueue, takeOver: (d, b, from) => lifecycle.takeOver(d, b, from), everyMs: heartbeatEvery(config.instanceLostMs) }),
       watcherTask('following route changes', 'everyInstance', () =>
         syncRoutes({
           coordination,

@@ -2,9 +2,14 @@
 import type { Principal } from '../core/principal.js';
 import { authorizeAdmin } from './policy.js';
 
-/** An instance silent this long is `lost`; a lost one is dropped from the list after a day. */
+/** An instance silent this long is `lost` (the default of SLIPWAY_INSTANCE_LOST_SECONDS); a lost one is dropped from the list after a day. */
 export const LOST_AFTER_MS = 30_000;
 export const DROPPED_AFTER_MS = 24 * 60 * 60_000;
+
+/** How often an instance records itself, and the leader looks for lost ones: six beats fit in the silence that makes one lost (5 s of 30 s). */
+export function heartbeatEvery(lostAfterMs: number): number {
+  return Math.max(500, Math.round(lostAfterMs / 6));
+}
 
 /** One instance as `GET /api/v1/instances` shows it. */
 export interface InstanceView {

@@ -5,6 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { ConfigError, LETS_ENCRYPT_DIRECTORY, loadConfig } from '../../src/config.js';
+import { HEARTBEAT_MS } from '../../src/deploy/instance-heartbeat.js';
+import { heartbeatEvery } from '../../src/domain/instances.js';
 
 /** Asserts loadConfig refuses `env` with a ConfigError whose message matches `message`. */
 function refuses(env: Record<string, string>, message: RegExp): void {
@@ -148,6 +150,14 @@ describe('loadConfig', () => {
     for (const value of ['-1', '0', 'Infinity', '1e3', '0.001']) refuses({ SLIPWAY_DEFAULT_CPUS: value }, /SLIPWAY_DEFAULT_CPUS/);
     assert.equal(loadConfig({ SLIPWAY_DEFAULT_CPUS: '1.5' }).defaultNanoCpus, 1_500_000_000);
     refuses({ SLIPWAY_DATABASE_URL: 'mysql://x' }, /SLIPWAY_DATABASE_URL/);
+  });
+
+  test('SLIPWAY_INSTANCE_LOST_SECONDS: 30 by default (decisions §15), beating every sixth of it; an override; out of range refused', () => {
+    assert.equal(loadConfig({}).instanceLostMs, 30_000);
+    assert.equal(heartbeatEvery(loadConfig({}).instanceLostMs), HEARTBEAT_MS);
+    assert.equal(loadConfig({ SLIPWAY_INSTANCE_LOST_SECONDS: '6' }).instanceLostMs, 6_000);
+    assert.equal(heartbeatEvery(6_000), 1_000);
+    for (const value of ['2', '3601', 'soon']) refuses({ SLIPWAY_INSTANCE_LOST_SECONDS: value }, /SLIPWAY_INSTANCE_LOST_SECONDS/);
   });
 
   test('resource ceilings and the pids limit: defaults, overrides, and defaults above a ceiling refused', () => {

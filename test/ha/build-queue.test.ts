@@ -5,6 +5,8 @@ import { after, before, describe, test } from 'node:test';
 import { eventually } from '../helpers/apps.js';
 import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../helpers/busybox-image.js';
 import { testEngine } from '../helpers/apps.js';
+import { docker } from '../helpers/databases.js';
+import { execIn } from '../helpers/engine-exec.js';
 import { startGitServer, type GitServer } from '../helpers/git-server.js';
 import { startCluster, type Cluster, type Instance } from '../helpers/instances.js';
 import { dropClusterDatabase, testDatabase } from '../helpers/server.js';
@@ -46,14 +48,19 @@ describe('builds across instances', async () => {
   test('a build running on one instance has its log followed live from another, until the build ends', async () => {
     const [a, b] = cluster.instances as [Instance, Instance];
     // A step of its own each run: a layer cached by an earlier run on the same engine would end the build at once.
-    const id = await createApp(a, userToken, 'ha-follow', [`RUN echo first-marker ${crypto.randomUUID()} && sleep 15 && echo second-marker`]);
+    // It waits (60 s at most) until the test releases it, once both followers saw its first line while it still ran.
+    const marker = crypto.randomUUID();
+    const wait = 'i=0; while [ ! -e /release ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done';
+    const id = await createApp(a, userToken, 'ha-follow', [`RUN echo first-marker ${marker} && ${wait}; echo second-marker`]);
     const started = await a.request('POST', `/api/v1/deployments/${id}/deploy`, { token: userToken });
     assert.equal(started.status, 202, started.text);
     const buildId = started.json.id as string;
     const buildStatus = async (): Promise<string> => (await b.request('GET', `/api/v1/deployments/${id}/builds/${buildId}`, { token: userToken })).json.status as string;
 
     // Followed on both instances at once: one of them is not the one that took the build from the queue.
-    const follow = async (via: Instance): Promise<{ text: string; statusAtMarker: string | undefined }> => {
+    const seen: Array<() => void> = [];
+    const seenByBoth = Promise.all([0, 1].map(() => new Promise<void>((resolve) => seen.push(resolve))));
+    const follow = async (via: Instance, i: number): Promise<{ text: string; statusAtMarker: string | undefined }> => {
       const res = await fetch(`${via.url}/api/v1/deployments/${id}/builds/${buildId}/logs?follow=true`, {
         headers: { authorization: `Bearer ${userToken}` },
         signal: AbortSignal.timeout(240_000),
@@ -64,12 +71,23 @@ describe('builds across instances', async () => {
       let statusAtMarker: string | undefined;
       for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
         text += decoder.decode(chunk, { stream: true });
-        // The marker came while the build still runs (it sleeps 15 s after printing it).
-        if (statusAtMarker === undefined && text.includes('first-marker')) statusAtMarker = await buildStatus();
+        // The marker came while the build still runs (it waits for the release below after printing it).
+        if (statusAtMarker === undefined && text.includes('first-marker')) {
+          statusAtMarker = await buildStatus();
+          seen[i]?.();
+        }
       }
       return { text, statusAtMarker };
     };
-    const followed = await Promise.all([follow(a), follow(b)]);
+    const following = Promise.all([follow(a, 0), follow(b, 1)]);
+    // (A follower that ends or fails early ends the wait too: the assertions below then say what it saw.)
+    const endedEarly = await Promise.race([seenByBoth.then(() => false), following.then(() => true)]);
+    if (!endedEarly) {
+      // The build's step runs in a container of the engine's builder: released by the file it waits for.
+      const step = await eventually(async () => (await docker.listContainers()).find((c) => c.Command.includes(marker)), 30_000, 'the build step container');
+      await execIn(docker, step.Id, ['touch', '/release']);
+    }
+    const followed = await following;
     // The streams ended with the build: it has ended, and the log is all there.
     assert.equal(await buildStatus(), 'succeeded');
     const runner = (await a.request('GET', `/api/v1/deployments/${id}/builds/${buildId}/logs`, { token: userToken })).text;
