@@ -86,16 +86,21 @@ describe('compose sets: isolation between deployments', () => {
   test("from inside another deployment's containers, a set's services, its database and its containers resolve to nothing or are not reached", async () => {
     const db = await ts.request('POST', '/api/v1/databases', { token: alice, body: { name: 'alice-cache', engine: 'redis' } });
     assert.equal(db.status, 201, db.text);
-    // The attackers: bob's set (web and his own `shared`), and a plain app of alice's (another deployment, same owner).
-    const b = await composeApp(bob, `
+    // The attackers: bob's set (web and his own `shared`), and a plain app of alice's (another deployment, same owner); deployed together.
+    const [b, plain] = await Promise.all([
+      composeApp(bob, `
 x-slipway: {web: web}
 services:
   web: {build: ./web, expose: ["8080"]}
   shared:${serving('bob shared')}
-`, 'bob web\n');
-    const plain = await createArchiveApp(ts, alice, (await busyboxArchive({ body: 'plain\n' })).archive);
-    ids.push({ id: plain.id, token: alice });
-    assert.equal((await deployAndWait(ts, alice, plain.id)).status, 200);
+`, 'bob web\n'),
+      (async () => {
+        const app = await createArchiveApp(ts, alice, (await busyboxArchive({ body: 'plain\n' })).archive);
+        ids.push({ id: app.id, token: alice });
+        assert.equal((await deployAndWait(ts, alice, app.id)).status, 200);
+        return app;
+      })(),
+    ]);
     // The target: alice's set, with an internal `vault`, a `shared` of its own, linked to her redis.
     assert.equal((await waitForStatus(ts, alice, db.json.id)).status, 'running');
     const a = await composeApp(alice, `
@@ -123,7 +128,8 @@ services:
       { who: "bob's internal service", id: (await serviceContainer(b, 'shared')).id },
       { who: "alice's other deployment", id: (await serviceContainer(plain.id, 'web')).id },
     ];
-    for (const attacker of attackers) {
+    // Each attacker on its own at the same time (most of a dial that nothing answers is nc's 3 s wait).
+    await Promise.all(attackers.map(async (attacker) => {
       // By service name, and by the database's host name: not in its DNS at all.
       assert.equal(await dial(attacker.id, 'vault'), "nc: bad address 'vault'\nexit=1\n", `${attacker.who}: vault`);
       assert.equal(await dial(attacker.id, 'alice-cache', 6379), "nc: bad address 'alice-cache'\nexit=1\n", `${attacker.who}: alice-cache`);
@@ -136,7 +142,7 @@ services:
         assert.match(answer, NO_ANSWER, NO_ANSWER.test(answer) ? '' : `${attacker.who}: ${address}\n${await whereItWent(attacker.id, vault)}`);
       }
       assert.match(await dial(attacker.id, dbAddress, 6379), NO_ANSWER, `${attacker.who}: the database at ${dbAddress}`);
-    }
+    }));
     // A name both sets use resolves, in bob's, to bob's own service only.
     for (const attacker of attackers.slice(0, 2)) {
       const own = await dial(attacker.id, 'shared');
