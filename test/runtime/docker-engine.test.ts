@@ -113,7 +113,7 @@ function get(port: number): Promise<{ status: number; body: string }> {
 }
 
 /** GET until the app answers (it needs a moment to start listening). */
-async function getWhenUp(port: number, limitMs = 10_000): Promise<{ status: number; body: string }> {
+async function getWhenUp(port: number, limitMs = 20_000): Promise<{ status: number; body: string }> {
   const deadline = Date.now() + limitMs;
   for (;;) {
     try {
@@ -172,74 +172,101 @@ describe('DockerEngine (real engine)', () => {
     assert.equal(await engine.imageExists(BUSYBOX_IMAGE), true);
   });
 
-  test('builds from a nested Dockerfile path, streams output and labels the image', async () => {
-    const dir = await contextDir();
-    await mkdir(path.join(dir, 'deploy', 'web'), { recursive: true });
-    await writeFile(path.join(dir, 'hello.txt'), 'hi\n');
-    await writeFile(
-      path.join(dir, 'deploy', 'web', 'Dockerfile'),
-      `FROM ${BUSYBOX_IMAGE}\nCOPY hello.txt /hello.txt\nRUN ["/bin/sh","-c","echo built-marker-$(cat /hello.txt)"]\n`,
-    );
-    const { tag, imageId, output } = await build(dir, { dockerfile: 'deploy/web/Dockerfile', labels: { [LABEL_BUILD]: 'b1' } });
+  // Independent builds (own context, tag and labels each): at once.
+  describe('building', { concurrency: true }, () => {
+    test('builds from a nested Dockerfile path, streams output and labels the image', async () => {
+      const dir = await contextDir();
+      await mkdir(path.join(dir, 'deploy', 'web'), { recursive: true });
+      await writeFile(path.join(dir, 'hello.txt'), 'hi\n');
+      await writeFile(
+        path.join(dir, 'deploy', 'web', 'Dockerfile'),
+        `FROM ${BUSYBOX_IMAGE}\nCOPY hello.txt /hello.txt\nRUN ["/bin/sh","-c","echo built-marker-$(cat /hello.txt)"]\n`,
+      );
+      const { tag, imageId, output } = await build(dir, { dockerfile: 'deploy/web/Dockerfile', labels: { [LABEL_BUILD]: 'b1' } });
 
-    assert.match(imageId, /^sha256:[0-9a-f]{64}$/);
-    assert.match(output, /Step 1\/\d+ : FROM/);
-    assert.match(output, /built-marker-hi/);
-    assert.equal(await engine.imageExists(tag), true);
-    const images = await engine.listImages({ [LABEL_RUN]: runId, [LABEL_BUILD]: 'b1' });
-    assert.equal(images.length, 1);
-    assert.equal(images[0]?.id, imageId);
-    assert.deepEqual(images[0]?.tags, [tag]);
-    assert.equal(images[0]?.labels[LABEL_MANAGED], 'true');
-  });
+      assert.match(imageId, /^sha256:[0-9a-f]{64}$/);
+      assert.match(output, /Step 1\/\d+ : FROM/);
+      assert.match(output, /built-marker-hi/);
+      assert.equal(await engine.imageExists(tag), true);
+      const images = await engine.listImages({ [LABEL_RUN]: runId, [LABEL_BUILD]: 'b1' });
+      assert.equal(images.length, 1);
+      assert.equal(images[0]?.id, imageId);
+      assert.deepEqual(images[0]?.tags, [tag]);
+      assert.equal(images[0]?.labels[LABEL_MANAGED], 'true');
+    });
 
-  test('the build context honours .dockerignore, exceptions included', async () => {
-    const dir = await contextDir();
-    await mkdir(path.join(dir, 'logs'), { recursive: true });
-    await mkdir(path.join(dir, 'keep'), { recursive: true });
-    await writeFile(path.join(dir, 'app.txt'), 'app');
-    await writeFile(path.join(dir, 'secret.txt'), 'secret');
-    await writeFile(path.join(dir, 'a.tmp'), 'tmp');
-    await writeFile(path.join(dir, 'logs', 'x.log'), 'log');
-    await writeFile(path.join(dir, 'keep', 'drop.txt'), 'drop');
-    await writeFile(path.join(dir, 'keep', 'keep.txt'), 'keep');
-    await writeFile(path.join(dir, '.dockerignore'), '# comment\nsecret.txt\n/logs/\n*.tmp\nkeep/*\n!keep/keep.txt\nDockerfile\n');
-    const checks = [
-      'test -e /ctx/app.txt',
-      'test -e /ctx/keep/keep.txt',
-      'test ! -e /ctx/secret.txt',
-      'test ! -e /ctx/logs',
-      'test ! -e /ctx/a.tmp',
-      'test ! -e /ctx/keep/drop.txt',
-    ].join(' && ');
-    await writeFile(path.join(dir, 'Dockerfile'), `FROM ${BUSYBOX_IMAGE}\nCOPY . /ctx\nRUN ["/bin/sh","-c","${checks}"]\n`);
-    await build(dir); // the RUN fails the build if the context holds the wrong files
-  });
+    test('the build context honours .dockerignore, exceptions included', async () => {
+      const dir = await contextDir();
+      await mkdir(path.join(dir, 'logs'), { recursive: true });
+      await mkdir(path.join(dir, 'keep'), { recursive: true });
+      await writeFile(path.join(dir, 'app.txt'), 'app');
+      await writeFile(path.join(dir, 'secret.txt'), 'secret');
+      await writeFile(path.join(dir, 'a.tmp'), 'tmp');
+      await writeFile(path.join(dir, 'logs', 'x.log'), 'log');
+      await writeFile(path.join(dir, 'keep', 'drop.txt'), 'drop');
+      await writeFile(path.join(dir, 'keep', 'keep.txt'), 'keep');
+      await writeFile(path.join(dir, '.dockerignore'), '# comment\nsecret.txt\n/logs/\n*.tmp\nkeep/*\n!keep/keep.txt\nDockerfile\n');
+      const checks = [
+        'test -e /ctx/app.txt',
+        'test -e /ctx/keep/keep.txt',
+        'test ! -e /ctx/secret.txt',
+        'test ! -e /ctx/logs',
+        'test ! -e /ctx/a.tmp',
+        'test ! -e /ctx/keep/drop.txt',
+      ].join(' && ');
+      await writeFile(path.join(dir, 'Dockerfile'), `FROM ${BUSYBOX_IMAGE}\nCOPY . /ctx\nRUN ["/bin/sh","-c","${checks}"]\n`);
+      await build(dir); // the RUN fails the build if the context holds the wrong files
+    });
 
-  test('a failing RUN throws EngineBuildError with the output tail', async () => {
-    const dir = await contextDir();
-    await writeFile(path.join(dir, 'Dockerfile'), `FROM ${BUSYBOX_IMAGE}\nRUN ["/bin/sh","-c","echo about-to-fail; exit 7"]\n`);
-    const err = await build(dir).then(() => null, (e: unknown) => e);
-    assert.ok(err instanceof EngineBuildError, `expected EngineBuildError, got ${String(err)}`);
-    assert.match(err.outputTail, /about-to-fail/);
-    assert.match(err.outputTail, /non-zero code: 7/);
-    assert.match(err.message, /non-zero code: 7/);
-  });
+    test('a failing RUN throws EngineBuildError with the output tail', async () => {
+      const dir = await contextDir();
+      await writeFile(path.join(dir, 'Dockerfile'), `FROM ${BUSYBOX_IMAGE}\nRUN ["/bin/sh","-c","echo about-to-fail; exit 7"]\n`);
+      const err = await build(dir).then(() => null, (e: unknown) => e);
+      assert.ok(err instanceof EngineBuildError, `expected EngineBuildError, got ${String(err)}`);
+      assert.match(err.outputTail, /about-to-fail/);
+      assert.match(err.outputTail, /non-zero code: 7/);
+      assert.match(err.message, /non-zero code: 7/);
+    });
 
-  test('a COPY of a missing file throws EngineBuildError naming it', async () => {
-    const dir = await contextDir();
-    await writeFile(path.join(dir, 'Dockerfile'), `FROM ${BUSYBOX_IMAGE}\nCOPY missing-file.txt /x\n`);
-    const err = await build(dir).then(() => null, (e: unknown) => e);
-    assert.ok(err instanceof EngineBuildError, `expected EngineBuildError, got ${String(err)}`);
-    assert.match(err.outputTail, /missing-file\.txt/);
-  });
+    test('a COPY of a missing file throws EngineBuildError naming it', async () => {
+      const dir = await contextDir();
+      await writeFile(path.join(dir, 'Dockerfile'), `FROM ${BUSYBOX_IMAGE}\nCOPY missing-file.txt /x\n`);
+      const err = await build(dir).then(() => null, (e: unknown) => e);
+      assert.ok(err instanceof EngineBuildError, `expected EngineBuildError, got ${String(err)}`);
+      assert.match(err.outputTail, /missing-file\.txt/);
+    });
 
-  test('a Dockerfile path that does not exist throws EngineBuildError', async () => {
-    const dir = await contextDir();
-    await writeFile(path.join(dir, 'app.txt'), 'x');
-    const err = await build(dir, { dockerfile: 'nope/Dockerfile' }).then(() => null, (e: unknown) => e);
-    assert.ok(err instanceof EngineBuildError, `expected EngineBuildError, got ${String(err)}`);
-    assert.match(err.outputTail, /Dockerfile/i);
+    test('a Dockerfile path that does not exist throws EngineBuildError', async () => {
+      const dir = await contextDir();
+      await writeFile(path.join(dir, 'app.txt'), 'x');
+      const err = await build(dir, { dockerfile: 'nope/Dockerfile' }).then(() => null, (e: unknown) => e);
+      assert.ok(err instanceof EngineBuildError, `expected EngineBuildError, got ${String(err)}`);
+      assert.match(err.outputTail, /Dockerfile/i);
+    });
+
+    test('imageExposedPorts lists EXPOSEd tcp ports, sorted', async () => {
+      const dir = await contextDir();
+      await writeFile(path.join(dir, 'Dockerfile'), `FROM ${BUSYBOX_IMAGE}\nEXPOSE 9000 53/udp\nEXPOSE 8080/tcp\n`);
+      const { tag } = await build(dir);
+      assert.deepEqual(await engine.imageExposedPorts(tag), [8080, 9000]);
+      assert.deepEqual(await engine.imageExposedPorts(BUSYBOX_IMAGE), []);
+    });
+
+    test('listImages filters by labels; removeImage removes and ignores missing images', async () => {
+      const dir = await contextDir();
+      await writeFile(path.join(dir, 'Dockerfile'), `FROM ${BUSYBOX_IMAGE}\nLABEL purpose=remove-me\n`);
+      const build1 = randomUUID();
+      const { tag, imageId } = await build(dir, { labels: { [LABEL_BUILD]: build1 } });
+      const listed = await engine.listImages({ [LABEL_RUN]: runId, [LABEL_BUILD]: build1 });
+      assert.deepEqual(listed.map((i) => i.id), [imageId]);
+      assert.equal(listed[0]?.labels['purpose'], 'remove-me');
+
+      await engine.removeImage(tag);
+      assert.equal(await engine.imageExists(tag), false);
+      assert.deepEqual(await engine.listImages({ [LABEL_BUILD]: build1 }), []);
+      await engine.removeImage(tag);
+      await engine.removeImage('slipway-test/does-not-exist:nope');
+    });
   });
 
   test('an aborted build rejects quickly with AbortError and leaves no build container running', async () => {
@@ -286,83 +313,133 @@ describe('DockerEngine (real engine)', () => {
     assert.equal(err.name, 'AbortError');
   });
 
-  test('imageExposedPorts lists EXPOSEd tcp ports, sorted', async () => {
-    const dir = await contextDir();
-    await writeFile(path.join(dir, 'Dockerfile'), `FROM ${BUSYBOX_IMAGE}\nEXPOSE 9000 53/udp\nEXPOSE 8080/tcp\n`);
-    const { tag } = await build(dir);
-    assert.deepEqual(await engine.imageExposedPorts(tag), [8080, 9000]);
-    assert.deepEqual(await engine.imageExposedPorts(BUSYBOX_IMAGE), []);
-  });
+  // Independent containers of the one app image (own name each, nothing shared they change): at once.
+  describe('running', { concurrency: true }, () => {
+    test('runContainer publishes the port on 127.0.0.1 and passes env, labels and limits', async () => {
+      const body = APP_BODY;
+      // PORT differs from the EXPOSEd port to show the app follows the environment.
+      const options = runOptions(appImage, { env: { PORT: '8081', GREETING: 'a b=c' }, containerPort: 8081 });
+      const info = await engine.runContainer(options);
 
-  test('runContainer publishes the port on 127.0.0.1 and passes env, labels and limits', async () => {
-    const body = APP_BODY;
-    // PORT differs from the EXPOSEd port to show the app follows the environment.
-    const options = runOptions(appImage, { env: { PORT: '8081', GREETING: 'a b=c' }, containerPort: 8081 });
-    const info = await engine.runContainer(options);
+      assert.equal(info.name, options.name);
+      assert.equal(info.running, true);
+      assert.equal(info.state, 'running');
+      assert.equal(info.exitCode, null);
+      assert.ok(info.hostPort !== null && info.hostPort > 0, 'a host port was published');
+      // Labels of the image (and of its base) are inherited; the container's own win.
+      for (const [key, value] of Object.entries(options.labels)) assert.equal(info.labels[key], value);
 
-    assert.equal(info.name, options.name);
-    assert.equal(info.running, true);
-    assert.equal(info.state, 'running');
-    assert.equal(info.exitCode, null);
-    assert.ok(info.hostPort !== null && info.hostPort > 0, 'a host port was published');
-    // Labels of the image (and of its base) are inherited; the container's own win.
-    for (const [key, value] of Object.entries(options.labels)) assert.equal(info.labels[key], value);
+      const res = await getWhenUp(info.hostPort);
+      assert.equal(res.status, 200);
+      assert.equal(res.body, body);
 
-    const res = await getWhenUp(info.hostPort);
-    assert.equal(res.status, 200);
-    assert.equal(res.body, body);
+      const raw = await docker.getContainer(info.id).inspect();
+      assert.equal(raw.HostConfig.Memory, 64 * MB);
+      assert.equal(raw.HostConfig.NanoCpus, 500_000_000);
+      assert.equal(raw.HostConfig.RestartPolicy?.Name, 'unless-stopped');
+      assert.deepEqual(raw.NetworkSettings.Ports['8081/tcp']?.map((b) => b.HostIp), ['127.0.0.1']);
+      assert.ok(raw.Config.Env.includes('GREETING=a b=c'));
+      assert.equal(raw.Config.Tty, false);
 
-    const raw = await docker.getContainer(info.id).inspect();
-    assert.equal(raw.HostConfig.Memory, 64 * MB);
-    assert.equal(raw.HostConfig.NanoCpus, 500_000_000);
-    assert.equal(raw.HostConfig.RestartPolicy?.Name, 'unless-stopped');
-    assert.deepEqual(raw.NetworkSettings.Ports['8081/tcp']?.map((b) => b.HostIp), ['127.0.0.1']);
-    assert.ok(raw.Config.Env.includes('GREETING=a b=c'));
-    assert.equal(raw.Config.Tty, false);
+      await engine.removeContainer(info.id);
+    });
 
-    await engine.removeContainer(info.id);
-  });
+    test('runContainer confines the container: capabilities, no-new-privileges, pids, logs, init, network', async () => {
+      const info = await engine.runContainer(runOptions(appImage, { pidsLimit: 77 }));
+      const raw = await docker.getContainer(info.id).inspect();
+      const host = raw.HostConfig;
+      assert.deepEqual(host.CapDrop, ['ALL']);
+      assert.deepEqual([...(host.CapAdd ?? [])].sort(), [...APP_CAPABILITIES].sort());
+      assert.ok(!(host.CapAdd ?? []).includes('NET_RAW'));
+      assert.deepEqual(host.SecurityOpt, ['no-new-privileges']);
+      assert.equal(host.PidsLimit, 77);
+      assert.deepEqual(host.LogConfig, { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } });
+      assert.equal(host.Init, true);
+      assert.equal(host.NetworkMode, NETWORK);
+      assert.deepEqual(Object.keys(raw.NetworkSettings.Networks), [NETWORK]);
+      assert.equal(host.Memory, 64 * MB);
+      assert.equal(host.MemorySwap, 64 * MB);
 
-  test('runContainer confines the container: capabilities, no-new-privileges, pids, logs, init, network', async () => {
-    const info = await engine.runContainer(runOptions(appImage, { pidsLimit: 77 }));
-    const raw = await docker.getContainer(info.id).inspect();
-    const host = raw.HostConfig;
-    assert.deepEqual(host.CapDrop, ['ALL']);
-    assert.deepEqual([...(host.CapAdd ?? [])].sort(), [...APP_CAPABILITIES].sort());
-    assert.ok(!(host.CapAdd ?? []).includes('NET_RAW'));
-    assert.deepEqual(host.SecurityOpt, ['no-new-privileges']);
-    assert.equal(host.PidsLimit, 77);
-    assert.deepEqual(host.LogConfig, { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } });
-    assert.equal(host.Init, true);
-    assert.equal(host.NetworkMode, NETWORK);
-    assert.deepEqual(Object.keys(raw.NetworkSettings.Networks), [NETWORK]);
-    assert.equal(host.Memory, 64 * MB);
-    assert.equal(host.MemorySwap, 64 * MB);
+      // Inside, the process really runs that way: the kernel's view of its capability sets and flags.
+      const status = await execIn(info.id, ['cat', '/proc/self/status']);
+      assert.match(status, /^NoNewPrivs:\s+1$/m);
+      // CHOWN(0) KILL(5) SETGID(6) SETUID(7) NET_BIND_SERVICE(10): 0x4e1; NET_RAW (bit 13) is gone.
+      assert.match(status, /^CapBnd:\s+0*4e1$/m);
+      assert.equal((await execIn(info.id, ['cat', '/sys/fs/cgroup/pids/pids.max'])).trim(), '77');
+      await engine.removeContainer(info.id);
+    });
 
-    // Inside, the process really runs that way: the kernel's view of its capability sets and flags.
-    const status = await execIn(info.id, ['cat', '/proc/self/status']);
-    assert.match(status, /^NoNewPrivs:\s+1$/m);
-    // CHOWN(0) KILL(5) SETGID(6) SETUID(7) NET_BIND_SERVICE(10): 0x4e1; NET_RAW (bit 13) is gone.
-    assert.match(status, /^CapBnd:\s+0*4e1$/m);
-    assert.equal((await execIn(info.id, ['cat', '/sys/fs/cgroup/pids/pids.max'])).trim(), '77');
-    await engine.removeContainer(info.id);
-  });
+    test('with an init process, an app that leaves SIGTERM to its default action stops on SIGTERM (not killed)', async () => {
+      // As PID 1 `sleep` would ignore SIGTERM and be killed after the grace period (exit 137).
+      const info = await engine.runContainer(runOptions(appImage, { command: ['sleep', '600'] }));
+      await engine.stopContainer(info.id, 60);
+      const raw = await docker.getContainer(info.id).inspect();
+      assert.equal(raw.State.ExitCode, 143, 'terminated by SIGTERM (128+15), not SIGKILL (137)');
+      await engine.removeContainer(info.id);
+    });
 
-  test('with an init process, an app that leaves SIGTERM to its default action stops on SIGTERM (not killed)', async () => {
-    // As PID 1 `sleep` would ignore SIGTERM and be killed after the grace period (exit 137).
-    const info = await engine.runContainer(runOptions(appImage, { command: ['sleep', '600'] }));
-    await engine.stopContainer(info.id, 60);
-    const raw = await docker.getContainer(info.id).inspect();
-    assert.equal(raw.State.ExitCode, 143, 'terminated by SIGTERM (128+15), not SIGKILL (137)');
-    await engine.removeContainer(info.id);
+    test('stop, start and remove; missing containers are tolerated', async () => {
+      const body = APP_BODY;
+      const info = await engine.runContainer(runOptions(appImage));
+      assert.ok(info.hostPort !== null);
+      assert.equal((await getWhenUp(info.hostPort)).body, body);
+
+      await engine.stopContainer(info.id, 2);
+      const stopped = await engine.inspectContainer(info.id);
+      assert.equal(stopped?.running, false);
+      assert.equal(stopped?.state, 'exited');
+      assert.equal(typeof stopped?.exitCode, 'number');
+      assert.equal(stopped?.hostPort, null);
+      await engine.stopContainer(info.id, 2); // already stopped
+
+      const restarted = await engine.startContainer(info.id);
+      assert.equal(restarted.running, true);
+      assert.ok(restarted.hostPort !== null);
+      assert.equal((await getWhenUp(restarted.hostPort)).body, body);
+      const again = await engine.startContainer(info.id); // already running: no-op
+      assert.equal(again.hostPort, restarted.hostPort);
+
+      await engine.removeContainer(info.id);
+      assert.equal(await engine.inspectContainer(info.id), null);
+      await engine.removeContainer(info.id);
+      await engine.stopContainer(info.id, 1);
+      await assert.rejects(engine.startContainer(info.id));
+    });
+
+    test('listContainers filters by labels and includes stopped containers', async () => {
+      const image = appImage;
+      const deployment = randomUUID();
+      const a = await engine.runContainer(runOptions(image, { labels: { ...runLabels, [LABEL_DEPLOYMENT]: deployment, [LABEL_BUILD]: 'a' }, name: containerName(deployment, 'a') }));
+      const b = await engine.runContainer(runOptions(image, { labels: { ...runLabels, [LABEL_DEPLOYMENT]: deployment, [LABEL_BUILD]: 'b' }, name: containerName(deployment, 'b') }));
+      await engine.stopContainer(a.id, 1);
+
+      const both = await engine.listContainers({ [LABEL_RUN]: runId, [LABEL_DEPLOYMENT]: deployment });
+      assert.deepEqual(both.map((c) => c.id).sort(), [a.id, b.id].sort());
+      const listedA = both.find((c) => c.id === a.id);
+      const listedB = both.find((c) => c.id === b.id);
+      assert.equal(listedA?.running, false);
+      assert.equal(listedA?.state, 'exited');
+      assert.equal(typeof listedA?.exitCode, 'number');
+      assert.equal(listedA?.name, containerName(deployment, 'a'));
+      assert.equal(listedB?.running, true);
+      assert.equal(listedB?.exitCode, null);
+      assert.equal(listedB?.hostPort, b.hostPort);
+      assert.equal(listedB?.labels[LABEL_BUILD], 'b');
+
+      const onlyB = await engine.listContainers({ [LABEL_DEPLOYMENT]: deployment, [LABEL_BUILD]: 'b' });
+      assert.deepEqual(onlyB.map((c) => c.id), [b.id]);
+      assert.deepEqual(await engine.listContainers({ [LABEL_DEPLOYMENT]: randomUUID() }), []);
+
+      await engine.removeContainer(a.id);
+      await engine.removeContainer(b.id);
+    });
   });
 
   test('containers on an isolated network cannot reach one another; on an open one they can', async () => {
     await engine.ensureNetwork({ name: OPEN_NETWORK, labels: runLabels, isolated: false });
     const image = appImage;
     const reach = async (network: string): Promise<string> => {
-      const a = await engine.runContainer(runOptions(image, { network }));
-      const b = await engine.runContainer(runOptions(image, { network }));
+      const [a, b] = await Promise.all([engine.runContainer(runOptions(image, { network })), engine.runContainer(runOptions(image, { network }))]);
       try {
         const raw = await docker.getContainer(b.id).inspect();
         const address = raw.NetworkSettings.Networks[network]?.IPAddress;
@@ -376,9 +453,9 @@ describe('DockerEngine (real engine)', () => {
         await engine.removeContainer(b.id);
       }
     };
-    const open = await reach(OPEN_NETWORK);
+    // The control and the experiment at once (each its own two containers).
+    const [open, isolated] = await Promise.all([reach(OPEN_NETWORK), reach(NETWORK)]);
     assert.ok(open.includes(APP_BODY), `control: on an open network a reaches b: ${open}`);
-    const isolated = await reach(NETWORK);
     assert.ok(!isolated.includes(APP_BODY), isolated);
     assert.doesNotMatch(isolated, /HTTP\/1/);
     assert.match(isolated, /exit=1/);
@@ -430,78 +507,6 @@ describe('DockerEngine (real engine)', () => {
     assert.ok(Date.now() - started < 8000);
 
     await engine.removeContainer(id);
-  });
-
-  test('stop, start and remove; missing containers are tolerated', async () => {
-    const body = APP_BODY;
-    const info = await engine.runContainer(runOptions(appImage));
-    assert.ok(info.hostPort !== null);
-    assert.equal((await getWhenUp(info.hostPort)).body, body);
-
-    await engine.stopContainer(info.id, 2);
-    const stopped = await engine.inspectContainer(info.id);
-    assert.equal(stopped?.running, false);
-    assert.equal(stopped?.state, 'exited');
-    assert.equal(typeof stopped?.exitCode, 'number');
-    assert.equal(stopped?.hostPort, null);
-    await engine.stopContainer(info.id, 2); // already stopped
-
-    const restarted = await engine.startContainer(info.id);
-    assert.equal(restarted.running, true);
-    assert.ok(restarted.hostPort !== null);
-    assert.equal((await getWhenUp(restarted.hostPort)).body, body);
-    const again = await engine.startContainer(info.id); // already running: no-op
-    assert.equal(again.hostPort, restarted.hostPort);
-
-    await engine.removeContainer(info.id);
-    assert.equal(await engine.inspectContainer(info.id), null);
-    await engine.removeContainer(info.id);
-    await engine.stopContainer(info.id, 1);
-    await assert.rejects(engine.startContainer(info.id));
-  });
-
-  test('listContainers filters by labels and includes stopped containers', async () => {
-    const image = appImage;
-    const deployment = randomUUID();
-    const a = await engine.runContainer(runOptions(image, { labels: { ...runLabels, [LABEL_DEPLOYMENT]: deployment, [LABEL_BUILD]: 'a' }, name: containerName(deployment, 'a') }));
-    const b = await engine.runContainer(runOptions(image, { labels: { ...runLabels, [LABEL_DEPLOYMENT]: deployment, [LABEL_BUILD]: 'b' }, name: containerName(deployment, 'b') }));
-    await engine.stopContainer(a.id, 1);
-
-    const both = await engine.listContainers({ [LABEL_RUN]: runId, [LABEL_DEPLOYMENT]: deployment });
-    assert.deepEqual(both.map((c) => c.id).sort(), [a.id, b.id].sort());
-    const listedA = both.find((c) => c.id === a.id);
-    const listedB = both.find((c) => c.id === b.id);
-    assert.equal(listedA?.running, false);
-    assert.equal(listedA?.state, 'exited');
-    assert.equal(typeof listedA?.exitCode, 'number');
-    assert.equal(listedA?.name, containerName(deployment, 'a'));
-    assert.equal(listedB?.running, true);
-    assert.equal(listedB?.exitCode, null);
-    assert.equal(listedB?.hostPort, b.hostPort);
-    assert.equal(listedB?.labels[LABEL_BUILD], 'b');
-
-    const onlyB = await engine.listContainers({ [LABEL_DEPLOYMENT]: deployment, [LABEL_BUILD]: 'b' });
-    assert.deepEqual(onlyB.map((c) => c.id), [b.id]);
-    assert.deepEqual(await engine.listContainers({ [LABEL_DEPLOYMENT]: randomUUID() }), []);
-
-    await engine.removeContainer(a.id);
-    await engine.removeContainer(b.id);
-  });
-
-  test('listImages filters by labels; removeImage removes and ignores missing images', async () => {
-    const dir = await contextDir();
-    await writeFile(path.join(dir, 'Dockerfile'), `FROM ${BUSYBOX_IMAGE}\nLABEL purpose=remove-me\n`);
-    const build1 = randomUUID();
-    const { tag, imageId } = await build(dir, { labels: { [LABEL_BUILD]: build1 } });
-    const listed = await engine.listImages({ [LABEL_RUN]: runId, [LABEL_BUILD]: build1 });
-    assert.deepEqual(listed.map((i) => i.id), [imageId]);
-    assert.equal(listed[0]?.labels['purpose'], 'remove-me');
-
-    await engine.removeImage(tag);
-    assert.equal(await engine.imageExists(tag), false);
-    assert.deepEqual(await engine.listImages({ [LABEL_BUILD]: build1 }), []);
-    await engine.removeImage(tag);
-    await engine.removeImage('slipway-test/does-not-exist:nope');
   });
 });
 
