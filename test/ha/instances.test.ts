@@ -7,6 +7,8 @@ import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../helpers/busybox-image.js';
 import { startGitServer, type GitServer } from '../helpers/git-server.js';
 import { startCluster, type Cluster, type Instance } from '../helpers/instances.js';
 import { dropClusterDatabase, testDatabase } from '../helpers/server.js';
+import { docker } from '../helpers/databases.js';
+import { execIn } from '../helpers/engine-exec.js';
 
 interface Listed {
   id: string;
@@ -139,7 +141,10 @@ describe('several instances on one PostgreSQL', async () => {
   test('kill -9 of the instance running a build: the leader builds it again from the start (same build, its log says so), apps keep answering', async () => {
     const [a, b, c] = cluster.instances as [Instance, Instance, Instance];
     // A step of its own each run: a cached layer (an earlier run on the same engine) would finish the build before the kill.
-    const dockerfile = [`FROM ${BUSYBOX_IMAGE}`, `RUN echo slow step ${crypto.randomUUID()} && sleep 8`, 'COPY site/index.html /www/index.html', 'EXPOSE 8080', 'CMD ["/bin/sh", "-c", "exec httpd -f -p $PORT -h /www"]', ''].join('\n');
+    // It waits (60 s at most) for a file the test puts in its container once the instance running it is killed.
+    const marker = crypto.randomUUID();
+    const wait = 'i=0; while [ ! -e /release ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done';
+    const dockerfile = [`FROM ${BUSYBOX_IMAGE}`, `RUN echo slow step ${marker} && ${wait}`, 'COPY site/index.html /www/index.html', 'EXPOSE 8080', 'CMD ["/bin/sh", "-c", "exec httpd -f -p $PORT -h /www"]', ''].join('\n');
     const repo = await git.createRepo(`ha-${process.pid}`, { Dockerfile: dockerfile, 'site/index.html': 'taken over\n' });
     const subdomain = `ha-takeover-${process.pid}`;
     const created = await c.request('POST', '/api/v1/deployments', { token, body: { name: subdomain, subdomain, repo_url: repo.url, branch: 'main' } });
@@ -156,6 +161,10 @@ describe('several instances on one PostgreSQL', async () => {
     // The first app keeps answering on the other edges meanwhile.
     for (const instance of [a, b]) assert.equal((await appRequest(instance.port, app.subdomain)).status, 200);
     const build = await eventually(async () => {
+      // The step's container of the build taken over (the builder's, on the shared engine), whenever it is there.
+      for (const step of (await docker.listContainers()).filter((ct) => ct.Command.includes(marker))) {
+        await execIn(docker, step.Id, ['touch', '/release']).catch(() => undefined);
+      }
       const res = await a.request('GET', `/api/v1/deployments/${id}/builds/${buildId}`, { token });
       return res.json?.status === 'succeeded' || res.json?.status === 'failed' ? res.json : undefined;
     }, 180_000, 'the build taken over to end');
