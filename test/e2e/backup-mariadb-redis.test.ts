@@ -58,45 +58,42 @@ describe('MariaDB and Redis backups', () => {
     return out.split('\n').map((k) => k.trim()).filter(Boolean).sort();
   };
 
-  // The two engines' backups share nothing but the server: taken at once.
-  describe('each engine', { concurrency: true }, () => {
-    test('MariaDB: mariadb-dump, verified by an import whose tables match', async () => {
-      const creds = (await s.request('GET', `/api/v1/databases/${ids['mysql']}/credentials`, { token: alice.token })).json;
-      const container = (await databaseContainer(ids['mysql']!))!.Id;
-      await runIn(container, ['mariadb', '--protocol=TCP', '-h', '127.0.0.1', '-u', creds.username, creds.database, '-e', 'create table a (id int); insert into a values (1),(2); create table b (v text);'], { MYSQL_PWD: creds.password });
-      const done = await backupAndWait(ids['mysql']!);
-      assert.equal(done.status, 'verified', done.error);
-      const download = await s.request('GET', `/api/v1/databases/${ids['mysql']}/backups/${done.id}/download`, { token: alice.token });
-      assert.match(download.text, /CREATE TABLE `a`/);
-    });
+  test('MariaDB: mariadb-dump, verified by an import whose tables match', async () => {
+    const creds = (await s.request('GET', `/api/v1/databases/${ids['mysql']}/credentials`, { token: alice.token })).json;
+    const container = (await databaseContainer(ids['mysql']!))!.Id;
+    await runIn(container, ['mariadb', '--protocol=TCP', '-h', '127.0.0.1', '-u', creds.username, creds.database, '-e', 'create table a (id int); insert into a values (1),(2); create table b (v text);'], { MYSQL_PWD: creds.password });
+    const done = await backupAndWait(ids['mysql']!);
+    assert.equal(done.status, 'verified', done.error);
+    const download = await s.request('GET', `/api/v1/databases/${ids['mysql']}/backups/${done.id}/download`, { token: alice.token });
+    assert.match(download.text, /CREATE TABLE `a`/);
+  });
 
-    test('Redis: an RDB snapshot, verified by loading it and counting its keys; restored in place (its data replaced, kept across a restart) and into a new database', async () => {
-      const redis = ids['redis']!;
-      const creds = (await s.request('GET', `/api/v1/databases/${redis}/credentials`, { token: alice.token })).json;
-      const cli = async (...args: string[]) => runIn((await databaseContainer(redis))!.Id, ['redis-cli', '--no-auth-warning', ...args], { REDISCLI_AUTH: creds.password });
-      await cli('mset', 'k1', 'v', 'k2', 'v', 'k3', 'v');
-      const done = await backupAndWait(redis);
-      assert.equal(done.status, 'verified', done.error);
-      await cli('del', 'k1');
-      await cli('mset', 'k4', 'v', 'k5', 'v');
+  test('Redis: an RDB snapshot, verified by loading it and counting its keys; restored in place (its data replaced, kept across a restart) and into a new database', async () => {
+    const redis = ids['redis']!;
+    const creds = (await s.request('GET', `/api/v1/databases/${redis}/credentials`, { token: alice.token })).json;
+    const cli = async (...args: string[]) => runIn((await databaseContainer(redis))!.Id, ['redis-cli', '--no-auth-warning', ...args], { REDISCLI_AUTH: creds.password });
+    await cli('mset', 'k1', 'v', 'k2', 'v', 'k3', 'v');
+    const done = await backupAndWait(redis);
+    assert.equal(done.status, 'verified', done.error);
+    await cli('del', 'k1');
+    await cli('mset', 'k4', 'v', 'k5', 'v');
 
-      const inPlace = await restoreAndWait(redis, { backup_id: done.id });
-      assert.equal(inPlace.status, 'succeeded', inPlace.error);
-      assert.ok(inPlace.safety_backup_id, 'a safety backup was taken first');
-      assert.deepEqual(await redisKeys(redis), ['k1', 'k2', 'k3']);
-      // The restored data is the server's own: a write after it and the restored keys survive a restart.
-      await cli('set', 'k6', 'v');
-      assert.equal((await s.request('POST', `/api/v1/databases/${redis}/stop`, { token: alice.token })).status, 200);
-      assert.equal((await s.request('POST', `/api/v1/databases/${redis}/start`, { token: alice.token })).json.status, 'running');
-      assert.deepEqual(await redisKeys(redis), ['k1', 'k2', 'k3', 'k6']);
-      const safety = (await s.request('GET', `/api/v1/databases/${redis}/backups/${inPlace.safety_backup_id}`, { token: alice.token })).json;
-      assert.equal(safety.trigger, 'safety');
+    const inPlace = await restoreAndWait(redis, { backup_id: done.id });
+    assert.equal(inPlace.status, 'succeeded', inPlace.error);
+    assert.ok(inPlace.safety_backup_id, 'a safety backup was taken first');
+    assert.deepEqual(await redisKeys(redis), ['k1', 'k2', 'k3']);
+    // The restored data is the server's own: a write after it and the restored keys survive a restart.
+    await cli('set', 'k6', 'v');
+    assert.equal((await s.request('POST', `/api/v1/databases/${redis}/stop`, { token: alice.token })).status, 200);
+    assert.equal((await s.request('POST', `/api/v1/databases/${redis}/start`, { token: alice.token })).json.status, 'running');
+    assert.deepEqual(await redisKeys(redis), ['k1', 'k2', 'k3', 'k6']);
+    const safety = (await s.request('GET', `/api/v1/databases/${redis}/backups/${inPlace.safety_backup_id}`, { token: alice.token })).json;
+    assert.equal(safety.trigger, 'safety');
 
-      const into = await restoreAndWait(redis, { backup_id: done.id, into: 'redis-copy' });
-      assert.equal(into.status, 'succeeded', into.error);
-      assert.notEqual(into.target_database_id, redis);
-      assert.deepEqual(await redisKeys(into.target_database_id), ['k1', 'k2', 'k3']);
-    });
+    const into = await restoreAndWait(redis, { backup_id: done.id, into: 'redis-copy' });
+    assert.equal(into.status, 'succeeded', into.error);
+    assert.notEqual(into.target_database_id, redis);
+    assert.deepEqual(await redisKeys(into.target_database_id), ['k1', 'k2', 'k3']);
   });
 
   test("DELETE ?delete_backups=true deletes its backups with it (their objects in the destination), not another database's", async () => {
