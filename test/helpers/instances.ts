@@ -38,7 +38,7 @@ function workerPid(dataDir: string): number | undefined {
   }
 }
 
-/** Starts `count` instances from the build on `databaseUrl`: the first (it leads), then the others together. */
+/** Starts `count` instances from the build on `databaseUrl`, one after the other (the first leads). */
 export async function startCluster(
   databaseUrl: string,
   count: number,
@@ -81,15 +81,14 @@ export async function startCluster(
     }
     instance.process = undefined;
   };
-  // The first alone (it becomes the leader and migrates the database), then the others at once.
-  const [first, ...others] = instances;
+  const started: Instance[] = [];
   try {
-    if (first !== undefined) await start(first);
-    const results = await Promise.allSettled(others.map(start));
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed !== undefined) throw failed.reason;
+    for (const instance of instances) {
+      await start(instance);
+      started.push(instance);
+    }
   } catch (err) {
-    for (const instance of instances) await kill(instance);
+    for (const instance of started) await kill(instance);
     throw err;
   }
   const adminToken = await loginAs(instances[0]?.url ?? '', ADMIN_EMAIL, ADMIN_PASSWORD);
