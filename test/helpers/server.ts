@@ -333,7 +333,7 @@ export async function spawnServerProcess(env: Record<string, string>, nodeArgs: 
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  // A bound, not a speed check: on a loaded host (several suites, instances started together) a start has taken over a minute.
+  // A bound, not a speed check: on a heavily loaded host (load average 30 and more) a start has taken over a minute.
   const deadline = Date.now() + 120_000;
   for (;;) {
     const match = /listening on (http:\/\/[^\s]+)/.exec(output);
