@@ -30,7 +30,7 @@ async function exec(container: string, argv: string[], env: Record<string, strin
   return docker(['exec', ...envArgs, '--', container, ...argv], 60_000);
 }
 
-/** Retries `fn` every 250 ms until it resolves (a database still initialising), for up to `ms`. */
+/** Retries `fn` until it resolves (a database still initialising), for up to `ms`. */
 async function eventually<T>(fn: () => Promise<T>, ms = 180_000): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
@@ -38,7 +38,7 @@ async function eventually<T>(fn: () => Promise<T>, ms = 180_000): Promise<T> {
       return await fn();
     } catch (err) {
       if (Date.now() > deadline) throw err;
-      await new Promise((resolve) => setTimeout(resolve, 250));
+      await new Promise((resolve) => setTimeout(resolve, 1000));
     }
   }
 }
