@@ -102,7 +102,7 @@ for (const plane of PLANES) describe(`router on the engine (${plane} data plane)
 
   test('a live container restarted by the engine on a new port is routed again', async () => {
     // It serves, and exits with an error once told to (a file made through the engine), only the first time.
-    const crashOnce = 'if [ -f /www/.crashed ]; then exec httpd -f -p "$PORT" -h /www; fi; httpd -f -p "$PORT" -h /www & until [ -f /tmp/crash ]; do sleep 1; done; touch /www/.crashed; exit 1';
+    const crashOnce = 'if [ -f /www/.crashed ]; then exec httpd -f -p "$PORT" -h /www; fi; httpd -f -p "$PORT" -h /www & until [ -f /www/.crash ]; do sleep 1; done; touch /www/.crashed; exit 1';
     const app = await busyboxArchive({ body: 'phoenix\n' });
     const { id, subdomain } = await createArchiveApp(ts, token, app.archive);
     await upload(ts, token, id, app.archive, [
@@ -116,7 +116,7 @@ for (const plane of PLANES) describe(`router on the engine (${plane} data plane)
     assert.equal((await appRequest(ts.port, subdomain)).body, 'phoenix\n');
     const [before] = await testEngine().listContainers({ 'dev.slipway.deployment': id });
     assert.ok(before?.hostPort != null);
-    await execIn(new Dockerode(), before.id, ['touch', '/tmp/crash']);
+    assert.equal(await execIn(new Dockerode(), before.id, ['touch', '/www/.crash']), '', 'the crash is asked for');
     // It exits, the restart policy starts the same container again on another port...
     const after = await poll(async () => {
       const [now] = await testEngine().listContainers({ 'dev.slipway.deployment': id });
