@@ -155,7 +155,7 @@ for (const plane of PLANES) describe(`router on the engine (${plane} data plane)
     });
 
     test('after a clean stop and a start on the same data directory every app is served again, by a new HAProxy', async () => {
-      assert.ok(served.length >= 2, 'the cases before deployed the apps to serve again');
+      assert.ok(served.length > 0, 'the cases before deployed apps to serve again');
       const oldPid = ts.server.haproxyPid();
       assert.ok(oldPid !== undefined);
       await ts.server.close();
