@@ -4,13 +4,12 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { after, before, describe, test } from 'node:test';
-import { createDockerClient, createDockerEngine } from '../../src/runtime/docker/docker-engine.js';
+import { createDockerClient } from '../../src/runtime/docker/docker-engine.js';
 import { contentHash, guardImageFiles } from '../../src/runtime/swarm/guard-image.js';
 import { reconcileNodeGuard } from '../../src/runtime/swarm/guard-service.js';
 import { appRequest, eventually, upload } from '../helpers/apps.js';
-import { ensureBusyboxImage } from '../helpers/busybox-image.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { clusterScript, nodeDocker, whoAppArchive, type ClusterLayout, type ClusterScript } from '../helpers/swarm-cluster.js';
+import { busyboxOnManager, clusterScript, nodeDocker, nodeDockerSucceeds, whoAppArchive, type ClusterLayout, type ClusterScript } from '../helpers/swarm-cluster.js';
 
 describe('swarm runtime', () => {
   let cluster: ClusterScript;
@@ -88,8 +87,9 @@ describe('swarm runtime', () => {
     layout = await cluster.up(process.pid);
     const manager = layout.nodes[0];
     assert.ok(manager !== undefined);
-    await ensureBusyboxImage(createDockerEngine(`unix://${manager.socket}`));
-    ts = await startTestServer({
+    // The busybox base apps build FROM, copied to the manager while the server starts (kept at once:
+    // the after hook closes it even when the copy fails).
+    await Promise.all([busyboxOnManager(layout), startTestServer({
       DOCKER_HOST: `unix://${manager.socket}`,
       SLIPWAY_RUNTIME: 'swarm',
       SLIPWAY_REGISTRY: layout.registry,
@@ -98,7 +98,8 @@ describe('swarm runtime', () => {
       SLIPWAY_STARTUP_TIMEOUT_SECONDS: '15',
       // The workers' engines, for the figures of the replicas they run (each node's socket is on this host).
       SLIPWAY_SWARM_NODE_ENGINES: layout.nodes.slice(1).map((n) => `${n.address}=unix://${n.socket}`).join(','),
-    });
+    }).then((server) => (ts = server))]);
+    assert.ok(ts !== undefined);
     token = (await ts.newUser('swarm')).token;
   });
   after(async () => {
@@ -233,19 +234,17 @@ describe('swarm runtime', () => {
     assert.ok(other !== '' && mine !== '');
     const addresses = nodeDocker(manager, ['inspect', other, '--format', '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}']).trim().split(' ');
     const gateway = [...nodeDocker(manager, ['exec', other, 'ip', '-4', '-o', 'addr']).matchAll(/inet (172\.\d+\.\d+\.\d+)\//g)].map((m) => m[1] ?? '');
-    const reach = (from: string, address: string): boolean => {
-      try {
-        nodeDocker(manager, ['exec', from, 'nc', '-w', '2', address, '8080', '-e', '/bin/true']);
-        return true;
-      } catch {
-        return false;
-      }
-    };
+    const reach = (from: string, address: string): Promise<boolean> => nodeDockerSucceeds(manager, ['exec', from, 'nc', '-w', '2', address, '8080', '-e', '/bin/true']);
     const targets = [...new Set([...addresses, ...gateway])].filter((a) => a !== '');
     assert.ok(targets.length >= 2, targets.join(' '));
-    for (const address of targets) {
-      assert.equal(reach(other, address), true, `the replica reaches itself at ${address}`);
-      assert.equal(reach(mine, address), false, `another deployment reaches the replica at ${address}`);
+    // Every probe at once (one that must fail waits out its 2 s).
+    const reached = await Promise.all(targets.map(async (address) => {
+      const [itself, another] = await Promise.all([reach(other, address), reach(mine, address)]);
+      return { address, itself, another };
+    }));
+    for (const { address, itself, another } of reached) {
+      assert.equal(itself, true, `the replica reaches itself at ${address}`);
+      assert.equal(another, false, `another deployment reaches the replica at ${address}`);
     }
 
     // Nor at its node's published port, on this node or another (the node guard, one task per node,
@@ -263,20 +262,12 @@ describe('swarm runtime', () => {
     const published = liveUpstreams();
     // A replica on this task's node and one on another (swarm spreads the three; a rollback may pair two).
     assert.ok(published.some((u) => u.host === manager.address) && published.some((u) => u.host !== manager.address), JSON.stringify(published));
-    const dial = (address: string, port: number): boolean => {
-      try {
-        nodeDocker(manager, ['exec', mine, '/.slipway/busybox', 'nc', '-w', '3', address, String(port), '-e', '/.slipway/busybox', 'true']);
-        return true;
-      } catch {
-        return false;
-      }
-    };
-    // The task reaches the nodes themselves (swarm's own port, 2377): only the published ports, and the registry's, are closed.
-    assert.equal(dial(manager.address, 2377), true, 'the task reaches its node');
-    assert.equal(dial(manager.address, Number(layout.registry.split(':')[1])), false, 'the task reaches the registry every tenant\'s image is in');
-    for (const upstream of published) {
-      assert.equal(dial(upstream.host, upstream.port), false, `another deployment reaches the replica at ${upstream.host}:${upstream.port}`);
-    }
+    const dial = (address: string, port: number): Promise<boolean> => nodeDockerSucceeds(manager, ['exec', mine, '/.slipway/busybox', 'nc', '-w', '3', address, String(port), '-e', '/.slipway/busybox', 'true']);
+    // The task reaches the nodes themselves (swarm's own port, 2377): only the published ports, and the registry's, are closed (every dial at once).
+    const [node, registry, ...replicas] = await Promise.all([dial(manager.address, 2377), dial(manager.address, Number(layout.registry.split(':')[1])), ...published.map((u) => dial(u.host, u.port))]);
+    assert.equal(node, true, 'the task reaches its node');
+    assert.equal(registry, false, 'the task reaches the registry every tenant\'s image is in');
+    published.forEach((upstream, i) => assert.equal(replicas[i], false, `another deployment reaches the replica at ${upstream.host}:${upstream.port}`));
     const served = await threeReplicasAnswer('every replica to answer through the edge with the guard in place');
     assert.equal(served.size, 3);
 
