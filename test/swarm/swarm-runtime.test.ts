@@ -126,22 +126,23 @@ describe('swarm runtime', () => {
       const images = nodeDocker(worker, ['image', 'ls', '--format', '{{.Repository}}:{{.Tag}}']);
       assert.match(images, new RegExp(`^${layout.registry.replace(/\./g, '\\.')}/slipway-${id}:`, 'm'));
     }
-    // The edge reaches every replica directly on its node.
-    const hostnames = await threeReplicasAnswer('every replica to answer through the edge');
-    assert.equal(hostnames.size, 3);
-
-    // Logs of every replica, wherever it runs, read through the manager and prefixed with its number.
-    const logs = await eventually(async () => {
-      const res = await ts?.request('GET', `/api/v1/deployments/${id}/logs?tail=50`, { token });
-      return res !== undefined && [1, 2, 3].every((n) => res.text.includes(`[${n}] listening on`)) ? res.text : undefined;
-    }, 60_000, "every replica's output in the logs");
-    assert.match(logs, /^\[1\] /m);
-    // Metrics of every replica, the workers' read on their own engines (SLIPWAY_SWARM_NODE_ENGINES): summed, and each one's figures.
+    // The edge reaches every replica directly on its node; their logs and metrics are read meanwhile (each wait on its own).
     type Figures = { replica: number; cpu_percent: number; memory_bytes: number; memory_limit_bytes: number; network_rx_bytes: number; network_tx_bytes: number; restarts: number; started_at: string };
-    const metrics = await eventually(async () => {
-      const res = await ts?.request('GET', `/api/v1/deployments/${id}/metrics`, { token });
-      return res?.status === 200 && Array.isArray(res.json.replicas) && res.json.replicas.length === 3 ? (res.json as Figures & { replicas: Figures[] }) : undefined;
-    }, 60_000, 'metrics of the three replicas');
+    const [hostnames, logs, metrics] = await Promise.all([
+      threeReplicasAnswer('every replica to answer through the edge'),
+      // Logs of every replica, wherever it runs, read through the manager and prefixed with its number.
+      eventually(async () => {
+        const res = await ts?.request('GET', `/api/v1/deployments/${id}/logs?tail=50`, { token });
+        return res !== undefined && [1, 2, 3].every((n) => res.text.includes(`[${n}] listening on`)) ? res.text : undefined;
+      }, 60_000, "every replica's output in the logs"),
+      // Metrics of every replica, the workers' read on their own engines (SLIPWAY_SWARM_NODE_ENGINES): summed, and each one's figures.
+      eventually(async () => {
+        const res = await ts?.request('GET', `/api/v1/deployments/${id}/metrics`, { token });
+        return res?.status === 200 && Array.isArray(res.json.replicas) && res.json.replicas.length === 3 ? (res.json as Figures & { replicas: Figures[] }) : undefined;
+      }, 60_000, 'metrics of the three replicas'),
+    ]);
+    assert.equal(hostnames.size, 3);
+    assert.match(logs, /^\[1\] /m);
     assert.deepEqual(metrics.replicas.map((r) => r.replica), [1, 2, 3]);
     for (const r of metrics.replicas) assert.ok(r.memory_bytes > 0 && r.network_rx_bytes >= 0 && r.started_at !== '', JSON.stringify(r));
     const sum = (pick: (r: Figures) => number): number => metrics.replicas.reduce((total, r) => total + pick(r), 0);
