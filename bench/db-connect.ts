@@ -1,4 +1,4 @@
-// Benchmark: `slipway db connect` against `ssh -L` to the same kind of database (pgbench -S tps at 8 clients, MiB/s of a COPY TO STDOUT), the server's RSS with 50 connections, and create-to-accepting against `docker run`.
+// Benchmark: `slipway db connect` (the CLI in its own process) against `ssh -L` to the same kind of database (pgbench -S tps at 8 clients, MiB/s of a COPY TO STDOUT), the server's RSS with 50 connections, and create-to-accepting against `docker run`.
 // Run: node dist/bench/db-connect.js [--seconds 15] [--rounds 3] [--copy-mib 100] [--create-runs 3] [--image slipway-stand-in/postgres:15]
 //      (needs Debian's postgresql-client for psql and pgbench, and openssh-server for the ssh -L baseline)
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
@@ -7,7 +7,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import Dockerode from 'dockerode';
-import { runDbConnect } from '../src/cli/db-connect.js';
 import { freePort } from '../test/helpers/net.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, PROJECT_ROOT, loginAs, request, testEnv } from '../test/helpers/server.js';
 import { processTree } from './proc.js';
@@ -151,11 +150,14 @@ async function main(): Promise<void> {
 
   // The two paths to a database of the same image and size.
   const creds = (await request(base, 'GET', `/api/v1/databases/${databaseId}/credentials`, { token })).json as { username: string; password: string; database: string };
-  const controller = new AbortController();
-  let connectPort = 0;
-  await new Promise<void>((resolve, reject) => {
-    runDbConnect({ serverUrl: base, bearer: key, databaseId, port: 0, signal: controller.signal, onListening: (p) => { connectPort = p; resolve(); }, onProblem: (m) => console.error(`db connect: ${m}`) }).catch(reject);
+  // The real CLI in a process of its own, as a person runs it (not in the bench's event loop, which also reads psql's output).
+  const connectPort = await freePort();
+  const cli = spawn(process.execPath, [path.join(PROJECT_ROOT, 'bin', 'slipway.js'), 'db', 'connect', databaseId, '--port', String(connectPort)], {
+    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: dir, SLIPWAY_URL: base, SLIPWAY_API_KEY: key },
+    stdio: ['ignore', 'ignore', 'inherit'],
   });
+  children.push(cli);
+  await waitForPort(connectPort, 30_000);
   const slipway: Target = { name: 'slipway db connect', port: connectPort, user: creds.username, password: creds.password, database: creds.database };
   const hand = await dockerRunByHand();
   const ssh = await startSshForward('-L', hand.port, dir);
@@ -188,7 +190,6 @@ async function main(): Promise<void> {
   const fifty = await pgbenchTps(slipway, 50, Math.max(20, seconds));
   clearInterval(sampler);
   console.log(`50 connections (${fmt(fifty, 0)} tps): server RSS ${fmt(before / 1024)} MiB before, peak ${fmt(peak / 1024)} MiB: +${fmt((peak - before) / 1024)} MiB (goal < +64 MiB)`);
-  controller.abort();
   await request(base, 'DELETE', `/api/v1/databases/${databaseId}?force=true`, { token });
 }
 

@@ -2,7 +2,7 @@
 import path from 'node:path';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
-const SLOWEST = 12;
+const SLOWEST = 40;
 const MAX_FAILURES = 30;
 
 const short = (file) => (file ? path.relative(path.join(root, 'dist'), file) : '(unknown file)');

@@ -6,15 +6,17 @@ import type { ObjectStore } from './object-store.js';
 
 /**
  * Deletes every backup of `databaseId` (a database already deleted, its authorization checked by
- * that deletion): the object in its destination first, then its record. An object that cannot be
- * deleted is logged and its record removed all the same: the database it belonged to is gone.
+ * that deletion): its record, then its object in the destination. Record first, for a backup still
+ * running: its runner, finding the record gone when its upload ends, deletes what it stored, and an
+ * upload that ended before the record went is deleted here. An object that cannot be deleted is
+ * logged all the same: the database it belonged to is gone.
  */
 export async function deleteDatabaseBackups(ctx: BackupsContext, databaseId: string): Promise<void> {
   const warn = (what: string, err: unknown): void => ctx.log('warn', `a deleted database's ${what} could not be deleted from its destination`, { databaseId, err: err instanceof Error ? err.message : String(err) });
   for (let page = await ctx.store.listBackups(databaseId, undefined, 100); page.length > 0; page = await ctx.store.listBackups(databaseId, undefined, 100)) {
     for (const backup of page) {
-      await removeBackupObject(ctx, backup).catch((err: unknown) => warn(`backup ${backup.id}`, err));
       await ctx.store.removeBackup(backup.id);
+      await removeBackupObject(ctx, backup).catch((err: unknown) => warn(`backup ${backup.id}`, err));
     }
   }
   const stores = new Map<string, ObjectStore | null>();

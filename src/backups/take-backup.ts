@@ -1,5 +1,6 @@
 // Taking a backup (decisions §20), a pipeline of named steps: reach the destination, list the source, dump with the engine's own tool → encrypt → hash → multipart upload, record, then verify by restore.
 import type { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ContainerCommand, DatabaseCredentials } from '../databases/engine-adapter.js';
 import { ENGINES } from '../databases/engines.js';
 import { serviceContainer } from '../runtime/service.js';
@@ -11,7 +12,7 @@ import { openDestination } from './destinations.js';
 import { DestinationError, errorDetail, type ObjectStore } from './object-store.js';
 import { openSnapshotSession, type SnapshotSession } from './snapshot-session.js';
 import { verifyBackup } from './verify-backup.js';
-import { applyRetention } from './retention.js';
+import { applyRetention, removeBackupObject } from './retention.js';
 
 /** Time a whole backup (dump and upload) may take. */
 const BACKUP_TIMEOUT_MS = 6 * 3_600_000;
@@ -21,6 +22,32 @@ export async function failBackup(ctx: Pick<BackupsContext, 'store' | 'events' | 
   await ctx.store.updateBackup(backup.id, { status: 'failed', error: `${step}: ${message}`, finished_at: backup.finished_at ?? new Date().toISOString(), runner: null });
   ctx.log('warn', `backup ${backup.id} of database ${backup.database_name} failed at ${step}`, { message });
   ctx.events.emit({ type: 'backup.failed', databaseId: backup.database_id, databaseName: backup.database_name, backupId: backup.id, step, message });
+}
+
+/**
+ * Whether the backup's record is gone: its database was deleted with its backups (or the backup by
+ * hand while it was being verified) as it ran. Its outcome is then nobody's to record or be told of.
+ */
+async function recordGone(ctx: Pick<BackupsContext, 'store'>, backup: BackupRow): Promise<boolean> {
+  return (await ctx.store.getBackup(backup.id).catch(() => backup)) === undefined;
+}
+
+/** How long a failed backup whose database's container is gone waits to see whether that database is being deleted. */
+const DELETION_SETTLE_MS = 10_000;
+
+/**
+ * Whether the backup's database was deleted as it ran: its container is gone and its record goes
+ * within a few seconds (a deletion removes the container first, then the record).
+ */
+async function databaseDeleted(ctx: BackupsContext, backup: BackupRow): Promise<boolean> {
+  const { engine, instanceId, store } = ctx.databases;
+  const deadline = Date.now() + DELETION_SETTLE_MS;
+  for (;;) {
+    if ((await store.get(backup.database_id).catch(() => null)) === undefined) return true;
+    if ((await serviceContainer(engine, instanceId, backup.database_id).catch(() => null)) !== undefined) return false;
+    if (Date.now() >= deadline) return false;
+    await sleep(200);
+  }
 }
 
 /** The step and message of any failure of the pipeline. */
@@ -40,6 +67,11 @@ export async function takeBackup(ctx: BackupsContext, backup: BackupRow, signal:
   ctx.work.hold(backup.id);
   try {
     const stored = await dumpAndUpload(ctx, backup, cut);
+    if (await recordGone(ctx, backup)) {
+      // Deleted while it ran (its database, with its backups): what was just stored goes too.
+      await removeBackupObject(ctx, backup).catch((err: unknown) => ctx.log('warn', `the object of deleted backup ${backup.id} could not be deleted`, { err: errorDetail(err) }));
+      return 'failed';
+    }
     const done = { ...backup, ...stored, status: 'succeeded' as const, finished_at: new Date().toISOString() };
     await ctx.store.updateBackup(backup.id, { status: 'succeeded', ...stored, finished_at: done.finished_at });
     if (!options.verify) {
@@ -48,6 +80,12 @@ export async function takeBackup(ctx: BackupsContext, backup: BackupRow, signal:
     }
     return await verifyAndRecord(ctx, done, cut);
   } catch (err) {
+    if (await recordGone(ctx, backup)) return 'failed'; // deleted meanwhile: nobody to tell
+    if (await databaseDeleted(ctx, backup)) {
+      // Its database was deleted under it (the backups kept): a failure the user caused and knows of, not one to be told.
+      await ctx.store.updateBackup(backup.id, { status: 'failed', error: 'dump: the database was deleted while it was being backed up', finished_at: new Date().toISOString(), runner: null });
+      return 'failed';
+    }
     const { step, message } = stepOf(err, 'dump');
     await failBackup(ctx, backup, step, cut.aborted && !signal.aborted ? `did not finish within ${BACKUP_TIMEOUT_MS / 3_600_000} h` : message);
     return 'failed';
@@ -61,6 +99,7 @@ export async function verifyAndRecord(ctx: BackupsContext, backup: BackupRow, si
   try {
     await verifyBackup(ctx, backup, signal);
   } catch (err) {
+    if (await recordGone(ctx, backup)) return 'failed'; // deleted while being verified: nobody to tell
     const { step, message } = stepOf(err, 'verify');
     await failBackup(ctx, backup, step.startsWith('verify') ? step : `verify: ${step}`, message);
     return 'failed';

@@ -28,8 +28,10 @@ async function provision(ctx: DatabasesContext, id: string, signal: AbortSignal)
       credentials,
       signal,
     );
+    await ctx.store.update(id, { status: 'running', error: null, container_id: containerId });
+    // Measured once it runs, not before: `du` is off the path to `running` (a GET measures again anyway).
     const size = await measureSize(ctx.engine, containerId, adapter);
-    await ctx.store.update(id, { status: 'running', error: null, container_id: containerId, ...(size === null ? {} : { size_bytes: size }) });
+    if (size !== null) await ctx.store.update(id, { size_bytes: size });
   } catch (err) {
     if (signal.aborted) throw err;
     const message =
