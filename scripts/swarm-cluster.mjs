@@ -76,15 +76,15 @@ async function waitFor(what, check, timeoutMs) {
   }
 }
 
-/** GET on a node's engine socket (no docker CLI process per look): the parsed JSON or text, or undefined on any failure. */
-function engineGet(node, urlPath) {
+/** A call on a node's engine socket (no docker CLI process per look): the parsed JSON or text of a 2xx answer, or undefined on any failure. */
+function engineCall(node, method, urlPath) {
   return new Promise((resolve) => {
-    const req = http.get({ socketPath: node.socket, path: urlPath, timeout: 5000 }, (res) => {
+    const req = http.request({ socketPath: node.socket, method, path: urlPath, timeout: 5000 }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (chunk) => (body += chunk));
       res.on('end', () => {
-        if (res.statusCode !== 200) return resolve(undefined);
+        if ((res.statusCode ?? 0) < 200 || (res.statusCode ?? 0) > 299) return resolve(undefined);
         try {
           resolve(JSON.parse(body));
         } catch {
@@ -95,8 +95,10 @@ function engineGet(node, urlPath) {
     });
     req.on('timeout', () => req.destroy());
     req.on('error', () => resolve(undefined));
+    req.end();
   });
 }
+const engineGet = (node, urlPath) => engineCall(node, 'GET', urlPath);
 
 /** Kills a process we started (by its pid file) and waits for it to end. */
 async function stopPid(file, signal = 'SIGTERM') {
@@ -125,7 +127,15 @@ async function stopPid(file, signal = 'SIGTERM') {
 
 /** Removes everything a cluster holds: processes, mounts, namespaces, bridge, the FORWARD rule, files. */
 export async function down(layout) {
-  // dockerd first (it stops its containers) with the registry beside it, then containerd; the nodes at once.
+  // Every container killed first: dockerd would stop each within its grace period (10 s for one that
+  // ignores SIGTERM, as a shell's exec'd httpd as PID 1 does), and past 20 s it is killed, its containers left running.
+  await Promise.all(
+    layout.nodes.map(async (node) => {
+      const running = await engineGet(node, '/containers/json');
+      if (Array.isArray(running)) await Promise.all(running.map((c) => engineCall(node, 'POST', `/containers/${encodeURIComponent(c.Id)}/kill`)));
+    }),
+  );
+  // dockerd then (it stops what is left) with the registry beside it, then containerd; the nodes at once.
   await Promise.all(
     layout.nodes.map(async (node) => {
       await Promise.all([stopPid(path.join(node.dir, 'dockerd.pid')), stopPid(path.join(node.dir, 'registry.pid'))]);
