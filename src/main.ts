@@ -54,6 +54,8 @@ export interface StartOptions {
   gitEnv?: Record<string, string>;
   /** Where builds wait for a slot instead of the fair scheduler (bench/fair-builds compares policies). */
   buildSlots?: BuildSlots;
+  /** The clock two-factor codes are checked against (tests drive it to the next 30 s step). */
+  now?: () => number;
 }
 
 /** What the control plane hands the edge and the running server. */
@@ -124,7 +126,7 @@ async function addControlPlane(parts: Parts, config: Config, options: StartOptio
   liveTunnels = () => tunnels.connectedCount();
   const https = parts.add('https', await httpsPart({ config, log, self: runner, coordination, challenges: stores.challenges, repository: stores.certificates, table: planes.table, events: deploy.appEvents }));
   const api = parts.add('api', await apiPart({
-    ...stores, config, log, metrics, cipher, coordination, self: runner, gitEnv: deploy.gitEnv,
+    ...stores, config, log, metrics, cipher, coordination, self: runner, gitEnv: deploy.gitEnv, now: options.now,
     deployments: stores.catalog, store: stores.sources, operations: deploy.lifecycle, appHealth: deploy.appHealth, quotas: deploy.quotas, tunnels: directory, databases: databases.context, backups, jobs,
     hosts: deploy.hosts, certificates: https.domainCertificates, instances: stores.registry, nodes: deploy.nodes, notifications,
     checks: {

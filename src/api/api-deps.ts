@@ -52,6 +52,8 @@ export interface TunnelDirectory {
 /** Everything the API needs, wired once in main.ts. */
 export interface ApiDeps {
   readonly config: Config;
+  /** The clock two-factor codes are checked against (tests drive it; the system clock otherwise). */
+  readonly now?: (() => number) | undefined;
   /** Deployments and builds as the API reads them; deployments' create and edit. */
   readonly deployments: DeploymentCatalog;
   readonly store: SourceStore;

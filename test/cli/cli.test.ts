@@ -29,7 +29,7 @@ function getApp(port: number, subdomain: string): Promise<{ status: number; body
 let server: TestServer;
 let work: string;
 let user: Awaited<ReturnType<TestServer['newUser']>>;
-/** A home whose saved login is `user`'s (email/password login). */
+/** A home whose saved login is `user`'s (email/password login, in `before`). */
 let home: string;
 
 async function newHome(): Promise<string> {
@@ -41,6 +41,8 @@ before(async () => {
   server = await startTestServer();
   user = await server.newUser('cli');
   home = await newHome();
+  const login = await cli(['login', '--url', server.url], { home, input: `${user.email}\n${user.password}\n` });
+  assert.equal(login.code, 0, login.stderr);
 });
 
 after(async () => {
@@ -53,8 +55,18 @@ after(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-describe('login and credentials', () => {
+// The three groups share the server alone (each its own users, apps and homes): they run at once,
+// the cases of each in order (a group would inherit `concurrency: true`; 1 keeps its cases in order).
+describe('the slipway CLI', { concurrency: true }, () => {
+  describe('login and credentials', { concurrency: 1 }, loginAndCredentials);
+  describe('lists over several pages', { concurrency: 1 }, listsOverSeveralPages);
+  describe('deploy and manage an app', { concurrency: 1 }, deployAndManageAnApp);
+});
+
+function loginAndCredentials(): void {
   test('login with e-mail and password on stdin; whoami; the config file is private', async () => {
+    // A home of its own (`home` is logged in by `before`: the groups run at once).
+    const home = await newHome();
     const login = await cli(['login', '--url', server.url], { home, input: `${user.email}\n${user.password}\n` });
     assert.equal(login.code, 0, login.stderr);
     assert.match(login.stdout, new RegExp(`Logged in to .* as ${user.email}`));
@@ -159,9 +171,9 @@ describe('login and credentials', () => {
     const login = await cli(['login', '--url', server.url, '--email', other.email], { home: await newHome(), input: 'new-password-1\n' });
     assert.equal(login.code, 0, login.stderr);
   });
-});
+}
 
-describe('lists over several pages', () => {
+function listsOverSeveralPages(): void {
   test('apps shows every app, following the next links; --limit cuts; an app on a later page resolves by name', async () => {
     const owner = await server.newUser('clipages');
     const env = { SLIPWAY_URL: server.url, SLIPWAY_API_KEY: owner.apiKey };
@@ -213,9 +225,9 @@ describe('lists over several pages', () => {
       newestKeys,
     );
   });
-});
+}
 
-describe('deploy and manage an app', () => {
+function deployAndManageAnApp(): void {
   const secret = `SECRET-${randomUUID()}`;
   /** Uploaded, and found by the same grep that must not find the secret: the check can fail. */
   const canary = `CANARY-${randomUUID()}`;
@@ -321,4 +333,4 @@ describe('deploy and manage an app', () => {
     assert.equal(apps.length, 0);
     assert.equal((await getApp(server.port, subdomain)).status, 404);
   });
-});
+}

@@ -172,7 +172,7 @@ function reportInternalErrors(level: string, message: string, detail?: object): 
 }
 
 /** Starts a server in this process. */
-export async function startTestServer(overrides: Record<string, string> = {}, dataDir?: string, options: Pick<StartOptions, 'buildSlots' | 'log'> = {}): Promise<TestServer> {
+export async function startTestServer(overrides: Record<string, string> = {}, dataDir?: string, options: Pick<StartOptions, 'buildSlots' | 'log' | 'now'> = {}): Promise<TestServer> {
   const dir = dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-test-'));
   const database = overrides['SLIPWAY_DATABASE_URL'] === undefined ? await testDatabase() : undefined;
   if (database !== undefined) overrides = { ...overrides, SLIPWAY_DATABASE_URL: database.url };

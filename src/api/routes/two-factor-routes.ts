@@ -10,7 +10,7 @@ const CodeBody = Type.Object({ code: Type.String({ maxLength: 32, description: '
 
 /** What the two-factor use-cases need, from the API's dependencies. */
 export function twoFactorDeps(deps: ApiDeps): TwoFactorDeps {
-  return { accounts: deps.accounts, seal: deps.seal, limiter: deps.loginLimiter, issuer: `Slipway (${deps.config.domain})` };
+  return { accounts: deps.accounts, seal: deps.seal, limiter: deps.loginLimiter, issuer: `Slipway (${deps.config.domain})`, ...(deps.now === undefined ? {} : { now: deps.now }) };
 }
 
 export const twoFactorRoutes =
