@@ -3,10 +3,12 @@
 // `up` first tears down whatever a crashed earlier run left (a cluster whose owner process ended). Needs root and Debian's docker.io,
 // containerd, iproute2 and docker-registry. It never touches the host's own dockerd; the only host
 // iptables rule it adds is one FORWARD accept per cluster bridge, removed by `down`.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
 
 /** Every cluster lives under here, in a directory named by its id. */
 export const STATE_ROOT = '/var/tmp/slipway-swarm';
@@ -43,6 +45,10 @@ export function clusterLayout(id) {
 function sh(cmd, args, options = {}) {
   return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000, ...options });
 }
+/** sh, without blocking: the nodes are set up side by side. */
+async function shAsync(cmd, args, options = {}) {
+  return (await promisify(execFile)(cmd, args, { encoding: 'utf8', timeout: 60_000, ...options })).stdout;
+}
 function quiet(cmd, args) {
   try {
     return sh(cmd, args);
@@ -64,11 +70,35 @@ function startIn(node, name, cmd, args) {
 async function waitFor(what, check, timeoutMs) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (check()) return;
+    if (await check()) return;
     if (Date.now() > deadline) throw new Error(`swarm cluster: ${what} not ready within ${timeoutMs / 1000} s`);
-    await sleep(250);
+    await sleep(100);
   }
 }
+
+/** A call on a node's engine socket (no docker CLI process per look): the parsed JSON or text of a 2xx answer, or undefined on any failure. */
+function engineCall(node, method, urlPath) {
+  return new Promise((resolve) => {
+    const req = http.request({ socketPath: node.socket, method, path: urlPath, timeout: 5000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => (body += chunk));
+      res.on('end', () => {
+        if ((res.statusCode ?? 0) < 200 || (res.statusCode ?? 0) > 299) return resolve(undefined);
+        try {
+          resolve(JSON.parse(body));
+        } catch {
+          resolve(body);
+        }
+      });
+      res.on('error', () => resolve(undefined));
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(undefined));
+    req.end();
+  });
+}
+const engineGet = (node, urlPath) => engineCall(node, 'GET', urlPath);
 
 /** Kills a process we started (by its pid file) and waits for it to end. */
 async function stopPid(file, signal = 'SIGTERM') {
@@ -97,11 +127,18 @@ async function stopPid(file, signal = 'SIGTERM') {
 
 /** Removes everything a cluster holds: processes, mounts, namespaces, bridge, the FORWARD rule, files. */
 export async function down(layout) {
-  // dockerd first (it stops its containers), then the registry and containerd; the nodes at once.
+  // Every container killed first: dockerd would stop each within its grace period (10 s for one that
+  // ignores SIGTERM, as a shell's exec'd httpd as PID 1 does), and past 20 s it is killed, its containers left running.
   await Promise.all(
     layout.nodes.map(async (node) => {
-      await stopPid(path.join(node.dir, 'dockerd.pid'));
-      await stopPid(path.join(node.dir, 'registry.pid'));
+      const running = await engineGet(node, '/containers/json');
+      if (Array.isArray(running)) await Promise.all(running.map((c) => engineCall(node, 'POST', `/containers/${encodeURIComponent(c.Id)}/kill`)));
+    }),
+  );
+  // dockerd then (it stops what is left) with the registry beside it, then containerd; the nodes at once.
+  await Promise.all(
+    layout.nodes.map(async (node) => {
+      await Promise.all([stopPid(path.join(node.dir, 'dockerd.pid')), stopPid(path.join(node.dir, 'registry.pid'))]);
       await stopPid(path.join(node.dir, 'containerd.pid'));
     }),
   );
@@ -111,7 +148,9 @@ export async function down(layout) {
     if (match !== null && match[2].includes(`${layout.dir}/`)) quiet('kill', ['-9', match[1]]);
   }
   const mounts = fs.readFileSync('/proc/mounts', 'utf8').split('\n');
-  for (const target of mounts.map((l) => l.split(' ')[1] ?? '').filter((t) => t.startsWith(`${layout.dir}/`)).reverse()) quiet('umount', ['-l', target]);
+  // Innermost first, all in one umount (it goes on past a target that fails).
+  const targets = mounts.map((l) => l.split(' ')[1] ?? '').filter((t) => t.startsWith(`${layout.dir}/`)).reverse();
+  if (targets.length > 0) quiet('umount', ['-l', ...targets]);
   for (const node of layout.nodes) quiet('ip', ['netns', 'del', node.netns]);
   quiet('ip', ['link', 'del', layout.bridge]);
   while (quiet('iptables', ['-C', ...layout.forwardRule]) !== undefined) quiet('iptables', ['-D', ...layout.forwardRule]);
@@ -205,43 +244,50 @@ async function start(layout) {
   sh('ip', ['addr', 'add', `${layout.hostAddress}/24`, 'dev', bridge]);
   sh('ip', ['link', 'set', bridge, 'up']);
   sh('iptables', ['-I', ...layout.forwardRule]);
-  for (const node of nodes) {
-    fs.mkdirSync(node.dir, { recursive: true });
-    sh('ip', ['netns', 'add', node.netns]);
-    sh('ip', ['link', 'add', node.hostEnd, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', node.netns]);
-    sh('ip', ['link', 'set', node.hostEnd, 'master', bridge, 'up']);
-    sh('ip', ['-n', node.netns, 'addr', 'add', `${node.address}/24`, 'dev', 'eth0']);
-    sh('ip', ['-n', node.netns, 'link', 'set', 'eth0', 'up']);
-    sh('ip', ['-n', node.netns, 'link', 'set', 'lo', 'up']);
-    // No default route: nothing leaves the namespace (a node would otherwise try Docker Hub's DNS).
-    fs.writeFileSync(path.join(node.dir, 'containerd.toml'), containerdConfig(node));
-    startIn(node, 'containerd', 'containerd', ['--config', path.join(node.dir, 'containerd.toml')]);
-  }
-  for (const node of nodes) {
-    await waitFor(`containerd of ${node.name}`, () => fs.existsSync(path.join(node.dir, 'containerd.sock')), 60_000);
-    startIn(node, 'dockerd', 'dockerd', [
-      '--host', `unix://${node.socket}`,
-      '--containerd', path.join(node.dir, 'containerd.sock'),
-      '--data-root', path.join(node.dir, 'data'),
-      '--exec-root', path.join(node.dir, 'exec'),
-      '--pidfile', path.join(node.dir, 'dockerd.engine.pid'),
-      '--insecure-registry', registry,
-      '--insecure-registry', layout.ownRegistry,
-      '--log-level', 'warn',
-      // Test apps need no grace: a cluster goes down in seconds.
-      '--shutdown-timeout', '2',
-    ]);
-  }
-  for (const node of nodes) await waitFor(`dockerd of ${node.name}`, () => quiet('docker', ['-H', `unix://${node.socket}`, 'version', '--format', '{{.Server.Version}}']) !== undefined, 120_000);
   const [manager, ...workers] = nodes;
-  fs.writeFileSync(path.join(manager.dir, 'registry.yml'), registryConfig(manager, registry));
-  startIn(manager, 'registry', '/usr/bin/docker-registry', ['serve', path.join(manager.dir, 'registry.yml')]);
+  // Each node on its own (side by side): its namespace, its containerd, then its dockerd once containerd answers.
+  await Promise.all(
+    nodes.map(async (node) => {
+      fs.mkdirSync(node.dir, { recursive: true });
+      await shAsync('ip', ['netns', 'add', node.netns]);
+      await shAsync('ip', ['link', 'add', node.hostEnd, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', node.netns]);
+      await shAsync('ip', ['link', 'set', node.hostEnd, 'master', bridge, 'up']);
+      await shAsync('ip', ['-n', node.netns, 'addr', 'add', `${node.address}/24`, 'dev', 'eth0']);
+      await shAsync('ip', ['-n', node.netns, 'link', 'set', 'eth0', 'up']);
+      await shAsync('ip', ['-n', node.netns, 'link', 'set', 'lo', 'up']);
+      // No default route: nothing leaves the namespace (a node would otherwise try Docker Hub's DNS).
+      if (node === manager) {
+        // The registry needs only the manager's namespace: it starts while the engines do.
+        fs.writeFileSync(path.join(manager.dir, 'registry.yml'), registryConfig(manager, registry));
+        startIn(manager, 'registry', '/usr/bin/docker-registry', ['serve', path.join(manager.dir, 'registry.yml')]);
+      }
+      fs.writeFileSync(path.join(node.dir, 'containerd.toml'), containerdConfig(node));
+      startIn(node, 'containerd', 'containerd', ['--config', path.join(node.dir, 'containerd.toml')]);
+      await waitFor(`containerd of ${node.name}`, () => fs.existsSync(path.join(node.dir, 'containerd.sock')), 60_000);
+      startIn(node, 'dockerd', 'dockerd', [
+        '--host', `unix://${node.socket}`,
+        '--containerd', path.join(node.dir, 'containerd.sock'),
+        '--data-root', path.join(node.dir, 'data'),
+        '--exec-root', path.join(node.dir, 'exec'),
+        '--pidfile', path.join(node.dir, 'dockerd.engine.pid'),
+        '--insecure-registry', registry,
+        '--insecure-registry', layout.ownRegistry,
+        '--log-level', 'warn',
+        // Test apps need no grace: a cluster goes down in seconds.
+        '--shutdown-timeout', '2',
+      ]);
+      await waitFor(`dockerd of ${node.name}`, async () => (await engineGet(node, '/_ping')) === 'OK', 120_000);
+    }),
+  );
   // A 2 s dispatcher heartbeat (docs/swarm.md recommends it): a lost node is declared down, and its
   // replicas started elsewhere, in about three beats instead of the default 5 s beat's 15–20 s.
   docker(manager, ['swarm', 'init', '--advertise-addr', manager.address, '--listen-addr', `${manager.address}:2377`, '--dispatcher-heartbeat', '2s']);
   const token = docker(manager, ['swarm', 'join-token', '-q', 'worker']).trim();
-  for (const worker of workers) docker(worker, ['swarm', 'join', '--token', token, '--advertise-addr', worker.address, '--listen-addr', `${worker.address}:2377`, `${manager.address}:2377`]);
-  await waitFor('three ready nodes', () => (quiet('docker', ['-H', `unix://${manager.socket}`, 'node', 'ls', '--format', '{{.Status}}']) ?? '').split('\n').filter((s) => s === 'Ready').length === 3, 120_000);
+  await Promise.all(workers.map((worker) => shAsync('docker', ['-H', `unix://${worker.socket}`, 'swarm', 'join', '--token', token, '--advertise-addr', worker.address, '--listen-addr', `${worker.address}:2377`, `${manager.address}:2377`])));
+  await waitFor('three ready nodes', async () => {
+    const listed = await engineGet(manager, '/nodes');
+    return Array.isArray(listed) && listed.filter((n) => n?.Status?.State === 'ready').length === 3;
+  }, 120_000);
   await waitFor('the registry', () => quiet('nsenter', [`--net=/run/netns/${manager.netns}`, '--', 'wget', '-q', '-O', '/dev/null', `http://${registry}/v2/`]) !== undefined, 60_000);
 }
 

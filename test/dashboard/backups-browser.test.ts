@@ -11,11 +11,17 @@ let user: Awaited<ReturnType<TestServer['newUser']>>;
 let dbId: string;
 
 before(async () => {
+  // Chromium starts while the server starts and the database comes up.
+  const launched = launchBrowser();
+  launched.catch(() => undefined);
   ts = await startTestServer(STAND_IN_IMAGES);
   user = await ts.newUser('ui-backups');
   dbId = (await ts.request('POST', '/api/v1/databases', { token: user.token, body: { name: 'cache', engine: 'redis' } })).json.id;
-  browser = await launchBrowser();
-  assert.equal((await waitForStatus(ts, user.token, dbId)).status, 'running');
+  const [started, status] = await Promise.allSettled([launched, waitForStatus(ts, user.token, dbId)]);
+  if (started.status === 'fulfilled') browser = started.value;
+  if (started.status === 'rejected') throw started.reason;
+  if (status.status === 'rejected') throw status.reason;
+  assert.equal(status.value.status, 'running');
 });
 after(async () => {
   await browser?.close();

@@ -14,9 +14,8 @@ let user: Awaited<ReturnType<TestServer['newUser']>>;
 let id = '';
 
 before(async () => {
-  ts = await startTestServer({ SLIPWAY_STARTUP_TIMEOUT_SECONDS: '90' });
+  [ts, browser] = await Promise.all([startTestServer({ SLIPWAY_STARTUP_TIMEOUT_SECONDS: '90' }), launchBrowser()]);
   user = await ts.newUser('ui-services');
-  browser = await launchBrowser();
 });
 after(async () => {
   await browser?.close();

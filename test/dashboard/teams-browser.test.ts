@@ -17,10 +17,9 @@ const requests: string[] = [];
 const jsQR = jsqr as unknown as (data: Uint8ClampedArray, width: number, height: number) => { data: string } | null;
 
 before(async () => {
-  ts = await startTestServer();
+  [ts, browser] = await Promise.all([startTestServer(), launchBrowser()]);
   owner = await ts.newUser('ui-owner');
   dev = await ts.newUser('ui-dev');
-  browser = await launchBrowser();
 });
 after(async () => {
   await browser?.close();

@@ -104,70 +104,73 @@ describe('preview deployments (end to end)', () => {
     return { containers: containers.length, images: images.length };
   }
 
-  test('opened builds and serves the head at <subdomain>-pr-<n>; synchronize serves the new head; closed removes containers, image and route at once', async () => {
-    const app = await previewApp();
-    await git.commit(app.repo, appFiles('pr one, first\n'), { branch: 'feature' });
-    const first = await git.setRef(app.repo, 'refs/pull/1/head');
-    const previewId = await built(app, { action: 'opened', number: 1, headSha: first, headBranch: 'feature' });
-    const host = `${app.subdomain}-pr-1`;
-    assert.equal((await page(host)).body, 'pr one, first\n');
-    // The head repository is the deployment's own: the secret reaches the app at run time (never a build, §9).
-    assert.equal((await page(host, '/env.txt')).body, `V=visible S=${SECRET}\n`);
-    assert.equal((await page(host, '/build.txt')).body, 'V=visible S=\n');
-    const shown = (await ts.request('GET', `/api/v1/deployments/${app.id}/previews/1`, { token })).json;
-    assert.equal(shown.status, 'running');
-    assert.equal(shown.commit_sha, first);
-    // The deployment itself was never deployed: the preview serves on its own.
-    assert.notEqual((await page(app.subdomain)).status, 200);
+  // Two independent deployments and pull requests: their cases run side by side (the one after restarts the server).
+  describe('pull requests of two deployments', { concurrency: true }, () => {
+    test('opened builds and serves the head at <subdomain>-pr-<n>; synchronize serves the new head; closed removes containers, image and route at once', async () => {
+      const app = await previewApp();
+      await git.commit(app.repo, appFiles('pr one, first\n'), { branch: 'feature' });
+      const first = await git.setRef(app.repo, 'refs/pull/1/head');
+      const previewId = await built(app, { action: 'opened', number: 1, headSha: first, headBranch: 'feature' });
+      const host = `${app.subdomain}-pr-1`;
+      assert.equal((await page(host)).body, 'pr one, first\n');
+      // The head repository is the deployment's own: the secret reaches the app at run time (never a build, §9).
+      assert.equal((await page(host, '/env.txt')).body, `V=visible S=${SECRET}\n`);
+      assert.equal((await page(host, '/build.txt')).body, 'V=visible S=\n');
+      const shown = (await ts.request('GET', `/api/v1/deployments/${app.id}/previews/1`, { token })).json;
+      assert.equal(shown.status, 'running');
+      assert.equal(shown.commit_sha, first);
+      // The deployment itself was never deployed: the preview serves on its own.
+      assert.notEqual((await page(app.subdomain)).status, 200);
 
-    await git.commit(app.repo, appFiles('pr one, second\n'), { branch: 'feature' });
-    const second = await git.setRef(app.repo, 'refs/pull/1/head');
-    assert.equal(await built(app, { action: 'synchronize', number: 1, headSha: second, headBranch: 'feature' }), previewId);
-    assert.equal((await page(host)).body, 'pr one, second\n');
-    const logs = await ts.request('GET', `/api/v1/deployments/${app.id}/previews/1/logs?tail=50`, { token });
-    assert.equal(logs.status, 200, logs.text);
+      await git.commit(app.repo, appFiles('pr one, second\n'), { branch: 'feature' });
+      const second = await git.setRef(app.repo, 'refs/pull/1/head');
+      assert.equal(await built(app, { action: 'synchronize', number: 1, headSha: second, headBranch: 'feature' }), previewId);
+      assert.equal((await page(host)).body, 'pr one, second\n');
+      const logs = await ts.request('GET', `/api/v1/deployments/${app.id}/previews/1/logs?tail=50`, { token });
+      assert.equal(logs.status, 200, logs.text);
 
-    const closed = await deliver(app, { action: 'closed', number: 1, headSha: second, merged: false });
-    assert.equal(closed.status, 200, closed.text);
-    // Removed by the time the delivery is answered (well within the 60 s of decisions §17).
-    assert.equal((await page(host)).status, 404);
-    assert.deepEqual(await engineObjects(previewId), { containers: 0, images: 0 });
-    assert.equal((await ts.request('GET', `/api/v1/deployments/${app.id}/previews`, { token })).json.length, 0);
-  });
+      const closed = await deliver(app, { action: 'closed', number: 1, headSha: second, merged: false });
+      assert.equal(closed.status, 200, closed.text);
+      // Removed by the time the delivery is answered (well within the 60 s of decisions §17).
+      assert.equal((await page(host)).status, 404);
+      assert.deepEqual(await engineObjects(previewId), { containers: 0, images: 0 });
+      assert.equal((await ts.request('GET', `/api/v1/deployments/${app.id}/previews`, { token })).json.length, 0);
+    });
 
-  test("a fork's preview gets the non-secret variables only, at run time and at build time; the 11th preview builds nothing; deleting the deployment deletes its previews", async () => {
-    const app = await previewApp();
-    // The fork is a repository of its own; the forge publishes its head in the base repository's pull ref.
-    const fork = `fork-${crypto.randomUUID()}`;
-    await git.createRepo(fork, appFiles('from a fork\n'));
-    await git.commit(fork, appFiles('fork change\n'), { branch: 'patch' });
-    const head = await git.setRef(app.repo, 'refs/pull/7/head', { from: fork });
-    const previewId = await built(app, { action: 'opened', number: 7, headSha: head, headBranch: 'patch', headRepo: 'someone/app' });
-    const host = `${app.subdomain}-pr-7`;
-    assert.equal((await page(host)).body, 'fork change\n');
-    assert.equal((await page(host, '/env.txt')).body, 'V=visible S=\n', 'no secret at run time');
-    assert.equal((await page(host, '/build.txt')).body, 'V=visible S=\n', 'no secret at build time');
-    const deliveries = (await ts.request('GET', `/api/v1/deployments/${app.id}/webhook/deliveries`, { token })).json as Array<{ reason: string }>;
-    assert.match(deliveries[0]?.reason ?? '', /fork/);
+    test("a fork's preview gets the non-secret variables only, at run time and at build time; the 11th preview builds nothing; deleting the deployment deletes its previews", async () => {
+      const app = await previewApp();
+      // The fork is a repository of its own; the forge publishes its head in the base repository's pull ref.
+      const fork = `fork-${crypto.randomUUID()}`;
+      await git.createRepo(fork, appFiles('from a fork\n'));
+      await git.commit(fork, appFiles('fork change\n'), { branch: 'patch' });
+      const head = await git.setRef(app.repo, 'refs/pull/7/head', { from: fork });
+      const previewId = await built(app, { action: 'opened', number: 7, headSha: head, headBranch: 'patch', headRepo: 'someone/app' });
+      const host = `${app.subdomain}-pr-7`;
+      assert.equal((await page(host)).body, 'fork change\n');
+      assert.equal((await page(host, '/env.txt')).body, 'V=visible S=\n', 'no secret at run time');
+      assert.equal((await page(host, '/build.txt')).body, 'V=visible S=\n', 'no secret at build time');
+      const deliveries = (await ts.request('GET', `/api/v1/deployments/${app.id}/webhook/deliveries`, { token })).json as Array<{ reason: string }>;
+      assert.match(deliveries[0]?.reason ?? '', /fork/);
 
-    // Nine more previews whose heads cannot be fetched (their builds fail at once): ten in all.
-    for (let n = 11; n <= 19; n++) {
-      const res = await deliver(app, { action: 'opened', number: n, headSha: crypto.randomBytes(20).toString('hex') });
-      assert.equal(res.status, 202, `#${n}: ${res.text}`);
-    }
-    const eleventh = await deliver(app, { action: 'opened', number: 20, headSha: head, headRepo: 'someone/app' });
-    assert.equal(eleventh.status, 200, eleventh.text);
-    assert.match(eleventh.json.message, /10 previews/);
-    const list = (await ts.request('GET', `/api/v1/deployments/${app.id}/previews`, { token })).json as Array<{ id: string; number: number }>;
-    assert.equal(list.length, 10);
-    assert.ok(!list.some((p) => p.number === 20));
+      // Nine more previews whose heads cannot be fetched (their builds fail at once): ten in all.
+      for (let n = 11; n <= 19; n++) {
+        const res = await deliver(app, { action: 'opened', number: n, headSha: crypto.randomBytes(20).toString('hex') });
+        assert.equal(res.status, 202, `#${n}: ${res.text}`);
+      }
+      const eleventh = await deliver(app, { action: 'opened', number: 20, headSha: head, headRepo: 'someone/app' });
+      assert.equal(eleventh.status, 200, eleventh.text);
+      assert.match(eleventh.json.message, /10 previews/);
+      const list = (await ts.request('GET', `/api/v1/deployments/${app.id}/previews`, { token })).json as Array<{ id: string; number: number }>;
+      assert.equal(list.length, 10);
+      assert.ok(!list.some((p) => p.number === 20));
 
-    assert.equal((await ts.request('DELETE', `/api/v1/deployments/${app.id}`, { token })).status, 204);
-    assert.equal((await page(host)).status, 404);
-    for (const preview of list) assert.deepEqual(await engineObjects(preview.id), { containers: 0, images: 0 }, `preview #${preview.number}`);
-    assert.deepEqual(await engineObjects(previewId), { containers: 0, images: 0 });
-    const again = await ts.request('POST', '/api/v1/deployments', { token, body: { name: 'again', subdomain: host, repo_url: 'http://127.0.0.1:9/x.git' } });
-    assert.equal(again.status, 201, `the preview's subdomain is free: ${again.text}`);
+      assert.equal((await ts.request('DELETE', `/api/v1/deployments/${app.id}`, { token })).status, 204);
+      assert.equal((await page(host)).status, 404);
+      for (const preview of list) assert.deepEqual(await engineObjects(preview.id), { containers: 0, images: 0 }, `preview #${preview.number}`);
+      assert.deepEqual(await engineObjects(previewId), { containers: 0, images: 0 });
+      const again = await ts.request('POST', '/api/v1/deployments', { token, body: { name: 'again', subdomain: host, repo_url: 'http://127.0.0.1:9/x.git' } });
+      assert.equal(again.status, 201, `the preview's subdomain is free: ${again.text}`);
+    });
   });
 
   test('a preview whose records are gone (a removal cut short) is swept from the engine at the next start', async () => {

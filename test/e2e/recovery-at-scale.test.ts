@@ -1,15 +1,28 @@
 // Recovery with 20 apps on the real engine: the engine stops every container, the server restarts, the host reboots.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED } from '../../src/runtime/engine.js';
-import { appRequest, busyboxArchive, eventually, testEngine } from '../helpers/apps.js';
+import { appRequest, eventually, tarGzOf, tempDir, testEngine } from '../helpers/apps.js';
+import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../helpers/busybox-image.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, loginAs, removeEngineObjects, request, spawnServerProcess, testEnv, type ServerProcess } from '../helpers/server.js';
 
 const APPS = 20;
+
+/** The source of every app: busybox httpd serving $BODY (written at each start, so a container started again serves it too). */
+async function sameForEveryApp(): Promise<Buffer> {
+  await ensureBusyboxImage(testEngine());
+  const dir = tempDir('recovery-20-app');
+  const script = 'mkdir -p /www && echo "$BODY" > /www/index.html && echo "listening on ${PORT:-8080}" && exec httpd -f -v -p "${PORT:-8080}" -h /www';
+  await fsp.writeFile(path.join(dir, 'Dockerfile'), [`FROM ${BUSYBOX_IMAGE}`, 'EXPOSE 8080', `CMD ${JSON.stringify(['/bin/sh', '-c', script])}`, ''].join('\n'));
+  const archive = await tarGzOf(dir);
+  await fsp.rm(dir, { recursive: true, force: true });
+  return archive;
+}
 
 describe('recovery of 20 apps', () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-recovery-20-'));
@@ -26,14 +39,18 @@ describe('recovery of 20 apps', () => {
     const sqlite = new Database(path.join(dataDir, 'slipway.db'), { readonly: true });
     instance = (sqlite.prepare('select id from instance').get() as { id: string }).id;
     sqlite.close();
-    // Deployed in parallel to keep the suite short.
+    // Deployed in parallel to keep the suite short. Every app builds the same context (so after the
+    // first the builds are the engine's cache hits) and serves its own body, from its own variable.
+    const archive = await sameForEveryApp();
     const deployed = await Promise.all(
       Array.from({ length: APPS }, async (_, i) => {
         const subdomain = `many-${process.pid}-${i}`;
+        const body = `app ${i}\n`;
         const created = await request(server.url, 'POST', '/api/v1/deployments', { token, body: { name: subdomain, subdomain, source_type: 'archive' } });
         assert.equal(created.status, 201, created.text);
         const id = created.json.id as string;
-        const { archive, body } = await busyboxArchive({ body: `app ${i}\n` });
+        const vars = await request(server.url, 'PATCH', `/api/v1/deployments/${id}/env`, { token, body: { vars: { BODY: body.trimEnd() } } });
+        assert.equal(vars.status, 200, vars.text);
         const form = new FormData();
         form.append('archive', new Blob([archive]), 'a.tar.gz');
         assert.equal((await request(server.url, 'POST', `/api/v1/deployments/${id}/upload`, { token, raw: form })).status, 200);

@@ -63,8 +63,9 @@ const DROPPED = /ERR_NETWORK_CHANGED|ERR_NETWORK_IO_SUSPENDED|ERR_CONNECTION_RES
 /**
  * Opens `url` in `page` and resolves once the dashboard's script has run (`<html data-ready>`), so
  * callers never wait on timing. The page is loaded again (a read, safe to repeat) when Chromium
- * dropped one of its requests to a network change, or when the script did not start: a module
- * request lost without an error event leaves the page inert.
+ * dropped one of its requests to a network change, or when the script did not start. A dropped
+ * module request leaves the page inert (its script never runs): the load is repeated as soon as the
+ * drop is seen, not after the wait for the script runs out.
  */
 export async function openPage(page: Page, url: string): Promise<void> {
   await loadPage(page, url, false);
@@ -75,28 +76,50 @@ export async function reloadPage(page: Page): Promise<void> {
   await loadPage(page, page.url(), true);
 }
 
+/**
+ * How long loads lost to network changes are repeated: each costs a second or so, but while the
+ * engine starts and stops containers they come in bursts, so a short pause (growing to 2 s) comes
+ * before the next try. A page whose script does not start for a minute is tried three times at most.
+ */
+const LOAD_DEADLINE_MS = 240_000;
+const STALLS_ALLOWED = 3;
+
 async function loadPage(page: Page, url: string, reload: boolean): Promise<void> {
   const problems: string[] = [];
-  for (let attempt = 1; attempt <= 4; attempt += 1) {
+  const deadline = Date.now() + LOAD_DEADLINE_MS;
+  let stalls = 0;
+  for (let attempt = 1; ; attempt += 1) {
     const dropped: string[] = [];
+    let sawDrop: () => void = () => undefined;
+    const drop = new Promise<void>((resolve) => { sawDrop = resolve; });
     const onFailed = (req: { url(): string; failure(): { errorText: string } | null }): void => {
-      if (DROPPED.test(req.failure()?.errorText ?? '')) dropped.push(req.url());
+      if (!DROPPED.test(req.failure()?.errorText ?? '')) return;
+      dropped.push(req.url());
+      sawDrop();
     };
     page.on('requestfailed', onFailed);
     try {
       if (page.url() !== url || (attempt === 1 && !reload)) await page.goto(url, { timeout: 90_000 });
       else await page.reload({ timeout: 90_000 });
-      await page.locator('html[data-ready]').waitFor({ state: 'attached', timeout: 60_000 });
+      const ready = page.locator('html[data-ready]').waitFor({ state: 'attached', timeout: 60_000 });
+      // The wait left behind when a drop wins ends with the next load (or the page): never unhandled.
+      ready.catch(() => undefined);
+      await Promise.race([ready, drop]);
       if (dropped.length === 0) return;
       problems.push(`dropped: ${dropped.join(', ')}`);
     } catch (err) {
-      if (!DROPPED.test(String(err)) && !/Timeout/.test(String(err))) throw err;
+      // The page's own request dropped: Chromium shows its error page instead ("interrupted by another
+      // navigation"), and a reload asked meanwhile finds the page between its documents ("not attached").
+      if (!DROPPED.test(String(err)) && !/Timeout|chrome-error:|Not attached to an active page/.test(String(err))) throw err;
+      if (/Timeout/.test(String(err))) stalls += 1;
       problems.push(String(err).split('\n')[0] ?? '');
     } finally {
       page.off('requestfailed', onFailed);
     }
+    if (stalls >= STALLS_ALLOWED || Date.now() > deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 250 * attempt)));
   }
-  throw new Error(`${url} did not load: ${problems.join('; ')}`);
+  throw new Error(`${url} did not load (${problems.length} tries): ${problems.slice(-6).join('; ')}`);
 }
 
 /**

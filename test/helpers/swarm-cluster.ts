@@ -1,12 +1,12 @@
-// Test factory for the swarm test cluster (scripts/swarm-cluster.mjs): its layout, the docker CLI on a node, a busybox app image in its registry.
-import { execFileSync } from 'node:child_process';
+// Test factory for the swarm test cluster (scripts/swarm-cluster.mjs): its layout, the docker CLI on a node, a busybox app image in its registry, the test busybox image copied to it.
+import { execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import fsp from 'node:fs/promises';
-import { tarGzOf, tempDir } from './apps.js';
-import { writeBusyboxApp } from './busybox-image.js';
+import { tarGzOf, tempDir, testEngine } from './apps.js';
+import { BUSYBOX_IMAGE, ensureBusyboxImage, writeBusyboxApp } from './busybox-image.js';
 import { PROJECT_ROOT } from './server.js';
 
 export interface ClusterNode {
@@ -42,16 +42,27 @@ export function nodeDocker(node: ClusterNode, args: string[]): string {
   return execFileSync('docker', ['-H', `unix://${node.socket}`, ...args], { encoding: 'utf8', timeout: 120_000, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
-/** Builds a busybox httpd image serving its hostname at /who.txt on the manager and pushes it to the cluster's registry; resolves with its name. */
-export function pushWhoImage(layout: ClusterLayout, tag = '1'): string {
+/** nodeDocker without blocking (several at once): resolves with whether the command exited 0. */
+export function nodeDockerSucceeds(node: ClusterNode, args: string[]): Promise<boolean> {
+  return new Promise((resolve) => {
+    execFile('docker', ['-H', `unix://${node.socket}`, ...args], { encoding: 'utf8', timeout: 120_000 }, (err) => resolve(err === null));
+  });
+}
+
+/**
+ * A busybox httpd image serving its hostname at /who.txt, built on the manager on top of the test
+ * busybox image (copied from this host's engine: no build of its own to wait for) and pushed to the
+ * cluster's registry; resolves with its name.
+ */
+export async function pushWhoImage(layout: ClusterLayout, tag = '1'): Promise<string> {
   const manager = layout.nodes[0];
   if (manager === undefined) throw new Error('the cluster has no manager');
+  await busyboxOnManager(layout);
   const context = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-swarm-image-'));
   try {
-    fs.copyFileSync('/bin/busybox', path.join(context, 'busybox'));
     fs.writeFileSync(
       path.join(context, 'Dockerfile'),
-      ['FROM scratch', 'COPY busybox /bin/busybox', 'RUN ["/bin/busybox","--install","-s","/bin"]', `CMD ["/bin/sh","-c","mkdir -p /www && hostname > /www/who.txt && exec httpd -f -p 8080 -h /www"]`, ''].join('\n'),
+      [`FROM ${BUSYBOX_IMAGE}`, `CMD ["/bin/sh","-c","mkdir -p /www && hostname > /www/who.txt && exec httpd -f -p 8080 -h /www"]`, ''].join('\n'),
     );
     const image = `${layout.registry}/slipway-test/who:${tag}`;
     nodeDocker(manager, ['build', '-q', '-t', image, context]);
@@ -60,6 +71,13 @@ export function pushWhoImage(layout: ClusterLayout, tag = '1'): string {
   } finally {
     fs.rmSync(context, { recursive: true, force: true });
   }
+}
+
+/** The test busybox image (what every test app builds FROM) on the manager, copied from this host's engine rather than built there. */
+export async function busyboxOnManager(layout: ClusterLayout): Promise<void> {
+  const manager = layout.nodes[0];
+  if (manager === undefined) throw new Error('the cluster has no manager');
+  await copyImageToNode(manager, await ensureBusyboxImage(testEngine()));
 }
 
 /** A busybox app archive that serves `body` at / and its container's hostname at /who.txt (which replica answered). */

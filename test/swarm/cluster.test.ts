@@ -1,10 +1,15 @@
-// The swarm test cluster itself (scripts/swarm-cluster.mjs): three engines in namespaces joined into one swarm, images through its registry, tasks reached directly on their nodes, nothing left after.
+// The swarm test cluster itself (scripts/swarm-cluster.mjs): three engines in namespaces joined into one swarm, images through its registry, tasks reached directly on their nodes, nothing left after; and on it the swarm runtime's nodes (decisions §16).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import http from 'node:http';
+import Dockerode from 'dockerode';
 import { after, before, describe, test } from 'node:test';
+import { LABEL_INSTANCE } from '../../src/runtime/engine.js';
+import { swarmNodes } from '../../src/runtime/swarm/swarm-nodes.js';
 import { eventually } from '../helpers/apps.js';
 import { clusterScript, nodeDocker as docker, pushWhoImage, type ClusterLayout, type ClusterScript } from '../helpers/swarm-cluster.js';
+
+const INSTANCE = `nodes-test-${process.pid}`;
 
 /** GET http://address:port/path (a namespace address on the test bridge); the body, or undefined on any failure. */
 function get(address: string, port: number, urlPath: string): Promise<string | undefined> {
@@ -24,6 +29,13 @@ function get(address: string, port: number, urlPath: string): Promise<string | u
 describe('swarm test cluster', () => {
   let cluster: ClusterScript;
   let layout: ClusterLayout | undefined;
+  /** The who image, built and pushed once for every case that runs it. */
+  let whoImage: Promise<string> | undefined;
+  const image = (): Promise<string> => {
+    assert.ok(layout !== undefined);
+    whoImage ??= pushWhoImage(layout);
+    return whoImage;
+  };
 
   before(async () => {
     cluster = await clusterScript();
@@ -40,8 +52,7 @@ describe('swarm test cluster', () => {
     const nodes = docker(manager, ['node', 'ls', '--format', '{{.Status}} {{.Availability}}']).trim().split('\n');
     assert.deepEqual(nodes, ['Ready Active', 'Ready Active', 'Ready Active']);
 
-    const image = pushWhoImage(layout);
-    docker(manager, ['service', 'create', '-d', '--name', 'who', '--replicas', '3', '--replicas-max-per-node', '1', '--endpoint-mode', 'dnsrr', '--publish', 'mode=host,target=8080', image]);
+    docker(manager, ['service', 'create', '-d', '--name', 'who', '--replicas', '3', '--replicas-max-per-node', '1', '--endpoint-mode', 'dnsrr', '--publish', 'mode=host,target=8080', await image()]);
     // Each task's node address and the port the node published for it (no routing mesh).
     const addressOf = new Map(
       docker(manager, ['node', 'ls', '-q']).trim().split('\n').map((id) => [id, docker(manager, ['node', 'inspect', id, '--format', '{{.Status.Addr}}']).trim()] as const),
@@ -61,6 +72,46 @@ describe('swarm test cluster', () => {
     }, 60_000, 'every task to answer on its node');
     assert.equal(hostnames.size, 3);
     docker(manager, ['service', 'rm', 'who']);
+  });
+
+  // The swarm runtime's nodes (src/runtime/swarm/swarm-nodes.ts): GET /api/v1/nodes' fields with this installation's replicas per node, drain and activate.
+  test("three nodes with their addresses and this installation's replicas; a drained node's replicas move away, activate brings it back", async () => {
+    assert.ok(layout !== undefined);
+    const [manager, worker] = layout.nodes;
+    assert.ok(manager !== undefined && worker !== undefined);
+    const who = await image();
+    docker(manager, ['service', 'create', '-d', '--name', 'ours', '--label', `${LABEL_INSTANCE}=${INSTANCE}`, '--replicas', '3', '--replicas-max-per-node', '2', '--endpoint-mode', 'dnsrr', '--publish', 'mode=host,target=8080', who]);
+    // Another installation's service is not counted.
+    docker(manager, ['service', 'create', '-d', '--name', 'theirs', '--label', `${LABEL_INSTANCE}=someone-else`, '--replicas', '1', '--endpoint-mode', 'dnsrr', who]);
+    const nodes = swarmNodes(new Dockerode({ socketPath: manager.socket }), INSTANCE);
+
+    const listed = await eventually(async () => {
+      const list = await nodes.list();
+      return list.reduce((sum, n) => sum + n.replicas, 0) === 3 ? list : undefined;
+    }, 90_000, 'three running replicas');
+    assert.equal(listed.length, 3);
+    assert.deepEqual(new Set(listed.map((n) => n.address)), new Set(layout.nodes.map((n) => n.address)));
+    assert.deepEqual(listed.map((n) => n.role).sort(), ['manager', 'worker', 'worker']);
+    for (const node of listed) {
+      assert.deepEqual(Object.keys(node).sort(), ['address', 'availability', 'hostname', 'id', 'replicas', 'role', 'state']);
+      assert.equal(node.availability, 'active');
+      assert.equal(node.state, 'ready');
+    }
+
+    const target = listed.find((n) => n.address === worker.address);
+    assert.ok(target !== undefined);
+    const drained = await nodes.setAvailability(target.id, 'drain');
+    assert.equal(drained?.availability, 'drain');
+    const after = await eventually(async () => {
+      const list = await nodes.list();
+      const moved = list.find((n) => n.id === target.id)?.replicas === 0 && list.reduce((sum, n) => sum + n.replicas, 0) === 3;
+      return moved ? list : undefined;
+    }, 90_000, "the drained node's replicas to run elsewhere");
+    assert.equal(after.find((n) => n.id === target.id)?.availability, 'drain');
+
+    assert.equal((await nodes.setAvailability(target.id, 'active'))?.availability, 'active');
+    assert.equal(await nodes.setAvailability('nosuchnode', 'drain'), undefined);
+    docker(manager, ['service', 'rm', 'ours', 'theirs']);
   });
 
   test('down removes the namespaces, the bridge and the FORWARD rule; up again after a crash starts clean', async () => {

@@ -4,11 +4,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { after, before, describe, test } from 'node:test';
-import { createDockerEngine } from '../../src/runtime/docker/docker-engine.js';
 import { appRequest, eventually } from '../helpers/apps.js';
-import { ensureBusyboxImage } from '../helpers/busybox-image.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, loginAs, request, spawnServerProcess, testEnv, type ServerProcess } from '../helpers/server.js';
-import { clusterScript, nodeDocker, whoAppArchive, type ClusterLayout, type ClusterScript } from '../helpers/swarm-cluster.js';
+import { busyboxOnManager, clusterScript, nodeDocker, whoAppArchive, type ClusterLayout, type ClusterScript } from '../helpers/swarm-cluster.js';
 
 /** Pids of processes whose command line names `needle` (read from /proc). */
 function processesNaming(needle: string): number[] {
@@ -38,10 +36,11 @@ describe("swarm with Slipway's own registry", () => {
     layout = await cluster.up(process.pid);
     const manager = layout.nodes[0];
     assert.ok(manager !== undefined);
-    await ensureBusyboxImage(createDockerEngine(`unix://${manager.socket}`));
     // Under the cluster's directory: removed by `down`, and a registry a crash left behind is killed with it.
     dataDir = path.join(layout.dir, 'slipway');
     fs.mkdirSync(dataDir, { mode: 0o700 });
+    // The busybox base apps build FROM, copied to the manager (first: the server's start has a deadline).
+    await busyboxOnManager(layout);
     // Slipway runs on the manager, beside its engine: in its namespace, listening on its address.
     server = await spawnServerProcess(
       testEnv(dataDir, {

@@ -4,13 +4,12 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { after, before, describe, test } from 'node:test';
-import { createDockerClient, createDockerEngine } from '../../src/runtime/docker/docker-engine.js';
+import { createDockerClient } from '../../src/runtime/docker/docker-engine.js';
 import { contentHash, guardImageFiles } from '../../src/runtime/swarm/guard-image.js';
 import { reconcileNodeGuard } from '../../src/runtime/swarm/guard-service.js';
 import { appRequest, eventually, upload } from '../helpers/apps.js';
-import { ensureBusyboxImage } from '../helpers/busybox-image.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { clusterScript, nodeDocker, whoAppArchive, type ClusterLayout, type ClusterScript } from '../helpers/swarm-cluster.js';
+import { busyboxOnManager, clusterScript, nodeDocker, nodeDockerSucceeds, whoAppArchive, type ClusterLayout, type ClusterScript } from '../helpers/swarm-cluster.js';
 
 describe('swarm runtime', () => {
   let cluster: ClusterScript;
@@ -88,8 +87,9 @@ describe('swarm runtime', () => {
     layout = await cluster.up(process.pid);
     const manager = layout.nodes[0];
     assert.ok(manager !== undefined);
-    await ensureBusyboxImage(createDockerEngine(`unix://${manager.socket}`));
-    ts = await startTestServer({
+    // The busybox base apps build FROM, copied to the manager while the server starts (kept at once:
+    // the after hook closes it even when the copy fails).
+    await Promise.all([busyboxOnManager(layout), startTestServer({
       DOCKER_HOST: `unix://${manager.socket}`,
       SLIPWAY_RUNTIME: 'swarm',
       SLIPWAY_REGISTRY: layout.registry,
@@ -98,7 +98,8 @@ describe('swarm runtime', () => {
       SLIPWAY_STARTUP_TIMEOUT_SECONDS: '15',
       // The workers' engines, for the figures of the replicas they run (each node's socket is on this host).
       SLIPWAY_SWARM_NODE_ENGINES: layout.nodes.slice(1).map((n) => `${n.address}=unix://${n.socket}`).join(','),
-    });
+    }).then((server) => (ts = server))]);
+    assert.ok(ts !== undefined);
     token = (await ts.newUser('swarm')).token;
   });
   after(async () => {
@@ -125,22 +126,23 @@ describe('swarm runtime', () => {
       const images = nodeDocker(worker, ['image', 'ls', '--format', '{{.Repository}}:{{.Tag}}']);
       assert.match(images, new RegExp(`^${layout.registry.replace(/\./g, '\\.')}/slipway-${id}:`, 'm'));
     }
-    // The edge reaches every replica directly on its node.
-    const hostnames = await threeReplicasAnswer('every replica to answer through the edge');
-    assert.equal(hostnames.size, 3);
-
-    // Logs of every replica, wherever it runs, read through the manager and prefixed with its number.
-    const logs = await eventually(async () => {
-      const res = await ts?.request('GET', `/api/v1/deployments/${id}/logs?tail=50`, { token });
-      return res !== undefined && [1, 2, 3].every((n) => res.text.includes(`[${n}] listening on`)) ? res.text : undefined;
-    }, 60_000, "every replica's output in the logs");
-    assert.match(logs, /^\[1\] /m);
-    // Metrics of every replica, the workers' read on their own engines (SLIPWAY_SWARM_NODE_ENGINES): summed, and each one's figures.
+    // The edge reaches every replica directly on its node; their logs and metrics are read meanwhile (each wait on its own).
     type Figures = { replica: number; cpu_percent: number; memory_bytes: number; memory_limit_bytes: number; network_rx_bytes: number; network_tx_bytes: number; restarts: number; started_at: string };
-    const metrics = await eventually(async () => {
-      const res = await ts?.request('GET', `/api/v1/deployments/${id}/metrics`, { token });
-      return res?.status === 200 && Array.isArray(res.json.replicas) && res.json.replicas.length === 3 ? (res.json as Figures & { replicas: Figures[] }) : undefined;
-    }, 60_000, 'metrics of the three replicas');
+    const [hostnames, logs, metrics] = await Promise.all([
+      threeReplicasAnswer('every replica to answer through the edge'),
+      // Logs of every replica, wherever it runs, read through the manager and prefixed with its number.
+      eventually(async () => {
+        const res = await ts?.request('GET', `/api/v1/deployments/${id}/logs?tail=50`, { token });
+        return res !== undefined && [1, 2, 3].every((n) => res.text.includes(`[${n}] listening on`)) ? res.text : undefined;
+      }, 60_000, "every replica's output in the logs"),
+      // Metrics of every replica, the workers' read on their own engines (SLIPWAY_SWARM_NODE_ENGINES): summed, and each one's figures.
+      eventually(async () => {
+        const res = await ts?.request('GET', `/api/v1/deployments/${id}/metrics`, { token });
+        return res?.status === 200 && Array.isArray(res.json.replicas) && res.json.replicas.length === 3 ? (res.json as Figures & { replicas: Figures[] }) : undefined;
+      }, 60_000, 'metrics of the three replicas'),
+    ]);
+    assert.equal(hostnames.size, 3);
+    assert.match(logs, /^\[1\] /m);
     assert.deepEqual(metrics.replicas.map((r) => r.replica), [1, 2, 3]);
     for (const r of metrics.replicas) assert.ok(r.memory_bytes > 0 && r.network_rx_bytes >= 0 && r.started_at !== '', JSON.stringify(r));
     const sum = (pick: (r: Figures) => number): number => metrics.replicas.reduce((total, r) => total + pick(r), 0);
@@ -233,20 +235,13 @@ describe('swarm runtime', () => {
     assert.ok(other !== '' && mine !== '');
     const addresses = nodeDocker(manager, ['inspect', other, '--format', '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}']).trim().split(' ');
     const gateway = [...nodeDocker(manager, ['exec', other, 'ip', '-4', '-o', 'addr']).matchAll(/inet (172\.\d+\.\d+\.\d+)\//g)].map((m) => m[1] ?? '');
-    const reach = (from: string, address: string): boolean => {
-      try {
-        nodeDocker(manager, ['exec', from, 'nc', '-w', '2', address, '8080', '-e', '/bin/true']);
-        return true;
-      } catch {
-        return false;
-      }
-    };
+    const reach = (from: string, address: string): Promise<boolean> => nodeDockerSucceeds(manager, ['exec', from, 'nc', '-w', '2', address, '8080', '-e', '/bin/true']);
     const targets = [...new Set([...addresses, ...gateway])].filter((a) => a !== '');
     assert.ok(targets.length >= 2, targets.join(' '));
-    for (const address of targets) {
-      assert.equal(reach(other, address), true, `the replica reaches itself at ${address}`);
-      assert.equal(reach(mine, address), false, `another deployment reaches the replica at ${address}`);
-    }
+    for (const address of targets) assert.equal(await reach(other, address), true, `the replica reaches itself at ${address}`);
+    // The probes that must fail at once (each waits out its 2 s).
+    const reached = await Promise.all(targets.map((address) => reach(mine, address)));
+    targets.forEach((address, i) => assert.equal(reached[i], false, `another deployment reaches the replica at ${address}`));
 
     // Nor at its node's published port, on this node or another (the node guard, one task per node,
     // drops containers' new connections to the nodes' ephemeral ports) while the edge reaches each.
@@ -263,20 +258,12 @@ describe('swarm runtime', () => {
     const published = liveUpstreams();
     // A replica on this task's node and one on another (swarm spreads the three; a rollback may pair two).
     assert.ok(published.some((u) => u.host === manager.address) && published.some((u) => u.host !== manager.address), JSON.stringify(published));
-    const dial = (address: string, port: number): boolean => {
-      try {
-        nodeDocker(manager, ['exec', mine, '/.slipway/busybox', 'nc', '-w', '3', address, String(port), '-e', '/.slipway/busybox', 'true']);
-        return true;
-      } catch {
-        return false;
-      }
-    };
-    // The task reaches the nodes themselves (swarm's own port, 2377): only the published ports, and the registry's, are closed.
-    assert.equal(dial(manager.address, 2377), true, 'the task reaches its node');
-    assert.equal(dial(manager.address, Number(layout.registry.split(':')[1])), false, 'the task reaches the registry every tenant\'s image is in');
-    for (const upstream of published) {
-      assert.equal(dial(upstream.host, upstream.port), false, `another deployment reaches the replica at ${upstream.host}:${upstream.port}`);
-    }
+    const dial = (address: string, port: number): Promise<boolean> => nodeDockerSucceeds(manager, ['exec', mine, '/.slipway/busybox', 'nc', '-w', '3', address, String(port), '-e', '/.slipway/busybox', 'true']);
+    // The task reaches the nodes themselves (swarm's own port, 2377): only the published ports, and the registry's, are closed (those dials at once: each waits out its 3 s).
+    assert.equal(await dial(manager.address, 2377), true, 'the task reaches its node');
+    const [registry, ...replicas] = await Promise.all([dial(manager.address, Number(layout.registry.split(':')[1])), ...published.map((u) => dial(u.host, u.port))]);
+    assert.equal(registry, false, 'the task reaches the registry every tenant\'s image is in');
+    published.forEach((upstream, i) => assert.equal(replicas[i], false, `another deployment reaches the replica at ${upstream.host}:${upstream.port}`));
     const served = await threeReplicasAnswer('every replica to answer through the edge with the guard in place');
     assert.equal(served.size, 3);
 

@@ -5,12 +5,11 @@ import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { runDbConnect } from '../../src/cli/db-connect.js';
-import { createDockerEngine } from '../../src/runtime/docker/docker-engine.js';
 import { appRequest, eventually, tarGzOf, tempDir, upload } from '../helpers/apps.js';
-import { BUSYBOX_IMAGE, ensureBusyboxImage, writeBusyboxApp } from '../helpers/busybox-image.js';
+import { BUSYBOX_IMAGE, writeBusyboxApp } from '../helpers/busybox-image.js';
 import { STAND_IN_IMAGES, waitForStatus } from '../helpers/databases.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { clusterScript, copyImageToNode, nodeDocker, type ClusterLayout, type ClusterScript } from '../helpers/swarm-cluster.js';
+import { busyboxOnManager, clusterScript, copyImageToNode, nodeDocker, type ClusterLayout, type ClusterScript } from '../helpers/swarm-cluster.js';
 
 const REDIS = STAND_IN_IMAGES.SLIPWAY_DB_IMAGE_REDIS ?? '';
 
@@ -119,7 +118,8 @@ describe('stateful workloads under swarm', () => {
     cluster = await clusterScript();
     layout = await cluster.up(process.pid);
     const [, , server] = await Promise.all([
-      ensureBusyboxImage(createDockerEngine(`unix://${manager().socket}`)),
+      // The busybox base apps build FROM, copied from this host's engine.
+      busyboxOnManager(layout),
       // The database's image is taken from the manager's engine (its task is pinned there): no registry, no pull.
       copyImageToNode(manager(), REDIS),
       startTestServer({
