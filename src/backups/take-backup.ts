@@ -32,19 +32,25 @@ async function recordGone(ctx: Pick<BackupsContext, 'store'>, backup: BackupRow)
   return (await ctx.store.getBackup(backup.id).catch(() => backup)) === undefined;
 }
 
-/** How long a failed backup whose database's container is gone waits to see whether that database is being deleted. */
+/** How long a failed backup waits to see whether its database is being deleted. */
 const DELETION_SETTLE_MS = 10_000;
+/** A container seen running this long, throughout, is not one being deleted (a deletion kills it at once). */
+const STILL_RUNNING_MS = 2_000;
 
 /**
- * Whether the backup's database was deleted as it ran: its container is gone and its record goes
- * within a few seconds (a deletion removes the container first, then the record).
+ * Whether the backup's database was deleted as it ran (a deletion kills and removes its container,
+ * then its record): true once the record is gone within a few seconds; false as soon as the
+ * container is seen running throughout 2 s, or after 10 s.
  */
 async function databaseDeleted(ctx: BackupsContext, backup: BackupRow): Promise<boolean> {
   const { engine, instanceId, store } = ctx.databases;
   const deadline = Date.now() + DELETION_SETTLE_MS;
+  let runningSince: number | null = null;
   for (;;) {
     if ((await store.get(backup.database_id).catch(() => null)) === undefined) return true;
-    if ((await serviceContainer(engine, instanceId, backup.database_id).catch(() => null)) !== undefined) return false;
+    const container = await serviceContainer(engine, instanceId, backup.database_id).catch(() => undefined);
+    runningSince = container?.running === true ? (runningSince ?? Date.now()) : null;
+    if (runningSince !== null && Date.now() - runningSince >= STILL_RUNNING_MS) return false;
     if (Date.now() >= deadline) return false;
     await sleep(200);
   }

@@ -16,12 +16,14 @@ describe('MariaDB and Redis backups', () => {
   let destinationId: string;
   const ids: Record<string, string> = {};
 
+  const logged: string[] = [];
+
   before(async () => {
-    s = await startTestServer(STAND_IN_IMAGES);
+    s = await startTestServer(STAND_IN_IMAGES, undefined, { log: (level, message, detail) => logged.push(`${level}: ${message} ${JSON.stringify(detail ?? {})}`) });
     alice = await s.newUser('alice');
     destinationId = (await s.request('POST', '/api/v1/backup-destinations', { token: alice.token, body: { name: 'here', type: 'local' } })).json.id;
-    // All three start at once: MariaDB's and Redis's, and the Redis the delete test removes.
-    for (const [key, name, engine] of [['mysql', 'mysql-db', 'mysql'], ['redis', 'redis-db', 'redis'], ['gone', 'redis-gone', 'redis']] as const) {
+    // All four start at once: MariaDB's and Redis's, and the two Redis the delete tests remove.
+    for (const [key, name, engine] of [['mysql', 'mysql-db', 'mysql'], ['redis', 'redis-db', 'redis'], ['gone', 'redis-gone', 'redis'], ['race', 'redis-race', 'redis']] as const) {
       const created = await s.request('POST', '/api/v1/databases', { token: alice.token, body: { name, engine } });
       assert.equal(created.status, 201, created.text);
       ids[key] = created.json.id;
@@ -112,6 +114,23 @@ describe('MariaDB and Redis backups', () => {
     // The other databases' backups (taken above) stay in the destination: they were not asked for.
     const kept = (await s.request('GET', `/api/v1/databases/${ids['mysql']}/backups`, { token: alice.token })).json;
     assert.ok(kept.every((b: { location: string; status: string }) => b.status === 'failed' || fs.existsSync(path.join(s.dataDir, 'backups', destinationId, b.location))));
+  });
+
+  test('deleted with its backups while one runs: nothing of that backup stays in the destination, and no failure is told of it', async () => {
+    const id = ids['race']!;
+    const started = await s.request('POST', `/api/v1/databases/${id}/backups`, { token: alice.token, body: { destination_id: destinationId } });
+    assert.equal(started.status, 202, started.text);
+    const deleted = await s.request('DELETE', `/api/v1/databases/${id}?delete_backups=true`, { token: alice.token });
+    assert.equal(deleted.status, 204, deleted.text);
+    const folder = path.join(s.dataDir, 'backups', destinationId);
+    // The object or its `.partial`, wherever the run had got to when the database went.
+    const leftovers = (): string[] => (fs.existsSync(folder) ? fs.readdirSync(folder, { recursive: true }).map(String).filter((name) => name.includes(started.json.id)) : []);
+    await eventually(async () => (leftovers().length === 0 ? true : undefined), 30_000, 'nothing of the deleted backup in the destination');
+    // Its runner ends within moments of its database's container going: nothing of it appears afterwards.
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    assert.deepEqual(leftovers(), []);
+    assert.deepEqual(logged.filter((line) => line.includes(started.json.id)), [], 'no backup.failed (its failure is logged with it)');
+    assertError(await s.request('GET', `/api/v1/databases/${id}/backups/${started.json.id}`, { token: alice.token }), 404, 'not_found');
   });
 
   test('a schedule on the database (PATCH backup): checked, shown, and its destination cannot be deleted while used', async () => {
