@@ -73,10 +73,11 @@ describe('backups lost with their instance', () => {
     assert.match(lost?.error ?? '', /^instance lost: /);
     assert.ok(events.some((e) => e.type === 'backup.failed' && e.backupId === dumping && e.step === 'instance lost'));
 
+    // A retake failing at its dump first looks up to 10 s for its database being deleted (this one is not).
     const all = await eventually(async () => {
       const list = await store.listBackups('db1', undefined, 10);
       return list.every((b) => b.status !== 'succeeded' && (b.runner === 'live-instance' || b.status !== 'running')) ? list : undefined;
-    }, 10_000, 'the retake and the verification to end');
+    }, 30_000, 'the retake and the verification to end');
     const retaken = all.filter((b) => b.id !== dumping && b.id !== verifying && b.runner !== 'live-instance');
     assert.equal(retaken.length, 1, 'one manual backup taken again');
     assert.equal(retaken[0]?.trigger, 'manual');
