@@ -1,7 +1,9 @@
 // Restoring a backup (decisions §20): in place (the object checked whole first, a safety backup of the current data, then the data replaced and linked apps restarted) or into a new database.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import { getDatabaseRow } from '../databases/database-access.js';
+import type { DatabaseRow } from '../databases/database-store.js';
 import { createDatabase, databaseRecord } from '../databases/databases.js';
 import { ENGINES } from '../databases/engines.js';
 import { serviceContainer } from '../runtime/service.js';
@@ -15,6 +17,8 @@ import { restoreFileIntoService } from './restore-file.js';
 
 /** Time a whole restore may take. */
 const RESTORE_TIMEOUT_MS = 6 * 3_600_000;
+/** How often a restore into a new database looks whether that database runs. */
+const STARTED_POLL_MS = 100;
 
 export interface RestoreInput {
   readonly backup_id?: unknown;
@@ -65,8 +69,7 @@ async function runRestore(ctx: BackupsContext, principal: Principal, restore: Re
       const outcome = await takeBackup(ctx, (await ctx.store.getBackup(safety.id))!, signal, { verify: false });
       if (outcome === 'failed') throw new BackupStepError('safety backup', `the backup of the current data failed (see backup ${safety.id}): nothing was replaced`);
     } else {
-      await ctx.databases.work.settled(restore.target_database_id);
-      const target = await ctx.databases.store.get(restore.target_database_id);
+      const target = await untilStarted(ctx, restore.target_database_id, signal);
       if (target?.status !== 'running') throw new BackupStepError('restore', `the new database did not start: ${target?.error ?? 'unknown'}`);
     }
     const { engine, instanceId } = ctx.databases;
@@ -76,7 +79,7 @@ async function runRestore(ctx: BackupsContext, principal: Principal, restore: Re
     const adapter = ENGINES[backup.engine];
     const dump = await openBackupPlaintext(ctx, backup, signal);
     if (adapter.restoreMode === 'file') await restoreFileIntoService(ctx, restore.target_database_id, backup, dump, signal);
-    else await loadDump(engine, container.id, adapter, credentials, dump, { clean: inPlace, signal });
+    else await loadDump(engine, container.id, adapter, credentials, dump, { clean: inPlace, cpus: await cpusOf(ctx, restore.target_database_id), signal });
     if (inPlace) await restartLinkedApps(ctx, principal, restore.database_id);
     await ctx.store.updateRestore(restore.id, { status: 'succeeded', finished_at: new Date().toISOString() });
     ctx.log('info', `backup ${backup.id} restored into database ${restore.target_database_id}`);
@@ -85,6 +88,25 @@ async function runRestore(ctx: BackupsContext, principal: Principal, restore: Re
     await ctx.store.updateRestore(restore.id, { status: 'failed', error: `${step}: ${message}`, finished_at: new Date().toISOString() });
     ctx.log('warn', `restore ${restore.id} failed at ${step}`, { message });
   }
+}
+
+/**
+ * The new database's row once its start ended or it runs: the start's last step (measuring the
+ * data directory's size) is not waited for.
+ */
+async function untilStarted(ctx: BackupsContext, databaseId: string, signal: AbortSignal): Promise<DatabaseRow | undefined> {
+  const settled = ctx.databases.work.settled(databaseId).then(() => true);
+  for (;;) {
+    const row = await ctx.databases.store.get(databaseId);
+    if (row?.status !== 'creating') return row;
+    if (await Promise.race([settled, sleep(STARTED_POLL_MS, false, { signal })])) return ctx.databases.store.get(databaseId);
+  }
+}
+
+/** The CPU share of a database's container. */
+async function cpusOf(ctx: BackupsContext, databaseId: string): Promise<number> {
+  const row = await ctx.databases.store.get(databaseId);
+  return (row?.nano_cpus ?? ctx.databases.limits.defaultNanoCpus) / 1e9;
 }
 
 /** Restarts the apps linked to a database (their connections to the replaced data are stale); one that cannot be restarted is logged. */

@@ -7,7 +7,7 @@ import { newPassword } from '../databases/databases.js';
 import { ENGINES } from '../databases/engines.js';
 import { serviceLabels } from '../runtime/service.js';
 import type { ContainerEngine } from '../runtime/engine.js';
-import type { DatabaseCredentials, EngineAdapter } from '../databases/engine-adapter.js';
+import type { DatabaseCredentials, EngineAdapter, RestoreOptions } from '../databases/engine-adapter.js';
 import type { BackupRow } from './backup-store.js';
 import { BackupStepError, HashingCounter, chain, inventoryMismatch, lastLine, takeInventory } from './backup-steps.js';
 import { BackupCorruptError, decryptStream } from './backup-stream.js';
@@ -91,7 +91,7 @@ export async function startThrowaway(ctx: BackupsContext, adapter: EngineAdapter
  * Pipes `dump` into a database: a `stream` engine's restore tool reads it on stdin; a `file` engine
  * (Redis) gets the file written, then its server restarted to load it. Errors name `step`.
  */
-export async function loadDump(engine: ContainerEngine, containerId: string, adapter: EngineAdapter, credentials: DatabaseCredentials, dump: Readable, options: { clean: boolean; signal: AbortSignal }): Promise<void> {
+export async function loadDump(engine: ContainerEngine, containerId: string, adapter: EngineAdapter, credentials: DatabaseCredentials, dump: Readable, options: RestoreOptions & { signal: AbortSignal }): Promise<void> {
   await pipeDump(engine, containerId, adapter, credentials, dump, options);
   if (adapter.restoreMode === 'file') {
     await engine.stopContainer(containerId, 30);
@@ -101,8 +101,8 @@ export async function loadDump(engine: ContainerEngine, containerId: string, ada
 }
 
 /** Streams `dump` into the adapter's restore command (a `file` engine's writes the file); errors name the step `restore`. */
-export async function pipeDump(engine: ContainerEngine, containerId: string, adapter: EngineAdapter, credentials: DatabaseCredentials, dump: Readable, options: { clean: boolean; signal: AbortSignal }): Promise<void> {
-  const command = adapter.restore(credentials, { clean: options.clean });
+export async function pipeDump(engine: ContainerEngine, containerId: string, adapter: EngineAdapter, credentials: DatabaseCredentials, dump: Readable, options: RestoreOptions & { signal: AbortSignal }): Promise<void> {
+  const command = adapter.restore(credentials, { clean: options.clean, ...(options.cpus === undefined ? {} : { cpus: options.cpus }) });
   let corrupt: unknown;
   dump.on('error', (err) => {
     corrupt = err;
@@ -134,7 +134,7 @@ export async function verifyBackup(ctx: BackupsContext, backup: BackupRow, signa
       throw asStepError(err, 'verify: read');
     });
     try {
-      await loadDump(engine, throwaway.id, adapter, throwaway.credentials, dump, { clean: false, signal });
+      await loadDump(engine, throwaway.id, adapter, throwaway.credentials, dump, { clean: false, cpus: ctx.databases.limits.defaultNanoCpus / 1e9, signal });
     } catch (err) {
       const step = err instanceof BackupStepError ? err : (asStepError(err, 'restore') as BackupStepError);
       throw new BackupStepError(`verify: ${step.step}`, step.message);

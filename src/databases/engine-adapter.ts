@@ -12,6 +12,12 @@ export type DatabaseEngineName = (typeof DATABASE_ENGINES)[number];
  * The engine-specific part of a managed database. Adding an engine is adding one file with one of
  * these: nothing outside src/databases/ names an engine.
  */
+/** How a restore runs: `clean` replaces what the database holds; `cpus`, the CPU share of the container it runs in, when known. */
+export interface RestoreOptions {
+  readonly clean: boolean;
+  readonly cpus?: number;
+}
+
 export interface EngineAdapter {
   readonly engine: DatabaseEngineName;
   /** The setting that chooses its image (decisions §19), for messages. */
@@ -39,8 +45,8 @@ export interface EngineAdapter {
    * `restoreFile` in a server started without its data (Redis loads an RDB file at start).
    */
   readonly restoreMode: 'stream' | 'file';
-  /** The restore command reading a dump on stdin (`clean`: replacing what the database holds). */
-  restore(credentials: DatabaseCredentials, options: { clean: boolean }): ContainerCommand;
+  /** The restore command reading a dump on stdin (see RestoreOptions). */
+  restore(credentials: DatabaseCredentials, options: RestoreOptions): ContainerCommand;
   /** Where a `file` restore writes the dump, and the server command that then loads it. */
   readonly restoreFile?: string;
   restoreCommand?(credentials: DatabaseCredentials): readonly string[];

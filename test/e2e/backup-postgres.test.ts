@@ -6,7 +6,9 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { eventually } from '../helpers/apps.js';
 import { assertError } from '../helpers/api-assert.js';
-import { STAND_IN_IMAGES, databaseContainer, docker, psql, waitForStatus } from '../helpers/databases.js';
+import { STAND_IN_IMAGES, databaseContainer, docker, psql, runIn, waitForStatus } from '../helpers/databases.js';
+import { postgresAdapter } from '../../src/databases/postgres-adapter.js';
+import { createDockerEngine } from '../../src/runtime/docker/docker-engine.js';
 import { S3_ACCESS_KEY, S3_SECRET_KEY, startS3, type TestS3 } from '../helpers/s3.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import type { AppEvent } from '../../src/domain/app-events.js';
@@ -150,5 +152,26 @@ describe('PostgreSQL backups', () => {
     assert.equal(failed.status, 'failed');
     assert.ok(events.some((e) => e.type === 'backup.failed' && e.backupId === backupId));
     assertError(await s.request('POST', `/api/v1/databases/${dbId}/restore`, { token: alice.token, body: { backup_id: backupId } }), 409, 'invalid_state');
+  });
+
+  test('a restore that fails at its end leaves nothing behind, into an empty database too (one transaction)', async () => {
+    // A classic late failure: an index on a function that names a table without its schema, which
+    // pg_restore's empty search_path cannot find; the tables and their rows came before it.
+    await psql(containerId, creds, 'create database late_source');
+    await psql(containerId, creds, 'create database late_target');
+    await psql(
+      containerId,
+      { ...creds, database: 'late_source' },
+      'create table orders (id int); insert into orders values (1); create table items (id int); insert into items select generate_series(1, 100);' +
+        " create function shifted(int) returns int language sql immutable as 'select $1 + (select count(*)::int from orders)'; create index on items (shifted(id));",
+    );
+    const env = { PGPASSWORD: creds.password };
+    await runIn(containerId, ['pg_dump', '-Fc', '-f', '/tmp/late.dump', '-h', '127.0.0.1', '-U', creds.username, '-d', 'late_source'], env);
+    const command = postgresAdapter.restore({ ...creds, database: 'late_target' }, { clean: false, cpus: 1 });
+    const result = await createDockerEngine().execInContainer!(containerId, [...command.argv, '/tmp/late.dump'], { env: command.env, timeoutMs: 30_000 });
+    assert.notEqual(result.exitCode, 0, result.output);
+    assert.match(result.output, /orders/);
+    const left = await psql(containerId, { ...creds, database: 'late_target' }, "select count(*) from pg_tables where schemaname = 'public'");
+    assert.equal(Number(left.trim()), 0, 'no table was left half-restored');
   });
 });
