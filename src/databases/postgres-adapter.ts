@@ -73,10 +73,11 @@ export const postgresAdapter: EngineAdapter = {
     close: 'commit;\n',
     dump: (c, name) => ({ argv: ['pg_dump', '-Fc', `--snapshot=${name}`, '-h', '127.0.0.1', '-p', '5432', '-U', c.username, '-d', c.database], env: { PGPASSWORD: c.password } }),
   },
-  // Verification's copy: no initdb sync, no fsync, no full-page images (it is removed after its check).
+  // Verification's copy: no initdb sync, no fsync, no full-page images (it is removed after its check);
+  // room for the locks of a one-transaction restore of ~50,000 tables and indexes (the default: ~6,000).
   throwaway: () => ({
     env: { POSTGRES_INITDB_ARGS: '--no-sync' },
-    command: ['postgres', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'],
+    command: ['postgres', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_locks_per_transaction=512'],
   }),
   dumpExtension: 'dump',
   pointInTime: postgresWal,
