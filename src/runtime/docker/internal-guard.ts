@@ -72,11 +72,19 @@ let pruned: Promise<void> | undefined;
 export async function ensureInternalGuard(bridge: string): Promise<void> {
   pruned ??= pruneInternalGuards().catch(() => undefined);
   await pruned;
-  const present = await chainLines();
-  for (const rule of internalGuardRules(bridge)) {
-    if (!present.has(line(INTERNAL_GUARD_CHAIN, rule))) await must(['-A', INTERNAL_GUARD_CHAIN, ...rule]);
+  // Twice at most: `slipway server cleanup --host-firewall` may remove the empty chain between the listing and the append.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const present = await chainLines();
+      for (const rule of internalGuardRules(bridge)) {
+        if (!present.has(line(INTERNAL_GUARD_CHAIN, rule))) await must(['-A', INTERNAL_GUARD_CHAIN, ...rule]);
+      }
+      if (!(await mangle(['-C', ...JUMP])).ok) await must(['-I', 'FORWARD', '1', '-j', INTERNAL_GUARD_CHAIN]);
+      return;
+    } catch (err) {
+      if (attempt > 0) throw err;
+    }
   }
-  if (!(await mangle(['-C', ...JUMP])).ok) await must(['-I', 'FORWARD', '1', '-j', INTERNAL_GUARD_CHAIN]);
 }
 
 /** Removes the rules of `bridge` (its network was removed): every copy (racing installs may have added two). */
@@ -105,5 +113,8 @@ export async function removeIdleInternalGuard(): Promise<string[]> {
   const listed = await mangle(['-S', INTERNAL_GUARD_CHAIN]);
   if (!listed.ok || listed.stdout.split('\n').some((l) => l.startsWith('-A '))) return [];
   while ((await mangle(['-D', ...JUMP])).ok);
-  return (await mangle(['-X', INTERNAL_GUARD_CHAIN])).ok ? [INTERNAL_GUARD_CHAIN] : [];
+  if ((await mangle(['-X', INTERNAL_GUARD_CHAIN])).ok) return [INTERNAL_GUARD_CHAIN];
+  // A bridge was guarded meanwhile (its rules keep the chain): its jump back.
+  await mangle(['-I', 'FORWARD', '1', '-j', INTERNAL_GUARD_CHAIN]);
+  return [];
 }
