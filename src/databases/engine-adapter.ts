@@ -1,5 +1,6 @@
 // One database engine behind one small interface (like Kysely's dialects): its image setting, environment, data directory, port, URL and health probe.
 import type { ExecResult } from '../runtime/engine.js';
+import type { Greeting } from './greeting.js';
 import type { WalArchiving } from './wal-archiving.js';
 import type { ContainerCommand, DatabaseCredentials } from './container-command.js';
 
@@ -32,6 +33,11 @@ export interface EngineAdapter {
   probe(credentials: DatabaseCredentials): ContainerCommand;
   /** Whether the probe's result means ready. */
   ready(result: ExecResult): boolean;
+  /**
+   * Its opening exchange on its port, when it has one without side effects: readiness is then
+   * read from the control plane at once instead of by an exec of the probe every poll.
+   */
+  readonly greeting?: Greeting;
   /** The engine's own dump tool writing the whole database to stdout (decisions §20). */
   dump(credentials: DatabaseCredentials): ContainerCommand;
   /**

@@ -120,7 +120,22 @@ function appChains(bridge: string): { forward: string; input: string } {
  * edge, tunnels) passes one rule, not one per app network. Rules of bridges that no longer exist
  * are removed (see pruneAppFirewalls).
  */
-export async function ensureAppFirewall(bridge: string, hostPorts: readonly number[]): Promise<void> {
+export function ensureAppFirewall(bridge: string, hostPorts: readonly number[]): Promise<void> {
+  // One at a time in this process: two new networks at once would both find a dispatch jump missing.
+  const turn = appFirewallQueue.then(() => installAppFirewall(bridge, hostPorts));
+  appFirewallQueue = turn.catch(() => undefined);
+  return turn;
+}
+
+let appFirewallQueue: Promise<unknown> = Promise.resolve();
+
+/**
+ * One listing of the filter table, then whatever is missing written in one `iptables-restore`
+ * transaction (two processes for a new network, not a score: a new database's network is on the
+ * path to its first login). A chain whose rules differ is declared again, which empties it within
+ * the same transaction before its rules are appended.
+ */
+async function installAppFirewall(bridge: string, hostPorts: readonly number[]): Promise<void> {
   pruned ??= pruneAppFirewalls().catch(() => undefined);
   await pruned;
   // Chains of their own per bridge: installations on one host (other ports) never rewrite each other's.
@@ -133,18 +148,54 @@ export async function ensureAppFirewall(bridge: string, hostPorts: readonly numb
     ...[...new Set(hostPorts)].filter((p) => p > 0).map((port) => ['-p', 'tcp', '-m', 'tcp', '--dport', String(port), '-j', 'RETURN']),
     ['-j', 'DROP'],
   ];
+  const table = await listFilterTable();
+  const script: string[] = [];
   for (const [chain, rules] of [[forwardChain, forward], [inputChain, input]] as const) {
-    const present = [...(await listChain(chain, true))].filter((line) => line.startsWith('-A '));
+    const present = table.rules.get(chain) ?? [];
     const wanted = rules.map((rule) => ruleLine(chain, rule));
-    if (present.length === wanted.length && present.every((line, i) => line === wanted[i])) continue;
-    if (present.length > 0) await must(['-F', chain]);
-    for (const rule of rules) await must(['-A', chain, ...rule]);
+    if (table.chains.has(chain) && present.length === wanted.length && present.every((line, i) => line === wanted[i])) continue;
+    script.push(`:${chain} - [0:0]`, ...wanted);
   }
-  await ensureAppDispatch();
+  // SLIPWAY-APPS(-IN), entered from DOCKER-USER and INPUT by every packet from a `br-*` interface.
+  for (const [parent, chain] of [['DOCKER-USER', APPS_FORWARD_CHAIN], ['INPUT', APPS_INPUT_CHAIN]] as const) {
+    if (!table.chains.has(parent)) throw new Error(`iptables: no chain ${parent} in the filter table`);
+    if (!table.chains.has(chain)) script.push(`:${chain} - [0:0]`);
+    const jump = ['-i', APP_BRIDGES, '-j', chain];
+    if (!(table.rules.get(parent) ?? []).includes(ruleLine(parent, jump))) script.push(`-I ${parent} 1 ${jump.join(' ')}`);
+  }
   for (const [chain, target] of [[APPS_FORWARD_CHAIN, forwardChain], [APPS_INPUT_CHAIN, inputChain]] as const) {
-    const jump = ['-i', bridge, '-j', target];
-    if (!(await listChain(chain, false)).has(ruleLine(chain, jump))) await must(['-A', chain, ...jump]);
+    const jump = ruleLine(chain, ['-i', bridge, '-j', target]);
+    if (!(table.rules.get(chain) ?? []).includes(jump)) script.push(jump);
   }
+  if (script.length > 0) await restoreFilter(script);
+}
+
+/** The filter table as `iptables -S` prints it: its chains, and each chain's `-A` lines in order. */
+async function listFilterTable(): Promise<{ chains: Set<string>; rules: Map<string, string[]> }> {
+  const listing = await new Promise<string>((resolve, reject) =>
+    execFile('iptables', ['-w', '5', '-S'], { timeout: IPTABLES_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) =>
+      err === null ? resolve(String(stdout)) : reject(new Error(`iptables -S: ${String(stderr).trim() || err.message}`)),
+    ),
+  );
+  const chains = new Set<string>();
+  const rules = new Map<string, string[]>();
+  for (const line of listing.split('\n').map((l) => l.trim())) {
+    const declared = /^-[NP] (\S+)/.exec(line);
+    if (declared?.[1] !== undefined) chains.add(declared[1]);
+    const appended = /^-A (\S+) /.exec(line);
+    if (appended?.[1] !== undefined) rules.set(appended[1], [...(rules.get(appended[1]) ?? []), line]);
+  }
+  return { chains, rules };
+}
+
+/** Applies `lines` to the filter table in one transaction (`iptables-restore --noflush`): all of them or none. */
+function restoreFilter(lines: readonly string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('iptables-restore', ['-w', '5', '--noflush'], { timeout: IPTABLES_TIMEOUT_MS }, (err, _stdout, stderr) =>
+      err === null ? resolve() : reject(new Error(`iptables-restore: ${String(stderr).trim() || err.message}`)),
+    );
+    child.stdin?.end(['*filter', ...lines, 'COMMIT', ''].join('\n'));
+  });
 }
 
 /** SLIPWAY-APPS(-IN), entered from DOCKER-USER and INPUT by every packet from a `br-*` interface. */
