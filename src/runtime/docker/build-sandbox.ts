@@ -13,6 +13,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PRIVATE_IPV4_RANGES } from '../../core/private-address.js';
+import { removeIdleInternalGuard } from './internal-guard.js';
 
 /** Linux interface names of build bridges start with this (the rules match `slpb+`). */
 export const BUILD_BRIDGE_PREFIX = 'slpb';
@@ -406,5 +407,6 @@ export async function removeIdleHostFirewall(): Promise<string[]> {
   if (buildBridges.length === 0) {
     await drop([['DOCKER-USER', `${BUILD_BRIDGE_PREFIX}+`, FORWARD_CHAIN], ['INPUT', `${BUILD_BRIDGE_PREFIX}+`, INPUT_CHAIN]]);
   }
+  removed.push(...(await removeIdleInternalGuard()));
   return removed;
 }
