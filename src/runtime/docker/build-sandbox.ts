@@ -14,6 +14,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PRIVATE_IPV4_RANGES } from '../../core/private-address.js';
 import { removeIdleInternalGuard } from './internal-guard.js';
+import { listTable, restoreTable } from './iptables-table.js';
 
 /** Linux interface names of build bridges start with this (the rules match `slpb+`). */
 export const BUILD_BRIDGE_PREFIX = 'slpb';
@@ -148,7 +149,7 @@ async function installAppFirewall(bridge: string, hostPorts: readonly number[]):
     ...[...new Set(hostPorts)].filter((p) => p > 0).map((port) => ['-p', 'tcp', '-m', 'tcp', '--dport', String(port), '-j', 'RETURN']),
     ['-j', 'DROP'],
   ];
-  const table = await listFilterTable();
+  const table = await listTable('filter');
   const script: string[] = [];
   for (const [chain, rules] of [[forwardChain, forward], [inputChain, input]] as const) {
     const present = table.rules.get(chain) ?? [];
@@ -167,35 +168,7 @@ async function installAppFirewall(bridge: string, hostPorts: readonly number[]):
     const jump = ruleLine(chain, ['-i', bridge, '-j', target]);
     if (!(table.rules.get(chain) ?? []).includes(jump)) script.push(jump);
   }
-  if (script.length > 0) await restoreFilter(script);
-}
-
-/** The filter table as `iptables -S` prints it: its chains, and each chain's `-A` lines in order. */
-async function listFilterTable(): Promise<{ chains: Set<string>; rules: Map<string, string[]> }> {
-  const listing = await new Promise<string>((resolve, reject) =>
-    execFile('iptables', ['-w', '5', '-S'], { timeout: IPTABLES_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) =>
-      err === null ? resolve(String(stdout)) : reject(new Error(`iptables -S: ${String(stderr).trim() || err.message}`)),
-    ),
-  );
-  const chains = new Set<string>();
-  const rules = new Map<string, string[]>();
-  for (const line of listing.split('\n').map((l) => l.trim())) {
-    const declared = /^-[NP] (\S+)/.exec(line);
-    if (declared?.[1] !== undefined) chains.add(declared[1]);
-    const appended = /^-A (\S+) /.exec(line);
-    if (appended?.[1] !== undefined) rules.set(appended[1], [...(rules.get(appended[1]) ?? []), line]);
-  }
-  return { chains, rules };
-}
-
-/** Applies `lines` to the filter table in one transaction (`iptables-restore --noflush`): all of them or none. */
-function restoreFilter(lines: readonly string[]): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = execFile('iptables-restore', ['-w', '5', '--noflush'], { timeout: IPTABLES_TIMEOUT_MS }, (err, _stdout, stderr) =>
-      err === null ? resolve() : reject(new Error(`iptables-restore: ${String(stderr).trim() || err.message}`)),
-    );
-    child.stdin?.end(['*filter', ...lines, 'COMMIT', ''].join('\n'));
-  });
+  if (script.length > 0) await restoreTable('filter', script);
 }
 
 /** SLIPWAY-APPS(-IN), entered from DOCKER-USER and INPUT by every packet from a `br-*` interface. */

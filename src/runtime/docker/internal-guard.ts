@@ -16,6 +16,7 @@
 // Rules match the interface (`br-<network id>`), never the subnet: a removed network's subnet goes to the next one.
 import { execFile } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
+import { listTable, restoreTable } from './iptables-table.js';
 
 /** The mangle chain holding every internal bridge's rules. */
 export const INTERNAL_GUARD_CHAIN = 'SLIPWAY-INTERNAL';
@@ -37,12 +38,6 @@ function mangle(args: readonly string[]): Promise<Run> {
   });
 }
 
-async function must(args: readonly string[]): Promise<Run> {
-  const result = await mangle(args);
-  if (!result.ok) throw new Error(`iptables -t mangle ${args.join(' ')}: ${result.stderr}`);
-  return result;
-}
-
 /** The two rules of `bridge`, as `iptables -S` prints them (without `-A chain`). */
 export function internalGuardRules(bridge: string): string[][] {
   return [
@@ -53,33 +48,29 @@ export function internalGuardRules(bridge: string): string[][] {
 
 const line = (chain: string, rule: readonly string[]): string => `-A ${chain} ${rule.join(' ')}`;
 
-/** The `-S` lines of the chain, made (empty) when missing. */
-async function chainLines(): Promise<Set<string>> {
-  const listed = await mangle(['-S', INTERNAL_GUARD_CHAIN]);
-  if (listed.ok) return new Set(listed.stdout.split('\n').map((l) => l.trim()));
-  const created = await mangle(['-N', INTERNAL_GUARD_CHAIN]);
-  if (!created.ok && !/exists/i.test(created.stderr)) throw new Error(`iptables -t mangle -N ${INTERNAL_GUARD_CHAIN}: ${created.stderr}`);
-  return new Set((await must(['-S', INTERNAL_GUARD_CHAIN])).stdout.split('\n').map((l) => l.trim()));
-}
-
 /** The prune of this process (the first guard runs it). */
 let pruned: Promise<void> | undefined;
 
 /**
  * Guards internal bridge `bridge` (idempotent): its rules in SLIPWAY-INTERNAL, the chain entered from
- * mangle FORWARD. Throws when iptables cannot be run (the caller warns that apps are unconfined).
+ * mangle FORWARD, whatever is missing written in one transaction after one listing of the table.
+ * Throws when iptables cannot be run (the caller warns that apps are unconfined).
  */
 export async function ensureInternalGuard(bridge: string): Promise<void> {
   pruned ??= pruneInternalGuards().catch(() => undefined);
   await pruned;
-  // Twice at most: `slipway server cleanup --host-firewall` may remove the empty chain between the listing and the append.
+  // Twice at most: `slipway server cleanup --host-firewall` may remove the empty chain between the listing and the write.
   for (let attempt = 0; ; attempt++) {
+    const table = await listTable('mangle');
+    const present = table.rules.get(INTERNAL_GUARD_CHAIN) ?? [];
+    const script: string[] = [];
+    if (!table.chains.has(INTERNAL_GUARD_CHAIN)) script.push(`:${INTERNAL_GUARD_CHAIN} - [0:0]`);
+    for (const rule of internalGuardRules(bridge)) {
+      if (!present.includes(line(INTERNAL_GUARD_CHAIN, rule))) script.push(line(INTERNAL_GUARD_CHAIN, rule));
+    }
+    if (!(table.rules.get('FORWARD') ?? []).includes(line('FORWARD', ['-j', INTERNAL_GUARD_CHAIN]))) script.push(`-I FORWARD 1 -j ${INTERNAL_GUARD_CHAIN}`);
     try {
-      const present = await chainLines();
-      for (const rule of internalGuardRules(bridge)) {
-        if (!present.has(line(INTERNAL_GUARD_CHAIN, rule))) await must(['-A', INTERNAL_GUARD_CHAIN, ...rule]);
-      }
-      if (!(await mangle(['-C', ...JUMP])).ok) await must(['-I', 'FORWARD', '1', '-j', INTERNAL_GUARD_CHAIN]);
+      if (script.length > 0) await restoreTable('mangle', script);
       return;
     } catch (err) {
       if (attempt > 0) throw err;
