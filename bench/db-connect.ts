@@ -9,7 +9,7 @@ import { parseArgs, promisify } from 'node:util';
 import Dockerode from 'dockerode';
 import { freePort } from '../test/helpers/net.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, PROJECT_ROOT, loginAs, request, testEnv } from '../test/helpers/server.js';
-import { processTree } from './proc.js';
+import { cpuMicros, processTree } from './proc.js';
 import { startSshForward, waitForPort } from './throwaway-ssh.js';
 
 const { values } = parseArgs({
@@ -111,6 +111,27 @@ function serverRssKib(pid: number): number {
     }, 0);
 }
 
+/** CPU time (µs) the processes of the trees rooted at `pids` have used so far (a process gone between reads counts 0). */
+function treeCpuMicros(pids: readonly number[]): number {
+  let sum = 0;
+  for (const root of pids) {
+    let tree: Array<{ pid: number; name: string }> = [];
+    try {
+      tree = processTree(root);
+    } catch {
+      continue;
+    }
+    for (const p of tree) {
+      try {
+        sum += cpuMicros(p.pid);
+      } catch {
+        // ended between the two reads
+      }
+    }
+  }
+  return sum;
+}
+
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 const fmt = (x: number, digits = 1): string => (Number.isFinite(x) ? x.toFixed(digits) : 'n/a');
 
@@ -169,11 +190,16 @@ async function main(): Promise<void> {
 
   const tps: Record<string, number[]> = { [slipway.name]: [], [viaSsh.name]: [] };
   const mibs: Record<string, number[]> = { [slipway.name]: [], [viaSsh.name]: [] };
+  // The relay's own CPU per MiB of COPY: the server (supervisor, worker) and the CLI, against sshd (with its session's children) and ssh.
+  const relays: Record<string, readonly number[]> = { [slipway.name]: [server.pid ?? 0, cli.pid ?? 0], [viaSsh.name]: ssh.pids };
+  const cpuPerMib: Record<string, number[]> = { [slipway.name]: [], [viaSsh.name]: [] };
   for (let round = 1; round <= rounds; round += 1) {
     // Interleaved, the order swapped each round.
     for (const target of round % 2 === 1 ? [slipway, viaSsh] : [viaSsh, slipway]) {
       const t = await pgbenchTps(target, 8, seconds);
+      const cpuBefore = treeCpuMicros(relays[target.name]!);
       const m = await copyMibPerSecond(target, copyMib);
+      cpuPerMib[target.name]!.push((treeCpuMicros(relays[target.name]!) - cpuBefore) / 1000 / copyMib);
       tps[target.name]!.push(t);
       mibs[target.name]!.push(m);
       console.log(`  round ${round} ${target.name}: pgbench -S 8 clients ${fmt(t, 0)} tps, COPY ${copyMib} MiB at ${fmt(m)} MiB/s`);
@@ -182,6 +208,7 @@ async function main(): Promise<void> {
   const tpsRatio = median(tps[slipway.name]!) / median(tps[viaSsh.name]!);
   const mibRatio = median(mibs[slipway.name]!) / median(mibs[viaSsh.name]!);
   console.log(`pgbench -S tps: ×${fmt(tpsRatio, 2)} of ssh -L; COPY MiB/s: ×${fmt(mibRatio, 2)} of ssh -L (goal ≥ 1.0 on both)`);
+  console.log(`the relay's CPU per MiB of COPY (median): ${fmt(median(cpuPerMib[slipway.name]!), 2)} ms (server + CLI) against ${fmt(median(cpuPerMib[viaSsh.name]!), 2)} ms (sshd + ssh)`);
 
   // The server's RSS with 50 connections held open and busy.
   const before = serverRssKib(server.pid ?? 0);

@@ -84,7 +84,11 @@ export function readService(name: string, raw: unknown, scope: ServiceScope): Se
   const healthcheck = readHealthcheck(data['healthcheck'], refuse, ignore);
   const dependsOn = readDependsOn(name, data['depends_on'], scope, refuse, ignore, warnings);
   const replicas = readDeploy(data['deploy'], refuse, ignore);
-  const ports = readPorts(data, refuse, ignore);
+  const hostPartIgnored = (entry: string): void => {
+    const at = line('ports');
+    warnings.push(`warning: service "${name}": "ports" ${entry}: the host port is not published (nothing is, on any host); the container port is used${at === undefined ? '' : ` (line ${at})`}`);
+  };
+  const ports = readPorts(data, refuse, ignore, hostPartIgnored);
   const volumes = readVolumes(data['volumes'], scope, refuse, ignore);
   const files = [...readFiles('secrets', data['secrets'], scope.secrets, refuse), ...readFiles('configs', data['configs'], scope.configs, refuse)];
   const workingDir = readString(data, 'working_dir', refuse);
@@ -291,8 +295,12 @@ function readDeploy(raw: unknown, refuse: Refuse, ignore: Ignore): number {
   return replicas;
 }
 
-/** Container ports of `expose` and `ports`; a published host port is refused (Slipway publishes nothing on a host). */
-function readPorts(data: Record<string, unknown>, refuse: Refuse, ignore: Ignore): number[] {
+/**
+ * Container ports of `expose` and `ports`. §21 takes "the container port only; never published on a
+ * host": a host port or address in an entry (`"8000:80"`, `published:`) is left out with a warning,
+ * not refused (published ports are not in the contract's refused list).
+ */
+function readPorts(data: Record<string, unknown>, refuse: Refuse, ignore: Ignore, hostPartIgnored: (entry: string) => void): number[] {
   const ports = new Set<number>();
   const add = (key: string, text: string): void => {
     const m = /^(\d+)(?:\/(tcp|udp))?$/.exec(text.trim());
@@ -317,14 +325,14 @@ function readPorts(data: Record<string, unknown>, refuse: Refuse, ignore: Ignore
       for (const p of published) {
         const long = asMap(p);
         if (long !== undefined) {
-          if (long['published'] !== undefined || long['host_ip'] !== undefined) {
-            refuse('ports', `a port published on the host (${String(long['published'] ?? long['host_ip'])}:${String(long['target'])}) is refused: write the container port alone; the web service is served at its subdomain`);
-          } else add('ports', String(long['target']));
+          if (long['published'] !== undefined || long['host_ip'] !== undefined) hostPartIgnored(`${String(long['published'] ?? long['host_ip'])}:${String(long['target'])}`);
+          add('ports', String(long['target']));
           continue;
         }
         const text = String(p);
         if (text.includes(':')) {
-          refuse('ports', `"${text}" publishes a host port, which is refused: write the container port alone ("${text.split(':').at(-1) ?? ''}"); the web service is served at its subdomain`);
+          hostPartIgnored(`"${text}"`);
+          add('ports', text.split(':').at(-1) ?? '');
         } else add('ports', text);
       }
     }

@@ -2,8 +2,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ContainerEngine } from '../runtime/engine.js';
 import { lastOutput, lastLine } from '../runtime/release.js';
-import type { ServiceHost } from '../runtime/service-host.js';
+import type { ServiceDialer, ServiceHost } from '../runtime/service-host.js';
 import type { DatabaseCredentials, EngineAdapter } from './engine-adapter.js';
+import { KNOCK_TIMEOUT_MS, knock } from './greeting.js';
 
 /**
  * What a database container keeps of root's powers: an official image's entrypoint starts as root,
@@ -18,6 +19,8 @@ export const DATABASE_START_TIMEOUT_MS = 180_000;
 
 /** Pause between readiness probes (each is an exec of the engine's client): a restore into a new database waits on it. */
 const READY_POLL_MS = 200;
+/** Pause between knocks on the port (a connection from the control plane, refused at once until the final server listens). */
+const KNOCK_POLL_MS = 50;
 
 /** A database that did not start; the message is the user's to read (it never holds a credential). */
 export class DatabaseStartError extends Error {
@@ -83,11 +86,16 @@ export async function startDatabaseContainer(
     capabilities: DATABASE_CAPABILITIES,
     subnetPool: ctx.subnetPool,
   });
-  await waitReady(ctx.engine, container.id, adapter, credentials, DATABASE_START_TIMEOUT_MS, signal);
+  const dial = adapter.greeting === undefined ? null : await ctx.services.dialer(ctx.instanceId, db.id, adapter.port, KNOCK_TIMEOUT_MS);
+  await waitReady(ctx.engine, container.id, adapter, credentials, DATABASE_START_TIMEOUT_MS, signal, dial ?? undefined);
   return container.id;
 }
 
-/** Polls the adapter's probe inside the container until it passes; throws DatabaseStartError when the container exits or time runs out. */
+/**
+ * Polls until the database takes logins: its greeting on its port through `dial` when the adapter
+ * has one (a knock every 50 ms costs a connection, not an exec), else the adapter's probe inside
+ * the container. Throws DatabaseStartError when the container exits or time runs out.
+ */
 export async function waitReady(
   engine: ContainerEngine,
   containerId: string,
@@ -95,11 +103,13 @@ export async function waitReady(
   credentials: DatabaseCredentials,
   timeoutMs: number,
   signal: AbortSignal,
+  dial?: ServiceDialer,
 ): Promise<void> {
   const exec = engine.execInContainer?.bind(engine);
   if (exec === undefined) throw new DatabaseStartError('this engine cannot run a command inside a container');
   const deadline = Date.now() + timeoutMs;
   const probe = adapter.probe(credentials);
+  const knocking = dial !== undefined && adapter.greeting !== undefined;
   for (;;) {
     signal.throwIfAborted();
     const info = await engine.inspectContainer(containerId);
@@ -109,11 +119,15 @@ export async function waitReady(
       throw new DatabaseStartError(`the database exited with code ${info.exitCode ?? 'unknown'} while starting${last === '' ? '' : `; its last line: ${last}`}`);
     }
     if (info.running) {
-      const result = await exec(containerId, probe.argv, { env: probe.env, timeoutMs: 10_000 }).catch(() => undefined);
-      if (result !== undefined && adapter.ready(result)) return;
+      if (knocking) {
+        if (await knock(dial, adapter.greeting, credentials)) return;
+      } else {
+        const result = await exec(containerId, probe.argv, { env: probe.env, timeoutMs: 10_000 }).catch(() => undefined);
+        if (result !== undefined && adapter.ready(result)) return;
+      }
     }
     if (Date.now() >= deadline) throw new DatabaseStartError(`the database did not accept logins within ${Math.round(timeoutMs / 1000)} s`);
-    await sleep(READY_POLL_MS, undefined, { signal });
+    await sleep(knocking ? KNOCK_POLL_MS : READY_POLL_MS, undefined, { signal });
   }
 }
 

@@ -1,5 +1,6 @@
 // One database engine behind one small interface (like Kysely's dialects): its image setting, environment, data directory, port, URL and health probe.
 import type { ExecResult } from '../runtime/engine.js';
+import type { Greeting } from './greeting.js';
 import type { WalArchiving } from './wal-archiving.js';
 import type { ContainerCommand, DatabaseCredentials } from './container-command.js';
 
@@ -8,16 +9,16 @@ export type { ContainerCommand, DatabaseCredentials } from './container-command.
 export const DATABASE_ENGINES = ['postgres', 'mysql', 'redis'] as const;
 export type DatabaseEngineName = (typeof DATABASE_ENGINES)[number];
 
-/**
- * The engine-specific part of a managed database. Adding an engine is adding one file with one of
- * these: nothing outside src/databases/ names an engine.
- */
 /** How a restore runs: `clean` replaces what the database holds; `cpus`, the CPU share of the container it runs in, when known. */
 export interface RestoreOptions {
   readonly clean: boolean;
   readonly cpus?: number;
 }
 
+/**
+ * The engine-specific part of a managed database. Adding an engine is adding one file with one of
+ * these: nothing outside src/databases/ names an engine.
+ */
 export interface EngineAdapter {
   readonly engine: DatabaseEngineName;
   /** The setting that chooses its image (decisions §19), for messages. */
@@ -38,6 +39,11 @@ export interface EngineAdapter {
   probe(credentials: DatabaseCredentials): ContainerCommand;
   /** Whether the probe's result means ready. */
   ready(result: ExecResult): boolean;
+  /**
+   * Its opening exchange on its port, when it has one without side effects: readiness is then
+   * read from the control plane at once instead of by an exec of the probe every poll.
+   */
+  readonly greeting?: Greeting;
   /** The engine's own dump tool writing the whole database to stdout (decisions §20). */
   dump(credentials: DatabaseCredentials): ContainerCommand;
   /**

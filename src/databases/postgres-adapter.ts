@@ -1,5 +1,6 @@
 // The PostgreSQL engine: the official image's POSTGRES_* contract, PGDATA, port 5432, probed with psql over TCP.
 import type { EngineAdapter } from './engine-adapter.js';
+import { postgresGreeting } from './greeting.js';
 import { SNAPSHOT_MARK, parseTableLines, sqlIdentifier } from './engine-adapter.js';
 import { postgresWal } from './postgres-wal.js';
 
@@ -47,6 +48,7 @@ export const postgresAdapter: EngineAdapter = {
   // success means the final server accepts these credentials.
   probe: (c) => ({ argv: ['psql', '-h', '127.0.0.1', '-p', '5432', '-U', c.username, '-d', c.database, '-Atc', 'select 1'], env: { PGPASSWORD: c.password } }),
   ready: (result) => result.exitCode === 0 && result.output.trim().endsWith('1'),
+  greeting: postgresGreeting,
   dump: (c) => ({ argv: ['pg_dump', '-Fc', '-h', '127.0.0.1', '-p', '5432', '-U', c.username, '-d', c.database], env: { PGPASSWORD: c.password } }),
   restoreMode: 'stream',
   // One transaction whether it replaces data or fills a new database: a failure leaves nothing

@@ -1,5 +1,6 @@
 // The Redis engine: redis-server with a password and an append-only file in /data, port 6379, probed with redis-cli.
 import type { EngineAdapter } from './engine-adapter.js';
+import { redisGreeting } from './greeting.js';
 
 export const redisAdapter: EngineAdapter = {
   engine: 'redis',
@@ -13,6 +14,7 @@ export const redisAdapter: EngineAdapter = {
   url: (c, host) => `redis://${c.username}:${encodeURIComponent(c.password)}@${host}:6379/${c.database}`,
   probe: (c) => ({ argv: ['redis-cli', '-h', '127.0.0.1', '-p', '6379', 'ping'], env: { REDISCLI_AUTH: c.password } }),
   ready: (result) => result.exitCode === 0 && result.output.includes('PONG'),
+  greeting: redisGreeting,
   // An RDB snapshot streamed by the replication protocol to stdout.
   dump: (c) => ({ argv: ['redis-cli', '-h', '127.0.0.1', '-p', '6379', '--no-auth-warning', '--rdb', '-'], env: { REDISCLI_AUTH: c.password } }),
   restoreMode: 'file',

@@ -137,7 +137,8 @@ export async function createChannel(ctx: ChannelsContext, principal: Principal, 
   const type = input.type as ChannelType;
   if (!CHANNEL_TYPES.includes(type)) throw invalid(`type must be one of ${CHANNEL_TYPES.join(', ')}`);
   const teamId = input.team_id ?? null;
-  if (teamId !== null) authorizeTeam(principal, teamId, 'developer');
+  // A team's channel is created and deleted by its owners, as its deployments are (contract, Part four; §18).
+  if (teamId !== null) authorizeTeam(principal, teamId, 'owner');
   const name = checkName(input.name);
   const events = checkEvents(input.events);
   let url: string | null = null;
@@ -198,7 +199,7 @@ export async function updateChannel(ctx: ChannelsContext, principal: Principal, 
 }
 
 export async function deleteChannel(ctx: ChannelsContext, principal: Principal, id: string): Promise<void> {
-  const channel = await authorizedChannel(ctx, principal, id, 'change');
+  const channel = await authorizedChannel(ctx, principal, id, 'manage');
   await ctx.store.deleteChannel(channel.id, record(principal, channel, 'delete'));
 }
 

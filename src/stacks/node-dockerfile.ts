@@ -111,7 +111,14 @@ export function nodeDockerfile(facts: NodeFacts, images: BaseImages, dockerfileP
     ].join('\n'));
     appLines = ['COPY --from=build /app ./'];
   } else {
-    appLines = [comment('package.json lists no dependencies and no build: one stage, the source as it is.'), 'COPY . .'];
+    // Stages even here (contract §24: "builds in stages"), as for an empty requirements.txt or a static site.
+    stages.push([
+      comment('package.json lists no dependencies and no build: nothing to install. The source, as it is.'),
+      `FROM ${image} AS source`,
+      'WORKDIR /app',
+      'COPY . .',
+    ].join('\n'));
+    appLines = ['COPY --from=source /app ./'];
   }
   stages.push(finalStage(facts, image, images, appLines));
   return stages.join('\n\n');

@@ -25,7 +25,8 @@ describe('backup destinations', () => {
 
   before(async () => {
     s3 = await startS3();
-    s = await startTestServer({ SLIPWAY_ALLOW_PRIVATE_TARGETS: 'true' });
+    // Databases here never run (an image no registry serves): enough for the checks made before a dump.
+    s = await startTestServer({ SLIPWAY_ALLOW_PRIVATE_TARGETS: 'true', SLIPWAY_DB_IMAGE_POSTGRES: '127.0.0.1:9/slipway-test/no-such-database:1' });
     alice = await s.newUser('alice');
     bob = await s.newUser('bob');
   });
@@ -102,5 +103,25 @@ describe('backup destinations', () => {
     assert.equal(local.status, 201, local.text);
     assert.deepEqual(Object.keys(local.json).sort(), ['created_at', 'id', 'name', 'team_id', 'type', 'updated_at']);
     assert.deepEqual((await s.request('POST', `/api/v1/backup-destinations/${local.json.id}/test`, { token: alice.token })).json, { ok: true });
+  });
+
+  test("a destination a database's schedule uses is not deleted (409 naming the database); a backup taken now needs no body", async () => {
+    const dest = (await s.request('POST', '/api/v1/backup-destinations', { token: alice.token, body: { name: 'scheduled', type: 'local' } })).json;
+    const db = await s.request('POST', '/api/v1/databases', { token: alice.token, body: { name: 'orders', engine: 'postgres' } });
+    assert.equal(db.status, 201, db.text);
+    // No body and no schedule: the request is read as `{}` and names what is missing.
+    const unnamed = await s.request('POST', `/api/v1/databases/${db.json.id}/backups`, { token: alice.token });
+    assertError(unnamed, 400, 'validation_error');
+    assert.match(unnamed.json.message, /destination_id/);
+    const scheduled = await s.request('PATCH', `/api/v1/databases/${db.json.id}`, { token: alice.token, body: { backup: { schedule: '0 3 * * *', destination_id: dest.id, keep: 3 } } });
+    assert.equal(scheduled.status, 200, scheduled.text);
+    assert.deepEqual(scheduled.json.backup, { schedule: '0 3 * * *', destination_id: dest.id, keep: 3, pitr: false });
+    const used = await s.request('DELETE', `/api/v1/backup-destinations/${dest.id}`, { token: alice.token });
+    assertError(used, 409, 'invalid_state');
+    assert.match(used.json.message, /orders/);
+    // No body, the schedule's destination: taken now but for the database's state (it never runs here), not refused for its body.
+    assertError(await s.request('POST', `/api/v1/databases/${db.json.id}/backups`, { token: alice.token }), 409, 'invalid_state');
+    assert.equal((await s.request('DELETE', `/api/v1/databases/${db.json.id}`, { token: alice.token })).status, 204);
+    assert.equal((await s.request('DELETE', `/api/v1/backup-destinations/${dest.id}`, { token: alice.token })).status, 204);
   });
 });

@@ -87,6 +87,12 @@ describe('notification channels', () => {
     assert.deepEqual((seen.json as Array<{ id: string }>).map((c) => c.id), [teamChannel.json.id]);
     assertError(await s.request('PATCH', `${base}/${teamChannel.json.id}`, { token: bob.token, body: { name: 'mine now' } }), 403, 'forbidden');
     assertError(await s.request('POST', base, { token: bob.token, body: { name: 'b', type: 'slack', url: SLACK_URL, events: ['job.failed'], team_id: teamId } }), 403, 'forbidden');
+    // A developer changes and tests it; only an owner creates or deletes a team's channel, as for the team's deployments.
+    const dave = await s.newUser('dave');
+    assert.equal((await s.request('POST', `/api/v1/teams/${teamId}/members`, { token: alice.token, body: { email: dave.email, role: 'developer' } })).status, 201);
+    assert.equal((await s.request('PATCH', `${base}/${teamChannel.json.id}`, { token: dave.token, body: { name: 'team-renamed' } })).status, 200);
+    assertError(await s.request('DELETE', `${base}/${teamChannel.json.id}`, { token: dave.token }), 403, 'forbidden');
+    assertError(await s.request('POST', base, { token: dave.token, body: { name: 'd', type: 'slack', url: SLACK_URL, events: ['job.failed'], team_id: teamId } }), 403, 'forbidden');
     // Someone outside the team: as if it did not exist.
     const carol = await s.newUser('carol');
     assertError(await s.request('GET', `${base}/${teamChannel.json.id}`, { token: carol.token }), 404, 'not_found');

@@ -3,11 +3,11 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createDockerEngine } from '../../src/runtime/docker/docker-engine.js';
-import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../helpers/busybox-image.js';
+import { ensureBusyboxImage, writeBusyboxScriptApp } from '../helpers/busybox-image.js';
 import { cli, type CliResult } from '../helpers/cli.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -35,11 +35,7 @@ after(async () => {
 test('an app that prints "listening on :3000" while PORT is 8080: the build fails naming both ports and what to do', async () => {
   const dir = path.join(work, `port-${randomUUID().slice(0, 6)}`);
   await mkdir(dir);
-  await writeFile(path.join(dir, 'index.html'), 'hello\n');
-  await writeFile(
-    path.join(dir, 'Dockerfile'),
-    [`FROM ${BUSYBOX_IMAGE}`, 'COPY index.html /www/index.html', 'EXPOSE 8080', `CMD ${JSON.stringify(['/bin/sh', '-c', 'echo "listening on :3000"; exec httpd -f -p 3000 -h /www'])}`, ''].join('\n'),
-  );
+  await writeBusyboxScriptApp(dir, 'echo "listening on :3000"; exec httpd -f -p 3000 -h /www', { index: 'hello\n' });
   const res = await cli(['deploy', dir, '--subdomain', `port-${randomUUID().slice(0, 6)}`], { home });
   assertExit(res, 1);
   assert.match(res.stdout, /^listening on :3000$/m);

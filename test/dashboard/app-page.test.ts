@@ -3,13 +3,11 @@
 // choice in the URL; names and headers do not break mid-word in narrow columns; carriage returns in
 // a log rewrite the line; the rollback dialog says which configuration comes back.
 import assert from 'node:assert/strict';
-import fsp from 'node:fs/promises';
-import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
-import { appRequest, createArchiveApp, deployAndWait, eventually, tarGzOf, tempDir, testEngine } from '../helpers/apps.js';
+import { appRequest, busyboxScriptArchive, createArchiveApp, deployAndWait, eventually, testEngine } from '../helpers/apps.js';
 import { launchBrowser, openPage, reloadPage, signIn, type TestBrowser } from '../helpers/browser.js';
-import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../helpers/busybox-image.js';
+import { ensureBusyboxImage } from '../helpers/busybox-image.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 let ts: TestServer;
@@ -19,13 +17,7 @@ let app: { id: string; subdomain: string };
 
 /** An app that writes its environment to /www/env at start and serves /www on $PORT. */
 async function envApp(): Promise<Buffer> {
-  const dir = tempDir('env-app');
-  const start = 'env > /www/env; echo "listening on $PORT"; exec httpd -f -v -p "$PORT" -h /www';
-  await fsp.writeFile(path.join(dir, 'Dockerfile'), [`FROM ${BUSYBOX_IMAGE}`, 'COPY index.html /www/index.html', 'EXPOSE 8080', `CMD ${JSON.stringify(['/bin/sh', '-c', start])}`, ''].join('\n'));
-  await fsp.writeFile(path.join(dir, 'index.html'), 'env app\n');
-  const archive = await tarGzOf(dir);
-  await fsp.rm(dir, { recursive: true, force: true });
-  return archive;
+  return busyboxScriptArchive('env > /www/env; echo "listening on $PORT"; exec httpd -f -v -p "$PORT" -h /www', { index: 'env app\n' });
 }
 
 before(async () => {

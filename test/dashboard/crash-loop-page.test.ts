@@ -1,12 +1,10 @@
 // A crash-looping app in Chromium (issue 33 item 1): the list, the app header and the Overview say "Crashed — restarting (exit 3: boom)" beside `running`.
 import assert from 'node:assert/strict';
-import fsp from 'node:fs/promises';
-import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
-import { createArchiveApp, deployAndWait, eventually, tarGzOf, tempDir, testEngine } from '../helpers/apps.js';
+import { busyboxScriptArchive, createArchiveApp, deployAndWait, eventually, testEngine } from '../helpers/apps.js';
 import { launchBrowser, openPage, signIn, type TestBrowser } from '../helpers/browser.js';
-import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../helpers/busybox-image.js';
+import { ensureBusyboxImage } from '../helpers/busybox-image.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 let ts: TestServer;
@@ -15,12 +13,7 @@ let user: Awaited<ReturnType<TestServer['newUser']>>;
 
 /** Serves HTTP at once, then prints "boom" and exits with code 3 two seconds later, every run. */
 async function crashLoopApp(): Promise<Buffer> {
-  const dir = tempDir('crashloop-ui');
-  const script = 'mkdir -p /www; echo ok > /www/index.html; httpd -p "${PORT:-8080}" -h /www; sleep 2; echo boom; exit 3';
-  await fsp.writeFile(path.join(dir, 'Dockerfile'), [`FROM ${BUSYBOX_IMAGE}`, 'EXPOSE 8080', `CMD ${JSON.stringify(['/bin/sh', '-c', script])}`, ''].join('\n'));
-  const archive = await tarGzOf(dir);
-  await fsp.rm(dir, { recursive: true, force: true });
-  return archive;
+  return busyboxScriptArchive('mkdir -p /www; echo ok > /www/index.html; httpd -p "${PORT:-8080}" -h /www; sleep 2; echo boom; exit 3');
 }
 
 before(async () => {

@@ -54,6 +54,7 @@ describe('compose sets: isolation between deployments', () => {
       run('iptables', ['-w', '5', '-S', 'DOCKER-ISOLATION-STAGE-1']),
       run('iptables', ['-w', '5', '-S', 'FORWARD']),
       run('iptables', ['-w', '5', '-S', 'DOCKER-USER']),
+      run('iptables', ['-w', '5', '-t', 'mangle', '-S', 'SLIPWAY-INTERNAL']),
       `bridge-nf-call-iptables: ${run('cat', ['/proc/sys/net/bridge/bridge-nf-call-iptables'])}`,
     ].join('\n');
   };
@@ -138,7 +139,7 @@ services:
       // By address, on each of the vault's networks, and the database's: nothing answers.
       for (const address of vaultAddresses) {
         const answer = await dial(attacker.id, address);
-        // Seen once under a full suite's load (2026-11-29, not reproduced alone): what the host's filter held then, to find why.
+        // Seen once under a full suite's load (2026-11-29): the engine's isolation lapses while it creates any network; closed by the internal networks' guard (docs/decisions.md).
         assert.match(answer, NO_ANSWER, NO_ANSWER.test(answer) ? '' : `${attacker.who}: ${address}\n${await whereItWent(attacker.id, vault)}`);
       }
       assert.match(await dial(attacker.id, dbAddress, 6379), NO_ANSWER, `${attacker.who}: the database at ${dbAddress}`);

@@ -1,23 +1,15 @@
 // End to end on the real engine (issue 33 item 1, as the person sees it): an app that serves, then exits with code 3 every few seconds, is `running` with a crash-loop health in the API, the list and the CLI, and is announced once as app.crashed.
 import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { AppCrashedEvent } from '../../src/domain/app-events.js';
-import { ensureBusyboxImage, BUSYBOX_IMAGE } from '../helpers/busybox-image.js';
-import { createArchiveApp, deployAndWait, eventually, tarGzOf, tempDir, testEngine } from '../helpers/apps.js';
+import { busyboxScriptArchive, createArchiveApp, deployAndWait, eventually, tempDir } from '../helpers/apps.js';
 import { cli } from '../helpers/cli.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /** An app that answers HTTP at once (so its release is healthy), then prints "boom" and exits with code 3 two seconds later, every run. */
 async function crashLoopApp(): Promise<Buffer> {
-  await ensureBusyboxImage(testEngine());
-  const dir = tempDir('crashloop');
-  const script = 'mkdir -p /www; echo ok > /www/index.html; httpd -p "${PORT:-8080}" -h /www; sleep 2; echo boom; exit 3';
-  await fsp.writeFile(path.join(dir, 'Dockerfile'), [`FROM ${BUSYBOX_IMAGE}`, 'EXPOSE 8080', `CMD ${JSON.stringify(['/bin/sh', '-c', script])}`, ''].join('\n'));
-  const archive = await tarGzOf(dir);
-  await fsp.rm(dir, { recursive: true, force: true });
-  return archive;
+  return busyboxScriptArchive('mkdir -p /www; echo ok > /www/index.html; httpd -p "${PORT:-8080}" -h /www; sleep 2; echo boom; exit 3');
 }
 
 interface Health {

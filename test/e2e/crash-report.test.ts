@@ -1,10 +1,7 @@
 // End to end on the real engine (issue 23 item 9, as the attack): an app that crashes at start is reported with its first run's last line, its output in the order it was written, even when the engine restarts it before the report is made.
 import assert from 'node:assert/strict';
-import fsp from 'node:fs/promises';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { ensureBusyboxImage, BUSYBOX_IMAGE } from '../helpers/busybox-image.js';
-import { createArchiveApp, deployAndWait, tarGzOf, tempDir, testEngine } from '../helpers/apps.js';
+import { busyboxScriptArchive, createArchiveApp, deployAndWait } from '../helpers/apps.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /**
@@ -13,8 +10,6 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
  * `waitMs`: how long it sleeps before crashing (0: at once).
  */
 async function crashingApp(waitSeconds: number): Promise<Buffer> {
-  await ensureBusyboxImage(testEngine());
-  const dir = tempDir('crash');
   const lines: string[] = [];
   for (let i = 1; i <= 5; i += 1) lines.push(`echo "out ${i} of run $n"`, `echo "err ${i} of run $n" >&2`);
   const script = [
@@ -24,10 +19,7 @@ async function crashingApp(waitSeconds: number): Promise<Buffer> {
     'echo "fatal: cannot start (run $n)" >&2',
     'exit 3',
   ].join('; ');
-  await fsp.writeFile(path.join(dir, 'Dockerfile'), [`FROM ${BUSYBOX_IMAGE}`, 'EXPOSE 8080', `CMD ${JSON.stringify(['/bin/sh', '-c', script])}`, ''].join('\n'));
-  const archive = await tarGzOf(dir);
-  await fsp.rm(dir, { recursive: true, force: true });
-  return archive;
+  return busyboxScriptArchive(script);
 }
 
 describe('a crashing app is reported from its first run', () => {
@@ -64,12 +56,7 @@ describe('a crashing app is reported from its first run', () => {
   }
 
   test('a stdout line written after the stderr ones is the last line', async () => {
-    await ensureBusyboxImage(testEngine());
-    const dir = tempDir('crash');
-    const script = 'echo "warning: on stderr" >&2; sleep 1; echo "bye from stdout"; exit 4';
-    await fsp.writeFile(path.join(dir, 'Dockerfile'), [`FROM ${BUSYBOX_IMAGE}`, 'EXPOSE 8080', `CMD ${JSON.stringify(['/bin/sh', '-c', script])}`, ''].join('\n'));
-    const archive = await tarGzOf(dir);
-    await fsp.rm(dir, { recursive: true, force: true });
+    const archive = await busyboxScriptArchive('echo "warning: on stderr" >&2; sleep 1; echo "bye from stdout"; exit 4');
     const { id } = await createArchiveApp(ts, token, archive);
     const res = await deployAndWait(ts, token, id);
     assert.equal(res.status, 500, res.text);

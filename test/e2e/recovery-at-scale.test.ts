@@ -1,27 +1,19 @@
 // Recovery with 20 apps on the real engine: the engine stops every container, the server restarts, the host reboots.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED } from '../../src/runtime/engine.js';
-import { appRequest, eventually, tarGzOf, tempDir, testEngine } from '../helpers/apps.js';
-import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../helpers/busybox-image.js';
+import { appRequest, busyboxScriptArchive, eventually, testEngine } from '../helpers/apps.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, loginAs, removeEngineObjects, request, spawnServerProcess, testEnv, type ServerProcess } from '../helpers/server.js';
 
 const APPS = 20;
 
 /** The source of every app: busybox httpd serving $BODY (written at each start, so a container started again serves it too). */
 async function sameForEveryApp(): Promise<Buffer> {
-  await ensureBusyboxImage(testEngine());
-  const dir = tempDir('recovery-20-app');
-  const script = 'mkdir -p /www && echo "$BODY" > /www/index.html && echo "listening on ${PORT:-8080}" && exec httpd -f -v -p "${PORT:-8080}" -h /www';
-  await fsp.writeFile(path.join(dir, 'Dockerfile'), [`FROM ${BUSYBOX_IMAGE}`, 'EXPOSE 8080', `CMD ${JSON.stringify(['/bin/sh', '-c', script])}`, ''].join('\n'));
-  const archive = await tarGzOf(dir);
-  await fsp.rm(dir, { recursive: true, force: true });
-  return archive;
+  return busyboxScriptArchive('mkdir -p /www && echo "$BODY" > /www/index.html && echo "listening on ${PORT:-8080}" && exec httpd -f -v -p "${PORT:-8080}" -h /www');
 }
 
 describe('recovery of 20 apps', () => {

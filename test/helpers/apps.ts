@@ -7,7 +7,7 @@ import path from 'node:path';
 import * as tar from 'tar';
 import { createDockerEngine } from '../../src/runtime/docker/docker-engine.js';
 import type { ContainerEngine } from '../../src/runtime/engine.js';
-import { ensureBusyboxImage, writeBusyboxApp, type BusyboxAppOptions } from './busybox-image.js';
+import { ensureBusyboxImage, writeBusyboxApp, writeBusyboxScriptApp, type BusyboxAppOptions } from './busybox-image.js';
 import type { HttpResult, TestServer } from './server.js';
 
 /** The engine the tests share (the local one). */
@@ -42,6 +42,21 @@ export async function busyboxArchive(options: BusyboxAppOptions & { extraDockerf
   const archive = await tarGzOf(dir);
   await fsp.rm(dir, { recursive: true, force: true });
   return { archive, body };
+}
+
+/**
+ * A busybox app that runs `script` with /bin/sh -c (see writeBusyboxScriptApp), packed as tar.gz;
+ * builds the busybox base first if it is missing.
+ */
+export async function busyboxScriptArchive(script: string, options: { index?: string } = {}): Promise<Buffer> {
+  await ensureBusyboxImage(testEngine());
+  const dir = tempDir('busybox-script');
+  try {
+    await writeBusyboxScriptApp(dir, script, options);
+    return await tarGzOf(dir);
+  } finally {
+    await fsp.rm(dir, { recursive: true, force: true });
+  }
 }
 
 /** Uploads an archive (and optional Dockerfile text) to a deployment. */

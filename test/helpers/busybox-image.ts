@@ -101,3 +101,20 @@ export async function writeBusyboxApp(dir: string, options: BusyboxAppOptions = 
   await writeFile(path.join(dir, 'index.html'), body);
   return body;
 }
+
+/**
+ * Writes a build context into `dir` whose app is one shell script: a Dockerfile FROM the busybox
+ * base that EXPOSEs 8080 and runs `script` with /bin/sh -c. `index`: a page copied to
+ * /www/index.html (none by default). Needs ensureBusyboxImage first.
+ */
+export async function writeBusyboxScriptApp(dir: string, script: string, options: { index?: string } = {}): Promise<void> {
+  const dockerfile = [
+    `FROM ${BUSYBOX_IMAGE}`,
+    ...(options.index === undefined ? [] : ['COPY index.html /www/index.html']),
+    'EXPOSE 8080',
+    `CMD ${JSON.stringify(['/bin/sh', '-c', script])}`,
+    '',
+  ].join('\n');
+  await writeFile(path.join(dir, 'Dockerfile'), dockerfile);
+  if (options.index !== undefined) await writeFile(path.join(dir, 'index.html'), options.index);
+}

@@ -2,12 +2,10 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { appRequest, eventually, tarGzOf, tempDir, testEngine, upload } from '../helpers/apps.js';
-import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../helpers/busybox-image.js';
+import { appRequest, busyboxScriptArchive, eventually, upload } from '../helpers/apps.js';
 import { cli } from '../helpers/cli.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, loginAs, removeEngineObjects, request, spawnServerProcess, testEnv, type ServerProcess } from '../helpers/server.js';
 
@@ -25,13 +23,7 @@ after(async () => {
 
 /** A busybox app serving its NAME and SECRET variables, written into its page at start. */
 async function envApp(): Promise<Buffer> {
-  await ensureBusyboxImage(testEngine());
-  const dir = tempDir('disaster-app');
-  const script = 'mkdir -p /www; printf "%s %s\\n" "$NAME" "$SECRET" > /www/index.html; exec httpd -f -p "${PORT:-8080}" -h /www';
-  await fsp.writeFile(path.join(dir, 'Dockerfile'), [`FROM ${BUSYBOX_IMAGE}`, 'EXPOSE 8080', `CMD ${JSON.stringify(['/bin/sh', '-c', script])}`, ''].join('\n'));
-  const archive = await tarGzOf(dir);
-  await fsp.rm(dir, { recursive: true, force: true });
-  return archive;
+  return busyboxScriptArchive('mkdir -p /www; printf "%s %s\\n" "$NAME" "$SECRET" > /www/index.html; exec httpd -f -p "${PORT:-8080}" -h /www');
 }
 
 const served = async (port: number, subdomain: string, body: string): Promise<void> => {

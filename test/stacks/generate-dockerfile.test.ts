@@ -48,8 +48,8 @@ describe('node', () => {
     const lines = instructions(generate({ 'package.json': pkg({ scripts: { start: 'node server.js' } }) }).dockerfile);
     assert.ok(!lines.some((l) => /npm (ci|install)/.test(l)));
     assert.ok(!lines.some((l) => l.includes('node_modules')));
-    // Nothing to install and nothing to build: one stage is all it takes.
-    assert.deepEqual(lines.slice(0, 4), ['FROM n:1', 'WORKDIR /app', 'ENV NODE_ENV=production', 'COPY . .']);
+    // Nothing to install and nothing to build: still in stages (contract §24), the source copied whole.
+    assert.deepEqual(lines.slice(0, 7), ['FROM n:1 AS source', 'WORKDIR /app', 'COPY . .', 'FROM n:1', 'WORKDIR /app', 'ENV NODE_ENV=production', 'COPY --from=source /app ./']);
   });
 
   test('vendored node_modules: its own layer, before the source, nothing downloaded', () => {

@@ -1,10 +1,7 @@
 // The upgrade fixture: a list of steps, each creating some objects through a release's API and later finding them on the current code.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import fsp from 'node:fs/promises';
-import path from 'node:path';
-import { appRequest, eventually, tarGzOf, tempDir, testEngine, upload } from '../helpers/apps.js';
-import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../helpers/busybox-image.js';
+import { appRequest, busyboxScriptArchive, eventually, upload } from '../helpers/apps.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, loginAs, request, type HttpResult, type RequestOptions } from '../helpers/server.js';
 
 /** A running server (of whichever version) as the steps see it. */
@@ -48,13 +45,7 @@ export function serverAt(url: string): UpgradeServer {
 
 /** A busybox app that writes its GREETING and API_TOKEN (a secret) into the page it serves, at start. */
 async function envEchoArchive(): Promise<Buffer> {
-  await ensureBusyboxImage(testEngine());
-  const dir = tempDir('upgrade-app');
-  const script = 'mkdir -p /www; printf "greeting=%s token=%s\\n" "$GREETING" "$API_TOKEN" > /www/index.html; exec httpd -f -p "${PORT:-8080}" -h /www';
-  await fsp.writeFile(path.join(dir, 'Dockerfile'), [`FROM ${BUSYBOX_IMAGE}`, 'EXPOSE 8080', `CMD ${JSON.stringify(['/bin/sh', '-c', script])}`, ''].join('\n'));
-  const archive = await tarGzOf(dir);
-  await fsp.rm(dir, { recursive: true, force: true });
-  return archive;
+  return busyboxScriptArchive('mkdir -p /www; printf "greeting=%s token=%s\\n" "$GREETING" "$API_TOKEN" > /www/index.html; exec httpd -f -p "${PORT:-8080}" -h /www');
 }
 
 interface UserState {

@@ -25,11 +25,15 @@ export const databaseBackupRoutes =
           tags,
           summary: "Take a backup now (into destination_id, or the schedule's destination): running, then verified or failed",
           params: IdParams,
-          body: Type.Optional(StartBackupBody),
+          body: StartBackupBody,
           response: { 202: BackupResponse, ...errorResponses(400, 401, 403, 404, 409) },
         },
+        // "Starts one now" needs no body: a POST without one is the same as `{}` (the schema alone would refuse it).
+        preValidation: async (request) => {
+          request.body ??= {};
+        },
       },
-      async (request, reply) => reply.code(202).send(presentBackup(await startBackup(ctx, principalOf(request), request.params.id, request.body ?? {}))),
+      async (request, reply) => reply.code(202).send(presentBackup(await startBackup(ctx, principalOf(request), request.params.id, request.body))),
     );
 
     app.get<{ Params: { id: string }; Querystring: PageQuery }>(

@@ -13,6 +13,8 @@ import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PRIVATE_IPV4_RANGES } from '../../core/private-address.js';
+import { removeIdleInternalGuard } from './internal-guard.js';
+import { listTable, restoreTable } from './iptables-table.js';
 
 /** Linux interface names of build bridges start with this (the rules match `slpb+`). */
 export const BUILD_BRIDGE_PREFIX = 'slpb';
@@ -119,7 +121,22 @@ function appChains(bridge: string): { forward: string; input: string } {
  * edge, tunnels) passes one rule, not one per app network. Rules of bridges that no longer exist
  * are removed (see pruneAppFirewalls).
  */
-export async function ensureAppFirewall(bridge: string, hostPorts: readonly number[]): Promise<void> {
+export function ensureAppFirewall(bridge: string, hostPorts: readonly number[]): Promise<void> {
+  // One at a time in this process: two new networks at once would both find a dispatch jump missing.
+  const turn = appFirewallQueue.then(() => installAppFirewall(bridge, hostPorts));
+  appFirewallQueue = turn.catch(() => undefined);
+  return turn;
+}
+
+let appFirewallQueue: Promise<unknown> = Promise.resolve();
+
+/**
+ * One listing of the filter table, then whatever is missing written in one `iptables-restore`
+ * transaction (two processes for a new network, not a score: a new database's network is on the
+ * path to its first login). A chain whose rules differ is declared again, which empties it within
+ * the same transaction before its rules are appended.
+ */
+async function installAppFirewall(bridge: string, hostPorts: readonly number[]): Promise<void> {
   pruned ??= pruneAppFirewalls().catch(() => undefined);
   await pruned;
   // Chains of their own per bridge: installations on one host (other ports) never rewrite each other's.
@@ -132,18 +149,26 @@ export async function ensureAppFirewall(bridge: string, hostPorts: readonly numb
     ...[...new Set(hostPorts)].filter((p) => p > 0).map((port) => ['-p', 'tcp', '-m', 'tcp', '--dport', String(port), '-j', 'RETURN']),
     ['-j', 'DROP'],
   ];
+  const table = await listTable('filter');
+  const script: string[] = [];
   for (const [chain, rules] of [[forwardChain, forward], [inputChain, input]] as const) {
-    const present = [...(await listChain(chain, true))].filter((line) => line.startsWith('-A '));
+    const present = table.rules.get(chain) ?? [];
     const wanted = rules.map((rule) => ruleLine(chain, rule));
-    if (present.length === wanted.length && present.every((line, i) => line === wanted[i])) continue;
-    if (present.length > 0) await must(['-F', chain]);
-    for (const rule of rules) await must(['-A', chain, ...rule]);
+    if (table.chains.has(chain) && present.length === wanted.length && present.every((line, i) => line === wanted[i])) continue;
+    script.push(`:${chain} - [0:0]`, ...wanted);
   }
-  await ensureAppDispatch();
+  // SLIPWAY-APPS(-IN), entered from DOCKER-USER and INPUT by every packet from a `br-*` interface.
+  for (const [parent, chain] of [['DOCKER-USER', APPS_FORWARD_CHAIN], ['INPUT', APPS_INPUT_CHAIN]] as const) {
+    if (!table.chains.has(parent)) throw new Error(`iptables: no chain ${parent} in the filter table`);
+    if (!table.chains.has(chain)) script.push(`:${chain} - [0:0]`);
+    const jump = ['-i', APP_BRIDGES, '-j', chain];
+    if (!(table.rules.get(parent) ?? []).includes(ruleLine(parent, jump))) script.push(`-I ${parent} 1 ${jump.join(' ')}`);
+  }
   for (const [chain, target] of [[APPS_FORWARD_CHAIN, forwardChain], [APPS_INPUT_CHAIN, inputChain]] as const) {
-    const jump = ['-i', bridge, '-j', target];
-    if (!(await listChain(chain, false)).has(ruleLine(chain, jump))) await must(['-A', chain, ...jump]);
+    const jump = ruleLine(chain, ['-i', bridge, '-j', target]);
+    if (!(table.rules.get(chain) ?? []).includes(jump)) script.push(jump);
   }
+  if (script.length > 0) await restoreTable('filter', script);
 }
 
 /** SLIPWAY-APPS(-IN), entered from DOCKER-USER and INPUT by every packet from a `br-*` interface. */
@@ -355,5 +380,6 @@ export async function removeIdleHostFirewall(): Promise<string[]> {
   if (buildBridges.length === 0) {
     await drop([['DOCKER-USER', `${BUILD_BRIDGE_PREFIX}+`, FORWARD_CHAIN], ['INPUT', `${BUILD_BRIDGE_PREFIX}+`, INPUT_CHAIN]]);
   }
+  removed.push(...(await removeIdleInternalGuard()));
   return removed;
 }

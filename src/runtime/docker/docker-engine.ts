@@ -25,6 +25,7 @@ import { dockerfileFetches, dockerfileProblem, triggersProblem } from '../docker
 import { buildContext } from './build-context.js';
 import { readDockerfile } from '../read-dockerfile.js';
 import { buildBridgeName, createBuildCgroup, ensureAppFirewall, ensureBuildFirewall, removeAppFirewall, sweepBuildCgroups } from './build-sandbox.js';
+import { ensureInternalGuard, removeInternalGuard } from './internal-guard.js';
 import { OutputTail, eventText, parseEvent } from './build-output.js';
 import { LogDemuxer } from './log-demuxer.js';
 import { parseStampedLogs } from './stamped-logs.js';
@@ -600,7 +601,7 @@ export class DockerEngine implements ContainerEngine {
     if (inFlight === undefined) this.#ensuringNetworks.set(options.name, ensuring);
     if (options.confined !== true) return ensuring;
     const network = await ensuring;
-    await this.#confine(network.id, options.name);
+    await this.#confine(network.id, options.name, options.internal === true);
     return network;
   }
 
@@ -609,7 +610,7 @@ export class DockerEngine implements ContainerEngine {
    * this machine; when it does not, or iptables cannot be run (not root), the apps run unconfined
    * and `warn` is told once: a deploy never fails for it.
    */
-  #confine(networkId: string, name: string): Promise<void> {
+  #confine(networkId: string, name: string, internal: boolean): Promise<void> {
     let confining = this.#confined.get(networkId);
     if (confining === undefined) {
       confining = (async () => {
@@ -618,6 +619,8 @@ export class DockerEngine implements ContainerEngine {
         const info = await this.#inspectNetwork(name);
         if (info === null) throw new Error(`network ${name} is gone`);
         await ensureAppFirewall(bridgeOf(info), this.#options.appHostPorts ?? []);
+        // The engine's own isolation of an internal network lapses while it creates any network (see internal-guard).
+        if (internal) await ensureInternalGuard(bridgeOf(info));
       })().catch((err: unknown) => {
         this.#confined.delete(networkId);
         if (!this.#warned) {
@@ -671,7 +674,10 @@ export class DockerEngine implements ContainerEngine {
     // An app network's firewall goes with it (its chains are named after the bridge, which is gone).
     const bridge = bridgeOf(info);
     this.#confined.delete(info.Id);
-    if (bridge.startsWith('br-') && (await this.#engineHost()).local) await removeAppFirewall(bridge).catch(() => undefined);
+    if (bridge.startsWith('br-') && (await this.#engineHost()).local) {
+      await removeAppFirewall(bridge).catch(() => undefined);
+      if (info.Internal === true) await removeInternalGuard(bridge).catch(() => undefined);
+    }
   }
 
   async listNetworks(labels: Record<string, string>): Promise<NetworkInfo[]> {
