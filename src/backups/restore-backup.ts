@@ -59,9 +59,12 @@ async function runRestore(ctx: BackupsContext, principal: Principal, restore: Re
       await failBackup(ctx, backup, step, message);
       throw new BackupStepError(step, message);
     }
+    // The database restored into, as it is before the data goes in (its CPU share sizes the restore).
+    let target: DatabaseRow | undefined;
     if (inPlace) {
       const db = await ctx.databases.store.get(restore.database_id);
       if (db === undefined) throw new BackupStepError('restore', 'the database no longer exists');
+      target = db;
       const safety = newBackupRow(ctx, db, backup.destination_id, 'safety');
       ctx.work.hold(safety.id);
       await ctx.store.createBackup(safety);
@@ -69,7 +72,7 @@ async function runRestore(ctx: BackupsContext, principal: Principal, restore: Re
       const outcome = await takeBackup(ctx, (await ctx.store.getBackup(safety.id))!, signal, { verify: false });
       if (outcome === 'failed') throw new BackupStepError('safety backup', `the backup of the current data failed (see backup ${safety.id}): nothing was replaced`);
     } else {
-      const target = await untilStarted(ctx, restore.target_database_id, signal);
+      target = await untilStarted(ctx, restore.target_database_id, signal);
       if (target?.status !== 'running') throw new BackupStepError('restore', `the new database did not start: ${target?.error ?? 'unknown'}`);
     }
     const { engine, instanceId } = ctx.databases;
@@ -79,7 +82,7 @@ async function runRestore(ctx: BackupsContext, principal: Principal, restore: Re
     const adapter = ENGINES[backup.engine];
     const dump = await openBackupPlaintext(ctx, backup, signal);
     if (adapter.restoreMode === 'file') await restoreFileIntoService(ctx, restore.target_database_id, backup, dump, signal);
-    else await loadDump(engine, container.id, adapter, credentials, dump, { clean: inPlace, cpus: await cpusOf(ctx, restore.target_database_id), signal });
+    else await loadDump(engine, container.id, adapter, credentials, dump, { clean: inPlace, cpus: (target.nano_cpus ?? ctx.databases.limits.defaultNanoCpus) / 1e9, signal });
     if (inPlace) await restartLinkedApps(ctx, principal, restore.database_id);
     await ctx.store.updateRestore(restore.id, { status: 'succeeded', finished_at: new Date().toISOString() });
     ctx.log('info', `backup ${backup.id} restored into database ${restore.target_database_id}`);
@@ -101,12 +104,6 @@ async function untilStarted(ctx: BackupsContext, databaseId: string, signal: Abo
     if (row?.status !== 'creating') return row;
     if (await Promise.race([settled, sleep(STARTED_POLL_MS, false, { signal })])) return ctx.databases.store.get(databaseId);
   }
-}
-
-/** The CPU share of a database's container. */
-async function cpusOf(ctx: BackupsContext, databaseId: string): Promise<number> {
-  const row = await ctx.databases.store.get(databaseId);
-  return (row?.nano_cpus ?? ctx.databases.limits.defaultNanoCpus) / 1e9;
 }
 
 /** Restarts the apps linked to a database (their connections to the replaced data are stale); one that cannot be restarted is logged. */

@@ -6,7 +6,6 @@
 // bridge whose interface name starts with BUILD_BRIDGE_PREFIX (refused at once, never silently dropped),
 // leaving the internet (and DNS to the host's own nameservers) reachable. The builder has no pids limit of its own: each build's RUN
 // containers are placed under a parent cgroup whose pids.max bounds them together.
-import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
 import { mkdir, readFile, readdir, rmdir, stat, writeFile } from 'node:fs/promises';
 import net from 'node:net';
@@ -14,14 +13,13 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PRIVATE_IPV4_RANGES } from '../../core/private-address.js';
 import { removeIdleInternalGuard } from './internal-guard.js';
-import { listTable, restoreTable } from './iptables-table.js';
+import { listTable, restoreTable, ruleLine, runIptables } from './iptables-table.js';
 
 /** Linux interface names of build bridges start with this (the rules match `slpb+`). */
 export const BUILD_BRIDGE_PREFIX = 'slpb';
 /** The chains holding Slipway's build rules: forwarded traffic and traffic to the host itself. */
 const FORWARD_CHAIN = 'SLIPWAY-BUILD';
 const INPUT_CHAIN = 'SLIPWAY-BUILD-IN';
-const IPTABLES_TIMEOUT_MS = 15_000;
 /** How a build's refused packet is answered (as `iptables -S` prints it). */
 const REJECT = ['-j', 'REJECT', '--reject-with', 'icmp-port-unreachable'];
 
@@ -30,17 +28,8 @@ export function buildBridgeName(networkName: string): string {
   return `${BUILD_BRIDGE_PREFIX}${crypto.createHash('sha256').update(networkName).digest('hex').slice(0, 11)}`;
 }
 
-function iptables(args: string[]): Promise<{ ok: boolean; stderr: string }> {
-  return new Promise((resolve) => {
-    // -w: wait for the xtables lock (the engine and other installations edit the same tables).
-    execFile('iptables', ['-w', '5', ...args], { timeout: IPTABLES_TIMEOUT_MS }, (err, _stdout, stderr) => {
-      resolve({ ok: err === null, stderr: String(stderr).trim() || (err?.message ?? '') });
-    });
-  });
-}
-
 async function must(args: string[]): Promise<void> {
-  const result = await iptables(args);
+  const result = await runIptables(args);
   if (!result.ok) throw new Error(`iptables ${args.join(' ')}: ${result.stderr}`);
 }
 
@@ -79,10 +68,10 @@ export async function ensureBuildFirewall(): Promise<void> {
   for (const [address, prefix] of PRIVATE_IPV4_RANGES) {
     const match = ['-d', `${address}/${prefix}`];
     if (!forward.has(ruleLine(FORWARD_CHAIN, [...match, ...REJECT]))) await must(['-A', FORWARD_CHAIN, ...match, ...REJECT]);
-    if (forward.has(ruleLine(FORWARD_CHAIN, [...match, '-j', 'DROP']))) await iptables(['-D', FORWARD_CHAIN, ...match, '-j', 'DROP']);
+    if (forward.has(ruleLine(FORWARD_CHAIN, [...match, '-j', 'DROP']))) await runIptables(['-D', FORWARD_CHAIN, ...match, '-j', 'DROP']);
   }
   if (!input.has(ruleLine(INPUT_CHAIN, REJECT))) await must(['-A', INPUT_CHAIN, ...REJECT]);
-  if (input.has(ruleLine(INPUT_CHAIN, ['-j', 'DROP']))) await iptables(['-D', INPUT_CHAIN, '-j', 'DROP']);
+  if (input.has(ruleLine(INPUT_CHAIN, ['-j', 'DROP']))) await runIptables(['-D', INPUT_CHAIN, '-j', 'DROP']);
   // DOCKER-USER is where the engine lets operators filter forwarded container traffic; it exists
   // once the engine has started with iptables enabled.
   for (const [chain, target] of [['DOCKER-USER', FORWARD_CHAIN], ['INPUT', INPUT_CHAIN]] as const) {
@@ -184,11 +173,11 @@ async function ensureAppDispatch(): Promise<void> {
 export async function removeAppFirewall(bridge: string): Promise<void> {
   const { forward, input } = appChains(bridge);
   for (const [chain, target] of [[APPS_FORWARD_CHAIN, forward], [APPS_INPUT_CHAIN, input]] as const) {
-    await iptables(['-D', chain, '-i', bridge, '-j', target]);
+    await runIptables(['-D', chain, '-i', bridge, '-j', target]);
   }
   for (const chain of [forward, input]) {
-    await iptables(['-F', chain]);
-    await iptables(['-X', chain]);
+    await runIptables(['-F', chain]);
+    await runIptables(['-X', chain]);
   }
 }
 
@@ -221,19 +210,19 @@ export async function pruneAppFirewalls(): Promise<void> {
         const into = chain === 'INPUT' ? APPS_INPUT_CHAIN : APPS_FORWARD_CHAIN;
         if (!(await listChain(into, false)).has(ruleLine(into, ['-i', bridge, '-j', target]))) await must(['-A', into, '-i', bridge, '-j', target]);
       }
-      if (old || gone) await iptables(['-D', chain, '-i', bridge, '-j', target]);
+      if (old || gone) await runIptables(['-D', chain, '-i', bridge, '-j', target]);
     }
   }
   // Chains no jump names any more (an older Slipway removed jumps, never chains): those whose tag is
   // no live bridge's. A bridge being confined right now exists already, so its chains are kept.
   const live = new Set([...(await liveBridges())].map((name) => appChains(name).forward));
-  const all = await new Promise<string>((resolve) => execFile('iptables', ['-w', '5', '-S'], { timeout: IPTABLES_TIMEOUT_MS }, (_err, stdout) => resolve(String(stdout))));
+  const all = (await runIptables(['-S'])).stdout;
   for (const [, chain, forward] of all.matchAll(/^-N ((SLIPWAY-APP-[0-9a-f]{10})(?:-IN)?)$/gm)) {
     if (chain !== undefined && forward !== undefined && !live.has(forward)) stale.add(chain);
   }
   for (const chain of stale) {
-    await iptables(['-F', chain]);
-    await iptables(['-X', chain]);
+    await runIptables(['-F', chain]);
+    await runIptables(['-X', chain]);
   }
 }
 
@@ -242,20 +231,13 @@ async function liveBridges(): Promise<Set<string>> {
   return new Set((await readdirSafe('/sys/class/net')).filter((name) => name.startsWith('br-')));
 }
 
-function ruleLine(chain: string, rule: readonly string[]): string {
-  return `-A ${chain} ${rule.join(' ')}`;
-}
 
 /** The `-S` lines of a chain; with `create`, a missing chain is created (and is empty). */
 async function listChain(chain: string, create: boolean): Promise<Set<string>> {
-  const listing = await new Promise<{ ok: boolean; stdout: string; stderr: string }>((resolve) => {
-    execFile('iptables', ['-w', '5', '-S', chain], { timeout: IPTABLES_TIMEOUT_MS }, (err, stdout, stderr) =>
-      resolve({ ok: err === null, stdout: String(stdout), stderr: String(stderr).trim() || (err?.message ?? '') }),
-    );
-  });
+  const listing = await runIptables(['-S', chain]);
   if (listing.ok) return new Set(listing.stdout.split('\n').map((l) => l.trim()));
   if (!create) throw new Error(`iptables -S ${chain}: ${listing.stderr}`);
-  const created = await iptables(['-N', chain]);
+  const created = await runIptables(['-N', chain]);
   if (!created.ok && !/exists/i.test(created.stderr)) throw new Error(`iptables -N ${chain}: ${created.stderr}`);
   return create && created.ok ? new Set() : listChain(chain, false);
 }
@@ -362,15 +344,15 @@ export async function sweepBuildCgroups(cgroupVersion: '1' | '2'): Promise<void>
 export async function removeIdleHostFirewall(): Promise<string[]> {
   await pruneAppFirewalls();
   const removed: string[] = [];
-  const all = await new Promise<string>((resolve) => execFile('iptables', ['-w', '5', '-S'], { timeout: IPTABLES_TIMEOUT_MS }, (_err, stdout) => resolve(String(stdout))));
+  const all = (await runIptables(['-S'])).stdout;
   const exists = (chain: string): boolean => new RegExp(`^-N ${chain}$`, 'm').test(all);
   const drop = async (pairs: readonly (readonly [string, string, string])[]): Promise<void> => {
     for (const [parent, match, chain] of pairs) {
       if (!exists(chain)) continue;
       // Every copy of the jump (a rule inserted twice by racing starts included).
-      while ((await iptables(['-D', parent, '-i', match, '-j', chain])).ok);
-      await iptables(['-F', chain]);
-      if ((await iptables(['-X', chain])).ok) removed.push(chain);
+      while ((await runIptables(['-D', parent, '-i', match, '-j', chain])).ok);
+      await runIptables(['-F', chain]);
+      if ((await runIptables(['-X', chain])).ok) removed.push(chain);
     }
   };
   if (!/^-N SLIPWAY-APP-[0-9a-f]{10}/m.test(all)) {

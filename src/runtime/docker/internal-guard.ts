@@ -14,29 +14,15 @@
 // another interface into it and from it to another interface. Packets between the bridge's own
 // containers, and the host's own traffic to and from them (INPUT/OUTPUT), never pass these rules.
 // Rules match the interface (`br-<network id>`), never the subnet: a removed network's subnet goes to the next one.
-import { execFile } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
-import { listTable, restoreTable } from './iptables-table.js';
+import { type IptablesRun, listTable, restoreTable, ruleLine, runIptables } from './iptables-table.js';
 
 /** The mangle chain holding every internal bridge's rules. */
 export const INTERNAL_GUARD_CHAIN = 'SLIPWAY-INTERNAL';
-const IPTABLES_TIMEOUT_MS = 15_000;
 const JUMP = ['FORWARD', '-j', INTERNAL_GUARD_CHAIN];
 
-interface Run {
-  readonly ok: boolean;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** iptables on the mangle table; `-w`: waits for the xtables lock the engine and other installations share. */
-function mangle(args: readonly string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile('iptables', ['-w', '5', '-t', 'mangle', ...args], { timeout: IPTABLES_TIMEOUT_MS }, (err, stdout, stderr) => {
-      resolve({ ok: err === null, stdout: String(stdout), stderr: String(stderr).trim() || (err?.message ?? '') });
-    });
-  });
-}
+/** iptables on the mangle table. */
+const mangle = (args: readonly string[]): Promise<IptablesRun> => runIptables(args, 'mangle');
 
 /** The two rules of `bridge`, as `iptables -S` prints them (without `-A chain`). */
 export function internalGuardRules(bridge: string): string[][] {
@@ -45,8 +31,6 @@ export function internalGuardRules(bridge: string): string[][] {
     ['-i', bridge, '!', '-o', bridge, '-j', 'DROP'],
   ];
 }
-
-const line = (chain: string, rule: readonly string[]): string => `-A ${chain} ${rule.join(' ')}`;
 
 /** The prune of this process (the first guard runs it). */
 let pruned: Promise<void> | undefined;
@@ -66,9 +50,9 @@ export async function ensureInternalGuard(bridge: string): Promise<void> {
     const script: string[] = [];
     if (!table.chains.has(INTERNAL_GUARD_CHAIN)) script.push(`:${INTERNAL_GUARD_CHAIN} - [0:0]`);
     for (const rule of internalGuardRules(bridge)) {
-      if (!present.includes(line(INTERNAL_GUARD_CHAIN, rule))) script.push(line(INTERNAL_GUARD_CHAIN, rule));
+      if (!present.includes(ruleLine(INTERNAL_GUARD_CHAIN, rule))) script.push(ruleLine(INTERNAL_GUARD_CHAIN, rule));
     }
-    if (!(table.rules.get('FORWARD') ?? []).includes(line('FORWARD', ['-j', INTERNAL_GUARD_CHAIN]))) script.push(`-I FORWARD 1 -j ${INTERNAL_GUARD_CHAIN}`);
+    if (!(table.rules.get('FORWARD') ?? []).includes(ruleLine('FORWARD', ['-j', INTERNAL_GUARD_CHAIN]))) script.push(`-I FORWARD 1 -j ${INTERNAL_GUARD_CHAIN}`);
     try {
       if (script.length > 0) await restoreTable('mangle', script);
       return;

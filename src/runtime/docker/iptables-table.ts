@@ -3,6 +3,27 @@ import { execFile } from 'node:child_process';
 
 const IPTABLES_TIMEOUT_MS = 15_000;
 
+/** What one iptables run said. */
+export interface IptablesRun {
+  readonly ok: boolean;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** One iptables run on `table` (`-w`: waits for the xtables lock the engine and other installations share). Never throws. */
+export function runIptables(args: readonly string[], table: 'filter' | 'mangle' = 'filter'): Promise<IptablesRun> {
+  return new Promise((resolve) => {
+    execFile('iptables', ['-w', '5', '-t', table, ...args], { timeout: IPTABLES_TIMEOUT_MS }, (err, stdout, stderr) => {
+      resolve({ ok: err === null, stdout: String(stdout), stderr: String(stderr).trim() || (err?.message ?? '') });
+    });
+  });
+}
+
+/** A rule of `chain` as `iptables -S` prints it. */
+export function ruleLine(chain: string, rule: readonly string[]): string {
+  return `-A ${chain} ${rule.join(' ')}`;
+}
+
 /** A table as `iptables -S` prints it: its chains, and each chain's `-A` lines in order. */
 export interface TableListing {
   readonly chains: ReadonlySet<string>;
