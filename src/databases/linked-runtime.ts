@@ -48,5 +48,9 @@ export function withLinkedDatabases(runtime: AppRuntime, linked: LinkedParts): A
     const exits = runtime.releaseExits.bind(runtime);
     wrapped.releaseExits = (instanceId, ids, sinceMs, untilMs, signal) => exits(instanceId, ids, sinceMs, untilMs, signal);
   }
+  if (runtime.exitLogs !== undefined) {
+    const exitLogs = runtime.exitLogs.bind(runtime);
+    wrapped.exitLogs = (key, options) => exitLogs(key, options);
+  }
   return wrapped;
 }

@@ -16,7 +16,7 @@ const LAST_LINES = 20;
 
 export interface HealthWatchDeps {
   readonly store: Pick<DeploymentStore, 'liveContainers'>;
-  readonly runtime: Pick<AppRuntime, 'releaseExits' | 'releaseLogs'>;
+  readonly runtime: Pick<AppRuntime, 'releaseExits' | 'releaseLogs' | 'exitLogs'>;
   readonly configs: Pick<AppConfigStore, 'current' | 'buildConfig'>;
   readonly instanceId: string;
   readonly events: AppEvents;
@@ -72,7 +72,7 @@ export class HealthWatch {
       if (fresh.length === 0) continue;
       for (const exit of fresh) this.#seen.set(exit.key, exit.at);
       const looping = this.#tracker.record(row.deploymentId, row.containerId, fresh);
-      this.#tracker.setLastLine(row.deploymentId, await this.#lastLine(row.deploymentId, row.buildId, row.containerId, signal));
+      this.#tracker.setLastLine(row.deploymentId, await this.#lastLine(row.deploymentId, row.buildId, row.containerId, fresh.at(-1)?.key, signal));
       if (looping && this.#deps.announces()) {
         const health = this.#tracker.health(row.deploymentId, row.containerId, now);
         this.#deps.events.emit({
@@ -99,10 +99,13 @@ export class HealthWatch {
 
   /** Looks every `intervalMs` until the returned function is called. */
   /** The release's last output line, secrets masked as in its runtime logs; null when unreadable. */
-  async #lastLine(deploymentId: string, buildId: string, releaseId: string, signal?: AbortSignal): Promise<string | null> {
+  async #lastLine(deploymentId: string, buildId: string, releaseId: string, exitKey: string | undefined, signal?: AbortSignal): Promise<string | null> {
     try {
       let text = '';
-      const logs = this.#deps.runtime.releaseLogs(releaseId, { tail: LAST_LINES, follow: false, signal: signal ?? AbortSignal.timeout(5_000) });
+      const { runtime } = this.#deps;
+      const options = { tail: LAST_LINES, follow: false, signal: signal ?? AbortSignal.timeout(5_000) };
+      // The crashed replica's own output where the runtime keeps it apart (swarm's ended task), else the release's.
+      const logs = runtime.exitLogs !== undefined && exitKey !== undefined ? runtime.exitLogs(exitKey, options) : runtime.releaseLogs(releaseId, options);
       for await (const chunk of logs) text = (text + chunk).slice(-16_384);
       const line = text.split('\n').map((l) => l.trim()).filter((l) => l !== '').pop();
       if (line === undefined) return null;

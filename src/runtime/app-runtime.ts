@@ -164,6 +164,12 @@ export interface AppRuntime {
    */
   releaseExits?(instanceId: string, ids: readonly string[], sinceMs: number, untilMs: number, signal?: AbortSignal): Promise<Map<string, ReleaseExit[]>>;
   /**
+   * The last output of the replica whose exit `key` (from releaseExits) names, for runtimes that run
+   * each restart apart (swarm: a new task, whose logs are not the release's current ones); without
+   * it the release's logs are read.
+   */
+  exitLogs?(key: string, options: { tail: number; signal: AbortSignal }): AsyncIterable<string>;
+  /**
    * Runs one container of `target.image` with `target.command` to its end, on the deployment's
    * networks with its variables, volumes and limits, unpublished; its output goes to `onOutput`.
    * A run left behind (its instance died) is removed with `removeRelease(id)`. Runtimes that

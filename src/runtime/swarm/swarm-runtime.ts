@@ -13,10 +13,12 @@ import { pushImage, registryAuth, registryRef, type RegistrySettings } from './r
 import { deploymentNetworkName, LABEL_RELEASE, LABEL_REPLICAS, serviceSpec, servingTasks, taskRelease, updateAtVersion, type ServiceSpec, type SwarmNode, type SwarmService, type SwarmTask } from './swarm-service.js';
 import { serviceLogs, taskLogs } from './swarm-logs.js';
 import { NodeWarnings, readReplicaStats, type NodeEngines } from './replica-stats.js';
-import { statusCode } from '../docker/engine-calls.js';
+import { statusCode, withTimeout } from '../docker/engine-calls.js';
 import { isJobService, runSwarmOneOff } from './swarm-one-off.js';
 import { companionsOf, containerFields, LABEL_SET_SERVICE, releaseCompanions, removeCompanions, scaleCompanions, setMounts, type SetDeps } from './swarm-set.js';
 import { webService } from '../release-set.js';
+import type { ReleaseExit } from '../../domain/app-health.js';
+import { historyWarning, releaseExitsOf, type ExitedTask } from './swarm-exits.js';
 
 export interface SwarmRuntimeOptions {
   readonly registry: RegistrySettings;
@@ -34,6 +36,8 @@ export interface SwarmRuntimeOptions {
 const POLL_MS = 500;
 /** How long a task may wait with "no suitable node" before the release is given up. */
 const UNPLACEABLE_MS = 10_000;
+/** Time limit of one look at the swarm's tasks for crashes. */
+const LOOK_TIMEOUT_MS = 15_000;
 /** Beyond the start-up timeout: the pull and the rollout's steps. */
 const ROLLOUT_MARGIN_MS = 60_000;
 
@@ -52,6 +56,8 @@ export class SwarmRuntime implements AppRuntime {
   readonly #leaving = new Set<string>();
   readonly #warnings: NodeWarnings;
   #localNode = '';
+  /** Whether the swarm's task history was looked at (a warning when it keeps none). */
+  #historyChecked = false;
 
   /** Compose sets: the web service is the deployment's service, the others its companions (swarm-set.ts). */
   readonly releasesSets = true;
@@ -311,6 +317,26 @@ export class SwarmRuntime implements AppRuntime {
       const sources = serving.map((s) => (o: { tail?: number | undefined; follow: boolean; signal: AbortSignal }) => taskLogs(docker, s.task.ID, { ...o, timestamps: true }));
       yield* mergeReplicaLogs(sources, options);
     })();
+  }
+
+  /** The crashes of live releases: one look at the installation's tasks, their history included (src/runtime/swarm/swarm-exits.ts). */
+  async releaseExits(instanceId: string, ids: readonly string[], sinceMs: number, untilMs: number, signal?: AbortSignal): Promise<Map<string, ReleaseExit[]>> {
+    if (ids.length === 0) return new Map();
+    if (!this.#historyChecked) {
+      this.#historyChecked = true;
+      const swarm = (await withTimeout('inspect the swarm', LOOK_TIMEOUT_MS, (s) => (this.#docker.swarmInspect as (o: object) => Promise<unknown>)({ abortSignal: s }), signal).catch(() => ({}))) as Parameters<typeof historyWarning>[0];
+      const warning = historyWarning(swarm);
+      if (warning !== null) this.#options.warn?.(warning);
+    }
+    // The label filter matches the services' labels: every app service and companion of this installation.
+    const query = { filters: JSON.stringify({ label: [`${LABEL_INSTANCE}=${instanceId}`] }) };
+    const tasks = (await withTimeout('list tasks', LOOK_TIMEOUT_MS, (s) => this.#docker.listTasks({ _query: query, abortSignal: s }), signal)) as ExitedTask[];
+    return releaseExitsOf(tasks, ids, sinceMs, untilMs);
+  }
+
+  /** The output of the task whose exit `key` names (its id), wherever it ran, read through the manager. */
+  exitLogs(key: string, options: { tail: number; signal: AbortSignal }): AsyncIterable<string> {
+    return taskLogs(this.#docker, key, { tail: options.tail, follow: false, signal: options.signal });
   }
 
   async releaseStats(id: string, signal?: AbortSignal): Promise<ReplicaStats[]> {
