@@ -7,7 +7,8 @@ import { after, before, describe, test } from 'node:test';
 import { createDockerClient } from '../../src/runtime/docker/docker-engine.js';
 import { contentHash, guardImageFiles } from '../../src/runtime/swarm/guard-image.js';
 import { reconcileNodeGuard } from '../../src/runtime/swarm/guard-service.js';
-import { appRequest, eventually, upload } from '../helpers/apps.js';
+import type { AppCrashedEvent } from '../../src/domain/app-events.js';
+import { appRequest, busyboxScriptArchive, createArchiveApp, eventually, upload } from '../helpers/apps.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { busyboxOnManager, clusterScript, nodeDocker, nodeDockerSucceeds, whoAppArchive, type ClusterLayout, type ClusterScript } from '../helpers/swarm-cluster.js';
 
@@ -159,6 +160,41 @@ describe('swarm runtime', () => {
       assert.notEqual(container, '', `a replica on ${worker.name}`);
       const startedAt = new Date(nodeDocker(worker, ['inspect', container, '--format', '{{.State.StartedAt}}']).trim()).toISOString();
       assert.ok(metrics.replicas.some((r) => r.started_at === startedAt), `${worker.name}'s replica (started ${startedAt}) in ${JSON.stringify(metrics.replicas)}`);
+    }
+  });
+
+  test("a crash-looping app (exit 3 every few seconds) shows crash_loop with its exit code and last line, secrets masked, announced once; the healthy app stays ok", async () => {
+    assert.ok(ts !== undefined);
+    const crashed: AppCrashedEvent[] = [];
+    const unsubscribe = ts.server.appEvents.on('app.crashed', (event) => crashed.push(event));
+    // Healthy for its first 7 s (it answers, so its release goes live), then it says its last words and exits 3. Swarm starts a
+    // new task each time; those find the mark on the volume and crash after a second (a loop seen in seconds, not minutes).
+    const archive = await busyboxScriptArchive('mkdir -p /www; echo ok > /www/index.html; httpd -p "${PORT:-8080}" -h /www; if [ -e /data/ran ]; then sleep 1; else touch /data/ran; sleep 7; fi; echo "boom: token $API_TOKEN"; exit 3');
+    const app = await createArchiveApp(ts, token, archive, { volumes: [{ name: 'data', mount_path: '/data' }] });
+    try {
+      const secret = `tok-${process.pid}-s3cr3t`;
+      const set = await ts.request('PATCH', `/api/v1/deployments/${app.id}/env`, { token, body: { vars: { API_TOKEN: secret }, secret: true } });
+      assert.equal(set.status, 200, set.text);
+      const deployed = await ts.request('POST', `/api/v1/deployments/${app.id}/deploy?wait=true`, { token });
+      assert.equal(deployed.status, 200, deployed.text);
+      const looping = await eventually(async () => {
+        const dep = (await ts?.request('GET', `/api/v1/deployments/${app.id}`, { token }))?.json;
+        return dep?.health?.state === 'crash_loop' ? (dep as { status: string; health: { restarts: number; last_exit_code: number; last_line: string; since: string } }) : undefined;
+      }, 90_000, 'the crash loop to show under swarm');
+      assert.equal(looping.status, 'running', 'the spec keeps its status values');
+      assert.equal(looping.health.last_exit_code, 3);
+      assert.equal(looping.health.last_line, 'boom: token [redacted]', 'the ended task\'s own last line, its secret masked');
+      assert.ok(looping.health.restarts >= 3, JSON.stringify(looping.health));
+      assert.ok(!Number.isNaN(Date.parse(looping.health.since)));
+      const mine = crashed.filter((event) => event.deploymentId === app.id);
+      assert.equal(mine.length, 1, JSON.stringify(mine));
+      assert.equal(mine[0]?.exitCode, 3);
+      // The healthy app beside it, running all along on the same swarm, is ok.
+      const healthy = (await ts.request('GET', `/api/v1/deployments/${id}`, { token })).json;
+      assert.deepEqual(healthy.health, { state: 'ok', restarts: 0, last_exit_code: null, last_line: null, since: null });
+    } finally {
+      unsubscribe();
+      await ts.request('DELETE', `/api/v1/deployments/${app.id}`, { token });
     }
   });
 
