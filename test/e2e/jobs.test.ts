@@ -164,6 +164,17 @@ describe('scheduled jobs', () => {
     // Every second, by the scheduler: the stopped deployment's due times are recorded skipped.
     const every = await createJob({ name: 'every-second', schedule: '* * * * * *', command: ['true'], concurrency: 'allow' });
     assert.equal(every.status, 201, every.text);
+    // The list comes a page at a time (§14), oldest first.
+    const all = ((await s.request('GET', jobsPath(), { token: alice.token })).json as Array<{ name: string }>).map((j) => j.name);
+    assert.ok(all.length >= 2 && all.at(-1) === 'every-second', all.join());
+    const page1 = await s.request('GET', `${jobsPath()}?limit=1`, { token: alice.token });
+    assert.deepEqual((page1.json as Array<{ name: string }>).map((j) => j.name), all.slice(0, 1));
+    const next = /^<([^>]+)>; rel="next"$/.exec(String(page1.headers.get('link')))?.[1] ?? '';
+    assert.ok(next.startsWith(`${jobsPath()}?cursor=`), String(page1.headers.get('link')));
+    const rest = await s.request('GET', next.replace('limit=1', 'limit=500'), { token: alice.token });
+    assert.deepEqual((rest.json as Array<{ name: string }>).map((j) => j.name), all.slice(1));
+    assert.equal(rest.headers.get('link'), null);
+    assertError(await s.request('GET', `${jobsPath()}?limit=501`, { token: alice.token }), 400, 'validation_error');
     const run = await eventually(async () => {
       const runs = (await s.request('GET', `${jobsPath()}/${every.json.id}/runs`, { token: alice.token })).json as Array<Record<string, unknown>>;
       return runs.find((r) => r.status !== 'running');

@@ -151,6 +151,8 @@ describe('notifications delivered for real', () => {
     const test = receiver.on('/hook').at(-1);
     assert.equal(JSON.parse(test?.body.toString('utf8') ?? '{}').event, 'test');
     assert.equal(test?.headers['x-slipway-signature-256'], hmac(webhookSecret, test?.body ?? Buffer.alloc(0)));
+    const [logged] = await deliveries('hook');
+    assert.deepEqual([logged?.id, logged?.event, logged?.outcome, logged?.attempts, logged?.status_code], [JSON.parse(test?.body.toString('utf8') ?? '{}').id, 'test', 'delivered', 1, 200], 'the test message is in the delivery log');
     const refused = await ts.request('POST', `/api/v1/notification-channels/${channels['refused-mail']}/test`, { token: user.token });
     assert.equal(refused.json.ok, false);
     assert.equal(refused.json.status_code, 550);
