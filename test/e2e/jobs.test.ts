@@ -9,7 +9,8 @@ import { cli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/apps.js';
 import type { AppEvent } from '../../src/domain/app-events.js';
 import { LABEL_JOB_RUN } from '../../src/runtime/docker/one-off-run.js';
-import { LABEL_INSTANCE } from '../../src/runtime/engine.js';
+import { LABEL_DEPLOYMENT, LABEL_INSTANCE } from '../../src/runtime/engine.js';
+import { docker } from '../helpers/databases.js';
 
 type User = Awaited<ReturnType<TestServer['newUser']>>;
 
@@ -151,6 +152,18 @@ describe('scheduled jobs', () => {
     const jobId = created.json.id as string;
     const first = await s.request('POST', `${jobsPath()}/${jobId}/runs`, { token: alice.token });
     assert.equal(first.json.status, 'running');
+    // Its container has the app's limits (memory, CPUs, pids, capabilities), as the app's own container.
+    const limitsOf = async (labels: Record<string, string>): Promise<unknown> => {
+      const [c] = (await testEngine().listContainers(labels)).filter((x) => labels[LABEL_JOB_RUN] !== undefined || x.labels[LABEL_JOB_RUN] === undefined);
+      if (c === undefined) return undefined;
+      const h = (await docker.getContainer(c.id).inspect()).HostConfig;
+      return { memory: h.Memory, cpus: h.NanoCpus, pids: h.PidsLimit, capDrop: h.CapDrop, capAdd: [...(h.CapAdd ?? [])].sort(), security: h.SecurityOpt };
+    };
+    const runLimits = await eventually(() => limitsOf({ [LABEL_JOB_RUN]: first.json.id }), 20_000, "the run's container");
+    const appLimits = await limitsOf({ [LABEL_INSTANCE]: s.server.instanceId, [LABEL_DEPLOYMENT]: app.id });
+    assert.ok(appLimits !== undefined, "the app's container");
+    assert.deepEqual(runLimits, appLimits);
+    assert.ok((runLimits as { memory: number }).memory > 0, 'a memory limit is set');
     const second = await s.request('POST', `${jobsPath()}/${jobId}/runs`, { token: alice.token });
     assert.equal(second.status, 202);
     assert.equal(second.json.status, 'skipped');
