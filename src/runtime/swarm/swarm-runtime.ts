@@ -324,7 +324,7 @@ export class SwarmRuntime implements AppRuntime {
     if (ids.length === 0) return new Map();
     if (!this.#historyChecked) {
       this.#historyChecked = true;
-      const swarm = (await withTimeout('inspect the swarm', LOOK_TIMEOUT_MS, (s) => (this.#docker.swarmInspect as (o: object) => Promise<unknown>)({ abortSignal: s }), signal).catch(() => ({}))) as Parameters<typeof historyWarning>[0];
+      const swarm = (await withTimeout('inspect the swarm', LOOK_TIMEOUT_MS, (s) => (this.#docker.swarmInspect as (this: Dockerode, o: object) => Promise<unknown>).call(this.#docker, { abortSignal: s }), signal).catch(() => ({}))) as Parameters<typeof historyWarning>[0];
       const warning = historyWarning(swarm);
       if (warning !== null) this.#options.warn?.(warning);
     }
