@@ -121,7 +121,7 @@ async function addControlPlane(parts: Parts, config: Config, options: StartOptio
   const { backups, jobs, notifications } = await addWorkloads(parts, { config, log, runner, database, stores, background, databases, deploy, runtime });
   const { tunnels, acrossInstances, directory } = parts.add('tunnels', await tunnelsPart({
     config, log, self: runner, cipher, coordination, claims: stores.tunnelClaims, registry: stores.registry, accounts: stores.accounts,
-    keyUsage: stores.keyUsage, table: planes.table, localPlane: planes.localPlane, dataPlane: deploy.dataPlane,
+    keyUsage: stores.keyUsage, table: planes.table, localPlane: planes.localPlane, dataPlane: deploy.dataPlane, background,
   }));
   liveTunnels = () => tunnels.connectedCount();
   const https = parts.add('https', await httpsPart({ config, log, self: runner, coordination, challenges: stores.challenges, repository: stores.certificates, table: planes.table, events: deploy.appEvents }));
