@@ -65,10 +65,10 @@ export class InstanceTunnels {
     this.#forwarded = { calls: this.#calls, table: deps.table, log: deps.log };
   }
 
-  /** Starts following where tunnels are held (on a shared database only). */
-  start(tunnels: TunnelServer): void {
+  /** Starts following where tunnels are held (on a shared database only); returns the stop. */
+  start(tunnels: TunnelServer): () => void {
     const deps = this.#deps;
-    if (!deps.shared) return;
+    if (!deps.shared) return () => undefined;
     if (deps.instanceUrl === undefined) {
       deps.log('warn', 'SLIPWAY_INSTANCE_URL is not set: visitors of the tunnels held here cannot be forwarded from other instances (they get the offline tunnel page there)');
     }
@@ -93,6 +93,11 @@ export class InstanceTunnels {
       log: deps.log,
     });
     this.#sync = sync;
+    return () => {
+      if (this.#sync !== sync) return;
+      this.#sync = undefined;
+      sync.stop();
+    };
   }
 
   /**
