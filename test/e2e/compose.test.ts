@@ -172,6 +172,29 @@ services:
     assert.equal((await appRequest(ts.port, subdomain)).body, 'set one\n');
   });
 
+  test('a ?service= naming no service of the live set is refused with the services listed; an image service refused by the image policy is named', async () => {
+    const unknown = await ts.request('GET', `/api/v1/deployments/${id}/logs?tail=5&service=wokrer`, { token });
+    assert.equal(unknown.status, 400, unknown.text);
+    assert.equal(unknown.json.message, 'service="wokrer": no such service in the live release; its services: cache, web, worker');
+    // An image built by Slipway for a deployment (here this set's own web image) is refused as in a Dockerfile's FROM, and the failure names the service.
+    const webImage = ((await ts.request('GET', `/api/v1/deployments/${id}/services`, { token })).json as Array<{ name: string; image: string }>).find((s) => s.name === 'web')?.image;
+    assert.ok(webImage !== undefined);
+    const compose = `
+x-slipway: {web: web}
+services:
+  copy:
+    image: ${webImage}
+  web:
+    build: ./web
+    expose: ["8080"]
+`;
+    assert.equal((await upload(ts, token, id, await stackArchive(compose, 'refused\n'))).status, 200);
+    const refused = await deploy();
+    assert.equal(refused.status, 'failed');
+    assert.match(refused.message, /^image build failed: service "copy": refused: line 1: FROM \S+ refused: it names an image built by Slipway for a deployment$/);
+    assert.equal((await appRequest(ts.port, subdomain)).body, 'set one\n');
+  });
+
   test('delete removes every container of the set', async () => {
     assert.equal((await ts.request('DELETE', `/api/v1/deployments/${id}`, { token })).status, 204);
     await eventually(async () => ((await containers()).length === 0 ? true : undefined), 30_000, 'every container removed');
