@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { LABEL_DEPLOYMENT, LABEL_MANAGED } from '../../src/runtime/engine.js';
 import { appRequest, deployAndWait, eventually, tarGzOf, tempDir, testEngine, uniqueSubdomain, upload } from '../helpers/apps.js';
 import { BUSYBOX_IMAGE, ensureBusyboxImage, writeBusyboxApp } from '../helpers/busybox-image.js';
+import { cli } from '../helpers/cli.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /** The stack's compose file: web built from the source, a worker and redis taken from the engine. */
@@ -60,6 +61,7 @@ async function stackArchive(compose: string, body: string): Promise<Buffer> {
 describe('compose deployments on the engine', () => {
   let ts: TestServer;
   let token: string;
+  let apiKey: string;
   let id = '';
   let subdomain = '';
   const engine = testEngine();
@@ -68,7 +70,7 @@ describe('compose deployments on the engine', () => {
   before(async () => {
     // Three services' engine health checks on a shared, loaded machine: more time than one app's start.
     ts = await startTestServer({ SLIPWAY_STARTUP_TIMEOUT_SECONDS: '90' });
-    token = (await ts.newUser('compose')).token;
+    ({ token, apiKey } = await ts.newUser('compose'));
   });
   after(async () => {
     if (id !== '') await ts.request('DELETE', `/api/v1/deployments/${id}`, { token }).catch(() => undefined);
@@ -193,6 +195,35 @@ services:
     assert.equal(refused.status, 'failed');
     assert.match(refused.message, /^image build failed: service "copy": refused: line 1: FROM \S+ refused: it names an image built by Slipway for a deployment$/);
     assert.equal((await appRequest(ts.port, subdomain)).body, 'set one\n');
+  });
+
+  test('the CLI: `slipway deploy DIR --compose FILE` creates a compose app from a folder; `logs --service` keeps one service, a wrong name lists them', async () => {
+    await ensureBusyboxImage(engine);
+    const home = tempDir('compose-cli');
+    const dir = path.join(home, 'shop');
+    try {
+      await fsp.mkdir(dir);
+      // Both services from the engine's image (nothing to build): the case is about the CLI.
+      await fsp.writeFile(path.join(dir, 'compose.yaml'), `x-slipway: {web: web}\nservices:\n  web:\n    image: ${BUSYBOX_IMAGE}\n    command: ["sh", "-c", "mkdir -p /w && echo from the cli > /w/index.html && exec httpd -f -p 8080 -h /w"]\n    expose: ["8080"]\n  worker:\n    image: ${BUSYBOX_IMAGE}\n    command: ["sh", "-c", "while true; do echo busy; sleep 1; done"]\n`);
+      const run = (args: string[]) => cli(args, { home, env: { SLIPWAY_URL: ts.url, SLIPWAY_API_KEY: apiKey } });
+      assert.match((await run(['deploy', dir, '--compose', '../compose.yaml'])).stderr, /--compose must be a path inside the folder, got "\.\.\/compose\.yaml"/);
+      const shopSubdomain = uniqueSubdomain('shop');
+      const deployed = await run(['deploy', dir, '--compose', 'compose.yaml', '--subdomain', shopSubdomain]);
+      assert.equal(deployed.code, 0, deployed.stderr);
+      assert.equal((await appRequest(ts.port, shopSubdomain)).body, 'from the cli\n');
+      assert.match((await run(['status', shopSubdomain])).stdout, /^compose file: +compose\.yaml$/m);
+      const worker = await eventually(async () => {
+        const res = await run(['logs', shopSubdomain, '--service', 'worker', '--tail', '3']);
+        return res.code === 0 && /^\[worker\] busy$/m.test(res.stdout) ? res.stdout : undefined;
+      }, 20_000, "the worker's lines");
+      assert.ok(worker.trim().split('\n').every((line) => line === '[worker] busy'), worker);
+      const wrong = await run(['logs', shopSubdomain, '--service', 'wroker']);
+      assert.equal(wrong.code, 1);
+      assert.match(wrong.stderr, /service="wroker": no such service in the live release; its services: web, worker/);
+      assert.equal((await run(['rm', shopSubdomain, '--yes'])).code, 0);
+    } finally {
+      await fsp.rm(home, { recursive: true, force: true });
+    }
   });
 
   test('delete removes every container of the set', async () => {

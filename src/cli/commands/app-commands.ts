@@ -61,7 +61,7 @@ export function registerAppCommands(program: Command, io: CliIo): void {
           ...(full.config_pending === true ? [['pending', pendingNote(full)] as [string, string]] : []),
           ['url', full.url ?? '-'],
           ['source', full.source_type === 'git' ? `${full.repo_url ?? ''}${full.branch ? ` (${full.branch})` : ''}` : 'uploaded folder'],
-          ['dockerfile', full.dockerfile_path ?? 'Dockerfile'],
+          full.compose_path ? ['compose file', full.compose_path] : ['dockerfile', full.dockerfile_path ?? 'Dockerfile'],
           ...(full.source_type === 'git' ? [['deploy on push', full.auto_deploy === true ? 'on (slipway webhook)' : 'off'] as [string, string]] : []),
           ...(full.source_type === 'git' ? [['previews', full.previews === true ? 'on (slipway previews)' : 'off'] as [string, string]] : []),
           ['live build', shortId(full.live_build_id)],
