@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { removeEngineObjects, removeInstanceObjects, spawnServerProcess, testDatabase, testEnv, type ServerProcess } from '../helpers/server.js';
-import { createFixture, serverAt, verifyFixture } from './fixture.js';
+import { closeFixture, createFixture, serverAt, verifyFixture } from './fixture.js';
 import { buildRelease, PREVIOUS_RELEASE } from './previous-release.js';
 import pg from 'pg';
 
@@ -14,6 +14,7 @@ let database: Awaited<ReturnType<typeof testDatabase>>;
 
 after(async () => {
   for (const server of running) await server.kill();
+  await closeFixture();
   if (database === undefined) await removeEngineObjects(dir);
   else {
     const client = new pg.Client({ connectionString: database.url });
