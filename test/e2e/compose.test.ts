@@ -30,7 +30,7 @@ services:
       retries: 2
   worker:
     image: ${BUSYBOX_IMAGE}
-    command: ["sh", "-c", "while true; do echo tick; sleep 1; done"]
+    command: ["sh", "-c", "while true; do echo tick $$GREETING; sleep 1; done"]
     depends_on: [cache]
   cache:
     image: slipway-stand-in/redis:7
@@ -95,6 +95,8 @@ describe('compose deployments on the engine', () => {
     assert.equal(created.status, 201, created.text);
     id = created.json.id;
     assert.equal((await ts.request('GET', `/api/v1/deployments/${id}`, { token })).json.compose_path, 'compose.yaml');
+    // The deployment's variables reach every service, not only the web one (the worker prints it).
+    assert.equal((await ts.request('PATCH', `/api/v1/deployments/${id}/env`, { token, body: { vars: { GREETING: 'hello' } } })).status, 200);
   });
 
   test('the set is served at the subdomain, its other services unreachable from outside; logs and metrics by service', async () => {
@@ -116,8 +118,8 @@ describe('compose deployments on the engine', () => {
 
     const logs = await eventually(async () => {
       const text = (await ts.request('GET', `/api/v1/deployments/${id}/logs?tail=200`, { token })).text;
-      return /^\[worker\] tick$/m.test(text) ? text : undefined;
-    }, 20_000, 'worker lines in the merged logs');
+      return /^\[worker\] tick hello$/m.test(text) ? text : undefined;
+    }, 20_000, "worker lines in the merged logs, with the deployment's variable");
     assert.match(logs, /^\[web\] /m);
     const onlyWorker = (await ts.request('GET', `/api/v1/deployments/${id}/logs?tail=20&service=worker`, { token })).text;
     assert.ok(onlyWorker.trim().split('\n').every((line) => line.startsWith('[worker] ')), onlyWorker);
