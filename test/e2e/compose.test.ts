@@ -155,6 +155,20 @@ describe('compose deployments on the engine', () => {
     }, 60_000, 'the second set removed');
   });
 
+  test('stop stops every service of the set; restart brings the whole set back', async () => {
+    const stopped = await ts.request('POST', `/api/v1/deployments/${id}/stop`, { token });
+    assert.equal(stopped.status, 200, stopped.text);
+    const left = await containers();
+    assert.equal(left.length, 3);
+    assert.deepEqual(left.filter((c) => c.running).map((c) => c.name), [], 'no service left running');
+    assert.equal((await appRequest(ts.port, subdomain)).status, 503);
+    const restarted = await ts.request('POST', `/api/v1/deployments/${id}/restart`, { token });
+    assert.equal(restarted.status, 200, restarted.text);
+    await eventually(async () => ((await appRequest(ts.port, subdomain)).body === 'set one\n' ? true : undefined), 60_000, 'the set served again');
+    const services = (await ts.request('GET', `/api/v1/deployments/${id}/services`, { token })).json as Array<{ name: string; running: number }>;
+    assert.deepEqual(services.map((s) => [s.name, s.running]), [['cache', 1], ['web', 1], ['worker', 1]]);
+  });
+
   test('privileges and host mounts fail the build before anything is built, each named (a published port does not)', async () => {
     const compose = `
 services:
