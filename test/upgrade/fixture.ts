@@ -252,3 +252,25 @@ export async function createFixture(server: UpgradeServer): Promise<Map<string, 
 export async function verifyFixture(server: UpgradeServer, states: ReadonlyMap<string, unknown>): Promise<void> {
   for (const s of STEPS) await s.verify(server, states.get(s.name), states);
 }
+
+/**
+ * A rolling upgrade's middle (PostgreSQL): `old` (the previous release) still runs on the database
+ * `current` has just migrated. The old instance logs the fixture's user in, reads and creates a
+ * deployment and sets a variable; the current one sees all of it.
+ */
+export async function rollingCheck(old: UpgradeServer, current: UpgradeServer, states: ReadonlyMap<string, unknown>): Promise<void> {
+  const user = states.get('a user with a password and an API key') as UserState;
+  const app = states.get('a live app with variables, a secret and a custom domain') as AppState;
+  const token = await loginAs(old.url, user.email, user.password);
+  assert.equal(ok(await old.request('GET', `/api/v1/deployments/${app.id}`, { token }), 200, 'the old instance reads an app').json.subdomain, app.subdomain);
+  const subdomain = `upgrade-rolling-${tag()}`;
+  const created = ok(await old.request('POST', '/api/v1/deployments', { token: user.apiKey, body: { name: subdomain, subdomain, source_type: 'archive' } }), 201, 'the old instance creates an app');
+  const id = created.json.id as string;
+  ok(await old.request('PATCH', `/api/v1/deployments/${id}/env`, { token: user.apiKey, body: { vars: { MADE_BY: 'the previous release' } } }), 200, 'the old instance sets a variable');
+  const seen = ok(await current.request('GET', `/api/v1/deployments/${id}`, { token: user.apiKey }), 200, 'the current instance reads it');
+  assert.equal(seen.json.subdomain, subdomain);
+  const env = ok(await current.request('GET', `/api/v1/deployments/${id}/env`, { token: await loginAs(current.url, user.email, user.password) }), 200, 'its variables');
+  assert.deepEqual((env.json.vars as Array<{ key: string; value: string | null }>).map((v) => [v.key, v.value]), [['MADE_BY', 'the previous release']]);
+  ok(await current.request('DELETE', `/api/v1/deployments/${id}`, { token: user.apiKey }), 204, 'the current instance deletes it');
+  assert.equal((await old.request('GET', `/api/v1/deployments/${id}`, { token: user.apiKey })).status, 404, 'and the old one sees it gone');
+}
