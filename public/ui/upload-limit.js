@@ -3,6 +3,7 @@ import { call } from './api.js';
 
 /** `n` bytes in MiB, one decimal at most (as the server and the CLI say it). */
 export function mib(n) {
+  if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(Math.floor((n / 1024) * 10) / 10).toFixed(1).replace(/\.0$/, '')} KiB`;
   return `${(Math.floor((n / (1024 * 1024)) * 10) / 10).toFixed(1).replace(/\.0$/, '')} MiB`;
 }

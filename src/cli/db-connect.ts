@@ -1,6 +1,7 @@
 // `slipway db connect`'s client side: a listener on 127.0.0.1 whose every connection is carried to the database over an authenticated WebSocket.
 import net from 'node:net';
-import WebSocket, { createWebSocketStream } from 'ws';
+import WebSocket from 'ws';
+import { relayWebSocket } from '../core/ws-relay.js';
 import { CliError } from './cli-error.js';
 
 export interface DbConnectOptions {
@@ -49,18 +50,10 @@ export async function runDbConnect(options: DbConnectOptions): Promise<void> {
       if (code >= 4000) options.onProblem(reason.toString() || `the server closed the connection (${code})`);
     });
     ws.on('open', () => {
-      const stream = createWebSocketStream(ws);
-      const end = (): void => {
+      relayWebSocket(ws, local, () => {
         open.delete(entry);
-        stream.destroy();
         local.destroy();
-      };
-      stream.on('error', end);
-      stream.on('close', end);
-      local.on('error', end);
-      local.on('close', end);
-      local.pipe(stream).pipe(local);
-      local.resume();
+      });
     });
   });
   await new Promise<void>((resolve, reject) => {

@@ -3,8 +3,9 @@
 /** The server setting that bounds one upload (docs/configuration.md). */
 export const UPLOAD_LIMIT_SETTING = 'SLIPWAY_MAX_UPLOAD_BYTES';
 
-/** `bytes` in MiB, one decimal at most (`512 MiB`, `1.5 MiB`), or in KiB below one MiB. */
+/** `bytes` in MiB, one decimal at most (`512 MiB`, `1.5 MiB`), in KiB below one MiB, in bytes below one KiB (never `0 KiB`). */
 export function formatMiB(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
   if (bytes < 1024 * 1024) return `${trim(bytes / 1024)} KiB`;
   return `${trim(bytes / (1024 * 1024))} MiB`;
 }

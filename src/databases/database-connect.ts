@@ -1,8 +1,9 @@
 // `slipway db connect`'s server side: an authenticated WebSocket per client connection, carried to the database over its private network (no port is ever published).
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
-import { WebSocketServer, createWebSocketStream, type WebSocket } from 'ws';
+import { WebSocketServer, type WebSocket } from 'ws';
 import { DomainError } from '../core/errors.js';
+import { RelayReads, relayWebSocket } from '../core/ws-relay.js';
 import type { Principal } from '../core/principal.js';
 import type { ServiceDialer } from '../runtime/service-host.js';
 import type { DatabasesContext } from './database-context.js';
@@ -28,13 +29,10 @@ interface OpenStream {
   readonly databaseId: string;
   lastPong: number;
   checking: boolean;
-  /** Set when the server ends the stream with a reason: the close frame must go out before the socket goes. */
-  closing: boolean;
 }
 
 /** Ends a stream with a code and a reason the client shows; the database connection goes at once. */
 function closeWith(entry: OpenStream, code: number, reason: string): void {
-  entry.closing = true;
   entry.ws.close(code, reason.slice(0, 120));
   entry.tcp.destroy();
   // A client that never answers the close frame is cut after a while.
@@ -119,21 +117,15 @@ export function databaseConnector(
           return;
         }
         wss.handleUpgrade(req, socket, head, (ws) => {
-          const tcp = dial();
-          const entry: OpenStream = { tcp, ws, bearer, databaseId, lastPong: Date.now(), checking: false, closing: false };
+          const reads = new RelayReads();
+          const tcp = dial(reads.onread);
+          const entry: OpenStream = { tcp, ws, bearer, databaseId, lastPong: Date.now(), checking: false };
           open.add(entry);
           ws.on('pong', () => (entry.lastPong = Date.now()));
-          const stream = createWebSocketStream(ws);
-          const end = (): void => {
+          relayWebSocket(ws, tcp, () => {
             open.delete(entry);
             tcp.destroy();
-            if (!entry.closing) stream.destroy();
-          };
-          tcp.on('error', end);
-          tcp.on('close', end);
-          stream.on('error', end);
-          stream.on('close', end);
-          stream.pipe(tcp).pipe(stream);
+          }, reads);
         });
       })();
       return true;

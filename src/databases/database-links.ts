@@ -44,6 +44,8 @@ export async function linkDatabase(ctx: DatabasesContext, principal: Principal, 
   );
   if (outcome === 'env_taken') throw new DomainError('validation_error', `variable "${env}" already holds the URL of another database linked to this deployment`);
   if (outcome === 'already_linked') throw new DomainError('invalid_state', `database "${database.name}" is already linked to this deployment`);
+  // The running release does not have the variable yet: pending until the next one, as a variable set by hand.
+  await ctx.deployments.markConfigPending(deployment.id, [env]);
   return present(database, { database_id: database.id, deployment_id: deployment.id, env, created_at });
 }
 
@@ -61,9 +63,16 @@ export async function listLinks(ctx: DatabasesContext, principal: Principal, dep
 /** Unlinks a database: its variable goes at the next release, and the deployment's containers leave its network now. */
 export async function unlinkDatabase(ctx: DatabasesContext, principal: Principal, deploymentId: string, databaseId: string): Promise<void> {
   const deployment = await getDeploymentRow(ctx.deployments, principal, deploymentId, 'change');
+  const link = (await ctx.store.linksOfDeployment(deployment.id)).find((l) => l.database_id === databaseId);
   const removed = await ctx.store.unlink(databaseId, deployment.id, deploymentRecord(principal, deployment, 'deployment.database.unlink', 'database', databaseId));
   if (!removed) throw new DomainError('not_found', 'link not found');
   await detachLinkedApps(ctx, databaseId, [deployment.id]);
+  if (link !== undefined) await ctx.deployments.markConfigPending(deployment.id, [link.env]);
+}
+
+/** The links' variables leave their apps at their next release: pending on each app until then. */
+export async function markLinksPending(ctx: Pick<DatabasesContext, 'deployments'>, links: ReadonlyArray<{ deployment_id: string; env: string }>): Promise<void> {
+  for (const link of links) await ctx.deployments.markConfigPending(link.deployment_id, [link.env]);
 }
 
 /** Takes the containers of `deploymentIds` off the database's network (access ends now, not at their next release). */

@@ -11,7 +11,7 @@ import type { DatabasesContext } from './database-context.js';
 import type { DatabaseChanges, DatabaseRow } from './database-store.js';
 import { DATABASE_ENGINES, type DatabaseCredentials, type DatabaseEngineName } from './engine-adapter.js';
 import { ENGINES } from './engines.js';
-import { detachLinkedApps } from './database-links.js';
+import { detachLinkedApps, markLinksPending } from './database-links.js';
 import { getDatabaseRow } from './database-access.js';
 import { measureSize } from './database-containers.js';
 import { startInBackground, startNow } from './provisioning.js';
@@ -155,6 +155,7 @@ export async function deleteDatabase(ctx: DatabasesContext, principal: Principal
   await detachLinkedApps(ctx, row.id, links.map((l) => l.deployment_id));
   await ctx.services.remove(ctx.instanceId, row.id);
   await ctx.store.remove(row.id, databaseRecord(principal, row, 'database.delete'));
+  await markLinksPending(ctx, links);
 }
 
 /** Stops a database (its data stays in its volume); stopping a stopped one is a no-op. */

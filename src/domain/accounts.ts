@@ -234,9 +234,13 @@ export async function changePassword(
 ): Promise<void> {
   // A stolen session or key must not become an oracle for guessing the password: wrong guesses are limited like logins.
   // Reserved before the check (like logins), so parallel guesses count too; refunded on success.
+  // A refused check (wrong current password, or refused by the limiter) is an audit entry, as a refused login is.
+  const refused = (): Promise<void> =>
+    accounts.audit({ actor: actorOf(principal), event: { action: 'user.password', targetType: 'user', targetId: principal.userId, teamId: null, outcome: 'failure' } });
   const attempt = limiter?.reserve([`password:${principal.userId}`]);
   if (attempt !== undefined && !('refund' in attempt)) {
     const wait = attempt.retryAfterSeconds;
+    await refused();
     throw new DomainError('rate_limited', `too many wrong current passwords; try again in ${wait} s`, { retryAfterSeconds: wait });
   }
   let user: UserRow | undefined;
@@ -252,7 +256,10 @@ export async function changePassword(
     attempt?.refund();
     throw unauthorized();
   }
-  if (!ok) throw new DomainError('invalid_password', 'current password is incorrect');
+  if (!ok) {
+    await refused();
+    throw new DomainError('invalid_password', 'current password is incorrect');
+  }
   attempt?.refund();
   limiter?.reset(`password:${principal.userId}`);
   checkNewPassword(input.new_password);

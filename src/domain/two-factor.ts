@@ -44,15 +44,27 @@ export async function beginTwoFactor(deps: TwoFactorDeps, principal: Principal):
 
 /**
  * Checks a code of the principal's secret under the limiter (a wrong one counts like a wrong
- * password): the step it matched, or 400 validation_error. The step is recorded by the caller.
+ * password): the step it matched, or 400 validation_error. The step is recorded by the caller; a
+ * refused code (wrong, or refused by the limiter) is an audit entry of `action` with outcome failure.
  */
-async function checkCode(deps: TwoFactorDeps, user: { id: string; totp_secret: string | null; totp_last_step: number | null }, code: string): Promise<number> {
+async function checkCode(
+  deps: TwoFactorDeps,
+  principal: Principal,
+  action: string,
+  user: { id: string; totp_secret: string | null; totp_last_step: number | null },
+  code: string,
+): Promise<number> {
+  const refused = (): Promise<void> => deps.accounts.audit({ actor: actorOf(principal), event: { ...event(action, user.id), outcome: 'failure' } });
   const attempt = deps.limiter.reserve([`otp:${user.id}`]);
   if (!('refund' in attempt)) {
+    await refused();
     throw new DomainError('rate_limited', `too many wrong codes; try again in ${attempt.retryAfterSeconds} s`, { retryAfterSeconds: attempt.retryAfterSeconds });
   }
   const step = user.totp_secret === null ? null : codeStep(deps, user.id, user.totp_secret, code, user.totp_last_step);
-  if (step === null) throw new DomainError('validation_error', 'code is wrong, expired or already used: enter the current 6-digit code from your authenticator app');
+  if (step === null) {
+    await refused();
+    throw new DomainError('validation_error', 'code is wrong, expired or already used: enter the current 6-digit code from your authenticator app');
+  }
   attempt.refund();
   deps.limiter.reset(`otp:${user.id}`);
   return step;
@@ -72,7 +84,7 @@ export async function confirmTwoFactor(deps: TwoFactorDeps, principal: Principal
   const user = await userRow(deps.accounts, principal.userId);
   if (user.totp_enabled === 1) throw new DomainError('invalid_state', 'two-factor login is already on');
   if (user.totp_secret === null) throw new DomainError('invalid_state', 'start two-factor setup first (POST /api/v1/users/me/2fa)');
-  const step = await checkCode(deps, user, input.code);
+  const step = await checkCode(deps, principal, 'user.2fa.enable', user, input.code);
   await deps.accounts.setTwoFactor(user.id, { totp_enabled: 1, totp_last_step: step }, { actor: actorOf(principal), event: event('user.2fa.enable', user.id) }, { keepSession: principal.sessionId });
   return { enabled: true };
 }
@@ -81,7 +93,7 @@ export async function confirmTwoFactor(deps: TwoFactorDeps, principal: Principal
 export async function disableTwoFactor(deps: TwoFactorDeps, principal: Principal, input: { code: string }): Promise<void> {
   const user = await userRow(deps.accounts, principal.userId);
   if (user.totp_enabled !== 1) throw new DomainError('invalid_state', 'two-factor login is not on');
-  const step = await checkCode(deps, user, input.code);
+  const step = await checkCode(deps, principal, 'user.2fa.disable', user, input.code);
   await deps.accounts.setTwoFactor(user.id, { totp_secret: null, totp_enabled: 0, totp_last_step: step }, { actor: actorOf(principal), event: event('user.2fa.disable', user.id) });
 }
 

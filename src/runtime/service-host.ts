@@ -5,8 +5,12 @@ import type { ContainerEngine, ContainerInfo } from './engine.js';
 import { LABEL_DEPLOYMENT, LABEL_INSTANCE, LABEL_MANAGED } from './engine.js';
 import { ensureServiceNetwork, removeService, runService, serviceContainer, serviceNetworkName, type ServiceSpec } from './service.js';
 
-/** Opens one byte stream to a service's port (a TCP connection, or a relay inside its container). */
-export type ServiceDialer = () => Duplex;
+/**
+ * Opens one byte stream to a service's port (a TCP connection, or a relay inside its container).
+ * `onread`: net's option of the same name, for a TCP connection (a stream that is not a socket
+ * ignores it and emits 'data').
+ */
+export type ServiceDialer = (onread?: net.OnReadOpts) => Duplex;
 
 /**
  * What the managed-database room needs from whatever runs its services. Every service's
@@ -52,9 +56,9 @@ export function engineServiceHost(engine: ContainerEngine): ServiceHost {
       const container = await serviceContainer(engine, instanceId, serviceId);
       const host = container === undefined ? null : ((await engine.containerAddress?.(container.id, serviceNetworkName(instanceId, serviceId))) ?? null);
       if (host === null) return null;
-      return () => {
+      return (onread) => {
         // No Nagle delay: a database's small request-answer turns (pgbench -S) must not wait for ACKs.
-        const tcp = net.connect({ host, port, timeout: timeoutMs, noDelay: true });
+        const tcp = net.connect({ host, port, timeout: timeoutMs, noDelay: true, ...(onread === undefined ? {} : { onread }) });
         tcp.once('connect', () => tcp.setTimeout(0));
         tcp.once('timeout', () => tcp.destroy());
         return tcp;

@@ -236,6 +236,26 @@ describe('audit log', () => {
     assert.ok(!all.includes('flood-guess-'), 'the audit log holds a password');
   });
 
+  test('the attack with a stolen session: every refused current password and two-factor code is an entry, the 429s included, never the guess', async () => {
+    const victim = await s.newUser('audit-stolen');
+    const statuses: number[] = [];
+    for (let i = 0; i < 12; i += 1) {
+      const res = await s.request('PUT', '/api/v1/users/me/password', { token: victim.token, body: { current_password: `stolen-guess-${i}`, new_password: 'taken-over-password' } });
+      statuses.push(res.status);
+    }
+    assert.ok(statuses.includes(400) && statuses.includes(429) && statuses.every((status) => status === 400 || status === 429), statuses.join(' '));
+    const mine = async (action: string): Promise<Entry[]> => (await entries(victim.token, `&target_id=${victim.userId}`)).filter((e) => e.action === action);
+    const passwords = await mine('user.password');
+    assert.equal(passwords.length, 12, 'one entry per refused password check');
+    for (const entry of passwords) assert.deepEqual([entry.outcome, entry.actor_id, entry.actor_email, entry.target_type], ['failure', victim.userId, victim.email, 'user']);
+
+    assert.equal((await s.request('POST', '/api/v1/users/me/2fa', { token: victim.token })).status, 201);
+    for (const code of ['000000', '999999']) assertError(await s.request('POST', '/api/v1/users/me/2fa/confirm', { token: victim.token, body: { code } }), 400, 'validation_error');
+    assert.deepEqual((await mine('user.2fa.enable')).map((e) => e.outcome), ['failure', 'failure']);
+    const all = (await entries(s.adminToken)).map((e) => JSON.stringify(e)).join('\n');
+    assert.ok(!all.includes('stolen-guess-') && !all.includes('taken-over-password'), 'the audit log holds a password');
+  });
+
   test("an administrator's quota change is recorded; a refused one is not", async () => {
     const admin = (await s.request('GET', '/api/v1/users/me', { token: s.adminToken })).json;
     const quota = `/api/v1/users/${ann.userId}/quotas`;

@@ -41,6 +41,9 @@ describe('slipway and pending configuration', () => {
     const status = await cli(['status', app.subdomain]);
     assert.equal(status.code, 0, status.stderr);
     assert.match(status.stdout, new RegExp(`^pending: +FEATURE changed; the app runs the old values until \`slipway restart ${app.subdomain}\`$`, 'm'));
+    const apps = await cli(['apps']);
+    assert.equal(apps.code, 0, apps.stderr);
+    assert.match(apps.stdout.split('\n').find((line) => line.includes(app.subdomain)) ?? '', /\srunning \(restart pending\)\s/, apps.stdout);
 
     const restart = await cli(['restart', app.subdomain]);
     assert.equal(restart.code, 0, restart.stderr);
@@ -48,6 +51,7 @@ describe('slipway and pending configuration', () => {
     assert.equal((await dep()).live_build_id, liveBefore, 'a restart re-releases the same build');
     assert.doesNotMatch((await cli(['status', app.subdomain])).stdout, /^pending:/m);
     assert.doesNotMatch((await cli(['env', app.subdomain])).stdout, /Pending:/);
+    assert.doesNotMatch((await cli(['apps'])).stdout, /restart pending/);
 
     // No terminal and no flag: nobody can be asked, so the CLI restarts (its default since Part two).
     const scripted = await cli(['env', 'set', '--app', app.subdomain, 'FEATURE=off']);

@@ -101,6 +101,18 @@ test('create --help names the schemes the server accepts, git:// among them; a g
   assert.equal((await appRequest(server.port, subdomain)).body, body);
 });
 
+test('a repository given as a folder of this machine: told to deploy the folder instead, before anything is created', async () => {
+  const before = (await server.request('GET', '/api/v1/deployments', { token })).json.length;
+  const res = await cli(['create', '--git', repos], { home });
+  assertExit(res, 2);
+  assert.equal(
+    res.stderr,
+    `error: ${repos} is a folder on this machine, which the server cannot fetch: deploy its files with \`slipway deploy ${repos}\` (uploaded as they are), ` +
+      'or give a URL the server can reach (https://, http://, git://, ssh:// or user@host:path)\n',
+  );
+  assert.equal((await server.request('GET', '/api/v1/deployments', { token })).json.length, before, 'no app was created');
+});
+
 test('a dumb-HTTP repository: the fetch is made again in full, the log says why, and the app deploys', async () => {
   const subdomain = `dumb-${randomUUID().slice(0, 6)}`;
   const res = await cli(['create', '--git', `http://127.0.0.1:${dumbPort}/app.git`, '--subdomain', subdomain], { home });

@@ -3,7 +3,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, truncate, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -29,6 +29,9 @@ function assertExit(res: CliResult, code: number): void {
 async function appCount(): Promise<number> {
   return ((await server.request('GET', '/api/v1/deployments', { token })).json as unknown[]).length;
 }
+
+/** The small files of an app folder as the refusal lists them: in bytes, never "0 KiB". */
+const smallFiles = (dir: string): string => `Dockerfile (${statSync(path.join(dir, 'Dockerfile')).size} B), index.html (13 B)`;
 
 /** A busybox app folder; returns its path. */
 async function appFolder(label: string): Promise<string> {
@@ -71,7 +74,7 @@ test('3 MiB of random data: refused while packing, in MiB, naming the file and w
   assertExit(res, 1);
   assert.equal(
     withoutProgress(res.stderr),
-    `error: ${dir} packs to more than 1 MiB, this server's upload limit (3 MiB of files before compression; largest: data.bin (3 MiB), Dockerfile (0.1 KiB), index.html (0 KiB)): ` +
+    `error: ${dir} packs to more than 1 MiB, this server's upload limit (3 MiB of files before compression; largest: data.bin (3 MiB), ${smallFiles(dir)}): ` +
       "leave files out with .dockerignore (dependencies, build output, data), or ask the operator to raise SLIPWAY_MAX_UPLOAD_BYTES. Nothing was created or uploaded.\n",
   );
   assert.equal(await appCount(), before, 'no app was created');
@@ -92,7 +95,7 @@ test('a 40 MiB sparse file: refused before packing (more than the server takes e
   assertExit(res, 1);
   assert.equal(
     withoutProgress(res.stderr),
-    `error: ${dir} holds 40 MiB of files to upload, more than this server accepts once extracted (16 MiB; largest: disk.img (40 MiB), Dockerfile (0.1 KiB), index.html (0 KiB)): ` +
+    `error: ${dir} holds 40 MiB of files to upload, more than this server accepts once extracted (16 MiB; largest: disk.img (40 MiB), ${smallFiles(dir)}): ` +
       'leave files out with .dockerignore, or ask the operator to raise SLIPWAY_MAX_EXPANDED_BYTES. Nothing was created or uploaded.\n',
   );
   assert.equal(await appCount(), before);

@@ -1,6 +1,7 @@
 // End-to-end: `slipway db connect`'s listener carries a client's connection through the API's WebSocket to a database that publishes no port; refusals say why.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { runDbConnect } from '../../src/cli/db-connect.js';
@@ -33,8 +34,8 @@ function talk(port: number, text: string, until: RegExp): Promise<string> {
   });
 }
 
-/** Runs the host's psql against `port` on loopback with `sql`, piping `input` in; resolves with the number of bytes it printed and their last 200 characters (no 100 MiB string is held). */
-function hostPsql(port: number, creds: { username: string; password: string; database: string }, sql: string, input?: () => AsyncIterable<Buffer>): Promise<{ bytes: number; tail: string }> {
+/** Runs the host's psql against `port` on loopback with `sql`, piping `input` in; resolves with the number of bytes it printed, their SHA-256 and their last 200 characters (no 100 MiB string is held). */
+function hostPsql(port: number, creds: { username: string; password: string; database: string }, sql: string, input?: () => AsyncIterable<Buffer>): Promise<{ bytes: number; sha256: string; tail: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn('psql', ['-h', '127.0.0.1', '-p', String(port), '-U', creds.username, '-d', creds.database, '-v', 'ON_ERROR_STOP=1', '-Atc', sql], {
       env: { ...process.env, PGPASSWORD: creds.password, PGCONNECT_TIMEOUT: '20' },
@@ -43,13 +44,15 @@ function hostPsql(port: number, creds: { username: string; password: string; dat
     let bytes = 0;
     let tail = '';
     let err = '';
+    const hash = createHash('sha256');
     child.stdout.on('data', (chunk: Buffer) => {
       bytes += chunk.length;
+      hash.update(chunk);
       tail = (tail + chunk.toString()).slice(-200);
     });
     child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve({ bytes, tail }) : reject(new Error(`psql exited with ${code}: ${err}`))));
+    child.on('close', (code) => (code === 0 ? resolve({ bytes, sha256: hash.digest('hex'), tail }) : reject(new Error(`psql exited with ${code}: ${err}`))));
     const timer = setTimeout(() => child.kill('SIGKILL'), 240_000);
     child.on('close', () => clearTimeout(timer));
     if (input === undefined) child.stdin.end();
@@ -156,9 +159,13 @@ describe('slipway db connect', () => {
     const done = runDbConnect({ serverUrl: s.url, bearer: user.apiKey, databaseId: pgId, port: 0, signal: controller.signal, onListening: (p) => { port = p; listening(); }, onProblem: (m) => problems.push(m) });
     await up;
     try {
-      // 102400 lines of 1023 characters and a newline: 100 MiB out of the database.
-      const out = await hostPsql(port, creds, "COPY (SELECT repeat('x', 1023) FROM generate_series(1, 102400)) TO STDOUT");
+      // 102400 lines of 1023 characters and a newline, each its own (its number, padded): 100 MiB
+      // out of the database, every byte in its place (the relay reuses its read buffer).
+      const out = await hostPsql(port, creds, "COPY (SELECT lpad(i::text, 1023, 'x') FROM generate_series(1, 102400) AS i) TO STDOUT");
       assert.equal(out.bytes, 100 * 1024 * 1024, problems.join('; '));
+      const expected = createHash('sha256');
+      for (let i = 1; i <= 102400; i += 1) expected.update(`${String(i).padStart(1023, 'x')}\n`);
+      assert.equal(out.sha256, expected.digest('hex'));
       // And 100 MiB in: streamed from here, counted there.
       await hostPsql(port, creds, 'CREATE TABLE bulk (line text)');
       const line = Buffer.from(`${'y'.repeat(1023)}\n`);

@@ -56,6 +56,11 @@ describe('database links and isolation', () => {
 
     assert.equal((await deployAndWait(s, alice.token, linked.id)).status, 200);
     assert.equal((await deployAndWait(s, bob.token, other.id)).status, 200);
+    const pending = async (): Promise<[boolean, string[]]> => {
+      const dep = (await s.request('GET', `/api/v1/deployments/${linked.id}`, { token: alice.token })).json;
+      return [dep.config_pending, dep.config_pending_keys];
+    };
+    assert.deepEqual(await pending(), [false, []], 'a link made before the first release is in it');
     const creds = (await s.request('GET', `/api/v1/databases/${pgId}/credentials`, { token: alice.token })).json;
     const [appContainer] = await appContainers(linked.id);
     const [otherContainer] = await appContainers(other.id);
@@ -77,9 +82,14 @@ describe('database links and isolation', () => {
     assert.equal((await s.request('DELETE', `${path}/${pgId}`, { token: alice.token })).status, 204);
     assert.equal(await canConnect(appContainer.Id, 'main-db', 5432), false, 'unlinked: no longer reachable');
     assertError(await s.request('DELETE', `${path}/${pgId}`, { token: alice.token }), 404, 'not_found');
+    // The running release still has the variable: pending until the next release (issue 33 item 2).
+    assert.deepEqual(await pending(), [true, ['DATABASE_URL']], 'an unlink is pending');
+    assert.equal((await s.request('POST', `/api/v1/deployments/${linked.id}/restart`, { token: alice.token })).status, 200);
+    assert.deepEqual(await pending(), [false, []], 'the restart applied it');
 
     // Linked again, then deleted (a link does not hold a deletion back): container, network, volume and the link go.
     assert.equal((await s.request('POST', path, { token: alice.token, body: { database_id: pgId } })).status, 201);
+    assert.deepEqual(await pending(), [true, ['DATABASE_URL']], 'a link to a running app is pending');
     const network = Object.keys(dbInfo!.NetworkSettings.Networks)[0]!;
     const volume = dbInfo!.Mounts[0]!.Name!;
     assert.equal((await s.request('DELETE', `/api/v1/databases/${pgId}`, { token: alice.token })).status, 204);

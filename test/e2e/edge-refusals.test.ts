@@ -1,4 +1,4 @@
-// The edge's refusals written as the attack, on both data planes: malformed, ambiguous and late heads over a raw socket get Slipway's answer (JSON for the API host, its page on app hosts), never HAProxy's built-in HTML, and never reach the app.
+// The edge's refusals written as the attack, on both data planes: malformed, ambiguous and late heads over a raw socket get Slipway's answer (JSON for the API host, its page on app hosts), never HAProxy's built-in HTML, and never reach the app; and the audit's two-factor oracle (issue 33 item 7) through each plane.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { runTunnelClient } from '../../src/tunnel/tunnel-client.js';
 import { badRequestPage, renderPage, requestTimeoutPage } from '../../src/proxy/pages.js';
+import { base32Decode, hotp, stepAt } from '../../src/domain/totp.js';
 import { PLANES } from '../helpers/planes.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -153,6 +154,22 @@ for (const plane of PLANES) {
 
     test('binary garbage names no host: 400 with {error, message} JSON (the API’s answer, as routing would send it there)', async () => {
       assertJson(await exchange(ts.port, GARBAGE), '400 Bad Request', 'malformed HTTP request', 'garbage');
+    });
+
+    test('the two-factor oracle through this plane: a stolen password without the code gets the same answer as a wrong one, headers and all', async () => {
+      const victim = await ts.newUser('oracle');
+      const setup = await ts.request('POST', '/api/v1/users/me/2fa', { token: victim.token });
+      assert.equal(setup.status, 201, setup.text);
+      const confirmed = await ts.request('POST', '/api/v1/users/me/2fa/confirm', { token: victim.token, body: { code: hotp(base32Decode(setup.json.secret), stepAt(Date.now())) } });
+      assert.equal(confirmed.status, 200, confirmed.text);
+      const seen = async (password: string): Promise<string> => {
+        const res = await ts.request('POST', '/api/v1/auth/login', { body: { email: victim.email, password } });
+        const headers = [...res.headers.entries()].filter(([name]) => name !== 'date');
+        return JSON.stringify({ status: res.status, headers, body: res.text });
+      };
+      const stolen = await seen(victim.password);
+      assert.equal(stolen, await seen('not-the-password'));
+      assert.equal(JSON.parse(stolen).body, JSON.stringify({ error: 'invalid_credentials', message: 'wrong email, password or two-factor code' }));
     });
 
     test('a head held open past SLIPWAY_HEADERS_TIMEOUT_SECONDS: 408, JSON on the API host, the page on an app host', async () => {

@@ -28,7 +28,7 @@ export function registerAuthCommands(program: Command, io: CliIo): void {
       .option('--url <url>', `server URL (default: SLIPWAY_URL, the saved one, or ${DEFAULT_SERVER_URL})`)
       .option('--email <email>', 'e-mail address (asked when not given)')
       .option('--api-key <key>', 'log in with an API key instead of a password (checked with the server)')
-      .option('--otp <code>', 'the two-factor code (asked when the account needs one and it is not given)'),
+      .option('--otp <code>', 'the two-factor code (not given: asked once after a refused login)'),
   )
     .addHelpText(
       'after',

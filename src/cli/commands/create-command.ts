@@ -1,5 +1,6 @@
 // Command: create — a deployment built from a git repository, deployed at once (unless --no-deploy).
 import { findTeam } from './team-commands.js';
+import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import type { Build, Deployment } from '../api-types.js';
@@ -53,6 +54,12 @@ Examples:
     .action((options: CreateOptions) => withInterrupt(io, (signal) => create(io, options, signal)));
 }
 
+/** True when `url` is no URL (no scheme, not user@host:path) but a path that exists here: a repository on the user's own machine. */
+function isLocalFolder(io: CliIo, url: string): boolean {
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url) || /^[^\s/@]+@[^\s/:]+:/.test(url)) return false;
+  return fs.existsSync(path.resolve(io.cwd, url));
+}
+
 /** `hello` from `https://host/team/hello.git`. */
 function repositoryName(url: string): string {
   const last = url.replace(/[/\\]+$/, '').split(/[/:\\]/).at(-1) ?? '';
@@ -63,6 +70,12 @@ async function create(io: CliIo, options: CreateOptions, signal: AbortSignal): P
   const url = options.git ?? '';
   if (url.trim() === '') throw usageError('--git needs the repository URL');
   if (options.compose !== undefined && options.dockerfile !== undefined) throw usageError('--compose and --dockerfile are exclusive: a compose app names its Dockerfiles in its compose file');
+  if (isLocalFolder(io, url)) {
+    throw usageError(
+      `${url} is a folder on this machine, which the server cannot fetch: deploy its files with \`slipway deploy ${url}\` (uploaded as they are), ` +
+        'or give a URL the server can reach (https://, http://, git://, ssh:// or user@host:path)',
+    );
+  }
   const client = await connect(io, signal);
   const name = options.name ?? repositoryName(url);
   const subdomain = options.subdomain ?? slugify(name);
