@@ -7,6 +7,8 @@ import { LABEL_DEPLOYMENT, LABEL_MANAGED } from '../../src/runtime/engine.js';
 import { appRequest, deployAndWait, eventually, tarGzOf, tempDir, testEngine, uniqueSubdomain, upload } from '../helpers/apps.js';
 import { BUSYBOX_IMAGE, ensureBusyboxImage, writeBusyboxApp } from '../helpers/busybox-image.js';
 import { cli } from '../helpers/cli.js';
+import { startGitServer, type GitServer } from '../helpers/git-server.js';
+import { pullRequestBody, pullRequestHeaders } from '../helpers/pull-requests.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /** The stack's compose file: web built from the source, a worker and redis taken from the engine. */
@@ -95,6 +97,13 @@ describe('compose deployments on the engine', () => {
     assert.equal(created.status, 201, created.text);
     id = created.json.id;
     assert.equal((await ts.request('GET', `/api/v1/deployments/${id}`, { token })).json.compose_path, 'compose.yaml');
+    // PATCH: another compose file, a Dockerfile instead (clears it), then back; a path out of the source is refused.
+    const patch = async (body: Record<string, unknown>) => ts.request('PATCH', `/api/v1/deployments/${id}`, { token, body });
+    assert.equal((await patch({ compose_path: 'deploy/compose.prod.yaml' })).json.compose_path, 'deploy/compose.prod.yaml');
+    assert.equal((await patch({ dockerfile_path: 'web/Dockerfile' })).json.compose_path, null);
+    const outside = await patch({ compose_path: '../compose.yaml' });
+    assert.equal(outside.status, 400, outside.text);
+    assert.equal((await patch({ compose_path: 'compose.yaml' })).json.compose_path, 'compose.yaml');
     // The deployment's variables reach every service, not only the web one (the worker prints it).
     assert.equal((await ts.request('PATCH', `/api/v1/deployments/${id}/env`, { token, body: { vars: { GREETING: 'hello' } } })).status, 200);
   });
@@ -239,6 +248,53 @@ services:
       assert.equal((await run(['rm', shopSubdomain, '--yes'])).code, 0);
     } finally {
       await fsp.rm(home, { recursive: true, force: true });
+    }
+  });
+
+  test("a pull request's preview of a compose app is the whole set, served at <subdomain>-pr-<n>, its logs by service; closing removes every container", async () => {
+    let git: GitServer | undefined;
+    let previewApp = '';
+    try {
+      git = await startGitServer();
+      // Both services from the engine's image: the case is about the preview being a set, not about builds.
+      const files = (text: string): Record<string, string> => ({
+        'compose.yaml': `x-slipway: {web: web}\nservices:\n  web:\n    image: ${BUSYBOX_IMAGE}\n    command: ["sh", "-c", "mkdir -p /w && echo ${text} > /w/index.html && exec httpd -f -p 8080 -h /w"]\n    expose: ["8080"]\n    depends_on: [side]\n  side:\n    image: ${BUSYBOX_IMAGE}\n    command: ["sh", "-c", "while true; do echo side of ${text}; sleep 1; done"]\n`,
+      });
+      const repo = `compose-pr-${process.pid}`;
+      const { url } = await git.createRepo(repo, files('main'));
+      const prSubdomain = uniqueSubdomain('cpr');
+      const created = await ts.request('POST', '/api/v1/deployments', { token, body: { name: repo, subdomain: prSubdomain, repo_url: url, branch: 'main', previews: true, compose_path: 'compose.yaml' } });
+      assert.equal(created.status, 201, created.text);
+      previewApp = created.json.id;
+      const hook = await ts.request('POST', `/api/v1/deployments/${previewApp}/webhook`, { token });
+      assert.equal(hook.status, 201, hook.text);
+      await git.commit(repo, files('pull-one'), { branch: 'feature' });
+      const sha = await git.setRef(repo, 'refs/pull/1/head');
+      const deliver = (action: 'opened' | 'closed') => {
+        const body = pullRequestBody('github', { action, number: 1, headSha: sha, headBranch: 'feature' });
+        return ts.request('POST', `/api/v1/hooks/${previewApp}`, { raw: body, headers: pullRequestHeaders('github', hook.json.secret, body) });
+      };
+      const opened = await deliver('opened');
+      assert.equal(opened.status, 202, opened.text);
+      const previewId = opened.json.deployment_id as string;
+      await eventually(async () => {
+        const res = await ts.request('GET', `/api/v1/deployments/${previewApp}/previews/1`, { token });
+        if (res.json.status === 'failed') throw new Error(res.text);
+        return res.json.status === 'running' ? true : undefined;
+      }, 120_000, 'the preview running');
+      assert.equal((await appRequest(ts.port, `${prSubdomain}-pr-1`)).body, 'pull-one\n');
+      const set = await engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_DEPLOYMENT]: previewId });
+      assert.equal(set.filter((c) => c.running).length, 2, 'web and side');
+      const side = await eventually(async () => {
+        const text = (await ts.request('GET', `/api/v1/deployments/${previewApp}/previews/1/logs?tail=3&service=side`, { token })).text;
+        return /^\[side\] side of pull-one$/m.test(text) ? text : undefined;
+      }, 20_000, "the side service's lines");
+      assert.ok(side.trim().split('\n').every((line) => line.startsWith('[side] ')), side);
+      assert.equal((await deliver('closed')).status, 200);
+      assert.equal((await engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_DEPLOYMENT]: previewId })).length, 0, 'every container of the set removed');
+    } finally {
+      if (previewApp !== '') await ts.request('DELETE', `/api/v1/deployments/${previewApp}`, { token }).catch(() => undefined);
+      await git?.close();
     }
   });
 
