@@ -12,6 +12,13 @@ function clientCommand(db) {
   return 'redis-cli -u "$DATABASE_URL"';
 }
 
+/** A client on the user's machine through `slipway db connect` (its listener takes the engine's own port). */
+function localCommand(db) {
+  if (db.engine === 'postgres') return `psql -h 127.0.0.1 -p ${db.port} -U USER DATABASE`;
+  if (db.engine === 'mysql') return `mariadb --host=127.0.0.1 --port=${db.port} --user=USER --password DATABASE`;
+  return `redis-cli -h 127.0.0.1 -p ${db.port} --pass PASSWORD`;
+}
+
 export function renderDatabases(view, ctx) {
   const name = h('input', { name: 'name', required: true, maxlength: '63', pattern: '[a-z0-9]([a-z0-9-]*[a-z0-9])?', placeholder: 'main', autocomplete: 'off' });
   const engine = h('select', { name: 'engine' }, ENGINES.map(([value, label]) => h('option', { value, text: label })));
@@ -87,6 +94,8 @@ export function renderDatabases(view, ctx) {
       h('p', { text: links.length === 0 ? 'Not linked to any app.' : `Linked to ${links.join(', ')}.` }),
       h('p', {}, 'Link it to an app (its URL reaches the app as a secret variable from the next deploy or restart):'),
       h('pre', { class: 'snippet', text: `slipway db link ${db.name} --app APP\nslipway db credentials ${db.name}\n# from a linked app's shell:\n${clientCommand(db)}` }),
+      h('p', {}, 'Reach it from your machine (no port is published: the CLI carries each connection through the API; Ctrl-C ends it):'),
+      h('pre', { class: 'snippet', id: 'database-connect', text: `slipway db connect ${db.name}\n# then, in another terminal, with its credentials:\n${localCommand(db)}` }),
       reveal, secret,
       h('div', { class: 'row' }, action('Stop', 'stop'), action('Start', 'start'), action('Delete', 'delete', true)),
       (backups = renderDatabaseBackups(db, ctx, (backupsOpen = new AbortController()).signal)).section));

@@ -81,6 +81,7 @@ export function renderNotifications(view, ctx) {
           const result = await call('POST', `/notification-channels/${c.id}/test`);
           ctx.report(result.ok ? null : { message: `test to ${c.name} failed: ${result.error ?? result.status_code}` });
           status.textContent = result.ok ? `Test message sent to ${c.name}${result.status_code ? ` (answered ${result.status_code})` : ''}.` : '';
+          if (open === c.id) await showDeliveries(c);
         }) }),
         ' ',
         h('button', { 'data-key': `open-${c.id}`, text: open === c.id ? 'Hide' : 'Deliveries', onclick: () => ctx.run(async () => {
@@ -104,7 +105,7 @@ export function renderNotifications(view, ctx) {
     details.replaceChildren(h('section', { class: 'card', id: 'channel-deliveries' },
       h('h2', { text: `Last deliveries to ${c.name}` }),
       list.length === 0
-        ? h('p', { class: 'empty', text: 'Nothing sent yet (test messages are not recorded).' })
+        ? h('p', { class: 'empty', text: 'Nothing sent yet.' })
         : h('table', { class: 'stack' },
           h('thead', {}, h('tr', {}, ['When', 'Event', 'Outcome', 'Attempts', 'Status', 'Error'].map((t) => h('th', { scope: 'col', text: t })))),
           h('tbody', {}, list.map((d) => h('tr', {},

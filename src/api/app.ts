@@ -116,8 +116,8 @@ export async function buildApp(deps: ApiDeps, options: { logger?: boolean | obje
     await scope.register(twoFactorRoutes(deps));
     if (deps.databases !== undefined) await scope.register(databaseRoutes(deps.databases, deps.cursors, deps.backups === undefined ? undefined : backupScheduleHooks(deps.backups)));
     if (deps.backups !== undefined) await scope.register(backupRoutes(deps.backups, deps.cursors));
-    if (deps.jobs !== undefined) await scope.register(jobRoutes(deps.jobs));
-    if (deps.notifications !== undefined) await scope.register(notificationRoutes(deps.notifications));
+    if (deps.jobs !== undefined) await scope.register(jobRoutes(deps.jobs, deps.cursors));
+    if (deps.notifications !== undefined) await scope.register(notificationRoutes(deps.notifications, deps.cursors));
   }, { prefix: '/api/v1' });
   // GET /metrics sits beside the API (where scrapers look), behind the same bearer check.
   await app.register(async (scope) => {

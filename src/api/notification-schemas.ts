@@ -1,5 +1,6 @@
 // Request and response schemas of notification channels (decisions §23): they validate requests and document them in OpenAPI.
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { PageQuery } from './list-pages.js';
 
 const Timestamp = Type.String({ format: 'date-time' });
 const Nullable = <T extends TSchema>(schema: T) => Type.Unsafe<Static<T> | null>({ ...schema, nullable: true });
@@ -43,7 +44,8 @@ export const UpdateChannelBody = Type.Object(
 );
 export type UpdateChannelBody = Static<typeof UpdateChannelBody>;
 
-export const ChannelListQuery = Type.Object({ team_id: Type.Optional(Type.String({ maxLength: 100 })) }, { additionalProperties: false });
+export const ChannelListQuery = Type.Object({ team_id: Type.Optional(Type.String({ maxLength: 100 })), ...PageQuery.properties }, { additionalProperties: false });
+export type ChannelListQuery = Static<typeof ChannelListQuery>;
 
 export const TestResponse = Type.Object({ ok: Type.Boolean(), status_code: Type.Optional(Type.Integer()), error: Type.Optional(Type.String()) });
 

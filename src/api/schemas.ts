@@ -313,7 +313,7 @@ export const PatchEnvBody = Type.Object(
   {
     vars: Type.Record(Type.String(), Type.Union([Type.String(), Type.Null()]), {
       description:
-        'KEY: value to set, or null to remove. Keys match ^[A-Za-z_][A-Za-z0-9_]*$ (at most 256 characters; PORT and SLIPWAY_* are reserved); ' +
+        'KEY: value to set, or null to remove. Keys match ^[A-Za-z_][A-Za-z0-9_]*$ (at most 256 characters; PORT and SLIPWAY_* are reserved, except SLIPWAY_STACK: a plain variable naming node, python, go or static, which picks the stack of a build without a Dockerfile); ' +
         'a value is at most 32 KiB without NUL; at most 500 variables and 256 KiB per deployment.',
     }),
     secret: Type.Optional(Type.Boolean({ description: 'the secret flag of every key set (default false); secrets are write-only' })),

@@ -24,3 +24,24 @@ export function pageFromRows<T, P extends Position>(rows: T[], limit: number, po
   const items = rows.slice(0, limit);
   return { items, next: positionOf(items[items.length - 1] as T) };
 }
+
+/** Orders two positions of strings item by item (code-unit order, as cursors compare them). */
+function comparePositions(a: readonly string[], b: readonly string[]): number {
+  for (let i = 0; i < Math.max(a.length, b.length); i += 1) {
+    const x = a[i] ?? '';
+    const y = b[i] ?? '';
+    if (x !== y) return x < y ? -1 : 1;
+  }
+  return 0;
+}
+
+/**
+ * A page of a short list read whole (a deployment's jobs, a user's channels): sorted by
+ * `positionOf` (oldest first), the items after the request's position, at most `limit`.
+ */
+export function pageFromList<T, P extends readonly string[]>(items: readonly T[], page: PageRequest<P>, positionOf: (item: T) => P): Page<T, P> {
+  const sorted = [...items].sort((a, b) => comparePositions(positionOf(a), positionOf(b)));
+  const after = page.after;
+  const rest = after === undefined ? sorted : sorted.filter((item) => comparePositions(positionOf(item), after) > 0);
+  return pageFromRows(rest.slice(0, page.limit + 1), page.limit, positionOf);
+}

@@ -176,6 +176,30 @@ export function databaseNotificationStore(db: Db, cipher: ValueCipher): Notifica
         .execute();
     },
 
+    async recordTest(channelId, test) {
+      // Its own event row (the delivery log's rows hang from events); never pending, so no sweep takes it.
+      await db.transaction().execute(async (trx) => {
+        await trx.insertInto('notification_events').values({ id: test.id, dedupe_key: `test:${test.id}`, type: 'test', payload: test.payload, at: test.at }).execute();
+        await trx
+          .insertInto('notification_deliveries')
+          .values({
+            id: test.id,
+            channel_id: channelId,
+            event_id: test.id,
+            event: 'test',
+            at: test.at,
+            outcome: test.outcome,
+            attempts: 1,
+            status_code: test.statusCode,
+            error: test.error,
+            next_attempt_at: test.at,
+            claimed_by: null,
+            claimed_until: null,
+          })
+          .execute();
+      });
+    },
+
     async deliveries(channelId, limit) {
       const rows = await db.selectFrom('notification_deliveries').select(DELIVERY_COLUMNS).where('channel_id', '=', channelId).orderBy('at', 'desc').orderBy('id').limit(limit).execute();
       return rows.map(delivery);

@@ -119,25 +119,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
     return redactedStream(redactorFor([...released, ...current]), lines);
   }
 
-  /**
-   * Keeps routes right when the engine restarts a crashed container (restart policy): it comes
-   * back on a new host port, which is read and routed every `intervalMs` while `when()` holds. Returns a stop function.
-   */
-  watchLiveContainers(intervalMs: number, when: () => boolean = () => true): () => void {
-    let running = false;
-    const timer = setInterval(() => {
-      // Several instances: only the leader watches (`when`).
-      if (running || !when()) return;
-      running = true;
-      void this.refreshLiveRoutes()
-        .catch((err: unknown) => this.#parts.deps.log('warn', 'refreshing live container ports failed', { err }))
-        .finally(() => (running = false));
-    }, intervalMs);
-    timer.unref();
-    return () => clearInterval(timer);
-  }
-
-  /** One look at every live release now (what the watcher does each interval): routes follow where replicas serve. */
+  /** One look at every live release now (the leader's background task 'refreshing live container ports' each interval): routes follow where replicas serve. */
   refreshLiveRoutes(): Promise<void> {
     const { deps, runtime, locks, recovery } = this.#parts;
     return refreshLivePorts({ ...deps, runtime }, {

@@ -4,6 +4,7 @@ import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import type { DeploymentCatalog } from './deployment-catalog.js';
 import { getDeploymentRow } from './deployments.js';
+import { STACK_NAMES, STACK_VARIABLE } from '../stacks/detect-stack.js';
 
 /** One variable as the use-cases and stores see it (plain text: encryption is the store's job). */
 export interface EnvVar {
@@ -77,6 +78,17 @@ export function checkEnvValue(key: string, value: string): void {
   }
 }
 
+/**
+ * SLIPWAY_STACK, the one SLIPWAY_ name a user sets: builds without a Dockerfile read it to pick a
+ * stack when several match (decisions §24), so it names one, and is plain (builds see no secret).
+ */
+function checkStackVariable(value: string, secret: boolean): void {
+  if (!(STACK_NAMES as readonly string[]).includes(value)) {
+    throw invalid(`variable "${STACK_VARIABLE}" picks the stack of a build without a Dockerfile: one of ${STACK_NAMES.join(', ')}, not ${quoted(value)}`);
+  }
+  if (secret) throw invalid(`variable "${STACK_VARIABLE}" is read by the build, which sees no secret: set it as a plain variable`);
+}
+
 /** Checks the per-deployment limits on the variables a change would leave. */
 export function checkEnvTotals(result: readonly EnvVar[], changedKeys: readonly string[]): void {
   const named = changedKeys.length === 0 ? '' : ` (setting ${changedKeys.slice(0, 3).map(quoted).join(', ')}${changedKeys.length > 3 ? ', …' : ''})`;
@@ -103,11 +115,12 @@ export function parseEnvChange(input: PatchEnvInput): EnvChange {
   const set = new Map<string, string>();
   const unset: string[] = [];
   for (const [key, value] of entries) {
-    checkEnvKey(key);
+    if (key !== STACK_VARIABLE) checkEnvKey(key);
     if (value === null) {
       unset.push(key);
     } else if (typeof value === 'string') {
       checkEnvValue(key, value);
+      if (key === STACK_VARIABLE) checkStackVariable(value, input.secret === true);
       set.set(key, value);
     } else {
       throw invalid(`variable ${quoted(key)}: a value is a string, or null to remove it`);

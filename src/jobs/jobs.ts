@@ -1,6 +1,7 @@
 // Jobs' use-cases (decisions §22): create, list, show, change, delete, run now, runs and their logs; each authorized by the deployment policy.
 import crypto from 'node:crypto';
 import { DomainError } from '../core/errors.js';
+import { pageFromList, type Page, type PageRequest } from '../core/page.js';
 import type { Principal } from '../core/principal.js';
 import type { DeploymentCatalog } from '../domain/deployment-catalog.js';
 import { assertUuid, getDeploymentRow } from '../domain/deployments.js';
@@ -124,9 +125,13 @@ export async function createJob(ctx: JobsContext, principal: Principal, deployme
   return job;
 }
 
-export async function listJobs(ctx: JobsContext, principal: Principal, deploymentId: string): Promise<JobRow[]> {
+/** Where a page of jobs ends: its last job's creation time and name (unique in the deployment). */
+export type JobPosition = readonly [createdAt: string, name: string];
+
+/** `GET …/jobs`: the deployment's jobs, oldest first, a page at a time (§14). */
+export async function listJobs(ctx: JobsContext, principal: Principal, deploymentId: string, page: PageRequest<JobPosition>): Promise<Page<JobRow, JobPosition>> {
   const dep = await jobDeployment(ctx, principal, deploymentId, 'read');
-  return ctx.store.jobs(dep.id);
+  return pageFromList(await ctx.store.jobs(dep.id), page, (job) => [job.created_at, job.name] as const);
 }
 
 export async function getJob(ctx: JobsContext, principal: Principal, deploymentId: string, jobId: string): Promise<JobRow> {

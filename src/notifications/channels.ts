@@ -2,6 +2,7 @@
 import crypto from 'node:crypto';
 import { DomainError } from '../core/errors.js';
 import { nowIso } from '../core/now.js';
+import { pageFromList, type Page, type PageRequest } from '../core/page.js';
 import type { Principal } from '../core/principal.js';
 import type { AppEventType } from '../domain/app-events.js';
 import { actorOf, type AuditRecord } from '../domain/audit.js';
@@ -159,14 +160,20 @@ export async function createChannel(ctx: ChannelsContext, principal: Principal, 
   return presentChannel(channel, secret ?? undefined);
 }
 
-/** `GET /notification-channels`: the caller's own and their teams' (one team's with `teamId`). */
-export async function listChannels(ctx: ChannelsContext, principal: Principal, teamId?: string): Promise<ChannelView[]> {
+/** Where a page of channels ends: its last channel's creation time and id. */
+export type ChannelPosition = readonly [createdAt: string, id: string];
+
+/** `GET /notification-channels`: the caller's own and their teams' (one team's with `teamId`), oldest first, a page at a time (§14). */
+export async function listChannels(ctx: ChannelsContext, principal: Principal, teamId: string | undefined, page: PageRequest<ChannelPosition>): Promise<Page<ChannelView, ChannelPosition>> {
+  let channels: Channel[];
   if (teamId !== undefined) {
     authorizeTeam(principal, teamId, 'viewer');
-    return (await ctx.store.listChannels(principal.userId, [teamId])).filter((c) => c.team_id === teamId).map((c) => presentChannel(c));
+    channels = (await ctx.store.listChannels(principal.userId, [teamId])).filter((c) => c.team_id === teamId);
+  } else {
+    channels = await ctx.store.listChannels(principal.userId, [...(principal.teams?.keys() ?? [])]);
   }
-  const teams = [...(principal.teams?.keys() ?? [])];
-  return (await ctx.store.listChannels(principal.userId, teams)).map((c) => presentChannel(c));
+  const result = pageFromList(channels, page, (c) => [c.created_at, c.id] as const);
+  return { items: result.items.map((c) => presentChannel(c)), next: result.next };
 }
 
 export async function getChannel(ctx: ChannelsContext, principal: Principal, id: string): Promise<ChannelView> {

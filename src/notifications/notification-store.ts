@@ -78,6 +78,11 @@ export interface NotificationStore {
   claimDue(claimedBy: string, now: string, claimedUntil: string, limit: number): Promise<ClaimedDelivery[]>;
   /** Records an attempt's result; `pending` with the next attempt's time and a longer claim. */
   recordAttempt(id: string, result: { outcome: DeliveryOutcome; attempts: number; statusCode: number | null; error: string | null; nextAttemptAt?: string; claimedUntil?: string }): Promise<void>;
+  /**
+   * Records a test message (`POST …/{id}/test`, event `test`) as sent, with its one attempt's
+   * outcome: the delivery log has one entry per message, tests included (decisions §23).
+   */
+  recordTest(channelId: string, test: { id: string; at: string; payload: string; outcome: Exclude<DeliveryOutcome, 'pending'>; statusCode: number | null; error: string | null }): Promise<void>;
   /** A channel's last deliveries, newest first. */
   deliveries(channelId: string, limit: number): Promise<Delivery[]>;
   /** Drops events (and their deliveries) older than `before`. */

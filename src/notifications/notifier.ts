@@ -65,10 +65,15 @@ export class Notifier {
     for (const delivery of claimed) this.#start(delivery);
   }
 
-  /** Sends a test message now and answers how it went (nothing is recorded). */
+  /** Sends a test message now (one attempt), records it in the channel's delivery log, and answers how it went. */
   async test(channel: Channel): Promise<TestResult> {
     const message = testMessage(crypto.randomUUID(), this.#now().toISOString(), this.#deps.dashboard);
     const result = await this.#deps.send(channel, message, this.#stop.signal);
+    const outcome = result.ok ? 'delivered' : 'failed';
+    // The channel may have been deleted meanwhile (its log with it): the answer still says how the send went.
+    await this.#deps.store
+      .recordTest(channel.id, { id: message.id, at: message.at, payload: JSON.stringify({ type: 'test' }), outcome, statusCode: result.statusCode, error: result.error })
+      .catch((err: unknown) => this.#deps.log('warn', `the test message to channel ${channel.id} could not be recorded`, { err }));
     return { ok: result.ok, ...(result.statusCode === null ? {} : { status_code: result.statusCode }), ...(result.error === null ? {} : { error: result.error }) };
   }
 

@@ -1,7 +1,7 @@
 // A source directory as the detectors see it: listed without following links, minus what .dockerignore leaves out.
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseIgnoreRules } from '../source/ignore-rules.js';
+import { parseIgnoreRules, type IgnoreMatcher } from '../source/ignore-rules.js';
 import { listedTree, type SourceTree } from './source-tree.js';
 
 /** How deep the listing goes: the detectors look at the root, cmd/<name>/ and <package>/ files. */
@@ -13,15 +13,25 @@ const MAX_TEXT_BYTES = 1024 * 1024;
 /** Directories listed but never walked: big, and only their presence matters. */
 const NOT_WALKED = new Set(['node_modules', '.git', 'vendor']);
 
+export interface ReadSourceOptions {
+  /**
+   * Read `dir` as `slipway deploy` uploads it (src/cli/pack.ts) rather than as a build context:
+   * `.dockerignore`, else `.gitignore`; `.git` and the root's slipway.json left out. What the CLI's
+   * `slipway dockerfile` detects is then what the server detects in that upload.
+   */
+  readonly asUploaded?: boolean;
+}
+
+/** Files `slipway deploy` never uploads (src/cli/pack.ts). */
+const NOT_UPLOADED = new Set(['.git', 'slipway.json']);
+
 /**
  * Lists `dir` (its root and a few levels below) as the build context would send it: paths the
  * `.dockerignore` excludes are left out, symbolic links are never followed (a link is listed as
  * present but cannot be read). Files are read on demand, each at most 1 MiB.
  */
-export function readSourceTree(dir: string): SourceTree {
-  const ignoreFile = path.join(dir, '.dockerignore');
-  const ignoreStat = lstatOrNull(ignoreFile);
-  const rules = ignoreStat?.isFile() === true ? parseIgnoreRules(fs.readFileSync(ignoreFile, 'utf8'), 'dockerignore') : undefined;
+export function readSourceTree(dir: string, options: ReadSourceOptions = {}): SourceTree {
+  const rules = ignoreRules(dir, options.asUploaded === true ? ['dockerignore', 'gitignore'] : ['dockerignore']);
   const dirs = new Set<string>(['']);
   const files = new Set<string>();
   const walk = (rel: string, depth: number): void => {
@@ -34,6 +44,7 @@ export function readSourceTree(dir: string): SourceTree {
     for (const name of names) {
       if (dirs.size + files.size >= MAX_ENTRIES) return;
       const child = rel === '' ? name : `${rel}/${name}`;
+      if (options.asUploaded === true && (name === '.git' || (rel === '' && NOT_UPLOADED.has(name)))) continue;
       const stat = lstatOrNull(path.join(dir, child));
       if (stat === null) continue;
       const isDir = stat.isDirectory();
@@ -55,6 +66,15 @@ export function readSourceTree(dir: string): SourceTree {
     if (stat === null || !stat.isFile() || stat.size > MAX_TEXT_BYTES) return undefined;
     return fs.readFileSync(file, 'utf8');
   });
+}
+
+/** The rules of the first of `.dockerignore`/`.gitignore` (in `flavors`' order) that is a regular file. */
+function ignoreRules(dir: string, flavors: ReadonlyArray<'dockerignore' | 'gitignore'>): IgnoreMatcher | undefined {
+  for (const flavor of flavors) {
+    const file = path.join(dir, `.${flavor}`);
+    if (lstatOrNull(file)?.isFile() === true) return parseIgnoreRules(fs.readFileSync(file, 'utf8'), flavor);
+  }
+  return undefined;
 }
 
 function lstatOrNull(file: string): fs.Stats | null {

@@ -21,8 +21,6 @@ export interface CertificateManagerOptions {
   /** First retry delay after a failure; doubles per failure up to `retryMaxMs` (defaults 5 min, 24 h). */
   readonly retryFirstMs?: number;
   readonly retryMaxMs?: number;
-  /** How often due renewals and retries are looked for (default 10 minutes). */
-  readonly pollMs?: number;
   /**
    * Serializes one host's issuance across instances (decisions §15: the coordination lock), so a
    * certificate is issued once; without it, only this process's one worker serializes.
@@ -51,7 +49,6 @@ export class CertificateManager implements CertificateSource, DomainCertificates
   readonly #renewBeforeMs: number;
   readonly #retryFirstMs: number;
   readonly #retryMaxMs: number;
-  readonly #pollMs: number;
   readonly #now: () => Date;
   readonly #lock: CertificateManagerOptions['lock'];
   readonly #announce: (hostname: string) => void;
@@ -63,7 +60,6 @@ export class CertificateManager implements CertificateSource, DomainCertificates
   readonly #queue = new Set<string>();
   readonly #abort = new AbortController();
   #worker: Promise<void> | undefined;
-  #timer: NodeJS.Timeout | undefined;
   #started = false;
 
   constructor(options: CertificateManagerOptions) {
@@ -77,7 +73,6 @@ export class CertificateManager implements CertificateSource, DomainCertificates
     this.#renewBeforeMs = options.renewBeforeMs ?? 30 * DAY_MS;
     this.#retryFirstMs = options.retryFirstMs ?? 5 * 60_000;
     this.#retryMaxMs = options.retryMaxMs ?? DAY_MS;
-    this.#pollMs = options.pollMs ?? 10 * 60_000;
     this.#now = options.now ?? (() => new Date());
     this.#lock = options.lock;
     this.#announce = options.announce ?? (() => undefined);
@@ -88,7 +83,10 @@ export class CertificateManager implements CertificateSource, DomainCertificates
     return this.#operator?.certificate;
   }
 
-  /** Loads the stored certificates (so TLS answers at once), then starts the renew/retry loop (which works on the leader only). */
+  /**
+   * Loads the stored certificates (so TLS answers at once), then starts the worker on what is due.
+   * Later renewals and retries are queued by `renewDue`, the leader's background task (edge-certificates.ts).
+   */
   async start(): Promise<void> {
     const leader = this.#isLeader();
     for (const record of await this.#repository.all()) {
@@ -97,13 +95,10 @@ export class CertificateManager implements CertificateSource, DomainCertificates
     }
     this.#started = true;
     this.#kick();
-    this.#timer = setInterval(() => void this.renewDue(), this.#pollMs);
-    this.#timer.unref();
   }
 
   /** Stops the loop and waits for an issuance in flight to give up. */
   async close(): Promise<void> {
-    clearInterval(this.#timer);
     this.#queue.clear();
     this.#abort.abort(new Error('the server is stopping'));
     await this.#worker;

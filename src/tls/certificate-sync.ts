@@ -8,7 +8,6 @@ const CERTIFICATE = 'cert:';
 export interface SyncedCertificates {
   refresh(hostname: string): Promise<void>;
   resync(): Promise<void>;
-  renewDue(): Promise<void>;
 }
 
 /** The manager's `announce`: tells the other instances (ids only) that a host's certificate changed. */
@@ -17,7 +16,7 @@ export function certificateAnnouncer(coordination: Pick<Coordination, 'announce'
 }
 
 export interface CertificateSyncDeps {
-  readonly coordination: Pick<Coordination, 'onAnnounce' | 'onLeadership'>;
+  readonly coordination: Pick<Coordination, 'onAnnounce'>;
   readonly certificates: SyncedCertificates;
   readonly self: string;
   readonly resyncMs: number;
@@ -26,8 +25,8 @@ export interface CertificateSyncDeps {
 
 /**
  * Installs each certificate another instance obtained, renewed or dropped (announced), resyncs
- * every `resyncMs` and after the feed reconnects (a notification is not replayed), and looks for
- * due renewals as soon as this instance becomes the leader. Returns a stop function.
+ * every `resyncMs` and after the feed reconnects (a notification is not replayed). Returns a stop
+ * function. (Renewals on becoming the leader: the leader-only task of edge-certificates.ts.)
  */
 export function syncCertificates(deps: CertificateSyncDeps): () => void {
   const { certificates, log } = deps;
@@ -43,14 +42,10 @@ export function syncCertificates(deps: CertificateSyncDeps): () => void {
     const hostname = id.slice(CERTIFICATE.length);
     run(hostname, () => certificates.refresh(hostname));
   });
-  const stopLeadership = deps.coordination.onLeadership((leader) => {
-    if (leader) void certificates.renewDue();
-  });
   const timer = setInterval(() => run('resync', () => certificates.resync()), deps.resyncMs);
   timer.unref();
   return () => {
     clearInterval(timer);
     unsubscribe();
-    stopLeadership();
   };
 }

@@ -1,5 +1,6 @@
 // HTTPS at the edge (decisions §8, §15): the certificate manager for the hosts Slipway serves, kept in step with the routing table and with the other instances.
 import type { Config } from '../config.js';
+import { watcherTask, type BackgroundTask } from '../core/background.js';
 import type { Coordination } from '../deploy/coordination.js';
 import type { AppEvents } from '../domain/app-events.js';
 import type { AcmeIssuerOptions } from './acme-issuer.js';
@@ -11,6 +12,8 @@ import { loadOperatorCertificate } from './operator-certificate.js';
 
 /** How long an instance told of another's new custom domain waits before asking for its certificate itself. */
 const FOLLOWER_ENSURE_DELAY_MS = 3_000;
+/** How often the leader looks for due renewals and retries. */
+const RENEW_POLL_MS = 10 * 60_000;
 
 /** The routing table as certificates follow it: app routes and custom hosts coming and going. */
 export interface ServedHosts {
@@ -40,8 +43,12 @@ export interface EdgeCertificatesDeps {
   readonly events?: Pick<AppEvents, 'emit'> | undefined;
 }
 
-/** The manager, wired: it orders for app and custom hosts as they come, drops them as they go, and follows the other instances. */
-export function startEdgeCertificates(deps: EdgeCertificatesDeps): { certificates: CertificateManager; start(): Promise<void>; stop(): void } {
+/**
+ * The manager, wired: it orders for app and custom hosts as they come, drops them as they go, and
+ * follows the other instances. `tasks` (for the server's background work): the leader's renewals,
+ * and on a shared database the sync with the other instances.
+ */
+export function startEdgeCertificates(deps: EdgeCertificatesDeps): { certificates: CertificateManager; tasks: BackgroundTask[]; start(): Promise<void>; stop(): void } {
   const { config, https, table, coordination, log } = deps;
   const certificates = new CertificateManager({
     repository: deps.repository,
@@ -68,10 +75,17 @@ export function startEdgeCertificates(deps: EdgeCertificatesDeps): { certificate
     if (alias !== undefined) setTimeout(() => certificates.ensure(hostname), FOLLOWER_ENSURE_DELAY_MS).unref();
     else void certificates.hostRemoved(hostname).catch(dropped);
   });
+  const tasks: BackgroundTask[] = [
+    // Renewals and retries are the leader's: a look every RENEW_POLL_MS, and at once on becoming the leader.
+    { name: 'looking for due certificate renewals', scope: 'leaderOnly', everyMs: RENEW_POLL_MS, immediately: true, run: () => certificates.renewDue() },
+  ];
   // Other instances' certificates reach this edge through the coordination feed (one instance: nothing to follow).
-  const stopSync = deps.shared ? syncCertificates({ coordination, certificates, self: deps.self, resyncMs: deps.resyncMs, log }) : () => undefined;
+  if (deps.shared) {
+    tasks.push(watcherTask('following certificates across instances', 'everyInstance', () => syncCertificates({ coordination, certificates, self: deps.self, resyncMs: deps.resyncMs, log })));
+  }
   return {
     certificates,
+    tasks,
     // Hosts served now: the API host, every live app, every custom domain; then stored records (renewals, retries).
     start: async () => {
       certificates.ensure(config.domain);
@@ -82,7 +96,6 @@ export function startEdgeCertificates(deps: EdgeCertificatesDeps): { certificate
     stop: () => {
       unsubscribeApps();
       unsubscribeHosts();
-      stopSync();
     },
   };
 }

@@ -1,6 +1,7 @@
 // The HTTPS part (decisions §8): certificates for the hosts Slipway serves, ACME challenges, and the plain port's 308s.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Config } from '../config.js';
+import type { Background } from '../core/background.js';
 import type { Log } from '../core/log.js';
 import type { Part } from '../core/parts.js';
 import type { Coordination } from '../deploy/coordination.js';
@@ -27,6 +28,8 @@ export interface HttpsPartDeps {
   readonly table: ServedHosts;
   /** Where `certificate.failed` is told (notifications). */
   readonly events?: Pick<AppEvents, 'emit'>;
+  /** Where the leader's renewals and the sync across instances are registered. */
+  readonly background: Pick<Background, 'add'>;
 }
 
 /** HTTPS at the edge, while it is on. */
@@ -67,6 +70,7 @@ export async function httpsPart(deps: HttpsPartDeps): Promise<Part<HttpsOffers>>
     events: deps.events,
   });
   const { certificates } = managed;
+  for (const task of managed.tasks) deps.background.add(task);
   const edge: EdgeHttps = {
     certificates,
     answerPlain: (req, res, httpsPort) => {

@@ -2,6 +2,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
+import type { BackgroundTask } from '../core/background.js';
 import type { Coordination } from '../deploy/coordination.js';
 import type { InstanceRegistry } from '../domain/instances.js';
 import type { TunnelClaimStore } from '../domain/tunnel-claims.js';
@@ -57,7 +58,6 @@ export class InstanceTunnels {
   readonly #agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
   readonly #forwarded: ForwardedCallDeps;
   #sync: RemoteTunnelSync | undefined;
-  #lostTimer: NodeJS.Timeout | undefined;
 
   constructor(deps: InstanceTunnelsDeps) {
     this.#deps = deps;
@@ -65,10 +65,10 @@ export class InstanceTunnels {
     this.#forwarded = { calls: this.#calls, table: deps.table, log: deps.log };
   }
 
-  /** Starts following where tunnels are held (on a shared database only). */
-  start(tunnels: TunnelServer): void {
+  /** Starts following where tunnels are held (on a shared database only); returns the stop. */
+  start(tunnels: TunnelServer): () => void {
     const deps = this.#deps;
-    if (!deps.shared) return;
+    if (!deps.shared) return () => undefined;
     if (deps.instanceUrl === undefined) {
       deps.log('warn', 'SLIPWAY_INSTANCE_URL is not set: visitors of the tunnels held here cannot be forwarded from other instances (they get the offline tunnel page there)');
     }
@@ -93,17 +93,30 @@ export class InstanceTunnels {
       log: deps.log,
     });
     this.#sync = sync;
-    // The leader frees the names of tunnels whose instance is lost, once a dropped tunnel's grace has passed
-    // too (lost after 30 s, then 60 s): until then visitors get the offline page and clients take them back.
-    const releaseLost = async (): Promise<void> => {
-      if (!deps.coordination.isLeader()) return;
-      const live = await deps.registry.liveIds(new Date(Date.now() - TUNNEL_GRACE_MS));
-      for (const subdomain of await deps.claims.releaseHeldOutside([...live, deps.self])) sync.changed(subdomain);
+    return () => {
+      if (this.#sync !== sync) return;
+      this.#sync = undefined;
+      sync.stop();
     };
-    this.#lostTimer = setInterval(() => {
-      void releaseLost().catch((err: unknown) => deps.log('warn', 'releasing the tunnels of a lost instance failed', { error: err }));
-    }, deps.checkMs);
-    this.#lostTimer.unref();
+  }
+
+  /**
+   * The leader's round that frees the names of tunnels whose instance is lost, once a dropped
+   * tunnel's grace has passed too (lost after 30 s, then 60 s): until then visitors get the offline
+   * page and clients take them back. Undefined on a database of one instance.
+   */
+  lostTunnelsTask(): BackgroundTask | undefined {
+    const deps = this.#deps;
+    if (!deps.shared) return undefined;
+    return {
+      name: 'releasing the tunnels of a lost instance',
+      scope: 'leaderOnly',
+      everyMs: deps.checkMs,
+      run: async () => {
+        const live = await deps.registry.liveIds(new Date(Date.now() - TUNNEL_GRACE_MS));
+        for (const subdomain of await deps.claims.releaseHeldOutside([...live, deps.self])) this.changed(subdomain);
+      },
+    };
   }
 
   /** This instance claimed or released `subdomain` (the database has it): the others read it back. */
@@ -151,7 +164,6 @@ export class InstanceTunnels {
 
   close(): void {
     this.#sync?.stop();
-    clearInterval(this.#lostTimer);
     this.#agents.http.destroy();
     this.#agents.https.destroy();
   }

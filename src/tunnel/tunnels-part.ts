@@ -1,6 +1,7 @@
 // The tunnels part: the tunnel server, and tunnels across instances (visitors on any instance reach the one holding the tunnel).
 import type { TunnelDirectory } from '../api/api-deps.js';
 import { appUrl, type Config } from '../config.js';
+import { watcherTask, type Background } from '../core/background.js';
 import type { Log } from '../core/log.js';
 import type { Part } from '../core/parts.js';
 import type { Coordination } from '../deploy/coordination.js';
@@ -35,6 +36,8 @@ export interface TunnelsPartDeps {
   readonly localPlane: DataPlane;
   /** The announcing plane (a tunnel's route is announced to the other instances). */
   readonly dataPlane: DataPlane;
+  /** Where the sync across instances and the leader's release of lost instances' tunnels are registered. */
+  readonly background: Pick<Background, 'add'>;
 }
 
 export interface TunnelsOffers {
@@ -84,7 +87,9 @@ export async function tunnelsPart(deps: TunnelsPartDeps): Promise<Part<TunnelsOf
     idleTimeoutMs: config.edge.keepAliveTimeoutMs,
     log,
   });
-  acrossInstances.start(tunnels);
+  deps.background.add(watcherTask('following tunnels across instances', 'everyInstance', () => acrossInstances.start(tunnels)));
+  const lostTunnels = acrossInstances.lostTunnelsTask();
+  if (lostTunnels !== undefined) deps.background.add(lostTunnels);
   return {
     offers: { tunnels, acrossInstances, directory: tunnelDirectory(tunnels, acrossInstances, urlFor) },
     stop: async () => {

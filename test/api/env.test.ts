@@ -90,6 +90,8 @@ describe('environment variables', () => {
       ['PORT is reserved', { vars: { PORT: '9000' } }, /"PORT" is reserved/],
       ['SLIPWAY_ prefix is reserved', { vars: { SLIPWAY_TOKEN: 'x' } }, /"SLIPWAY_TOKEN".*reserved/],
       ['bare SLIPWAY_ is reserved', { vars: { SLIPWAY_: 'x' } }, /"SLIPWAY_".*reserved/],
+      ['SLIPWAY_STACK naming no stack', { vars: { SLIPWAY_STACK: 'ruby' } }, /^variable "SLIPWAY_STACK" picks the stack of a build without a Dockerfile: one of node, python, go, static, not "ruby"$/],
+      ['SLIPWAY_STACK as a secret', { vars: { SLIPWAY_STACK: 'node' }, secret: true }, /^variable "SLIPWAY_STACK" is read by the build, which sees no secret: set it as a plain variable$/],
       ['value with NUL', { vars: { NUL_VALUE: 'a\u0000b' } }, /"NUL_VALUE".*NUL/],
       ['value over 32 KiB (bytes, not characters)', { vars: { BIG: 'é'.repeat(16 * KiB + 1) } }, /"BIG".*32768 bytes/],
       ['value a number', { vars: { NUMBER: 5 } }, /NUMBER/],
@@ -118,11 +120,11 @@ describe('environment variables', () => {
     assert.deepEqual((await getEnv(id)).json, snapshot, 'nothing changed');
   });
 
-  test('limits at their edges: a 256-character key and a 32 KiB value pass; PORT in lower case is an ordinary name', async () => {
+  test('limits at their edges: a 256-character key and a 32 KiB value pass; PORT in lower case is an ordinary name; SLIPWAY_STACK naming a stack', async () => {
     const id = await newDeployment();
-    const res = await patchEnv(id, { vars: { ['K'.repeat(256)]: 'x', EXACT: 'a'.repeat(32 * KiB), port: '1', SLIPWAYX: '2' } });
+    const res = await patchEnv(id, { vars: { ['K'.repeat(256)]: 'x', EXACT: 'a'.repeat(32 * KiB), port: '1', SLIPWAYX: '2', SLIPWAY_STACK: 'python' } });
     assert.equal(res.status, 200, res.text);
-    assert.equal(res.json.vars.length, 4);
+    assert.equal(res.json.vars.length, 5);
   });
 
   test('at most 500 variables per deployment: the 501st is refused naming it', async () => {

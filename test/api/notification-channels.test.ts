@@ -99,6 +99,36 @@ describe('notification channels', () => {
     assertError(await s.request('POST', base, { token: carol.token, body: { name: 'c', type: 'slack', url: SLACK_URL, events: ['job.failed'], team_id: teamId } }), 404, 'not_found');
   });
 
+  test('the list comes a page at a time (§14); a test message is in the delivery log, failed with its error', async () => {
+    const erin = await s.newUser('erin');
+    const ids: string[] = [];
+    for (const name of ['one', 'two', 'three']) {
+      const created = await s.request('POST', base, { token: erin.token, body: { name, type: 'webhook', url: 'https://receiver.invalid/h', events: ['job.failed'] } });
+      assert.equal(created.status, 201, created.text);
+      ids.push(created.json.id as string);
+    }
+    const first = await s.request('GET', `${base}?limit=2`, { token: erin.token });
+    assert.equal(first.status, 200, first.text);
+    assert.deepEqual((first.json as Array<{ id: string }>).map((c) => c.id), ids.slice(0, 2));
+    const next = /^<(\/api\/v1\/notification-channels\?cursor=[^>]+&limit=2)>; rel="next"$/.exec(String(first.headers.get('link')));
+    assert.ok(next?.[1] !== undefined, `a next link: ${String(first.headers.get('link'))}`);
+    const second = await s.request('GET', next[1], { token: erin.token });
+    assert.deepEqual((second.json as Array<{ id: string }>).map((c) => c.id), ids.slice(2));
+    assert.equal(second.headers.get('link'), null, 'the last page');
+    assertError(await s.request('GET', next[1], { token: alice.token }), 400, 'validation_error', "another user's cursor");
+    assertError(await s.request('GET', `${base}?limit=0`, { token: erin.token }), 400, 'validation_error');
+
+    // The receiver's name does not resolve: the test answers the error, and the log shows the message.
+    const tested = await s.request('POST', `${base}/${ids[0]}/test`, { token: erin.token });
+    assert.equal(tested.status, 200, tested.text);
+    assert.equal(tested.json.ok, false);
+    const log = await s.request('GET', `${base}/${ids[0]}/deliveries`, { token: erin.token });
+    assert.equal(log.status, 200, log.text);
+    assert.equal(log.json.length, 1, log.text);
+    assert.deepEqual([log.json[0].event, log.json[0].outcome, log.json[0].attempts, log.json[0].error], ['test', 'failed', 1, tested.json.error]);
+    assert.deepEqual((await s.request('GET', `${base}/${ids[1]}/deliveries`, { token: erin.token })).json, [], "another channel's log is its own");
+  });
+
   test('bad input is 400 naming the field or the rule, and creates nothing', async () => {
     const bad = async (body: Record<string, unknown>, pattern: RegExp): Promise<void> => {
       const res = await s.request('POST', base, { token: alice.token, body: { name: 'n', type: 'webhook', url: 'https://receiver.example/h', events: ['deploy.failed'], ...body } });

@@ -48,6 +48,26 @@ describe('slipway dockerfile', () => {
     assert.equal(fs.readFileSync(path.join(app, 'Dockerfile'), 'utf8'), first);
   });
 
+  test('the folder is read as `slipway deploy` uploads it: a node_modules/ in .gitignore is installed from the lockfile, not copied', async () => {
+    const local = path.join(home, 'installed');
+    fs.mkdirSync(path.join(local, 'node_modules', 'shout'), { recursive: true });
+    fs.mkdirSync(path.join(local, '.git'));
+    fs.writeFileSync(path.join(local, 'package.json'), JSON.stringify({ scripts: { start: 'node server.js' }, dependencies: { shout: '1.0.0' } }));
+    fs.writeFileSync(path.join(local, 'package-lock.json'), '{"lockfileVersion":3}\n');
+    fs.writeFileSync(path.join(local, 'node_modules', 'shout', 'package.json'), '{}\n');
+    fs.writeFileSync(path.join(local, '.gitignore'), 'node_modules/\n');
+    const installed = await cli(['dockerfile', local], { home });
+    assert.equal(installed.code, 0, installed.stderr);
+    assert.match(installed.stderr, /- package-lock\.json → npm\n/);
+    assert.match(installed.stdout, /\nRUN npm ci --omit=dev\n/);
+    assert.doesNotMatch(installed.stdout, /COPY node_modules|\.git/);
+    // A .dockerignore, when there is one, is what deploy applies (and .gitignore is not read).
+    fs.writeFileSync(path.join(local, '.dockerignore'), '*.log\n');
+    const vendored = await cli(['dockerfile', local], { home });
+    assert.match(vendored.stderr, /node_modules\/ is in the source \(not in \.dockerignore\) → vendored/);
+    assert.match(vendored.stdout, /\nCOPY node_modules \.\/node_modules\n/);
+  });
+
   test('a folder with no known stack: the failure lists what was looked for', async () => {
     const empty = path.join(home, 'empty');
     fs.mkdirSync(empty);

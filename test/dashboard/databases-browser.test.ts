@@ -37,6 +37,7 @@ test('a database is created, runs, shows its credentials only when asked, stops 
   await row.getByRole('button', { name: 'Details' }).click();
   const detail = page.locator('#database-detail');
   await detail.getByText('slipway db link sessions --app APP').waitFor();
+  assert.match(await page.locator('#database-connect').innerText(), /^slipway db connect sessions\n[\s\S]*redis-cli -h 127\.0\.0\.1 -p 6379/, 'a connect command to copy');
   assert.equal(await page.locator('#database-credentials').isHidden(), true, 'hidden until asked');
   const [db] = (await ts.request('GET', '/api/v1/databases', { token: user.token })).json;
   const before = (await ts.request('GET', `/api/v1/audit?target_id=${db.id}`, { token: user.token })).json.length;

@@ -52,6 +52,8 @@ test('a channel is added with its events, tested, shows its deliveries and is de
   await row.getByRole('button', { name: 'Deliveries' }).click();
   const log = page.locator('#channel-deliveries');
   await log.locator('tr', { hasText: 'deploy.succeeded' }).locator('.badge', { hasText: 'delivered' }).waitFor({ timeout: 20_000 });
+  // The test message is in the log too, where the user looks after pressing Test.
+  await log.locator('tbody tr').filter({ has: page.locator('td[data-label=Event]', { hasText: /^test$/ }) }).locator('.badge', { hasText: 'delivered' }).waitFor();
 
   for (const width of [1280, 390]) {
     await page.setViewportSize({ width, height: 900 });

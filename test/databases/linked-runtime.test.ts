@@ -47,3 +47,18 @@ test('a release gets its links: the link wins over a variable of the same name, 
   assert.deepEqual(started.vars.map((v) => [v.key, v.value]), [['A', '1'], ['DATABASE_URL', 'postgres://db/app']]);
   assert.deepEqual(started.networks, ['own', 'net-db']);
 });
+
+test("a job's run gets the links as a release does (decisions §22: its linked databases), its command and limits untouched", async () => {
+  const calls: Array<[string, unknown[]]> = [];
+  const runtime = { ...recordingRuntime(calls), runOnce: (...args: unknown[]) => (calls.push(['runOnce', args]), Promise.resolve({ started: true, exitCode: 0, timedOut: false })) } as unknown as AppRuntime;
+  const wrapped = withLinkedDatabases(runtime, async () => ({ vars: [{ key: 'DATABASE_URL', value: 'postgres://db/app', secret: true, updated_at: '2026-11-28T00:00:00.000Z' }], networks: ['net-db'] }));
+  assert.ok(wrapped.runOnce !== undefined, 'runOnce is passed through');
+  const target = { deploymentId: 'd1', vars: [{ key: 'A', value: '1', secret: false }], networks: ['own'], command: ['sh', '-c', 'true'], memoryBytes: 268435456, runId: 'r1' };
+  await wrapped.runOnce(target as unknown as Parameters<NonNullable<AppRuntime['runOnce']>>[0], { timeoutMs: 1000 } as Parameters<NonNullable<AppRuntime['runOnce']>>[1]);
+  const [name, args] = calls.at(-1)!;
+  assert.equal(name, 'runOnce');
+  const ran = args[0] as typeof target;
+  assert.deepEqual(ran.vars.map((v) => [v.key, v.value]), [['A', '1'], ['DATABASE_URL', 'postgres://db/app']]);
+  assert.deepEqual(ran.networks, ['own', 'net-db']);
+  assert.deepEqual([ran.command, ran.memoryBytes, ran.runId], [target.command, target.memoryBytes, 'r1']);
+});

@@ -645,15 +645,12 @@ describe('lifecycle on a fake runtime and data plane', () => {
 
   test('the watcher starts a live container that was stopped behind its back (engine restart) and re-routes it', async () => {
     const down = await deployedThenStopped('serve-watch');
-    const stopWatching = lifecycle.watchLiveContainers(20);
-    try {
-      await until('the app is live again', () => {
-        const answer = dataPlane.answer(down.subdomain);
-        return typeof answer === 'object' && runtime.containers.get(down.containerId)?.upstream?.port === answer.port;
-      });
-    } finally {
-      stopWatching();
-    }
+    // One round of the leader's background task ('refreshing live container ports'): the restart runs behind it.
+    await lifecycle.refreshLiveRoutes();
+    await until('the app is live again', () => {
+      const answer = dataPlane.answer(down.subdomain);
+      return typeof answer === 'object' && runtime.containers.get(down.containerId)?.upstream?.port === answer.port;
+    });
     assert.equal(await served(down.subdomain), down.buildId);
     assert.equal(runtime.running(down.id).length, 1, 'one container, no duplicate');
   });

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { eventually } from '../helpers/apps.js';
+import { busyboxArchive, createArchiveApp, deployAndWait, eventually } from '../helpers/apps.js';
 import { assertError } from '../helpers/api-assert.js';
 import { STAND_IN_IMAGES, databaseContainer, runIn, waitForStatus } from '../helpers/databases.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -70,7 +70,7 @@ describe('MariaDB and Redis backups', () => {
     assert.match(download.text, /CREATE TABLE `a`/);
   });
 
-  test('Redis: an RDB snapshot, verified by loading it and counting its keys; restored in place (its data replaced, kept across a restart) and into a new database', async () => {
+  test('Redis: an RDB snapshot, verified by loading it and counting its keys; restored in place (its data replaced, kept across a restart, its linked app restarted) and into a new database', async () => {
     const redis = ids['redis']!;
     const creds = (await s.request('GET', `/api/v1/databases/${redis}/credentials`, { token: alice.token })).json;
     const cli = async (...args: string[]) => runIn((await databaseContainer(redis))!.Id, ['redis-cli', '--no-auth-warning', ...args], { REDISCLI_AUTH: creds.password });
@@ -79,9 +79,19 @@ describe('MariaDB and Redis backups', () => {
     assert.equal(done.status, 'verified', done.error);
     await cli('del', 'k1');
     await cli('mset', 'k4', 'v', 'k5', 'v');
+    // An app linked to it, live: the restore in place restarts it (its connections were to the replaced data).
+    const app = await createArchiveApp(s, alice.token, (await busyboxArchive()).archive);
+    assert.equal((await s.request('POST', `/api/v1/deployments/${app.id}/databases`, { token: alice.token, body: { database_id: redis } })).status, 201);
+    const deployed = await deployAndWait(s, alice.token, app.id);
+    assert.equal(deployed.status, 200, deployed.text);
+    const restarts = async (): Promise<number> =>
+      ((await s.request('GET', `/api/v1/audit?target_id=${app.id}`, { token: alice.token })).json as Array<{ action: string }>).filter((e) => e.action === 'deployment.restart').length;
+    assert.equal(await restarts(), 0);
 
     const inPlace = await restoreAndWait(redis, { backup_id: done.id });
     assert.equal(inPlace.status, 'succeeded', inPlace.error);
+    await eventually(async () => ((await restarts()) === 1 ? true : undefined), 60_000, 'the linked app restarted');
+    assert.equal((await s.request('GET', `/api/v1/deployments/${app.id}`, { token: alice.token })).json.status, 'running');
     assert.ok(inPlace.safety_backup_id, 'a safety backup was taken first');
     assert.deepEqual(await redisKeys(redis), ['k1', 'k2', 'k3']);
     // The restored data is the server's own: a write after it and the restored keys survive a restart.

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
+import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { eventually } from '../helpers/apps.js';
@@ -152,6 +153,42 @@ describe('PostgreSQL backups', () => {
     assert.equal(failed.status, 'failed');
     assert.ok(events.some((e) => e.type === 'backup.failed' && e.backupId === backupId));
     assertError(await s.request('POST', `/api/v1/databases/${dbId}/restore`, { token: alice.token, body: { backup_id: backupId } }), 409, 'invalid_state');
+  });
+
+  test("a destination with wrong credentials or no server: the backup fails naming the step, stores nothing; another user's destination is 404", async () => {
+    const bob = await s.newUser('bob');
+    const bobs = await s.request('POST', '/api/v1/backup-destinations', { token: bob.token, body: { name: 'bobs', type: 'local' } });
+    assert.equal(bobs.status, 201, bobs.text);
+    assertError(await s.request('POST', `/api/v1/databases/${dbId}/backups`, { token: alice.token, body: { destination_id: bobs.json.id } }), 404, 'not_found', "another user's destination");
+
+    const s3Destination = async (name: string, changes: Record<string, unknown>): Promise<string> => {
+      const res = await s.request('POST', '/api/v1/backup-destinations', {
+        token: alice.token,
+        body: { name, type: 's3', endpoint: s3.endpoint, region: 'us-east-1', bucket: s3.bucket, prefix: name, access_key_id: S3_ACCESS_KEY, secret_access_key: S3_SECRET_KEY, force_path_style: true, ...changes },
+      });
+      assert.equal(res.status, 201, res.text);
+      return res.json.id as string;
+    };
+    const closed = net.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as net.AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const cases = [
+      [await s3Destination('wrong-key', { access_key_id: 'NOT-A-KEY', secret_access_key: 'not-the-secret' }), 'auth'],
+      [await s3Destination('no-server', { endpoint: `http://127.0.0.1:${port}` }), 'resolve'],
+    ] as const;
+    for (const [destination, step] of cases) {
+      const startedAt = Date.now();
+      const started = await s.request('POST', `/api/v1/databases/${dbId}/backups`, { token: alice.token, body: { destination_id: destination } });
+      assert.equal(started.status, 202, started.text);
+      const done = await waitForBackup(started.json.id);
+      assert.equal(done.status, 'failed', step);
+      assert.match(done.error, new RegExp(`^${step}: `), done.error);
+      assert.ok(!done.error.includes('not-the-secret'));
+      assert.ok(Date.now() - startedAt < 30_000, `failed within 30 s (${Date.now() - startedAt} ms)`);
+      assert.ok(events.some((e) => e.type === 'backup.failed' && e.backupId === started.json.id && e.step === step), 'backup.failed names the step');
+    }
+    assert.deepEqual((await s3.objectFiles()).filter((f) => f.includes('wrong-key') || f.includes('no-server')), [], 'nothing was stored');
   });
 
   test('a restore that fails at its end leaves nothing behind, into an empty database too (one transaction)', async () => {

@@ -140,6 +140,23 @@ describe('builds without a Dockerfile on the engine', () => {
     assert.equal((await appRequest(ts.port, app?.subdomain ?? '', { path: '/Dockerfile' })).status, 404);
   });
 
+  test('two stacks at the root: the log says how to choose, and the variable it names does choose', async () => {
+    const twoStacks = await archiveOf({
+      'requirements.txt': '',
+      'app.py': 'raise SystemExit("the python side was chosen")\n',
+      'package.json': JSON.stringify({ name: 'both', scripts: { start: 'node server.js' } }),
+      'server.js': "require('http').createServer((req, res) => res.end('the node side\\n')).listen(process.env.PORT);\n",
+    });
+    const { id, subdomain } = await createArchiveApp(ts, token, twoStacks);
+    // As the note of a first build without it says: `SLIPWAY_STACK=<python|node>` on the deployment.
+    const set = await ts.request('PATCH', `/api/v1/deployments/${id}/env`, { token, body: { vars: { SLIPWAY_STACK: 'node' } } });
+    assert.equal(set.status, 200, set.text);
+    const built = await deployAndWait(ts, token, id);
+    assert.equal(built.json?.status, 'succeeded', built.text);
+    assert.match(await logOf(id, built.json.id), /==> {3}note: several stacks at the root \(python, node\): node chosen by SLIPWAY_STACK\n/);
+    assert.equal((await appRequest(ts.port, subdomain)).body, 'the node side\n');
+  });
+
   test('a source with neither a Dockerfile nor a known stack fails naming what was looked for; its own Dockerfile is recorded as is', async () => {
     const { id } = await createArchiveApp(ts, token, await archiveOf({ 'README.md': '# nothing to run\n' }));
     const failed = await deployAndWait(ts, token, id);

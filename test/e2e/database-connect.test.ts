@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { runDbConnect } from '../../src/cli/db-connect.js';
+import { eventually } from '../helpers/apps.js';
 import { STAND_IN_IMAGES, waitForStatus } from '../helpers/databases.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -127,6 +128,46 @@ describe('slipway db connect', () => {
       assert.match(problems.join(';'), /API key was revoked/);
     } finally {
       await stop();
+    }
+  });
+
+  test('a lost link to the API closes the carried connection', async () => {
+    const creds = (await s.request('GET', `/api/v1/databases/${id}/credentials`, { token: user.token })).json;
+    // A relay on loopback between the CLI and the API: cutting it is the network going away.
+    const carried = new Set<net.Socket>();
+    const relay = net.createServer((client) => {
+      const upstream = net.connect(Number(new URL(s.url).port), '127.0.0.1');
+      for (const socket of [client, upstream]) {
+        carried.add(socket);
+        socket.on('error', () => undefined);
+        socket.on('close', () => carried.delete(socket));
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const controller = new AbortController();
+    const problems: string[] = [];
+    let listening!: (port: number) => void;
+    const up = new Promise<number>((resolve) => (listening = resolve));
+    const relayUrl = `http://127.0.0.1:${(relay.address() as net.AddressInfo).port}`;
+    const done = runDbConnect({ serverUrl: relayUrl, bearer: user.apiKey, databaseId: id, port: 0, signal: controller.signal, onListening: (p) => listening(p), onProblem: (m) => problems.push(m) });
+    try {
+      const port = await up;
+      const socket = net.connect(port, '127.0.0.1');
+      let got = '';
+      socket.on('data', (chunk: Buffer) => (got += chunk.toString()));
+      socket.on('error', () => undefined);
+      const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+      socket.write(`AUTH default ${creds.password}\r\nPING\r\n`);
+      await eventually(async () => (got.includes('PONG') ? true : undefined), 20_000, `PONG through the relay (${problems.join('; ')})`);
+      for (const link of carried) link.destroy();
+      const ended = await Promise.race([closed.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 20_000))]);
+      assert.equal(ended, true, 'the carried connection should close once its link is lost');
+    } finally {
+      controller.abort();
+      await done.catch(() => undefined);
+      relay.close();
+      for (const link of carried) link.destroy();
     }
   });
 

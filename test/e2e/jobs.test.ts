@@ -9,7 +9,8 @@ import { cli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/apps.js';
 import type { AppEvent } from '../../src/domain/app-events.js';
 import { LABEL_JOB_RUN } from '../../src/runtime/docker/one-off-run.js';
-import { LABEL_INSTANCE } from '../../src/runtime/engine.js';
+import { LABEL_DEPLOYMENT, LABEL_INSTANCE } from '../../src/runtime/engine.js';
+import { docker } from '../helpers/databases.js';
 
 type User = Awaited<ReturnType<TestServer['newUser']>>;
 
@@ -151,6 +152,18 @@ describe('scheduled jobs', () => {
     const jobId = created.json.id as string;
     const first = await s.request('POST', `${jobsPath()}/${jobId}/runs`, { token: alice.token });
     assert.equal(first.json.status, 'running');
+    // Its container has the app's limits (memory, CPUs, pids, capabilities), as the app's own container.
+    const limitsOf = async (labels: Record<string, string>): Promise<unknown> => {
+      const [c] = (await testEngine().listContainers(labels)).filter((x) => labels[LABEL_JOB_RUN] !== undefined || x.labels[LABEL_JOB_RUN] === undefined);
+      if (c === undefined) return undefined;
+      const h = (await docker.getContainer(c.id).inspect()).HostConfig;
+      return { memory: h.Memory, cpus: h.NanoCpus, pids: h.PidsLimit, capDrop: h.CapDrop, capAdd: [...(h.CapAdd ?? [])].sort(), security: h.SecurityOpt };
+    };
+    const runLimits = await eventually(() => limitsOf({ [LABEL_JOB_RUN]: first.json.id }), 20_000, "the run's container");
+    const appLimits = await limitsOf({ [LABEL_INSTANCE]: s.server.instanceId, [LABEL_DEPLOYMENT]: app.id });
+    assert.ok(appLimits !== undefined, "the app's container");
+    assert.deepEqual(runLimits, appLimits);
+    assert.ok((runLimits as { memory: number }).memory > 0, 'a memory limit is set');
     const second = await s.request('POST', `${jobsPath()}/${jobId}/runs`, { token: alice.token });
     assert.equal(second.status, 202);
     assert.equal(second.json.status, 'skipped');
@@ -164,6 +177,17 @@ describe('scheduled jobs', () => {
     // Every second, by the scheduler: the stopped deployment's due times are recorded skipped.
     const every = await createJob({ name: 'every-second', schedule: '* * * * * *', command: ['true'], concurrency: 'allow' });
     assert.equal(every.status, 201, every.text);
+    // The list comes a page at a time (§14), oldest first.
+    const all = ((await s.request('GET', jobsPath(), { token: alice.token })).json as Array<{ name: string }>).map((j) => j.name);
+    assert.ok(all.length >= 2 && all.at(-1) === 'every-second', all.join());
+    const page1 = await s.request('GET', `${jobsPath()}?limit=1`, { token: alice.token });
+    assert.deepEqual((page1.json as Array<{ name: string }>).map((j) => j.name), all.slice(0, 1));
+    const next = /^<([^>]+)>; rel="next"$/.exec(String(page1.headers.get('link')))?.[1] ?? '';
+    assert.ok(next.startsWith(`${jobsPath()}?cursor=`), String(page1.headers.get('link')));
+    const rest = await s.request('GET', next.replace('limit=1', 'limit=500'), { token: alice.token });
+    assert.deepEqual((rest.json as Array<{ name: string }>).map((j) => j.name), all.slice(1));
+    assert.equal(rest.headers.get('link'), null);
+    assertError(await s.request('GET', `${jobsPath()}?limit=501`, { token: alice.token }), 400, 'validation_error');
     const run = await eventually(async () => {
       const runs = (await s.request('GET', `${jobsPath()}/${every.json.id}/runs`, { token: alice.token })).json as Array<Record<string, unknown>>;
       return runs.find((r) => r.status !== 'running');

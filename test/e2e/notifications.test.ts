@@ -1,6 +1,7 @@
 // End to end (decisions §23): real deploys on the engine tell a signed webhook, Slack and Discord receivers and a real SMTP server on loopback; retries keep a message's id; a slow receiver delays no other channel.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import fsp from 'node:fs/promises';
 import { busyboxArchive, createArchiveApp, deployAndWait, eventually, tempDir } from '../helpers/apps.js';
@@ -125,6 +126,12 @@ describe('notifications delivered for real', () => {
     receiver.answer('/slow', { status: 200, delayMs: 3_000 });
     await addChannel('flaky', { type: 'webhook', url: `${receiver.url}/flaky`, events: ['app.crashed'] });
     await addChannel('slow', { type: 'slack', url: `${receiver.url}/slow`, events: ['app.crashed'] });
+    // A receiver nobody runs: its port closed.
+    const closed = net.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const deadPort = (closed.address() as net.AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    await addChannel('dead', { type: 'webhook', url: `http://127.0.0.1:${deadPort}/hook`, events: ['app.crashed'] });
     const { id, subdomain } = await createArchiveApp(ts, user.token, (await busyboxArchive()).archive);
     const crashed = { type: 'app.crashed', deploymentId: id, subdomain, releaseId: crypto.randomUUID(), since: new Date().toISOString(), restarts: 3, exitCode: 3, lastLine: 'secret-ish' } as const;
     ts.server.appEvents.emit(crashed);
@@ -144,6 +151,9 @@ describe('notifications delivered for real', () => {
     assert.ok(fast.at < slow.at + 3_000, 'the fast channel got its message while the slow receiver still held its request');
     assert.equal((await settled('slow'))[0]?.outcome, 'delivered');
     assert.equal(receiver.on('/slow').length, 1);
+    const [dead] = await settled('dead');
+    assert.deepEqual([dead?.outcome, dead?.attempts, dead?.status_code], ['failed', 4, null], 'an unreachable receiver: tried 4 times, then failed');
+    assert.match(dead?.error ?? '', /ECONNREFUSED|refused/i);
 
     const ok = await ts.request('POST', `/api/v1/notification-channels/${channels['hook']}/test`, { token: user.token });
     assert.equal(ok.status, 200, ok.text);
@@ -151,6 +161,8 @@ describe('notifications delivered for real', () => {
     const test = receiver.on('/hook').at(-1);
     assert.equal(JSON.parse(test?.body.toString('utf8') ?? '{}').event, 'test');
     assert.equal(test?.headers['x-slipway-signature-256'], hmac(webhookSecret, test?.body ?? Buffer.alloc(0)));
+    const [logged] = await deliveries('hook');
+    assert.deepEqual([logged?.id, logged?.event, logged?.outcome, logged?.attempts, logged?.status_code], [JSON.parse(test?.body.toString('utf8') ?? '{}').id, 'test', 'delivered', 1, 200], 'the test message is in the delivery log');
     const refused = await ts.request('POST', `/api/v1/notification-channels/${channels['refused-mail']}/test`, { token: user.token });
     assert.equal(refused.json.ok, false);
     assert.equal(refused.json.status_code, 550);

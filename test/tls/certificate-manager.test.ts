@@ -69,7 +69,6 @@ describe('certificate manager', () => {
       log: () => undefined,
       retryFirstMs: 60_000,
       retryMaxMs: 3_600_000,
-      pollMs: 3_600_000,
       now: clock,
       onFailure: (host, message) => failures.push([host, message]),
     });
@@ -209,7 +208,6 @@ describe('certificate manager', () => {
         operator: undefined,
         isServed: (h) => served.has(h),
         log: () => undefined,
-        pollMs: 3_600_000,
         now: clock,
         lock: (h, signal) => coordination.lockHost(h, signal),
         announce: (h) => announced.push(h),

@@ -1,7 +1,8 @@
 // Routes: a deployment's scheduled jobs (decisions §22) — create, list, one, change, delete — their runs (now, history) and the runs' logs.
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { createJob, deleteJob, getJob, listJobs, listRuns, presentJob, presentRun, runJobNow, runLogs, updateJob, type JobsContext } from '../../jobs/jobs.js';
+import { createJob, deleteJob, getJob, listJobs, listRuns, presentJob, presentRun, runJobNow, runLogs, updateJob, type JobPosition, type JobsContext } from '../../jobs/jobs.js';
+import { PageQuery, isTimeIdPosition, listResponse, pageRequest, sendPage, type ListCursors, type ListRef } from '../list-pages.js';
 import { principalOf } from '../authenticate.js';
 import { FollowQuery, IdParams, TextResponse, errorResponses, isFlagSet } from '../schemas.js';
 import { CreateJobBody, JobParams, JobResponse, RunParams, RunResponse, UpdateJobBody } from '../job-schemas.js';
@@ -10,7 +11,7 @@ import { clientGone, sendText } from './deployment-routes.js';
 type JobRequest = { Params: { id: string; job_id: string } };
 
 export const jobRoutes =
-  (ctx: JobsContext): FastifyPluginAsync =>
+  (ctx: JobsContext, cursors: ListCursors): FastifyPluginAsync =>
   async (app) => {
     const tags = ['jobs'];
     const one = { 200: JobResponse, ...errorResponses(401, 403, 404) };
@@ -29,10 +30,16 @@ export const jobRoutes =
       async (request, reply) => reply.code(201).send(presentJob(await createJob(ctx, principalOf(request), request.params.id, request.body))),
     );
 
-    app.get<{ Params: { id: string } }>(
+    app.get<{ Params: { id: string }; Querystring: PageQuery }>(
       '/deployments/:id/jobs',
-      { schema: { tags, summary: "A deployment's jobs", params: IdParams, response: { 200: Type.Array(JobResponse), ...errorResponses(401, 404) } } },
-      async (request) => (await listJobs(ctx, principalOf(request), request.params.id)).map(presentJob),
+      { schema: { tags, summary: "A deployment's jobs, oldest first, a page at a time", params: IdParams, querystring: PageQuery, response: { 200: listResponse(Type.Array(JobResponse)), ...errorResponses(400, 401, 404) } } },
+      async (request, reply) => {
+        const principal = principalOf(request);
+        const ref: ListRef<JobPosition> = { cursors, path: `/api/v1/deployments/${request.params.id}/jobs`, list: 'jobs', scope: `${principal.userId}:${request.params.id}`, valid: isTimeIdPosition };
+        const page = pageRequest(ref, request.query);
+        const result = await listJobs(ctx, principal, request.params.id, page);
+        return sendPage(request, reply, ref, page, result.items.map(presentJob), result.next);
+      },
     );
 
     app.get<JobRequest>(

@@ -1,7 +1,8 @@
 // Routes: notification channels (decisions §23) — create, list, one, change, delete, test, deliveries.
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { createChannel, deleteChannel, getChannel, listChannels, listDeliveries, testChannel, updateChannel, type ChannelsContext } from '../../notifications/channels.js';
+import { createChannel, deleteChannel, getChannel, listChannels, listDeliveries, testChannel, updateChannel, type ChannelPosition, type ChannelsContext } from '../../notifications/channels.js';
+import { isTimeIdPosition, listResponse, pageRequest, sendPage, type ListCursors, type ListRef } from '../list-pages.js';
 import { principalOf } from '../authenticate.js';
 import { ChannelListQuery, ChannelResponse, CreateChannelBody, DeliveryResponse, TestResponse, UpdateChannelBody } from '../notification-schemas.js';
 import { IdParams, errorResponses } from '../schemas.js';
@@ -9,7 +10,7 @@ import { IdParams, errorResponses } from '../schemas.js';
 type IdRequest = { Params: { id: string } };
 
 export const notificationRoutes =
-  (ctx: ChannelsContext): FastifyPluginAsync =>
+  (ctx: ChannelsContext, cursors: ListCursors): FastifyPluginAsync =>
   async (app) => {
     const tags = ['notifications'];
     const one = { 200: ChannelResponse, ...errorResponses(401, 403, 404) };
@@ -20,10 +21,16 @@ export const notificationRoutes =
       async (request, reply) => reply.code(201).header('Cache-Control', 'no-store').send(await createChannel(ctx, principalOf(request), request.body)),
     );
 
-    app.get<{ Querystring: { team_id?: string } }>(
+    app.get<{ Querystring: ChannelListQuery }>(
       '/notification-channels',
-      { schema: { tags, summary: 'Your channels and your teams\' (one team\'s with team_id)', querystring: ChannelListQuery, response: { 200: Type.Array(ChannelResponse), ...errorResponses(400, 401, 404) } } },
-      async (request) => listChannels(ctx, principalOf(request), request.query.team_id),
+      { schema: { tags, summary: 'Your channels and your teams\' (one team\'s with team_id), oldest first, a page at a time', querystring: ChannelListQuery, response: { 200: listResponse(Type.Array(ChannelResponse)), ...errorResponses(400, 401, 404) } } },
+      async (request, reply) => {
+        const principal = principalOf(request);
+        const ref: ListRef<ChannelPosition> = { cursors, path: '/api/v1/notification-channels', list: 'notification-channels', scope: principal.userId, valid: isTimeIdPosition };
+        const page = pageRequest(ref, request.query);
+        const result = await listChannels(ctx, principal, request.query.team_id, page);
+        return sendPage(request, reply, ref, page, result.items, result.next);
+      },
     );
 
     app.get<IdRequest>('/notification-channels/:id', { schema: { tags, summary: 'One channel', params: IdParams, response: one } }, async (request) => getChannel(ctx, principalOf(request), request.params.id));

@@ -33,9 +33,9 @@ export function registerDockerfileCommand(program: Command, io: CliIo): void {
     .addHelpText(
       'after',
       `
-Works offline: it reads the folder (as the build context: .dockerignore respected) and nothing
-else. What it detected goes to stderr, the Dockerfile to stdout. Base images follow the
-SLIPWAY_BASE_IMAGE_* settings, as on the server.
+Works offline: it reads the folder as \`slipway deploy\` uploads it (.dockerignore, else
+.gitignore, respected; .git left out) and nothing else. What it detected goes to stderr, the
+Dockerfile to stdout. Base images follow the SLIPWAY_BASE_IMAGE_* settings, as on the server.
 
 Examples:
   slipway dockerfile
@@ -57,7 +57,7 @@ async function dockerfile(io: CliIo, dirArg: string, options: DockerfileOptions)
 
   let generated;
   try {
-    generated = generateDockerfile(readSourceTree(dir), { images: io.env.baseImages ?? DEFAULT_BASE_IMAGES, dockerfilePath: target, preferred: options.stack });
+    generated = generateDockerfile(readSourceTree(dir, { asUploaded: true }), { images: io.env.baseImages ?? DEFAULT_BASE_IMAGES, dockerfilePath: target, preferred: options.stack });
   } catch (err) {
     if (err instanceof StackError) throw new CliError(err.message);
     throw err;
