@@ -112,6 +112,7 @@ export function renderNew(view, ctx) {
   const repo = h('input', { name: 'repo_url', type: 'text', inputmode: 'url', placeholder: 'https://github.com/you/app.git', spellcheck: 'false' });
   const branch = h('input', { name: 'branch', placeholder: 'the default branch', spellcheck: 'false' });
   const dockerfile = h('input', { name: 'dockerfile_path', placeholder: 'Dockerfile', spellcheck: 'false' });
+  const compose = h('input', { name: 'compose_path', placeholder: 'compose.yaml', spellcheck: 'false' });
   const gitFields = h('div', {}, h('label', {}, 'Repository URL', repo), h('label', {}, 'Branch (optional)', branch));
   const picker = sourcePicker();
   picker.node.hidden = true;
@@ -131,6 +132,7 @@ export function renderNew(view, ctx) {
     h('label', {}, 'Source', kind),
     gitFields, picker.node,
     h('label', {}, 'Dockerfile path (optional)', dockerfile),
+    h('label', {}, 'Compose file (optional: runs its services instead of a Dockerfile)', compose),
     h('div', { class: 'row' }, submit), bar, status);
   // A server error is about what was sent: once the form changes, it no longer applies.
   form.addEventListener('input', () => ctx.report(null));
@@ -142,6 +144,7 @@ export function renderNew(view, ctx) {
       try {
         const body = { name: name.value, subdomain: subdomain.value, source_type: kind.value };
         if (dockerfile.value.trim()) body.dockerfile_path = dockerfile.value.trim();
+        if (compose.value.trim()) body.compose_path = compose.value.trim();
         if (kind.value === 'git') {
           body.repo_url = repo.value.trim();
           if (branch.value.trim()) body.branch = branch.value.trim();

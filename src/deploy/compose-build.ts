@@ -6,9 +6,10 @@ import { loadCompose, sourceAt } from '../compose/load-compose.js';
 import type { ComposeService } from '../compose/compose-service.js';
 import { DomainError } from '../core/errors.js';
 import type { EnvVar } from '../domain/app-config.js';
-import type { ContainerEngine } from '../runtime/engine.js';
+import { EngineBuildError, type ContainerEngine } from '../runtime/engine.js';
 import { readDockerfile } from '../runtime/read-dockerfile.js';
 import type { ReleaseSet, SetService } from '../runtime/release-set.js';
+import { lastLine } from '../runtime/release.js';
 import { buildArgsFor } from './build-args.js';
 import { buildNetworkNotice, explainNetworkFailure } from './build-network.js';
 import type { LifecycleSettings } from './lifecycle-settings.js';
@@ -57,7 +58,9 @@ export async function buildComposeSet(
     for (const service of plan.services) {
       signal.throwIfAborted();
       const tag = serviceImageTag(buildTag, service.name);
-      await buildService(deps, service, contextDir, tag, vars, signal, log);
+      await buildService(deps, service, contextDir, tag, vars, signal, log).catch((err: unknown) => {
+        throw namedForService(err, service.name);
+      });
       made.push(tag);
       services.push(setServiceOf(service, tag));
     }
@@ -68,6 +71,19 @@ export async function buildComposeSet(
     for (const tag of made) await deps.engine.removeImage(tag).catch(() => undefined);
     throw err;
   }
+}
+
+/** A failed service build's error, its message naming the service (the failure is read without the log's sections). */
+function namedForService(err: unknown, service: string): unknown {
+  const name = `service "${service}": `;
+  if (err instanceof EngineBuildError) {
+    // Kept an image build failure (its record and the failed app's page say so), the service after the prefix.
+    const prefix = 'image build failed: ';
+    const said = err.message.startsWith(prefix) ? err.message.slice(prefix.length) : lastLine(err.outputTail) || err.message;
+    return said.startsWith(name) ? err : new EngineBuildError(`${prefix}${name}${said}`, err.outputTail, { cause: err });
+  }
+  if (!(err instanceof DomainError) || err.message.startsWith(name)) return err;
+  return new DomainError(err.code, `${name}${err.message}`, { cause: err });
 }
 
 function setServiceOf(service: ComposeService, image: string): SetService {

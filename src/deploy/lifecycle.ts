@@ -1,7 +1,7 @@
 // The deployment lifecycle on the engine: deploy (build + release), stop, restart, rollback, delete, logs and metrics, recovery.
 import type { BuildRow } from '../domain/builds.js';
 import type { DeployOptions, DeploymentMetrics, DeploymentOperations, ReleaseServiceView } from '../domain/operations.js';
-import { listReleaseServices } from './release-services.js';
+import { checkLogService, listReleaseServices } from './release-services.js';
 import type { MetricsPoint } from '../domain/metrics-history.js';
 import type { Principal } from '../core/principal.js';
 import type { DeploymentAction } from '../domain/policy.js';
@@ -111,6 +111,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
     const dep = await ownedDeployment(this.#parts, principal, deploymentId, 'read');
     const live = await liveBuildOf(this.#parts, dep);
     if (live?.container_id == null) throw new DomainError('invalid_state', 'no container has run for this deployment yet');
+    checkLogService(live.release_set, options.service);
     const lines = runtime.releaseLogs(live.container_id, { tail: options.tail, follow: options.follow, signal: options.signal, service: options.service });
     // Secret values are write-only: the app printing one does not make it readable here.
     const released = (await deps.configs.buildConfig(live.id)) ?? [];

@@ -1,4 +1,5 @@
 // The services of a compose deployment's live set, as they run now (the dashboard's Services tab).
+import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import type { ReleaseServiceView } from '../domain/operations.js';
 import { parseReleaseSet } from '../runtime/release-set.js';
@@ -28,4 +29,17 @@ export async function listReleaseServices(parts: LifecycleParts, principal: Prin
       health: service.healthcheck === undefined ? null : (state?.health ?? null),
     };
   });
+}
+
+/**
+ * Refuses a `?service=` filter that names no service of the live release (it would read as an
+ * empty log): the message lists the services there are. A deployment that is not a set has none.
+ */
+export function checkLogService(releaseSet: string | null | undefined, service: string | undefined): void {
+  if (service === undefined) return;
+  const set = parseReleaseSet(releaseSet);
+  if (set === null) throw new DomainError('validation_error', `service=${JSON.stringify(service)}: this deployment's live release is a single container, not a compose set; leave service out`);
+  if (!set.services.some((s) => s.name === service)) {
+    throw new DomainError('validation_error', `service=${JSON.stringify(service)}: no such service in the live release; its services: ${set.services.map((s) => s.name).join(', ')}`);
+  }
 }

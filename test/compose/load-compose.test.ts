@@ -163,6 +163,39 @@ describe('sample stacks', () => {
     assert.match(outside, /top-level key secrets\.admin_password \(line \d+\): the file "\.\.\/\.\.\/etc\/shadow" is outside the source/);
   });
 
+  test('nginx-flask-mysql: two services declare ports, so the web service must be named; named, the proxy serves 80 and the secret file is mounted', () => {
+    assert.match(refusal(stacks.nginxFlaskMysql), /cannot tell which service is the web service: 2 services declare ports \(db, proxy\)/);
+    const p = plan({ ...stacks.nginxFlaskMysql, compose: `x-slipway: {web: proxy}\n${stacks.nginxFlaskMysql.compose}` });
+    assert.equal(p.web, 'proxy');
+    assert.equal(p.port, 80);
+    assert.deepEqual(p.services.map((s) => s.name), ['db', 'backend', 'proxy']);
+    assert.deepEqual(service(p, 'backend').source, { kind: 'build', context: 'backend', dockerfile: 'Dockerfile', args: {}, target: 'builder' });
+    assert.deepEqual(service(p, 'db').files, [{ source: 'db/password.txt', target: '/run/secrets/db-password' }]);
+    assert.deepEqual(service(p, 'db').ports, [3306, 33060]);
+    assert.deepEqual(service(p, 'db').healthcheck?.test, ['CMD-SHELL', 'mysqladmin ping -h 127.0.0.1 --password="$(cat /run/secrets/db-password)" --silent']);
+    assert.ok(p.warnings.includes('warning: service "proxy": "ports" "80:80": the host port is not published (nothing is, on any host); the container port is used (line 38)'), p.warnings.join('\n'));
+  });
+
+  test('react-express-mongodb: each source folder bind-mounted is refused, named with its service', () => {
+    const message = refusal(stacks.reactExpressMongo);
+    assert.match(message, /3 problems/);
+    for (const [svc, mount] of [['frontend', './frontend:/usr/src/app'], ['backend', './backend:/usr/src/app'], ['mongo', './data:/data/db']] as const) {
+      assert.match(message, new RegExp(`service "${svc}", key volumes \\(line \\d+\\): "${mount.replace(/\./g, '\\.')}" mounts a host path`), message);
+    }
+  });
+
+  test('n8n with postgres: variables from the deployment, links ignored with a warning, the web service found by its port', () => {
+    const p = plan(stacks.n8nPostgres, new Map([['POSTGRES_USER', 'n8n'], ['POSTGRES_DB', 'n8n'], ['POSTGRES_NON_ROOT_USER', 'worker']]));
+    assert.equal(p.web, 'n8n');
+    assert.equal(p.port, 5678);
+    assert.deepEqual(service(p, 'postgres').healthcheck?.test, ['CMD-SHELL', 'pg_isready -h localhost -U n8n -d n8n']);
+    // A bare name takes its value from the environment: the deployment's variables, added when the service starts.
+    assert.deepEqual(service(p, 'postgres').environment, {});
+    assert.equal(service(p, 'n8n').environment['DB_POSTGRESDB_USER'], 'worker');
+    assert.deepEqual(service(p, 'n8n').dependsOn, [{ service: 'postgres', condition: 'service_healthy' }]);
+    assert.ok(p.warnings.some((w) => /^warning: service "n8n": "links" is ignored/.test(w)), p.warnings.join('\n'));
+  });
+
   test('a depends_on cycle is named in order', () => {
     assert.match(refusal(stacks.cycle), /service "web", key depends_on \(line \d+\): a depends_on cycle: web → api → queue → web/);
   });

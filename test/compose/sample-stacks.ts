@@ -377,3 +377,140 @@ services:
     depends_on: [web]
 `,
 };
+
+/** awesome-compose's nginx-flask-mysql: a built proxy publishing 80:80, a built backend (stage builder), mariadb with a secret file and `expose`. */
+export const nginxFlaskMysql: SampleStack = {
+  compose: `
+services:
+  backend:
+    build:
+      context: backend
+      target: builder
+    restart: always
+    secrets:
+      - db-password
+    depends_on:
+      db:
+        condition: service_healthy
+  db:
+    image: mariadb:10-focal
+    command: '--default-authentication-plugin=mysql_native_password'
+    restart: always
+    healthcheck:
+      test: ['CMD-SHELL', 'mysqladmin ping -h 127.0.0.1 --password="$$(cat /run/secrets/db-password)" --silent']
+      interval: 3s
+      retries: 5
+      start_period: 30s
+    secrets:
+      - db-password
+    volumes:
+      - db-data:/var/lib/mysql
+    networks:
+      - backnet
+    environment:
+      - MYSQL_DATABASE=example
+      - MYSQL_ROOT_PASSWORD_FILE=/run/secrets/db-password
+    expose:
+      - 3306
+      - 33060
+  proxy:
+    build: proxy
+    restart: always
+    ports:
+      - 80:80
+    depends_on:
+      - backend
+    networks:
+      - frontnet
+volumes:
+  db-data: {}
+secrets:
+  db-password:
+    file: db/password.txt
+networks:
+  backnet:
+  frontnet:
+`,
+  files: { 'backend/Dockerfile': 'FROM scratch\n', 'proxy/Dockerfile': 'FROM scratch\n', 'db/password.txt': 'not-a-secret\n' },
+};
+
+/** awesome-compose's react-express-mongodb: source folders bind-mounted for live reload, anonymous volumes, stdin_open. */
+export const reactExpressMongo: SampleStack = {
+  compose: `
+services:
+  frontend:
+    build:
+      context: frontend
+      target: development
+    ports:
+      - 3000:3000
+    stdin_open: true
+    volumes:
+      - ./frontend:/usr/src/app
+      - /usr/src/app/node_modules
+    restart: always
+    depends_on:
+      - backend
+  backend:
+    restart: always
+    build:
+      context: backend
+      target: development
+    volumes:
+      - ./backend:/usr/src/app
+      - /usr/src/app/node_modules
+    depends_on:
+      - mongo
+    expose:
+      - 3000
+  mongo:
+    restart: always
+    image: mongo:4.2.0
+    volumes:
+      - ./data:/data/db
+    expose:
+      - 27017
+`,
+  files: { 'frontend/Dockerfile': 'FROM scratch\n', 'backend/Dockerfile': 'FROM scratch\n' },
+};
+
+/** n8n's postgres example: variables taken from the environment (bare names, `${…}`), `links`, an init script bind-mounted. */
+export const n8nPostgres: SampleStack = {
+  compose: `
+version: '3.8'
+volumes:
+  db_storage:
+  n8n_storage:
+services:
+  postgres:
+    image: postgres:16
+    restart: always
+    environment:
+      - POSTGRES_USER
+      - POSTGRES_PASSWORD
+      - POSTGRES_DB
+    volumes:
+      - db_storage:/var/lib/postgresql/data
+    healthcheck:
+      test: ['CMD-SHELL', 'pg_isready -h localhost -U \${POSTGRES_USER} -d \${POSTGRES_DB}']
+      interval: 5s
+      timeout: 5s
+      retries: 10
+  n8n:
+    image: docker.n8n.io/n8nio/n8n
+    restart: always
+    environment:
+      - DB_TYPE=postgresdb
+      - DB_POSTGRESDB_HOST=postgres
+      - DB_POSTGRESDB_USER=\${POSTGRES_NON_ROOT_USER}
+    ports:
+      - 5678:5678
+    links:
+      - postgres
+    volumes:
+      - n8n_storage:/home/node/.n8n
+    depends_on:
+      postgres:
+        condition: service_healthy
+`,
+};

@@ -12,6 +12,7 @@ let ts: TestServer;
 let browser: TestBrowser;
 let user: Awaited<ReturnType<TestServer['newUser']>>;
 let id = '';
+let formId = '';
 
 before(async () => {
   [ts, browser] = await Promise.all([startTestServer({ SLIPWAY_STARTUP_TIMEOUT_SECONDS: '90' }), launchBrowser()]);
@@ -19,7 +20,7 @@ before(async () => {
 });
 after(async () => {
   await browser?.close();
-  if (id !== '') await ts?.request('DELETE', `/api/v1/deployments/${id}`, { token: user.token }).catch(() => undefined);
+  for (const dep of [id, formId]) if (dep !== '') await ts?.request('DELETE', `/api/v1/deployments/${dep}`, { token: user.token }).catch(() => undefined);
   await ts?.close();
 });
 
@@ -69,4 +70,28 @@ services:
   await page.locator('#runtime-log', { hasText: '[worker.1] worker tick' }).waitFor();
   assert.doesNotMatch((await page.locator('#runtime-log').textContent()) ?? '', /\[web\]/, "only the worker's lines");
   assert.match(page.url(), /#\/d\/[0-9a-f-]+\/logs$/);
+});
+
+test('the New app form names a compose file: with a Dockerfile path too the API refusal is shown; alone, the app is created as a compose app', async () => {
+  const page = await browser.newPage();
+  await openPage(page, `${ts.url}/#/new`);
+  await signIn(page, user.email, user.password);
+  const subdomain = uniqueSubdomain('ui-form');
+  await page.locator('#new-form input[name=name]').fill(subdomain);
+  await page.locator('#new-form input[name=subdomain]').fill(subdomain);
+  // Nothing answers there: the app is created, and its first build fails to fetch (not what this case is about).
+  await page.locator('#new-form input[name=repo_url]').fill('http://127.0.0.1:1/shop.git');
+  await page.locator('#new-form input[name=dockerfile_path]').fill('Dockerfile');
+  await page.locator('#new-form input[name=compose_path]').fill('compose.yaml');
+  await page.getByRole('button', { name: 'Create and deploy' }).click();
+  await page.locator('#error', { hasText: 'compose_path and dockerfile_path are exclusive' }).waitFor();
+
+  await page.locator('#new-form input[name=dockerfile_path]').fill('');
+  await page.getByRole('button', { name: 'Create and deploy' }).click();
+  await page.waitForURL(/#\/d\/[0-9a-f-]+\/builds$/);
+  formId = /#\/d\/([0-9a-f-]+)\/builds$/.exec(page.url())?.[1] ?? '';
+  const created = await ts.request('GET', `/api/v1/deployments/${formId}`, { token: user.token });
+  assert.equal(created.json.compose_path, 'compose.yaml');
+  assert.equal(created.json.subdomain, subdomain);
+  await page.close();
 });

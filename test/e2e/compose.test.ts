@@ -6,6 +6,9 @@ import { after, before, describe, test } from 'node:test';
 import { LABEL_DEPLOYMENT, LABEL_MANAGED } from '../../src/runtime/engine.js';
 import { appRequest, deployAndWait, eventually, tarGzOf, tempDir, testEngine, uniqueSubdomain, upload } from '../helpers/apps.js';
 import { BUSYBOX_IMAGE, ensureBusyboxImage, writeBusyboxApp } from '../helpers/busybox-image.js';
+import { cli } from '../helpers/cli.js';
+import { startGitServer, type GitServer } from '../helpers/git-server.js';
+import { pullRequestBody, pullRequestHeaders } from '../helpers/pull-requests.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /** The stack's compose file: web built from the source, a worker and redis taken from the engine. */
@@ -29,7 +32,7 @@ services:
       retries: 2
   worker:
     image: ${BUSYBOX_IMAGE}
-    command: ["sh", "-c", "while true; do echo tick; sleep 1; done"]
+    command: ["sh", "-c", "while true; do echo tick $$GREETING; sleep 1; done"]
     depends_on: [cache]
   cache:
     image: slipway-stand-in/redis:7
@@ -60,6 +63,7 @@ async function stackArchive(compose: string, body: string): Promise<Buffer> {
 describe('compose deployments on the engine', () => {
   let ts: TestServer;
   let token: string;
+  let apiKey: string;
   let id = '';
   let subdomain = '';
   const engine = testEngine();
@@ -68,7 +72,7 @@ describe('compose deployments on the engine', () => {
   before(async () => {
     // Three services' engine health checks on a shared, loaded machine: more time than one app's start.
     ts = await startTestServer({ SLIPWAY_STARTUP_TIMEOUT_SECONDS: '90' });
-    token = (await ts.newUser('compose')).token;
+    ({ token, apiKey } = await ts.newUser('compose'));
   });
   after(async () => {
     if (id !== '') await ts.request('DELETE', `/api/v1/deployments/${id}`, { token }).catch(() => undefined);
@@ -93,6 +97,15 @@ describe('compose deployments on the engine', () => {
     assert.equal(created.status, 201, created.text);
     id = created.json.id;
     assert.equal((await ts.request('GET', `/api/v1/deployments/${id}`, { token })).json.compose_path, 'compose.yaml');
+    // PATCH: another compose file, a Dockerfile instead (clears it), then back; a path out of the source is refused.
+    const patch = async (body: Record<string, unknown>) => ts.request('PATCH', `/api/v1/deployments/${id}`, { token, body });
+    assert.equal((await patch({ compose_path: 'deploy/compose.prod.yaml' })).json.compose_path, 'deploy/compose.prod.yaml');
+    assert.equal((await patch({ dockerfile_path: 'web/Dockerfile' })).json.compose_path, null);
+    const outside = await patch({ compose_path: '../compose.yaml' });
+    assert.equal(outside.status, 400, outside.text);
+    assert.equal((await patch({ compose_path: 'compose.yaml' })).json.compose_path, 'compose.yaml');
+    // The deployment's variables reach every service, not only the web one (the worker prints it).
+    assert.equal((await ts.request('PATCH', `/api/v1/deployments/${id}/env`, { token, body: { vars: { GREETING: 'hello' } } })).status, 200);
   });
 
   test('the set is served at the subdomain, its other services unreachable from outside; logs and metrics by service', async () => {
@@ -114,8 +127,8 @@ describe('compose deployments on the engine', () => {
 
     const logs = await eventually(async () => {
       const text = (await ts.request('GET', `/api/v1/deployments/${id}/logs?tail=200`, { token })).text;
-      return /^\[worker\] tick$/m.test(text) ? text : undefined;
-    }, 20_000, 'worker lines in the merged logs');
+      return /^\[worker\] tick hello$/m.test(text) ? text : undefined;
+    }, 20_000, "worker lines in the merged logs, with the deployment's variable");
     assert.match(logs, /^\[web\] /m);
     const onlyWorker = (await ts.request('GET', `/api/v1/deployments/${id}/logs?tail=20&service=worker`, { token })).text;
     assert.ok(onlyWorker.trim().split('\n').every((line) => line.startsWith('[worker] ')), onlyWorker);
@@ -151,6 +164,20 @@ describe('compose deployments on the engine', () => {
     }, 60_000, 'the second set removed');
   });
 
+  test('stop stops every service of the set; restart brings the whole set back', async () => {
+    const stopped = await ts.request('POST', `/api/v1/deployments/${id}/stop`, { token });
+    assert.equal(stopped.status, 200, stopped.text);
+    const left = await containers();
+    assert.equal(left.length, 3);
+    assert.deepEqual(left.filter((c) => c.running).map((c) => c.name), [], 'no service left running');
+    assert.equal((await appRequest(ts.port, subdomain)).status, 503);
+    const restarted = await ts.request('POST', `/api/v1/deployments/${id}/restart`, { token });
+    assert.equal(restarted.status, 200, restarted.text);
+    await eventually(async () => ((await appRequest(ts.port, subdomain)).body === 'set one\n' ? true : undefined), 60_000, 'the set served again');
+    const services = (await ts.request('GET', `/api/v1/deployments/${id}/services`, { token })).json as Array<{ name: string; running: number }>;
+    assert.deepEqual(services.map((s) => [s.name, s.running]), [['cache', 1], ['web', 1], ['worker', 1]]);
+  });
+
   test('privileges and host mounts fail the build before anything is built, each named (a published port does not)', async () => {
     const compose = `
 services:
@@ -170,6 +197,105 @@ services:
     assert.match(refused.message, /service "agent", key volumes \(line 9\): "\/var\/run\/docker\.sock:\/var\/run\/docker\.sock" mounts a host path or socket/);
     assert.doesNotMatch(refused.log, /Step 1\//, 'nothing was built');
     assert.equal((await appRequest(ts.port, subdomain)).body, 'set one\n');
+  });
+
+  test('a ?service= naming no service of the live set is refused with the services listed; an image service refused by the image policy is named', async () => {
+    const unknown = await ts.request('GET', `/api/v1/deployments/${id}/logs?tail=5&service=wokrer`, { token });
+    assert.equal(unknown.status, 400, unknown.text);
+    assert.equal(unknown.json.message, 'service="wokrer": no such service in the live release; its services: cache, web, worker');
+    // An image built by Slipway for a deployment (here this set's own web image) is refused as in a Dockerfile's FROM, and the failure names the service.
+    const webImage = ((await ts.request('GET', `/api/v1/deployments/${id}/services`, { token })).json as Array<{ name: string; image: string }>).find((s) => s.name === 'web')?.image;
+    assert.ok(webImage !== undefined);
+    const compose = `
+x-slipway: {web: web}
+services:
+  copy:
+    image: ${webImage}
+  web:
+    build: ./web
+    expose: ["8080"]
+`;
+    assert.equal((await upload(ts, token, id, await stackArchive(compose, 'refused\n'))).status, 200);
+    const refused = await deploy();
+    assert.equal(refused.status, 'failed');
+    assert.match(refused.message, /^image build failed: service "copy": refused: line 1: FROM \S+ refused: it names an image built by Slipway for a deployment$/);
+    assert.equal((await appRequest(ts.port, subdomain)).body, 'set one\n');
+  });
+
+  test('the CLI: `slipway deploy DIR --compose FILE` creates a compose app from a folder; `logs --service` keeps one service, a wrong name lists them', async () => {
+    await ensureBusyboxImage(engine);
+    const home = tempDir('compose-cli');
+    const dir = path.join(home, 'shop');
+    try {
+      await fsp.mkdir(dir);
+      // Both services from the engine's image (nothing to build): the case is about the CLI.
+      await fsp.writeFile(path.join(dir, 'compose.yaml'), `x-slipway: {web: web}\nservices:\n  web:\n    image: ${BUSYBOX_IMAGE}\n    command: ["sh", "-c", "mkdir -p /w && echo from the cli > /w/index.html && exec httpd -f -p 8080 -h /w"]\n    expose: ["8080"]\n  worker:\n    image: ${BUSYBOX_IMAGE}\n    command: ["sh", "-c", "while true; do echo busy; sleep 1; done"]\n`);
+      const run = (args: string[]) => cli(args, { home, env: { SLIPWAY_URL: ts.url, SLIPWAY_API_KEY: apiKey } });
+      assert.match((await run(['deploy', dir, '--compose', '../compose.yaml'])).stderr, /--compose must be a path inside the folder, got "\.\.\/compose\.yaml"/);
+      const shopSubdomain = uniqueSubdomain('shop');
+      const deployed = await run(['deploy', dir, '--compose', 'compose.yaml', '--subdomain', shopSubdomain]);
+      assert.equal(deployed.code, 0, deployed.stderr);
+      assert.equal((await appRequest(ts.port, shopSubdomain)).body, 'from the cli\n');
+      assert.match((await run(['status', shopSubdomain])).stdout, /^compose file: +compose\.yaml$/m);
+      const worker = await eventually(async () => {
+        const res = await run(['logs', shopSubdomain, '--service', 'worker', '--tail', '3']);
+        return res.code === 0 && /^\[worker\] busy$/m.test(res.stdout) ? res.stdout : undefined;
+      }, 20_000, "the worker's lines");
+      assert.ok(worker.trim().split('\n').every((line) => line === '[worker] busy'), worker);
+      const wrong = await run(['logs', shopSubdomain, '--service', 'wroker']);
+      assert.equal(wrong.code, 1);
+      assert.match(wrong.stderr, /service="wroker": no such service in the live release; its services: web, worker/);
+      assert.equal((await run(['rm', shopSubdomain, '--yes'])).code, 0);
+    } finally {
+      await fsp.rm(home, { recursive: true, force: true });
+    }
+  });
+
+  test("a pull request's preview of a compose app is the whole set, served at <subdomain>-pr-<n>, its logs by service; closing removes every container", async () => {
+    let git: GitServer | undefined;
+    let previewApp = '';
+    try {
+      git = await startGitServer();
+      // Both services from the engine's image: the case is about the preview being a set, not about builds.
+      const files = (text: string): Record<string, string> => ({
+        'compose.yaml': `x-slipway: {web: web}\nservices:\n  web:\n    image: ${BUSYBOX_IMAGE}\n    command: ["sh", "-c", "mkdir -p /w && echo ${text} > /w/index.html && exec httpd -f -p 8080 -h /w"]\n    expose: ["8080"]\n    depends_on: [side]\n  side:\n    image: ${BUSYBOX_IMAGE}\n    command: ["sh", "-c", "while true; do echo side of ${text}; sleep 1; done"]\n`,
+      });
+      const repo = `compose-pr-${process.pid}`;
+      const { url } = await git.createRepo(repo, files('main'));
+      const prSubdomain = uniqueSubdomain('cpr');
+      const created = await ts.request('POST', '/api/v1/deployments', { token, body: { name: repo, subdomain: prSubdomain, repo_url: url, branch: 'main', previews: true, compose_path: 'compose.yaml' } });
+      assert.equal(created.status, 201, created.text);
+      previewApp = created.json.id;
+      const hook = await ts.request('POST', `/api/v1/deployments/${previewApp}/webhook`, { token });
+      assert.equal(hook.status, 201, hook.text);
+      await git.commit(repo, files('pull-one'), { branch: 'feature' });
+      const sha = await git.setRef(repo, 'refs/pull/1/head');
+      const deliver = (action: 'opened' | 'closed') => {
+        const body = pullRequestBody('github', { action, number: 1, headSha: sha, headBranch: 'feature' });
+        return ts.request('POST', `/api/v1/hooks/${previewApp}`, { raw: body, headers: pullRequestHeaders('github', hook.json.secret, body) });
+      };
+      const opened = await deliver('opened');
+      assert.equal(opened.status, 202, opened.text);
+      const previewId = opened.json.deployment_id as string;
+      await eventually(async () => {
+        const res = await ts.request('GET', `/api/v1/deployments/${previewApp}/previews/1`, { token });
+        if (res.json.status === 'failed') throw new Error(res.text);
+        return res.json.status === 'running' ? true : undefined;
+      }, 120_000, 'the preview running');
+      assert.equal((await appRequest(ts.port, `${prSubdomain}-pr-1`)).body, 'pull-one\n');
+      const set = await engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_DEPLOYMENT]: previewId });
+      assert.equal(set.filter((c) => c.running).length, 2, 'web and side');
+      const side = await eventually(async () => {
+        const text = (await ts.request('GET', `/api/v1/deployments/${previewApp}/previews/1/logs?tail=3&service=side`, { token })).text;
+        return /^\[side\] side of pull-one$/m.test(text) ? text : undefined;
+      }, 20_000, "the side service's lines");
+      assert.ok(side.trim().split('\n').every((line) => line.startsWith('[side] ')), side);
+      assert.equal((await deliver('closed')).status, 200);
+      assert.equal((await engine.listContainers({ [LABEL_MANAGED]: 'true', [LABEL_DEPLOYMENT]: previewId })).length, 0, 'every container of the set removed');
+    } finally {
+      if (previewApp !== '') await ts.request('DELETE', `/api/v1/deployments/${previewApp}`, { token }).catch(() => undefined);
+      await git?.close();
+    }
   });
 
   test('delete removes every container of the set', async () => {

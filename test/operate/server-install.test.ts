@@ -89,3 +89,29 @@ test('a bad setting is refused before anything is written', async () => {
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('with systemd running: daemon-reload, then enable --now slipway.service; a failing systemctl is reported with its own words', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-install-'));
+  const savedPath = process.env['PATH'];
+  try {
+    // A stand-in systemctl first on PATH (this host has no running systemd): it records each call, and fails `enable` when asked to.
+    const bin = path.join(dir, 'bin');
+    fs.mkdirSync(bin);
+    const calls = path.join(dir, 'calls');
+    fs.writeFileSync(path.join(bin, 'systemctl'), `#!/bin/sh\necho "$*" >> '${calls}'\nif [ "$1" = enable ] && [ -e '${dir}/fail' ]; then echo "Failed to enable unit: Unit file slipway.service does not exist." >&2; exit 1; fi\n`, { mode: 0o755 });
+    process.env['PATH'] = `${bin}:${savedPath ?? '/usr/bin:/bin'}`;
+    const options = { settingsFile: path.join(dir, 'slipway.env'), unitFile: path.join(dir, 'slipway.service') };
+    let stderr = '';
+    const err = new PassThrough().on('data', (c: Buffer) => (stderr += c.toString()));
+    const io: CliIo = { stdout: new PassThrough(), stderr: err, stdin: new PassThrough(), env: { url: undefined, apiKey: undefined, configDir: dir }, cwd: dir, onInterrupt: () => () => undefined };
+    await runInstall(io, options, { env: { SLIPWAY_PORT: '8080' }, systemdRunning: () => true });
+    assert.equal(fs.readFileSync(calls, 'utf8'), 'daemon-reload\nenable --now slipway.service\n');
+    assert.match(stderr, /Enabled and started slipway\.service\. Follow it with: journalctl -u slipway\.service -f/);
+
+    fs.writeFileSync(path.join(dir, 'fail'), '');
+    await assert.rejects(runInstall(io, options, { env: { SLIPWAY_PORT: '8080' }, systemdRunning: () => true }), /^CliError: systemctl enable --now slipway\.service failed: Failed to enable unit: Unit file slipway\.service does not exist\.$/);
+  } finally {
+    process.env['PATH'] = savedPath;
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

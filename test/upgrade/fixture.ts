@@ -2,6 +2,9 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { appRequest, busyboxScriptArchive, eventually, upload } from '../helpers/apps.js';
+import { BUSYBOX_IMAGE } from '../helpers/busybox-image.js';
+import { startGitServer, type GitServer } from '../helpers/git-server.js';
+import { pullRequestBody, pullRequestHeaders } from '../helpers/pull-requests.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, loginAs, request, type HttpResult, type RequestOptions } from '../helpers/server.js';
 
 /** A running server (of whichever version) as the steps see it. */
@@ -67,6 +70,22 @@ interface AppState {
 }
 
 const tag = (): string => `${process.pid}-${crypto.randomBytes(3).toString('hex')}`;
+
+/** The git server the previews step's repository lives on, from its `create` to the fixture's end (closeFixture). */
+let gitServer: GitServer | undefined;
+
+/** Stops what the fixture started besides the servers (its git server). */
+export async function closeFixture(): Promise<void> {
+  await gitServer?.close();
+  gitServer = undefined;
+}
+
+interface PreviewState {
+  id: string;
+  subdomain: string;
+  previewId: string;
+  sha: string;
+}
 
 /** The fixture, in order: later steps may use what earlier ones made (by name). */
 export const STEPS: readonly UpgradeStep[] = [
@@ -168,6 +187,44 @@ export const STEPS: readonly UpgradeStep[] = [
       assert.equal(hook.json.configured, true);
     },
   }),
+  step<PreviewState>({
+    name: 'a git deployment with a live preview of a pull request',
+    async create(s, earlier) {
+      const user = earlier.get('a user with a password and an API key') as UserState;
+      gitServer ??= await startGitServer();
+      const repo = `upgrade-pr-${tag()}`;
+      const page = (body: string): Record<string, string> => ({
+        Dockerfile: `FROM ${BUSYBOX_IMAGE}\nCOPY index.html /www/index.html\nEXPOSE 8080\nCMD ["/bin/sh", "-c", "exec httpd -f -p $PORT -h /www"]\n`,
+        'index.html': body,
+      });
+      const { url } = await gitServer.createRepo(repo, page('main\n'));
+      const subdomain = `upgrade-pr-${tag()}`;
+      const created = ok(await s.request('POST', '/api/v1/deployments', { token: user.apiKey, body: { name: repo, subdomain, repo_url: url, branch: 'main', previews: true } }), 201, 'create git app with previews');
+      const id = created.json.id as string;
+      const hook = ok(await s.request('POST', `/api/v1/deployments/${id}/webhook`, { token: user.apiKey }), 201, 'create webhook');
+      await gitServer.commit(repo, page('pull request one\n'), { branch: 'feature' });
+      const sha = await gitServer.setRef(repo, 'refs/pull/1/head');
+      const body = pullRequestBody('github', { action: 'opened', number: 1, headSha: sha, headBranch: 'feature' });
+      const delivered = ok(await s.request('POST', `/api/v1/hooks/${id}`, { raw: body, headers: pullRequestHeaders('github', hook.json.secret as string, body) }), 202, 'pull request opened');
+      const preview = await eventually(async () => {
+        const res = await s.request('GET', `/api/v1/deployments/${id}/previews/1`, { token: user.apiKey });
+        if (res.json?.status === 'failed') throw new Error(`the preview failed: ${res.text}`);
+        return res.json?.status === 'running' ? res.json : undefined;
+      }, 240_000, 'the preview to run');
+      assert.equal((await appRequest(s.port, `${subdomain}-pr-1`)).body, 'pull request one\n');
+      assert.equal(preview.id, delivered.json.deployment_id);
+      return { id, subdomain, previewId: preview.id as string, sha };
+    },
+    async verify(s, state, earlier) {
+      const user = earlier.get('a user with a password and an API key') as UserState;
+      const preview = ok(await s.request('GET', `/api/v1/deployments/${state.id}/previews/1`, { token: user.apiKey }), 200, 'get preview');
+      assert.deepEqual([preview.json.id, preview.json.commit_sha, preview.json.branch], [state.previewId, state.sha, 'feature']);
+      await eventually(async () => {
+        const res = await appRequest(s.port, `${state.subdomain}-pr-1`).catch(() => undefined);
+        return res?.status === 200 && res.body === 'pull request one\n' ? true : undefined;
+      }, 60_000, 'the preview to be served again');
+    },
+  }),
   step<{ ids: string[] }>({
     name: 'the audit log',
     async create(s) {
@@ -194,4 +251,26 @@ export async function createFixture(server: UpgradeServer): Promise<Map<string, 
 /** Runs every step's `verify` on what `createFixture` made. */
 export async function verifyFixture(server: UpgradeServer, states: ReadonlyMap<string, unknown>): Promise<void> {
   for (const s of STEPS) await s.verify(server, states.get(s.name), states);
+}
+
+/**
+ * A rolling upgrade's middle (PostgreSQL): `old` (the previous release) still runs on the database
+ * `current` has just migrated. The old instance logs the fixture's user in, reads and creates a
+ * deployment and sets a variable; the current one sees all of it.
+ */
+export async function rollingCheck(old: UpgradeServer, current: UpgradeServer, states: ReadonlyMap<string, unknown>): Promise<void> {
+  const user = states.get('a user with a password and an API key') as UserState;
+  const app = states.get('a live app with variables, a secret and a custom domain') as AppState;
+  const token = await loginAs(old.url, user.email, user.password);
+  assert.equal(ok(await old.request('GET', `/api/v1/deployments/${app.id}`, { token }), 200, 'the old instance reads an app').json.subdomain, app.subdomain);
+  const subdomain = `upgrade-rolling-${tag()}`;
+  const created = ok(await old.request('POST', '/api/v1/deployments', { token: user.apiKey, body: { name: subdomain, subdomain, source_type: 'archive' } }), 201, 'the old instance creates an app');
+  const id = created.json.id as string;
+  ok(await old.request('PATCH', `/api/v1/deployments/${id}/env`, { token: user.apiKey, body: { vars: { MADE_BY: 'the previous release' } } }), 200, 'the old instance sets a variable');
+  const seen = ok(await current.request('GET', `/api/v1/deployments/${id}`, { token: user.apiKey }), 200, 'the current instance reads it');
+  assert.equal(seen.json.subdomain, subdomain);
+  const env = ok(await current.request('GET', `/api/v1/deployments/${id}/env`, { token: await loginAs(current.url, user.email, user.password) }), 200, 'its variables');
+  assert.deepEqual((env.json.vars as Array<{ key: string; value: string | null }>).map((v) => [v.key, v.value]), [['MADE_BY', 'the previous release']]);
+  ok(await current.request('DELETE', `/api/v1/deployments/${id}`, { token: user.apiKey }), 204, 'the current instance deletes it');
+  assert.equal((await old.request('GET', `/api/v1/deployments/${id}`, { token: user.apiKey })).status, 404, 'and the old one sees it gone');
 }

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { removeEngineObjects, removeInstanceObjects, spawnServerProcess, testDatabase, testEnv, type ServerProcess } from '../helpers/server.js';
-import { createFixture, serverAt, verifyFixture } from './fixture.js';
+import { closeFixture, createFixture, rollingCheck, serverAt, verifyFixture } from './fixture.js';
 import { buildRelease, PREVIOUS_RELEASE } from './previous-release.js';
 import pg from 'pg';
 
@@ -14,6 +14,7 @@ let database: Awaited<ReturnType<typeof testDatabase>>;
 
 after(async () => {
   for (const server of running) await server.kill();
+  await closeFixture();
   if (database === undefined) await removeEngineObjects(dir);
   else {
     const client = new pg.Client({ connectionString: database.url });
@@ -34,6 +35,16 @@ test(`an installation made by release ${PREVIOUS_RELEASE} is found whole by the 
   const old = await spawnServerProcess(env, [], { root: release });
   running.push(old);
   const states = await createFixture(serverAt(old.url));
+
+  if (database !== undefined) {
+    // A rolling upgrade (several instances on PostgreSQL): the current code starts beside the
+    // running previous release, migrates the shared database, and the previous instance keeps serving.
+    const key = fs.readFileSync(path.join(dir, 'secret.key'), 'utf8').trim();
+    const beside = await spawnServerProcess(testEnv(fs.mkdtempSync(path.join(dir, 'beside-')), { SLIPWAY_DATABASE_URL: database.url, SLIPWAY_SECRET_KEY: key }));
+    running.push(beside);
+    await rollingCheck(serverAt(old.url), serverAt(beside.url), states);
+    await beside.kill();
+  }
   await old.kill();
 
   const current = await spawnServerProcess(env);

@@ -291,7 +291,7 @@ export const deploymentRoutes =
           summary: "The running container's output (text); tail=N, follow=true streams",
           params: IdParams,
           querystring: RuntimeLogsQuery,
-          response: { 200: TextResponse, ...errorResponses(401, 404, 409) },
+          response: { 200: TextResponse, ...errorResponses(400, 401, 404, 409) },
         },
       },
       async (request, reply) => {

@@ -156,7 +156,7 @@ export const previewRoutes =
           summary: "The preview's running container output (text); tail=N, follow=true streams",
           params: PreviewParams,
           querystring: RuntimeLogsQuery,
-          response: { 200: TextResponse, ...errorResponses(401, 404, 409) },
+          response: { 200: TextResponse, ...errorResponses(400, 401, 404, 409) },
         },
       },
       async (request, reply) => {
@@ -166,6 +166,7 @@ export const previewRoutes =
           tail: request.query.tail === undefined ? undefined : Math.min(Number(request.query.tail), MAX_TAIL_LINES),
           follow: isFlagSet(request.query.follow),
           signal: clientGone(reply),
+          service: request.query.service,
         });
         return sendText(reply, chunks);
       },

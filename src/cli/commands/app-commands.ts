@@ -61,7 +61,7 @@ export function registerAppCommands(program: Command, io: CliIo): void {
           ...(full.config_pending === true ? [['pending', pendingNote(full)] as [string, string]] : []),
           ['url', full.url ?? '-'],
           ['source', full.source_type === 'git' ? `${full.repo_url ?? ''}${full.branch ? ` (${full.branch})` : ''}` : 'uploaded folder'],
-          ['dockerfile', full.dockerfile_path ?? 'Dockerfile'],
+          full.compose_path ? ['compose file', full.compose_path] : ['dockerfile', full.dockerfile_path ?? 'Dockerfile'],
           ...(full.source_type === 'git' ? [['deploy on push', full.auto_deploy === true ? 'on (slipway webhook)' : 'off'] as [string, string]] : []),
           ...(full.source_type === 'git' ? [['previews', full.previews === true ? 'on (slipway previews)' : 'off'] as [string, string]] : []),
           ['live build', shortId(full.live_build_id)],
@@ -99,24 +99,26 @@ export function registerAppCommands(program: Command, io: CliIo): void {
       .description("print an app's output (or a build's log with --build)")
       .option('-f, --follow', 'keep printing new output until Ctrl-C (or until the build ends)')
       .option('--build <id>', 'print the log of this build (id or a unique prefix) instead')
-      .option('--tail <n>', 'only the last N lines of the app output', wholeNumber),
+      .option('--tail <n>', 'only the last N lines of the app output', wholeNumber)
+      .option('--service <name>', "a compose app: that service's lines only (each line is prefixed [service])"),
   )
     .addHelpText(
       'after',
-      `\n${LINKED_APP_HELP} With --json, each line is printed as a JSON object {"line": "..."}.\n\nExamples:\n  slipway logs hello\n  slipway logs hello -f --tail 100\n  slipway logs hello --build 3f2a9c1e`,
+      `\n${LINKED_APP_HELP} With --json, each line is printed as a JSON object {"line": "..."}.\n\nExamples:\n  slipway logs hello\n  slipway logs hello -f --tail 100\n  slipway logs hello --build 3f2a9c1e\n  slipway logs shop --service worker`,
     )
-    .action((ref: string | undefined, options: JsonOption & { follow?: boolean; build?: string; tail?: number }) =>
+    .action((ref: string | undefined, options: JsonOption & { follow?: boolean; build?: string; tail?: number; service?: string }) =>
       run(async (client) => {
         const app = await appFor(client, io, ref);
         const query = new URLSearchParams();
         if (options.follow === true) query.set('follow', 'true');
         let path: string;
         if (options.build !== undefined) {
-          if (options.tail !== undefined) throw usageError('--tail applies to the app output, not to --build logs');
+          if (options.tail !== undefined || options.service !== undefined) throw usageError(`${options.tail !== undefined ? '--tail' : '--service'} applies to the app output, not to --build logs`);
           const build = await resolveBuild(client, app, options.build);
           path = `/api/v1/deployments/${app.id}/builds/${build.id}/logs`;
         } else {
           if (options.tail !== undefined) query.set('tail', String(options.tail));
+          if (options.service !== undefined) query.set('service', options.service);
           path = `/api/v1/deployments/${app.id}/logs`;
         }
         const qs = query.toString();

@@ -16,6 +16,7 @@ interface CreateOptions extends JsonOption {
   name?: string;
   subdomain?: string;
   dockerfile?: string;
+  compose?: string;
   team?: string;
   /** False with --no-deploy. */
   deploy: boolean;
@@ -32,6 +33,7 @@ export function registerCreateCommand(program: Command, io: CliIo): void {
       .option('--name <name>', 'app name (default: the repository name)')
       .option('--subdomain <label>', 'subdomain (default: a slug of the name)')
       .option('--dockerfile <path>', 'Dockerfile path inside the repository (default: Dockerfile)')
+      .option('--compose <path>', 'build and run the services of this compose file instead of a Dockerfile (docs/compose.md)')
       .option('--team <team>', "create it as a team's app (team id or name; you must be its owner)")
       .option('--no-deploy', 'only create the app (deploy it later with `slipway deploy APP`, or from the dashboard)'),
   )
@@ -46,6 +48,7 @@ Examples:
   slipway create --git https://github.com/example/hello.git
   slipway create --git https://git.example.com/team/api.git --branch main --subdomain api
   slipway create --git https://git.example.com/team/api.git --no-deploy --json
+  slipway create --git https://git.example.com/team/shop.git --compose compose.yaml
   slipway deploy api`,
     )
     .action((options: CreateOptions) => withInterrupt(io, (signal) => create(io, options, signal)));
@@ -66,6 +69,7 @@ function repositoryName(url: string): string {
 async function create(io: CliIo, options: CreateOptions, signal: AbortSignal): Promise<void> {
   const url = options.git ?? '';
   if (url.trim() === '') throw usageError('--git needs the repository URL');
+  if (options.compose !== undefined && options.dockerfile !== undefined) throw usageError('--compose and --dockerfile are exclusive: a compose app names its Dockerfiles in its compose file');
   if (isLocalFolder(io, url)) {
     throw usageError(
       `${url} is a folder on this machine, which the server cannot fetch: deploy its files with \`slipway deploy ${url}\` (uploaded as they are), ` +
@@ -86,6 +90,7 @@ async function create(io: CliIo, options: CreateOptions, signal: AbortSignal): P
         repo_url: url,
         ...(options.branch === undefined ? {} : { branch: options.branch }),
         ...(options.dockerfile === undefined ? {} : { dockerfile_path: options.dockerfile }),
+        ...(options.compose === undefined ? {} : { compose_path: options.compose }),
         ...(teamId === undefined ? {} : { team_id: teamId }),
       },
     });

@@ -20,6 +20,7 @@ interface DeployOptions extends JsonOption {
   name?: string;
   subdomain?: string;
   dockerfile?: string;
+  compose?: string;
   /** False with --no-follow. */
   follow: boolean;
 }
@@ -34,6 +35,7 @@ export function registerDeployCommand(program: Command, io: CliIo): void {
       .option('--name <name>', 'app name when creating it (default: the folder name)')
       .option('--subdomain <label>', 'subdomain when creating it (default: a slug of the name)')
       .option('--dockerfile <path>', 'Dockerfile path inside the folder (default: Dockerfile)')
+      .option('--compose <path>', 'when creating the app: build and run the services of this compose file instead of a Dockerfile (docs/compose.md)')
       .option('--no-follow', 'return once the build has started, printing its id'),
   )
     .addHelpText(
@@ -59,6 +61,7 @@ Examples:
   slipway deploy ./my-app --subdomain my-app
   slipway deploy my-git-app
   slipway deploy . --dockerfile docker/Dockerfile.prod
+  slipway deploy ./shop --compose compose.yaml
   slipway deploy --no-follow --json`,
     )
     .action((dir: string, options: DeployOptions) => withInterrupt(io, (signal) => deploy(io, dir, options, signal)));
@@ -88,6 +91,7 @@ async function deploy(io: CliIo, dirArg: string, options: DeployOptions, signal:
   const dir = path.resolve(io.cwd, dirArg);
   if (!(await stat(dir).then((s) => s.isDirectory(), () => false))) return redeployByName(io, dirArg, dir, options, signal);
   const dockerfileOption = options.dockerfile === undefined ? undefined : relativeDockerfile(options.dockerfile);
+  const composeOption = await composeFileOption(dir, options);
   const client = await connect(io, signal);
   const note = (text: string): void => void io.stderr.write(`${text}\n`);
 
@@ -100,14 +104,20 @@ async function deploy(io: CliIo, dirArg: string, options: DeployOptions, signal:
   try {
     const archive = path.join(tmp, 'source.tar.gz');
     let packed = { bytes: 0, dockerfileText: '', override: false };
-    app = await findOrCreateApp(client, dir, options, dockerfileOption, note, async (linked) => {
+    app = await findOrCreateApp(client, dir, options, dockerfileOption, composeOption, note, async (linked) => {
       const dockerfile = dockerfileOption ?? linked?.dockerfile_path ?? 'Dockerfile';
+      const compose = linked === undefined ? composeOption : (linked.compose_path ?? undefined);
+      if (linked !== undefined && composeOption !== undefined && composeOption !== linked.compose_path) {
+        note(`note: --compose applies only when creating an app; ${linked.name} ${linked.compose_path ? `builds ${linked.compose_path}` : 'builds a Dockerfile'} (change it in the dashboard or with PATCH compose_path)`);
+      }
       // A different --dockerfile on an existing app is sent as the upload's `dockerfile` part.
       const override = linked !== undefined && dockerfileOption !== undefined && dockerfileOption !== (linked.dockerfile_path ?? 'Dockerfile');
-      const dockerfileText = await readFile(path.join(dir, dockerfile), 'utf8').catch(() => {
+      const dockerfileText = compose !== undefined ? '' : await readFile(path.join(dir, dockerfile), 'utf8').catch(async () => {
         if (dockerfileOption !== undefined) throw new CliError(`no ${dockerfile} in ${dir}: add one, or name it with --dockerfile PATH`);
         // Decisions §24: the server detects the stack and generates one.
         note(`No ${dockerfile} in ${dir}: Slipway generates one from the stack it detects (\`slipway dockerfile\` shows it)`);
+        const found = await composeFileIn(dir);
+        if (found !== undefined && linked === undefined) note(`note: ${dir} has ${found}: to run its services instead, deploy with --compose ${found} (a new app)`);
         return '';
       });
       let size: SourceSize | undefined;
@@ -235,6 +245,7 @@ async function findOrCreateApp(
   dir: string,
   options: DeployOptions,
   dockerfile: string | undefined,
+  compose: string | undefined,
   note: (text: string) => void,
   prepare: (linked: Deployment | undefined) => Promise<void>,
 ): Promise<Deployment> {
@@ -271,7 +282,7 @@ async function findOrCreateApp(
   let created: Deployment;
   try {
     created = await client.request<Deployment>('POST', '/api/v1/deployments', {
-      body: { name, subdomain, source_type: 'archive', dockerfile_path: effectiveDockerfile, ...(volumes === undefined ? {} : { volumes }) },
+      body: { name, subdomain, source_type: 'archive', ...(compose === undefined ? { dockerfile_path: effectiveDockerfile } : { compose_path: compose }), ...(volumes === undefined ? {} : { volumes }) },
     });
   } catch (err) {
     if (err instanceof CliError && (err.code === 'subdomain_taken' || err.code === 'validation_error') && options.subdomain === undefined) {
@@ -284,6 +295,25 @@ async function findOrCreateApp(
   if (volumes !== undefined && volumes.length > 0) note(`Volumes from ${LINK_FILE}: ${describeVolumes(volumes)}`);
   // The creation answer is the short archive form; the full view carries the URL.
   return client.request<Deployment>('GET', `/api/v1/deployments/${created.id}`);
+}
+
+/** The compose file names `docker compose` looks for, in its order. */
+const COMPOSE_FILES = ['compose.yaml', 'compose.yml', 'docker-compose.yaml', 'docker-compose.yml'];
+
+/** The first of the usual compose files in `dir`, if any. */
+async function composeFileIn(dir: string): Promise<string | undefined> {
+  for (const name of COMPOSE_FILES) if (await stat(path.join(dir, name)).then((s) => s.isFile(), () => false)) return name;
+  return undefined;
+}
+
+/** `--compose PATH` checked: inside the folder, present, and not with --dockerfile. */
+async function composeFileOption(dir: string, options: DeployOptions): Promise<string | undefined> {
+  if (options.compose === undefined) return undefined;
+  if (options.dockerfile !== undefined) throw usageError('--compose and --dockerfile are exclusive: a compose app names its Dockerfiles in its compose file');
+  const posix = options.compose.replace(/\\/g, '/').replace(/^(\.\/)+/, '');
+  if (posix === '' || posix.startsWith('/') || posix.split('/').includes('..')) throw usageError(`--compose must be a path inside the folder, got "${options.compose}"`);
+  if (!(await stat(path.join(dir, posix)).then((s) => s.isFile(), () => false))) throw new CliError(`no ${posix} in ${dir}: --compose names the compose file inside the folder`);
+  return posix;
 }
 
 function describeVolumes(volumes: ReadonlyArray<{ name: string; mount_path: string }>): string {
