@@ -87,14 +87,26 @@ export async function detachLinkedApps(ctx: Pick<DatabasesContext, 'services' | 
 export async function linkedReleaseParts(ctx: DatabasesContext, deploymentId: string): Promise<{ vars: EnvVar[]; networks: string[] }> {
   const vars: EnvVar[] = [];
   const networks: string[] = [];
-  for (const link of await ctx.store.linksOfDeployment(deploymentId)) {
-    const database = await ctx.store.get(link.database_id);
-    const credentials = database === undefined ? undefined : await ctx.store.credentials(database.id);
-    if (database === undefined || credentials === undefined) continue;
+  for (const { link, database, credentials } of await linkedCredentials(ctx, deploymentId)) {
     vars.push({ key: link.env, value: ENGINES[database.engine].url(credentials, database.name), secret: true, updated_at: link.created_at });
     networks.push(await ctx.services.network(ctx.instanceId, database.id, ctx.subnetPool));
   }
   return { vars, networks };
+}
+
+/** What an app of `deploymentId` must never show of its links: each URL and each password (an app may print either). */
+export async function linkedSecretValues(ctx: DatabasesContext, deploymentId: string): Promise<string[]> {
+  return (await linkedCredentials(ctx, deploymentId)).flatMap(({ database, credentials }) => [ENGINES[database.engine].url(credentials, database.name), credentials.password]);
+}
+
+async function linkedCredentials(ctx: DatabasesContext, deploymentId: string) {
+  const found = [];
+  for (const link of await ctx.store.linksOfDeployment(deploymentId)) {
+    const database = await ctx.store.get(link.database_id);
+    const credentials = database === undefined ? undefined : await ctx.store.credentials(database.id);
+    if (database !== undefined && credentials !== undefined) found.push({ link, database, credentials });
+  }
+  return found;
 }
 
 function present(database: DatabaseRow, link: { database_id: string; deployment_id: string; env: string; created_at: string }): LinkView {

@@ -8,7 +8,7 @@ import type { ContainerEngine } from '../runtime/engine.js';
 import { engineServiceHost, type ServiceHost } from '../runtime/service-host.js';
 import type { DatabaseLog, DatabasesContext } from './database-context.js';
 import type { DatabaseStore } from './database-store.js';
-import { linkedReleaseParts } from './database-links.js';
+import { linkedReleaseParts, linkedSecretValues } from './database-links.js';
 import { DatabaseWork } from './database-work.js';
 import { withLinkedDatabases } from './linked-runtime.js';
 import { reconcileDatabases } from './reconcile-databases.js';
@@ -91,7 +91,7 @@ export function createDatabasesPart(options: {
   return {
     context,
     handleUpgrade: (req, socket, head) => connector.handleUpgrade(req, socket, head),
-    wrap: (runtime) => withLinkedDatabases(runtime, (deploymentId) => linkedReleaseParts(context, deploymentId)),
+    wrap: (runtime) => withLinkedDatabases(runtime, (deploymentId) => linkedReleaseParts(context, deploymentId), (deploymentId) => linkedSecretValues(context, deploymentId)),
     reconcile: () => reconcileDatabases(context),
     close: async () => {
       connector.close();

@@ -4,13 +4,16 @@ import type { EnvVar } from '../domain/app-config.js';
 
 /** What a deployment's release gets from its linked databases. */
 export type LinkedParts = (deploymentId: string) => Promise<{ vars: EnvVar[]; networks: string[] }>;
+/** The values of a deployment's links to mask wherever its output is shown. */
+export type LinkedSecrets = (deploymentId: string) => Promise<string[]>;
 
 /**
  * `runtime`, with every release it starts (deploy, restart, rollback, recovery) given the links in
  * force at that moment: a link's variable wins over a variable of the same name, and the release
- * joins each linked database's network. Every other call passes through unchanged.
+ * joins each linked database's network; `addedSecrets` names the links' URLs and passwords, for
+ * masking. Every other call passes through unchanged.
  */
-export function withLinkedDatabases(runtime: AppRuntime, linked: LinkedParts): AppRuntime {
+export function withLinkedDatabases(runtime: AppRuntime, linked: LinkedParts, secrets: LinkedSecrets): AppRuntime {
   const withLinks = async <T extends Pick<ReleaseTarget, 'deploymentId' | 'vars' | 'networks'>>(target: T): Promise<T> => {
     const parts = await linked(target.deploymentId);
     if (parts.vars.length === 0 && parts.networks.length === 0) return target;
@@ -30,6 +33,7 @@ export function withLinkedDatabases(runtime: AppRuntime, linked: LinkedParts): A
     removeRelease: (id) => runtime.removeRelease(id),
     releaseLogs: (id, options) => runtime.releaseLogs(id, options),
     releaseStats: (id, signal) => runtime.releaseStats(id, signal),
+    addedSecrets: async (deploymentId) => [...((await runtime.addedSecrets?.(deploymentId)) ?? []), ...(await secrets(deploymentId))],
   };
   if (runtime.removeDeployment !== undefined) {
     const remove = runtime.removeDeployment.bind(runtime);

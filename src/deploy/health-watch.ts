@@ -3,7 +3,7 @@ import type { BackgroundTask } from '../core/background.js';
 import { CrashTracker, HEALTH_OK, type AppHealth, type ReleaseExit } from '../domain/app-health.js';
 import { AppEvents } from '../domain/app-events.js';
 import type { AppConfigStore } from '../domain/app-config.js';
-import type { AppRuntime } from '../runtime/app-runtime.js';
+import { addedSecretVars, type AppRuntime } from '../runtime/app-runtime.js';
 import { redactorFor } from '../secrets/redact.js';
 import type { DeploymentStore } from './deployment-store.js';
 
@@ -16,7 +16,7 @@ const LAST_LINES = 20;
 
 export interface HealthWatchDeps {
   readonly store: Pick<DeploymentStore, 'liveContainers'>;
-  readonly runtime: Pick<AppRuntime, 'releaseExits' | 'releaseLogs' | 'exitLogs'>;
+  readonly runtime: Pick<AppRuntime, 'releaseExits' | 'releaseLogs' | 'exitLogs' | 'addedSecrets'>;
   readonly configs: Pick<AppConfigStore, 'current' | 'buildConfig'>;
   readonly instanceId: string;
   readonly events: AppEvents;
@@ -109,7 +109,7 @@ export class HealthWatch {
       for await (const chunk of logs) text = (text + chunk).slice(-16_384);
       const line = text.split('\n').map((l) => l.trim()).filter((l) => l !== '').pop();
       if (line === undefined) return null;
-      const vars = [...((await this.#deps.configs.buildConfig(buildId)) ?? []), ...(await this.#deps.configs.current(deploymentId))];
+      const vars = [...((await this.#deps.configs.buildConfig(buildId)) ?? []), ...(await this.#deps.configs.current(deploymentId)), ...(await addedSecretVars(runtime, deploymentId))];
       return redactorFor(vars).redact(line).slice(0, 500);
     } catch {
       return null;

@@ -7,6 +7,7 @@ import type { Principal } from '../core/principal.js';
 import type { DeploymentAction } from '../domain/policy.js';
 import { DomainError } from '../core/errors.js';
 import { DockerRuntime } from '../runtime/docker/docker-runtime.js';
+import { addedSecretVars } from '../runtime/app-runtime.js';
 import { redactedStream, redactorFor } from '../secrets/redact.js';
 import { BackgroundTasks } from './background-tasks.js';
 import { LocalBuildQueue } from './build-queue.js';
@@ -116,7 +117,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
     // Secret values are write-only: the app printing one does not make it readable here.
     const released = (await deps.configs.buildConfig(live.id)) ?? [];
     const current = await deps.configs.current(dep.id);
-    return redactedStream(redactorFor([...released, ...current]), lines);
+    return redactedStream(redactorFor([...released, ...current, ...(await addedSecretVars(runtime, dep.id))]), lines);
   }
 
   /** One look at every live release now (the leader's background task 'refreshing live container ports' each interval): routes follow where replicas serve. */

@@ -5,7 +5,7 @@ import type { AppConfigStore } from '../domain/app-config.js';
 import type { AppEvent } from '../domain/app-events.js';
 import type { AuditRecord } from '../domain/audit.js';
 import type { DeploymentCatalog } from '../domain/deployment-catalog.js';
-import type { AppRuntime } from '../runtime/app-runtime.js';
+import { addedSecretVars, type AppRuntime } from '../runtime/app-runtime.js';
 import { releaseTarget, type ReleaseSettings } from '../runtime/release.js';
 import { parseReleaseSet } from '../runtime/release-set.js';
 import { redactorFor } from '../secrets/redact.js';
@@ -19,7 +19,7 @@ export interface JobRunnerDeps {
   readonly store: JobStore;
   readonly deployments: Pick<DeploymentCatalog, 'deployment' | 'build'>;
   readonly configs: Pick<AppConfigStore, 'buildConfig' | 'current'>;
-  readonly runtime: Pick<AppRuntime, 'runOnce'>;
+  readonly runtime: Pick<AppRuntime, 'runOnce' | 'addedSecrets'>;
   readonly settings: ReleaseSettings;
   /** This control-plane instance (recorded on its runs). */
   readonly self: string;
@@ -105,7 +105,7 @@ export class JobRunner {
       else if (typeof (image = jobImage(job, { image_id: build.image_id, release_set: build.release_set })) !== 'string') ending = { status: 'failed', exit_code: null, message: image.error };
       else {
         const vars = (await configs.buildConfig(build.id)) ?? (await configs.current(dep.id));
-        const redact = redactorFor(vars).stream();
+        const redact = redactorFor([...vars, ...(await addedSecretVars(runtime, dep.id))]).stream();
         const target = { ...releaseTarget(dep, { id: build.id, image, vars }, this.#deps.settings), runId: run.id, command: job.command };
         try {
           const result = await runtime.runOnce(target, {
@@ -127,7 +127,7 @@ export class JobRunner {
         } catch (err) {
           writer.append(redact.flush());
           const why = signal.aborted ? String((signal.reason as Error).message) : err instanceof Error ? err.message : String(err);
-          ending = { status: 'failed', exit_code: null, message: redactorFor(vars).redact(why) };
+          ending = { status: 'failed', exit_code: null, message: redactorFor([...vars, ...(await addedSecretVars(runtime, dep.id))]).redact(why) };
         }
       }
     } catch (err) {

@@ -170,6 +170,12 @@ export interface AppRuntime {
    */
   exitLogs?(key: string, options: { tail: number; signal: AbortSignal }): AsyncIterable<string>;
   /**
+   * Secret values the runtime gives the deployment's releases beyond its own variables (its linked
+   * databases' URLs and passwords): its logs, crash lines and job output mask them as they mask the
+   * app's secrets. Runtimes that add none leave it out.
+   */
+  addedSecrets?(deploymentId: string): Promise<string[]>;
+  /**
    * Runs one container of `target.image` with `target.command` to its end, on the deployment's
    * networks with its variables, volumes and limits, unpublished; its output goes to `onOutput`.
    * A run left behind (its instance died) is removed with `removeRelease(id)`. Runtimes that
@@ -193,4 +199,9 @@ export function releaseTotals(stats: readonly ReplicaStats[]): ContainerStats | 
     restarts: sum((s) => s.restarts),
     startedAt: stats.map((s) => s.startedAt).sort()[0] ?? new Date(0).toISOString(),
   };
+}
+
+/** `runtime.addedSecrets` of the deployment as secret variables, for a redactor (none when the runtime adds none). */
+export async function addedSecretVars(runtime: Pick<AppRuntime, 'addedSecrets'>, deploymentId: string): Promise<{ value: string; secret: true }[]> {
+  return ((await runtime.addedSecrets?.(deploymentId)) ?? []).map((value) => ({ value, secret: true }));
 }

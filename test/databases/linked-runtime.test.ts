@@ -20,8 +20,9 @@ function recordingRuntime(calls: Array<[string, unknown[]]>): AppRuntime {
 test('every member of the runtime is there and reaches the wrapped runtime with its arguments', async () => {
   const calls: Array<[string, unknown[]]> = [];
   const inner = recordingRuntime(calls);
-  const wrapped = withLinkedDatabases(inner, async () => ({ vars: [], networks: [] }));
-  assert.deepEqual(Object.keys(wrapped).sort(), Object.keys(inner).sort());
+  const wrapped = withLinkedDatabases(inner, async () => ({ vars: [], networks: [] }), async () => []);
+  // addedSecrets is the wrapper's own (the links' values to mask), whether or not the runtime has one.
+  assert.deepEqual(Object.keys(wrapped).sort(), [...Object.keys(inner), 'addedSecrets'].sort());
   for (const name of Object.keys(inner)) {
     if (name === 'startRelease') continue;
     const args = [`${name}-first`];
@@ -38,7 +39,7 @@ test('a release gets its links: the link wins over a variable of the same name, 
   const wrapped = withLinkedDatabases(recordingRuntime(calls), async (deploymentId) => {
     assert.equal(deploymentId, 'd1');
     return { vars: [{ key: 'DATABASE_URL', value: 'postgres://db/app', secret: true, updated_at: '2026-11-28T00:00:00.000Z' }], networks: ['net-db'] };
-  });
+  }, async () => []);
   const target = { deploymentId: 'd1', vars: [{ key: 'DATABASE_URL', value: 'old', secret: false }, { key: 'A', value: '1', secret: false }], networks: ['own'] } as unknown as ReleaseTarget;
   await wrapped.startRelease(target, {} as Parameters<AppRuntime['startRelease']>[1]);
   const [name, args] = calls.at(-1)!;
@@ -51,7 +52,7 @@ test('a release gets its links: the link wins over a variable of the same name, 
 test("a job's run gets the links as a release does (decisions §22: its linked databases), its command and limits untouched", async () => {
   const calls: Array<[string, unknown[]]> = [];
   const runtime = { ...recordingRuntime(calls), runOnce: (...args: unknown[]) => (calls.push(['runOnce', args]), Promise.resolve({ started: true, exitCode: 0, timedOut: false })) } as unknown as AppRuntime;
-  const wrapped = withLinkedDatabases(runtime, async () => ({ vars: [{ key: 'DATABASE_URL', value: 'postgres://db/app', secret: true, updated_at: '2026-11-28T00:00:00.000Z' }], networks: ['net-db'] }));
+  const wrapped = withLinkedDatabases(runtime, async () => ({ vars: [{ key: 'DATABASE_URL', value: 'postgres://db/app', secret: true, updated_at: '2026-11-28T00:00:00.000Z' }], networks: ['net-db'] }), async () => []);
   assert.ok(wrapped.runOnce !== undefined, 'runOnce is passed through');
   const target = { deploymentId: 'd1', vars: [{ key: 'A', value: '1', secret: false }], networks: ['own'], command: ['sh', '-c', 'true'], memoryBytes: 268435456, runId: 'r1' };
   await wrapped.runOnce(target as unknown as Parameters<NonNullable<AppRuntime['runOnce']>>[0], { timeoutMs: 1000 } as Parameters<NonNullable<AppRuntime['runOnce']>>[1]);
@@ -61,4 +62,15 @@ test("a job's run gets the links as a release does (decisions §22: its linked d
   assert.deepEqual(ran.vars.map((v) => [v.key, v.value]), [['A', '1'], ['DATABASE_URL', 'postgres://db/app']]);
   assert.deepEqual(ran.networks, ['own', 'net-db']);
   assert.deepEqual([ran.command, ran.memoryBytes, ran.runId], [target.command, target.memoryBytes, 'r1']);
+});
+
+test("the links' URLs and passwords are named for masking, after whatever the wrapped runtime adds", async () => {
+  const asked: string[] = [];
+  const links = async (deploymentId: string): Promise<string[]> => (asked.push(deploymentId), ['postgres://app:pw-1234@db/app', 'pw-1234']);
+  const bare = withLinkedDatabases(recordingRuntime([]), async () => ({ vars: [], networks: [] }), links);
+  assert.deepEqual(await bare.addedSecrets!('d1'), ['postgres://app:pw-1234@db/app', 'pw-1234']);
+  const inner = { ...recordingRuntime([]), addedSecrets: async () => ['inner-secret'] } as AppRuntime;
+  const layered = withLinkedDatabases(inner, async () => ({ vars: [], networks: [] }), links);
+  assert.deepEqual(await layered.addedSecrets!('d2'), ['inner-secret', 'postgres://app:pw-1234@db/app', 'pw-1234']);
+  assert.deepEqual(asked, ['d1', 'd2']);
 });

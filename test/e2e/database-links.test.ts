@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { assertError } from '../helpers/api-assert.js';
-import { busyboxArchive, createArchiveApp, deployAndWait, eventually } from '../helpers/apps.js';
+import { busyboxArchive, busyboxScriptArchive, createArchiveApp, deployAndWait, eventually } from '../helpers/apps.js';
 import { STAND_IN_IMAGES, appContainers, canConnect, databaseContainer, docker, waitForStatus } from '../helpers/databases.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -30,7 +30,9 @@ describe('database links and isolation', () => {
 
   test('links: the URL reaches the app from its next release; only linked apps connect; deleting a linked database unlinks it', async () => {
     const { archive } = await busyboxArchive();
-    const linked = await createArchiveApp(s, alice.token, archive);
+    // The linked app prints its URL and the password alone, as apps do by mistake: its logs mask both.
+    const printing = await busyboxScriptArchive('echo "url=$DATABASE_URL"; echo "password=$(echo "$DATABASE_URL" | sed -e "s/.*:\\(.*\\)@.*/\\1/")"; mkdir -p /www; echo ok > /www/index.html; exec httpd -f -p "${PORT:-8080}" -h /www');
+    const linked = await createArchiveApp(s, alice.token, printing);
     const other = await createArchiveApp(s, bob.token, archive);
     const bobsDb = await create(bob.token, { name: 'bobs', engine: 'redis' });
     assert.equal(bobsDb.status, 201);
@@ -69,6 +71,13 @@ describe('database links and isolation', () => {
     assert.ok(env.includes(`DATABASE_URL=${creds.url}`), 'the URL is in the release environment');
     const appEnv = await s.request('GET', `/api/v1/deployments/${linked.id}/env`, { token: alice.token });
     assert.ok(!appEnv.text.includes(creds.password), 'the variables API never shows it');
+    const logs = await eventually(async () => {
+      const res = await s.request('GET', `/api/v1/deployments/${linked.id}/logs`, { token: alice.token });
+      return res.text.includes('password=') ? res.text : undefined;
+    }, 30_000);
+    assert.ok(!logs.includes(creds.password), `the app's logs never show the password: ${logs}`);
+    assert.match(logs, /url=\[redacted\]/);
+    assert.match(logs, /password=\[redacted\]/);
 
     // The real attempt: the linked app connects by the database's host name; the other tenant's app
     // reaches it neither by name nor by its address.
