@@ -81,11 +81,15 @@ async function until(check: () => Promise<boolean>, limitMs: number, what: strin
   }
 }
 
-/** `docker run` of the image by hand, published on loopback; seconds until psql is accepted. */
+/**
+ * `docker run` of the image by hand, published on loopback, with a managed database's default size
+ * (SLIPWAY_DEFAULT_CPUS 1, SLIPWAY_DEFAULT_MEMORY_MB 512), so that `ssh -L` reaches the same
+ * database as `db connect` does: seconds until psql is accepted.
+ */
 async function dockerRunByHand(): Promise<{ port: number; id: string; seconds: number }> {
   const port = await freePort();
   const started = performance.now();
-  const { stdout } = await run('docker', ['run', '-d', '--rm', '-e', 'POSTGRES_USER=app', '-e', `POSTGRES_PASSWORD=${PASSWORD}`, '-e', 'POSTGRES_DB=bench', '-p', `127.0.0.1:${port}:5432`, '--', values.image]);
+  const { stdout } = await run('docker', ['run', '-d', '--rm', '--cpus', '1', '--memory', '512m', '-e', 'POSTGRES_USER=app', '-e', `POSTGRES_PASSWORD=${PASSWORD}`, '-e', 'POSTGRES_DB=bench', '-p', `127.0.0.1:${port}:5432`, '--', values.image]);
   const id = stdout.trim();
   containers.push(id);
   await until(() => psqlOk({ name: 'direct', port, user: 'app', password: PASSWORD, database: 'bench' }), 180_000, 'the hand-run database');
