@@ -3,9 +3,9 @@ import type { BackgroundTask } from '../core/background.js';
 import { CrashTracker, HEALTH_OK, type AppHealth, type ReleaseExit } from '../domain/app-health.js';
 import { AppEvents } from '../domain/app-events.js';
 import type { AppConfigStore } from '../domain/app-config.js';
-import { addedSecretVars, type AppRuntime } from '../runtime/app-runtime.js';
-import { redactorFor } from '../secrets/redact.js';
+import type { AppRuntime } from '../runtime/app-runtime.js';
 import type { DeploymentStore } from './deployment-store.js';
+import { outputRedactor } from './output-redactor.js';
 
 /** How far back the first look reads (a server started amid a crash loop sees it at once). */
 const FIRST_LOOK_MS = 5 * 60_000;
@@ -109,8 +109,7 @@ export class HealthWatch {
       for await (const chunk of logs) text = (text + chunk).slice(-16_384);
       const line = text.split('\n').map((l) => l.trim()).filter((l) => l !== '').pop();
       if (line === undefined) return null;
-      const vars = [...((await this.#deps.configs.buildConfig(buildId)) ?? []), ...(await this.#deps.configs.current(deploymentId)), ...(await addedSecretVars(runtime, deploymentId))];
-      return redactorFor(vars).redact(line).slice(0, 500);
+      return (await outputRedactor(this.#deps.configs, runtime, buildId, deploymentId)).redact(line).slice(0, 500);
     } catch {
       return null;
     }

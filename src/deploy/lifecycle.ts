@@ -7,8 +7,7 @@ import type { Principal } from '../core/principal.js';
 import type { DeploymentAction } from '../domain/policy.js';
 import { DomainError } from '../core/errors.js';
 import { DockerRuntime } from '../runtime/docker/docker-runtime.js';
-import { addedSecretVars } from '../runtime/app-runtime.js';
-import { redactedStream, redactorFor } from '../secrets/redact.js';
+import { redactedStream } from '../secrets/redact.js';
 import { BackgroundTasks } from './background-tasks.js';
 import { LocalBuildQueue } from './build-queue.js';
 import { BuildRunner } from './build-runner.js';
@@ -20,6 +19,7 @@ import type { LifecycleDeps } from './lifecycle-deps.js';
 import { liveBuildOf, ownedDeployment, publishRoute, type LifecycleParts } from './lifecycle-parts.js';
 import { refreshLivePorts } from './live-ports.js';
 import { memoryCoordination } from './memory-coordination.js';
+import { outputRedactor } from './output-redactor.js';
 import type { PendingRelease, RecoveryPlan } from './reconcile.js';
 import { ReleaseRecovery } from './release-recovery.js';
 import { ReleaseSwitch } from './release-switch.js';
@@ -114,10 +114,7 @@ export class DeploymentLifecycle implements DeploymentOperations {
     if (live?.container_id == null) throw new DomainError('invalid_state', 'no container has run for this deployment yet');
     checkLogService(live.release_set, options.service);
     const lines = runtime.releaseLogs(live.container_id, { tail: options.tail, follow: options.follow, signal: options.signal, service: options.service });
-    // Secret values are write-only: the app printing one does not make it readable here.
-    const released = (await deps.configs.buildConfig(live.id)) ?? [];
-    const current = await deps.configs.current(dep.id);
-    return redactedStream(redactorFor([...released, ...current, ...(await addedSecretVars(runtime, dep.id))]), lines);
+    return redactedStream(await outputRedactor(deps.configs, runtime, live.id, dep.id), lines);
   }
 
   /** One look at every live release now (the leader's background task 'refreshing live container ports' each interval): routes follow where replicas serve. */

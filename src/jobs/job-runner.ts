@@ -105,7 +105,8 @@ export class JobRunner {
       else if (typeof (image = jobImage(job, { image_id: build.image_id, release_set: build.release_set })) !== 'string') ending = { status: 'failed', exit_code: null, message: image.error };
       else {
         const vars = (await configs.buildConfig(build.id)) ?? (await configs.current(dep.id));
-        const redact = redactorFor([...vars, ...(await addedSecretVars(runtime, dep.id))]).stream();
+        const redactor = redactorFor([...vars, ...(await addedSecretVars(runtime, dep.id))]);
+        const redact = redactor.stream();
         const target = { ...releaseTarget(dep, { id: build.id, image, vars }, this.#deps.settings), runId: run.id, command: job.command };
         try {
           const result = await runtime.runOnce(target, {
@@ -127,7 +128,7 @@ export class JobRunner {
         } catch (err) {
           writer.append(redact.flush());
           const why = signal.aborted ? String((signal.reason as Error).message) : err instanceof Error ? err.message : String(err);
-          ending = { status: 'failed', exit_code: null, message: redactorFor([...vars, ...(await addedSecretVars(runtime, dep.id))]).redact(why) };
+          ending = { status: 'failed', exit_code: null, message: redactor.redact(why) };
         }
       }
     } catch (err) {
