@@ -31,13 +31,19 @@ export async function pruneImages(store: DeploymentStore, engine: ContainerEngin
   }
 }
 
-/** Removes every container, image and volume (with its data) this installation holds on the engine for a deployment. */
+/**
+ * Removes every container, image and volume (with its data) this installation holds on the engine
+ * for a deployment. Each image is tried even when another could not be removed; the first failure
+ * is thrown at the end.
+ */
 export async function removeDeploymentObjects(engine: ContainerEngine, instanceId: string, deploymentId: string): Promise<void> {
   const labels = { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instanceId, [LABEL_DEPLOYMENT]: deploymentId };
   for (const container of await engine.listContainers(labels)) await engine.removeContainer(container.id);
   await removeDeploymentVolumes(engine, instanceId, deploymentId);
   const prefix = `${imageRepositoryPrefix(instanceId)}${deploymentId}:`;
+  const failures: unknown[] = [];
   for (const image of await engine.listImages({})) {
-    for (const tag of image.tags) if (tag.startsWith(prefix)) await engine.removeImage(tag);
+    for (const tag of image.tags) if (tag.startsWith(prefix)) await engine.removeImage(tag).catch((err: unknown) => failures.push(err));
   }
+  if (failures.length > 0) throw failures[0];
 }

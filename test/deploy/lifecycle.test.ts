@@ -322,6 +322,31 @@ describe('lifecycle on a fake runtime and data plane', () => {
     await rejectsWith(lifecycle.stop(principal, dep.id), 'not_found');
   });
 
+  test('delete with an engine too slow to remove the image: the deletion still succeeds, and the next start sweeps the image', async () => {
+    const dep = await newDeployment('delete-slow');
+    await upload(dep.id, 'FROM scratch');
+    const live = await lifecycle.deploy(principal, dep.id, { wait: true });
+    const image = (await build(live.id)).image_id;
+    assert.ok(image !== null && runtime.images.has(image));
+    const removeImage = runtime.removeImage.bind(runtime);
+    runtime.removeImage = async () => {
+      throw new Error('Docker engine: remove image did not finish within 180s');
+    };
+    try {
+      await lifecycle.remove(principal, dep.id);
+    } finally {
+      runtime.removeImage = removeImage;
+    }
+    assert.equal(dataPlane.answer(dep.subdomain), '404');
+    assert.equal((await runtime.listContainers({ 'dev.slipway.deployment': dep.id })).length, 0);
+    assert.equal(await db.selectFrom('deployments').select('id').where('id', '=', dep.id).executeTakeFirst(), undefined);
+    assert.equal(fs.existsSync(path.dirname(path.dirname(sources.sourceDir(dep.id, crypto.randomUUID())))), false, 'its sources are gone too');
+    assert.equal(runtime.images.has(image), true, 'the image the engine kept');
+    const plan = await planRecovery({ store: databaseDeploymentStore(db, RUNNER), engine: runtime, dataPlane, dataDir: dir, log: () => undefined, instanceId: INSTANCE }, true);
+    await plan.sweep?.();
+    assert.equal(runtime.images.has(image), false, 'swept at the next start');
+  });
+
   test("another user's deployment is not found, whatever the operation", async () => {
     const dep = await newDeployment('owner');
     const stranger: Principal = { ...principal, userId: crypto.randomUUID() };

@@ -37,6 +37,11 @@ import { abortError, engineMessage, ignoreStatus, statusCode, timeoutError, with
 
 /** Time limit of one short engine call (inspect, create, list, remove...). */
 const CALL_TIMEOUT_MS = 30_000;
+/**
+ * Time limit of removing one image: the engine deletes its layers from disk before it answers,
+ * which under heavy disk use (builds, backups) takes far longer than a short call.
+ */
+const IMAGE_REMOVE_TIMEOUT_MS = 180_000;
 /** CFS period of build containers; the CPU limit is a quota of it. */
 const CPU_PERIOD_US = 100_000;
 /** /dev/shm of build containers (counted in their memory). */
@@ -342,7 +347,7 @@ export class DockerEngine implements ContainerEngine {
 
   async removeImage(image: string): Promise<void> {
     await ignoreStatus([404], () =>
-      withTimeout(`remove image ${image}`, CALL_TIMEOUT_MS, (s) =>
+      withTimeout(`remove image ${image}`, IMAGE_REMOVE_TIMEOUT_MS, (s) =>
         this.#docker.getImage(image).remove({ force: true, abortSignal: s }),
       ),
     );
