@@ -94,10 +94,29 @@ export async function linkedReleaseParts(ctx: DatabasesContext, deploymentId: st
   return { vars, networks };
 }
 
-/** What an app of `deploymentId` must never show of its links: each URL and each password (an app may print either). */
+/**
+ * What an app of `deploymentId` must never show of its databases: each URL and each password (an
+ * app may print either). Not only the links of now: a release started before an unlink still holds
+ * the URL until the next one, so every database its owner (or team) has is masked.
+ */
 export async function linkedSecretValues(ctx: DatabasesContext, deploymentId: string): Promise<string[]> {
-  return (await linkedCredentials(ctx, deploymentId)).flatMap(({ database, credentials }) => [ENGINES[database.engine].url(credentials, database.name), credentials.password]);
+  const owner = await ctx.deployments.owner(deploymentId);
+  if (owner === undefined) return [];
+  const values: string[] = [];
+  let before: number | undefined;
+  for (;;) {
+    const page = await ctx.store.list(owner.user_id, owner.team_id === null ? [] : [owner.team_id], before, OWNED_PAGE);
+    for (const database of page) {
+      const credentials = await ctx.store.credentials(database.id);
+      if (credentials !== undefined) values.push(ENGINES[database.engine].url(credentials, database.name), credentials.password);
+    }
+    if (page.length < OWNED_PAGE) return values;
+    before = page.at(-1)!.seq;
+  }
 }
+
+/** Databases read per query when gathering an owner's secret values. */
+const OWNED_PAGE = 200;
 
 async function linkedCredentials(ctx: DatabasesContext, deploymentId: string) {
   const found = [];

@@ -93,6 +93,9 @@ describe('database links and isolation', () => {
     assertError(await s.request('DELETE', `${path}/${pgId}`, { token: alice.token }), 404, 'not_found');
     // The running release still has the variable: pending until the next release (issue 33 item 2).
     assert.deepEqual(await pending(), [true, ['DATABASE_URL']], 'an unlink is pending');
+    const afterUnlink = (await s.request('GET', `/api/v1/deployments/${linked.id}/logs`, { token: alice.token })).text;
+    assert.match(afterUnlink, /password=\[redacted\]/);
+    assert.ok(!afterUnlink.includes(creds.password), `the release still holding the URL stays masked after the unlink: ${afterUnlink}`);
     assert.equal((await s.request('POST', `/api/v1/deployments/${linked.id}/restart`, { token: alice.token })).status, 200);
     assert.deepEqual(await pending(), [false, []], 'the restart applied it');
 
