@@ -134,7 +134,7 @@ export async function runBuildPipeline(
     await recordFailure(parts, dep, build, image, err, cancel, log, sealLog, redactor);
     const verb = cancel.aborted ? 'cancelled' : 'failed';
     deps.onBuildEnd?.(verb, (Date.now() - startedAt) / 1000);
-    deps.log('info', `${what} ${verb} after ${seconds(startedAt)} s: ${summarizeFailure(err, cancel, settings.buildTimeoutMs)}`);
+    deps.log('info', `${what} ${verb} after ${seconds(startedAt)} s: ${summarizeFailure(err, cancel)}`);
   } finally {
     releaseSlot();
     await sealLog();
@@ -156,7 +156,7 @@ async function recordFailure(
   const { deps } = parts;
   const { store } = deps;
   const cancelled = cancel.aborted;
-  const message = redactor.redact(describeFailure(err, cancel, deps.settings.buildTimeoutMs));
+  const message = redactor.redact(describeFailure(err, cancel));
   if (!cancelled && !isExpectedFailure(err)) deps.log('error', 'build failed unexpectedly', { buildId: build.id, err: redactError(redactor, err) });
   log(`==> ${cancelled ? 'cancelled' : 'failed'}: ${message}\n`);
   await sealLog();

@@ -17,19 +17,23 @@ export function isExpectedFailure(err: unknown): boolean {
   );
 }
 
+/** A build stopped by its own time limit (SLIPWAY_BUILD_TIMEOUT), not by any shorter limit of one of its steps. */
+export class BuildTimeLimit extends Error {
+  constructor(limitMs: number) {
+    super(`the build exceeded its time limit of ${Math.round(limitMs / 1000)} s`);
+    this.name = 'TimeoutError';
+  }
+}
+
 /** The text a build record's `error` carries: the cancel reason, the build output's end, or the cause. */
-export function describeFailure(err: unknown, cancel: AbortSignal, buildTimeoutMs: number): string {
+export function describeFailure(err: unknown, cancel: AbortSignal): string {
   if (cancel.aborted) return cancel.reason instanceof Error ? cancel.reason.message : 'cancelled';
   // One line: the build log already holds the whole output, once.
   if (err instanceof EngineBuildError) {
     return stripAnsi(err.message.startsWith('image build failed') ? err.message : `image build failed: ${lastLine(err.outputTail) || err.message}`);
   }
-  if (err instanceof ReleaseError || err instanceof DomainError) return err.message;
-  // One engine call that outlasted its own limit says which (it is not the build's time limit).
-  if (err instanceof Error && err.name === 'TimeoutError' && err.message.startsWith('Docker engine: ')) return err.message;
-  if (err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError')) {
-    return `the build exceeded its time limit of ${Math.round(buildTimeoutMs / 1000)} s`;
-  }
+  // The build's time limit says so; any other limit (one engine call's, one step's) says which it was.
+  if (err instanceof ReleaseError || err instanceof DomainError || err instanceof BuildTimeLimit) return err.message;
   return redactCredentials(withoutClientPrefix(err instanceof Error ? err.message : String(err)));
 }
 
@@ -37,12 +41,12 @@ export function describeFailure(err: unknown, cancel: AbortSignal, buildTimeoutM
  * The failure in Slipway's words alone, for the server's console: never the app's output nor the
  * build output (either may hold anything), git errors with their credentials redacted.
  */
-export function summarizeFailure(err: unknown, cancel: AbortSignal, buildTimeoutMs: number): string {
-  if (cancel.aborted) return describeFailure(err, cancel, buildTimeoutMs);
+export function summarizeFailure(err: unknown, cancel: AbortSignal): string {
+  if (cancel.aborted) return describeFailure(err, cancel);
   if (err instanceof EngineBuildError) return 'the image build failed';
   if (err instanceof ReleaseError) return err.reason;
   if (err instanceof DomainError || (err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError'))) {
-    return describeFailure(err, cancel, buildTimeoutMs);
+    return describeFailure(err, cancel);
   }
   return 'an internal error (logged above)';
 }

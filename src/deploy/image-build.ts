@@ -13,6 +13,7 @@ import type { UsedDockerfile } from '../domain/used-dockerfile.js';
 import { buildArgsFor } from './build-args.js';
 import { chooseDockerfile } from './build-dockerfile.js';
 import { buildNetworkNotice, explainNetworkFailure } from './build-network.js';
+import { BuildTimeLimit } from './failures.js';
 import { imageTag } from './images.js';
 import { buildComposeSet } from './compose-build.js';
 import type { ReleaseSet } from '../runtime/release-set.js';
@@ -84,8 +85,26 @@ export async function buildReleaseImage(
   cancel: AbortSignal,
   log: (text: string) => void,
 ): Promise<{ image: string; set: ReleaseSet | null }> {
+  const limit = AbortSignal.timeout(deps.settings.buildTimeoutMs);
+  try {
+    return await buildWithin(deps, dep, build, vars, workDir, AbortSignal.any([cancel, limit]), log);
+  } catch (err) {
+    // Whatever step the limit cut short (a fetch, the engine's build), the build's limit is the cause.
+    if (limit.aborted && !cancel.aborted) throw new BuildTimeLimit(deps.settings.buildTimeoutMs);
+    throw err;
+  }
+}
+
+async function buildWithin(
+  deps: ImageBuildDeps,
+  dep: DeploymentRow,
+  build: BuildRow,
+  vars: readonly EnvVar[],
+  workDir: string,
+  buildSignal: AbortSignal,
+  log: (text: string) => void,
+): Promise<{ image: string; set: ReleaseSet | null }> {
   const { engine, settings } = deps;
-  const buildSignal = AbortSignal.any([cancel, AbortSignal.timeout(settings.buildTimeoutMs)]);
   let contextDir: string;
   if (dep.source_type === 'git') {
     const at = build.source_ref.startsWith('refs/') ? ` (${build.source_ref})` : '';

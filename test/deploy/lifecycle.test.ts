@@ -168,6 +168,30 @@ describe('lifecycle on a fake runtime and data plane', () => {
     assert.equal(dataPlane.answer(fresh.subdomain), '503', 'a deployment that never ran answers 503');
   });
 
+  test("a build past its time limit fails saying so, and only then: a shorter step's limit is not reported as the build's", async () => {
+    const limited = newLifecycle(dataPlane, { buildTimeoutMs: 1000 });
+    try {
+      const dep = await newDeployment('time-limit');
+      await upload(dep.id, 'WAIT');
+      await rejectsWith(limited.deploy(principal, dep.id, { wait: true }), 'build_failed', /^the build exceeded its time limit of 1 s$/);
+      const failed = await db.selectFrom('builds').selectAll().where('deployment_id', '=', dep.id).executeTakeFirstOrThrow();
+      assert.equal(failed.error, 'the build exceeded its time limit of 1 s');
+      // An engine call timing out well inside the limit names itself.
+      const buildImage = runtime.buildImage.bind(runtime);
+      runtime.buildImage = async () => {
+        throw Object.assign(new Error('Docker engine: build image did not finish within 30s'), { name: 'TimeoutError' });
+      };
+      try {
+        await upload(dep.id, 'FROM scratch');
+        await rejectsWith(limited.deploy(principal, dep.id, { wait: true }), 'build_failed', /^Docker engine: build image did not finish within 30s$/);
+      } finally {
+        runtime.buildImage = buildImage;
+      }
+    } finally {
+      await limited.close();
+    }
+  });
+
   test('cancel: a newer deploy cancels the build in flight; stop cancels it too', async () => {
     const dep = await newDeployment('cancel');
     await upload(dep.id, 'WAIT');
