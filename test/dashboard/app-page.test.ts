@@ -140,6 +140,21 @@ test('names and headers do not break mid-word in narrow columns (390 px and 700 
   await page.close();
 });
 
+test("an app's colour codes are not shown as text: the log reads plain, also when a code is split across pieces", async () => {
+  const page = await browser.newPage();
+  await openPage(page, `${ts.url}/`);
+  const text = await page.evaluate<string>(`(async () => {
+    const { terminal } = await import('/ui/terminal.js');
+    const pre = document.createElement('pre');
+    document.body.append(pre);
+    const t = terminal(pre);
+    for (const piece of ['\\u001b[32mINFO\\u001b[0m listening\\n', 'status \\u001b[1;', '31mERROR\\u001b', '[0m done\\n', '\\u001b]0;title\\u0007plain [brackets] stay\\n']) t.append(piece);
+    return pre.textContent;
+  })()`);
+  assert.equal(text, 'INFO listening\nstatus ERROR done\nplain [brackets] stay\n');
+  await page.close();
+});
+
 test('a carriage return in a log rewrites the line, as in a terminal, also when split across pieces', async () => {
   const page = await browser.newPage();
   await openPage(page, `${ts.url}/`);
