@@ -140,32 +140,30 @@ test('names and headers do not break mid-word in narrow columns (390 px and 700 
   await page.close();
 });
 
-test("an app's colour codes are not shown as text: the log reads plain, also when a code is split across pieces", async () => {
+/** What the dashboard's log view shows after `pieces` arrive one by one. */
+async function terminalText(pieces: string[]): Promise<string> {
   const page = await browser.newPage();
-  await openPage(page, `${ts.url}/`);
-  const text = await page.evaluate<string>(`(async () => {
-    const { terminal } = await import('/ui/terminal.js');
-    const pre = document.createElement('pre');
-    document.body.append(pre);
-    const t = terminal(pre);
-    for (const piece of ['\\u001b[32mINFO\\u001b[0m listening\\n', 'status \\u001b[1;', '31mERROR\\u001b', '[0m done\\n', '\\u001b]0;title\\u0007plain [brackets] stay\\n']) t.append(piece);
-    return pre.textContent;
-  })()`);
-  assert.equal(text, 'INFO listening\nstatus ERROR done\nplain [brackets] stay\n');
-  await page.close();
+  try {
+    await openPage(page, `${ts.url}/`);
+    return await page.evaluate<string>(`(async () => {
+      const { terminal } = await import('/ui/terminal.js');
+      const pre = document.createElement('pre');
+      document.body.append(pre);
+      const t = terminal(pre);
+      for (const piece of ${JSON.stringify(pieces)}) t.append(piece);
+      return pre.textContent;
+    })()`);
+  } finally {
+    await page.close();
+  }
+}
+
+test("an app's colour codes are not shown as text: the log reads plain, also when a code is split across pieces", async () => {
+  const pieces = ['\u001b[32mINFO\u001b[0m listening\n', 'status \u001b[1;', '31mERROR\u001b', '[0m done\n', '\u001b]0;title\u0007plain [brackets] stay\n'];
+  assert.equal(await terminalText(pieces), 'INFO listening\nstatus ERROR done\nplain [brackets] stay\n');
 });
 
 test('a carriage return in a log rewrites the line, as in a terminal, also when split across pieces', async () => {
-  const page = await browser.newPage();
-  await openPage(page, `${ts.url}/`);
-  const text = await page.evaluate<string>(`(async () => {
-    const { terminal } = await import('/ui/terminal.js');
-    const pre = document.createElement('pre');
-    document.body.append(pre);
-    const t = terminal(pre);
-    for (const piece of ['Cloning…\\nReceiving objects:  10%\\rReceiving', ' objects:  55%\\r', 'Receiving objects: 100%, done.\\r', '\\nResolving deltas: 100%\\r\\n', 'Step 2/4\\n']) t.append(piece);
-    return pre.textContent;
-  })()`);
-  assert.equal(text, 'Cloning…\nReceiving objects: 100%, done.\nResolving deltas: 100%\nStep 2/4\n');
-  await page.close();
+  const pieces = ['Cloning…\nReceiving objects:  10%\rReceiving', ' objects:  55%\r', 'Receiving objects: 100%, done.\r', '\nResolving deltas: 100%\r\n', 'Step 2/4\n'];
+  assert.equal(await terminalText(pieces), 'Cloning…\nReceiving objects: 100%, done.\nResolving deltas: 100%\nStep 2/4\n');
 });
