@@ -87,8 +87,13 @@ async function sendEmail(channel: Channel, message: Message, settings: SendSetti
   }
 }
 
-/** SLIPWAY_SMTP_URL as nodemailer's options: smtps:// is TLS from the start, smtp:// upgrades when offered. */
-function smtpServer(raw: string): { host: string; port: number; secure: boolean; auth?: { user: string; pass: string } } {
+/**
+ * SLIPWAY_SMTP_URL as nodemailer's options: smtps:// is TLS from the start, its certificate
+ * checked; smtp:// upgrades with STARTTLS when the server offers it, as mail servers do between
+ * themselves: opportunistic, the certificate not checked (a local relay's is often self-signed,
+ * and a client that would otherwise fall back to plain text gains nothing from refusing it).
+ */
+function smtpServer(raw: string): { host: string; port: number; secure: boolean; tls?: { rejectUnauthorized: boolean }; auth?: { user: string; pass: string } } {
   const url = new URL(raw);
   const secure = url.protocol === 'smtps:';
   const user = decodeURIComponent(url.username);
@@ -96,6 +101,7 @@ function smtpServer(raw: string): { host: string; port: number; secure: boolean;
     host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
     port: url.port === '' ? (secure ? 465 : 587) : Number(url.port),
     secure,
+    ...(secure ? {} : { tls: { rejectUnauthorized: false } }),
     ...(user === '' ? {} : { auth: { user, pass: decodeURIComponent(url.password) } }),
   };
 }

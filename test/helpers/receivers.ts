@@ -77,12 +77,21 @@ export interface SmtpReceiver {
   close(): Promise<void>;
 }
 
-/** A real SMTP server on loopback (no TLS offered) that accepts every recipient except those starting with `refuse`, which get 550. */
-export async function startSmtpReceiver(): Promise<SmtpReceiver> {
+/**
+ * A real SMTP server on loopback that accepts every recipient except those starting with `refuse`,
+ * which get 550. No TLS offered, unless `starttls`: then STARTTLS with smtp-server's own
+ * self-signed certificate, as the package offers by default.
+ */
+export async function startSmtpReceiver(options: { starttls?: boolean } = {}): Promise<SmtpReceiver & { readonly secured: () => boolean }> {
   const mails: Mail[] = [];
+  let secured = false;
   const server = new SMTPServer({
     authOptional: true,
-    disabledCommands: ['STARTTLS', 'AUTH'],
+    disabledCommands: options.starttls === true ? ['AUTH'] : ['STARTTLS', 'AUTH'],
+    onMailFrom(_address, session, callback) {
+      secured = secured || session.secure;
+      callback();
+    },
     logger: false,
     onRcptTo(address, _session, callback) {
       if (address.address.startsWith('refuse')) {
@@ -107,5 +116,5 @@ export async function startSmtpReceiver(): Promise<SmtpReceiver> {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const { port } = server.server.address() as AddressInfo;
-  return { url: `smtp://127.0.0.1:${port}`, mails, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  return { url: `smtp://127.0.0.1:${port}`, mails, secured: () => secured, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }
