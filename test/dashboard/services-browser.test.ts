@@ -67,7 +67,7 @@ services:
   await worker.getByRole('button', { name: 'Logs of worker' }).click();
   assert.equal(await page.locator('#tab-logs').getAttribute('aria-selected'), 'true');
   assert.equal(await page.locator('#logs-service').inputValue(), 'worker');
-  await page.locator('#runtime-log', { hasText: '[worker.1] worker tick' }).waitFor();
+  await page.locator('#runtime-log', { hasText: '[worker] worker tick' }).waitFor();
   assert.doesNotMatch((await page.locator('#runtime-log').textContent()) ?? '', /\[web\]/, "only the worker's lines");
   assert.match(page.url(), /#\/d\/[0-9a-f-]+\/logs$/);
 });

@@ -108,10 +108,10 @@ export class DockerRuntime implements AppRuntime {
     const tail = options.tail === undefined ? {} : { tail: options.tail };
     const single = parsed.network === null ? parsed.groups[0]?.ids ?? [] : [];
     if (single.length === 1) return this.#engine.containerLogs(single[0] ?? id, { ...tail, follow: options.follow, signal: options.signal });
-    // A set's lines are prefixed with their service (and replica, when it has several); `service` keeps one service's.
+    // A set's lines are prefixed `[service]` (decisions §21), its replicas' alike, as under swarm; `service` keeps one service's.
     const members = parsed.groups
       .filter((g) => options.service === undefined || g.service === options.service)
-      .flatMap((g) => g.ids.map((containerId, i) => ({ containerId, label: g.service === null ? String(i + 1) : g.ids.length === 1 ? g.service : `${g.service}.${i + 1}` })));
+      .flatMap((g) => g.ids.map((containerId, i) => ({ containerId, label: g.service ?? String(i + 1) })));
     const sources = members.map(
       ({ containerId }) => (o: { tail?: number | undefined; follow: boolean; signal: AbortSignal }) =>
         this.#engine.containerLogs(containerId, { ...(o.tail === undefined ? {} : { tail: o.tail }), follow: o.follow, signal: o.signal, timestamps: true }),
