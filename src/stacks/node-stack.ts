@@ -147,6 +147,11 @@ function nodeOutput(tree: SourceTree, pkg: PackageJson, deps: Record<string, unk
     reasons.push(`no start script; main "${pkg.main}" → node ${pkg.main}`);
     return { kind: 'server', command: ['node', pkg.main] };
   }
+  // Next.js builds to .next/, never to dist/ or build/: without a server it has nothing to serve.
+  if (build && !('next' in deps)) {
+    reasons.push('no start script and no main → the build\'s output (dist/, else build/) is served as a static site');
+    return { kind: 'static', dir: 'dist-or-build' };
+  }
   throw new StackError(
     'package.json has no "start" script and no "main": add the command that starts your server, e.g. "scripts": { "start": "node server.js" } (it must listen on the port in $PORT)',
   );

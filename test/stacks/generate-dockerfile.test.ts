@@ -1,5 +1,9 @@
 // Unit tests of the generated Dockerfiles: layers in the right order, production dependencies only, non-root, $PORT, base images.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, test } from 'node:test';
 import { generateDockerfile } from '../../src/stacks/generate-dockerfile.js';
 import { treeOf } from '../../src/stacks/source-tree.js';
@@ -90,6 +94,65 @@ describe('node', () => {
     assert.ok(next.includes('COPY --from=build /app/.next/standalone ./'));
     assert.ok(!next.includes('COPY --from=build /app/public ./public'));
     assert.equal(next.at(-1), 'CMD ["node", "server.js"]');
+  });
+});
+
+describe('node: a build script with no start and no main', () => {
+  const built = generate({ 'package.json': pkg({ scripts: { build: 'node build.js' } }), 'build.js': '' });
+
+  /** The build stage's step that picks the site, as the shell runs it. */
+  const siteStep = (dockerfile: string): string => {
+    const lines = dockerfile.split('\n');
+    const start = at(lines, 'RUN mkdir -p /srv');
+    const end = lines.findIndex((l, i) => i >= start && !l.endsWith('\\'));
+    return lines.slice(start, end + 1).join('\n').slice('RUN '.length);
+  };
+
+  /** Runs the step in a folder holding `dirs`, with /srv under a temporary root: what it served, or how it failed. */
+  function runSiteStep(dirs: string[]): { served?: string; failure?: string } {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'site-step-'));
+    try {
+      fs.mkdirSync(path.join(root, 'app'));
+      for (const dir of dirs) {
+        fs.mkdirSync(path.join(root, 'app', dir));
+        fs.writeFileSync(path.join(root, 'app', dir, 'index.html'), dir);
+      }
+      const script = siteStep(built.dockerfile).replaceAll('/srv', path.join(root, 'srv'));
+      const run = spawnSync('sh', ['-c', script], { cwd: path.join(root, 'app'), encoding: 'utf8' });
+      if (run.status !== 0) return { failure: run.stderr };
+      return { served: fs.readFileSync(path.join(root, 'srv', 'www', 'index.html'), 'utf8') };
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  }
+
+  test('the build runs in a build stage with nothing installed; the static image serves what it wrote', () => {
+    const lines = instructions(built.dockerfile);
+    assert.ok(!lines.some((l) => /npm (ci|install)/.test(l)));
+    assert.deepEqual(lines.slice(0, 5), ['FROM n:1 AS build', 'WORKDIR /app', 'COPY . .', 'RUN npm run build', 'RUN mkdir -p /srv \\']);
+    const final = at(lines, 'FROM s:1');
+    assert.deepEqual(lines.slice(final), [
+      'FROM s:1',
+      'COPY --from=build /srv/www /srv/www',
+      'USER 65534:65534',
+      'ENV PORT=8080',
+      'EXPOSE 8080',
+      'CMD ["sh", "-c", "exec httpd -f -v -p \\"$PORT\\" -h /srv/www"]',
+    ]);
+    assert.match(built.dockerfile, /#   - no start script and no main → the build's output \(dist\/, else build\/\) is served as a static site/);
+  });
+
+  test('the site is dist/ if the build made it, else build/; neither fails naming both', () => {
+    assert.deepEqual(runSiteStep(['dist', 'build']), { served: 'dist' });
+    assert.deepEqual(runSiteStep(['build']), { served: 'build' });
+    const { failure } = runSiteStep(['out']);
+    assert.match(failure ?? '', /npm run build made neither dist\/ nor build\/: write the site to one of them/);
+  });
+
+  test('with dependencies, the site step follows the build and no node_modules reaches the image', () => {
+    const lines = instructions(generate({ 'package.json': pkg({ scripts: { build: 'tsc' }, devDependencies: { typescript: '5' } }), 'package-lock.json': '{}' }).dockerfile);
+    assert.equal(at(lines, 'RUN mkdir -p /srv'), at(lines, 'RUN npm run build') + 1);
+    assert.ok(!lines.slice(at(lines, 'FROM s:1')).some((l) => l.includes('node_modules')));
   });
 });
 
