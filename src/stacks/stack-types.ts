@@ -117,3 +117,17 @@ export interface Detection {
 export class StackError extends Error {
   override readonly name = 'StackError';
 }
+
+/**
+ * Files a detector recognises that hold no app (a package.json for tooling alone: no start, main or
+ * build). It yields to any other stack, a static site included; its message is the answer only when
+ * nothing else is there or SLIPWAY_STACK asks for it. `reason` is the build log's line when another is chosen.
+ */
+export class NotAnAppError extends StackError {
+  constructor(
+    message: string,
+    readonly reason: string,
+  ) {
+    super(message);
+  }
+}

@@ -96,6 +96,27 @@ describe('node', () => {
     assert.throws(() => detectStack(treeOf({ 'package.json': pkg({ scripts: { build: 'next build' }, dependencies: { next: '14' } }) })), /no "start" script and no "main"/);
   });
 
+  test('package.json for tooling alone (no start, main or build) next to index.html: a static site, and the log says why', () => {
+    const found = detectStack(treeOf({ 'package.json': pkg({ devDependencies: { prettier: '3' } }), 'index.html': '<h1>hi</h1>' }));
+    assert.deepEqual(found.facts, { stack: 'static', dir: '' });
+    assert.deepEqual(found.reasons, [
+      'package.json at the root has no start script, main or build script → not a Node.js app',
+      'index.html → a static site, served from the root',
+    ]);
+    assert.deepEqual(found.notes, []);
+    // Wherever the static detector finds the site.
+    assert.deepEqual(detectStack(treeOf({ 'package.json': '{}', 'public/index.html': '' })).facts, { stack: 'static', dir: 'public' });
+    // Asked for by SLIPWAY_STACK, Node says what it lacks.
+    assert.throws(() => detectStack(treeOf({ 'package.json': '{}', 'index.html': '' }), 'node'), /no "start" script and no "main"/);
+  });
+
+  test('package.json for tooling alone yields to another stack without a note', () => {
+    const found = detectStack(treeOf({ 'package.json': pkg({ devDependencies: { eslint: '9' } }), 'requirements.txt': 'flask\n', 'app.py': 'app = Flask(__name__)' }));
+    assert.equal(found.facts.stack, 'python');
+    assert.deepEqual(found.notes, []);
+    assert.equal(found.reasons[0], 'package.json at the root has no start script, main or build script → not a Node.js app');
+  });
+
   test('a packageManager that is not manager@version is refused', () => {
     assert.throws(() => detectStack(treeOf({ 'package.json': pkg({ main: 'a.js', packageManager: 'bun', dependencies: { a: '1' } }) })), /packageManager "bun"/);
   });
