@@ -154,6 +154,7 @@ function nodeOutput(tree: SourceTree, pkg: PackageJson, deps: Record<string, unk
   }
   const message =
     'package.json has no "start" script and no "main": add the command that starts your server, e.g. "scripts": { "start": "node server.js" } (it must listen on the port in $PORT)';
+  // A build script makes it an app (Next.js, here) that needs a server; without one, the package.json is tooling.
   if (build) throw new StackError(message);
   throw new NotAnAppError(message, 'package.json at the root has no start script, main or build script → not a Node.js app');
 }
