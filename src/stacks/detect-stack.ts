@@ -3,7 +3,7 @@ import { detectGo } from './go-stack.js';
 import { detectNode } from './node-stack.js';
 import { detectPython } from './python-stack.js';
 import type { SourceTree } from './source-tree.js';
-import { StackError, type Detection, type StackName } from './stack-types.js';
+import { NotAnAppError, StackError, type Detection, type StackName } from './stack-types.js';
 import { detectStatic } from './static-stack.js';
 
 /** The name of the deployment variable (or `slipway dockerfile --stack`) that picks a stack when several match. */
@@ -41,17 +41,23 @@ export function detectStack(tree: SourceTree, preferred?: string): StackChoice {
   }
   // A detector that recognises its files but cannot use them still counts as a match: its error is the answer if it is chosen.
   const matched: Array<{ name: StackName; result: Detection | StackError }> = [];
+  // Files that hold no app (a package.json for tooling alone) yield to any other stack, a static site included.
+  const notApps: Array<{ name: StackName; result: NotAnAppError }> = [];
   for (const [name, detect] of APP_STACKS) {
     try {
       const found = detect(tree);
       if (found !== null) matched.push({ name, result: found });
     } catch (err) {
       if (!(err instanceof StackError)) throw err;
-      matched.push({ name, result: err });
+      if (err instanceof NotAnAppError) notApps.push({ name, result: err });
+      else matched.push({ name, result: err });
     }
   }
   const site = detectStatic(tree);
   if (site !== null && (matched.length === 0 || preferred === 'static')) matched.push({ name: 'static', result: site });
+  // Their error stays the answer when nothing else matched, or when SLIPWAY_STACK names their stack.
+  const yielded = notApps.filter((n) => matched.length > 0 && preferred !== n.name);
+  matched.push(...notApps.filter((n) => !yielded.includes(n)));
 
   if (matched.length === 0) {
     throw new StackError(
@@ -71,5 +77,5 @@ export function detectStack(tree: SourceTree, preferred?: string): StackChoice {
   }
   if (chosen === undefined) throw new StackError('no stack');
   if (chosen.result instanceof StackError) throw chosen.result;
-  return { ...chosen.result, notes };
+  return { ...chosen.result, reasons: [...yielded.map((n) => n.result.reason), ...chosen.result.reasons], notes };
 }

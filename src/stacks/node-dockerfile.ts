@@ -1,6 +1,6 @@
 // The Dockerfile of a Node.js app: dependencies in their own layers, the build with dev dependencies, production ones in the image.
 import { comment, execForm, portLines } from './dockerfile-text.js';
-import { DEFAULT_BASE_IMAGES, type BaseImages, type NodeFacts, type NodeInstall } from './stack-types.js';
+import { DEFAULT_BASE_IMAGES, type BaseImages, type NodeFacts, type NodeInstall, type NodeOutput } from './stack-types.js';
 
 /** The Node image: the configured one, or the default's family at engines.node's major version. */
 export function nodeImage(facts: NodeFacts, images: BaseImages): string {
@@ -74,6 +74,7 @@ export function nodeDockerfile(facts: NodeFacts, images: BaseImages, dockerfileP
         `RUN ${all}`,
         'COPY . .',
         'RUN npm run build',
+        ...siteLines(facts.output),
         comment('The dev dependencies stay here: the image takes node_modules from the deps stage.'),
         'RUN rm -rf node_modules',
       ].join('\n'));
@@ -94,6 +95,7 @@ export function nodeDockerfile(facts: NodeFacts, images: BaseImages, dockerfileP
         'FROM deps AS build',
         ...copySourceWithoutModules(facts, dockerfilePath),
         'RUN npm run build',
+        ...siteLines(facts.output),
         comment('node_modules comes from the deps stage, in its own layer.'),
         'RUN rm -rf node_modules',
       ].join('\n'));
@@ -108,6 +110,7 @@ export function nodeDockerfile(facts: NodeFacts, images: BaseImages, dockerfileP
       'WORKDIR /app',
       'COPY . .',
       'RUN npm run build',
+      ...siteLines(facts.output),
     ].join('\n'));
     appLines = ['COPY --from=build /app ./'];
   } else {
@@ -124,14 +127,34 @@ export function nodeDockerfile(facts: NodeFacts, images: BaseImages, dockerfileP
   return stages.join('\n\n');
 }
 
+/** Where the build stage leaves a site whose directory is known only once the build has run. */
+const BUILT_SITE = '/srv/www';
+
+/**
+ * After the build, for a build script with no known output directory: dist/ (else build/) moved to
+ * BUILT_SITE, or the build fails naming both. Decided here because only the build knows what it writes.
+ */
+function siteLines(output: NodeOutput): string[] {
+  if (output.kind !== 'static' || output.dir !== 'dist-or-build') return [];
+  return [
+    comment('The site is what the build wrote: dist/, else build/.'),
+    [
+      'RUN mkdir -p /srv \\',
+      `    && if [ -d dist ]; then mv dist ${BUILT_SITE}; \\`,
+      `    elif [ -d build ]; then mv build ${BUILT_SITE}; \\`,
+      `    else echo 'npm run build made neither dist/ nor build/: write the site to one of them, or add a "start" script or "main" to run a server' >&2; exit 1; fi`,
+    ].join('\n'),
+  ];
+}
+
 function finalStage(facts: NodeFacts, image: string, images: BaseImages, appLines: string[]): string {
   const { install, output } = facts;
   if (output.kind === 'static') {
-    const dir = output.dir === 'build' ? 'build' : 'dist';
+    const known = output.dir === 'dist-or-build' ? undefined : output.dir;
     return [
-      comment(`The build's output (${dir}/) is a static site: served by busybox httpd, with no Node at run time.`),
+      comment(`The build's output (${known === undefined ? 'dist/ or build/' : `${known}/`}) is a static site: served by busybox httpd, with no Node at run time.`),
       `FROM ${images.static}`,
-      `COPY --from=build /app/${dir} /srv/www`,
+      `COPY --from=build ${known === undefined ? BUILT_SITE : `/app/${known}`} /srv/www`,
       comment('Run as nobody: the site is read, never written.'),
       'USER 65534:65534',
       ...portLines(),

@@ -1,7 +1,7 @@
 // The Node.js detector: package.json, its lockfile, engines.node, packageManager, its scripts and framework.
 import { parseJson } from './json-position.js';
 import type { SourceTree } from './source-tree.js';
-import { StackError, type Detection, type NodeInstall, type NodeOutput, type NodePackageManager } from './stack-types.js';
+import { NotAnAppError, StackError, type Detection, type NodeInstall, type NodeOutput, type NodePackageManager } from './stack-types.js';
 
 const LOCKFILES: ReadonlyArray<readonly [string, NodePackageManager]> = [
   ['pnpm-lock.yaml', 'pnpm'],
@@ -147,9 +147,16 @@ function nodeOutput(tree: SourceTree, pkg: PackageJson, deps: Record<string, unk
     reasons.push(`no start script; main "${pkg.main}" → node ${pkg.main}`);
     return { kind: 'server', command: ['node', pkg.main] };
   }
-  throw new StackError(
-    'package.json has no "start" script and no "main": add the command that starts your server, e.g. "scripts": { "start": "node server.js" } (it must listen on the port in $PORT)',
-  );
+  // Next.js builds to .next/, never to dist/ or build/: without a server it has nothing to serve.
+  if (build && !('next' in deps)) {
+    reasons.push('no start script and no main → the build\'s output (dist/, else build/) is served as a static site');
+    return { kind: 'static', dir: 'dist-or-build' };
+  }
+  const message =
+    'package.json has no "start" script and no "main": add the command that starts your server, e.g. "scripts": { "start": "node server.js" } (it must listen on the port in $PORT)';
+  // A build script makes it an app (Next.js, here) that needs a server; without one, the package.json is tooling.
+  if (build) throw new StackError(message);
+  throw new NotAnAppError(message, 'package.json at the root has no start script, main or build script → not a Node.js app');
 }
 
 /** `node file.js` (plain arguments only) runs as node itself, so signals reach the app rather than npm. */

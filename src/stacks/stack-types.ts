@@ -38,8 +38,11 @@ export type NodeOutput =
   | { readonly kind: 'server'; readonly command: readonly string[] }
   /** Next.js `output: 'standalone'`: .next/standalone's server.js, with .next/static and public/. */
   | { readonly kind: 'next-standalone'; readonly publicDir: boolean }
-  /** A Vite or Create React App build: its output directory served by the static image. */
-  | { readonly kind: 'static'; readonly dir: string };
+  /**
+   * A build's output directory served by the static image: Vite's dist/, Create React App's build/,
+   * or for another build script whichever of dist/ and build/ it made (dist/ first), known only once it has run.
+   */
+  | { readonly kind: 'static'; readonly dir: 'dist' | 'build' | 'dist-or-build' };
 
 export interface NodeFacts {
   readonly stack: 'node';
@@ -113,4 +116,18 @@ export interface Detection {
  */
 export class StackError extends Error {
   override readonly name = 'StackError';
+}
+
+/**
+ * Files a detector recognises that hold no app (a package.json for tooling alone: no start, main or
+ * build). It yields to any other stack, a static site included; its message is the answer only when
+ * nothing else is there or SLIPWAY_STACK asks for it. `reason` is the build log's line when another is chosen.
+ */
+export class NotAnAppError extends StackError {
+  constructor(
+    message: string,
+    readonly reason: string,
+  ) {
+    super(message);
+  }
 }

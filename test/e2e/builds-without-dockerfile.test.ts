@@ -41,6 +41,11 @@ const APPS: Record<string, Record<string, string>> = {
     'cmd/hello/main.go': 'package main\n\nimport (\n\t"fmt"\n\t"net/http"\n\t"os"\n)\n\nfunc main() {\n\thttp.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello from go\\n") })\n\t_ = http.ListenAndServe(":"+os.Getenv("PORT"), nil)\n}\n',
   },
   static: { 'index.html': 'hello from a static site\n' },
+  // No start and no main: the build's dist/ is the site. No dependencies, so nothing is installed.
+  'node-build': {
+    'package.json': JSON.stringify({ name: 'site', scripts: { build: 'node build.js' } }),
+    'build.js': "const fs = require('fs');\nfs.mkdirSync('dist');\nfs.writeFileSync('dist/index.html', 'built by ' + process.argv0 + ' for a static site\\n');\n",
+  },
 };
 
 describe('builds without a Dockerfile on the engine', () => {
@@ -138,6 +143,15 @@ describe('builds without a Dockerfile on the engine', () => {
     const app = await deployed.get('static');
     await served('static', /^hello from a static site\n$/);
     assert.equal((await appRequest(ts.port, app?.subdomain ?? '', { path: '/Dockerfile' })).status, 404);
+  });
+
+  test('node without start or main: the build runs, and its dist/ is served by the static image', async () => {
+    const { id, buildId } = await served('node-build', /^built by node for a static site\n$/);
+    const log = await logOf(id, buildId);
+    assert.match(log, /scripts\.build "node build\.js" → runs in the build stage\n/);
+    assert.match(log, /no start script and no main → the build's output \(dist\/, else build\/\) is served as a static site\n/);
+    const dockerfile = (await ts.request('GET', `/api/v1/deployments/${id}/builds/${buildId}/dockerfile`, { token })).text;
+    assert.ok(dockerfile.includes(`\nFROM ${BUSYBOX_IMAGE}\nCOPY --from=build /srv/www /srv/www\n`), dockerfile);
   });
 
   test('two stacks at the root: the log says how to choose, and the variable it names does choose', async () => {

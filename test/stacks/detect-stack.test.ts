@@ -69,11 +69,52 @@ describe('node', () => {
     );
   });
 
-  test('no start script and no main: says what to add', () => {
-    assert.throws(
-      () => detectStack(treeOf({ 'package.json': pkg({ name: 'a', scripts: { test: 'node --test' } }) })),
-      (err: unknown) => err instanceof StackError && err.message.includes('no "start" script') && err.message.includes('"scripts": { "start": "node server.js" }'),
-    );
+  test('no start script, no main, no build and no index.html: says what to add', () => {
+    const sources: Array<Record<string, string>> = [{ 'package.json': pkg({ name: 'a', scripts: { test: 'node --test' } }) }, { 'package.json': pkg({ devDependencies: { prettier: '3' } }), 'README.md': '' }];
+    for (const files of sources) {
+      assert.throws(
+        () => detectStack(treeOf(files)),
+        (err: unknown) => err instanceof StackError && err.message.includes('no "start" script') && err.message.includes('"scripts": { "start": "node server.js" }'),
+      );
+    }
+  });
+
+  test('a build script with no start and no main: its output (dist/, else build/) is a static site, and the log says why', () => {
+    const found = detectStack(treeOf({ 'package.json': pkg({ name: 'site', scripts: { build: 'node build.js' } }), 'build.js': '' }));
+    assert.equal(found.facts.stack, 'node');
+    if (found.facts.stack !== 'node') return;
+    assert.deepEqual(found.facts.install, { kind: 'none' });
+    assert.equal(found.facts.build, true);
+    assert.deepEqual(found.facts.output, { kind: 'static', dir: 'dist-or-build' });
+    assert.deepEqual(found.reasons, [
+      'package.json at the root',
+      'no dependencies or devDependencies → nothing to install',
+      'scripts.build "node build.js" → runs in the build stage',
+      "no start script and no main → the build's output (dist/, else build/) is served as a static site",
+    ]);
+    // Next.js builds to .next/: without a start script it still says what to add.
+    assert.throws(() => detectStack(treeOf({ 'package.json': pkg({ scripts: { build: 'next build' }, dependencies: { next: '14' } }) })), /no "start" script and no "main"/);
+  });
+
+  test('package.json for tooling alone (no start, main or build) next to index.html: a static site, and the log says why', () => {
+    const found = detectStack(treeOf({ 'package.json': pkg({ devDependencies: { prettier: '3' } }), 'index.html': '<h1>hi</h1>' }));
+    assert.deepEqual(found.facts, { stack: 'static', dir: '' });
+    assert.deepEqual(found.reasons, [
+      'package.json at the root has no start script, main or build script → not a Node.js app',
+      'index.html → a static site, served from the root',
+    ]);
+    assert.deepEqual(found.notes, []);
+    // Wherever the static detector finds the site.
+    assert.deepEqual(detectStack(treeOf({ 'package.json': '{}', 'public/index.html': '' })).facts, { stack: 'static', dir: 'public' });
+    // Asked for by SLIPWAY_STACK, Node says what it lacks.
+    assert.throws(() => detectStack(treeOf({ 'package.json': '{}', 'index.html': '' }), 'node'), /no "start" script and no "main"/);
+  });
+
+  test('package.json for tooling alone yields to another stack without a note', () => {
+    const found = detectStack(treeOf({ 'package.json': pkg({ devDependencies: { eslint: '9' } }), 'requirements.txt': 'flask\n', 'app.py': 'app = Flask(__name__)' }));
+    assert.equal(found.facts.stack, 'python');
+    assert.deepEqual(found.notes, []);
+    assert.equal(found.reasons[0], 'package.json at the root has no start script, main or build script → not a Node.js app');
   });
 
   test('a packageManager that is not manager@version is refused', () => {
