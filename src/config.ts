@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
 import { Cron } from 'croner';
+import { objectName } from './core/object-name.js';
 
 /** Server settings (decisions §1 plus the operational knobs documented in docs/configuration.md). */
 export interface Config {
@@ -478,11 +479,14 @@ function selfBackupSettings(env: Env): SelfBackupSettings | undefined {
     throw new ConfigError(`SLIPWAY_SELF_BACKUP_SCHEDULE must be a cron expression of five fields (or six, seconds first), such as "0 3 * * *", got "${schedule}"`);
   }
   if (path.isAbsolute(destination)) return { schedule: fields.join(' '), directory: destination, keep: 14 };
-  // A destination's id (a UUID) or its name (a DNS label, as the API allows).
-  if (!/^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)$/.test(destination.toLowerCase())) {
+  // A destination's id (a UUID) or its name (free text, as the API allows). A relative path is a
+  // mistake more often than a name with "/" (such a destination is given by its id).
+  if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(destination)) return { schedule: fields.join(' '), destination: destination.toLowerCase(), keep: 14 };
+  const name = objectName(destination);
+  if (name === undefined || name.includes('/')) {
     throw new ConfigError(`SLIPWAY_SELF_BACKUP_DESTINATION must be a backup destination's id or name, or an absolute directory path, got "${destination}"`);
   }
-  return { schedule: fields.join(' '), destination: destination.toLowerCase(), keep: 14 };
+  return { schedule: fields.join(' '), destination: name, keep: 14 };
 }
 
 /** An absolute file path, if set. */

@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import { Readable } from 'node:stream';
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
-import { DNS_LABEL } from '../core/dns-label.js';
+import { OBJECT_NAME_RULE, objectName } from '../core/object-name.js';
 import { pageFromRows, type Page, type PageRequest } from '../core/page.js';
 import { actorOf, type AuditRecord } from '../domain/audit.js';
 import { assertUuid } from '../domain/deployments.js';
@@ -40,9 +40,10 @@ export async function openDestination(ctx: Pick<BackupsContext, 'store' | 'dataD
   return s3ObjectStore(row.settings, (await ctx.store.destinationSecret(row.id)) ?? '', ctx.allowPrivateTargets);
 }
 
+/** A destination's name: free text (contract §20 gives no rule), trimmed, case kept; unique per owner (the store says when taken). */
 function checkName(value: unknown): string {
-  const name = typeof value === 'string' ? value.trim().toLowerCase() : '';
-  if (!DNS_LABEL.test(name)) throw invalid('name must be 1 to 63 characters of a-z, 0-9 and "-", not starting or ending with "-"');
+  const name = objectName(value);
+  if (name === undefined) throw invalid(`name must be ${OBJECT_NAME_RULE}`);
   return name;
 }
 

@@ -27,6 +27,7 @@ import { ValueCipher } from '../secrets/value-cipher.js';
 import { VERSION } from '../version.js';
 import { CliError, EXIT_USAGE } from './cli-error.js';
 import type { CliIo } from './cli-io.js';
+import { commandWord } from './output.js';
 
 /** Time a backup to, or a restore from, a destination may take. */
 const BACKUP_TIMEOUT_MS = 6 * 3_600_000;
@@ -85,7 +86,7 @@ async function backupToDestination(io: CliIo, config: Config, key: Buffer, refer
     io.stdout.write(`${name}\n`);
     io.stderr.write(
       `Backed up Slipway ${header?.version ?? VERSION} (${header?.database ?? ''}, schema ${header?.schema ?? ''}) to ${where} as ${name} in ${((Date.now() - started) / 1000).toFixed(1)} s. ` +
-        `Restore it with: slipway server restore --destination ${reference} --backup ${name}. It is encrypted under the installation key, which it does not hold: keep a copy of the key apart.\n`,
+        `Restore it with: slipway server restore --destination ${commandWord(reference)} --backup ${name}. It is encrypted under the installation key, which it does not hold: keep a copy of the key apart.\n`,
     );
   } catch (err) {
     throw destinationFailure(err, 'backup failed');

@@ -94,12 +94,16 @@ test('the task runs on the leader only, on its schedule, and stops with leadersh
   }
 });
 
-test('the settings: both or neither, a cron expression, an absolute directory', () => {
+test('the settings: both or neither, a cron expression, an absolute directory or a destination', () => {
   assert.equal(loadConfig({}).selfBackup, undefined);
   assert.deepEqual(loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: ' 0 3  * * * ', SLIPWAY_SELF_BACKUP_DESTINATION: '/backups' }).selfBackup, { schedule: '0 3 * * *', directory: '/backups', keep: 14 });
   assert.throws(() => loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '0 3 * * *' }), /set together/);
   assert.throws(() => loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: 'daily', SLIPWAY_SELF_BACKUP_DESTINATION: '/b' }), /cron expression/);
   assert.throws(() => loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '99 3 * * *', SLIPWAY_SELF_BACKUP_DESTINATION: '/b' }), /cron expression/);
-  assert.deepEqual(loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '0 3 * * *', SLIPWAY_SELF_BACKUP_DESTINATION: 'Offsite' }).selfBackup, { schedule: '0 3 * * *', destination: 'offsite', keep: 14 });
+  // A destination's name as the API allows it (contract §20 gives no rule): case and spaces kept; an id lower-cased.
+  assert.deepEqual(loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '0 3 * * *', SLIPWAY_SELF_BACKUP_DESTINATION: 'Offsite' }).selfBackup, { schedule: '0 3 * * *', destination: 'Offsite', keep: 14 });
+  assert.deepEqual(loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '0 3 * * *', SLIPWAY_SELF_BACKUP_DESTINATION: ' Offsite S3 ' }).selfBackup, { schedule: '0 3 * * *', destination: 'Offsite S3', keep: 14 });
+  assert.deepEqual(loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '0 3 * * *', SLIPWAY_SELF_BACKUP_DESTINATION: '8A0C8F4E-4D0B-4A55-9D43-0D2C6A1B7E01' }).selfBackup, { schedule: '0 3 * * *', destination: '8a0c8f4e-4d0b-4a55-9d43-0d2c6a1b7e01', keep: 14 });
+  assert.throws(() => loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '0 3 * * *', SLIPWAY_SELF_BACKUP_DESTINATION: 'x'.repeat(101) }), /id or name, or an absolute directory path/);
   assert.throws(() => loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '0 3 * * *', SLIPWAY_SELF_BACKUP_DESTINATION: 'backups/self' }), /id or name, or an absolute directory path/);
 });
