@@ -57,7 +57,7 @@ function text(body: Record<string, unknown>, key: string, required: boolean, max
   return value.trim();
 }
 
-/** The S3 settings of a create or change (`base`: the current ones for a change), the endpoint checked against the address rule. */
+/** The S3 settings of a create or change (`base`: the current ones for a change), the endpoint checked against the address rule (unless private targets are allowed). */
 export async function checkS3(ctx: Pick<BackupsContext, 'allowPrivateTargets'>, body: Record<string, unknown>, base: S3Settings | undefined): Promise<S3Settings> {
   const required = base === undefined;
   const endpoint = text(body, 'endpoint', required) ?? base!.endpoint;
@@ -86,8 +86,13 @@ export async function checkS3(ctx: Pick<BackupsContext, 'allowPrivateTargets'>, 
     access_key_id: text(body, 'access_key_id', required, 256) ?? base!.access_key_id,
     force_path_style: forcePathStyle,
   };
-  const refused = await refusedTarget(url, ctx.allowPrivateTargets);
-  if (refused !== undefined) throw invalid(`endpoint refused: ${refused}`);
+  // With private targets allowed there is nothing to refuse here: a host that does not resolve (yet)
+  // is recorded, and every use resolves it again (s3-object-store.ts: `test` answers step `resolve`).
+  // Without, an address that cannot be checked is refused.
+  if (!ctx.allowPrivateTargets) {
+    const refused = await refusedTarget(url, false);
+    if (refused !== undefined) throw invalid(`endpoint refused: ${refused}`);
+  }
   return settings;
 }
 

@@ -121,6 +121,19 @@ describe('backup destinations', () => {
     assert.equal(unreachable.json.step, 'resolve', unreachable.text);
     assert.match(unreachable.json.message, new RegExp(`127\\.0\\.0\\.1:${port}`));
     assert.ok(Date.now() - started < 30_000);
+
+    // A host that does not resolve: with SLIPWAY_ALLOW_PRIVATE_TARGETS there is nothing to refuse at
+    // creation (or at a change); the test resolves it and names the step.
+    const nowhere = await s.request('POST', '/api/v1/backup-destinations', { token: alice.token, body: s3Body({ name: 'nowhere', endpoint: 'https://no-such-host.invalid' }) });
+    assert.equal(nowhere.status, 201, nowhere.text);
+    const unresolved = await s.request('POST', `/api/v1/backup-destinations/${nowhere.json.id}/test`, { token: alice.token });
+    assert.equal(unresolved.status, 200);
+    assert.equal(unresolved.json.ok, false);
+    assert.equal(unresolved.json.step, 'resolve', unresolved.text);
+    assert.match(unresolved.json.message, /no-such-host\.invalid does not resolve/);
+    const moved = await s.request('PATCH', `/api/v1/backup-destinations/${good.id}`, { token: alice.token, body: { endpoint: 'http://also-no-such-host.invalid:9000' } });
+    assert.equal(moved.status, 200, moved.text);
+    assert.equal(moved.json.endpoint, 'http://also-no-such-host.invalid:9000');
   });
 
   test('a local destination under the data directory tests ok', async () => {
