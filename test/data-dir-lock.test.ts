@@ -71,4 +71,21 @@ describe('the data directory lock', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('released with removeFiles, leaves no file behind (a failed restore), and the next taker gets a lock of its own', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-dirlock-'));
+    try {
+      const lock = await lockDataDir(dir, 'a failed restore', 0);
+      assert.ok(fs.readdirSync(dir).includes('server.lock'));
+      lock.release({ removeFiles: true });
+      assert.deepEqual(fs.readdirSync(dir), []);
+      const next = await lockDataDir(dir, 'the next one', 0);
+      await assert.rejects(lockDataDir(dir, 'a third', 0), /another Slipway server holds the data directory/);
+      next.release();
+      assert.deepEqual(fs.readdirSync(dir), ['server.lock'], 'a plain release keeps the file');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
+
