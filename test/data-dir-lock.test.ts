@@ -51,7 +51,9 @@ describe('the data directory lock', () => {
   it('is a real lock: freed when its holder is killed, whatever the holder file still says', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-dirlock-'));
     const moduleUrl = new URL('../src/data-dir-lock.js', import.meta.url).href;
-    const holder = spawn(process.execPath, ['--input-type=module', '-e', `const m = await import(${JSON.stringify(moduleUrl)}); m.lockDataDir(process.argv[1], 'held'); console.log('held'); setInterval(() => {}, 1000);`, dir], {
+    // The holder keeps its lock referenced, as the server does: a lock nothing references may be
+    // collected, and collecting it closes its SQLite connection, which frees the lock.
+    const holder = spawn(process.execPath, ['--input-type=module', '-e', `const m = await import(${JSON.stringify(moduleUrl)}); globalThis.held = await m.lockDataDir(process.argv[1], 'held'); console.log('held'); setInterval(() => {}, 1000);`, dir], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     try {
