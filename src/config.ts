@@ -2,7 +2,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
-import { Cron } from 'croner';
+import { JobSchedule } from './jobs/job-schedule.js';
+import { objectName } from './core/object-name.js';
 
 /** Server settings (decisions §1 plus the operational knobs documented in docs/configuration.md). */
 export interface Config {
@@ -466,23 +467,24 @@ function selfBackupSettings(env: Env): SelfBackupSettings | undefined {
   const destination = text(env, 'SLIPWAY_SELF_BACKUP_DESTINATION');
   if (schedule === undefined && destination === undefined) return undefined;
   if (schedule === undefined || destination === undefined) throw new ConfigError('SLIPWAY_SELF_BACKUP_SCHEDULE and SLIPWAY_SELF_BACKUP_DESTINATION are set together');
-  const fields = schedule.split(/\s+/);
-  let valid = fields.length === 5 || fields.length === 6;
+  // The forms a job's schedule takes (contract §22): 5 or 6 fields, or @hourly, @daily, @weekly,
+  // @monthly; read by croner as the scheduler will (src/operate/self-backup-schedule.ts).
   try {
-    // croner parses it as the scheduler will (ranges, steps, names); a paused job never fires.
-    if (valid) new Cron(fields.join(' '), { paused: true, timezone: 'UTC' }).stop();
-  } catch {
-    valid = false;
+    JobSchedule.parse(schedule, 'UTC');
+  } catch (err) {
+    const why = err instanceof Error ? err.message.replace(/^schedule: /, '') : String(err);
+    throw new ConfigError(`SLIPWAY_SELF_BACKUP_SCHEDULE must be a cron expression of five fields (or six, seconds first), such as "0 3 * * *", or @hourly, @daily, @weekly, @monthly, got "${schedule}" (${why})`);
   }
-  if (!valid) {
-    throw new ConfigError(`SLIPWAY_SELF_BACKUP_SCHEDULE must be a cron expression of five fields (or six, seconds first), such as "0 3 * * *", got "${schedule}"`);
-  }
-  if (path.isAbsolute(destination)) return { schedule: fields.join(' '), directory: destination, keep: 14 };
-  // A destination's id (a UUID) or its name (a DNS label, as the API allows).
-  if (!/^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)$/.test(destination.toLowerCase())) {
+  const cron = schedule.startsWith('@') ? schedule.toLowerCase() : schedule.split(/\s+/).join(' ');
+  if (path.isAbsolute(destination)) return { schedule: cron, directory: destination, keep: 14 };
+  // A destination's id (a UUID) or its name (free text, as the API allows). A relative path is a
+  // mistake more often than a name with "/" (such a destination is given by its id).
+  if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(destination)) return { schedule: cron, destination: destination.toLowerCase(), keep: 14 };
+  const name = objectName(destination);
+  if (name === undefined || name.includes('/')) {
     throw new ConfigError(`SLIPWAY_SELF_BACKUP_DESTINATION must be a backup destination's id or name, or an absolute directory path, got "${destination}"`);
   }
-  return { schedule: fields.join(' '), destination: destination.toLowerCase(), keep: 14 };
+  return { schedule: cron, destination: name, keep: 14 };
 }
 
 /** An absolute file path, if set. */

@@ -8,8 +8,12 @@ import { ConfigError } from './config.js';
 
 /** A held lock; `release` lets the next process in. */
 export interface DataDirLock {
-  release(): void;
+  /** With `removeFiles`, the lock's files go too: for a command that leaves the directory as it found it (a failed restore). */
+  release(options?: { removeFiles?: boolean }): void;
 }
+
+/** The lock's file in the data directory (SQLite's journal and the holder's name sit beside it while it is held). */
+export const LOCK_FILE = 'server.lock';
 
 interface Holder {
   readonly pid: number;
@@ -26,7 +30,7 @@ interface Holder {
  */
 export async function lockDataDir(dataDir: string, instance: string, waitMs = 5000): Promise<DataDirLock> {
   fs.mkdirSync(dataDir, { recursive: true });
-  const file = path.join(dataDir, 'server.lock');
+  const file = path.join(dataDir, LOCK_FILE);
   const holderFile = `${file}.holder`;
   // A holder that was just killed may take a moment to be gone (an orphaned worker ending): tried for `waitMs`.
   const deadline = Date.now() + waitMs;
@@ -52,9 +56,11 @@ export async function lockDataDir(dataDir: string, instance: string, waitMs = 50
   fs.writeFileSync(holderFile, `${JSON.stringify(holder)}\n`, { mode: 0o600 });
   let released = false;
   return {
-    release(): void {
+    release(options): void {
       if (released) return;
       released = true;
+      // Unlinked while still held: a process waiting meanwhile opens the path again at each try, so it locks the new file.
+      if (options?.removeFiles === true) for (const name of [file, `${file}-journal`]) fs.rmSync(name, { force: true });
       fs.rmSync(holderFile, { force: true });
       lock.close();
     },

@@ -51,7 +51,9 @@ describe('the data directory lock', () => {
   it('is a real lock: freed when its holder is killed, whatever the holder file still says', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-dirlock-'));
     const moduleUrl = new URL('../src/data-dir-lock.js', import.meta.url).href;
-    const holder = spawn(process.execPath, ['--input-type=module', '-e', `const m = await import(${JSON.stringify(moduleUrl)}); m.lockDataDir(process.argv[1], 'held'); console.log('held'); setInterval(() => {}, 1000);`, dir], {
+    // The holder keeps its lock referenced, as the server does: a lock nothing references may be
+    // collected, and collecting it closes its SQLite connection, which frees the lock.
+    const holder = spawn(process.execPath, ['--input-type=module', '-e', `const m = await import(${JSON.stringify(moduleUrl)}); globalThis.held = await m.lockDataDir(process.argv[1], 'held'); console.log('held'); setInterval(() => {}, 1000);`, dir], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     try {
@@ -71,4 +73,21 @@ describe('the data directory lock', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('released with removeFiles, leaves no file behind (a failed restore), and the next taker gets a lock of its own', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-dirlock-'));
+    try {
+      const lock = await lockDataDir(dir, 'a failed restore', 0);
+      assert.ok(fs.readdirSync(dir).includes('server.lock'));
+      lock.release({ removeFiles: true });
+      assert.deepEqual(fs.readdirSync(dir), []);
+      const next = await lockDataDir(dir, 'the next one', 0);
+      await assert.rejects(lockDataDir(dir, 'a third', 0), /another Slipway server holds the data directory/);
+      next.release();
+      assert.deepEqual(fs.readdirSync(dir), ['server.lock'], 'a plain release keeps the file');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
+

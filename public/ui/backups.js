@@ -17,7 +17,7 @@ export function renderDestinations(ctx, changed) {
     const input = h('input', { name, autocomplete: 'off', ...props });
     return { input, label: h('label', { 'data-s3': '' }, label, input) };
   };
-  const name = h('input', { name: 'name', required: true, maxlength: '63', placeholder: 'offsite', autocomplete: 'off' });
+  const name = h('input', { name: 'name', required: true, maxlength: '100', placeholder: 'Offsite S3', autocomplete: 'off' });
   const type = h('select', { name: 'type' }, h('option', { value: 's3', text: 'S3-compatible bucket' }), h('option', { value: 'local', text: 'This server (local)' }));
   const endpoint = field('endpoint', 'Endpoint', { type: 'url', placeholder: 'the S3 endpoint URL' });
   const region = field('region', 'Region', { placeholder: 'us-east-1' });

@@ -11,7 +11,7 @@ export function renderJobsTab(panel, page) {
   const rows = h('tbody', { id: 'job-rows' });
   const error = h('p', { class: 'panel-error', role: 'alert' });
   const field = (name, props = {}) => h('input', { name, id: `job-${name}`, ...props });
-  const name = field('name', { required: true, maxlength: '63', placeholder: 'nightly-cleanup', autocomplete: 'off' });
+  const name = field('name', { required: true, maxlength: '100', placeholder: 'nightly cleanup', autocomplete: 'off' });
   const schedule = field('schedule', { required: true, placeholder: '0 3 * * *', autocomplete: 'off' });
   const timezone = field('timezone', { value: 'UTC', autocomplete: 'off' });
   const timeout = field('timeout', { type: 'number', min: '1', max: '86400', value: '3600' });

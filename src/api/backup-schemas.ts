@@ -20,8 +20,11 @@ export const DestinationResponse = Type.Object({
   updated_at: Timestamp,
 });
 
+// Up to 100 characters once trimmed (the use-case's rule): the schema leaves room for the spaces around them.
+const DestinationName = Type.String({ maxLength: 200, description: 'any text of 1–100 characters after trimming, case kept, without control characters; unique per owner' });
+
 const destinationFields = {
-  name: Type.Optional(Type.String({ maxLength: 100 })),
+  name: Type.Optional(DestinationName),
   endpoint: Type.Optional(Type.String({ maxLength: 1024 })),
   region: Type.Optional(Type.String({ maxLength: 64 })),
   bucket: Type.Optional(Type.String({ maxLength: 63 })),
@@ -32,7 +35,7 @@ const destinationFields = {
 };
 
 export const CreateDestinationBody = Type.Object(
-  { ...destinationFields, name: Type.String({ maxLength: 100 }), type: Type.String({ maxLength: 10, description: 's3 or local' }), team_id: Type.Optional(Nullable(Type.String({ maxLength: 100 }))) },
+  { ...destinationFields, name: DestinationName, type: Type.String({ maxLength: 10, description: 's3 or local' }), team_id: Type.Optional(Nullable(Type.String({ maxLength: 100 }))) },
   { additionalProperties: false },
 );
 export type CreateDestinationBody = Static<typeof CreateDestinationBody>;

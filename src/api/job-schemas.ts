@@ -37,7 +37,8 @@ export const RunResponse = Type.Object({
 
 // Values are checked by the use-cases (each 400 names its field); the schema checks shapes only.
 const fields = {
-  name: Type.String({ maxLength: 100 }),
+  // Up to 100 characters once trimmed (the use-case's rule): the schema leaves room for the spaces around them.
+  name: Type.String({ maxLength: 200, description: 'any text of 1–100 characters after trimming, without control characters; unique in the deployment' }),
   schedule: Type.String({ maxLength: 200 }),
   command: Type.Array(Type.String({ maxLength: 4096 }), { maxItems: 100, description: 'an argv array, never a shell string' }),
   timezone: Type.String({ maxLength: 64 }),

@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import { Readable } from 'node:stream';
 import { DomainError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
-import { DNS_LABEL } from '../core/dns-label.js';
+import { OBJECT_NAME_RULE, objectName } from '../core/object-name.js';
 import { pageFromRows, type Page, type PageRequest } from '../core/page.js';
 import { actorOf, type AuditRecord } from '../domain/audit.js';
 import { assertUuid } from '../domain/deployments.js';
@@ -40,9 +40,10 @@ export async function openDestination(ctx: Pick<BackupsContext, 'store' | 'dataD
   return s3ObjectStore(row.settings, (await ctx.store.destinationSecret(row.id)) ?? '', ctx.allowPrivateTargets);
 }
 
+/** A destination's name: free text (contract §20 gives no rule), trimmed, case kept; unique per owner (the store says when taken). */
 function checkName(value: unknown): string {
-  const name = typeof value === 'string' ? value.trim().toLowerCase() : '';
-  if (!DNS_LABEL.test(name)) throw invalid('name must be 1 to 63 characters of a-z, 0-9 and "-", not starting or ending with "-"');
+  const name = objectName(value);
+  if (name === undefined) throw invalid(`name must be ${OBJECT_NAME_RULE}`);
   return name;
 }
 
@@ -56,7 +57,7 @@ function text(body: Record<string, unknown>, key: string, required: boolean, max
   return value.trim();
 }
 
-/** The S3 settings of a create or change (`base`: the current ones for a change), the endpoint checked against the address rule. */
+/** The S3 settings of a create or change (`base`: the current ones for a change), the endpoint checked against the address rule (unless private targets are allowed). */
 export async function checkS3(ctx: Pick<BackupsContext, 'allowPrivateTargets'>, body: Record<string, unknown>, base: S3Settings | undefined): Promise<S3Settings> {
   const required = base === undefined;
   const endpoint = text(body, 'endpoint', required) ?? base!.endpoint;
@@ -85,8 +86,13 @@ export async function checkS3(ctx: Pick<BackupsContext, 'allowPrivateTargets'>, 
     access_key_id: text(body, 'access_key_id', required, 256) ?? base!.access_key_id,
     force_path_style: forcePathStyle,
   };
-  const refused = await refusedTarget(url, ctx.allowPrivateTargets);
-  if (refused !== undefined) throw invalid(`endpoint refused: ${refused}`);
+  // With private targets allowed there is nothing to refuse here: a host that does not resolve (yet)
+  // is recorded, and every use resolves it again (s3-object-store.ts: `test` answers step `resolve`).
+  // Without, an address that cannot be checked is refused.
+  if (!ctx.allowPrivateTargets) {
+    const refused = await refusedTarget(url, false);
+    if (refused !== undefined) throw invalid(`endpoint refused: ${refused}`);
+  }
   return settings;
 }
 

@@ -39,6 +39,11 @@ export function ago(iso: string | null | undefined, now: number = Date.now()): s
   return iso.slice(0, 10);
 }
 
+/** A value as one word of a command line to copy (single-quoted for a POSIX shell when it needs it: a name with spaces). */
+export function commandWord(value: string): string {
+  return /^[A-Za-z0-9_.@%+=:,\/-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
+}
+
 /** The first 8 characters of an id, as `git` shortens hashes. */
 export function shortId(id: string | null | undefined): string {
   return id === null || id === undefined ? '-' : id.slice(0, 8);

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError, loadConfig, type Config } from '../config.js';
-import { lockDataDir } from '../data-dir-lock.js';
+import { LOCK_FILE, lockDataDir } from '../data-dir-lock.js';
 import type { Readable, Writable } from 'node:stream';
 import { localDestinationDir, localObjectStore } from '../backups/local-object-store.js';
 import { DestinationError, type ObjectStore } from '../backups/object-store.js';
@@ -27,6 +27,7 @@ import { ValueCipher } from '../secrets/value-cipher.js';
 import { VERSION } from '../version.js';
 import { CliError, EXIT_USAGE } from './cli-error.js';
 import type { CliIo } from './cli-io.js';
+import { commandWord } from './output.js';
 
 /** Time a backup to, or a restore from, a destination may take. */
 const BACKUP_TIMEOUT_MS = 6 * 3_600_000;
@@ -85,7 +86,7 @@ async function backupToDestination(io: CliIo, config: Config, key: Buffer, refer
     io.stdout.write(`${name}\n`);
     io.stderr.write(
       `Backed up Slipway ${header?.version ?? VERSION} (${header?.database ?? ''}, schema ${header?.schema ?? ''}) to ${where} as ${name} in ${((Date.now() - started) / 1000).toFixed(1)} s. ` +
-        `Restore it with: slipway server restore --destination ${reference} --backup ${name}. It is encrypted under the installation key, which it does not hold: keep a copy of the key apart.\n`,
+        `Restore it with: slipway server restore --destination ${commandWord(reference)} --backup ${name}. It is encrypted under the installation key, which it does not hold: keep a copy of the key apart.\n`,
     );
   } catch (err) {
     throw destinationFailure(err, 'backup failed');
@@ -183,14 +184,20 @@ export async function runSelfRestore(io: CliIo, options: RestoreOptions): Promis
   const file = options.file === undefined ? undefined : path.resolve(io.cwd, options.file);
   if (file !== undefined && !fs.existsSync(file)) throw new CliError(`${file} does not exist`);
   const key = installationKey(config, 'a restore');
+  // A failed restore leaves the data directory as it found it (contract §25: "nothing written"): the
+  // directories the lock creates and the lock's files are removed again.
+  const created = missingDirs(config.dataDir);
+  const hadLock = fs.existsSync(path.join(config.dataDir, LOCK_FILE));
   let lock;
   try {
     lock = await lockDataDir(config.dataDir, 'slipway server restore', 0);
   } catch (err) {
+    removeCreatedDirs(created);
     if (err instanceof ConfigError) throw new CliError(`cannot restore while a server runs: ${err.message}`);
     throw err;
   }
   let what = file ?? options.backup ?? '';
+  let restored = false;
   try {
     let input: Readable;
     if (file !== undefined) {
@@ -206,6 +213,7 @@ export async function runSelfRestore(io: CliIo, options: RestoreOptions): Promis
       `Restored the backup of ${header.created_at} (Slipway ${header.version}) into ${config.databaseUrl === undefined ? config.dataDir : 'the PostgreSQL database'}. ` +
         `Start the server: ${rebuilds} deployment${rebuilds === 1 ? '' : 's'} that were live will be rebuilt and released.\n`,
     );
+    restored = true;
   } catch (err) {
     if (err instanceof BackupReadError || err instanceof RestoreRefused) throw new CliError(`cannot restore ${what}: ${err.message}. Nothing was written.`);
     if (err instanceof SelfBackupDestinationError || err instanceof DestinationError) {
@@ -214,6 +222,25 @@ export async function runSelfRestore(io: CliIo, options: RestoreOptions): Promis
     }
     throw err;
   } finally {
-    lock.release();
+    lock.release({ removeFiles: !restored && !hadLock });
+    if (!restored) removeCreatedDirs(created);
+  }
+}
+
+/** `dir` and those of its parents that do not exist, deepest first: what creating it makes. */
+function missingDirs(dir: string): string[] {
+  const missing: string[] = [];
+  for (let at = path.resolve(dir); !fs.existsSync(at) && path.dirname(at) !== at; at = path.dirname(at)) missing.push(at);
+  return missing;
+}
+
+/** Removes directories a failed command created, deepest first, each only when empty: anything put there since stays. */
+function removeCreatedDirs(dirs: readonly string[]): void {
+  for (const dir of dirs) {
+    try {
+      fs.rmdirSync(dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return;
+    }
   }
 }

@@ -1,6 +1,7 @@
 // Jobs' use-cases (decisions §22): create, list, show, change, delete, run now, runs and their logs; each authorized by the deployment policy.
 import crypto from 'node:crypto';
 import { DomainError } from '../core/errors.js';
+import { OBJECT_NAME_RULE, objectName } from '../core/object-name.js';
 import { pageFromList, type Page, type PageRequest } from '../core/page.js';
 import type { Principal } from '../core/principal.js';
 import type { DeploymentCatalog } from '../domain/deployment-catalog.js';
@@ -42,11 +43,11 @@ const MAX_ARG_LENGTH = 4096;
 
 const invalid = (field: string, why: string): DomainError => new DomainError('validation_error', `${field}: ${why}`);
 
+/** A job's name: free text (contract §22 gives no rule), trimmed; unique in the deployment (the store says when taken). */
 function checkName(value: unknown): string {
-  if (typeof value !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/.test(value)) {
-    throw invalid('name', 'letters, digits, ".", "_" and "-" (at most 63, starting with a letter or digit)');
-  }
-  return value;
+  const name = objectName(value);
+  if (name === undefined) throw invalid('name', OBJECT_NAME_RULE);
+  return name;
 }
 
 function checkCommand(value: unknown): string[] {
@@ -120,7 +121,7 @@ export async function createJob(ctx: JobsContext, principal: Principal, deployme
   // A deployment without a live release yet may get jobs (contract §22: 201): their runs are `skipped` until it has one.
   const now = new Date().toISOString();
   const job: JobRow = { id: crypto.randomUUID(), deployment_id: dep.id, name, schedule, command, timezone, timeout_seconds: timeout, concurrency, service, created_at: now, updated_at: now };
-  if ((await ctx.store.create(job, jobRecord(principal, dep, job.id, 'create'))) === 'name_taken') throw new DomainError('validation_error', `name: the deployment already has a job named ${name}`);
+  if ((await ctx.store.create(job, jobRecord(principal, dep, job.id, 'create'))) === 'name_taken') throw new DomainError('validation_error', `name: the deployment already has a job named "${name}"`);
   ctx.scheduler.changed();
   return job;
 }
@@ -152,7 +153,7 @@ export async function updateJob(ctx: JobsContext, principal: Principal, deployme
     ...(input.service === undefined ? {} : { service: checkService(input.service) }),
   };
   const updatedAt = new Date().toISOString();
-  if ((await ctx.store.update(job.id, changes, updatedAt, jobRecord(principal, dep, job.id, 'update'))) === 'name_taken') throw new DomainError('validation_error', `name: the deployment already has a job named ${changes.name ?? job.name}`);
+  if ((await ctx.store.update(job.id, changes, updatedAt, jobRecord(principal, dep, job.id, 'update'))) === 'name_taken') throw new DomainError('validation_error', `name: the deployment already has a job named "${changes.name ?? job.name}"`);
   ctx.scheduler.changed();
   return { ...job, ...changes, updated_at: updatedAt };
 }

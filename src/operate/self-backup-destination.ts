@@ -24,9 +24,6 @@ export class SelfBackupDestinationError extends Error {
   override readonly name = 'SelfBackupDestinationError';
 }
 
-/** Whether a `--destination` / SLIPWAY_SELF_BACKUP_DESTINATION value names a destination (an id or a name) rather than a directory. */
-export const isDestinationReference = (value: string): boolean => UUID.test(value) || /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(value);
-
 export interface DestinationOpening {
   readonly db: Db;
   readonly cipher: ValueCipher;
@@ -37,7 +34,8 @@ export interface DestinationOpening {
 /**
  * The destination `reference` (its id, or its name when only one destination has that name) in the
  * installation's database, opened with its secret decrypted. The self-backup is the operator's, not
- * a user's: any user's or team's destination may be named.
+ * a user's: any user's or team's destination may be named. A name is matched as given (trimmed);
+ * failing that, regardless of case (names were lower-cased before they kept their case).
  */
 export async function openSelfBackupDestination(at: DestinationOpening, reference: string): Promise<{ row: DestinationRow; objects: ObjectStore }> {
   const store = databaseBackupStore(at.db, at.cipher);
@@ -45,7 +43,10 @@ export async function openSelfBackupDestination(at: DestinationOpening, referenc
   if (UUID.test(reference)) {
     row = await store.getDestination(reference.toLowerCase());
   } else {
-    const named = await at.db.selectFrom('backup_destinations').select('id').where('name', '=', reference.toLowerCase()).execute();
+    const wanted = reference.trim();
+    const all = await at.db.selectFrom('backup_destinations').select(['id', 'name']).execute();
+    const exact = all.filter((r) => r.name === wanted);
+    const named = exact.length > 0 ? exact : all.filter((r) => r.name.toLowerCase() === wanted.toLowerCase());
     if (named.length > 1) throw new SelfBackupDestinationError(`${named.length} backup destinations are named "${reference}" (of different users or teams): give its id (${named.map((r) => r.id).join(', ')})`);
     if (named[0] !== undefined) row = await store.getDestination(named[0].id);
   }

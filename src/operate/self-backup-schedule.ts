@@ -66,6 +66,14 @@ export async function takeScheduledBackup(deps: SelfBackupScheduleDeps, at: Date
 }
 
 /**
+ * The cron job of a schedule as the config checked it (5 or 6 fields, or @hourly, @daily, @weekly,
+ * @monthly, which croner reads itself): in UTC, never two rounds at once; paused without `round`.
+ */
+export function selfBackupCron(schedule: string, round?: () => Promise<void>): Cron {
+  return round === undefined ? new Cron(schedule, { timezone: 'UTC', paused: true }) : new Cron(schedule, { timezone: 'UTC', protect: true }, round);
+}
+
+/**
  * The task: while this instance leads, a cron job (UTC, never two rounds at once) takes a backup;
  * losing leadership or stopping aborts the signal, which stops the job. A failed backup is logged
  * as a warning with its reason and tried again at the next time the schedule gives.
@@ -75,7 +83,7 @@ export function selfBackupTask(deps: SelfBackupScheduleDeps): BackgroundTask {
     name: 'scheduled self-backup',
     scope: 'leaderOnly',
     run(signal) {
-      const job = new Cron(deps.settings.schedule, { timezone: 'UTC', protect: true }, async () => {
+      const job = selfBackupCron(deps.settings.schedule, async () => {
         try {
           const file = await takeScheduledBackup(deps);
           deps.log('info', `self-backup written to ${file}`);

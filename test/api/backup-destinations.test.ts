@@ -75,6 +75,31 @@ describe('backup destinations', () => {
     assertError(await s.request('GET', `/api/v1/backup-destinations/${id}`, { token: alice.token }), 404, 'not_found');
   });
 
+  test('a name is any text of 1 to 100 characters after trimming, case kept (contract §20 gives no rule); unique per owner; empty, too long or with control characters is a 400', async () => {
+    const created = await s.request('POST', '/api/v1/backup-destinations', { token: alice.token, body: { name: '  Offsite S3 ', type: 'local' } });
+    assert.equal(created.status, 201, created.text);
+    assert.equal(created.json.name, 'Offsite S3');
+    assert.equal((await s.request('GET', `/api/v1/backup-destinations/${created.json.id}`, { token: alice.token })).json.name, 'Offsite S3');
+    const renamed = await s.request('PATCH', `/api/v1/backup-destinations/${created.json.id}`, { token: alice.token, body: { name: 'Offsite' } });
+    assert.equal(renamed.status, 200, renamed.text);
+    assert.equal(renamed.json.name, 'Offsite', 'not lower-cased');
+    assertError(await s.request('POST', '/api/v1/backup-destinations', { token: alice.token, body: { name: 'Offsite', type: 'local' } }), 400, 'validation_error', 'a name taken');
+    const other = await s.request('POST', '/api/v1/backup-destinations', { token: bob.token, body: { name: 'Offsite', type: 'local' } });
+    assert.equal(other.status, 201, 'another owner may have the same name');
+    const long = await s.request('POST', '/api/v1/backup-destinations', { token: bob.token, body: { name: `  ${'é'.repeat(100)}  `, type: 'local' } });
+    assert.equal(long.status, 201, '100 characters once trimmed');
+    assert.equal(long.json.name, 'é'.repeat(100));
+    for (const bad of ['', '   ', 'x'.repeat(101), 'two\nlines', 'nul\u0000', 7]) {
+      const res = await s.request('POST', '/api/v1/backup-destinations', { token: alice.token, body: { name: bad, type: 'local' } });
+      assertError(res, 400, 'validation_error', JSON.stringify(bad));
+      assert.match(res.json.message, /^name/, JSON.stringify(bad));
+    }
+    assertError(await s.request('PATCH', `/api/v1/backup-destinations/${created.json.id}`, { token: alice.token, body: { name: 'tab\there' } }), 400, 'validation_error');
+    for (const [token, id] of [[alice.token, created.json.id], [bob.token, other.json.id], [bob.token, long.json.id]] as const) {
+      assert.equal((await s.request('DELETE', `/api/v1/backup-destinations/${id}`, { token })).status, 204);
+    }
+  });
+
   test('test: ok against s3rver (nothing left behind); wrong credentials fail at auth; an unreachable endpoint fails at resolve within 30 s', async () => {
     const good = (await s.request('POST', '/api/v1/backup-destinations', { token: alice.token, body: s3Body({ name: 'good' }) })).json;
     const ok = await s.request('POST', `/api/v1/backup-destinations/${good.id}/test`, { token: alice.token });
@@ -96,6 +121,19 @@ describe('backup destinations', () => {
     assert.equal(unreachable.json.step, 'resolve', unreachable.text);
     assert.match(unreachable.json.message, new RegExp(`127\\.0\\.0\\.1:${port}`));
     assert.ok(Date.now() - started < 30_000);
+
+    // A host that does not resolve: with SLIPWAY_ALLOW_PRIVATE_TARGETS there is nothing to refuse at
+    // creation (or at a change); the test resolves it and names the step.
+    const nowhere = await s.request('POST', '/api/v1/backup-destinations', { token: alice.token, body: s3Body({ name: 'nowhere', endpoint: 'https://no-such-host.invalid' }) });
+    assert.equal(nowhere.status, 201, nowhere.text);
+    const unresolved = await s.request('POST', `/api/v1/backup-destinations/${nowhere.json.id}/test`, { token: alice.token });
+    assert.equal(unresolved.status, 200);
+    assert.equal(unresolved.json.ok, false);
+    assert.equal(unresolved.json.step, 'resolve', unresolved.text);
+    assert.match(unresolved.json.message, /no-such-host\.invalid does not resolve/);
+    const moved = await s.request('PATCH', `/api/v1/backup-destinations/${good.id}`, { token: alice.token, body: { endpoint: 'http://also-no-such-host.invalid:9000' } });
+    assert.equal(moved.status, 200, moved.text);
+    assert.equal(moved.json.endpoint, 'http://also-no-such-host.invalid:9000');
   });
 
   test('a local destination under the data directory tests ok', async () => {

@@ -45,15 +45,17 @@ describe('slipway backup commands', () => {
     assert.equal(tested.code, 0, tested.stderr);
     assert.match(tested.stdout, /works/);
     // s3rver checks the access key id, not v4 signatures: a wrong key id is the wrong credentials.
-    const wrong = await run(['destinations', 'add', 'wrong', '--type', 's3', '--endpoint', s3.endpoint, '--bucket', s3.bucket, '--access-key-id', 'NOT-A-KEY', '--path-style'], 'not-the-secret\n');
+    // A name with a space and capitals (contract §20 gives no rule) is one argv element, kept as given.
+    const wrong = await run(['destinations', 'add', 'Wrong Key', '--type', 's3', '--endpoint', s3.endpoint, '--bucket', s3.bucket, '--access-key-id', 'NOT-A-KEY', '--path-style'], 'not-the-secret\n');
     assert.equal(wrong.code, 0, wrong.stderr);
-    const failed = await run(['destinations', 'test', 'wrong']);
+    assert.match(wrong.stdout, /Added destination Wrong Key \(s3\)\. Check it with `slipway destinations test 'Wrong Key'`/);
+    const failed = await run(['destinations', 'test', 'Wrong Key']);
     assert.equal(failed.code, 1);
-    assert.match(failed.stderr, /destination wrong failed at auth/);
-    assert.equal((await run(['destinations', 'rm', 'wrong', '--yes'])).code, 0);
+    assert.match(failed.stderr, /destination Wrong Key failed at auth/);
+    assert.equal((await run(['destinations', 'rm', 'Wrong Key', '--yes'])).code, 0);
     const list = await run(['destinations', 'ls']);
     assert.match(list.stdout, /offsite\s+s3/);
-    assert.doesNotMatch(list.stdout, /wrong/);
+    assert.doesNotMatch(list.stdout, /Wrong Key/);
   });
 
   test('schedule, backup now (waits until verified), list, restore with a confirmation naming what is replaced', async () => {

@@ -74,6 +74,9 @@ describe('scheduled jobs', () => {
       [{ ...good, timeout_seconds: 86_401 }, 'timeout_seconds'],
       [{ ...good, concurrency: 'sometimes' }, 'concurrency'],
       [{ ...good, service: 'not a service!' }, 'service'],
+      [{ ...good, name: '  ' }, 'name'],
+      [{ ...good, name: 'x'.repeat(101) }, 'name'],
+      [{ ...good, name: 'two\nlines' }, 'name'],
     ] as const) {
       const res = await createJob(body);
       assertError(res, 400, 'validation_error', JSON.stringify(body));
@@ -91,6 +94,11 @@ describe('scheduled jobs', () => {
     assertError(await s.request('GET', `${jobsPath()}/${created.json.id}`, { token: bob.token }), 404, 'not_found');
     assertError(await s.request('POST', `${jobsPath()}/${created.json.id}/runs`, { token: bob.token }), 404, 'not_found');
     assertError(await createJob(good), 400, 'validation_error', 'the name is taken');
+    // Contract §22 gives no rule for a name: free text, trimmed, case kept.
+    const spaced = await createJob({ ...good, name: ' Nightly cleanup ' });
+    assert.equal(spaced.status, 201, spaced.text);
+    assert.equal(spaced.json.name, 'Nightly cleanup');
+    assert.equal((await s.request('DELETE', `${jobsPath()}/${spaced.json.id}`, { token: alice.token })).status, 204);
     assert.equal((await s.request('DELETE', `${jobsPath()}/${created.json.id}`, { token: alice.token })).status, 204);
   });
 
@@ -131,18 +139,22 @@ describe('scheduled jobs', () => {
   test('the CLI: jobs add, ls, run --follow (its exit code the run\'s), runs, rm', async () => {
     const home = tempDir('jobs-cli');
     const run = (args: string[]) => cli(args, { home, env: { SLIPWAY_URL: s.url, SLIPWAY_API_KEY: alice.apiKey } });
-    const added = await run(['jobs', 'add', app.subdomain, 'cli-job', '--schedule', '@daily', '--timeout', '30', '--', 'sh', '-c', 'echo from-the-cli; exit 4']);
+    // A name with a space is one argv element all the way (no shell in between).
+    const added = await run(['jobs', 'add', app.subdomain, 'cli job', '--schedule', '@daily', '--timeout', '30', '--', 'sh', '-c', 'echo from-the-cli; exit 4']);
     assert.equal(added.code, 0, added.stderr);
-    assert.match(added.stdout, /cli-job scheduled/);
-    assert.match((await run(['jobs', 'ls', app.subdomain])).stdout, /cli-job\s+@daily\s+sh -c echo from-the-cli; exit 4/);
-    const ran = await run(['jobs', 'run', app.subdomain, 'cli-job', '--follow']);
+    assert.match(added.stdout, /Job cli job scheduled/);
+    assert.match((await run(['jobs', 'ls', app.subdomain])).stdout, /cli job\s+@daily\s+sh -c echo from-the-cli; exit 4/);
+    const ran = await run(['jobs', 'run', app.subdomain, 'cli job', '--follow']);
     assert.equal(ran.code, 1, ran.stderr);
     assert.match(ran.stdout, /from-the-cli\n/);
     assert.match(ran.stderr, /failed with exit code 4/);
-    assert.match((await run(['jobs', 'runs', app.subdomain, 'cli-job'])).stdout, /failed\s+manual\s+4/);
-    assert.match((await run(['jobs', 'logs', app.subdomain, 'cli-job'])).stdout, /from-the-cli/);
-    assert.equal((await run(['jobs', 'rm', app.subdomain, 'cli-job'])).code, 0);
-    assert.equal((await run(['jobs', 'run', app.subdomain, 'cli-job'])).code, 1, 'gone');
+    assert.match((await run(['jobs', 'runs', app.subdomain, 'cli job'])).stdout, /failed\s+manual\s+4/);
+    assert.match((await run(['jobs', 'logs', app.subdomain, 'cli job'])).stdout, /from-the-cli/);
+    const again = await run(['jobs', 'run', app.subdomain, 'cli job']);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, new RegExp(`slipway jobs logs ${app.subdomain} 'cli job' --follow`), 'the command to copy quotes the name');
+    assert.equal((await run(['jobs', 'rm', app.subdomain, 'cli job'])).code, 0);
+    assert.equal((await run(['jobs', 'run', app.subdomain, 'cli job'])).code, 1, 'gone');
     fs.rmSync(home, { recursive: true, force: true });
   });
 

@@ -1,4 +1,4 @@
-// Unit tests of the jobs' schedule and scheduler with a fake store: field-named errors, once per due time across schedulers, missed runs, forbid, orphaned runs.
+// Unit tests of the jobs' schedule, scheduler and names with a fake store: field-named errors, once per due time across schedulers, missed runs, forbid, orphaned runs, free-text names.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { DomainError } from '../../src/core/errors.js';
@@ -8,6 +8,9 @@ import type { JobRow, JobStore, NewRun, RunRow } from '../../src/jobs/job-store.
 import { JobRunner, jobImage } from '../../src/jobs/job-runner.js';
 import { endOrphanedRuns } from '../../src/jobs/reconcile-runs.js';
 import { RunLogWakeups } from '../../src/jobs/run-logs.js';
+import { createJob, updateJob, type JobsContext } from '../../src/jobs/jobs.js';
+import type { DeploymentCatalog } from '../../src/domain/deployment-catalog.js';
+import type { Principal } from '../../src/core/principal.js';
 
 const T0 = Date.parse('2026-11-28T10:00:00.000Z');
 const at = (ms: number): Date => new Date(T0 + ms);
@@ -202,5 +205,43 @@ describe('the job scheduler', () => {
     assert.deepEqual(removed, ['c-dead', 'c-mine']);
     assert.equal(store.runs.find((r) => r.id === 'alive')?.status, 'running');
     assert.match(String(store.runs.find((r) => r.id === 'dead')?.message), /instance/);
+  });
+});
+
+describe('job names', () => {
+  const owner: Principal = { userId: 'user-1', isAdmin: false, via: 'session', sessionId: 'session-1', apiKeyId: undefined };
+  const deploymentId = '8a0c8f4e-4d0b-4a55-9d43-0d2c6a1b7e01';
+  /** The jobs' use-cases on one deployment of `owner`, the store's unique (deployment, name) in memory. */
+  const context = (): { ctx: JobsContext; jobs: JobRow[] } => {
+    const jobs: JobRow[] = [];
+    const taken = (name: string, except?: string): boolean => jobs.some((j) => j.name === name && j.id !== except);
+    const store = {
+      create: async (j: JobRow) => (taken(j.name) ? 'name_taken' : (jobs.push(j), 'created')),
+      job: async (_dep: string, id: string) => jobs.find((j) => j.id === id),
+      update: async (id: string, changes: Partial<JobRow>) => {
+        if (changes.name !== undefined && taken(changes.name, id)) return 'name_taken';
+        Object.assign(jobs.find((j) => j.id === id)!, changes);
+        return 'updated';
+      },
+    } as unknown as JobStore;
+    const deployments = { deployment: async (id: string) => (id === deploymentId ? { id, user_id: owner.userId, team_id: null, parent_id: null } : undefined) } as unknown as DeploymentCatalog;
+    return { ctx: { store, deployments, runner: { start: async () => null }, scheduler: { changed: quiet }, wakeups: new RunLogWakeups(), unsupported: undefined }, jobs };
+  };
+  const body = (name: unknown) => ({ name, schedule: '@daily', command: ['true'] });
+  const refusedName = (err: unknown): boolean => err instanceof DomainError && err.code === 'validation_error' && err.message.startsWith('name:');
+
+  test('any text of 1 to 100 characters after trimming, spaces and case kept (contract §22 gives no rule); empty, too long or with control characters is a 400 naming name', async () => {
+    const { ctx, jobs } = context();
+    assert.equal((await createJob(ctx, owner, deploymentId, body('  nightly cleanup '))).name, 'nightly cleanup');
+    assert.equal((await createJob(ctx, owner, deploymentId, body('Rapport (lundi) — été'))).name, 'Rapport (lundi) — été');
+    assert.equal((await createJob(ctx, owner, deploymentId, body('x'.repeat(100)))).name, 'x'.repeat(100));
+    for (const bad of ['', '   ', 'x'.repeat(101), 'two\nlines', 'tab\there', 'nul\u0000', 'del\u007f', 42, null]) {
+      await assert.rejects(createJob(ctx, owner, deploymentId, body(bad)), refusedName, JSON.stringify(bad));
+    }
+    await assert.rejects(createJob(ctx, owner, deploymentId, body('nightly cleanup')), (err: unknown) => refusedName(err) && /already has a job named "nightly cleanup"/.test((err as Error).message), 'still unique in the deployment');
+    const first = jobs[0]!;
+    assert.equal((await updateJob(ctx, owner, deploymentId, first.id, { name: 'Nightly Cleanup ' })).name, 'Nightly Cleanup');
+    await assert.rejects(updateJob(ctx, owner, deploymentId, first.id, { name: 'bad\rname' }), refusedName);
+    assert.equal(jobs.length, 3, 'nothing created by a refusal');
   });
 });

@@ -9,7 +9,7 @@ import { loadConfig } from '../../src/config.js';
 import { Background, type Leadership } from '../../src/core/background.js';
 import { localObjectStore } from '../../src/backups/local-object-store.js';
 import { listSelfBackups, SELF_BACKUP_FOLDER } from '../../src/operate/self-backup-destination.js';
-import { scheduledBackups, selfBackupTask, takeScheduledBackup } from '../../src/operate/self-backup-schedule.js';
+import { scheduledBackups, selfBackupCron, selfBackupTask, takeScheduledBackup } from '../../src/operate/self-backup-schedule.js';
 
 function leadership(initial: boolean): Leadership & { set(leader: boolean): void } {
   let leader = initial;
@@ -94,12 +94,38 @@ test('the task runs on the leader only, on its schedule, and stops with leadersh
   }
 });
 
-test('the settings: both or neither, a cron expression, an absolute directory', () => {
+test('the settings: both or neither, a cron expression, an absolute directory or a destination', () => {
   assert.equal(loadConfig({}).selfBackup, undefined);
   assert.deepEqual(loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: ' 0 3  * * * ', SLIPWAY_SELF_BACKUP_DESTINATION: '/backups' }).selfBackup, { schedule: '0 3 * * *', directory: '/backups', keep: 14 });
   assert.throws(() => loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '0 3 * * *' }), /set together/);
   assert.throws(() => loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: 'daily', SLIPWAY_SELF_BACKUP_DESTINATION: '/b' }), /cron expression/);
   assert.throws(() => loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '99 3 * * *', SLIPWAY_SELF_BACKUP_DESTINATION: '/b' }), /cron expression/);
-  assert.deepEqual(loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '0 3 * * *', SLIPWAY_SELF_BACKUP_DESTINATION: 'Offsite' }).selfBackup, { schedule: '0 3 * * *', destination: 'offsite', keep: 14 });
+  assert.throws(() => loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '@reboot', SLIPWAY_SELF_BACKUP_DESTINATION: '/b' }), /cron expression/);
+  assert.throws(() => loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '0 0 30 2 *', SLIPWAY_SELF_BACKUP_DESTINATION: '/b' }), /never comes due/);
+  // A destination's name as the API allows it (contract §20 gives no rule): case and spaces kept; an id lower-cased.
+  assert.deepEqual(loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '0 3 * * *', SLIPWAY_SELF_BACKUP_DESTINATION: 'Offsite' }).selfBackup, { schedule: '0 3 * * *', destination: 'Offsite', keep: 14 });
+  assert.deepEqual(loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '0 3 * * *', SLIPWAY_SELF_BACKUP_DESTINATION: ' Offsite S3 ' }).selfBackup, { schedule: '0 3 * * *', destination: 'Offsite S3', keep: 14 });
+  assert.deepEqual(loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '0 3 * * *', SLIPWAY_SELF_BACKUP_DESTINATION: '8A0C8F4E-4D0B-4A55-9D43-0D2C6A1B7E01' }).selfBackup, { schedule: '0 3 * * *', destination: '8a0c8f4e-4d0b-4a55-9d43-0d2c6a1b7e01', keep: 14 });
+  assert.throws(() => loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '0 3 * * *', SLIPWAY_SELF_BACKUP_DESTINATION: 'x'.repeat(101) }), /id or name, or an absolute directory path/);
   assert.throws(() => loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: '0 3 * * *', SLIPWAY_SELF_BACKUP_DESTINATION: 'backups/self' }), /id or name, or an absolute directory path/);
 });
+
+test("the schedule takes the forms a job's does (contract §25 \"(cron)\", §22): 5 or 6 fields, @hourly, @daily, @weekly, @monthly; the scheduler's due times, in UTC", () => {
+  const settings = (schedule: string) => loadConfig({ SLIPWAY_SELF_BACKUP_SCHEDULE: schedule, SLIPWAY_SELF_BACKUP_DESTINATION: '/backups' }).selfBackup;
+  const after = new Date('2026-11-28T10:20:00.000Z'); // a Saturday
+  for (const [schedule, read, next] of [
+    ['@hourly', '@hourly', '2026-11-28T11:00:00.000Z'],
+    ['@daily', '@daily', '2026-11-29T00:00:00.000Z'],
+    [' @Weekly ', '@weekly', '2026-11-29T00:00:00.000Z'],
+    ['@monthly', '@monthly', '2026-12-01T00:00:00.000Z'],
+    ['30 3 * * *', '30 3 * * *', '2026-11-29T03:30:00.000Z'],
+    ['*/30 * * * * *', '*/30 * * * * *', '2026-11-28T10:20:30.000Z'],
+  ] as const) {
+    const read_ = settings(schedule);
+    assert.deepEqual(read_, { schedule: read, directory: '/backups', keep: 14 }, schedule);
+    const cron = selfBackupCron(read_!.schedule);
+    assert.equal(cron.nextRun(after)?.toISOString(), next, schedule);
+    cron.stop();
+  }
+});
+

@@ -1,4 +1,4 @@
-// Self-backup and restore at the store level, on SQLite or (with SLIPWAY_TEST_DATABASE_URL) PostgreSQL: every row comes back, binary uploads included; a newer backup and an occupied target are refused with nothing written.
+// Self-backup and restore at the store level, on SQLite or (with SLIPWAY_TEST_DATABASE_URL) PostgreSQL: every row comes back, binary uploads included; a newer backup and an occupied target are refused with nothing written; a failed `server restore` leaves the data directory as it found it.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -11,7 +11,8 @@ import { BackupReadError } from '../../src/operate/backup-format.js';
 import { REBUILD_MARKER } from '../../src/operate/restore-rebuilds.js';
 import { takeSelfBackup } from '../../src/operate/self-backup.js';
 import { RestoreRefused, restoreSelfBackup } from '../../src/operate/self-restore.js';
-import { testDatabase } from '../helpers/server.js';
+import { cli } from '../helpers/cli.js';
+import { testDatabase, testEnv } from '../helpers/server.js';
 
 const KEY = crypto.randomBytes(32);
 const cleanups: Array<() => Promise<void>> = [];
@@ -107,3 +108,47 @@ test('a backup from a newer Slipway, or one cut short, is refused and the target
     assert.equal(await postgresHoldsInstallation(into.url), undefined);
   }
 });
+
+test('`server restore` with a wrong key or a corrupt file: a clear error, and the data directory as it was (a missing one still missing, an empty one still empty: no lock, no staging)', async () => {
+  const source = await target('cli-source');
+  await (await source.open()).destroy();
+  const good = await backupOf(source);
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'slipway-failed-restore-'));
+  cleanups.push(async () => fs.rmSync(root, { recursive: true, force: true }));
+  const backup = path.join(root, 'slipway.backup');
+  fs.writeFileSync(backup, good);
+  const corrupt = path.join(root, 'corrupt.backup');
+  const bytes = Buffer.from(good);
+  bytes[bytes.length - 30] = (bytes[bytes.length - 30] ?? 0) ^ 0xff;
+  fs.writeFileSync(corrupt, bytes);
+  const into = await target('cli-into');
+  const restore = (dataDir: string, file: string, key: Buffer) =>
+    cli(['server', 'restore', '--file', file], { home: root, env: testEnv(dataDir, { SLIPWAY_SECRET_KEY: key.toString('base64'), ...(into.url === undefined ? {} : { SLIPWAY_DATABASE_URL: into.url }) }) });
+
+  const missing = path.join(root, 'not-yet', 'data');
+  const empty = path.join(root, 'empty');
+  fs.mkdirSync(empty, { mode: 0o700 });
+  for (const [file, key, message] of [
+    [backup, crypto.randomBytes(32), /another installation key.*Nothing was written/],
+    [corrupt, KEY, /corrupt or was altered.*Nothing was written/],
+  ] as const) {
+    const intoMissing = await restore(missing, file, key);
+    assert.equal(intoMissing.code, 1, intoMissing.stderr);
+    assert.match(intoMissing.stderr, message);
+    assert.equal(fs.existsSync(path.join(root, 'not-yet')), false, 'a data directory (and parent) that did not exist does not exist after');
+    const intoEmpty = await restore(empty, file, key);
+    assert.equal(intoEmpty.code, 1, intoEmpty.stderr);
+    assert.match(intoEmpty.stderr, message);
+    assert.deepEqual(fs.readdirSync(empty), [], 'an empty data directory is left empty');
+    assert.equal(fs.statSync(empty).mode & 0o777, 0o700);
+  }
+  if (into.url !== undefined) {
+    const { postgresHoldsInstallation } = await import('../../src/operate/postgres-export.js');
+    assert.equal(await postgresHoldsInstallation(into.url), undefined);
+  }
+  // The same file with the right key restores (the failures were the key's and the bytes', not the command's).
+  const restored = await restore(missing, backup, KEY);
+  assert.equal(restored.code, 0, restored.stderr);
+  assert.ok(fs.existsSync(path.join(missing, 'restore-rebuild.json')));
+});
+

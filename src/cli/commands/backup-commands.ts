@@ -5,7 +5,7 @@ import { CliError } from '../cli-error.js';
 import type { CliIo } from '../cli-io.js';
 import { connect, withInterrupt, withJson, type JsonOption } from '../command-context.js';
 import { confirmOrRefuse } from '../confirm.js';
-import { ago, humanBytes, printFields, printJson, printTable, shortId } from '../output.js';
+import { ago, commandWord, humanBytes, printFields, printJson, printTable, shortId } from '../output.js';
 import { createPrompter } from '../prompt.js';
 import { findDatabase } from '../find-database.js';
 import { findTeam } from './team-commands.js';
@@ -82,7 +82,7 @@ async function follow<T>(client: ApiClient, io: CliIo, path: string, options: { 
 async function findDestination(client: ApiClient, ref: string): Promise<Destination> {
   const all = await client.list<Destination>('/api/v1/backup-destinations');
   const byId = all.find((d) => d.id === ref.toLowerCase());
-  const byName = all.filter((d) => d.name === ref);
+  const byName = all.filter((d) => d.name === ref.trim());
   const found = byId ?? (byName.length === 1 ? byName[0] : undefined);
   if (found === undefined) throw new CliError(byName.length > 1 ? `several destinations are named "${ref}": use the id (see \`slipway destinations ls\`)` : `no backup destination "${ref}" (see \`slipway destinations ls\`)`);
   return found;
@@ -320,7 +320,7 @@ Examples:
       }
       const created = await client.request<Destination>('POST', '/api/v1/backup-destinations', { body });
       if (options.json === true) return printJson(io.stdout, created);
-      io.stdout.write(`Added destination ${created.name} (${created.type}). Check it with \`slipway destinations test ${created.name}\`.\n`);
+      io.stdout.write(`Added destination ${created.name} (${created.type}). Check it with \`slipway destinations test ${commandWord(created.name)}\`.\n`);
     }),
   );
 

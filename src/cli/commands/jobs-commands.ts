@@ -4,7 +4,7 @@ import type { ApiClient } from '../api-client.js';
 import { CliError, usageError } from '../cli-error.js';
 import type { CliIo } from '../cli-io.js';
 import { connect, withInterrupt, withJson, type JsonOption } from '../command-context.js';
-import { ago, printJson, printTable } from '../output.js';
+import { ago, commandWord, printJson, printTable } from '../output.js';
 import { appFor } from '../resolve-app.js';
 
 interface Job {
@@ -33,7 +33,7 @@ const jobsPath = (appId: string): string => `/api/v1/deployments/${appId}/jobs`;
 /** A job by name or id. */
 async function findJob(client: ApiClient, appId: string, ref: string): Promise<Job> {
   const jobs = await client.request<Job[]>('GET', jobsPath(appId));
-  const job = jobs.find((j) => j.name === ref || j.id === ref);
+  const job = jobs.find((j) => j.name === ref.trim() || j.id === ref);
   if (job === undefined) throw new CliError(`no job ${ref} (see \`slipway jobs ls\`)`);
   return job;
 }
@@ -118,7 +118,7 @@ Examples:
       const started = await client.request<Run>('POST', `${jobsPath(app.id)}/${job.id}/runs`);
       if (options.follow !== true) {
         if (options.json === true) return printJson(io.stdout, started);
-        io.stdout.write(started.status === 'skipped' ? `Skipped: ${started.message ?? ''}\n` : `Run ${started.id.slice(0, 8)} of ${job.name} started (\`slipway jobs logs ${app.subdomain} ${job.name} --follow\`).\n`);
+        io.stdout.write(started.status === 'skipped' ? `Skipped: ${started.message ?? ''}\n` : `Run ${started.id.slice(0, 8)} of ${job.name} started (\`slipway jobs logs ${app.subdomain} ${commandWord(job.name)} --follow\`).\n`);
         return;
       }
       if (started.status === 'skipped') throw new CliError(`the run was skipped: ${started.message ?? ''}`);
