@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
-import { JobSchedule } from './jobs/job-schedule.js';
+import { JobSchedule } from './core/cron-schedule.js';
 import { objectName } from './core/object-name.js';
 
 /** Server settings (decisions §1 plus the operational knobs documented in docs/configuration.md). */

@@ -1,7 +1,7 @@
 // The jobs' scheduler (decisions §22): on every instance, each job's due times come due on a timer and are claimed once across instances by the store.
 import type { Log } from '../core/log.js';
 import type { JobRow, JobStore } from './job-store.js';
-import { JobSchedule } from './job-schedule.js';
+import { JobSchedule } from '../core/cron-schedule.js';
 
 /** A due time later than this is never run (decisions §22: a missed run runs once at start if it is less than an hour late). */
 export const MAX_LATE_MS = 3_600_000;

@@ -10,7 +10,7 @@ import type { DeploymentAction } from '../domain/policy.js';
 import { deploymentRecord, type AuditRecord } from '../domain/audit.js';
 import type { DeploymentRow } from '../domain/deployment-rows.js';
 import type { JobRunner } from './job-runner.js';
-import { checkTimezone, JobSchedule } from './job-schedule.js';
+import { checkTimezone, JobSchedule } from '../core/cron-schedule.js';
 import type { JobChanges, JobConcurrency, JobRow, JobStore, RunRow } from './job-store.js';
 import { RUNS_KEPT } from './job-runner.js';
 import { readRunLog, type RunLogWakeups } from './run-logs.js';

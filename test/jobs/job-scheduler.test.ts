@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { DomainError } from '../../src/core/errors.js';
-import { checkTimezone, JobSchedule } from '../../src/jobs/job-schedule.js';
+import { checkTimezone, JobSchedule } from '../../src/core/cron-schedule.js';
 import { JobScheduler, MAX_LATE_MS } from '../../src/jobs/job-scheduler.js';
 import type { JobRow, JobStore, NewRun, RunRow } from '../../src/jobs/job-store.js';
 import { JobRunner, jobImage } from '../../src/jobs/job-runner.js';

@@ -1,6 +1,6 @@
-// Jobs' schedules (decisions §22): cron expressions (5 fields, 6 with seconds, or @hourly/@daily/@weekly/@monthly) in an IANA time zone, read with croner.
+// Cron schedules (decisions §22, also the self-backup's §25): cron expressions (5 fields, 6 with seconds, or @hourly/@daily/@weekly/@monthly) in an IANA time zone, read with croner.
 import { Cron } from 'croner';
-import { DomainError } from '../core/errors.js';
+import { DomainError } from './errors.js';
 
 const NICKNAMES = new Set(['@hourly', '@daily', '@weekly', '@monthly']);
 /** How many due times one look walks at most (a per-second schedule over an hour is 3,600). */
