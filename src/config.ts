@@ -469,13 +469,13 @@ function selfBackupSettings(env: Env): SelfBackupSettings | undefined {
   if (schedule === undefined || destination === undefined) throw new ConfigError('SLIPWAY_SELF_BACKUP_SCHEDULE and SLIPWAY_SELF_BACKUP_DESTINATION are set together');
   // The forms a job's schedule takes (contract §22): 5 or 6 fields, or @hourly, @daily, @weekly,
   // @monthly; read by croner as the scheduler will (src/operate/self-backup-schedule.ts).
+  let cron: string;
   try {
-    JobSchedule.parse(schedule, 'UTC');
+    cron = JobSchedule.parse(schedule, 'UTC').expression;
   } catch (err) {
     const why = err instanceof Error ? err.message.replace(/^schedule: /, '') : String(err);
     throw new ConfigError(`SLIPWAY_SELF_BACKUP_SCHEDULE must be a cron expression of five fields (or six, seconds first), such as "0 3 * * *", or @hourly, @daily, @weekly, @monthly, got "${schedule}" (${why})`);
   }
-  const cron = schedule.startsWith('@') ? schedule.toLowerCase() : schedule.split(/\s+/).join(' ');
   if (path.isAbsolute(destination)) return { schedule: cron, directory: destination, keep: 14 };
   // A destination's id (a UUID) or its name (free text, as the API allows). A relative path is a
   // mistake more often than a name with "/" (such a destination is given by its id).

@@ -23,9 +23,12 @@ export function checkTimezone(value: string): string {
 /** A job's schedule: the due times of a checked cron expression in its time zone. */
 export class JobSchedule {
   readonly #cron: Cron;
+  /** The expression as read: a nickname lower-cased, fields single-spaced. */
+  readonly expression: string;
 
-  private constructor(cron: Cron) {
+  private constructor(cron: Cron, expression: string) {
     this.#cron = cron;
+    this.expression = expression;
   }
 
   /**
@@ -41,14 +44,15 @@ export class JobSchedule {
       const fields = text.split(/\s+/).length;
       if (text === '' || (fields !== 5 && fields !== 6)) throw invalid('schedule', `a cron expression has 5 fields (minute hour day month weekday) or 6 (seconds first); ${JSON.stringify(text)} has ${text === '' ? 0 : fields}`);
     }
+    const normalized = text.startsWith('@') ? text.toLowerCase() : text.split(/\s+/).join(' ');
     let cron: Cron;
     try {
-      cron = new Cron(text.startsWith('@') ? text.toLowerCase() : text, { paused: true, timezone });
+      cron = new Cron(normalized, { paused: true, timezone });
     } catch (err) {
       throw invalid('schedule', err instanceof Error ? err.message.replace(/^CronPattern: /, '') : 'not a cron expression');
     }
     if (cron.nextRun(new Date()) === null) throw invalid('schedule', `${JSON.stringify(text)} never comes due`);
-    return new JobSchedule(cron);
+    return new JobSchedule(cron, normalized);
   }
 
   /** The first due time strictly after `after`, or null when none comes. */
