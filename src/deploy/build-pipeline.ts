@@ -6,6 +6,7 @@ import { DomainError } from '../core/errors.js';
 import type { EnvVar } from '../domain/app-config.js';
 import type { BuildRow } from '../domain/builds.js';
 import type { DeploymentRow } from '../domain/deployments.js';
+import { addedSecretVars } from '../runtime/app-runtime.js';
 import { releaseTarget } from '../runtime/release.js';
 import { serializeReleaseSet, type ReleaseSet } from '../runtime/release-set.js';
 import { redactError, redactorFor, type SecretRedactor } from '../secrets/redact.js';
@@ -60,7 +61,17 @@ export async function runBuildPipeline(
   // must not reopen it: a reopened log would never be closed, and its followers never finish.
   let logOpen = true;
   // App output and engine errors can hold the deployment's secrets: they are redacted before they are stored.
-  const redactor = redactorFor(vars);
+  // The release's start-up output lands here too, and the runtime adds secrets of its own to the
+  // release (a linked database's URL and password), which are not among `vars`. If they cannot be
+  // read, the build fails (below) rather than risk an unmasked log.
+  let added: Awaited<ReturnType<typeof addedSecretVars>> = [];
+  let unmaskable: unknown;
+  try {
+    added = await addedSecretVars(runtime, dep.id);
+  } catch (err) {
+    unmaskable = err;
+  }
+  const redactor = redactorFor([...vars, ...added]);
   const redacted = redactor.stream();
   // Stored without terminal colours (the builder's own included): the dashboard and a piped CLI show plain text.
   const plain = new AnsiStripper();
@@ -86,6 +97,7 @@ export async function runBuildPipeline(
     if (taken?.lostFrom !== undefined) log(`==> the instance running this build (${taken.lostFrom}) was lost; instance ${taken.takenBy ?? 'this'} builds it again from the start\n`);
     log(`==> build ${build.id} of ${dep.name} (${dep.source_type} ${build.commit_sha || 'unresolved'})\n`);
     if (unreadable !== undefined) throw new DomainError('build_failed', unreadable);
+    if (unmaskable !== undefined) throw unmaskable;
     cancel.throwIfAborted();
     try {
       const built = await buildReleaseImage(

@@ -56,7 +56,8 @@ describe('database links and isolation', () => {
     const listed = await s.request('GET', path, { token: alice.token });
     assert.deepEqual(listed.json.map((l: { database_id: string }) => l.database_id), [pgId]);
 
-    assert.equal((await deployAndWait(s, alice.token, linked.id)).status, 200);
+    const deployed = await deployAndWait(s, alice.token, linked.id);
+    assert.equal(deployed.status, 200, deployed.text);
     assert.equal((await deployAndWait(s, bob.token, other.id)).status, 200);
     const pending = async (): Promise<[boolean, string[]]> => {
       const dep = (await s.request('GET', `/api/v1/deployments/${linked.id}`, { token: alice.token })).json;
@@ -78,6 +79,10 @@ describe('database links and isolation', () => {
     assert.ok(!logs.includes(creds.password), `the app's logs never show the password: ${logs}`);
     assert.match(logs, /url=\[redacted\]/);
     assert.match(logs, /password=\[redacted\]/);
+    // The build log holds the release's start-up output too: masked the same way.
+    const buildLog = (await s.request('GET', `/api/v1/deployments/${linked.id}/builds/${deployed.json.id}/logs`, { token: alice.token })).text;
+    assert.match(buildLog, /url=\[redacted\]/);
+    assert.ok(!buildLog.includes(creds.password), `the build log never shows the password: ${buildLog}`);
 
     // The real attempt: the linked app connects by the database's host name; the other tenant's app
     // reaches it neither by name nor by its address.
